@@ -1,0 +1,91 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a domain failure class from a closed set. The rpc layer maps each
+// code once to a JSON-RPC error with data.code set to the code's string.
+type Code string
+
+// The closed set of domain error codes.
+const (
+	CodeInvalid     Code = "invalid"     // bad input the caller can fix (-32602)
+	CodeNotFound    Code = "not_found"   // no such session, entry, preview…
+	CodeUnavailable Code = "unavailable" // a harness or capability is missing
+	CodeBusy        Code = "busy"        // a compaction or checkpoint is pending
+	CodeConflict    Code = "conflict"    // the record changed under the caller
+	CodeUnsupported Code = "unsupported" // the harness has no such operation
+	CodeHarness     Code = "harness"     // the harness failed or lied
+	CodeTimeout     Code = "timeout"     // a reply never arrived in time
+	CodeCancelled   Code = "cancelled"   // the caller cancelled
+	CodeCorrupt     Code = "corrupt"     // the record is unsound
+	CodeInternal    Code = "internal"    // anything else; details only logged
+	CodeChanged     Code = "changed"     // compaction: session changed while summarising
+	CodeSummary     Code = "summary"     // compaction: no valid summary
+	CodeCommit      Code = "commit"      // compaction: commit failed
+	CodePersistence Code = "persistence" // compaction: store failed
+)
+
+// Codes is the closed set, in a stable order, for schemas and docs.
+var Codes = []Code{CodeInvalid, CodeNotFound, CodeUnavailable, CodeBusy, CodeConflict,
+	CodeUnsupported, CodeHarness, CodeTimeout, CodeCancelled, CodeCorrupt, CodeInternal,
+	CodeChanged, CodeSummary, CodeCommit, CodePersistence}
+
+// Error is a domain failure with a code, a message fit for a user, optional
+// structured data, and the underlying cause.
+type Error struct {
+	Code    Code
+	Message string
+	Data    map[string]any
+	Err     error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Message + ": " + e.Err.Error()
+	}
+	return e.Message
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// E builds an *Error.
+func E(code Code, msg string, cause error) *Error {
+	return &Error{Code: code, Message: msg, Err: cause}
+}
+
+// Errorf builds an *Error with a formatted message and no cause.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of the first *Error in err's chain, CodeCancelled
+// for context cancellation, and CodeInternal otherwise.
+func ErrorCode(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	if errors.Is(err, ErrCancelled) {
+		return CodeCancelled
+	}
+	return CodeInternal
+}
+
+// Sentinel errors; compare with errors.Is.
+var (
+	// ErrNotFound is wrapped by Store methods when a session or entry is absent.
+	ErrNotFound = errors.New("core: not found")
+	// ErrCancelled marks work stopped by its caller.
+	ErrCancelled = errors.New("core: cancelled")
+	// ErrUnsupported is returned by a host for an operation it does not offer.
+	ErrUnsupported = errors.New("core: unsupported by this harness")
+)
+
+// NotFound builds a not_found error naming what was missing.
+func NotFound(what, id string) *Error {
+	return &Error{Code: CodeNotFound, Message: fmt.Sprintf("%s %q not found", what, id), Err: ErrNotFound}
+}

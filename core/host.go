@@ -1,0 +1,307 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Capability names, as DESIGN §8 spells them.
+const (
+	CapSessionList      = "session.list"
+	CapSessionCreate    = "session.create"
+	CapSessionHistory   = "session.history"
+	CapSessionModels    = "session.models"
+	CapSessionSelect    = "session.selectModel"
+	CapSessionPrompt    = "session.prompt"
+	CapSessionCancel    = "session.cancel"
+	CapSessionRename    = "session.rename"
+	CapWorkspaceList    = "workspace.list"
+	CapWorkspaceArchive = "workspace.archiveSession"
+	CapPresetList       = "agentPreset.list"
+	CapGoalCreate       = "goal.create"
+	CapGoalPause        = "goal.pause"
+
+	CapAttachment      = "session.attachment"
+	CapGoalClear       = "goal.clear"
+	CapHistoryWindow   = "session.historyWindow"
+	CapNativeResume    = "native.resume"
+	CapCompactCommand  = "compaction.command"
+	CapCompactionFocus = "compaction.focus"
+	CapContextGauge    = "context.gauge"
+)
+
+// RequiredCapabilities is the port's required set, in report order.
+var RequiredCapabilities = []string{CapSessionList, CapSessionCreate, CapSessionHistory,
+	CapSessionModels, CapSessionSelect, CapSessionPrompt, CapSessionCancel, CapSessionRename,
+	CapWorkspaceList, CapWorkspaceArchive, CapPresetList, CapGoalCreate, CapGoalPause}
+
+// OptionalCapabilities is the optional set, in report order.
+var OptionalCapabilities = []string{CapAttachment, CapGoalClear, CapHistoryWindow,
+	CapNativeResume, CapCompactCommand, CapCompactionFocus, CapContextGauge}
+
+// Capability is one probed capability.
+type Capability struct {
+	Name      string `json:"name"`
+	Required  bool   `json:"required"`
+	Available bool   `json:"available"`
+	Detail    string `json:"detail,omitempty"`
+}
+
+// Probe is what an adapter reports about itself without mutating anything.
+type Probe struct {
+	Harness      string       `json:"harness"`
+	Binary       string       `json:"binary,omitempty"`
+	Version      string       `json:"version,omitempty"`
+	Capabilities []Capability `json:"capabilities"`
+}
+
+// Has reports whether capability name is available.
+func (p Probe) Has(name string) bool {
+	for _, c := range p.Capabilities {
+		if c.Name == name {
+			return c.Available
+		}
+	}
+	return false
+}
+
+// Missing lists the names among need that are not available, in need's order.
+func (p Probe) Missing(need ...string) []string {
+	var out []string
+	for _, n := range need {
+		if !p.Has(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Content is one block of a prompt.
+type Content struct {
+	Type      string `json:"type"` // "text" or "image"
+	Text      string `json:"text,omitempty"`
+	MediaType string `json:"mediaType,omitempty"`
+	Data      string `json:"data,omitempty"` // base64
+}
+
+// Preset is a complete tool-and-prompt assembly for one harness.
+type Preset struct {
+	Name               string   `json:"name"`
+	Harness            string   `json:"harness"`
+	Description        string   `json:"description,omitempty"`
+	Model              string   `json:"model,omitempty"`
+	Effort             string   `json:"effort,omitempty"`
+	AllowedTools       []string `json:"allowedTools,omitempty"`       // Claude Code
+	DisallowedTools    []string `json:"disallowedTools,omitempty"`    // Claude Code
+	PermissionMode     string   `json:"permissionMode,omitempty"`     // Claude Code
+	AppendSystemPrompt string   `json:"appendSystemPrompt,omitempty"` // Claude Code
+	Profile            string   `json:"profile,omitempty"`            // Codex
+	ApprovalPolicy     string   `json:"approvalPolicy,omitempty"`     // Codex, ACP: how to answer approvals
+	Agent              string   `json:"agent,omitempty"`              // OpenCode, DSH
+}
+
+// CreateRequest asks a host for a new session.
+type CreateRequest struct {
+	Cwd    string
+	Preset Preset
+	Model  string
+	Effort string
+	Title  string
+}
+
+// ResumeRequest asks a host to resume its own stored session NativeID.
+type ResumeRequest struct {
+	CreateRequest
+	NativeID string
+}
+
+// Gauge is a context-window reading from a harness.
+type Gauge struct {
+	Used int64 `json:"used"`
+	Size int64 `json:"size"`
+}
+
+// Event is what a live session reports while it runs. Exactly one of Entry,
+// Gauge or NativeSessionID is normally set.
+type Event struct {
+	// Entry is appended to the record (context.compacted included).
+	Entry *NewEntry
+	// Gauge is a context usage reading (harnesses with a context gauge).
+	Gauge *Gauge
+	// NativeSessionID is the harness's own session id, learned late.
+	NativeSessionID string
+	// Model is the model the harness reports it is using.
+	Model string
+}
+
+// EventSink receives a live session's events, in order, from one goroutine at
+// a time. It must not block for long.
+type EventSink func(Event)
+
+// TurnResult is how a prompt turn ended.
+type TurnResult struct {
+	StopReason string `json:"stopReason"` // end_turn, cancelled, error, max_tokens…
+}
+
+// ExitInfo describes how a harness process ended.
+type ExitInfo struct {
+	Code       int    `json:"exitCode"`
+	StderrTail string `json:"stderrTail,omitempty"`
+	Err        string `json:"error,omitempty"`
+}
+
+// HostSession is a session as the harness lists it.
+type HostSession struct {
+	NativeID  string    `json:"nativeId"`
+	Title     string    `json:"title,omitempty"`
+	Cwd       string    `json:"cwd,omitempty"`
+	UpdatedAt time.Time `json:"updatedAt,omitempty"`
+}
+
+// Model is a model a harness offers.
+type Model struct {
+	ID      string   `json:"id"`
+	Name    string   `json:"name,omitempty"`
+	Efforts []string `json:"efforts,omitempty"`
+	Vision  bool     `json:"vision,omitempty"`
+}
+
+// Workspace is a working directory a harness knows.
+type Workspace struct {
+	Path string `json:"path"`
+	Name string `json:"name,omitempty"`
+}
+
+// BridgeHost is the port every harness adapter implements (DESIGN §8). A
+// method whose capability the adapter does not have returns an error
+// wrapping ErrUnsupported, and Probe says so. Optional capabilities are
+// separate interfaces (NativeResumer on the host; Compactor, GoalHost,
+// GoalClearer, AttachmentSource on the live session) detected by type
+// assertion.
+type BridgeHost interface {
+	// Harness names the adapter: "claude-code", "codex", "opencode", "acp",
+	// "dsh", "rpchost", "fake".
+	Harness() string
+	// Probe reports the binary, version and capabilities. It calls nothing
+	// that mutates and never panics.
+	Probe(ctx context.Context) Probe
+	// ListSessions (session.list) lists the harness's own sessions.
+	ListSessions(ctx context.Context, cwd string) ([]HostSession, error)
+	// CreateSession (session.create) starts a new harness session. Events are
+	// delivered to sink until the returned Live is closed or dies.
+	CreateSession(ctx context.Context, req CreateRequest, sink EventSink) (Live, error)
+	// History (session.history) reads the harness's own stored history of a
+	// session, mapped to entries.
+	History(ctx context.Context, nativeID string) ([]NewEntry, error)
+	// Models (session.models) lists the models on offer.
+	Models(ctx context.Context) ([]Model, error)
+	// Workspaces (workspace.list) lists known working directories.
+	Workspaces(ctx context.Context) ([]Workspace, error)
+	// ArchiveSession (workspace.archiveSession) archives a harness session.
+	ArchiveSession(ctx context.Context, nativeID string) error
+	// Presets (agentPreset.list) lists the presets usable with this harness.
+	Presets(ctx context.Context) ([]Preset, error)
+}
+
+// Live is one running harness session.
+type Live interface {
+	// NativeID is the harness's own session or thread id ("" until known).
+	NativeID() string
+	// Prompt (session.prompt) runs one turn and returns when it ends; the
+	// turn's entries go to the sink meanwhile. Cancelling ctx abandons the
+	// wait, not the turn: use Cancel to stop the harness.
+	Prompt(ctx context.Context, content []Content) (TurnResult, error)
+	// Cancel (session.cancel) interrupts the running turn.
+	Cancel(ctx context.Context) error
+	// SelectModel (session.selectModel) switches model and/or effort.
+	SelectModel(ctx context.Context, model, effort string) error
+	// Rename (session.rename) renames the session on the harness side.
+	Rename(ctx context.Context, title string) error
+	// Done is closed when the harness process has ended.
+	Done() <-chan struct{}
+	// Exit tells how the process ended; valid after Done is closed.
+	Exit() ExitInfo
+	// Close stops the harness process and waits for it.
+	Close(ctx context.Context) error
+}
+
+// NativeResumer is implemented by hosts that can resume their own stored
+// sessions. Resume must prove the resume (Claude Code: system/init carrying
+// the requested id; Codex: thread/resume returning the same thread id;
+// OpenCode: the session exists) and otherwise return a *ResumeError.
+type NativeResumer interface {
+	Resume(ctx context.Context, req ResumeRequest, sink EventSink) (Live, error)
+}
+
+// ResumeError is a failed native resume, with the harness's own error text.
+type ResumeError struct {
+	NativeText string
+	Err        error
+}
+
+func (e *ResumeError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("native resume failed: %s: %v", e.NativeText, e.Err)
+	}
+	return "native resume failed: " + e.NativeText
+}
+
+// Unwrap returns the cause.
+func (e *ResumeError) Unwrap() error { return e.Err }
+
+// CompactResult is what a harness compaction command reported.
+type CompactResult struct {
+	FocusApplied bool
+	FocusNote    string // why the focus was not applied, when it was not
+}
+
+// Compactor is implemented by live sessions whose harness has a compaction
+// command. Compact returns once the harness has accepted the command; the
+// context.compacted entry arrives through the sink.
+type Compactor interface {
+	Compact(ctx context.Context, focus string) (CompactResult, error)
+}
+
+// Goal is a resumable objective a host can hold for a session.
+type Goal struct {
+	Text   string
+	Rounds int
+}
+
+// GoalHost is implemented by live sessions whose host has goals
+// (goal.create, goal.pause).
+type GoalHost interface {
+	CreateGoal(ctx context.Context, g Goal) (goalID string, err error)
+	PauseGoal(ctx context.Context, goalID string) error
+}
+
+// GoalClearer is implemented by live sessions that can clear a goal.
+type GoalClearer interface {
+	ClearGoal(ctx context.Context, goalID string) error
+}
+
+// AttachmentSource is implemented by hosts that can recover an image
+// attachment referenced in their history (session.attachment).
+type AttachmentSource interface {
+	Attachment(ctx context.Context, nativeID, ref string) (Content, error)
+}
+
+// Importer is implemented by adapters that can read a harness transcript
+// file into entries (session/import). Each entry carries a NativeID so that
+// importing the same file twice adds nothing.
+type Importer interface {
+	Import(ctx context.Context, path string, progress func(done, total int64)) (ImportedSession, error)
+}
+
+// ImportedSession is a transcript read from disk.
+type ImportedSession struct {
+	NativeID string
+	Cwd      string
+	Model    string
+	Title    string
+	Entries  []NewEntry
+}
+
+// Clock and IDs are injected so tests can control time and identifiers.
+type Clock func() time.Time
