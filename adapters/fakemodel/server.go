@@ -1,0 +1,217 @@
+// Package fakemodel is a scripted model server on 127.0.0.1 that speaks the
+// three provider APIs the real harness programs call: Anthropic Messages
+// (Claude Code, ACP agents), OpenAI Responses (Codex) and OpenAI Chat
+// Completions (OpenCode). End-to-end tests point the real harnesses at it.
+//
+// Call Start, point the harness at URL, then script replies with Enqueue or
+// Responder and read what the harness sent with Requests.
+package fakemodel
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Reply is one scripted model answer.
+type Reply struct {
+	// Text is the assistant text to stream.
+	Text string
+	// InputTokens is the usage reported for the request (0: the server's
+	// current default, see SetInputTokens).
+	InputTokens int64
+	// OutputTokens is the output usage reported (0: a small count).
+	OutputTokens int64
+	// Hang keeps the response open without an answer until the client goes
+	// away or the server closes.
+	Hang bool
+	// Status, when non-zero, answers with this HTTP status and an error body.
+	Status int
+	// ToolCall, when set, makes the model call a tool instead of answering.
+	ToolCall *ToolCall
+}
+
+// ToolCall is a scripted tool use.
+type ToolCall struct {
+	ID    string
+	Name  string
+	Input json.RawMessage
+}
+
+// Request is one request the server received.
+type Request struct {
+	API  string          `json:"api"` // "anthropic", "responses", "chat"
+	Path string          `json:"path"`
+	Body json.RawMessage `json:"body"`
+	// LastUserText is the text of the last user message (the API's own
+	// shape, flattened), used to tell a summarisation request from a turn.
+	LastUserText string    `json:"lastUserText"`
+	Time         time.Time `json:"time"`
+}
+
+// IsSummaryRequest reports whether r looks like a harness's own compaction
+// (summarisation) request.
+func (r Request) IsSummaryRequest() bool {
+	t := strings.ToLower(r.LastUserText)
+	return strings.Contains(t, "summar") || strings.Contains(t, "checkpoint compaction")
+}
+
+// Server is a running fake model server.
+type Server struct {
+	// URL is the base URL, http://127.0.0.1:PORT.
+	URL string
+
+	mu          sync.Mutex
+	queue       []Reply
+	responder   func(Request) (Reply, bool)
+	requests    []Request
+	inputTokens int64
+	srv         *http.Server
+	ln          net.Listener
+	closed      chan struct{}
+}
+
+// Start listens on 127.0.0.1 on a free port and serves until Close.
+func Start() (*Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("fakemodel: listen: %w", err)
+	}
+	s := &Server{URL: "http://" + ln.Addr().String(), ln: ln, inputTokens: 1200, closed: make(chan struct{})}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/messages", s.anthropicMessages)
+	mux.HandleFunc("/v1/messages/count_tokens", s.anthropicCountTokens)
+	mux.HandleFunc("/v1/responses", s.openaiResponses)
+	mux.HandleFunc("/v1/chat/completions", s.openaiChat)
+	mux.HandleFunc("/v1/models", s.models)
+	mux.HandleFunc("/_control/input_tokens", s.controlInputTokens)
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go s.srv.Serve(ln)
+	return s, nil
+}
+
+// Close stops the server and releases hanging responses.
+func (s *Server) Close() error {
+	select {
+	case <-s.closed:
+	default:
+		close(s.closed)
+	}
+	return s.srv.Close()
+}
+
+// Enqueue adds replies answered in order to non-summary and summary
+// requests alike, before the Responder and the default answer.
+func (s *Server) Enqueue(r ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue = append(s.queue, r...)
+}
+
+// Responder sets a function consulted when the queue is empty; it returns
+// false to fall through to the default answer.
+func (s *Server) Responder(f func(Request) (Reply, bool)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.responder = f
+}
+
+// SetInputTokens sets the input token usage reported by default.
+func (s *Server) SetInputTokens(n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inputTokens = n
+}
+
+// Requests returns a copy of every request received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// record logs req and picks its reply: the queue, then the responder, then a
+// default ("<summary>…</summary>" for summary requests, "OK" otherwise).
+func (s *Server) record(req Request) Reply {
+	req.Time = time.Now()
+	s.mu.Lock()
+	s.requests = append(s.requests, req)
+	var r Reply
+	picked := false
+	if len(s.queue) > 0 {
+		r, s.queue, picked = s.queue[0], s.queue[1:], true
+	}
+	resp := s.responder
+	def := s.inputTokens
+	s.mu.Unlock()
+	if !picked && resp != nil {
+		r, picked = resp(req)
+	}
+	if !picked {
+		if req.IsSummaryRequest() {
+			r = Reply{Text: "<summary>The user asked for a small change; it was made and tested.</summary>"}
+		} else {
+			r = Reply{Text: "OK"}
+		}
+	}
+	if r.InputTokens == 0 {
+		r.InputTokens = def
+	}
+	if r.OutputTokens == 0 {
+		r.OutputTokens = int64(len(r.Text)/4 + 1)
+	}
+	return r
+}
+
+// hang blocks until the client leaves or the server closes.
+func (s *Server) hang(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-s.closed:
+	}
+}
+
+func (s *Server) controlInputTokens(w http.ResponseWriter, r *http.Request) {
+	n, err := strconv.ParseInt(r.URL.Query().Get("n"), 10, 64)
+	if err != nil {
+		http.Error(w, "n must be an integer", http.StatusBadRequest)
+		return
+	}
+	s.SetInputTokens(n)
+	fmt.Fprintln(w, "ok")
+}
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"object":"list","data":[{"id":"fake-model","object":"model","type":"model","display_name":"Fake model"}]}`)
+}
+
+// readBody reads a JSON request body.
+func readBody(r *http.Request) (json.RawMessage, error) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid(b) {
+		return nil, fmt.Errorf("request body is not JSON")
+	}
+	return b, nil
+}
+
+// sse writes one server-sent event and flushes.
+func sse(w http.ResponseWriter, event string, data any) {
+	b, _ := json.Marshal(data)
+	if event != "" {
+		fmt.Fprintf(w, "event: %s\n", event)
+	}
+	fmt.Fprintf(w, "data: %s\n\n", b)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
