@@ -123,3 +123,53 @@ func progressFrom(ctx context.Context) Progress {
 	}
 	return func(int64, int64, string) {}
 }
+
+// Target names where a migration goes; empty fields keep the source's.
+type Target struct {
+	Harness string
+	Preset  string
+	Model   string
+}
+
+// PreviewRequest asks for a migration preview.
+type PreviewRequest struct {
+	SessionID         string
+	Target            Target
+	SummaryCharBudget int    // 0 means 2,400
+	Lang              string // "en", "zh" or "" (by the source's language)
+}
+
+// Section is one part of the five-part handoff.
+type Section struct {
+	Title string
+	Body  string
+}
+
+// Preview is a written, editable migration handoff.
+type Preview struct {
+	PreviewID string
+	Path      string
+	Summary   string
+	Sections  []Section
+	Stats     map[string]int
+	Warnings  []string
+}
+
+// ExecuteRequest runs a previewed migration.
+type ExecuteRequest struct {
+	PreviewID  string
+	Path       string // the (possibly edited) preview file; "" means the preview's own
+	Continue   bool
+	Inject     string // "goal", "prompt" or "both"; "" means by capability
+	GoalRounds int    // 0 means 1
+}
+
+// ExecuteOutcome is the result of migration/execute.
+type ExecuteOutcome struct {
+	TargetSessionID  string
+	ModelTransferred bool
+	GoalCreated      bool
+	GoalPaused       bool
+	KickoffSent      bool
+	Warnings         []string
+}
