@@ -1,0 +1,68 @@
+package service
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// Compact forwards a compaction command to the harness when it has one
+// (Claude Code /compact, Codex thread/compact/start, OpenCode summarize, an
+// ACP compact command) and otherwise falls back to a Bridge checkpoint with
+// reason manual. A focus the command cannot take is reported as
+// focusApplied false with the reason, never dropped in silence.
+func (s *Service) Compact(ctx context.Context, sessionID, focus string) (CompactOutcome, error) {
+	sess, err := s.session(ctx, sessionID)
+	if err != nil {
+		return CompactOutcome{}, err
+	}
+	h, err := s.host(sess.Harness)
+	if err != nil {
+		return CompactOutcome{}, err
+	}
+	p := probe(ctx, h)
+	if !p.Has(core.CapCompactCommand) {
+		out, err := s.checkpoint(ctx, sessionID, ReasonManual, focus)
+		if err != nil {
+			return CompactOutcome{}, err
+		}
+		res := CompactOutcome{By: "bridge", EntryID: out.EntryID, FocusApplied: focus != ""}
+		if focus != "" {
+			res.FocusNote = "harness " + sess.Harness + " has no compaction command; the focus was given to the Bridge checkpoint request"
+		}
+		return res, nil
+	}
+	if err := s.checkNotPending(ctx, sessionID); err != nil {
+		return CompactOutcome{}, err
+	}
+	l, err := s.ensureLive(ctx, sess)
+	if err != nil {
+		return CompactOutcome{}, err
+	}
+	comp, ok := l.live.(core.Compactor)
+	if !ok {
+		return CompactOutcome{}, core.Errorf(core.CodeUnsupported, "harness %s advertised a compaction command but its session has none", sess.Harness)
+	}
+	if !l.turn.TryLock() {
+		return CompactOutcome{}, core.Errorf(core.CodeBusy, "session %s is running a turn; compact after it ends", sessionID)
+	}
+	defer l.turn.Unlock()
+	l.mu.Lock()
+	before := l.lastCompact
+	l.mu.Unlock()
+	res, err := comp.Compact(ctx, focus)
+	if err != nil {
+		return CompactOutcome{}, wrapHarness(sess.Harness, err)
+	}
+	out := CompactOutcome{By: "harness", FocusApplied: focus != "" && res.FocusApplied, FocusNote: res.FocusNote}
+	if focus != "" && !res.FocusApplied && out.FocusNote == "" {
+		out.FocusNote = fmt.Sprintf("harness %s's compaction command takes no focus", sess.Harness)
+	}
+	l.mu.Lock()
+	if l.lastCompact != before {
+		out.EntryID = l.lastCompact
+	}
+	l.mu.Unlock()
+	return out, nil
+}

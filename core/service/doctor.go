@@ -1,0 +1,75 @@
+package service
+
+import (
+	"context"
+	"sort"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// Doctor probes each adapter (or only harness, when named) without
+// mutating anything and reports what is available and what is missing.
+func (s *Service) Doctor(ctx context.Context, harness string) (DoctorReport, error) {
+	var hosts []core.BridgeHost
+	if harness != "" {
+		h, err := s.host(harness)
+		if err != nil {
+			return DoctorReport{}, err
+		}
+		hosts = append(hosts, h)
+	} else {
+		for _, n := range s.Harnesses() {
+			hosts = append(hosts, s.hosts[n])
+		}
+	}
+	rep := DoctorReport{DataDir: s.opts.DataDir, Database: s.opts.Database}
+	v, err := s.opts.Store.SchemaVersion(ctx)
+	if err != nil {
+		return DoctorReport{}, err
+	}
+	rep.SchemaVersion = v
+	for _, h := range hosts {
+		rep.Adapters = append(rep.Adapters, adapterReport(probe(ctx, h)))
+	}
+	return rep, nil
+}
+
+// adapterReport normalises a probe: every required and optional capability
+// appears exactly once, in the design's order, with those the adapter did
+// not mention counted as missing.
+func adapterReport(p core.Probe) AdapterReport {
+	byName := map[string]core.Capability{}
+	for _, c := range p.Capabilities {
+		byName[c.Name] = c
+	}
+	var caps []core.Capability
+	var missing []string
+	add := func(name string, required bool) {
+		c, ok := byName[name]
+		if !ok {
+			c = core.Capability{Name: name, Detail: "not reported by the adapter"}
+		}
+		c.Required = required
+		caps = append(caps, c)
+		delete(byName, name)
+		if required && !c.Available {
+			missing = append(missing, name)
+		}
+	}
+	for _, n := range core.RequiredCapabilities {
+		add(n, true)
+	}
+	for _, n := range core.OptionalCapabilities {
+		add(n, false)
+	}
+	var extra []string
+	for n := range byName {
+		extra = append(extra, n)
+	}
+	sort.Strings(extra)
+	for _, n := range extra {
+		caps = append(caps, byName[n])
+	}
+	p.Capabilities = caps
+	return AdapterReport{Probe: p, OK: len(missing) == 0, Missing: missing}
+}

@@ -1,0 +1,79 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// importBatch is how many entries one import transaction appends.
+const importBatch = 1000
+
+// Import brings an existing harness transcript into the record. Entries are
+// keyed by their native ids, so importing the same file twice adds nothing;
+// a transcript of a session already recorded (same native session id) adds
+// only what is new.
+func (s *Service) Import(ctx context.Context, harness, path string) (ImportOutcome, error) {
+	if harness == "" || path == "" {
+		return ImportOutcome{}, core.Errorf(core.CodeInvalid, "harness and path are required")
+	}
+	h, err := s.host(harness)
+	if err != nil {
+		return ImportOutcome{}, err
+	}
+	imp, ok := h.(core.Importer)
+	if !ok {
+		return ImportOutcome{}, core.Errorf(core.CodeUnsupported, "harness %s cannot import transcripts", harness)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return ImportOutcome{}, core.E(core.CodeInvalid, "path", err)
+	}
+	progress := progressFrom(ctx)
+	is, err := imp.Import(ctx, abs, func(done, total int64) { progress(done, total, "reading "+filepath.Base(abs)) })
+	if err != nil {
+		return ImportOutcome{}, err
+	}
+	var sess core.Session
+	if is.NativeID != "" {
+		sess, err = s.opts.Store.FindSessionByNative(ctx, harness, is.NativeID)
+		if err != nil && core.ErrorCode(err) != core.CodeNotFound {
+			return ImportOutcome{}, err
+		}
+	}
+	if sess.ID == "" {
+		title := is.Title
+		if title == "" {
+			title = "imported: " + filepath.Base(abs)
+		}
+		sess, err = s.opts.Store.CreateSession(ctx, core.Session{ID: core.NewID("s_"), Harness: harness,
+			Cwd: is.Cwd, Title: title, Model: is.Model, NativeSessionID: is.NativeID})
+		if err != nil {
+			return ImportOutcome{}, fmt.Errorf("record imported session: %w", err)
+		}
+	}
+	out := ImportOutcome{SessionID: sess.ID}
+	for _, e := range is.Entries {
+		if e.Kind == core.KindContextCompacted {
+			out.ContextCompacted++
+		}
+	}
+	total := int64(len(is.Entries))
+	for i := 0; i < len(is.Entries); i += importBatch {
+		end := min(i+importBatch, len(is.Entries))
+		var added []core.Entry
+		err := s.opts.Store.Update(ctx, func(w core.Writer) error {
+			var err error
+			added, err = w.Append(ctx, sess.ID, is.Entries[i:end]...)
+			return err
+		})
+		if err != nil {
+			return ImportOutcome{}, fmt.Errorf("import %s entries %d-%d: %w", filepath.Base(abs), i, end, err)
+		}
+		out.Entries += len(added)
+		progress(int64(end), total, "recording entries")
+	}
+	return out, nil
+}

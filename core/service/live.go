@@ -1,0 +1,223 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// liveSession is a running harness session and what Bridge tracks about it.
+type liveSession struct {
+	svc       *Service
+	sessionID string
+	host      core.BridgeHost
+
+	live    core.Live
+	closing bool
+
+	turn sync.Mutex // one turn (prompt, checkpoint, compaction) at a time
+
+	order    sync.Mutex   // orders event handling; held while flushing pending
+	recorded bool         // the session row exists; events can be appended
+	pending  []core.Event // events that arrived before the row existed
+
+	mu          sync.Mutex // guards the fields below and orders appends
+	capture     *strings.Builder
+	lastCompact string // id of the newest context.compacted entry
+	gauge       *core.Gauge
+	compactSeen chan string // signalled with each context.compacted entry id
+}
+
+// sink is the EventSink handed to the adapter. Events are handled in order;
+// those that arrive before the session row exists wait for it. A failing
+// append is logged, never fatal to the harness.
+func (l *liveSession) sink(ev core.Event) {
+	l.order.Lock()
+	defer l.order.Unlock()
+	if !l.recorded {
+		l.pending = append(l.pending, ev)
+		return
+	}
+	l.handle(ev)
+}
+
+// markRecorded flushes events held back until the session row existed.
+func (l *liveSession) markRecorded() {
+	l.order.Lock()
+	defer l.order.Unlock()
+	l.recorded = true
+	for _, ev := range l.pending {
+		l.handle(ev)
+	}
+	l.pending = nil
+	go l.watch()
+}
+
+func (l *liveSession) handle(ev core.Event) {
+	ctx := context.Background()
+	st := l.svc.opts.Store
+	switch {
+	case ev.Entry != nil:
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		out, err := st.Append(ctx, l.sessionID, *ev.Entry)
+		if err != nil {
+			l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not record %s: %v", l.sessionID, ev.Entry.Kind, err))
+			return
+		}
+		for _, e := range out {
+			if e.Kind == core.KindAssistantMessage && l.capture != nil {
+				l.capture.WriteString(payloadText(e.Payload))
+				l.capture.WriteString("\n")
+			}
+			if e.Kind == core.KindContextCompacted {
+				l.lastCompact = e.ID
+				if l.compactSeen != nil {
+					select {
+					case l.compactSeen <- e.ID:
+					default:
+					}
+				}
+			}
+		}
+		l.svc.announce(out...)
+	case ev.Gauge != nil:
+		l.mu.Lock()
+		g := *ev.Gauge
+		l.gauge = &g
+		l.mu.Unlock()
+		l.svc.onGauge(l, g)
+	case ev.NativeSessionID != "":
+		if _, err := st.PatchSession(ctx, l.sessionID, core.SessionPatch{NativeSessionID: core.Ptr(ev.NativeSessionID)}); err != nil {
+			l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not record native id: %v", l.sessionID, err))
+		}
+	}
+	if ev.Model != "" {
+		if _, err := st.PatchSession(ctx, l.sessionID, core.SessionPatch{Model: core.Ptr(ev.Model)}); err != nil {
+			l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not record model: %v", l.sessionID, err))
+		}
+	}
+}
+
+// watch records how the harness process ended, unless Bridge closed it.
+func (l *liveSession) watch() {
+	<-l.live.Done()
+	l.svc.mu.Lock()
+	if l.svc.live[l.sessionID] == l {
+		delete(l.svc.live, l.sessionID)
+	}
+	closing := l.closing
+	l.svc.mu.Unlock()
+	if closing {
+		return
+	}
+	x := l.live.Exit()
+	payload := map[string]any{"status": "stopped", "exitCode": x.Code}
+	if x.StderrTail != "" {
+		payload["stderrTail"] = x.StderrTail
+	}
+	if x.Err != "" {
+		payload["error"] = x.Err
+	}
+	l.order.Lock()
+	defer l.order.Unlock()
+	out, err := l.svc.opts.Store.Append(context.Background(), l.sessionID,
+		core.NewEntry{Kind: core.KindSessionStatus, Payload: core.Payload(payload)})
+	if err != nil {
+		l.svc.opts.Notifier.Log(1, fmt.Sprintf("session %s: harness stopped (exit %d) and recording it failed: %v", l.sessionID, x.Code, err))
+		return
+	}
+	l.svc.announce(out...)
+	l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: harness %s stopped with exit code %d", l.sessionID, l.host.Harness(), x.Code))
+}
+
+// alive reports whether the harness process is still running.
+func (l *liveSession) alive() bool {
+	select {
+	case <-l.live.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+func (l *liveSession) close(ctx context.Context) error {
+	l.svc.mu.Lock()
+	l.closing = true
+	if l.svc.live[l.sessionID] == l {
+		delete(l.svc.live, l.sessionID)
+	}
+	l.svc.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return l.live.Close(ctx)
+}
+
+// liveFor returns the running harness session of sessionID, or nil.
+func (s *Service) liveFor(sessionID string) *liveSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.live[sessionID]
+	if l != nil && !l.alive() {
+		return nil
+	}
+	return l
+}
+
+// startLive starts (or natively resumes, when native != "") a harness
+// session for the Bridge session sess and registers it.
+//
+// When recorded is false the session row does not exist yet: events wait
+// until the caller has created it and called markRecorded.
+func (s *Service) startLive(ctx context.Context, h core.BridgeHost, sess core.Session, preset core.Preset, native string, recorded bool) (*liveSession, error) {
+	l := &liveSession{svc: s, sessionID: sess.ID, host: h, recorded: recorded}
+	req := core.CreateRequest{Cwd: sess.Cwd, Preset: preset, Model: sess.Model, Effort: sess.Effort, Title: sess.Title}
+	var (
+		live core.Live
+		err  error
+	)
+	if native != "" {
+		r, ok := h.(core.NativeResumer)
+		if !ok {
+			return nil, core.Errorf(core.CodeUnavailable, "harness %q cannot resume natively", h.Harness())
+		}
+		live, err = r.Resume(ctx, core.ResumeRequest{CreateRequest: req, NativeID: native}, l.sink)
+	} else {
+		live, err = h.CreateSession(ctx, req, l.sink)
+	}
+	if err != nil {
+		return nil, err
+	}
+	l.live = live
+	if id := live.NativeID(); id != "" && recorded {
+		if _, err := s.opts.Store.PatchSession(ctx, sess.ID, core.SessionPatch{NativeSessionID: core.Ptr(id)}); err != nil {
+			_ = live.Close(ctx)
+			return nil, fmt.Errorf("record native session id: %w", err)
+		}
+	}
+	s.mu.Lock()
+	if old := s.live[sess.ID]; old != nil {
+		old.closing = true
+		go old.live.Close(context.Background())
+	}
+	s.live[sess.ID] = l
+	s.mu.Unlock()
+	if recorded {
+		go l.watch()
+	}
+	return l, nil
+}
+
+// payloadText returns a payload's "text" member.
+func payloadText(p []byte) string {
+	var v struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(p, &v)
+	return v.Text
+}

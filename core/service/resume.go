@@ -1,0 +1,115 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// Resume brings a session back and reports honestly how (DESIGN §6):
+// hot when its harness process is still running; native when the harness
+// resumed and proved its own stored session; checkpoint_restored when a
+// fresh process was given the projection of the latest valid checkpoint;
+// fresh otherwise, with the reason. A failed native resume is recorded
+// before any fallback runs. fresh=true asks for a deliberate fresh start.
+func (s *Service) Resume(ctx context.Context, sessionID string, fresh bool) (Restored, error) {
+	sess, err := s.session(ctx, sessionID)
+	if err != nil {
+		return Restored{}, err
+	}
+	if sess.Archived {
+		return Restored{}, core.Errorf(core.CodeInvalid, "session %s is archived", sessionID)
+	}
+	h, err := s.host(sess.Harness)
+	if err != nil {
+		return Restored{}, err
+	}
+	if !fresh {
+		if l := s.liveFor(sessionID); l != nil {
+			return s.restored(ctx, Restored{SessionID: sessionID, Mode: core.ModeHot})
+		}
+	}
+	if err := s.require(ctx, h, "session/resume", core.CapSessionCreate); err != nil {
+		return Restored{}, err
+	}
+	preset, err := s.preset(ctx, h, sess.Preset)
+	if err != nil {
+		return Restored{}, err
+	}
+	if fresh {
+		if _, err := s.startLive(ctx, h, sess, preset, "", true); err != nil {
+			return Restored{}, err
+		}
+		return s.restored(ctx, Restored{SessionID: sessionID, Mode: core.ModeFresh, Reason: "a fresh start was requested"})
+	}
+
+	var nativeErr, reason string
+	_, canResume := h.(core.NativeResumer)
+	switch {
+	case sess.NativeSessionID == "":
+		reason = "the harness never reported its own session id"
+	case !canResume || !probe(ctx, h).Has(core.CapNativeResume):
+		reason = fmt.Sprintf("harness %s has no native resume", h.Harness())
+	default:
+		_, err := s.startLive(ctx, h, sess, preset, sess.NativeSessionID, true)
+		if err == nil {
+			return s.restored(ctx, Restored{SessionID: sessionID, Mode: core.ModeNative})
+		}
+		nativeErr = err.Error()
+		var re *core.ResumeError
+		if errors.As(err, &re) && re.NativeText != "" {
+			nativeErr = re.NativeText
+		}
+		reason = "native resume failed"
+		// Recorded before anything else happens.
+		if _, aerr := s.appendEntries(ctx, sessionID, core.NewEntry{Kind: core.KindSessionResumeFail,
+			Payload: core.Payload(map[string]any{"reason": reason, "error": nativeErr, "nativeId": sess.NativeSessionID})}); aerr != nil {
+			return Restored{}, fmt.Errorf("record failed resume: %w", aerr)
+		}
+	}
+
+	r, err := s.restoreFromCheckpoint(ctx, h, sess, preset)
+	if err != nil {
+		return Restored{}, err
+	}
+	r.SessionID = sessionID
+	r.NativeError = nativeErr
+	if r.Mode == core.ModeFresh {
+		r.Reason = reason + "; " + r.Reason
+	} else if r.Reason == "" {
+		r.Reason = reason
+	}
+	return s.restored(ctx, r)
+}
+
+// restored records the outcome, updates the head and tells the client.
+func (s *Service) restored(ctx context.Context, r Restored) (Restored, error) {
+	payload := map[string]any{"mode": r.Mode}
+	if r.Reason != "" {
+		payload["reason"] = r.Reason
+	}
+	if r.NativeError != "" {
+		payload["nativeError"] = r.NativeError
+	}
+	if r.CheckpointEntryID != "" {
+		payload["checkpointEntryId"] = r.CheckpointEntryID
+	}
+	l := s.liveFor(r.SessionID)
+	if l != nil {
+		l.order.Lock()
+	}
+	_, err := s.appendEntries(ctx, r.SessionID, core.NewEntry{Kind: core.KindSessionRestored, Payload: core.Payload(payload)})
+	if l != nil {
+		l.order.Unlock()
+	}
+	if err != nil {
+		return Restored{}, err
+	}
+	if _, err := s.opts.Store.PatchSession(ctx, r.SessionID, core.SessionPatch{RestoreMode: core.Ptr(r.Mode)}); err != nil {
+		return Restored{}, err
+	}
+	s.opts.Notifier.Restored(r)
+	return r, nil
+}

@@ -1,0 +1,163 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// Options configures a Service. Store, Hosts and Notifier are required.
+type Options struct {
+	Store    core.Store
+	Hosts    []core.BridgeHost
+	Notifier Notifier
+	// Presets are the presets from the configuration file, in addition to
+	// those each host lists.
+	Presets []core.Preset
+	// DataDir and Database are reported by doctor.
+	DataDir  string
+	Database string
+	// CheckpointTimeout bounds the wait for a checkpoint reply (default 30 s).
+	CheckpointTimeout time.Duration
+	// RepoStatus returns `git status --porcelain` for a working directory,
+	// used by recovery checkpoints. Nil means no repository evidence.
+	RepoStatus func(ctx context.Context, cwd string) (string, error)
+	// Now is the clock (default time.Now).
+	Now core.Clock
+}
+
+// Service is Bridge's orchestration. It is safe for concurrent use.
+type Service struct {
+	opts      Options
+	hosts     map[string]core.BridgeHost
+	startedAt time.Time
+
+	mu   sync.Mutex
+	live map[string]*liveSession // by Bridge session id
+}
+
+// New returns a Service; call Close when done.
+func New(opts Options) (*Service, error) {
+	if opts.Store == nil || opts.Notifier == nil {
+		return nil, errors.New("service: Store and Notifier are required")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.CheckpointTimeout <= 0 {
+		opts.CheckpointTimeout = 30 * time.Second
+	}
+	s := &Service{opts: opts, hosts: map[string]core.BridgeHost{}, live: map[string]*liveSession{}}
+	s.startedAt = opts.Now()
+	for _, h := range opts.Hosts {
+		s.hosts[h.Harness()] = h
+	}
+	return s, nil
+}
+
+// Harnesses lists the configured harness names, sorted.
+func (s *Service) Harnesses() []string {
+	var out []string
+	for n := range s.hosts {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// host returns the adapter for harness, or an unavailable error.
+func (s *Service) host(harness string) (core.BridgeHost, error) {
+	h, ok := s.hosts[harness]
+	if !ok {
+		e := core.Errorf(core.CodeUnavailable, "harness %q is not configured (have: %v)", harness, s.Harnesses())
+		return nil, e
+	}
+	return h, nil
+}
+
+// probe runs a host's probe, counting a panicking probe as "nothing
+// available" instead of crashing.
+func probe(ctx context.Context, h core.BridgeHost) (p core.Probe) {
+	defer func() {
+		if r := recover(); r != nil {
+			p = core.Probe{Harness: h.Harness()}
+			for _, n := range core.RequiredCapabilities {
+				p.Capabilities = append(p.Capabilities, core.Capability{Name: n, Required: true, Detail: fmt.Sprintf("probe failed: %v", r)})
+			}
+			for _, n := range core.OptionalCapabilities {
+				p.Capabilities = append(p.Capabilities, core.Capability{Name: n, Detail: fmt.Sprintf("probe failed: %v", r)})
+			}
+		}
+	}()
+	return h.Probe(ctx)
+}
+
+// require refuses, before anything changes, an operation that needs
+// capabilities the host lacks.
+func (s *Service) require(ctx context.Context, h core.BridgeHost, op string, caps ...string) error {
+	p := probe(ctx, h)
+	missing := p.Missing(caps...)
+	if len(missing) == 0 {
+		return nil
+	}
+	e := core.Errorf(core.CodeUnavailable, "%s: harness %q lacks %v", op, h.Harness(), missing)
+	e.Data = map[string]any{"missing": missing}
+	return e
+}
+
+// session loads a session's head record.
+func (s *Service) session(ctx context.Context, id string) (core.Session, error) {
+	if id == "" {
+		return core.Session{}, core.Errorf(core.CodeInvalid, "sessionId is required")
+	}
+	return s.opts.Store.GetSession(ctx, id)
+}
+
+// appendEntries appends to a session and tells the client about each entry.
+func (s *Service) appendEntries(ctx context.Context, sessionID string, es ...core.NewEntry) ([]core.Entry, error) {
+	out, err := s.opts.Store.Append(ctx, sessionID, es...)
+	if err != nil {
+		return nil, err
+	}
+	s.announce(out...)
+	return out, nil
+}
+
+// announce sends session/update (and session/contextCompacted) for entries
+// already committed.
+func (s *Service) announce(es ...core.Entry) {
+	for _, e := range es {
+		s.opts.Notifier.EntryAppended(e)
+		if e.Kind == core.KindContextCompacted {
+			var c core.Compacted
+			if json.Unmarshal(e.Payload, &c) == nil {
+				s.opts.Notifier.ContextCompacted(ContextCompacted{SessionID: e.SessionID, EntryID: e.ID,
+					Harness: c.Harness, Trigger: c.Trigger, PreTokens: c.PreTokens, PostTokens: c.PostTokens,
+					Estimated: c.Estimated})
+			}
+		}
+	}
+}
+
+// Close stops every live harness session.
+func (s *Service) Close(ctx context.Context) error {
+	s.mu.Lock()
+	lives := make([]*liveSession, 0, len(s.live))
+	for _, l := range s.live {
+		lives = append(lives, l)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, l := range lives {
+		if err := l.close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

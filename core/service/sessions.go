@@ -1,0 +1,251 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// Create starts a new harness session and records it. Nothing is recorded
+// when the harness cannot be started.
+func (s *Service) Create(ctx context.Context, p CreateParams) (core.Session, error) {
+	if p.Harness == "" {
+		return core.Session{}, core.Errorf(core.CodeInvalid, "harness is required")
+	}
+	if p.Cwd == "" {
+		return core.Session{}, core.Errorf(core.CodeInvalid, "cwd is required")
+	}
+	h, err := s.host(p.Harness)
+	if err != nil {
+		return core.Session{}, err
+	}
+	if err := s.require(ctx, h, "session/create", core.CapSessionCreate, core.CapSessionPrompt); err != nil {
+		return core.Session{}, err
+	}
+	preset, err := s.preset(ctx, h, p.Preset)
+	if err != nil {
+		return core.Session{}, err
+	}
+	model, effort := p.Model, p.Effort
+	if model == "" {
+		model = preset.Model
+	}
+	if effort == "" {
+		effort = preset.Effort
+	}
+	sess := core.Session{ID: core.NewID("s_"), Harness: p.Harness, Cwd: p.Cwd, Title: p.Title,
+		Preset: preset.Name, Model: model, Effort: effort}
+	l, err := s.startLive(ctx, h, sess, preset, "", false)
+	if err != nil {
+		return core.Session{}, err
+	}
+	sess.NativeSessionID = l.live.NativeID()
+	stored, err := s.opts.Store.CreateSession(ctx, sess)
+	if err != nil {
+		_ = l.close(ctx)
+		return core.Session{}, fmt.Errorf("record session: %w", err)
+	}
+	l.markRecorded()
+	return s.opts.Store.GetSession(ctx, stored.ID)
+}
+
+// preset resolves a preset name for a host: the configuration file first,
+// then the host's own list. "" means the host's default.
+func (s *Service) preset(ctx context.Context, h core.BridgeHost, name string) (core.Preset, error) {
+	if name == "" {
+		return core.Preset{Harness: h.Harness()}, nil
+	}
+	for _, p := range s.opts.Presets {
+		if p.Name == name && (p.Harness == "" || p.Harness == h.Harness()) {
+			p.Harness = h.Harness()
+			return p, nil
+		}
+	}
+	ps, err := h.Presets(ctx)
+	if err != nil && !errors.Is(err, core.ErrUnsupported) {
+		return core.Preset{}, fmt.Errorf("list presets of %s: %w", h.Harness(), err)
+	}
+	var names []string
+	for _, p := range ps {
+		if p.Name == name {
+			p.Harness = h.Harness()
+			return p, nil
+		}
+		names = append(names, p.Name)
+	}
+	for _, p := range s.opts.Presets {
+		if p.Harness == "" || p.Harness == h.Harness() {
+			names = append(names, p.Name)
+		}
+	}
+	return core.Preset{}, core.Errorf(core.CodeNotFound, "preset %q not found for harness %s (have: %s)", name, h.Harness(), strings.Join(names, ", "))
+}
+
+// Prompt records the user's message and runs one turn. A session whose
+// harness is not running is resumed first (and the client is told how).
+func (s *Service) Prompt(ctx context.Context, sessionID string, content []core.Content) (core.TurnResult, error) {
+	if len(content) == 0 {
+		return core.TurnResult{}, core.Errorf(core.CodeInvalid, "content must hold at least one block")
+	}
+	for i, c := range content {
+		switch c.Type {
+		case "text":
+		case "image":
+			if c.Data == "" || c.MediaType == "" {
+				return core.TurnResult{}, core.Errorf(core.CodeInvalid, "content[%d]: an image needs mediaType and data", i)
+			}
+		default:
+			return core.TurnResult{}, core.Errorf(core.CodeInvalid, "content[%d]: unknown type %q (want text or image)", i, c.Type)
+		}
+	}
+	sess, err := s.session(ctx, sessionID)
+	if err != nil {
+		return core.TurnResult{}, err
+	}
+	if sess.Archived {
+		return core.TurnResult{}, core.Errorf(core.CodeInvalid, "session %s is archived", sessionID)
+	}
+	l, err := s.ensureLive(ctx, sess)
+	if err != nil {
+		return core.TurnResult{}, err
+	}
+	if !l.turn.TryLock() {
+		return core.TurnResult{}, core.Errorf(core.CodeBusy, "session %s is already running a turn", sessionID)
+	}
+	defer l.turn.Unlock()
+	return s.runTurn(ctx, l, content)
+}
+
+// runTurn records the user message and runs the turn; the caller holds
+// l.turn.
+func (s *Service) runTurn(ctx context.Context, l *liveSession, content []core.Content) (core.TurnResult, error) {
+	var text []string
+	images := 0
+	for _, c := range content {
+		if c.Type == "text" {
+			text = append(text, c.Text)
+		} else {
+			images++
+		}
+	}
+	payload := map[string]any{"text": strings.Join(text, "\n")}
+	if images > 0 {
+		payload["images"] = images
+	}
+	l.order.Lock()
+	_, err := s.appendEntries(ctx, l.sessionID, core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(payload)})
+	l.order.Unlock()
+	if err != nil {
+		return core.TurnResult{}, err
+	}
+	res, err := l.live.Prompt(ctx, content)
+	if err != nil {
+		if ctx.Err() != nil {
+			return core.TurnResult{StopReason: "cancelled"}, fmt.Errorf("%w: %w", core.ErrCancelled, ctx.Err())
+		}
+		return core.TurnResult{}, wrapHarness(l.host.Harness(), err)
+	}
+	return res, nil
+}
+
+// wrapHarness gives a harness failure a code when it has none.
+func wrapHarness(harness string, err error) error {
+	var e *core.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return core.E(core.CodeHarness, harness, err)
+}
+
+// ensureLive returns the running harness session, resuming it when needed.
+func (s *Service) ensureLive(ctx context.Context, sess core.Session) (*liveSession, error) {
+	if l := s.liveFor(sess.ID); l != nil {
+		return l, nil
+	}
+	if _, err := s.Resume(ctx, sess.ID, false); err != nil {
+		return nil, err
+	}
+	if l := s.liveFor(sess.ID); l != nil {
+		return l, nil
+	}
+	return nil, core.Errorf(core.CodeUnavailable, "session %s: the harness could not be started", sess.ID)
+}
+
+// Cancel interrupts the running turn. Cancelling an idle session is not an
+// error.
+func (s *Service) Cancel(ctx context.Context, sessionID string) error {
+	if _, err := s.session(ctx, sessionID); err != nil {
+		return err
+	}
+	l := s.liveFor(sessionID)
+	if l == nil {
+		return nil
+	}
+	if err := l.live.Cancel(ctx); err != nil {
+		return wrapHarness(l.host.Harness(), err)
+	}
+	return nil
+}
+
+// Rename sets the session's title in the record and, where the harness can
+// rename, on the harness side too.
+func (s *Service) Rename(ctx context.Context, sessionID, title string) error {
+	if strings.TrimSpace(title) == "" {
+		return core.Errorf(core.CodeInvalid, "title must not be empty")
+	}
+	if _, err := s.session(ctx, sessionID); err != nil {
+		return err
+	}
+	if _, err := s.opts.Store.PatchSession(ctx, sessionID, core.SessionPatch{Title: core.Ptr(title)}); err != nil {
+		return err
+	}
+	if l := s.liveFor(sessionID); l != nil {
+		if err := l.live.Rename(ctx, title); err != nil && !errors.Is(err, core.ErrUnsupported) {
+			s.opts.Notifier.Log(2, fmt.Sprintf("session %s: renamed in Bridge; the harness refused: %v", sessionID, err))
+		}
+	}
+	return nil
+}
+
+// Archive stops the session's harness and hides it from the default list.
+// The record is kept.
+func (s *Service) Archive(ctx context.Context, sessionID string) error {
+	sess, err := s.session(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	if l := s.liveFor(sessionID); l != nil {
+		if err := l.close(ctx); err != nil {
+			s.opts.Notifier.Log(2, fmt.Sprintf("session %s: stopping the harness: %v", sessionID, err))
+		}
+	}
+	if h, ok := s.hosts[sess.Harness]; ok && sess.NativeSessionID != "" {
+		if err := h.ArchiveSession(ctx, sess.NativeSessionID); err != nil && !errors.Is(err, core.ErrUnsupported) {
+			s.opts.Notifier.Log(2, fmt.Sprintf("session %s: archived in Bridge; the harness refused: %v", sessionID, err))
+		}
+	}
+	_, err = s.opts.Store.PatchSession(ctx, sessionID, core.SessionPatch{Archived: core.Ptr(true)})
+	return err
+}
+
+// History pages the session's record backwards.
+func (s *Service) History(ctx context.Context, sessionID string, beforeSeq int64, maxMessages int) ([]core.Entry, bool, error) {
+	if beforeSeq < 0 {
+		return nil, false, core.Errorf(core.CodeInvalid, "beforeSeq must not be negative")
+	}
+	if maxMessages < 0 {
+		return nil, false, core.Errorf(core.CodeInvalid, "maxMessages must not be negative")
+	}
+	if _, err := s.session(ctx, sessionID); err != nil {
+		return nil, false, err
+	}
+	return s.opts.Store.History(ctx, sessionID, beforeSeq, maxMessages)
+}
+
+// List pages the recorded sessions, newest first.
+func (s *Service) List(ctx context.Context, q core.ListQuery) ([]core.Session, string, error) {
+	return s.opts.Store.ListSessions(ctx, q)
+}
