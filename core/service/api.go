@@ -141,18 +141,18 @@ type PreviewRequest struct {
 
 // Section is one part of the five-part handoff.
 type Section struct {
-	Title string
-	Body  string
+	Title string `json:"title"`
+	Body  string `json:"body"`
 }
 
 // Preview is a written, editable migration handoff.
 type Preview struct {
-	PreviewID string
-	Path      string
-	Summary   string
-	Sections  []Section
-	Stats     map[string]int
-	Warnings  []string
+	PreviewID string         `json:"previewId"`
+	Path      string         `json:"path"`
+	Summary   string         `json:"summary"`
+	Sections  []Section      `json:"sections"`
+	Stats     map[string]int `json:"stats"`
+	Warnings  []string       `json:"warnings"`
 }
 
 // ExecuteRequest runs a previewed migration.
@@ -166,10 +166,10 @@ type ExecuteRequest struct {
 
 // ExecuteOutcome is the result of migration/execute.
 type ExecuteOutcome struct {
-	TargetSessionID  string
-	ModelTransferred bool
-	GoalCreated      bool
-	GoalPaused       bool
-	KickoffSent      bool
-	Warnings         []string
+	TargetSessionID  string   `json:"targetSessionId"`
+	ModelTransferred bool     `json:"modelTransferred"`
+	GoalCreated      bool     `json:"goalCreated"`
+	GoalPaused       bool     `json:"goalPaused"`
+	KickoffSent      bool     `json:"kickoffSent"`
+	Warnings         []string `json:"warnings"`
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/checkpoint"
 )
 
 // Compact forwards a compaction command to the harness when it has one
@@ -23,7 +24,7 @@ func (s *Service) Compact(ctx context.Context, sessionID, focus string) (Compact
 	}
 	p := probe(ctx, h)
 	if !p.Has(core.CapCompactCommand) {
-		out, err := s.checkpoint(ctx, sessionID, ReasonManual, focus)
+		out, err := s.checkpoint(ctx, sessionID, checkpoint.ReasonManual, focus)
 		if err != nil {
 			return CompactOutcome{}, err
 		}

@@ -30,7 +30,9 @@ type liveSession struct {
 	capture     *strings.Builder
 	lastCompact string // id of the newest context.compacted entry
 	gauge       *core.Gauge
-	compactSeen chan string // signalled with each context.compacted entry id
+	// controllerQueued: a controller checkpoint is waiting to run.
+	controllerQueued bool
+	compactSeen      chan string // signalled with each context.compacted entry id
 }
 
 // sink is the EventSink handed to the adapter. Events are handled in order;

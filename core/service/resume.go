@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/checkpoint"
 )
 
 // Resume brings a session back and reports honestly how (DESIGN §6):
@@ -113,3 +114,34 @@ func (s *Service) restored(ctx context.Context, r Restored) (Restored, error) {
 	s.opts.Notifier.Restored(r)
 	return r, nil
 }
+
+// restoreFromCheckpoint starts a fresh harness process for sess and, when
+// the active branch holds a valid checkpoint, injects its projection:
+// checkpoint_restored. With no valid checkpoint the process starts empty:
+// fresh, with the reason.
+func (s *Service) restoreFromCheckpoint(ctx context.Context, h core.BridgeHost, sess core.Session, preset core.Preset) (Restored, error) {
+	branch, err := s.opts.Store.ActiveBranch(ctx, sess.ID)
+	if err != nil {
+		return Restored{}, err
+	}
+	proj, perr := checkpoint.Project(branch, checkpoint.ProjectOptions{Model: sess.Model, Effort: sess.Effort,
+		Budget: checkpoint.RetainPolicy{TokenBudget: projectionTokens}})
+	l, err := s.startLive(ctx, h, sess, preset, "", true)
+	if err != nil {
+		return Restored{}, err
+	}
+	if perr != nil {
+		return Restored{Mode: core.ModeFresh, Reason: "no valid checkpoint to restore from: " + perr.Error()}, nil
+	}
+	if !l.turn.TryLock() {
+		return Restored{}, core.Errorf(core.CodeBusy, "session %s is busy", sess.ID)
+	}
+	defer l.turn.Unlock()
+	if _, err := s.runTurn(ctx, l, []core.Content{{Type: "text", Text: checkpoint.Render(proj)}}); err != nil {
+		return Restored{}, fmt.Errorf("inject the checkpoint projection: %w", err)
+	}
+	return Restored{Mode: core.ModeCheckpointRestored, CheckpointEntryID: proj.CheckpointEntryID}, nil
+}
+
+// projectionTokens bounds the retained entries injected on restoration.
+const projectionTokens = 32000

@@ -28,6 +28,9 @@ type Options struct {
 	// RepoStatus returns `git status --porcelain` for a working directory,
 	// used by recovery checkpoints. Nil means no repository evidence.
 	RepoStatus func(ctx context.Context, cwd string) (string, error)
+	// ResponseReserve is the number of tokens kept free for a response
+	// (the response_reserve trigger); 0 disables it.
+	ResponseReserve int64
 	// Now is the clock (default time.Now).
 	Now core.Clock
 }
@@ -40,6 +43,9 @@ type Service struct {
 
 	mu   sync.Mutex
 	live map[string]*liveSession // by Bridge session id
+
+	previews     previews
+	inCheckpoint map[string]bool // sessions with a checkpoint being written
 }
 
 // New returns a Service; call Close when done.

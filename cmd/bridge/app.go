@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/storage"
+)
+
+// app holds what every subcommand shares.
+type app struct {
+	dataDirFlag string
+	stdin       io.Reader
+	stdout      io.Writer
+	stderr      io.Writer
+}
+
+// env is an opened data directory: configuration, database and service.
+type env struct {
+	dir string
+	cfg Config
+	db  *storage.DB
+	svc *service.Service
+}
+
+func (e *env) Close(ctx context.Context) error {
+	err := e.svc.Close(ctx)
+	if cerr := e.db.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// openOptions are what serve learns from initialize.
+type openOptions struct {
+	initDataDir string
+	harnesses   map[string]json.RawMessage
+	notifier    service.Notifier
+	extraHosts  []core.BridgeHost
+}
+
+// open resolves and opens the data directory and builds the service.
+func (a *app) open(ctx context.Context, o openOptions) (*env, error) {
+	dir, err := resolveDataDir(a.dataDirFlag, o.initDataDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureDataDir(dir); err != nil {
+		return nil, err
+	}
+	cfg, err := LoadConfig(dir)
+	if err != nil {
+		return nil, core.E(core.CodeInvalid, "configuration", err)
+	}
+	for name, raw := range o.harnesses {
+		if err := cfg.MergeHarnesses(json.RawMessage(fmt.Sprintf("{%q:%s}", name, raw))); err != nil {
+			return nil, core.E(core.CodeInvalid, "initializationOptions", err)
+		}
+	}
+	dbPath := filepath.Join(dir, DatabaseFile)
+	db, err := storage.Open(ctx, dbPath, storage.Options{})
+	if err != nil {
+		return nil, core.E(core.CodePersistence, "open the database", err)
+	}
+	hosts, err := buildHosts(cfg, dir)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	hosts = append(hosts, o.extraHosts...)
+	n := o.notifier
+	if n == nil {
+		n = &cliNotifier{w: a.stderr}
+	}
+	svc, err := service.New(service.Options{Store: db, Hosts: hosts, Notifier: n, Presets: cfg.Presets,
+		DataDir: dir, Database: dbPath, CheckpointTimeout: cfg.CheckpointTimeout(), RepoStatus: gitStatus})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &env{dir: dir, cfg: cfg, db: db, svc: svc}, nil
+}
+
+// gitStatus returns `git status --porcelain` for dir ("" outside a
+// repository). The arguments are fixed; dir is data, never executed.
+func gitStatus(ctx context.Context, dir string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", "-C", dir, "status", "--porcelain")
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if ok := asExit(err, &ee); ok && strings.Contains(string(ee.Stderr), "not a git repository") {
+			return "", nil
+		}
+		return "", fmt.Errorf("git status in %s: %w", dir, err)
+	}
+	return string(out), nil
+}
+
+func asExit(err error, target **exec.ExitError) bool {
+	e, ok := err.(*exec.ExitError)
+	if ok {
+		*target = e
+	}
+	return ok
+}
+
+// cliNotifier tells a person at a terminal about warnings only.
+type cliNotifier struct{ w io.Writer }
+
+func (n *cliNotifier) EntryAppended(core.Entry)                 {}
+func (n *cliNotifier) ContextCompacted(service.ContextCompacted) {}
+func (n *cliNotifier) CheckpointSaved(service.CheckpointSaved)   {}
+func (n *cliNotifier) Restored(service.Restored)                 {}
+func (n *cliNotifier) Log(level int, msg string) {
+	if level <= 2 {
+		fmt.Fprintln(n.w, "bridge:", msg)
+	}
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// stderrIsTerminal says whether progress can be drawn.
+func stderrIsTerminal(w io.Writer) bool { return w == io.Writer(os.Stderr) && isTerminal(os.Stderr) }

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/bridge-dev/bridge/adapters/fake"
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/rpc"
+)
+
+// adapterFactory builds one adapter from its configuration; stateDir is a
+// folder of its own under the data directory.
+type adapterFactory func(hc HarnessConfig, stateDir string, presets []core.Preset) (core.BridgeHost, error)
+
+// factories are the adapters this binary is built with, by harness name.
+var factories = map[string]adapterFactory{
+	fake.Harness: func(hc HarnessConfig, stateDir string, _ []core.Preset) (core.BridgeHost, error) {
+		env := func(k string) string {
+			if v, ok := hc.Env[k]; ok {
+				return v
+			}
+			return os.Getenv(k)
+		}
+		opts, err := fake.OptionsFromEnv(env, stateDir)
+		if err != nil {
+			return nil, err
+		}
+		return fake.New(opts), nil
+	},
+}
+
+// harnessNames lists the adapters this binary is built with.
+func harnessNames() []string {
+	var out []string
+	for n := range factories {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// buildHosts creates every adapter not disabled in cfg.
+func buildHosts(cfg Config, dataDir string) ([]core.BridgeHost, error) {
+	var hosts []core.BridgeHost
+	for _, name := range harnessNames() {
+		hc := cfg.Harnesses[name]
+		if hc.Disabled {
+			continue
+		}
+		state := filepath.Join(dataDir, "harness", name)
+		if err := os.MkdirAll(state, 0o700); err != nil {
+			return nil, fmt.Errorf("adapter %s: state folder: %w", name, err)
+		}
+		var presets []core.Preset
+		for _, p := range cfg.Presets {
+			if p.Harness == "" || p.Harness == name {
+				presets = append(presets, p)
+			}
+		}
+		h, err := factories[name](hc, state, presets)
+		if err != nil {
+			return nil, fmt.Errorf("adapter %s: %w", name, err)
+		}
+		hosts = append(hosts, h)
+	}
+	for name := range cfg.Harnesses {
+		if _, ok := factories[name]; !ok {
+			return nil, core.Errorf(core.CodeInvalid, "configuration names harness %q, which this build does not have (have: %v)", name, harnessNames())
+		}
+	}
+	return hosts, nil
+}
+
+// clientHosts returns the adapter that reaches sessions hosted by the
+// client itself, when it said so in initialize.
+func clientHosts(opts rpc.InitOptions, client rpc.Caller) ([]core.BridgeHost, error) {
+	if !opts.HostsSessions {
+		return nil, nil
+	}
+	_ = json.RawMessage(nil)
+	return nil, core.Errorf(core.CodeUnsupported, "this build cannot reach sessions hosted by the client yet")
+}

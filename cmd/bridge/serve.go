@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+
+	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/rpc"
+)
+
+// backend is the service plus the resources it owns, as rpc sees it.
+type backend struct {
+	*service.Service
+	e *env
+}
+
+// Close stops the harness sessions and closes the database.
+func (b backend) Close(ctx context.Context) error { return b.e.Close(ctx) }
+
+// serve runs the JSON-RPC sidecar on stdin/stdout until exit.
+func (a *app) serve(ctx context.Context, args []string) int {
+	fs, _ := a.flags("serve")
+	maxLen := fs.Int64("max-content-length", 64<<20, "largest accepted message body, in bytes")
+	logLevel := fs.String("log-level", "warn", "stderr log level: debug, info, warn, error")
+	if _, err := parse(fs, args); err != nil {
+		return 2
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(a.stderr, "bridge serve: --log-level: %v\n", err)
+		return 2
+	}
+	if v := os.Getenv("BRIDGE_MAX_CONTENT_LENGTH"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			fmt.Fprintf(a.stderr, "bridge serve: BRIDGE_MAX_CONTENT_LENGTH=%q is not a positive number\n", v)
+			return 2
+		}
+		*maxLen = n
+	}
+	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: lvl}))
+	cfg := rpc.Config{
+		Version:          version,
+		Harnesses:        harnessNames(),
+		MaxContentLength: *maxLen,
+		Logger:           logger,
+		Open: func(ctx context.Context, opts rpc.InitOptions, n service.Notifier, client rpc.Caller) (rpc.Backend, error) {
+			extra, err := clientHosts(opts, client)
+			if err != nil {
+				return nil, err
+			}
+			e, err := a.open(ctx, openOptions{initDataDir: opts.DataDir, harnesses: opts.Harnesses, notifier: n, extraHosts: extra})
+			if err != nil {
+				return nil, err
+			}
+			return backend{Service: e.svc, e: e}, nil
+		},
+	}
+	code, err := rpc.Serve(ctx, a.stdin, a.stdout, cfg)
+	if err != nil {
+		logger.Error("bridge serve", "error", err)
+	}
+	return code
+}

@@ -1,0 +1,317 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/checkpoint"
+)
+
+// retainPolicy is how much conversation a checkpoint keeps verbatim after
+// it: the last six messages and what came with them.
+var retainPolicy = checkpoint.RetainPolicy{KeepMessages: 6}
+
+// Checkpoint writes a Bridge checkpoint of the session now. The session's
+// own agent writes it when its harness is running; otherwise Bridge
+// reconstructs it from the record and the repository.
+func (s *Service) Checkpoint(ctx context.Context, sessionID, reason string) (CheckpointOutcome, error) {
+	r := checkpoint.Reason(reason)
+	if r == "" {
+		r = checkpoint.ReasonManual
+	}
+	if !r.Known() {
+		return CheckpointOutcome{}, core.Errorf(core.CodeInvalid, "reason %q is not one of %v", reason, checkpoint.Reasons)
+	}
+	return s.checkpoint(ctx, sessionID, r, "")
+}
+
+// checkpoint runs the whole flow of DESIGN §5 for one session.
+func (s *Service) checkpoint(ctx context.Context, sessionID string, reason checkpoint.Reason, focus string) (CheckpointOutcome, error) {
+	sess, err := s.session(ctx, sessionID)
+	if err != nil {
+		return CheckpointOutcome{}, err
+	}
+	if !s.beginCheckpoint(sessionID) {
+		return CheckpointOutcome{}, core.Errorf(core.CodeBusy, "a checkpoint of session %s is already being written", sessionID)
+	}
+	defer s.endCheckpoint(sessionID)
+
+	branch, err := s.opts.Store.ActiveBranch(ctx, sessionID)
+	if err != nil {
+		return CheckpointOutcome{}, err
+	}
+	lock := checkpoint.FindPending(branch, s.startedAt)
+	if err := lock.Err(); err != nil {
+		return CheckpointOutcome{}, err
+	}
+	l := s.liveFor(sessionID)
+	state := checkpoint.BranchActivity(branch).Apply(checkpoint.State{})
+	if d := checkpoint.Decide(reason, state); !d.Fire {
+		code := core.CodeInvalid
+		if d.Suppressed == checkpoint.SuppressedToolInFlight || d.Suppressed == checkpoint.SuppressedApproval {
+			code = core.CodeBusy
+		}
+		return CheckpointOutcome{}, &core.Error{Code: code, Message: "checkpoint not written: " + d.Detail,
+			Data: map[string]any{"suppressed": d.Suppressed}}
+	}
+	if l == nil {
+		return s.recoveryCheckpoint(ctx, sess, branch, reason)
+	}
+	if !l.turn.TryLock() {
+		return CheckpointOutcome{}, core.Errorf(core.CodeBusy, "session %s is running a turn; checkpoint after it ends", sessionID)
+	}
+	defer l.turn.Unlock()
+
+	ev := checkpoint.ScanEvidence(branch)
+	plan := checkpoint.PlanRetention(branch, retainPolicy)
+	first, marker := plan.FirstRetainedEntryID, core.NewID("e_")
+	if first == "" {
+		first = marker
+	}
+	book := checkpoint.Bookkeeping{SourceAgent: sessionID, FirstRetainedEntryID: first,
+		TokensBefore: s.tokensBefore(l, branch), Reason: reason}
+	req := checkpoint.Request{Reason: reason, TokensBefore: book.TokensBefore, SourceAgent: sessionID, FirstRetainedEntryID: first}
+	if _, err := s.appendOrdered(ctx, l, checkpoint.RequestEntry(req)); err != nil {
+		return CheckpointOutcome{}, core.E(core.CodePersistence, "record the checkpoint request", err)
+	}
+
+	prompt := checkpoint.RequestPrompt(reason, ev, checkpoint.PromptOptions{Focus: focus})
+	draft, err := s.askDraft(ctx, l, prompt)
+	attempt := 0
+	if err != nil && !isNoReply(err) {
+		attempt = 1
+		req.Attempt, req.RepairOf = 1, err.Error()
+		if _, aerr := s.appendOrdered(ctx, l, checkpoint.RequestEntry(req)); aerr != nil {
+			return CheckpointOutcome{}, core.E(core.CodePersistence, "record the repair request", aerr)
+		}
+		draft, err = s.askDraft(ctx, l, checkpoint.RepairPrompt(err))
+	}
+	if err != nil {
+		return CheckpointOutcome{}, s.checkpointFailed(ctx, l, sessionID, reason, attempt, err)
+	}
+	cp, rep := checkpoint.Assemble(draft, ev, book)
+	entries, err := s.commitCheckpoint(ctx, l, sessionID, cp, marker, checkpoint.EvidenceAudit(sessionID, rep))
+	if err != nil {
+		return CheckpointOutcome{}, err
+	}
+	s.opts.Notifier.CheckpointSaved(CheckpointSaved{SessionID: sessionID, EntryID: entries[0].ID,
+		Reason: string(reason), Provenance: cp.Provenance, Hot: true})
+	return CheckpointOutcome{EntryID: entries[0].ID, Provenance: cp.Provenance, Reason: string(reason)}, nil
+}
+
+// isNoReply tells a reply that never came (timeout, dead harness) from one
+// that came and was unusable; only the latter gets a repair prompt.
+func isNoReply(err error) bool {
+	c := core.ErrorCode(err)
+	return c == core.CodeTimeout || c == core.CodeHarness || c == core.CodeCancelled || c == core.CodeUnavailable
+}
+
+// askDraft asks the live session (whose turn the caller holds) and parses
+// the reply.
+func (s *Service) askDraft(ctx context.Context, l *liveSession, prompt string) (checkpoint.Draft, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.CheckpointTimeout)
+	defer cancel()
+	text, err := s.askLocked(ctx, l, prompt)
+	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			return checkpoint.Draft{}, core.E(core.CodeTimeout, fmt.Sprintf("no checkpoint reply within %s", s.opts.CheckpointTimeout), err)
+		}
+		return checkpoint.Draft{}, err
+	}
+	d, err := checkpoint.ParseReply(text)
+	if err != nil {
+		return checkpoint.Draft{}, core.E(core.CodeSummary, "the checkpoint reply is unusable", err)
+	}
+	return d, nil
+}
+
+// checkpointFailed records compaction.failed (entry and audit row) and
+// returns the error to report.
+func (s *Service) checkpointFailed(ctx context.Context, l *liveSession, sessionID string, reason checkpoint.Reason, attempt int, cause error) error {
+	ctx = context.WithoutCancel(ctx)
+	if _, err := s.appendOrdered(ctx, l, checkpoint.FailedEntry(reason, attempt, cause)); err != nil {
+		return core.E(core.CodePersistence, "record the failed checkpoint", errors.Join(cause, err))
+	}
+	if err := s.opts.Store.AppendAudit(ctx, checkpoint.FailedAudit(sessionID, reason, attempt, cause)); err != nil {
+		return core.E(core.CodePersistence, "audit the failed checkpoint", errors.Join(cause, err))
+	}
+	code := core.ErrorCode(cause)
+	if code != core.CodeTimeout {
+		code = core.CodeSummary
+	}
+	return core.E(code, "checkpoint failed", cause)
+}
+
+// commitCheckpoint writes, in one transaction, the checkpoint, its
+// boundary, the branch.summary marker (the new head), the head's latest
+// checkpoint and the audit row.
+func (s *Service) commitCheckpoint(ctx context.Context, l *liveSession, sessionID string, cp checkpoint.Checkpoint, marker string, audit core.AuditRecord) ([]core.Entry, error) {
+	if err := cp.Validate(); err != nil {
+		return nil, core.E(core.CodeSummary, "the assembled checkpoint is invalid", err)
+	}
+	cpID := core.NewID("e_")
+	if l != nil {
+		l.order.Lock()
+		defer l.order.Unlock()
+	}
+	var out []core.Entry
+	err := s.opts.Store.Update(ctx, func(w core.Writer) error {
+		es, err := w.Append(ctx, sessionID, checkpoint.CommitEntries(cp, cpID, marker)...)
+		if err != nil {
+			return err
+		}
+		out = es
+		if _, err := w.PatchSession(ctx, sessionID, core.SessionPatch{LatestCheckpointID: core.Ptr(cpID)}); err != nil {
+			return err
+		}
+		return w.AppendAudit(ctx, audit)
+	})
+	if err != nil {
+		return nil, core.E(core.CodeCommit, "commit the checkpoint", err)
+	}
+	s.announce(out...)
+	return out, nil
+}
+
+// recoveryCheckpoint reconstructs a checkpoint for a session whose harness
+// is not running, from the record and the repository state of its cwd.
+func (s *Service) recoveryCheckpoint(ctx context.Context, sess core.Session, branch []core.Entry, reason checkpoint.Reason) (CheckpointOutcome, error) {
+	status := ""
+	if s.opts.RepoStatus != nil && sess.Cwd != "" {
+		st, err := s.opts.RepoStatus(ctx, sess.Cwd)
+		if err != nil {
+			s.opts.Notifier.Log(2, fmt.Sprintf("session %s: no repository evidence from %s: %v", sess.ID, sess.Cwd, err))
+		} else {
+			status = st
+		}
+	}
+	plan := checkpoint.PlanRetention(branch, retainPolicy)
+	first, marker := plan.FirstRetainedEntryID, core.NewID("e_")
+	if first == "" {
+		first = marker
+	}
+	var tokens int64
+	for _, e := range branch[checkpoint.LastBoundary(branch)+1:] {
+		tokens += e.TokenEstimate
+	}
+	rec, err := checkpoint.Reconstruct(branch, status, checkpoint.Bookkeeping{SourceAgent: sess.ID,
+		FirstRetainedEntryID: first, TokensBefore: tokens, Reason: reason})
+	if err != nil {
+		return CheckpointOutcome{}, err
+	}
+	entries, err := s.commitCheckpoint(ctx, nil, sess.ID, rec.Checkpoint, marker, checkpoint.RecoveryAudit(sess.ID, rec))
+	if err != nil {
+		return CheckpointOutcome{}, err
+	}
+	s.opts.Notifier.CheckpointSaved(CheckpointSaved{SessionID: sess.ID, EntryID: entries[0].ID,
+		Reason: string(reason), Provenance: rec.Checkpoint.Provenance, Hot: false})
+	return CheckpointOutcome{EntryID: entries[0].ID, Provenance: rec.Checkpoint.Provenance, Reason: string(reason)}, nil
+}
+
+// tokensBefore is the context size now: the gauge when there is one, else
+// the sum of the token estimates since the last boundary.
+func (s *Service) tokensBefore(l *liveSession, branch []core.Entry) int64 {
+	l.mu.Lock()
+	g := l.gauge
+	l.mu.Unlock()
+	if g != nil {
+		return g.Used
+	}
+	var n int64
+	for _, e := range branch[checkpoint.LastBoundary(branch)+1:] {
+		n += e.TokenEstimate
+	}
+	return n
+}
+
+// appendOrdered appends entries in order with the session's harness events.
+func (s *Service) appendOrdered(ctx context.Context, l *liveSession, es ...core.NewEntry) ([]core.Entry, error) {
+	l.order.Lock()
+	defer l.order.Unlock()
+	return s.appendEntries(ctx, l.sessionID, es...)
+}
+
+func (s *Service) beginCheckpoint(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inCheckpoint == nil {
+		s.inCheckpoint = map[string]bool{}
+	}
+	if s.inCheckpoint[id] {
+		return false
+	}
+	s.inCheckpoint[id] = true
+	return true
+}
+
+func (s *Service) endCheckpoint(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.inCheckpoint, id)
+}
+
+// onGauge runs the controller on a context gauge reading: where Bridge is
+// the sole owner of the window (a gauge and no compaction of the harness's
+// own), context_pressure at 75% and response_reserve fire a checkpoint in
+// the background.
+func (s *Service) onGauge(l *liveSession, g core.Gauge) {
+	ctx := context.Background()
+	p := probe(ctx, l.host)
+	state := checkpoint.State{HasGauge: true, OwnCompaction: p.Has(core.CapCompactCommand),
+		GaugeUsed: g.Used, GaugeSize: g.Size, ResponseReserve: s.opts.ResponseReserve}
+	sess, err := s.opts.Store.GetSession(ctx, l.sessionID)
+	if err != nil {
+		return
+	}
+	state.DirectChat = sess.Preset == "direct"
+	for _, r := range []checkpoint.Reason{checkpoint.ReasonContextPressure, checkpoint.ReasonResponseReserve} {
+		branch, err := s.opts.Store.ActiveBranch(ctx, l.sessionID)
+		if err != nil {
+			return
+		}
+		d := checkpoint.Decide(r, checkpoint.BranchActivity(branch).Apply(state))
+		if !d.Fire {
+			continue
+		}
+		l.mu.Lock()
+		queued := l.controllerQueued
+		l.controllerQueued = true
+		l.mu.Unlock()
+		if queued {
+			return
+		}
+		go func() {
+			defer func() {
+				l.mu.Lock()
+				l.controllerQueued = false
+				l.mu.Unlock()
+			}()
+			// Wait for the turn that reported the gauge to end.
+			l.turn.Lock()
+			l.turn.Unlock()
+			if _, err := s.checkpoint(ctx, l.sessionID, r, ""); err != nil {
+				s.opts.Notifier.Log(2, fmt.Sprintf("session %s: %s checkpoint: %v", l.sessionID, r, err))
+			}
+		}()
+		return
+	}
+}
+
+// checkNotPending refuses with busy while a checkpoint request opened by
+// this process is pending on the session (a native compaction must not race
+// a Bridge checkpoint).
+func (s *Service) checkNotPending(ctx context.Context, sessionID string) error {
+	s.mu.Lock()
+	busy := s.inCheckpoint[sessionID]
+	s.mu.Unlock()
+	if busy {
+		return core.Errorf(core.CodeBusy, "a checkpoint of session %s is being written", sessionID)
+	}
+	branch, err := s.opts.Store.ActiveBranch(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	return checkpoint.FindPending(branch, s.startedAt).Err()
+}

@@ -1,0 +1,187 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/handoff"
+)
+
+// MigrationExecute starts a clean target session from a preview: it reads
+// the (possibly edited) preview file verbatim, creates the target under the
+// chosen harness and preset with the source's model and effort, renames it,
+// carries the handoff in a paused goal where the host has goals, and sends
+// the kickoff. The source is never rewritten. If pausing the goal fails,
+// goal.clear is tried, the target is cancelled and no kickoff is sent. A
+// kickoff whose delivery is uncertain is never retried.
+func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (ExecuteOutcome, error) {
+	s.previews.mu.Lock()
+	p := s.previews.m[req.PreviewID]
+	if p != nil && time.Since(p.created) > previewTTL {
+		delete(s.previews.m, req.PreviewID)
+		p = nil
+	}
+	s.previews.mu.Unlock()
+	if p == nil {
+		return ExecuteOutcome{}, core.Errorf(core.CodeNotFound, "preview %q not found or older than 30 minutes: run migration/preview again", req.PreviewID)
+	}
+	if req.GoalRounds < 0 {
+		return ExecuteOutcome{}, core.Errorf(core.CodeInvalid, "goalRounds must be at least 1")
+	}
+	rounds := req.GoalRounds
+	if rounds == 0 {
+		rounds = 1
+	}
+	path := req.Path
+	if path == "" {
+		path = p.path
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ExecuteOutcome{}, core.E(core.CodeInvalid, "read the preview file", err)
+	}
+	summary := string(b)
+	if strings.TrimSpace(summary) == "" {
+		return ExecuteOutcome{}, core.Errorf(core.CodeInvalid, "the preview file %s is empty", path)
+	}
+	var warnings []string
+	if _, err := handoff.Parse(summary); err != nil {
+		warnings = append(warnings, fmt.Sprintf("the edited handoff does not have the five sections (%v); it is sent as written", err))
+	}
+	src, err := s.session(ctx, p.source.ID)
+	if err != nil {
+		return ExecuteOutcome{}, err
+	}
+	_, inject, err := s.checkMigration(ctx, src, p.target, req.Inject)
+	if err != nil {
+		return ExecuteOutcome{}, err
+	}
+	s.previews.mu.Lock()
+	if p.executed {
+		s.previews.mu.Unlock()
+		return ExecuteOutcome{}, core.Errorf(core.CodeConflict, "preview %s was already executed", p.id)
+	}
+	p.executed = true
+	s.previews.mu.Unlock()
+
+	model := p.target.Model
+	if model == "" && p.target.Harness == src.Harness {
+		model = src.Model
+	}
+	effort := ""
+	if p.target.Harness == src.Harness {
+		effort = src.Effort
+	}
+	title := src.Title
+	if title == "" {
+		title = src.ID
+	}
+	target, err := s.Create(ctx, CreateParams{Harness: p.target.Harness, Cwd: src.Cwd, Preset: p.target.Preset,
+		Model: model, Effort: effort})
+	if err != nil {
+		return ExecuteOutcome{}, fmt.Errorf("create the target session: %w", err)
+	}
+	out := ExecuteOutcome{TargetSessionID: target.ID}
+	if model != "" {
+		out.ModelTransferred = true
+	} else if src.Model != "" {
+		warnings = append(warnings, fmt.Sprintf("source model %q is not carried across harnesses (%s → %s); the target uses its default", src.Model, src.Harness, p.target.Harness))
+	}
+	l := s.liveFor(target.ID)
+	if l == nil {
+		return out, core.Errorf(core.CodeHarness, "the target session %s stopped right after it started", target.ID)
+	}
+	to := p.target.Preset
+	if to == "" {
+		to = p.target.Harness
+	}
+	if err := s.Rename(ctx, target.ID, title+" → "+to); err != nil {
+		warnings = append(warnings, "rename the target: "+err.Error())
+	}
+	if _, err := s.appendEntries(ctx, target.ID, core.NewEntry{Kind: core.KindMigrationHandoff, Payload: core.Payload(map[string]any{
+		"sourceSessionId": src.ID, "summary": summary, "previewId": p.id, "sourceHarness": src.Harness, "sourcePreset": src.Preset})}); err != nil {
+		return out, err
+	}
+
+	if inject == "goal" || inject == "both" {
+		ok, ws := s.goalHandoff(ctx, l, summary, rounds, &out)
+		warnings = append(warnings, ws...)
+		if !ok {
+			out.Warnings = warnings
+			s.auditMigration(ctx, src, target, out)
+			return out, nil
+		}
+	}
+	kick := handoff.Kickoff(p.lang, summary, req.Continue)
+	content := []core.Content{{Type: "text", Text: kick}}
+	if n := len(p.visual.Unresolved); n > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d unresolved image message(s): the images are not carried, the target gets the text handoff only", n))
+	}
+	if inject == "prompt" || inject == "both" || !out.GoalCreated {
+		if !l.turn.TryLock() {
+			warnings = append(warnings, "the target was busy; no kickoff sent")
+		} else {
+			_, err := s.runTurn(ctx, l, content)
+			l.turn.Unlock()
+			if err != nil {
+				warnings = append(warnings, "kickoff delivery is uncertain and is not retried: "+err.Error())
+			} else {
+				out.KickoffSent = true
+			}
+		}
+	}
+	out.Warnings = warnings
+	s.auditMigration(ctx, src, target, out)
+	return out, nil
+}
+
+// goalHandoff creates a goal carrying the handoff and pauses it. If pausing
+// fails it tries to clear the goal, cancels the target and reports false:
+// no kickoff may be sent.
+func (s *Service) goalHandoff(ctx context.Context, l *liveSession, summary string, rounds int, out *ExecuteOutcome) (bool, []string) {
+	var warnings []string
+	gh, ok := l.live.(core.GoalHost)
+	if !ok {
+		return true, []string{"the target has no goals; the handoff travels in the kickoff"}
+	}
+	goalID, err := gh.CreateGoal(ctx, core.Goal{Text: summary, Rounds: rounds})
+	if err != nil {
+		return true, []string{"goal.create failed; the handoff travels in the kickoff: " + err.Error()}
+	}
+	out.GoalCreated = true
+	if err := gh.PauseGoal(ctx, goalID); err != nil {
+		warnings = append(warnings, "goal.pause failed, so no kickoff was sent: "+err.Error())
+		if gc, ok := l.live.(core.GoalClearer); ok {
+			if cerr := gc.ClearGoal(ctx, goalID); cerr != nil {
+				warnings = append(warnings, "goal.clear failed too: "+cerr.Error())
+			} else {
+				warnings = append(warnings, "the goal was cleared")
+			}
+		} else {
+			warnings = append(warnings, "the target cannot clear goals (goal.clear missing)")
+		}
+		if cerr := l.live.Cancel(ctx); cerr != nil && !errors.Is(cerr, core.ErrUnsupported) {
+			warnings = append(warnings, "cancelling the target failed: "+cerr.Error())
+		} else {
+			warnings = append(warnings, "the target was cancelled")
+		}
+		return false, warnings
+	}
+	out.GoalPaused = true
+	return true, warnings
+}
+
+func (s *Service) auditMigration(ctx context.Context, src, target core.Session, out ExecuteOutcome) {
+	err := s.opts.Store.AppendAudit(ctx, core.AuditRecord{Source: "migration", Kind: "migration.executed", Entity: src.ID,
+		Body: core.Payload(map[string]any{"sourceSessionId": src.ID, "targetSessionId": target.ID, "targetHarness": target.Harness,
+			"targetPreset": target.Preset, "modelTransferred": out.ModelTransferred, "goalCreated": out.GoalCreated,
+			"goalPaused": out.GoalPaused, "kickoffSent": out.KickoffSent, "warnings": out.Warnings})})
+	if err != nil {
+		s.opts.Notifier.Log(2, "recording the migration in the audit log failed: "+err.Error())
+	}
+}

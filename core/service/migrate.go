@@ -1,0 +1,265 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/handoff"
+)
+
+// previewTTL is how long a preview can be executed.
+const previewTTL = 30 * time.Minute
+
+// workerTimeout bounds the summary worker's turn.
+const workerTimeout = 5 * time.Minute
+
+// pendingPreview is a preview kept for execution.
+type pendingPreview struct {
+	id       string
+	source   core.Session
+	target   Target
+	lang     string
+	path     string
+	created  time.Time
+	visual   handoff.Visual
+	executed bool
+}
+
+type previews struct {
+	mu sync.Mutex
+	m  map[string]*pendingPreview
+}
+
+// migrationNeeds lists the capabilities a migration needs of the source
+// host (for the summary worker) and of the target host.
+func migrationNeeds(inject string) (source, target []string) {
+	source = []string{core.CapSessionCreate, core.CapSessionPrompt}
+	target = []string{core.CapSessionCreate, core.CapSessionPrompt, core.CapSessionRename}
+	if inject == "goal" || inject == "both" {
+		target = append(target, core.CapGoalCreate, core.CapGoalPause)
+	}
+	return source, target
+}
+
+// resolveInject picks how the handoff travels: "" means goal and prompt
+// where the target has goals, else prompt only.
+func resolveInject(p core.Probe, inject string) (string, error) {
+	switch inject {
+	case "goal", "prompt", "both":
+		return inject, nil
+	case "":
+		if p.Has(core.CapGoalCreate) {
+			return "both", nil
+		}
+		return "prompt", nil
+	}
+	return "", core.Errorf(core.CodeInvalid, "inject must be goal, prompt or both, not %q", inject)
+}
+
+// checkMigration refuses, before anything exists, a migration whose source
+// or target host lacks a capability the flow needs.
+func (s *Service) checkMigration(ctx context.Context, src core.Session, t Target, inject string) (core.BridgeHost, string, error) {
+	sh, err := s.host(src.Harness)
+	if err != nil {
+		return nil, "", err
+	}
+	th, err := s.host(t.Harness)
+	if err != nil {
+		return nil, "", err
+	}
+	inj, err := resolveInject(probe(ctx, th), inject)
+	if err != nil {
+		return nil, "", err
+	}
+	needS, needT := migrationNeeds(inj)
+	if err := s.require(ctx, sh, "migration (summary worker on the source harness)", needS...); err != nil {
+		return nil, "", err
+	}
+	if err := s.require(ctx, th, "migration (target)", needT...); err != nil {
+		return nil, "", err
+	}
+	if t.Preset != "" {
+		if _, err := s.preset(ctx, th, t.Preset); err != nil {
+			return nil, "", err
+		}
+	}
+	return th, inj, nil
+}
+
+// MigrationPreview folds the source, has a temporary summary worker write
+// the five-part handoff and writes it to an editable file. The worker is
+// always archived; the source and any target are left untouched.
+func (s *Service) MigrationPreview(ctx context.Context, req PreviewRequest) (Preview, error) {
+	src, err := s.session(ctx, req.SessionID)
+	if err != nil {
+		return Preview{}, err
+	}
+	t := req.Target
+	if t.Harness == "" {
+		t.Harness = src.Harness
+	}
+	if t.Harness == src.Harness && t.Preset == src.Preset && t.Model == "" {
+		return Preview{}, core.Errorf(core.CodeInvalid, "the target is the source's own harness and preset: name another preset, model or harness")
+	}
+	if req.Lang != "" && req.Lang != "en" && req.Lang != "zh" {
+		return Preview{}, core.Errorf(core.CodeInvalid, "lang must be en or zh, not %q", req.Lang)
+	}
+	if _, _, err := s.checkMigration(ctx, src, t, ""); err != nil {
+		return Preview{}, err
+	}
+	branch, err := s.opts.Store.ActiveBranch(ctx, src.ID)
+	if err != nil {
+		return Preview{}, err
+	}
+	progress := progressFrom(ctx)
+	progress(0, 3, "folding the source session")
+	fold := handoff.Fold(branch, handoff.FoldOptions{Lang: req.Lang})
+	if strings.TrimSpace(fold.Text) == "" {
+		return Preview{}, core.Errorf(core.CodeInvalid, "session %s has no messages to hand off", src.ID)
+	}
+	budget := req.SummaryCharBudget
+	if budget <= 0 {
+		budget = handoff.SummaryCharBudget
+	}
+	progress(1, 3, "the summary worker is writing the handoff")
+	started := time.Now()
+	text, err := s.runWorker(ctx, src, handoff.Instruction(fold.Lang, budget)+fold.Text)
+	if err != nil {
+		return Preview{}, err
+	}
+	h, err := handoff.Parse(text)
+	if err != nil {
+		return Preview{}, core.E(core.CodeSummary, "the summary worker's handoff is not five valid sections", err)
+	}
+	warnings := append([]string(nil), fold.Dropped...)
+	if bad := h.UnsupportedFiles(fold.Text); len(bad) > 0 {
+		warnings = append(warnings, fmt.Sprintf("key files not found in the source material (check them): %s", strings.Join(bad, ", ")))
+	}
+	if n := runeLen(h.Markdown()); n > budget*3/2 {
+		warnings = append(warnings, fmt.Sprintf("the handoff is %d characters, over the %d budget", n, budget))
+	}
+	vis := handoff.CollectVisual(branch, 0)
+	if vis.Omitted > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d older visual evidence blocks dropped for the 60,000-character budget", vis.Omitted))
+	}
+	if len(vis.Unresolved) > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d image message(s) were never answered; they are marked unresolved", len(vis.Unresolved)))
+	}
+	summary := h.Markdown()
+	if app := vis.Appendix(fold.Lang); app != "" {
+		summary = strings.TrimRight(summary, "\n") + "\n\n" + app
+	}
+	id := core.NewID("p_")
+	path, err := s.writePreview(id, summary)
+	if err != nil {
+		return Preview{}, err
+	}
+	s.previews.mu.Lock()
+	if s.previews.m == nil {
+		s.previews.m = map[string]*pendingPreview{}
+	}
+	for k, p := range s.previews.m {
+		if time.Since(p.created) > previewTTL {
+			delete(s.previews.m, k)
+		}
+	}
+	s.previews.m[id] = &pendingPreview{id: id, source: src, target: t, lang: fold.Lang, path: path, created: time.Now(), visual: vis}
+	s.previews.mu.Unlock()
+	progress(3, 3, "preview written")
+	var secs []Section
+	for _, sec := range h.Sections {
+		secs = append(secs, Section{Title: sec.Title, Body: sec.Body})
+	}
+	stats := map[string]int{
+		"sourceChars": fold.Stats.SourceChars, "messagesRead": fold.Stats.MessagesRead,
+		"messagesTotal": fold.Stats.MessagesTotal, "usersUsed": fold.Stats.UsersUsed,
+		"usersTotal": fold.Stats.UsersTotal, "summaryChars": runeLen(summary),
+		"images": vis.Images, "imagesAnswered": len(vis.Answered), "imagesUnresolved": len(vis.Unresolved),
+		"workerMillis": int(time.Since(started).Milliseconds()),
+	}
+	return Preview{PreviewID: id, Path: path, Summary: summary, Sections: secs, Stats: stats, Warnings: warnings}, nil
+}
+
+// runWorker runs a temporary summary worker on the source's harness: a
+// fresh session in the same working directory with the same model, which
+// sees only prompt. It is archived whatever happens.
+func (s *Service) runWorker(ctx context.Context, src core.Session, prompt string) (string, error) {
+	w, err := s.Create(ctx, CreateParams{Harness: src.Harness, Cwd: src.Cwd, Model: src.Model, Effort: src.Effort,
+		Title: "handoff worker for " + src.ID})
+	if err != nil {
+		return "", fmt.Errorf("start the summary worker: %w", err)
+	}
+	defer func() {
+		if err := s.Archive(context.WithoutCancel(ctx), w.ID); err != nil {
+			s.opts.Notifier.Log(2, fmt.Sprintf("archiving summary worker %s: %v", w.ID, err))
+		}
+	}()
+	l := s.liveFor(w.ID)
+	if l == nil {
+		return "", core.Errorf(core.CodeHarness, "the summary worker stopped before its turn")
+	}
+	ctx, cancel := context.WithTimeout(ctx, workerTimeout)
+	defer cancel()
+	text, err := s.ask(ctx, l, prompt)
+	if err != nil {
+		return "", fmt.Errorf("summary worker: %w", err)
+	}
+	return text, nil
+}
+
+// ask runs one turn in l and returns the assistant text it produced.
+func (s *Service) ask(ctx context.Context, l *liveSession, prompt string) (string, error) {
+	if !l.turn.TryLock() {
+		return "", core.Errorf(core.CodeBusy, "session %s is running a turn", l.sessionID)
+	}
+	defer l.turn.Unlock()
+	return s.askLocked(ctx, l, prompt)
+}
+
+// askLocked is ask for a caller that already holds l.turn.
+func (s *Service) askLocked(ctx context.Context, l *liveSession, prompt string) (string, error) {
+	var buf strings.Builder
+	l.mu.Lock()
+	l.capture = &buf
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.capture = nil
+		l.mu.Unlock()
+	}()
+	if _, err := s.runTurn(ctx, l, []core.Content{{Type: "text", Text: prompt}}); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return "", core.E(core.CodeTimeout, "no reply in time", err)
+		}
+		return "", err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return buf.String(), nil
+}
+
+// writePreview writes the editable preview under the data directory,
+// owner-only.
+func (s *Service) writePreview(id, text string) (string, error) {
+	dir := filepath.Join(s.opts.DataDir, "previews")
+	if s.opts.DataDir == "" {
+		return "", core.Errorf(core.CodeInternal, "no data directory for previews")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", core.E(core.CodePersistence, "create the previews folder", err)
+	}
+	path := filepath.Join(dir, id+".md")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		return "", core.E(core.CodePersistence, "write the preview", err)
+	}
+	return path, nil
+}
+
+func runeLen(s string) int { return len([]rune(s)) }
