@@ -47,7 +47,7 @@ func (s *Service) checkpoint(ctx context.Context, sessionID string, reason check
 		return CheckpointOutcome{}, err
 	}
 	l := s.liveFor(sessionID)
-	state := checkpoint.BranchActivity(branch).Apply(checkpoint.State{})
+	state := checkpoint.BranchActivity(branch).Apply(s.controllerState(ctx, sess, l))
 	if d := checkpoint.Decide(reason, state); !d.Fire {
 		code := core.CodeInvalid
 		if d.Suppressed == checkpoint.SuppressedToolInFlight || d.Suppressed == checkpoint.SuppressedApproval {
@@ -258,14 +258,11 @@ func (s *Service) endCheckpoint(id string) {
 // the background.
 func (s *Service) onGauge(l *liveSession, g core.Gauge) {
 	ctx := context.Background()
-	p := probe(ctx, l.host)
-	state := checkpoint.State{HasGauge: true, OwnCompaction: p.Has(core.CapCompactCommand),
-		GaugeUsed: g.Used, GaugeSize: g.Size, ResponseReserve: s.opts.ResponseReserve}
 	sess, err := s.opts.Store.GetSession(ctx, l.sessionID)
 	if err != nil {
 		return
 	}
-	state.DirectChat = sess.Preset == "direct"
+	state := s.controllerState(ctx, sess, l)
 	for _, r := range []checkpoint.Reason{checkpoint.ReasonContextPressure, checkpoint.ReasonResponseReserve} {
 		branch, err := s.opts.Store.ActiveBranch(ctx, l.sessionID)
 		if err != nil {
@@ -315,3 +312,25 @@ func (s *Service) checkNotPending(ctx context.Context, sessionID string) error {
 	}
 	return checkpoint.FindPending(branch, s.startedAt).Err()
 }
+
+// controllerState is what the decision function needs to know about a
+// session besides its record: the gauge, who owns the window, direct chat.
+func (s *Service) controllerState(ctx context.Context, sess core.Session, l *liveSession) checkpoint.State {
+	st := checkpoint.State{ResponseReserve: s.opts.ResponseReserve, DirectChat: sess.Preset == DirectChatPreset}
+	if l == nil {
+		return st
+	}
+	p := probe(ctx, l.host)
+	st.OwnCompaction = p.Has(core.CapCompactCommand)
+	l.mu.Lock()
+	if l.gauge != nil {
+		st.HasGauge = p.Has(core.CapContextGauge)
+		st.GaugeUsed, st.GaugeSize = l.gauge.Used, l.gauge.Size
+	}
+	l.mu.Unlock()
+	return st
+}
+
+// DirectChatPreset is the preset name of a direct chat, which never
+// auto-compacts.
+const DirectChatPreset = "direct"

@@ -1,0 +1,189 @@
+package service_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bridge-dev/bridge/adapters/fake"
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/storage"
+	"github.com/bridge-dev/bridge/storage/storagetest"
+)
+
+// recorder is a Notifier that keeps everything it is told.
+type recorder struct {
+	mu       sync.Mutex
+	entries  []core.Entry
+	compacts []service.ContextCompacted
+	saved    []service.CheckpointSaved
+	restored []service.Restored
+	logs     []string
+	changed  chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{changed: make(chan struct{}, 1)} }
+
+func (r *recorder) poke() {
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+}
+func (r *recorder) EntryAppended(e core.Entry) {
+	r.mu.Lock()
+	r.entries = append(r.entries, e)
+	r.mu.Unlock()
+	r.poke()
+}
+func (r *recorder) ContextCompacted(n service.ContextCompacted) {
+	r.mu.Lock()
+	r.compacts = append(r.compacts, n)
+	r.mu.Unlock()
+	r.poke()
+}
+func (r *recorder) CheckpointSaved(n service.CheckpointSaved) {
+	r.mu.Lock()
+	r.saved = append(r.saved, n)
+	r.mu.Unlock()
+	r.poke()
+}
+func (r *recorder) Restored(n service.Restored) {
+	r.mu.Lock()
+	r.restored = append(r.restored, n)
+	r.mu.Unlock()
+	r.poke()
+}
+func (r *recorder) Log(level int, msg string) {
+	r.mu.Lock()
+	r.logs = append(r.logs, msg)
+	r.mu.Unlock()
+}
+
+// await waits until cond (called under the lock) holds.
+func (r *recorder) await(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		r.mu.Lock()
+		ok := cond()
+		r.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-r.changed:
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// rig is a service over a real SQLite store and fake hosts.
+type rig struct {
+	t     *testing.T
+	svc   *service.Service
+	db    *storage.DB
+	rec   *recorder
+	dir   string
+	hosts []core.BridgeHost
+}
+
+type rigOptions struct {
+	fake    fake.Options
+	extra   []core.BridgeHost
+	presets []core.Preset
+	timeout time.Duration
+	db      *storage.DB
+	dir     string
+}
+
+func newRig(t *testing.T, o rigOptions) *rig {
+	t.Helper()
+	db := o.db
+	if db == nil {
+		db = storagetest.Open(t)
+	}
+	dir := o.dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	hosts := append([]core.BridgeHost{fake.New(o.fake)}, o.extra...)
+	rec := newRecorder()
+	svc, err := service.New(service.Options{Store: db, Hosts: hosts, Notifier: rec, DataDir: dir,
+		Presets: o.presets, CheckpointTimeout: o.timeout,
+		RepoStatus: func(ctx context.Context, cwd string) (string, error) { return " M src/changed.go\n", nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close(context.Background()) })
+	return &rig{t: t, svc: svc, db: db, rec: rec, dir: dir, hosts: hosts}
+}
+
+func (r *rig) create() core.Session {
+	r.t.Helper()
+	s, err := r.svc.Create(context.Background(), service.CreateParams{Harness: "fake", Cwd: r.t.TempDir(), Title: "t", Model: "fake-large", Effort: "high"})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return s
+}
+
+func (r *rig) prompt(id, text string) {
+	r.t.Helper()
+	if _, err := r.svc.Prompt(context.Background(), id, []core.Content{{Type: "text", Text: text}}); err != nil {
+		r.t.Fatalf("prompt %q: %v", text, err)
+	}
+}
+
+func (r *rig) branch(id string) []core.Entry {
+	r.t.Helper()
+	b, err := r.db.ActiveBranch(context.Background(), id)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return b
+}
+
+func kinds(es []core.Entry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, string(e.Kind))
+	}
+	return out
+}
+
+func payload(t *testing.T, e core.Entry) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(e.Payload, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// scriptFor answers prompts containing a key with steps.
+func scriptFor(pairs map[string][]fake.Step) func(string) []fake.Step {
+	return func(p string) []fake.Step {
+		for k, steps := range pairs {
+			if strings.Contains(p, k) {
+				return steps
+			}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,324 @@
+package schema_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/schema"
+)
+
+type defSchema struct {
+	Required   []string                   `json:"required"`
+	Properties map[string]json.RawMessage `json:"properties"`
+	OneOf      []struct {
+		Ref string `json:"$ref"`
+	} `json:"oneOf"`
+	Enum []any `json:"enum"`
+}
+
+type bundleDoc struct {
+	Defs map[string]defSchema `json:"$defs"`
+}
+
+func loadBundle(t *testing.T) bundleDoc {
+	t.Helper()
+	files, err := schema.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bundleDoc
+	if err := json.Unmarshal(files[schema.BundleFile], &b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestErrorCodesEqualCore(t *testing.T) {
+	var fromCore, fromSchema []string
+	for _, c := range core.Codes {
+		fromCore = append(fromCore, string(c))
+	}
+	for _, c := range schema.ErrorCodes {
+		fromSchema = append(fromSchema, string(c))
+	}
+	if !reflect.DeepEqual(fromCore, fromSchema) {
+		t.Errorf("schema.ErrorCodes = %v\ncore.Codes        = %v", fromSchema, fromCore)
+	}
+	enum := loadBundle(t).Defs["ErrorCode"].Enum
+	if len(enum) != len(fromCore) {
+		t.Fatalf("ErrorCode enum has %d values, core has %d", len(enum), len(fromCore))
+	}
+	for i, v := range enum {
+		if v != fromCore[i] {
+			t.Errorf("ErrorCode enum[%d] = %v, want %s", i, v, fromCore[i])
+		}
+	}
+}
+
+// TestTaggedUnions checks that each union is a oneOf of its variants and
+// that each variant pins its tag with a const and requires it.
+func TestTaggedUnions(t *testing.T) {
+	files, err := schema.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Defs map[string]map[string]any `json:"$defs"`
+	}
+	if err := json.Unmarshal(files[schema.BundleFile], &raw); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		union, tag string
+		variants   map[string]string
+	}{
+		{"Content", "type", map[string]string{"TextContent": "text", "ImageContent": "image"}},
+		{"WorkDoneProgress", "kind", map[string]string{"WorkDoneProgressBegin": "begin",
+			"WorkDoneProgressReport": "report", "WorkDoneProgressEnd": "end"}},
+	}
+	for _, c := range cases {
+		oneOf, _ := raw.Defs[c.union]["oneOf"].([]any)
+		if len(oneOf) != len(c.variants) {
+			t.Errorf("%s: oneOf has %d members, want %d", c.union, len(oneOf), len(c.variants))
+		}
+		seen := map[string]bool{}
+		for _, o := range oneOf {
+			ref, _ := o.(map[string]any)["$ref"].(string)
+			name := strings.TrimPrefix(ref, "#/$defs/")
+			want, ok := c.variants[name]
+			if !ok {
+				t.Errorf("%s: oneOf member %q is not a variant", c.union, ref)
+				continue
+			}
+			seen[name] = true
+			v := raw.Defs[name]
+			tag, _ := v["properties"].(map[string]any)[c.tag].(map[string]any)
+			if tag["const"] != want {
+				t.Errorf("%s.%s const = %v, want %q", name, c.tag, tag["const"], want)
+			}
+			req, _ := v["required"].([]any)
+			found := false
+			for _, r := range req {
+				found = found || r == c.tag
+			}
+			if !found {
+				t.Errorf("%s does not require its tag %s", name, c.tag)
+			}
+		}
+		if len(seen) != len(c.variants) {
+			t.Errorf("%s: variants in oneOf %v, want %v", c.union, seen, c.variants)
+		}
+	}
+	// The session/prompt params file carries the union too.
+	var prompt map[string]any
+	if err := json.Unmarshal(files[schema.FileName("session/prompt", "params")], &prompt); err != nil {
+		t.Fatal(err)
+	}
+	content, _ := prompt["$defs"].(map[string]any)["Content"].(map[string]any)
+	if _, ok := content["oneOf"]; !ok {
+		t.Errorf("session_prompt.params.schema.json: Content has no oneOf: %v", content)
+	}
+}
+
+func TestMethodTable(t *testing.T) {
+	seen := map[string]bool{}
+	for _, m := range schema.Methods {
+		if seen[m.Name] {
+			t.Errorf("%s is listed twice", m.Name)
+		}
+		seen[m.Name] = true
+		got, ok := schema.MethodByName(m.Name)
+		if !ok || got.Name != m.Name {
+			t.Errorf("MethodByName(%q) = %v, %v", m.Name, got.Name, ok)
+		}
+		if m.Kind == schema.Notification && m.Result != nil {
+			t.Errorf("notification %s has a result type", m.Name)
+		}
+		for _, v := range []any{m.Params, m.Result} {
+			if v != nil && reflect.TypeOf(v).Kind() != reflect.Struct {
+				t.Errorf("%s: params and results must be struct values, got %T", m.Name, v)
+			}
+		}
+		if strings.HasPrefix(m.Name, "host/") && m.Kind == schema.Request {
+			if m.Direction != schema.ServerToClient || "host/"+m.Capability != m.Name {
+				t.Errorf("%s: direction %v capability %q", m.Name, m.Direction, m.Capability)
+			}
+		}
+		if m.Doc == "" {
+			t.Errorf("%s has no doc", m.Name)
+		}
+	}
+	if _, ok := schema.MethodByName("session/nope"); ok {
+		t.Error("MethodByName found an unknown method")
+	}
+	// DESIGN §9: every method and notification it names.
+	for _, name := range []string{"initialize", "initialized", "shutdown", "exit", "$/cancelRequest",
+		"$/progress", "window/showMessage", "window/logMessage", "window/workDoneProgress/create",
+		"bridge/doctor", "session/list", "session/create", "session/prompt", "session/cancel",
+		"session/rename", "session/archive", "session/history", "session/resume", "session/compact",
+		"session/checkpoint", "session/import", "migration/preview", "migration/execute",
+		"session/update", "session/contextCompacted", "session/checkpointSaved", "session/restored",
+		"host/event", "host/probe", "host/goal.clear"} {
+		if !seen[name] {
+			t.Errorf("the table lacks %s", name)
+		}
+	}
+	// A hosting client can provide every capability the port requires.
+	for _, c := range core.RequiredCapabilities {
+		if _, ok := schema.MethodByName("host/" + c); !ok {
+			t.Errorf("no host/%s request for required capability %s", c, c)
+		}
+	}
+	reqs := schema.Names(schema.ClientToServer, schema.Request)
+	if !contains(reqs, "session/resume") || contains(reqs, "host/session.list") || contains(reqs, "session/update") {
+		t.Errorf("Names(ClientToServer, Request) = %v", reqs)
+	}
+	notes := schema.Names(schema.ServerToClient, schema.Notification)
+	if !contains(notes, "session/restored") || !contains(notes, "$/cancelRequest") || contains(notes, "host/event") {
+		t.Errorf("Names(ServerToClient, Notification) = %v", notes)
+	}
+}
+
+func contains(s []string, v string) bool {
+	for _, e := range s {
+		if e == v {
+			return true
+		}
+	}
+	return false
+}
+
+func TestIDsAreNumbersOrStrings(t *testing.T) {
+	var p schema.CancelParams
+	if err := json.Unmarshal([]byte(`{"id":42}`), &p); err != nil || p.ID != schema.NumberID(42) {
+		t.Errorf("numeric id: %v %+v", err, p.ID)
+	}
+	if err := json.Unmarshal([]byte(`{"id":"42"}`), &p); err != nil || p.ID != schema.StringID("42") {
+		t.Errorf("string id: %v %+v", err, p.ID)
+	}
+	for _, bad := range []string{`{"id":1.5}`, `{"id":{}}`, `{"id":true}`, `{"id":[1]}`} {
+		if err := json.Unmarshal([]byte(bad), &p); err == nil {
+			t.Errorf("%s: accepted as id %+v", bad, p.ID)
+		}
+	}
+	b, _ := json.Marshal(schema.ProgressParams{Token: schema.StringToken("t1"),
+		Value: schema.WorkDoneProgress{Kind: schema.ProgressEnd}})
+	if string(b) != `{"token":"t1","value":{"kind":"end"}}` {
+		t.Errorf("progress: %s", b)
+	}
+	var pp schema.ProgressParams
+	if err := json.Unmarshal([]byte(`{"token":3,"value":{"kind":"report","percentage":0}}`), &pp); err != nil ||
+		pp.Token != schema.NumberToken(3) || pp.Value.Percentage == nil || *pp.Value.Percentage != 0 {
+		t.Errorf("progress round trip: %v %+v", err, pp)
+	}
+}
+
+// TestGoValuesValidateAgainstTheirSchemas marshals a filled and a minimal
+// value of every method's params and result and validates each against the
+// generated per-method schema file with a real JSON Schema 2020-12 validator
+// (ajv, from the repository's node_modules).
+func TestGoValuesValidateAgainstTheirSchemas(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is needed for this test and was not found on PATH: %v", err)
+	}
+	dir := t.TempDir()
+	if err := schema.Generate(filepath.Join(dir, "json")); err != nil {
+		t.Fatal(err)
+	}
+	type sample struct {
+		Schema string          `json:"schema"`
+		Label  string          `json:"label"`
+		Value  json.RawMessage `json:"value"`
+	}
+	var samples []sample
+	add := func(file, label string, v any) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatalf("%s: %v", label, err)
+		}
+		samples = append(samples, sample{filepath.Join(dir, "json", file), label, b})
+	}
+	for _, m := range schema.Methods {
+		for part, v := range map[string]any{"params": m.Params, "result": m.Result} {
+			if v == nil {
+				continue
+			}
+			typ := reflect.TypeOf(v)
+			add(schema.FileName(m.Name, part), m.Name+" "+part+" (filled)", fill(typ).Interface())
+			add(schema.FileName(m.Name, part), m.Name+" "+part+" (minimal)", minimal(typ).Interface())
+		}
+	}
+	// Values a client must not get away with.
+	bad := []sample{
+		{filepath.Join(dir, "json", "session_prompt.params.schema.json"), "image without data",
+			json.RawMessage(`{"sessionId":"s","content":[{"type":"image","mediaType":"image/png"}]}`)},
+		{filepath.Join(dir, "json", "session_prompt.params.schema.json"), "unknown content type",
+			json.RawMessage(`{"sessionId":"s","content":[{"type":"audio","text":"x"}]}`)},
+		{filepath.Join(dir, "json", "session_resume.result.schema.json"), "unknown mode",
+			json.RawMessage(`{"mode":"warm"}`)},
+		{filepath.Join(dir, "json", "session_create.params.schema.json"), "missing cwd",
+			json.RawMessage(`{"harness":"codex"}`)},
+	}
+	in, err := json.Marshal(map[string]any{"good": samples, "bad": bad})
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "validate.cjs")
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(script, []byte(validateScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(node, script, root)
+	cmd.Stdin = strings.NewReader(string(in))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("validation failed: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "validated") {
+		t.Fatalf("validator said: %s", out)
+	}
+}
+
+const validateScript = `
+const path = require("node:path");
+const fs = require("node:fs");
+const { createRequire } = require("node:module");
+const req = createRequire(path.join(process.argv[2], "package.json"));
+const Ajv2020 = req("ajv/dist/2020").default;
+const addFormats = req("ajv-formats").default;
+const input = JSON.parse(fs.readFileSync(0, "utf8"));
+const ajv = new Ajv2020({ allErrors: true, strict: false });
+addFormats(ajv);
+const cache = new Map();
+const validator = (file) => {
+  if (!cache.has(file)) cache.set(file, ajv.compile(JSON.parse(fs.readFileSync(file, "utf8"))));
+  return cache.get(file);
+};
+let failures = 0;
+for (const s of input.good) {
+  const v = validator(s.schema);
+  if (!v(s.value)) {
+    failures++;
+    console.log("REJECTED " + s.label + ": " + JSON.stringify(s.value) + "\n  " + ajv.errorsText(v.errors));
+  }
+}
+for (const s of input.bad) {
+  if (validator(s.schema)(s.value)) {
+    failures++;
+    console.log("ACCEPTED " + s.label + ": " + JSON.stringify(s.value));
+  }
+}
+if (failures) process.exit(1);
+console.log("validated " + input.good.length + " values, refused " + input.bad.length);
+`

@@ -1,0 +1,266 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/invopop/jsonschema"
+)
+
+// stringEnum is the schema of a string restricted to values.
+func stringEnum[T ~string](values ...T) *jsonschema.Schema {
+	s := &jsonschema.Schema{Type: "string"}
+	for _, v := range values {
+		s.Enum = append(s.Enum, string(v))
+	}
+	return s
+}
+
+// intOrString is the schema of a JSON-RPC id or progress token.
+func intOrString() *jsonschema.Schema {
+	return &jsonschema.Schema{OneOf: []*jsonschema.Schema{{Type: "integer"}, {Type: "string"}}}
+}
+
+// RequestID is a JSON-RPC request id: a number or a string.
+type RequestID struct {
+	// Num is the id when it is a number.
+	Num int64
+	// Str is the id when it is a string.
+	Str string
+	// IsString tells which of Num and Str holds the id.
+	IsString bool
+}
+
+// NumberID returns the numeric request id n.
+func NumberID(n int64) RequestID { return RequestID{Num: n} }
+
+// StringID returns the string request id s.
+func StringID(s string) RequestID { return RequestID{Str: s, IsString: true} }
+
+// String returns the id as text (a number in decimal).
+func (id RequestID) String() string {
+	if id.IsString {
+		return id.Str
+	}
+	return strconv.FormatInt(id.Num, 10)
+}
+
+// MarshalJSON writes the id as a JSON number or string.
+func (id RequestID) MarshalJSON() ([]byte, error) {
+	return marshalIntOrString(id.Num, id.Str, id.IsString)
+}
+
+// UnmarshalJSON reads a JSON number (an integer) or string.
+func (id *RequestID) UnmarshalJSON(b []byte) error {
+	n, s, isStr, err := unmarshalIntOrString(b, "request id")
+	if err != nil {
+		return err
+	}
+	*id = RequestID{Num: n, Str: s, IsString: isStr}
+	return nil
+}
+
+// JSONSchema describes a request id as integer or string.
+func (RequestID) JSONSchema() *jsonschema.Schema { return intOrString() }
+
+// ProgressToken names one stream of $/progress notifications: a number or a
+// string.
+type ProgressToken struct {
+	// Num is the token when it is a number.
+	Num int64
+	// Str is the token when it is a string.
+	Str string
+	// IsString tells which of Num and Str holds the token.
+	IsString bool
+}
+
+// NumberToken returns the numeric progress token n.
+func NumberToken(n int64) ProgressToken { return ProgressToken{Num: n} }
+
+// StringToken returns the string progress token s.
+func StringToken(s string) ProgressToken { return ProgressToken{Str: s, IsString: true} }
+
+// String returns the token as text (a number in decimal).
+func (t ProgressToken) String() string {
+	if t.IsString {
+		return t.Str
+	}
+	return strconv.FormatInt(t.Num, 10)
+}
+
+// MarshalJSON writes the token as a JSON number or string.
+func (t ProgressToken) MarshalJSON() ([]byte, error) {
+	return marshalIntOrString(t.Num, t.Str, t.IsString)
+}
+
+// UnmarshalJSON reads a JSON number (an integer) or string.
+func (t *ProgressToken) UnmarshalJSON(b []byte) error {
+	n, s, isStr, err := unmarshalIntOrString(b, "progress token")
+	if err != nil {
+		return err
+	}
+	*t = ProgressToken{Num: n, Str: s, IsString: isStr}
+	return nil
+}
+
+// JSONSchema describes a progress token as integer or string.
+func (ProgressToken) JSONSchema() *jsonschema.Schema { return intOrString() }
+
+func marshalIntOrString(n int64, s string, isStr bool) ([]byte, error) {
+	if isStr {
+		return json.Marshal(s)
+	}
+	return []byte(strconv.FormatInt(n, 10)), nil
+}
+
+func unmarshalIntOrString(b []byte, what string) (int64, string, bool, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return 0, "", false, fmt.Errorf("schema: %s: %w", what, err)
+		}
+		return 0, s, true, nil
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return 0, "", false, fmt.Errorf("schema: %s must be an integer or a string, got %.40s", what, b)
+	}
+	return n, "", false, nil
+}
+
+// MessageType is the severity of window/showMessage and window/logMessage:
+// 1 error, 2 warning, 3 info, 4 log.
+type MessageType int
+
+// Message severities, as LSP numbers them.
+const (
+	MessageError   MessageType = 1
+	MessageWarning MessageType = 2
+	MessageInfo    MessageType = 3
+	MessageLog     MessageType = 4
+)
+
+// JSONSchema restricts a message type to 1..4.
+func (MessageType) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "integer", Enum: []any{1, 2, 3, 4}}
+}
+
+// CompactionTrigger says who started a native compaction: manual (the user
+// or Bridge asked), auto (the harness decided) or unknown (the harness does
+// not say).
+type CompactionTrigger string
+
+// Compaction triggers.
+const (
+	TriggerManual  CompactionTrigger = "manual"
+	TriggerAuto    CompactionTrigger = "auto"
+	TriggerUnknown CompactionTrigger = "unknown"
+)
+
+// JSONSchema lists the triggers.
+func (CompactionTrigger) JSONSchema() *jsonschema.Schema {
+	return stringEnum(TriggerManual, TriggerAuto, TriggerUnknown)
+}
+
+// RestoreMode is how a session came back: hot (the adapter process was
+// still running), native (the harness resumed its own stored thread and
+// proved it), checkpoint_restored (a fresh process was given the latest
+// checkpoint and the entries after it) or fresh (no prior context).
+type RestoreMode string
+
+// Restoration modes.
+const (
+	ModeHot                RestoreMode = "hot"
+	ModeNative             RestoreMode = "native"
+	ModeCheckpointRestored RestoreMode = "checkpoint_restored"
+	ModeFresh              RestoreMode = "fresh"
+)
+
+// JSONSchema lists the modes.
+func (RestoreMode) JSONSchema() *jsonschema.Schema {
+	return stringEnum(ModeHot, ModeNative, ModeCheckpointRestored, ModeFresh)
+}
+
+// ResumeRequestMode is what a client may ask of session/resume: "fresh"
+// starts over deliberately; omitted means the best mode available.
+type ResumeRequestMode string
+
+// ResumeFresh asks for a fresh start.
+const ResumeFresh ResumeRequestMode = "fresh"
+
+// JSONSchema lists the requestable modes.
+func (ResumeRequestMode) JSONSchema() *jsonschema.Schema { return stringEnum(ResumeFresh) }
+
+// CompactedBy says who handled session/compact: the harness's own
+// compaction command, or a Bridge checkpoint as the fallback.
+type CompactedBy string
+
+// Compaction handlers.
+const (
+	CompactedByHarness CompactedBy = "harness"
+	CompactedByBridge  CompactedBy = "bridge"
+)
+
+// JSONSchema lists the handlers.
+func (CompactedBy) JSONSchema() *jsonschema.Schema {
+	return stringEnum(CompactedByHarness, CompactedByBridge)
+}
+
+// Provenance says where a checkpoint's content came from: agent (the
+// session's own reply), agent+controller (the reply plus evidence Bridge
+// appended) or reconstructed (built from the record after the process died).
+type Provenance string
+
+// Checkpoint provenances.
+const (
+	ProvenanceAgent         Provenance = "agent"
+	ProvenanceController    Provenance = "agent+controller"
+	ProvenanceReconstructed Provenance = "reconstructed"
+)
+
+// JSONSchema lists the provenances.
+func (Provenance) JSONSchema() *jsonschema.Schema {
+	return stringEnum(ProvenanceAgent, ProvenanceController, ProvenanceReconstructed)
+}
+
+// CheckpointReason is why a Bridge checkpoint was written.
+type CheckpointReason string
+
+// Checkpoint reasons (DESIGN §5).
+const (
+	ReasonPhaseBoundary      CheckpointReason = "phase_boundary"
+	ReasonBeforeSuspend      CheckpointReason = "before_suspend"
+	ReasonBeforeDowngrade    CheckpointReason = "before_downgrade"
+	ReasonBeforeShutdown     CheckpointReason = "before_shutdown"
+	ReasonBeforeNativeResume CheckpointReason = "before_native_resume"
+	ReasonManual             CheckpointReason = "manual"
+	ReasonContextPressure    CheckpointReason = "context_pressure"
+	ReasonResponseReserve    CheckpointReason = "response_reserve"
+)
+
+// CheckpointReasons is the closed set, in DESIGN order.
+var CheckpointReasons = []CheckpointReason{ReasonPhaseBoundary, ReasonBeforeSuspend,
+	ReasonBeforeDowngrade, ReasonBeforeShutdown, ReasonBeforeNativeResume, ReasonManual,
+	ReasonContextPressure, ReasonResponseReserve}
+
+// JSONSchema lists the reasons.
+func (CheckpointReason) JSONSchema() *jsonschema.Schema { return stringEnum(CheckpointReasons...) }
+
+// InjectMode says how a migration hands the handoff to the target: as a
+// goal, as a kickoff prompt, or both.
+type InjectMode string
+
+// Injection modes.
+const (
+	InjectGoal   InjectMode = "goal"
+	InjectPrompt InjectMode = "prompt"
+	InjectBoth   InjectMode = "both"
+)
+
+// JSONSchema lists the injection modes.
+func (InjectMode) JSONSchema() *jsonschema.Schema {
+	return stringEnum(InjectGoal, InjectPrompt, InjectBoth)
+}

@@ -1,0 +1,102 @@
+package schema
+
+import "encoding/json"
+
+// MigrationPreviewParams folds a session into an editable five-part handoff
+// for a clean target session.
+type MigrationPreviewParams struct {
+	// SessionID is the source session.
+	SessionID string `json:"sessionId"`
+	// Target names where the task goes; empty fields keep the source's.
+	Target MigrationTarget `json:"target"`
+	// SummaryCharBudget bounds the handoff summary (default 2,400).
+	SummaryCharBudget int `json:"summaryCharBudget,omitempty"`
+	// Lang is "en" or "zh"; absent means by the source's language.
+	Lang string `json:"lang,omitempty"`
+	WorkDoneProgressParams
+}
+
+// MigrationTarget names where a migrated task goes.
+type MigrationTarget struct {
+	// Harness is the target harness.
+	Harness string `json:"harness,omitempty"`
+	// Preset is the target preset.
+	Preset string `json:"preset,omitempty"`
+	// Model is the target model.
+	Model string `json:"model,omitempty"`
+	// Effort is the target reasoning effort.
+	Effort string `json:"effort,omitempty"`
+}
+
+// MigrationPreviewResult is a written, editable handoff.
+type MigrationPreviewResult struct {
+	// PreviewID names the preview for migration/execute.
+	PreviewID string `json:"previewId"`
+	// Path is the preview file; edit it before executing to correct numbers,
+	// paths or decisions.
+	Path string `json:"path"`
+	// Summary is the whole handoff text.
+	Summary string `json:"summary"`
+	// Sections are the five parts: Goal; Current state; Key decisions and
+	// conventions; Key files; Next step.
+	Sections []HandoffSection `json:"sections"`
+	// Stats counts what the fold read and kept (messages, characters…).
+	Stats map[string]int `json:"stats"`
+	// Warnings tell what was dropped or could not be carried.
+	Warnings []string `json:"warnings"`
+}
+
+// MarshalJSON writes empty lists and maps as [] and {} rather than null.
+func (r MigrationPreviewResult) MarshalJSON() ([]byte, error) {
+	type plain MigrationPreviewResult
+	return json.Marshal(filled(plain(r)))
+}
+
+// HandoffSection is one part of the handoff.
+type HandoffSection struct {
+	// Title is the section heading.
+	Title string `json:"title"`
+	// Body is the section text.
+	Body string `json:"body"`
+}
+
+// MigrationExecuteParams runs a previewed migration.
+type MigrationExecuteParams struct {
+	// PreviewID names the preview.
+	PreviewID string `json:"previewId"`
+	// Path is the (possibly edited) preview file; absent means the
+	// preview's own, read back verbatim.
+	Path string `json:"path,omitempty"`
+	// Continue lets the target continue after restating; by default it
+	// restates and waits.
+	Continue bool `json:"continue,omitempty"`
+	// Inject says how the handoff reaches the target; absent means by the
+	// target's capabilities.
+	Inject InjectMode `json:"inject,omitempty"`
+	// GoalRounds is the goal's round budget (default 1).
+	GoalRounds int `json:"goalRounds,omitempty"`
+	WorkDoneProgressParams
+}
+
+// MigrationExecuteResult says what the migration did.
+type MigrationExecuteResult struct {
+	// TargetSessionID is the clean target session.
+	TargetSessionID string `json:"targetSessionId"`
+	// ModelTransferred is true when the source's model and effort were
+	// copied.
+	ModelTransferred bool `json:"modelTransferred"`
+	// GoalCreated is true when a goal carries the handoff.
+	GoalCreated bool `json:"goalCreated"`
+	// GoalPaused is true when that goal was paused before the kickoff.
+	GoalPaused bool `json:"goalPaused"`
+	// KickoffSent is true when the kickoff prompt was delivered.
+	KickoffSent bool `json:"kickoffSent"`
+	// Warnings tell what could not be carried.
+	Warnings []string `json:"warnings"`
+}
+
+// MarshalJSON writes empty lists as [] rather than null.
+func (r MigrationExecuteResult) MarshalJSON() ([]byte, error) {
+	type plain MigrationExecuteResult
+	return json.Marshal(filled(plain(r)))
+}

@@ -1,0 +1,380 @@
+package schema
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/invopop/jsonschema"
+)
+
+// Content is one block of a prompt, tagged by type: text or image. In Go it
+// is one flat struct; the schema is the oneOf of TextContent and
+// ImageContent.
+type Content struct {
+	// Type is "text" or "image".
+	Type string `json:"type"`
+	// Text is the text of a text block.
+	Text string `json:"text,omitempty"`
+	// MediaType is the image's MIME type ("image/png"…).
+	MediaType string `json:"mediaType,omitempty"`
+	// Data is the image, base64-encoded.
+	Data string `json:"data,omitempty"`
+}
+
+// Content types.
+const (
+	ContentText  = "text"
+	ContentImage = "image"
+)
+
+// JSONSchema is the oneOf of the two content blocks.
+func (Content) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{OneOf: []*jsonschema.Schema{
+		{Ref: "#/$defs/TextContent"},
+		{Ref: "#/$defs/ImageContent"},
+	}}
+}
+
+// TextContent is a text block of a prompt.
+type TextContent struct {
+	// Type is always "text".
+	Type string `json:"type" jsonschema_extras:"const=text"`
+	// Text is the text.
+	Text string `json:"text"`
+}
+
+// ImageContent is an image block of a prompt.
+type ImageContent struct {
+	// Type is always "image".
+	Type string `json:"type" jsonschema_extras:"const=image"`
+	// MediaType is the image's MIME type ("image/png"…).
+	MediaType string `json:"mediaType"`
+	// Data is the image, base64-encoded.
+	Data string `json:"data" jsonschema_extras:"contentEncoding=base64"`
+}
+
+// Entry is one immutable node of a session's record.
+type Entry struct {
+	// ID is the entry's id.
+	ID string `json:"id"`
+	// SessionID is the session the entry belongs to.
+	SessionID string `json:"sessionId"`
+	// ParentID is the previous entry on its branch (absent for the root).
+	ParentID string `json:"parentId,omitempty"`
+	// Seq is the entry's sequence number in its session, increasing.
+	Seq int64 `json:"seq"`
+	// Kind is the entry kind ("user.message", "context.compacted"…); kinds
+	// unknown to the client are shown, not dropped.
+	Kind string `json:"kind"`
+	// Payload is the kind's JSON object.
+	Payload json.RawMessage `json:"payload" jsonschema:"type=object" jsonschema_extras:"additionalProperties=true"`
+	// NativeID is the harness's own id for the event, when it has one.
+	NativeID string `json:"nativeId,omitempty"`
+	// TokenEstimate is Bridge's estimate of the entry's size in tokens.
+	TokenEstimate int64 `json:"tokenEstimate,omitempty"`
+	// CreatedAt is when Bridge recorded the entry.
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// MarshalJSON writes an absent payload as {} rather than null.
+func (e Entry) MarshalJSON() ([]byte, error) {
+	type plain Entry
+	return json.Marshal(filled(plain(e)))
+}
+
+// SessionListParams pages the sessions Bridge knows.
+type SessionListParams struct {
+	// Cursor is the nextCursor of the previous page.
+	Cursor string `json:"cursor,omitempty"`
+	// Limit is the most items to return.
+	Limit int `json:"limit,omitempty"`
+	// Harness keeps only sessions of this harness.
+	Harness string `json:"harness,omitempty"`
+	// IncludeArchived lists archived sessions too.
+	IncludeArchived bool `json:"includeArchived,omitempty"`
+}
+
+// SessionListResult is one page of sessions, most recently updated first.
+type SessionListResult struct {
+	// Items are the sessions.
+	Items []SessionListItem `json:"items"`
+	// NextCursor fetches the next page; absent on the last page.
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// MarshalJSON writes empty lists as [] rather than null.
+func (r SessionListResult) MarshalJSON() ([]byte, error) {
+	type plain SessionListResult
+	return json.Marshal(filled(plain(r)))
+}
+
+// SessionListItem is one session in a list.
+type SessionListItem struct {
+	// SessionID is Bridge's id of the session.
+	SessionID string `json:"sessionId"`
+	// Harness is the harness that runs it.
+	Harness string `json:"harness"`
+	// Title is the session's title.
+	Title string `json:"title,omitempty"`
+	// Cwd is the working directory.
+	Cwd string `json:"cwd,omitempty"`
+	// Archived is true once archived.
+	Archived bool `json:"archived"`
+	// UpdatedAt is when the record last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
+	// CreatedAt is when the session was created.
+	CreatedAt time.Time `json:"createdAt,omitzero"`
+	// Preset is the preset the session is locked to.
+	Preset string `json:"preset,omitempty"`
+	// Model is the current model.
+	Model string `json:"model,omitempty"`
+	// NativeSessionID is the harness's own session or thread id.
+	NativeSessionID string `json:"nativeSessionId,omitempty"`
+}
+
+// SessionCreateParams starts a session.
+type SessionCreateParams struct {
+	// Harness is "claude-code", "codex", "opencode", "acp", "dsh", "fake" or
+	// another adapter's name (bridge/doctor lists them).
+	Harness string `json:"harness"`
+	// Cwd is the working directory.
+	Cwd string `json:"cwd"`
+	// Preset names the tool-and-prompt assembly to lock the session to.
+	Preset string `json:"preset,omitempty"`
+	// Model is the model to start with.
+	Model string `json:"model,omitempty"`
+	// Effort is the reasoning effort to start with.
+	Effort string `json:"effort,omitempty"`
+	// Title is the session's title.
+	Title string `json:"title,omitempty"`
+}
+
+// SessionCreateResult names the new session.
+type SessionCreateResult struct {
+	// SessionID is Bridge's id of the session.
+	SessionID string `json:"sessionId"`
+	// Harness is the harness that runs it.
+	Harness string `json:"harness"`
+	// NativeSessionID is the harness's own id, when already known.
+	NativeSessionID string `json:"nativeSessionId,omitempty"`
+}
+
+// SessionPromptParams runs one turn; entries stream as session/update
+// meanwhile.
+type SessionPromptParams struct {
+	// SessionID is the session to prompt.
+	SessionID string `json:"sessionId"`
+	// Content is the prompt, in order.
+	Content []Content `json:"content"`
+	WorkDoneProgressParams
+}
+
+// MarshalJSON writes empty lists as [] rather than null.
+func (p SessionPromptParams) MarshalJSON() ([]byte, error) {
+	type plain SessionPromptParams
+	return json.Marshal(filled(plain(p)))
+}
+
+// SessionPromptResult is how the turn ended.
+type SessionPromptResult struct {
+	// StopReason is end_turn, cancelled, error, max_tokens or the harness's
+	// own reason.
+	StopReason string `json:"stopReason"`
+}
+
+// SessionCancelParams interrupts the running turn.
+type SessionCancelParams struct {
+	// SessionID is the session to interrupt.
+	SessionID string `json:"sessionId"`
+}
+
+// SessionCancelResult acknowledges session/cancel.
+type SessionCancelResult struct{}
+
+// SessionRenameParams renames a session.
+type SessionRenameParams struct {
+	// SessionID is the session to rename.
+	SessionID string `json:"sessionId"`
+	// Title is the new title.
+	Title string `json:"title"`
+}
+
+// SessionRenameResult acknowledges session/rename.
+type SessionRenameResult struct{}
+
+// SessionArchiveParams archives a session; its record stays.
+type SessionArchiveParams struct {
+	// SessionID is the session to archive.
+	SessionID string `json:"sessionId"`
+}
+
+// SessionArchiveResult acknowledges session/archive.
+type SessionArchiveResult struct{}
+
+// SessionHistoryParams pages the record backwards along the active branch.
+type SessionHistoryParams struct {
+	// SessionID is the session to read.
+	SessionID string `json:"sessionId"`
+	// BeforeSeq returns only entries with a smaller seq; absent means from
+	// the head.
+	BeforeSeq *int64 `json:"beforeSeq,omitempty"`
+	// MaxMessages bounds the page by user and assistant messages (other
+	// entries do not count).
+	MaxMessages int `json:"maxMessages,omitempty"`
+}
+
+// SessionHistoryResult is one page of the record, oldest first.
+type SessionHistoryResult struct {
+	// Entries are the page's entries, oldest first.
+	Entries []Entry `json:"entries"`
+	// HasMore is true when older entries remain.
+	HasMore bool `json:"hasMore"`
+}
+
+// MarshalJSON writes empty lists as [] rather than null.
+func (r SessionHistoryResult) MarshalJSON() ([]byte, error) {
+	type plain SessionHistoryResult
+	return json.Marshal(filled(plain(r)))
+}
+
+// SessionResumeParams brings a session back.
+type SessionResumeParams struct {
+	// SessionID is the session to resume.
+	SessionID string `json:"sessionId"`
+	// Mode "fresh" starts over deliberately; absent means the best mode
+	// available (hot, then native, then checkpoint_restored).
+	Mode ResumeRequestMode `json:"mode,omitempty"`
+}
+
+// SessionResumeResult says honestly how the session came back.
+type SessionResumeResult struct {
+	// Mode is how the session came back.
+	Mode RestoreMode `json:"mode"`
+	// Reason says why this mode (why fresh, why not native…).
+	Reason string `json:"reason,omitempty"`
+	// NativeError is the harness's own error text of a failed native resume.
+	NativeError string `json:"nativeError,omitempty"`
+	// CheckpointEntryID is the checkpoint injected (checkpoint_restored).
+	CheckpointEntryID string `json:"checkpointEntryId,omitempty"`
+}
+
+// SessionCompactParams asks for a compaction of the harness's window.
+type SessionCompactParams struct {
+	// SessionID is the session to compact.
+	SessionID string `json:"sessionId"`
+	// Focus tells the summariser what to keep.
+	Focus string `json:"focus,omitempty"`
+	WorkDoneProgressParams
+}
+
+// SessionCompactResult says who compacted and what became of the focus.
+type SessionCompactResult struct {
+	// By is "harness" (its compaction command ran) or "bridge" (a Bridge
+	// checkpoint was written instead).
+	By CompactedBy `json:"by"`
+	// FocusApplied is false when a focus was given and could not be passed.
+	FocusApplied bool `json:"focusApplied"`
+	// FocusNote says why the focus was not applied.
+	FocusNote string `json:"focusNote,omitempty"`
+	// EntryID is the checkpoint entry (by bridge) or the context.compacted
+	// entry when already recorded (by harness).
+	EntryID string `json:"entryId,omitempty"`
+}
+
+// SessionCheckpointParams writes a Bridge checkpoint now.
+type SessionCheckpointParams struct {
+	// SessionID is the session to checkpoint.
+	SessionID string `json:"sessionId"`
+	// Reason defaults to manual.
+	Reason CheckpointReason `json:"reason,omitempty"`
+	WorkDoneProgressParams
+}
+
+// SessionCheckpointResult names the committed checkpoint.
+type SessionCheckpointResult struct {
+	// EntryID is the checkpoint entry.
+	EntryID string `json:"entryId"`
+	// Provenance says where its content came from.
+	Provenance Provenance `json:"provenance"`
+	// Reason is why it was written.
+	Reason CheckpointReason `json:"reason"`
+}
+
+// SessionImportParams brings an existing harness transcript into the
+// record. Importing the same file twice adds nothing.
+type SessionImportParams struct {
+	// Harness is the harness that wrote the transcript.
+	Harness string `json:"harness"`
+	// Path is the transcript file.
+	Path string `json:"path"`
+	WorkDoneProgressParams
+}
+
+// SessionImportResult counts what the import did.
+type SessionImportResult struct {
+	// SessionID is the session holding the transcript.
+	SessionID string `json:"sessionId"`
+	// Entries is the number of entries this import added.
+	Entries int `json:"entries"`
+	// ContextCompacted is the number of context.compacted entries in the
+	// imported session.
+	ContextCompacted int `json:"contextCompacted"`
+}
+
+// DoctorParams asks for the capability report.
+type DoctorParams struct {
+	// Harness limits the report to one adapter.
+	Harness string `json:"harness,omitempty"`
+}
+
+// DoctorResult is the capability report per adapter.
+type DoctorResult struct {
+	// Adapters holds one report per adapter.
+	Adapters []AdapterReport `json:"adapters"`
+	// DataDir is Bridge's data directory.
+	DataDir string `json:"dataDir"`
+	// Database is the database file.
+	Database string `json:"database,omitempty"`
+	// SchemaVersion is the database's schema version.
+	SchemaVersion int `json:"schemaVersion"`
+}
+
+// MarshalJSON writes empty lists as [] rather than null.
+func (r DoctorResult) MarshalJSON() ([]byte, error) {
+	type plain DoctorResult
+	return json.Marshal(filled(plain(r)))
+}
+
+// AdapterReport is one adapter's probe.
+type AdapterReport struct {
+	// Harness names the adapter.
+	Harness string `json:"harness"`
+	// OK is true when every required capability is available.
+	OK bool `json:"ok"`
+	// Binary is the harness program found.
+	Binary string `json:"binary,omitempty"`
+	// Version is the harness program's version.
+	Version string `json:"version,omitempty"`
+	// Capabilities lists every probed capability.
+	Capabilities []Capability `json:"capabilities"`
+	// Missing names the required capabilities that are not available.
+	Missing []string `json:"missing"`
+}
+
+// MarshalJSON writes empty lists as [] rather than null.
+func (r AdapterReport) MarshalJSON() ([]byte, error) {
+	type plain AdapterReport
+	return json.Marshal(filled(plain(r)))
+}
+
+// Capability is one probed capability.
+type Capability struct {
+	// Name is the capability ("session.list", "native.resume"…).
+	Name string `json:"name"`
+	// Required is true for the port's required set.
+	Required bool `json:"required"`
+	// Available is true when the adapter has it.
+	Available bool `json:"available"`
+	// Detail says why it is missing, or how it is provided.
+	Detail string `json:"detail,omitempty"`
+}
