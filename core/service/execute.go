@@ -22,6 +22,14 @@ import (
 func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (ExecuteOutcome, error) {
 	s.previews.mu.Lock()
 	p := s.previews.m[req.PreviewID]
+	if p == nil {
+		if p = s.loadPreview(ctx, req.PreviewID); p != nil {
+			if s.previews.m == nil {
+				s.previews.m = map[string]*pendingPreview{}
+			}
+			s.previews.m[p.id] = p
+		}
+	}
 	if p != nil && time.Since(p.created) > previewTTL {
 		delete(s.previews.m, req.PreviewID)
 		p = nil
@@ -68,6 +76,9 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 	}
 	p.executed = true
 	s.previews.mu.Unlock()
+	if err := s.savePreviewMeta(p); err != nil {
+		s.opts.Notifier.Log(2, "recording the preview as executed: "+err.Error())
+	}
 
 	model := p.target.Model
 	if model == "" && p.target.Harness == src.Harness {

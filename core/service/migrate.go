@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -20,7 +21,9 @@ const previewTTL = 30 * time.Minute
 // workerTimeout bounds the summary worker's turn.
 const workerTimeout = 5 * time.Minute
 
-// pendingPreview is a preview kept for execution.
+// pendingPreview is a preview kept for execution. It is also written next
+// to the preview file (as <id>.json), so `bridge migrate execute` in another
+// process can run a preview made by `bridge migrate preview`.
 type pendingPreview struct {
 	id       string
 	source   core.Session
@@ -30,6 +33,51 @@ type pendingPreview struct {
 	created  time.Time
 	visual   handoff.Visual
 	executed bool
+}
+
+// previewMeta is the on-disk form of a pending preview.
+type previewMeta struct {
+	ID         string    `json:"id"`
+	SourceID   string    `json:"sourceSessionId"`
+	Target     Target    `json:"target"`
+	Lang       string    `json:"lang"`
+	Path       string    `json:"path"`
+	Created    time.Time `json:"created"`
+	Unresolved int       `json:"unresolvedImages"`
+	Executed   bool      `json:"executed"`
+}
+
+// savePreviewMeta writes p's metadata beside its file, owner-only.
+func (s *Service) savePreviewMeta(p *pendingPreview) error {
+	m := previewMeta{ID: p.id, SourceID: p.source.ID, Target: p.target, Lang: p.lang, Path: p.path,
+		Created: p.created, Unresolved: len(p.visual.Unresolved), Executed: p.executed}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(s.opts.DataDir, "previews", p.id+".json"), b, 0o600)
+}
+
+// loadPreview finds a preview made by another process.
+func (s *Service) loadPreview(ctx context.Context, id string) *pendingPreview {
+	if s.opts.DataDir == "" || id == "" || strings.ContainsAny(id, `/\.`) {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(s.opts.DataDir, "previews", id+".json"))
+	if err != nil {
+		return nil
+	}
+	var m previewMeta
+	if json.Unmarshal(b, &m) != nil || m.ID != id {
+		return nil
+	}
+	src, err := s.opts.Store.GetSession(ctx, m.SourceID)
+	if err != nil {
+		return nil
+	}
+	p := &pendingPreview{id: m.ID, source: src, target: m.Target, lang: m.Lang, path: m.Path, created: m.Created, executed: m.Executed}
+	p.visual.Unresolved = make([]handoff.EvidenceBlock, m.Unresolved)
+	return p
 }
 
 type previews struct {
@@ -170,8 +218,12 @@ func (s *Service) MigrationPreview(ctx context.Context, req PreviewRequest) (Pre
 			delete(s.previews.m, k)
 		}
 	}
-	s.previews.m[id] = &pendingPreview{id: id, source: src, target: t, lang: fold.Lang, path: path, created: time.Now(), visual: vis}
+	pp := &pendingPreview{id: id, source: src, target: t, lang: fold.Lang, path: path, created: time.Now(), visual: vis}
+	s.previews.m[id] = pp
 	s.previews.mu.Unlock()
+	if err := s.savePreviewMeta(pp); err != nil {
+		return Preview{}, core.E(core.CodePersistence, "write the preview's metadata", err)
+	}
 	progress(3, 3, "preview written")
 	var secs []Section
 	for _, sec := range h.Sections {

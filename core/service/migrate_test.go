@@ -1,0 +1,229 @@
+package service_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/bridge-dev/bridge/adapters/fake"
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/service"
+)
+
+// named gives a fake host another harness name, so a test can have a
+// second, differently capable host.
+type named struct {
+	*fake.Host
+	name string
+}
+
+func (n named) Harness() string { return n.name }
+func (n named) Probe(ctx context.Context) core.Probe {
+	p := n.Host.Probe(ctx)
+	p.Harness = n.name
+	return p
+}
+
+const handoffText = `## Goal
+Ship the parser; done when the tests pass.
+
+## Current state
+The parser works; the budget is
+4096
+tokens.
+
+## Key decisions & conventions
+- Count braces, respect strings.
+
+## Key files
+- src/parse.go
+
+## Next step
+Benchmark it.
+`
+
+// workerScript answers the summary worker's instruction with handoffText
+// and records every prompt a session received.
+func workerScript(prompts *[]string) func(string) []fake.Step {
+	return func(p string) []fake.Step {
+		*prompts = append(*prompts, p)
+		if strings.Contains(p, "You write handoffs") {
+			return []fake.Step{{Op: fake.OpJSON, Text: handoffText}}
+		}
+		return nil
+	}
+}
+
+// recordHash hashes a session's entries, to prove they did not change.
+func recordHash(t *testing.T, r *rig, id string) (int, string) {
+	t.Helper()
+	b := r.branch(id)
+	all, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(b), fmt.Sprintf("%x", sha256.Sum256(all))
+}
+
+func migrationRig(t *testing.T, o fake.Options, prompts *[]string) (*rig, core.Session) {
+	o.Script = workerScript(prompts)
+	r := newRig(t, rigOptions{fake: o, presets: []core.Preset{{Name: "reviewer", Harness: "fake", Description: "read-only"}}})
+	s := r.create()
+	r.prompt(s.ID, "say I will edit src/parse.go")
+	r.prompt(s.ID, "say budget is 4096 tokens")
+	return r, s
+}
+
+func TestMigrationPreviewAndExecute(t *testing.T) {
+	ctx := context.Background()
+	var prompts []string
+	r, src := migrationRig(t, fake.Options{}, &prompts)
+	n0, h0 := recordHash(t, r, src.ID)
+	sessionsBefore, _, _ := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true})
+
+	p, err := r.svc.MigrationPreview(ctx, service.PreviewRequest{SessionID: src.ID, Target: service.Target{Preset: "reviewer"}})
+	if err != nil {
+		t.Fatalf("preview: %v", err)
+	}
+	if len(p.Sections) != 5 || p.Sections[0].Title != "Goal" || !strings.Contains(p.Summary, "4096") {
+		t.Fatalf("preview %+v", p)
+	}
+	st, err := os.Stat(p.Path)
+	if err != nil || st.Mode().Perm() != 0o600 || !strings.HasPrefix(p.Path, r.dir) {
+		t.Fatalf("preview file %s: %v %v (want 0600 under the data dir)", p.Path, st, err)
+	}
+	// The worker existed, saw only the folded source, and is archived.
+	all, _, _ := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true})
+	if len(all) != len(sessionsBefore)+1 {
+		t.Fatalf("sessions after preview: %d, want one worker more than %d", len(all), len(sessionsBefore))
+	}
+	for _, s := range all {
+		if s.ID != src.ID && !s.Archived {
+			t.Fatalf("worker %s not archived", s.ID)
+		}
+	}
+	if n, h := recordHash(t, r, src.ID); n != n0 || h != h0 {
+		t.Fatal("preview changed the source's record")
+	}
+	// The user corrects a number in the file.
+	edited := strings.Replace(handoffText, "4096", "8192", 1)
+	if err := os.WriteFile(p.Path, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prompts = nil
+	out, err := r.svc.MigrationExecute(ctx, service.ExecuteRequest{PreviewID: p.PreviewID})
+	if err != nil {
+		t.Fatalf("execute: %v", err)
+	}
+	if !out.KickoffSent || !out.GoalCreated || !out.GoalPaused || !out.ModelTransferred || out.TargetSessionID == "" {
+		t.Fatalf("outcome %+v", out)
+	}
+	if len(prompts) != 1 || !strings.Contains(prompts[0], "8192") || strings.Contains(prompts[0], "4096") || !strings.Contains(prompts[0], "stop and wait") {
+		t.Fatalf("the target's kickoff must carry the edited file verbatim and ask to wait: %q", prompts)
+	}
+	tgt, _ := r.db.GetSession(ctx, out.TargetSessionID)
+	if tgt.Preset != "reviewer" || tgt.Model != src.Model || tgt.Effort != src.Effort || !strings.Contains(tgt.Title, "→ reviewer") {
+		t.Fatalf("target %+v", tgt)
+	}
+	if n, h := recordHash(t, r, src.ID); n != n0 || h != h0 {
+		t.Fatal("execute changed the source's record")
+	}
+	audit, _ := r.db.Audit(ctx, src.ID, "migration.executed")
+	if len(audit) != 1 {
+		t.Fatalf("migration audit rows: %d", len(audit))
+	}
+	if _, err := r.svc.MigrationExecute(ctx, service.ExecuteRequest{PreviewID: p.PreviewID}); core.ErrorCode(err) != core.CodeConflict {
+		t.Fatalf("executing a preview twice: %v, want conflict", err)
+	}
+}
+
+func TestMigrationGoalPauseFails(t *testing.T) {
+	ctx := context.Background()
+	var prompts []string
+	r, src := migrationRig(t, fake.Options{GoalPauseFails: true}, &prompts)
+	p, err := r.svc.MigrationPreview(ctx, service.PreviewRequest{SessionID: src.ID, Target: service.Target{Preset: "reviewer"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompts = nil
+	out, err := r.svc.MigrationExecute(ctx, service.ExecuteRequest{PreviewID: p.PreviewID, Continue: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.KickoffSent || len(prompts) != 0 || !out.GoalCreated || out.GoalPaused {
+		t.Fatalf("outcome %+v prompts %d: no kickoff may be sent when the pause failed", out, len(prompts))
+	}
+	w := strings.Join(out.Warnings, "\n")
+	if !strings.Contains(w, "goal.pause failed") || !strings.Contains(w, "cleared") || !strings.Contains(w, "cancelled") {
+		t.Fatalf("warnings must say pause failed, the goal was cleared and the target cancelled:\n%s", w)
+	}
+	tgt, _ := r.db.GetSession(ctx, out.TargetSessionID)
+	goals, err := r.hosts[0].(*fake.Host).Goals(tgt.NativeSessionID)
+	if err != nil || len(goals) != 1 || goals[0].Status != "cleared" {
+		t.Fatalf("goal state %+v: goal.clear must have been tried", goals)
+	}
+}
+
+// TestMigrationRefusedBeforeMutation: a target without goal.pause is
+// refused with unavailable naming it, before any worker or target exists.
+func TestMigrationRefusedBeforeMutation(t *testing.T) {
+	ctx := context.Background()
+	var prompts []string
+	lacking := named{Host: fake.New(fake.Options{Missing: []string{core.CapGoalPause}}), name: "fake-nopause"}
+	o := fake.Options{Script: workerScript(&prompts)}
+	r := newRig(t, rigOptions{fake: o, extra: []core.BridgeHost{lacking}})
+	src := r.create()
+	r.prompt(src.ID, "say work")
+	before, _, _ := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true})
+	_, err := r.svc.MigrationPreview(ctx, service.PreviewRequest{SessionID: src.ID, Target: service.Target{Harness: "fake-nopause"}})
+	var ce *core.Error
+	if core.ErrorCode(err) != core.CodeUnavailable || !strings.Contains(err.Error(), "goal.pause") {
+		t.Fatalf("err %v, want unavailable naming goal.pause", err)
+	}
+	if asErr(err, &ce); fmt.Sprint(ce.Data["missing"]) != "[goal.pause]" {
+		t.Fatalf("data.missing = %v", ce.Data["missing"])
+	}
+	after, _, _ := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true})
+	if len(after) != len(before) {
+		t.Fatalf("sessions %d -> %d: nothing may be created before the refusal", len(before), len(after))
+	}
+	// A model change alone still needs goal.pause: the target has goals, so the handoff would travel in one.
+	if _, err := r.svc.MigrationPreview(ctx, service.PreviewRequest{SessionID: src.ID, Target: service.Target{Harness: "fake-nopause", Model: "fake-small"}}); core.ErrorCode(err) != core.CodeUnavailable {
+		t.Fatalf("preview checks with the default injection (goal where goal.create exists): %v", err)
+	}
+}
+
+func asErr(err error, target **core.Error) bool {
+	e, ok := err.(*core.Error)
+	if ok {
+		*target = e
+	}
+	return ok
+}
+
+// TestMigrationExecuteInAnotherProcess: a preview written by one process
+// (bridge migrate preview) is executed by another (bridge migrate execute).
+func TestMigrationExecuteInAnotherProcess(t *testing.T) {
+	ctx := context.Background()
+	var prompts []string
+	r, src := migrationRig(t, fake.Options{}, &prompts)
+	p, err := r.svc.MigrationPreview(ctx, service.PreviewRequest{SessionID: src.ID, Target: service.Target{Preset: "reviewer"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.svc.Close(ctx)
+	var prompts2 []string
+	r2 := newRig(t, rigOptions{db: r.db, dir: r.dir, fake: fake.Options{Script: workerScript(&prompts2)},
+		presets: []core.Preset{{Name: "reviewer", Harness: "fake"}}})
+	out, err := r2.svc.MigrationExecute(ctx, service.ExecuteRequest{PreviewID: p.PreviewID, Inject: "prompt"})
+	if err != nil || !out.KickoffSent || out.GoalCreated {
+		t.Fatalf("%+v %v", out, err)
+	}
+	if _, err := r2.svc.MigrationExecute(ctx, service.ExecuteRequest{PreviewID: "../etc/passwd"}); core.ErrorCode(err) != core.CodeNotFound {
+		t.Fatalf("a path as preview id: %v, want not_found", err)
+	}
+}
