@@ -89,7 +89,7 @@ func (a *app) doctor(ctx context.Context, args []string) error {
 			}
 			fmt.Fprintf(a.stdout, "\n%s: %s\n", ad.Harness, status)
 			if ad.Binary != "" || ad.Version != "" {
-				fmt.Fprintf(a.stdout, "  program: %s %s\n", ad.Binary, ad.Version)
+				fmt.Fprintf(a.stdout, "  program: %s\n", strings.TrimSpace(ad.Binary+" "+ad.Version))
 			}
 			for _, c := range ad.Capabilities {
 				mark := "yes"

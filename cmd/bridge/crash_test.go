@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bridge-dev/bridge/storage"
+)
+
+// TestCrashWhileStreaming kills the server with SIGKILL at random moments
+// while the fake harness streams entries, 50 times on one data directory.
+// After each kill the record must be sound and hold every entry that a
+// session/update announced.
+func TestCrashWhileStreaming(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(1, 2))
+	announcedTotal := 0
+	for trial := 0; trial < 50; trial++ {
+		c := startBridge(t, dir)
+		c.initialize(nil)
+		sid := createFake(t, c)
+		c.send("session/prompt", map[string]any{"sessionId": sid, "content": prompt("stream 5000")})
+		// Wait for the stream to start, then kill at a random moment.
+		c.awaitNote("session/update", func(m wireMsg) bool { return m.Method == "session/update" })
+		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
+		if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-c.done
+		_ = c.cmd.Wait()
+
+		announced := map[string]bool{}
+		for _, n := range c.notesOf("session/update") {
+			var u struct {
+				Entry entryWire `json:"entry"`
+			}
+			if err := json.Unmarshal(n.Params, &u); err != nil {
+				t.Fatal(err)
+			}
+			announced[u.Entry.ID] = true
+		}
+		announcedTotal += len(announced)
+
+		ctx := context.Background()
+		db, err := storage.Open(ctx, dir+"/"+DatabaseFile, storage.Options{})
+		if err != nil {
+			t.Fatalf("trial %d: reopen after kill: %v", trial, err)
+		}
+		rep, err := db.Integrity(ctx)
+		if err != nil || !rep.Clean() {
+			t.Fatalf("trial %d: integrity after kill: %+v, %v", trial, rep, err)
+		}
+		for id := range announced {
+			if _, err := db.GetEntry(ctx, id); err != nil {
+				t.Fatalf("trial %d: entry %s was announced in session/update but is not in the record: %v", trial, id, err)
+			}
+		}
+		db.Close()
+	}
+	if announcedTotal < 50 {
+		t.Fatalf("only %d entries announced over 50 trials: the kills came too early to test anything", announcedTotal)
+	}
+	// The data directory still serves after the last kill.
+	c := startBridge(t, dir)
+	c.initialize(nil)
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	c.mustCall("session/list", map[string]any{}, &list)
+	if len(list.Items) != 50 {
+		t.Fatalf("after 50 killed runs, %d sessions listed, want 50", len(list.Items))
+	}
+	c.exit(true)
+}

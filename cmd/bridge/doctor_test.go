@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// runCLI runs the built binary with args and extra environment.
+func runCLI(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(binPath, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// golden compares got (with the data directory replaced by $DATA) with
+// testdata/golden/name.
+func golden(t *testing.T, name, dataDir, got string) {
+	t.Helper()
+	got = strings.ReplaceAll(got, dataDir, "$DATA")
+	path := filepath.Join("..", "..", "testdata", "golden", name)
+	if *update {
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("golden file %s missing (go test ./cmd/bridge -run Doctor -update writes it): %v", path, err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs from the golden file %s (go test ./cmd/bridge -run Doctor -update rewrites it)\ngot:\n%s\nwant:\n%s", name, path, got, want)
+	}
+}
+
+func TestDoctorGolden(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		env  []string
+		ok   bool
+	}{
+		{"doctor-fake-full", nil, true},
+		{"doctor-fake-no-goal-pause", []string{"BRIDGE_FAKE_MISSING=goal.pause"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			out, stderr, code := runCLI(t, c.env, "--data-dir", dir, "doctor", "--harness", "fake", "--json")
+			if code != 0 {
+				t.Fatalf("doctor exit %d: %s", code, stderr)
+			}
+			golden(t, c.name+".json", dir, out)
+			if strings.Contains(out, `"ok": true`) != c.ok {
+				t.Fatalf("ok should be %v:\n%s", c.ok, out)
+			}
+			text, _, _ := runCLI(t, c.env, "--data-dir", dir, "doctor", "--harness", "fake")
+			golden(t, c.name+".txt", dir, text)
+		})
+	}
+}
+
+func TestDoctorUnknownHarness(t *testing.T) {
+	_, stderr, code := runCLI(t, nil, "--data-dir", t.TempDir(), "doctor", "--harness", "nope")
+	if code != 1 || !strings.Contains(stderr, `"nope"`) || !strings.Contains(stderr, "unavailable") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, ConfigFile), []byte("{\n  \"presets\": [\n    {\"name\": \"x\",}\n  ]\n}\n"), 0o600)
+	_, stderr, code := runCLI(t, nil, "--data-dir", dir, "sessions")
+	if code != 1 || !strings.Contains(stderr, "line 3") {
+		t.Fatalf("a malformed config must name the line: exit %d, %q", code, stderr)
+	}
+	os.WriteFile(filepath.Join(dir, ConfigFile), []byte(`{"harnesses": {"fake": {"env": {"BRIDGE_FAKE_MISSING": "goal.pause"}}}, "presets": [{"name": "reviewer", "harness": "fake"}]}`), 0o600)
+	out, stderr, code := runCLI(t, nil, "--data-dir", dir, "doctor", "--json")
+	if code != 0 || !strings.Contains(out, `"goal.pause"`) || !strings.Contains(out, `"ok": false`) {
+		t.Fatalf("harness env from the config file: exit %d %s %s", code, out, stderr)
+	}
+}
+
+func TestDataDirPermissions(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nested", "bridge")
+	if _, stderr, code := runCLI(t, []string{"BRIDGE_DATA_DIR=" + dir}, "sessions", "--json"); code != 0 {
+		t.Fatal(stderr)
+	}
+	for _, p := range []string{dir, filepath.Join(dir, DatabaseFile)} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := os.FileMode(0o600)
+		if st.IsDir() {
+			want = 0o700
+		}
+		if st.Mode().Perm() != want {
+			t.Errorf("%s has mode %v, want %v", p, st.Mode().Perm(), want)
+		}
+	}
+}
