@@ -61,7 +61,7 @@ func (e *wireError) dataCode() string {
 // client is a minimal LSP-framed JSON-RPC client over the server's pipes,
 // written here so tests can also send what a real client never would.
 type client struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stderr *strings.Builder
@@ -76,9 +76,13 @@ type client struct {
 }
 
 // startBridge runs `bridge serve` on dataDir with extra environment.
-func startBridge(t *testing.T, dataDir string, env ...string) *client {
+func startBridge(t testing.TB, dataDir string, env ...string) *client {
+	return startProcess(t, exec.Command(binPath, "--data-dir", dataDir, "serve"), env...)
+}
+
+// startProcess runs an LSP-framed JSON-RPC server command.
+func startProcess(t testing.TB, cmd *exec.Cmd, env ...string) *client {
 	t.Helper()
-	cmd := exec.Command(binPath, "--data-dir", dataDir, "serve")
 	cmd.Env = append(os.Environ(), env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -7,7 +7,10 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/bridge-dev/bridge/adapters/claudecode"
+	"github.com/bridge-dev/bridge/adapters/codex"
 	"github.com/bridge-dev/bridge/adapters/fake"
+	"github.com/bridge-dev/bridge/adapters/opencode"
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/rpc"
 )
@@ -31,6 +34,49 @@ var factories = map[string]adapterFactory{
 		}
 		return fake.New(opts), nil
 	},
+	"claude-code": func(hc HarnessConfig, _ string, presets []core.Preset) (core.BridgeHost, error) {
+		var o struct {
+			// ConfigDir is CLAUDE_CONFIG_DIR for the program.
+			ConfigDir string `json:"configDir"`
+		}
+		if err := hc.decodeOptions(&o); err != nil {
+			return nil, err
+		}
+		return claudecode.New(claudecode.Config{Command: hc.Command, Args: hc.Args, Env: hc.EnvList(), Presets: presets, ConfigDir: o.ConfigDir}), nil
+	},
+	"codex": func(hc HarnessConfig, _ string, presets []core.Preset) (core.BridgeHost, error) {
+		var o struct {
+			// CodexHome is CODEX_HOME for the program.
+			CodexHome string `json:"codexHome"`
+		}
+		if err := hc.decodeOptions(&o); err != nil {
+			return nil, err
+		}
+		return codex.New(codex.Config{Command: hc.Command, Args: hc.Args, Env: hc.EnvList(), Presets: presets, CodexHome: o.CodexHome}), nil
+	},
+	"opencode": func(hc HarnessConfig, _ string, presets []core.Preset) (core.BridgeHost, error) {
+		var o struct {
+			// Home isolates the program's HOME and XDG folders.
+			Home string `json:"home"`
+			// ConfigJSON is OpenCode's configuration (content or path).
+			ConfigJSON string `json:"configJson"`
+		}
+		if err := hc.decodeOptions(&o); err != nil {
+			return nil, err
+		}
+		return opencode.New(opencode.Config{Command: hc.Command, Args: hc.Args, Env: hc.EnvList(), Presets: presets, Home: o.Home, ConfigJSON: o.ConfigJSON}), nil
+	},
+}
+
+// decodeOptions reads the adapter-specific options strictly.
+func (h HarnessConfig) decodeOptions(v any) error {
+	if len(h.Options) == 0 {
+		return nil
+	}
+	if err := decodeStrict(h.Options, v); err != nil {
+		return fmt.Errorf("options: %w", err)
+	}
+	return nil
 }
 
 // harnessNames lists the adapters this binary is built with.

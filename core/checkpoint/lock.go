@@ -1,0 +1,65 @@
+package checkpoint
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// LockState is the state of the checkpoint lock on a session.
+type LockState string
+
+// Lock states.
+const (
+	// LockFree: no request is pending.
+	LockFree LockState = "free"
+	// LockBusy: a request opened by this process is pending; a new
+	// checkpoint or compaction must be refused with core.CodeBusy.
+	LockBusy LockState = "busy"
+	// LockStale: a request is pending but was opened before this process
+	// started; its process died, so it does not block. The caller may close
+	// it (FailedEntry) or recover it (Reconstruct).
+	LockStale LockState = "stale"
+)
+
+// Lock is the pending checkpoint request of a session, if any.
+type Lock struct {
+	State LockState `json:"state"`
+	// Entry is the pending `compaction.requested` entry (zero when free).
+	Entry core.Entry `json:"entry"`
+	// Request is its decoded payload (zero when free or unreadable).
+	Request Request `json:"request"`
+}
+
+// Err returns a core.CodeBusy error when the lock is busy, else nil.
+func (l Lock) Err() error {
+	if l.State != LockBusy {
+		return nil
+	}
+	return &core.Error{Code: core.CodeBusy,
+		Message: "a checkpoint request is already pending",
+		Data:    map[string]any{"requestEntryId": l.Entry.ID, "reason": string(l.Request.Reason), "attempt": l.Request.Attempt}}
+}
+
+// FindPending finds the pending request on branch (root first): the newest
+// `compaction.requested` with no later `compaction` or `compaction.failed`.
+// A pending request created at or after processStart is busy; one created
+// before it was left by a process that died, and is stale.
+func FindPending(branch []core.Entry, processStart time.Time) Lock {
+	for i := len(branch) - 1; i >= 0; i-- {
+		e := branch[i]
+		switch e.Kind {
+		case core.KindCompaction, core.KindCompactionFailed:
+			return Lock{State: LockFree}
+		case core.KindCompactionRequest:
+			l := Lock{State: LockBusy, Entry: e}
+			_ = json.Unmarshal(e.Payload, &l.Request) // an unreadable payload still holds the lock
+			if e.CreatedAt.Before(processStart) {
+				l.State = LockStale
+			}
+			return l
+		}
+	}
+	return Lock{State: LockFree}
+}
