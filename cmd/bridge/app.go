@@ -118,7 +118,7 @@ func asExit(err error, target **exec.ExitError) bool {
 // cliNotifier tells a person at a terminal about warnings only.
 type cliNotifier struct{ w io.Writer }
 
-func (n *cliNotifier) EntryAppended(core.Entry)                 {}
+func (n *cliNotifier) EntryAppended(core.Entry)                  {}
 func (n *cliNotifier) ContextCompacted(service.ContextCompacted) {}
 func (n *cliNotifier) CheckpointSaved(service.CheckpointSaved)   {}
 func (n *cliNotifier) Restored(service.Restored)                 {}
