@@ -1,0 +1,518 @@
+package claudecode
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// closeGrace is how long Close waits after closing stdin before it kills
+// the process.
+const closeGrace = 5 * time.Second
+
+// stderrTailSize is how much of the end of stderr Exit keeps.
+const stderrTailSize = 2048
+
+// live is one long-lived `claude -p --input-format stream-json` process.
+// It implements core.Live and core.Compactor.
+type live struct {
+	cmd  *exec.Cmd
+	sink core.EventSink
+
+	wmu   sync.Mutex // serialises writes to stdin
+	stdin io.WriteCloser
+
+	turnMu sync.Mutex // one turn (prompt or compact) at a time
+
+	mu          sync.Mutex
+	nativeID    string
+	model       string
+	turn        chan *streamMsg // receives the result line of the running turn
+	cancelled   bool            // Cancel was called during the running turn
+	orphans     int             // abandoned turns whose result is still to come
+	boundaries  int             // compact_boundary lines seen
+	pending     map[string]chan controlResult
+	lastResult  *streamMsg // the last result line seen
+	initSession string     // session_id of the first system/init
+	stderr      tailBuffer
+
+	reqSeq atomic.Int64
+
+	done chan struct{}
+	exit core.ExitInfo
+}
+
+// controlResult is the answer to a control request.
+type controlResult struct {
+	resp json.RawMessage
+	err  error
+}
+
+// tailBuffer keeps the last stderrTailSize bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > stderrTailSize {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-stderrTailSize:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// startLive starts the process described by cmd and begins reading its
+// stdout. The caller has set cmd's Path, Args, Dir and Env.
+func startLive(cmd *exec.Cmd, sink core.EventSink) (*live, error) {
+	if sink == nil {
+		sink = func(core.Event) {}
+	}
+	// The sink is called from the reader and, once, from the starter
+	// (NativeSessionID); never at the same time.
+	var smu sync.Mutex
+	user := sink
+	sink = func(ev core.Event) {
+		smu.Lock()
+		defer smu.Unlock()
+		user(ev)
+	}
+	l := &live{cmd: cmd, sink: sink, pending: map[string]chan controlResult{}, done: make(chan struct{})}
+	cmd.Stderr = &l.stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("claude-code: stdin pipe: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("claude-code: stdout pipe: %w", err)
+	}
+	l.stdin = stdin
+	if err := cmd.Start(); err != nil {
+		return nil, core.E(core.CodeUnavailable, "claude-code: cannot start "+cmd.Path, err)
+	}
+	go l.run(stdout)
+	return l, nil
+}
+
+// run reads stdout until EOF, then waits for the process and closes done.
+func (l *live) run(stdout io.Reader) {
+	r := bufio.NewReaderSize(stdout, 64<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			l.handleLine(bytes.TrimSpace(line))
+		}
+		if err != nil {
+			break
+		}
+	}
+	werr := l.cmd.Wait()
+	info := core.ExitInfo{Code: 0, StderrTail: l.stderr.String()}
+	if l.cmd.ProcessState != nil {
+		info.Code = l.cmd.ProcessState.ExitCode()
+	}
+	if werr != nil {
+		info.Err = werr.Error()
+	}
+	l.mu.Lock()
+	l.exit = info
+	for id, ch := range l.pending {
+		ch <- controlResult{err: l.exitErr(info)}
+		delete(l.pending, id)
+	}
+	l.mu.Unlock()
+	close(l.done)
+}
+
+// exitErr describes the process's end as a harness error.
+func (l *live) exitErr(info core.ExitInfo) error {
+	msg := fmt.Sprintf("claude-code: process exited (code %d)", info.Code)
+	if t := strings.TrimSpace(info.StderrTail); t != "" {
+		msg += ": " + lastLines(t, 5)
+	}
+	return core.Errorf(core.CodeHarness, "%s", msg)
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	parts := strings.Split(strings.TrimSpace(s), "\n")
+	if len(parts) > n {
+		parts = parts[len(parts)-n:]
+	}
+	return strings.Join(parts, "\n")
+}
+
+// handleLine decodes and dispatches one stdout line. It never panics on
+// bad input: a line that is not JSON is kept as a harness.event.
+func (l *live) handleLine(raw []byte) {
+	var m streamMsg
+	if err := json.Unmarshal(raw, &m); err != nil {
+		l.sink(core.Event{Entry: harnessEvent("malformed", lineID(raw), raw)})
+		return
+	}
+	switch m.Type {
+	case "control_response":
+		l.controlAnswer(&m)
+		return
+	case "control_request":
+		// Bridge passes no --permission-prompt-tool, so the CLI should not
+		// ask; answer anyway so it never waits on us.
+		var req struct {
+			Subtype string `json:"subtype"`
+		}
+		json.Unmarshal(m.Request, &req)
+		l.writeJSON(map[string]any{"type": "control_response", "response": map[string]any{
+			"subtype": "error", "request_id": m.RequestID,
+			"error": "bridge does not answer control request " + strconv.Quote(req.Subtype)}})
+		l.sink(core.Event{Entry: harnessEvent("control_request/"+req.Subtype, msgID(m.RequestID, raw), raw)})
+		return
+	}
+	for _, ev := range mapStream(&m, raw) {
+		l.sink(ev)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case m.Type == "system" && m.Subtype == "init":
+		if l.initSession == "" {
+			l.initSession = m.SessionID
+		}
+		if m.SessionID != "" {
+			l.nativeID = m.SessionID
+		}
+		if m.Model != "" {
+			l.model = m.Model
+		}
+	case m.Type == "system" && m.Subtype == "compact_boundary":
+		l.boundaries++
+	case m.Type == "result":
+		l.lastResult = &m
+		switch {
+		case l.orphans > 0:
+			// The result of a turn whose caller stopped waiting.
+			l.orphans--
+		case l.turn != nil:
+			l.turn <- &m
+			l.turn = nil
+		}
+	}
+}
+
+// controlAnswer routes a control_response to its waiting request.
+func (l *live) controlAnswer(m *streamMsg) {
+	if m.Response == nil {
+		return
+	}
+	l.mu.Lock()
+	ch, ok := l.pending[m.Response.RequestID]
+	delete(l.pending, m.Response.RequestID)
+	l.mu.Unlock()
+	if !ok {
+		return
+	}
+	if m.Response.Subtype == "error" {
+		ch <- controlResult{err: core.Errorf(core.CodeHarness, "claude-code: %s", m.Response.Error)}
+		return
+	}
+	ch <- controlResult{resp: m.Response.Response}
+}
+
+// writeJSON writes v as one line on stdin.
+func (l *live) writeJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("claude-code: encode input: %w", err)
+	}
+	b = append(b, '\n')
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if _, err := l.stdin.Write(b); err != nil {
+		return core.E(core.CodeHarness, "claude-code: write to the process failed", err)
+	}
+	return nil
+}
+
+// control sends a control request and waits for its response.
+func (l *live) control(ctx context.Context, request map[string]any) (json.RawMessage, error) {
+	id := fmt.Sprintf("bridge-%d", l.reqSeq.Add(1))
+	ch := make(chan controlResult, 1)
+	l.mu.Lock()
+	select {
+	case <-l.done:
+		l.mu.Unlock()
+		return nil, l.exitErr(l.exit)
+	default:
+	}
+	l.pending[id] = ch
+	l.mu.Unlock()
+	if err := l.writeJSON(map[string]any{"type": "control_request", "request_id": id, "request": request}); err != nil {
+		l.mu.Lock()
+		delete(l.pending, id)
+		l.mu.Unlock()
+		return nil, err
+	}
+	select {
+	case r := <-ch:
+		return r.resp, r.err
+	case <-ctx.Done():
+		l.mu.Lock()
+		delete(l.pending, id)
+		l.mu.Unlock()
+		return nil, core.E(core.CodeCancelled, "claude-code: control request abandoned", errors.Join(core.ErrCancelled, ctx.Err()))
+	}
+}
+
+// NativeID returns the Claude Code session id.
+func (l *live) NativeID() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.nativeID
+}
+
+// userLine builds the stream-json user message for content. A single text
+// block is sent as a plain string so slash commands are dispatched.
+func userLine(content []core.Content) (map[string]any, error) {
+	var blocks []map[string]any
+	for _, c := range content {
+		switch c.Type {
+		case "text", "":
+			blocks = append(blocks, map[string]any{"type": "text", "text": c.Text})
+		case "image":
+			blocks = append(blocks, map[string]any{"type": "image", "source": map[string]any{
+				"type": "base64", "media_type": c.MediaType, "data": c.Data}})
+		default:
+			return nil, core.Errorf(core.CodeInvalid, "claude-code: content type %q is not supported", c.Type)
+		}
+	}
+	if len(blocks) == 0 {
+		return nil, core.Errorf(core.CodeInvalid, "claude-code: empty prompt")
+	}
+	var msg any = blocks
+	if len(blocks) == 1 && blocks[0]["type"] == "text" {
+		msg = blocks[0]["text"]
+	}
+	return map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": msg},
+		"parent_tool_use_id": nil, "session_id": ""}, nil
+}
+
+// runTurn writes a user line and waits for the turn's result line.
+func (l *live) runTurn(ctx context.Context, content []core.Content) (*streamMsg, bool, error) {
+	line, err := userLine(content)
+	if err != nil {
+		return nil, false, err
+	}
+	l.turnMu.Lock()
+	defer l.turnMu.Unlock()
+	ch := make(chan *streamMsg, 1)
+	l.mu.Lock()
+	select {
+	case <-l.done:
+		l.mu.Unlock()
+		return nil, false, l.exitErr(l.exit)
+	default:
+	}
+	l.turn, l.cancelled = ch, false
+	l.mu.Unlock()
+	clear := func(written bool) {
+		l.mu.Lock()
+		if l.turn == ch {
+			l.turn = nil
+			if written {
+				l.orphans++
+			}
+		}
+		l.mu.Unlock()
+	}
+	if err := l.writeJSON(line); err != nil {
+		clear(false)
+		return nil, false, err
+	}
+	select {
+	case m := <-ch:
+		l.mu.Lock()
+		c := l.cancelled
+		l.mu.Unlock()
+		return m, c, nil
+	case <-l.done:
+		clear(false)
+		return nil, false, l.exitErr(l.Exit())
+	case <-ctx.Done():
+		clear(true)
+		return nil, false, core.E(core.CodeCancelled, "claude-code: stopped waiting for the turn", errors.Join(core.ErrCancelled, ctx.Err()))
+	}
+}
+
+// Prompt runs one turn.
+func (l *live) Prompt(ctx context.Context, content []core.Content) (core.TurnResult, error) {
+	m, cancelled, err := l.runTurn(ctx, content)
+	if err != nil {
+		return core.TurnResult{}, err
+	}
+	return core.TurnResult{StopReason: stopReason(m, cancelled)}, nil
+}
+
+// stopReason maps a result line to a turn stop reason.
+func stopReason(m *streamMsg, cancelled bool) string {
+	switch {
+	case cancelled:
+		return "cancelled"
+	case m.IsError || strings.HasPrefix(m.Subtype, "error"):
+		switch m.Subtype {
+		case "error_max_turns":
+			return "max_turns"
+		case "error_max_budget_usd":
+			return "max_budget"
+		}
+		return "error"
+	case m.StopReason != nil && *m.StopReason != "":
+		return *m.StopReason
+	}
+	return "end_turn"
+}
+
+// Cancel interrupts the running turn with the interrupt control request.
+func (l *live) Cancel(ctx context.Context) error {
+	l.mu.Lock()
+	if l.turn != nil {
+		l.cancelled = true
+	}
+	l.mu.Unlock()
+	_, err := l.control(ctx, map[string]any{"subtype": "interrupt"})
+	return err
+}
+
+// SelectModel switches the model (set_model) and the effort
+// (apply_flag_settings effortLevel).
+func (l *live) SelectModel(ctx context.Context, model, effort string) error {
+	if model == "" && effort == "" {
+		return core.Errorf(core.CodeInvalid, "claude-code: no model or effort given")
+	}
+	if model != "" {
+		if _, err := l.control(ctx, map[string]any{"subtype": "set_model", "model": model}); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		l.model = model
+		l.mu.Unlock()
+	}
+	if effort != "" {
+		if _, err := l.control(ctx, map[string]any{"subtype": "apply_flag_settings",
+			"settings": map[string]any{"effortLevel": effort}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Rename names the session with the rename_session control request; Claude
+// Code stores it as the transcript's custom title.
+func (l *live) Rename(ctx context.Context, title string) error {
+	if strings.TrimSpace(title) == "" {
+		return core.Errorf(core.CodeInvalid, "claude-code: empty title")
+	}
+	_, err := l.control(ctx, map[string]any{"subtype": "rename_session", "title": title})
+	return err
+}
+
+// Compact sends `/compact <focus>` and returns once the turn ends with a
+// compact_boundary delivered to the sink. Claude Code passes the focus to
+// its summariser as custom instructions.
+func (l *live) Compact(ctx context.Context, focus string) (core.CompactResult, error) {
+	text := "/compact"
+	if f := strings.TrimSpace(focus); f != "" {
+		text += " " + strings.ReplaceAll(f, "\n", " ")
+	}
+	l.mu.Lock()
+	before := l.boundaries
+	l.mu.Unlock()
+	m, _, err := l.runTurn(ctx, []core.Content{{Type: "text", Text: text}})
+	if err != nil {
+		return core.CompactResult{}, err
+	}
+	l.mu.Lock()
+	after := l.boundaries
+	l.mu.Unlock()
+	if after == before {
+		why := strings.Join(m.Errors, "; ")
+		if why == "" {
+			why = m.Result
+		}
+		if why == "" {
+			why = "no compact_boundary was reported"
+		}
+		return core.CompactResult{}, core.Errorf(core.CodeHarness, "claude-code: /compact did not compact: %s", why)
+	}
+	return core.CompactResult{FocusApplied: strings.TrimSpace(focus) != ""}, nil
+}
+
+// Done is closed when the process has ended.
+func (l *live) Done() <-chan struct{} { return l.done }
+
+// Exit tells how the process ended.
+func (l *live) Exit() core.ExitInfo {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.exit
+}
+
+// Close closes stdin, waits for the process to end, and kills its process
+// group if it does not within closeGrace or ctx.
+func (l *live) Close(ctx context.Context) error {
+	l.wmu.Lock()
+	l.stdin.Close()
+	l.wmu.Unlock()
+	t := time.NewTimer(closeGrace)
+	defer t.Stop()
+	select {
+	case <-l.done:
+		return nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	l.kill()
+	<-l.done
+	return nil
+}
+
+// kill ends the process group.
+func (l *live) kill() {
+	if p := l.cmd.Process; p != nil {
+		syscall.Kill(-p.Pid, syscall.SIGKILL)
+		p.Kill()
+	}
+}
+
+// initialize sends the initialize control request that the Agent SDK sends
+// first; it makes the CLI load its settings (and, with --resume, the
+// stored conversation) without starting a turn.
+func (l *live) initialize(ctx context.Context) (json.RawMessage, error) {
+	return l.control(ctx, map[string]any{"subtype": "initialize"})
+}
+
+var (
+	_ core.Live      = (*live)(nil)
+	_ core.Compactor = (*live)(nil)
+)

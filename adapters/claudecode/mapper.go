@@ -1,0 +1,350 @@
+package claudecode
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// Harness is the name this adapter reports.
+const Harness = "claude-code"
+
+// streamMsg is the union of the stream-json (snake_case) message fields the
+// adapter reads. Unknown fields are ignored; the raw line is kept where it
+// matters.
+type streamMsg struct {
+	Type            string          `json:"type"`
+	Subtype         string          `json:"subtype"`
+	SessionID       string          `json:"session_id"`
+	UUID            string          `json:"uuid"`
+	Model           string          `json:"model"`
+	Cwd             string          `json:"cwd"`
+	Message         *apiMessage     `json:"message"`
+	ParentToolUseID *string         `json:"parent_tool_use_id"`
+	IsReplay        bool            `json:"isReplay"`
+	Error           json.RawMessage `json:"error"`
+	// result
+	IsError    bool            `json:"is_error"`
+	Result     string          `json:"result"`
+	Errors     []string        `json:"errors"`
+	StopReason *string         `json:"stop_reason"`
+	Usage      json.RawMessage `json:"usage"`
+	NumTurns   int             `json:"num_turns"`
+	CostUSD    float64         `json:"total_cost_usd"`
+	DurationMS int64           `json:"duration_ms"`
+	// system/status
+	Status        *string `json:"status"`
+	CompactResult string  `json:"compact_result"`
+	CompactError  string  `json:"compact_error"`
+	// system/compact_boundary
+	CompactMetadata *compactMeta `json:"compact_metadata"`
+	// system/session_title_changed
+	Title string `json:"title"`
+	// control_request / control_response
+	RequestID string          `json:"request_id"`
+	Request   json.RawMessage `json:"request"`
+	Response  *controlResp    `json:"response"`
+}
+
+// apiMessage is an Anthropic Messages API message as Claude Code prints it.
+type apiMessage struct {
+	ID      string          `json:"id"`
+	Role    string          `json:"role"`
+	Model   string          `json:"model"`
+	Content json.RawMessage `json:"content"`
+	Usage   json.RawMessage `json:"usage"`
+}
+
+// block is one content block.
+type block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+	raw       json.RawMessage // the block as received
+}
+
+// compactMeta holds compact_metadata (stream) or compactMetadata (disk);
+// both spellings are read.
+type compactMeta struct {
+	Trigger     string `json:"trigger"`
+	PreTokens   *int64 `json:"pre_tokens"`
+	PostTokens  *int64 `json:"post_tokens"`
+	PreTokensC  *int64 `json:"preTokens"`
+	PostTokensC *int64 `json:"postTokens"`
+	UserContext string `json:"user_context"`
+}
+
+// controlResp is the response member of a control_response line.
+type controlResp struct {
+	Subtype   string          `json:"subtype"`
+	RequestID string          `json:"request_id"`
+	Response  json.RawMessage `json:"response"`
+	Error     string          `json:"error"`
+}
+
+// contentBlocks decodes a content member that is either a string (one text
+// block) or an array of blocks.
+func contentBlocks(raw json.RawMessage) []block {
+	if len(raw) == 0 {
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return []block{{Type: "text", Text: s}}
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(raw, &raws); err != nil {
+		return nil
+	}
+	bs := make([]block, 0, len(raws))
+	for _, r := range raws {
+		var b block
+		if json.Unmarshal(r, &b) != nil {
+			b = block{Type: "invalid"}
+		}
+		b.raw = r
+		bs = append(bs, b)
+	}
+	return bs
+}
+
+// flattenText joins the text of a tool_result's content (string or blocks).
+func flattenText(raw json.RawMessage) string {
+	var parts []string
+	for _, b := range contentBlocks(raw) {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// lineID is a stable identifier for a line that carries no uuid: a hash of
+// its bytes, so the same line is recorded once.
+func lineID(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return "sha256:" + hex.EncodeToString(sum[:12])
+}
+
+// msgID is the native id of a whole message: its uuid, else its hash.
+func msgID(uuid string, raw []byte) string {
+	if uuid != "" {
+		return uuid
+	}
+	return lineID(raw)
+}
+
+// entry builds a NewEntry from a payload map.
+func entry(kind core.Kind, nativeID string, payload map[string]any) *core.NewEntry {
+	return &core.NewEntry{Kind: kind, Payload: core.Payload(payload), NativeID: nativeID}
+}
+
+// harnessEvent keeps a line Bridge has no mapping for, whole.
+func harnessEvent(typ string, nativeID string, raw []byte) *core.NewEntry {
+	p := map[string]any{"type": typ}
+	if json.Valid(raw) {
+		p["raw"] = json.RawMessage(raw)
+	} else {
+		p["line"] = string(raw)
+	}
+	return entry(core.KindHarnessEvent, nativeID, p)
+}
+
+// compacted builds the context.compacted payload from a boundary's metadata.
+func compacted(nativeID string, m *compactMeta, raw []byte) core.Compacted {
+	c := core.Compacted{Harness: Harness, Trigger: core.TriggerUnknown, NativeID: nativeID, Raw: append(json.RawMessage(nil), raw...)}
+	if m == nil {
+		return c
+	}
+	switch m.Trigger {
+	case core.TriggerManual, core.TriggerAuto:
+		c.Trigger = m.Trigger
+	}
+	c.PreTokens = m.PreTokens
+	if c.PreTokens == nil {
+		c.PreTokens = m.PreTokensC
+	}
+	c.PostTokens = m.PostTokens
+	if c.PostTokens == nil {
+		c.PostTokens = m.PostTokensC
+	}
+	if m.UserContext != "" {
+		c.Focus = m.UserContext
+	}
+	return c
+}
+
+// mapStream turns one stream-json line, already decoded into m, into the
+// events to deliver. It never fails: anything it cannot map is kept as a
+// harness.event entry.
+func mapStream(m *streamMsg, raw []byte) []core.Event {
+	id := msgID(m.UUID, raw)
+	switch m.Type {
+	case "system":
+		return mapSystem(m, id, raw)
+	case "assistant":
+		if m.Message == nil {
+			return []core.Event{{Entry: harnessEvent("assistant", id, raw)}}
+		}
+		return assistantEvents(m.Message, id, m.ParentToolUseID, m.Error)
+	case "user":
+		if m.Message == nil {
+			return []core.Event{{Entry: harnessEvent("user", id, raw)}}
+		}
+		return userEvents(m.Message, id, m.IsReplay, false)
+	case "result":
+		p := map[string]any{"status": "turn_completed", "subtype": m.Subtype, "isError": m.IsError,
+			"numTurns": m.NumTurns, "costUsd": m.CostUSD, "durationMs": m.DurationMS}
+		if m.IsError {
+			p["status"] = "turn_failed"
+		}
+		if m.StopReason != nil {
+			p["stopReason"] = *m.StopReason
+		}
+		if len(m.Usage) > 0 && json.Valid(m.Usage) {
+			p["usage"] = m.Usage
+		}
+		if len(m.Errors) > 0 {
+			p["errors"] = m.Errors
+		}
+		if m.Result != "" {
+			p["result"] = m.Result
+		}
+		return []core.Event{{Entry: entry(core.KindSessionStatus, id, p)}}
+	case "control_response", "control_request", "control_cancel_request", "keep_alive", "stream_event":
+		return nil
+	}
+	typ := m.Type
+	if typ == "" {
+		typ = "unknown"
+	}
+	if m.Subtype != "" {
+		typ += "/" + m.Subtype
+	}
+	return []core.Event{{Entry: harnessEvent(typ, id, raw)}}
+}
+
+// mapSystem maps system/* lines.
+func mapSystem(m *streamMsg, id string, raw []byte) []core.Event {
+	switch m.Subtype {
+	case "init":
+		return []core.Event{{NativeSessionID: m.SessionID, Model: m.Model}}
+	case "compact_boundary":
+		c := compacted(id, m.CompactMetadata, raw)
+		e := c.Entry()
+		return []core.Event{{Entry: &e}}
+	case "status":
+		p := map[string]any{"status": "running"}
+		if m.Status != nil && *m.Status != "" {
+			p["status"] = *m.Status
+		}
+		if m.CompactResult != "" {
+			p["compactResult"] = m.CompactResult
+			if m.Status == nil || *m.Status == "" {
+				p["status"] = "compact_" + m.CompactResult
+			}
+		}
+		if m.CompactError != "" {
+			p["compactError"] = m.CompactError
+		}
+		return []core.Event{{Entry: entry(core.KindSessionStatus, id, p)}}
+	}
+	typ := "system"
+	if m.Subtype != "" {
+		typ += "/" + m.Subtype
+	}
+	return []core.Event{{Entry: harnessEvent(typ, id, raw)}}
+}
+
+// assistantEvents maps an assistant message's blocks; block i of message id
+// gets native id "id:i".
+func assistantEvents(msg *apiMessage, id string, parentTool *string, apiErr json.RawMessage) []core.Event {
+	var out []core.Event
+	for i, b := range contentBlocks(msg.Content) {
+		nid := id + ":" + strconv.Itoa(i)
+		var e *core.NewEntry
+		switch b.Type {
+		case "text":
+			p := map[string]any{"text": b.Text}
+			if msg.Model != "" {
+				p["model"] = msg.Model
+			}
+			if msg.ID != "" {
+				p["messageId"] = msg.ID
+			}
+			if len(apiErr) > 0 && string(apiErr) != "null" && json.Valid(apiErr) {
+				p["error"] = apiErr
+			}
+			e = entry(core.KindAssistantMessage, nid, p)
+		case "tool_use":
+			p := map[string]any{"toolId": b.ID, "name": b.Name}
+			if len(b.Input) > 0 && json.Valid(b.Input) {
+				p["input"] = b.Input
+			}
+			e = entry(core.KindToolStarted, nid, p)
+		case "thinking", "redacted_thinking":
+			e = entry(core.KindHarnessEvent, nid, map[string]any{"type": "assistant/" + b.Type, "text": b.Thinking})
+		default:
+			e = entry(core.KindHarnessEvent, nid, map[string]any{"type": "assistant/" + b.Type, "block": b.raw})
+		}
+		if parentTool != nil && *parentTool != "" {
+			addField(e, "parentToolUseId", *parentTool)
+		}
+		out = append(out, core.Event{Entry: e})
+	}
+	return out
+}
+
+// userEvents maps a user message: tool results become tool.completed;
+// text the harness replays (local command output, the compaction summary)
+// becomes a harness.event, since the user did not type it; other text is a
+// user.message (transcripts, where the prompts themselves are stored).
+func userEvents(msg *apiMessage, id string, replay, compactSummary bool) []core.Event {
+	var out []core.Event
+	for i, b := range contentBlocks(msg.Content) {
+		nid := id + ":" + strconv.Itoa(i)
+		switch b.Type {
+		case "tool_result":
+			p := map[string]any{"toolId": b.ToolUseID, "isError": b.IsError, "output": flattenText(b.Content)}
+			out = append(out, core.Event{Entry: entry(core.KindToolCompleted, nid, p)})
+		case "text":
+			switch {
+			case compactSummary || strings.HasPrefix(b.Text, "This session is being continued from a previous conversation"):
+				out = append(out, core.Event{Entry: entry(core.KindHarnessEvent, nid, map[string]any{"type": "compact_summary", "text": b.Text})})
+			case replay || isLocalCommandText(b.Text):
+				out = append(out, core.Event{Entry: entry(core.KindHarnessEvent, nid, map[string]any{"type": "local_command", "text": b.Text})})
+			default:
+				out = append(out, core.Event{Entry: entry(core.KindUserMessage, nid, map[string]any{"text": b.Text})})
+			}
+		default:
+			out = append(out, core.Event{Entry: entry(core.KindHarnessEvent, nid, map[string]any{"type": "user/" + b.Type, "block": b.raw})})
+		}
+	}
+	return out
+}
+
+// isLocalCommandText reports text Claude Code writes around local slash
+// commands, which no person typed as such.
+func isLocalCommandText(t string) bool {
+	return strings.HasPrefix(t, "<local-command-") || strings.HasPrefix(t, "<command-name>")
+}
+
+// addField sets one more payload member on e.
+func addField(e *core.NewEntry, k string, v any) {
+	var p map[string]any
+	if json.Unmarshal(e.Payload, &p) != nil || p == nil {
+		return
+	}
+	p[k] = v
+	e.Payload = core.Payload(p)
+}

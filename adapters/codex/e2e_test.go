@@ -1,0 +1,289 @@
+package codex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bridge-dev/bridge/adapters/adaptertest"
+	"github.com/bridge-dev/bridge/adapters/fakemodel"
+	"github.com/bridge-dev/bridge/core"
+)
+
+// e2eEnv is the real `codex` program pointed at a fake model server, with
+// its own CODEX_HOME.
+type e2eEnv struct {
+	model *fakemodel.Server
+	cfg   Config
+	cwd   string
+}
+
+// codexConfig is $CODEX_HOME/config.toml for offline runs
+// (reference/harness-offline.md §5).
+const codexConfig = `model = "fake-model"
+model_provider = "fake"
+approval_policy = "never"
+sandbox_mode = "read-only"
+check_for_update_on_startup = false
+
+[model_providers.fake]
+name = "Fake"
+base_url = "%s/v1"
+env_key = "FAKE_API_KEY"
+wire_api = "responses"
+stream_max_retries = 0
+request_max_retries = 0
+
+[features]
+plugins = false
+apps = false
+remote_plugin = false
+in_app_updates = false
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+`
+
+func newE2E(t *testing.T, extraArgs ...string) *e2eEnv {
+	t.Helper()
+	bin := adaptertest.FindBinary(t, "codex")
+	srv, err := fakemodel.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(fmt.Sprintf(codexConfig, srv.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &e2eEnv{model: srv, cwd: t.TempDir(), cfg: Config{
+		Command: bin, Args: extraArgs, CodexHome: home,
+		Env: []string{"FAKE_API_KEY=sk-fake", "RUST_LOG=error", "NO_COLOR=1"},
+	}}
+}
+
+func TestE2ETurnResumeAndManualCompaction(t *testing.T) {
+	env := newE2E(t)
+	ctx := ctxT(t)
+	env.model.Enqueue(fakemodel.Reply{Text: "The answer is 42."})
+	var c collector
+	l, err := New(env.cfg).CreateSession(ctx, core.CreateRequest{Cwd: env.cwd, Title: "e2e"}, c.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	thread := l.NativeID()
+	if thread == "" {
+		t.Fatal("no thread id")
+	}
+	res, err := l.Prompt(ctx, text("What is the answer?"))
+	if err != nil || res.StopReason != "end_turn" {
+		t.Fatalf("Prompt = %+v, %v", res, err)
+	}
+	agents := c.kind(core.KindAssistantMessage)
+	if len(agents) != 1 || payloadOf(t, agents[0])["text"] != "The answer is 42." {
+		t.Fatalf("assistant messages = %v", agents)
+	}
+	if users := c.kind(core.KindUserMessage); len(users) != 0 {
+		t.Fatalf("prompt echoed as user.message: %v", users)
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Done():
+	default:
+		t.Fatal("Done not closed after Close")
+	}
+
+	// A fresh Host instance resumes the stored thread natively.
+	var c2 collector
+	l2, err := New(env.cfg).Resume(ctx, core.ResumeRequest{CreateRequest: core.CreateRequest{Cwd: env.cwd}, NativeID: thread}, c2.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeLive(t, l2)
+	if l2.NativeID() != thread {
+		t.Fatalf("resumed thread %q, want %q", l2.NativeID(), thread)
+	}
+	cr, err := l2.(core.Compactor).Compact(ctx, "keep the number 42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cr.FocusApplied || cr.FocusNote == "" {
+		t.Errorf("CompactResult = %+v", cr)
+	}
+	comps := c2.kind(core.KindContextCompacted)
+	if len(comps) != 1 {
+		t.Fatalf("want one context.compacted, got %d: %v", len(comps), c2.entries())
+	}
+	cp := compactedOf(t, comps[0])
+	if cp.Trigger != core.TriggerManual || !cp.Estimated || cp.NativeID == "" || cp.Harness != "codex" {
+		t.Errorf("compacted = %+v", cp)
+	}
+	var sawSummary bool
+	for _, r := range env.model.Requests() {
+		sawSummary = sawSummary || r.IsSummaryRequest()
+	}
+	if !sawSummary {
+		t.Error("codex never asked the model for a summary")
+	}
+	// The turn after compaction still works.
+	if res, err := l2.Prompt(ctx, text("still there?")); err != nil || res.StopReason != "end_turn" {
+		t.Fatalf("Prompt after compaction = %+v, %v", res, err)
+	}
+	checkEntries(t, c2.entries())
+
+	// History reads the thread's rollout: the same native ids as live.
+	hist, err := New(env.cfg).History(ctx, thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, e := range hist {
+		ids[e.NativeID] = true
+	}
+	if !ids[agents[0].NativeID] || !ids[comps[0].NativeID] {
+		t.Errorf("history %v lacks live native ids %s / %s", hist, agents[0].NativeID, comps[0].NativeID)
+	}
+	sessions, err := New(env.cfg).ListSessions(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sessions) != 1 || sessions[0].NativeID != thread || sessions[0].Title != "e2e" {
+		t.Errorf("sessions = %+v", sessions)
+	}
+}
+
+func TestE2EResumeUnknownThreadFails(t *testing.T) {
+	env := newE2E(t)
+	bogus := "019a0000-0000-7000-8000-000000000000"
+	_, err := New(env.cfg).Resume(ctxT(t), core.ResumeRequest{NativeID: bogus}, nil)
+	var re *core.ResumeError
+	if !errors.As(err, &re) {
+		t.Fatalf("err = %v, want *core.ResumeError", err)
+	}
+	if re.NativeText != "no rollout found for thread id "+bogus {
+		t.Errorf("NativeText = %q", re.NativeText)
+	}
+}
+
+func TestE2EAutoCompaction(t *testing.T) {
+	env := newE2E(t, "-c", "model_auto_compact_token_limit=1000")
+	env.model.SetInputTokens(5000)
+	ctx := ctxT(t)
+	var c collector
+	l, err := New(env.cfg).CreateSession(ctx, core.CreateRequest{Cwd: env.cwd}, c.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeLive(t, l)
+	for _, msg := range []string{"first", "second"} {
+		if res, err := l.Prompt(ctx, text(msg)); err != nil || res.StopReason != "end_turn" {
+			t.Fatalf("Prompt(%s) = %+v, %v", msg, res, err)
+		}
+	}
+	comps := c.kind(core.KindContextCompacted)
+	if len(comps) == 0 {
+		t.Fatalf("no context.compacted; entries: %v", c.entries())
+	}
+	for _, e := range comps {
+		cp := compactedOf(t, e)
+		if cp.Trigger != core.TriggerAuto || !cp.Estimated || cp.PreTokens == nil || *cp.PreTokens < 5000 {
+			t.Errorf("compacted = %s", e.Payload)
+		}
+	}
+	checkEntries(t, c.entries())
+}
+
+func TestE2EProbe(t *testing.T) {
+	env := newE2E(t)
+	p := New(env.cfg).Probe(context.Background())
+	if p.Binary == "" || !strings.HasPrefix(p.Version, "0.") {
+		t.Fatalf("probe = %+v", p)
+	}
+	for _, name := range []string{core.CapSessionPrompt, core.CapNativeResume, core.CapCompactCommand, core.CapSessionRename,
+		core.CapWorkspaceArchive, core.CapGoalCreate, core.CapGoalPause, core.CapSessionList} {
+		if !p.Has(name) {
+			t.Errorf("capability %s missing: %+v", name, p.Capabilities)
+		}
+	}
+	if p.Has(core.CapCompactionFocus) {
+		t.Error("compaction.focus claimed")
+	}
+	b, _ := json.Marshal(p)
+	t.Logf("probe: %s", b)
+}
+
+func TestE2ECancelInterruptsTurn(t *testing.T) {
+	env := newE2E(t)
+	env.model.Enqueue(fakemodel.Reply{Hang: true})
+	ctx := ctxT(t)
+	l, err := New(env.cfg).CreateSession(ctx, core.CreateRequest{Cwd: env.cwd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeLive(t, l)
+	type result struct {
+		res core.TurnResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := l.Prompt(ctx, text("take your time"))
+		done <- result{res, err}
+	}()
+	for len(env.model.Requests()) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the model was never called")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if err := l.Cancel(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.res.StopReason != "cancelled" {
+		t.Fatalf("Prompt after Cancel = %+v, %v", r.res, r.err)
+	}
+	// The session is still usable.
+	env.model.Enqueue(fakemodel.Reply{Text: "back"})
+	if res, err := l.Prompt(ctx, text("again")); err != nil || res.StopReason != "end_turn" {
+		t.Fatalf("Prompt after cancel = %+v, %v", res, err)
+	}
+}
+
+func TestE2EModelErrorFailsTurn(t *testing.T) {
+	env := newE2E(t)
+	env.model.Responder(func(fakemodel.Request) (fakemodel.Reply, bool) {
+		return fakemodel.Reply{Status: 400}, true
+	})
+	ctx := ctxT(t)
+	var c collector
+	l, err := New(env.cfg).CreateSession(ctx, core.CreateRequest{Cwd: env.cwd}, c.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeLive(t, l)
+	res, err := l.Prompt(ctx, text("hi"))
+	if res.StopReason != "error" || core.ErrorCode(err) != core.CodeHarness {
+		t.Fatalf("Prompt = %+v, %v; want stop reason error and a harness error", res, err)
+	}
+	if !strings.Contains(err.Error(), "scripted status 400") {
+		t.Errorf("error lacks the provider's text: %v", err)
+	}
+	st := c.kind(core.KindSessionStatus)
+	if len(st) == 0 || payloadOf(t, st[len(st)-1])["status"] != "error" {
+		t.Errorf("session.status entries = %v", st)
+	}
+	checkEntries(t, c.entries())
+}

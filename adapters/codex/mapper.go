@@ -1,0 +1,460 @@
+package codex
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"sync"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// Harness is the adapter's harness name.
+const Harness = "codex"
+
+// maxToolOutput bounds the command output kept in a tool.completed payload.
+const maxToolOutput = 8 << 10
+
+// turnEnd is a turn/completed report.
+type turnEnd struct {
+	TurnID  string
+	Status  string // completed | interrupted | failed
+	Message string // the turn error's message, when failed
+}
+
+// mapOut is what one notification produced.
+type mapOut struct {
+	Events      []core.Event
+	TurnStarted string
+	TurnEnded   *turnEnd
+	// Compacted is set when a contextCompaction item completed, with the
+	// turn it belonged to.
+	Compacted string
+}
+
+// mapper turns app-server notifications into Bridge events. It keeps the
+// state compaction needs: the last token usage, which turns were started by
+// thread/compact/start, and which compactions were already reported.
+type mapper struct {
+	mu              sync.Mutex
+	manualPending   int
+	manualTurns     map[string]bool
+	lastTotal       *int64
+	compPre         map[string]*int64 // contextCompaction item id -> usage at its start
+	usageSince      map[string]bool   // item id -> a usage update arrived after its start
+	itemCompactions map[string]int    // turn id -> contextCompaction items reported
+	deprecatedTurns map[string]bool   // turn id -> reported from thread/compacted
+	toolsStarted    map[string]bool
+	activeTurn      string
+	prompts         []string // texts sent by Prompt, not to be echoed back
+}
+
+func newMapper() *mapper {
+	return &mapper{
+		manualTurns: map[string]bool{}, compPre: map[string]*int64{}, usageSince: map[string]bool{},
+		itemCompactions: map[string]int{}, deprecatedTurns: map[string]bool{}, toolsStarted: map[string]bool{},
+	}
+}
+
+// expectManual notes that thread/compact/start is about to be sent: the next
+// turn to start is a manual compaction turn.
+func (m *mapper) expectManual() {
+	m.mu.Lock()
+	m.manualPending++
+	m.mu.Unlock()
+}
+
+// expectPrompt notes a prompt about to be sent with turn/start: its
+// userMessage item is not echoed as user.message (the service records
+// prompts itself).
+func (m *mapper) expectPrompt(text string) {
+	m.mu.Lock()
+	m.prompts = append(m.prompts, text)
+	m.mu.Unlock()
+}
+
+// dropPrompt undoes expectPrompt when turn/start failed.
+func (m *mapper) dropPrompt(text string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, p := range m.prompts {
+		if p == text {
+			m.prompts = append(m.prompts[:i], m.prompts[i+1:]...)
+			return
+		}
+	}
+}
+
+// cancelManual undoes expectManual when the request failed.
+func (m *mapper) cancelManual() {
+	m.mu.Lock()
+	if m.manualPending > 0 {
+		m.manualPending--
+	}
+	m.mu.Unlock()
+}
+
+// isManual reports whether turn was started by thread/compact/start.
+func (m *mapper) isManual(turn string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.manualTurns[turn]
+}
+
+// active returns the id of the turn in progress ("" when idle).
+func (m *mapper) active() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.activeTurn
+}
+
+// lastTokens returns the last known context size (last.totalTokens).
+func (m *mapper) lastTokens() *int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lastTotal
+}
+
+// rawID derives a stable native id for a line that carries none of its own.
+func rawID(method string, raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return "codex:" + method + ":" + hex.EncodeToString(sum[:8])
+}
+
+func entryEvent(kind core.Kind, nativeID string, payload any) core.Event {
+	return core.Event{Entry: &core.NewEntry{Kind: kind, Payload: core.Payload(payload), NativeID: nativeID}}
+}
+
+// harnessEvent keeps a message Bridge has no mapping for, whole.
+func harnessEvent(method string, params json.RawMessage, raw []byte) core.Event {
+	p := map[string]any{"type": method}
+	if len(params) > 0 && json.Valid(params) {
+		p["params"] = params
+	}
+	return entryEvent(core.KindHarnessEvent, rawID(method, raw), p)
+}
+
+// ignored notifications carry nothing the record needs: streaming deltas
+// (the whole text arrives in item/completed), status pings and rate limits.
+var ignored = map[string]bool{
+	"item/agentMessage/delta": true, "item/plan/delta": true, "item/reasoning/summaryTextDelta": true,
+	"item/reasoning/summaryPartAdded": true, "item/reasoning/textDelta": true,
+	"item/commandExecution/outputDelta": true, "item/fileChange/outputDelta": true,
+	"item/commandExecution/terminalInteraction": true, "item/fileChange/patchUpdated": true,
+	"command/exec/outputDelta": true, "process/outputDelta": true, "item/mcpToolCall/progress": true,
+	"account/rateLimits/updated": true, "thread/status/changed": true, "remoteControl/status/changed": true,
+	"thread/readState/changed": true, "turn/diff/updated": true, "serverRequest/resolved": true,
+	"mcpServer/startupStatus/updated": true, "thread/settings/updated": true,
+}
+
+// toolItems are item types reported as tool.started / tool.completed.
+var toolItems = map[string]bool{
+	"commandExecution": true, "fileChange": true, "mcpToolCall": true, "dynamicToolCall": true,
+	"webSearch": true, "collabAgentToolCall": true, "imageGeneration": true, "imageView": true,
+}
+
+type itemParams struct {
+	Item    json.RawMessage `json:"item"`
+	TurnID  string          `json:"turnId"`
+	Thread  string          `json:"threadId"`
+	Started int64           `json:"startedAtMs"`
+}
+
+type itemHead struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+}
+
+// notification maps one notification.
+func (m *mapper) notification(method string, params json.RawMessage, raw []byte) mapOut {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out mapOut
+	switch method {
+	case "thread/started":
+		var p struct {
+			Thread struct {
+				ID    string `json:"id"`
+				Model string `json:"model"`
+			} `json:"thread"`
+		}
+		if json.Unmarshal(params, &p) == nil && p.Thread.ID != "" {
+			out.Events = append(out.Events, core.Event{NativeSessionID: p.Thread.ID, Model: p.Thread.Model})
+		}
+	case "turn/started":
+		var p struct {
+			Turn struct {
+				ID string `json:"id"`
+			} `json:"turn"`
+		}
+		_ = json.Unmarshal(params, &p)
+		m.activeTurn = p.Turn.ID
+		out.TurnStarted = p.Turn.ID
+		if m.manualPending > 0 && p.Turn.ID != "" {
+			m.manualPending--
+			m.manualTurns[p.Turn.ID] = true
+		}
+	case "turn/completed":
+		var p struct {
+			Turn struct {
+				ID     string `json:"id"`
+				Status string `json:"status"`
+				Error  *struct {
+					Message string `json:"message"`
+				} `json:"error"`
+			} `json:"turn"`
+		}
+		_ = json.Unmarshal(params, &p)
+		end := &turnEnd{TurnID: p.Turn.ID, Status: p.Turn.Status}
+		if p.Turn.Error != nil {
+			end.Message = p.Turn.Error.Message
+		}
+		if m.activeTurn == p.Turn.ID {
+			m.activeTurn = ""
+		}
+		out.TurnEnded = end
+	case "thread/tokenUsage/updated":
+		var p struct {
+			TokenUsage struct {
+				Last struct {
+					TotalTokens int64 `json:"totalTokens"`
+				} `json:"last"`
+				ModelContextWindow *int64 `json:"modelContextWindow"`
+			} `json:"tokenUsage"`
+		}
+		if err := json.Unmarshal(params, &p); err != nil {
+			out.Events = append(out.Events, harnessEvent(method, params, raw))
+			break
+		}
+		n := p.TokenUsage.Last.TotalTokens
+		m.lastTotal = &n
+		for id := range m.compPre {
+			m.usageSince[id] = true
+		}
+		g := &core.Gauge{Used: n}
+		if p.TokenUsage.ModelContextWindow != nil {
+			g.Size = *p.TokenUsage.ModelContextWindow
+		}
+		out.Events = append(out.Events, core.Event{Gauge: g})
+	case "item/started":
+		m.itemStarted(params, raw, &out)
+	case "item/completed":
+		m.itemCompleted(params, raw, &out)
+	case "thread/compacted":
+		var p struct {
+			TurnID string `json:"turnId"`
+		}
+		_ = json.Unmarshal(params, &p)
+		if m.itemCompactions[p.TurnID] > 0 {
+			break // already reported from the contextCompaction item
+		}
+		m.deprecatedTurns[p.TurnID] = true
+		c := m.compacted(p.TurnID, rawID(method, raw), params, m.lastTotal)
+		out.Events = append(out.Events, core.Event{Entry: ptr(c.Entry())})
+		out.Compacted = p.TurnID
+	case "error":
+		var p struct {
+			Error struct {
+				Message        string          `json:"message"`
+				CodexErrorInfo json.RawMessage `json:"codexErrorInfo"`
+			} `json:"error"`
+			WillRetry bool   `json:"willRetry"`
+			TurnID    string `json:"turnId"`
+		}
+		if err := json.Unmarshal(params, &p); err != nil {
+			out.Events = append(out.Events, harnessEvent(method, params, raw))
+			break
+		}
+		status := "error"
+		if p.WillRetry {
+			status = "retrying"
+		}
+		pl := map[string]any{"status": status, "message": p.Error.Message, "willRetry": p.WillRetry, "turnId": p.TurnID}
+		if len(p.Error.CodexErrorInfo) > 0 && string(p.Error.CodexErrorInfo) != "null" {
+			pl["codexErrorInfo"] = p.Error.CodexErrorInfo
+		}
+		out.Events = append(out.Events, entryEvent(core.KindSessionStatus, rawID(method, raw), pl))
+	default:
+		if !ignored[method] {
+			out.Events = append(out.Events, harnessEvent(method, params, raw))
+		}
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func (m *mapper) itemStarted(params json.RawMessage, raw []byte, out *mapOut) {
+	var p itemParams
+	var h itemHead
+	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p.Item, &h) != nil || h.ID == "" {
+		out.Events = append(out.Events, harnessEvent("item/started", params, raw))
+		return
+	}
+	switch {
+	case h.Type == "contextCompaction":
+		m.compPre[h.ID] = m.lastTotal
+		m.usageSince[h.ID] = false
+	case toolItems[h.Type]:
+		if !m.toolsStarted[h.ID] {
+			m.toolsStarted[h.ID] = true
+			out.Events = append(out.Events, toolStarted(h.Type, h.ID, p))
+		}
+	}
+}
+
+func toolStarted(typ, id string, p itemParams) core.Event {
+	var it map[string]json.RawMessage
+	_ = json.Unmarshal(p.Item, &it)
+	pl := map[string]any{"toolId": id, "name": typ, "turnId": p.TurnID}
+	for _, k := range []string{"command", "cwd", "server", "tool", "arguments", "query", "changes"} {
+		if v, ok := it[k]; ok && string(v) != "null" {
+			pl[k] = v
+		}
+	}
+	return entryEvent(core.KindToolStarted, id+":started", pl)
+}
+
+func (m *mapper) itemCompleted(params json.RawMessage, raw []byte, out *mapOut) {
+	var p itemParams
+	var h itemHead
+	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p.Item, &h) != nil || h.ID == "" {
+		out.Events = append(out.Events, harnessEvent("item/completed", params, raw))
+		return
+	}
+	switch h.Type {
+	case "userMessage":
+		var it struct {
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		_ = json.Unmarshal(p.Item, &it)
+		var texts []string
+		images := 0
+		for _, c := range it.Content {
+			switch c.Type {
+			case "text":
+				texts = append(texts, c.Text)
+			case "image", "localImage":
+				images++
+			}
+		}
+		joined := strings.Join(texts, "\n")
+		if len(m.prompts) > 0 && m.prompts[0] == joined {
+			m.prompts = m.prompts[1:]
+			return // our own prompt, recorded by the service
+		}
+		pl := map[string]any{"text": joined, "turnId": p.TurnID}
+		if images > 0 {
+			pl["images"] = images
+		}
+		out.Events = append(out.Events, entryEvent(core.KindUserMessage, h.ID, pl))
+	case "agentMessage":
+		var it struct {
+			Text  string `json:"text"`
+			Phase string `json:"phase"`
+		}
+		_ = json.Unmarshal(p.Item, &it)
+		pl := map[string]any{"text": it.Text, "turnId": p.TurnID}
+		if it.Phase != "" {
+			pl["phase"] = it.Phase
+		}
+		out.Events = append(out.Events, entryEvent(core.KindAssistantMessage, h.ID, pl))
+	case "contextCompaction":
+		m.itemCompactions[p.TurnID]++
+		if m.deprecatedTurns[p.TurnID] {
+			return // already reported from thread/compacted
+		}
+		pre, seen := m.compPre[h.ID]
+		if !seen {
+			pre = m.lastTotal
+		}
+		var post *int64
+		if m.usageSince[h.ID] {
+			post = m.lastTotal
+		}
+		delete(m.compPre, h.ID)
+		delete(m.usageSince, h.ID)
+		c := m.compacted(p.TurnID, h.ID, params, pre)
+		c.PostTokens = post
+		out.Events = append(out.Events, core.Event{Entry: ptr(c.Entry())})
+		out.Compacted = p.TurnID
+	default:
+		if !toolItems[h.Type] {
+			out.Events = append(out.Events, entryEvent(core.KindHarnessEvent, h.ID+":completed",
+				map[string]any{"type": "item/completed", "itemType": h.Type, "turnId": p.TurnID, "item": p.Item}))
+			return
+		}
+		if !m.toolsStarted[h.ID] {
+			out.Events = append(out.Events, toolStarted(h.Type, h.ID, p))
+		}
+		delete(m.toolsStarted, h.ID)
+		out.Events = append(out.Events, toolCompleted(h.Type, h.ID, p)...)
+	}
+}
+
+func toolCompleted(typ, id string, p itemParams) []core.Event {
+	var it struct {
+		Status           string          `json:"status"`
+		ExitCode         *int            `json:"exitCode"`
+		AggregatedOutput *string         `json:"aggregatedOutput"`
+		DurationMs       *int64          `json:"durationMs"`
+		Error            json.RawMessage `json:"error"`
+		Changes          []struct {
+			Path string          `json:"path"`
+			Kind json.RawMessage `json:"kind"`
+		} `json:"changes"`
+	}
+	_ = json.Unmarshal(p.Item, &it)
+	pl := map[string]any{"toolId": id, "name": typ, "status": it.Status, "turnId": p.TurnID}
+	if it.ExitCode != nil {
+		pl["exitCode"] = *it.ExitCode
+	}
+	if it.AggregatedOutput != nil {
+		o := *it.AggregatedOutput
+		if len(o) > maxToolOutput {
+			o = o[len(o)-maxToolOutput:]
+			pl["outputTruncated"] = true
+		}
+		pl["output"] = o
+	}
+	if it.DurationMs != nil {
+		pl["durationMs"] = *it.DurationMs
+	}
+	if len(it.Error) > 0 && string(it.Error) != "null" {
+		pl["error"] = it.Error
+	}
+	evs := []core.Event{entryEvent(core.KindToolCompleted, id+":completed", pl)}
+	if typ == "fileChange" && (it.Status == "completed" || it.Status == "") {
+		for _, c := range it.Changes {
+			if c.Path == "" {
+				continue
+			}
+			a := map[string]any{"path": c.Path, "toolId": id}
+			var k struct {
+				Type string `json:"type"`
+			}
+			if json.Unmarshal(c.Kind, &k) == nil && k.Type != "" {
+				a["change"] = k.Type
+			}
+			evs = append(evs, entryEvent(core.KindArtifactCreated, id+":"+c.Path, a))
+		}
+	}
+	return evs
+}
+
+// compacted builds the normalised report (caller holds m.mu).
+func (m *mapper) compacted(turn, nativeID string, raw json.RawMessage, pre *int64) core.Compacted {
+	trigger := core.TriggerAuto
+	if m.manualTurns[turn] {
+		trigger = core.TriggerManual
+	}
+	c := core.Compacted{Harness: Harness, Trigger: trigger, NativeID: nativeID, PreTokens: pre, Estimated: true}
+	if json.Valid(raw) {
+		c.Raw = append(json.RawMessage(nil), raw...)
+	}
+	return c
+}

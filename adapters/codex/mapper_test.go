@@ -1,0 +1,153 @@
+package codex
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// Recorded from codex-cli 0.169.0 (the pinned program) against fakemodel: a
+// turn running `echo` through exec_command, then a turn adding a file with
+// apply_patch.
+func TestReplayToolsRecording(t *testing.T) {
+	ctx := ctxT(t)
+	h := fakeHost(t, "replay:"+testdata(t, "app-server-tools.recorded.jsonl")+":0")
+	var c collector
+	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: "/home/user/project"}, c.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeLive(t, l)
+	for _, msg := range []string{"run echo", "add a file"} {
+		if res, err := l.Prompt(ctx, text(msg)); err != nil || res.StopReason != "end_turn" {
+			t.Fatalf("Prompt(%s) = %+v, %v", msg, res, err)
+		}
+	}
+	var kinds []string
+	for _, e := range c.entries() {
+		if e.Kind != core.KindHarnessEvent {
+			kinds = append(kinds, string(e.Kind))
+		}
+	}
+	want := "tool.started tool.completed assistant.message " +
+		"tool.started tool.completed artifact.created assistant.message"
+	if got := strings.Join(kinds, " "); got != want {
+		t.Errorf("kinds = %s\nwant    %s", got, want)
+	}
+	done := c.kind(core.KindToolCompleted)
+	if len(done) != 2 {
+		t.Fatalf("tool.completed = %v", done)
+	}
+	echo := payloadOf(t, done[0])
+	if echo["toolId"] != "call_echo_1" || echo["exitCode"] != float64(0) || !strings.Contains(echo["output"].(string), "hello-from-tool") ||
+		echo["name"] != "commandExecution" || done[0].NativeID != "call_echo_1:completed" {
+		t.Errorf("echo = %v", echo)
+	}
+	started := payloadOf(t, c.kind(core.KindToolStarted)[0])
+	if !strings.Contains(started["command"].(string), "echo hello-from-tool") {
+		t.Errorf("tool.started = %v", started)
+	}
+	arts := c.kind(core.KindArtifactCreated)
+	if len(arts) != 1 || payloadOf(t, arts[0])["path"] != "/home/user/project/notes/hello.txt" || payloadOf(t, arts[0])["change"] != "add" {
+		t.Errorf("artifacts = %v", arts)
+	}
+	checkEntries(t, c.entries())
+}
+
+func feed(m *mapper, lines ...string) []core.Event {
+	var evs []core.Event
+	for _, l := range lines {
+		var msg message
+		if err := jsonUnmarshal(l, &msg); err != nil {
+			panic(err)
+		}
+		evs = append(evs, m.notification(msg.Method, msg.Params, []byte(l)).Events...)
+	}
+	return evs
+}
+
+func entriesOf(evs []core.Event, k core.Kind) []core.NewEntry {
+	var out []core.NewEntry
+	for _, e := range evs {
+		if e.Entry != nil && e.Entry.Kind == k {
+			out = append(out, *e.Entry)
+		}
+	}
+	return out
+}
+
+const (
+	itemStartedCC   = `{"method":"item/started","params":{"item":{"type":"contextCompaction","id":"cc-1"},"threadId":"th","turnId":"turn-9"}}`
+	itemCompletedCC = `{"method":"item/completed","params":{"item":{"type":"contextCompaction","id":"cc-1"},"threadId":"th","turnId":"turn-9"}}`
+	deprecatedCC    = `{"method":"thread/compacted","params":{"threadId":"th","turnId":"turn-9"}}`
+	usage           = `{"method":"thread/tokenUsage/updated","params":{"threadId":"th","turnId":"turn-9","tokenUsage":{"total":{"totalTokens":9},"last":{"totalTokens":%s},"modelContextWindow":1000}}}`
+)
+
+func TestCompactionReportedOnceWithDeprecatedNotification(t *testing.T) {
+	// Item first, deprecated notification after: one entry, the item's id.
+	m := newMapper()
+	evs := feed(m, strings.Replace(usage, "%s", "800", 1), itemStartedCC, strings.Replace(usage, "%s", "300", 1), itemCompletedCC, deprecatedCC)
+	comps := entriesOf(evs, core.KindContextCompacted)
+	if len(comps) != 1 || comps[0].NativeID != "cc-1" {
+		t.Fatalf("compactions = %v", comps)
+	}
+	cp := compactedOf(t, comps[0])
+	if cp.Trigger != core.TriggerAuto || *cp.PreTokens != 800 || *cp.PostTokens != 300 || !cp.Estimated {
+		t.Errorf("compacted = %s", comps[0].Payload)
+	}
+	// Deprecated notification first: one entry, and the later item adds none.
+	m = newMapper()
+	m.expectManual()
+	evs = feed(m, `{"method":"turn/started","params":{"threadId":"th","turn":{"id":"turn-9"}}}`, deprecatedCC, itemStartedCC, itemCompletedCC)
+	comps = entriesOf(evs, core.KindContextCompacted)
+	if len(comps) != 1 || !strings.HasPrefix(comps[0].NativeID, "codex:thread/compacted:") {
+		t.Fatalf("compactions = %v", comps)
+	}
+	if cp := compactedOf(t, comps[0]); cp.Trigger != core.TriggerManual || cp.PreTokens != nil {
+		t.Errorf("compacted = %s", comps[0].Payload)
+	}
+}
+
+func TestErrorNotificationBecomesStatus(t *testing.T) {
+	m := newMapper()
+	evs := feed(m,
+		`{"method":"error","params":{"error":{"message":"stream disconnected","codexErrorInfo":{"httpConnectionFailed":{"httpStatusCode":502}}},"willRetry":true,"threadId":"th","turnId":"t1"}}`,
+		`{"method":"error","params":{"error":{"message":"context window exceeded","codexErrorInfo":"contextWindowExceeded"},"willRetry":false,"threadId":"th","turnId":"t1"}}`,
+		`{"method":"error","params":"not an object"}`)
+	st := entriesOf(evs, core.KindSessionStatus)
+	if len(st) != 2 {
+		t.Fatalf("statuses = %v", st)
+	}
+	p0, p1 := payloadOf(t, st[0]), payloadOf(t, st[1])
+	if p0["status"] != "retrying" || p0["message"] != "stream disconnected" || p1["status"] != "error" || p1["codexErrorInfo"] != "contextWindowExceeded" {
+		t.Errorf("payloads = %v / %v", p0, p1)
+	}
+	if len(entriesOf(evs, core.KindHarnessEvent)) != 1 {
+		t.Error("malformed error notification not kept")
+	}
+	checkEntries(t, append(st, entriesOf(evs, core.KindHarnessEvent)...))
+}
+
+func TestDeclinedFileChangeCreatesNoArtifact(t *testing.T) {
+	m := newMapper()
+	evs := feed(m, `{"method":"item/completed","params":{"item":{"type":"fileChange","id":"call_x","status":"declined","changes":[{"path":"/p/a.go","kind":{"type":"update","move_path":null},"diff":""}]},"threadId":"th","turnId":"t"}}`)
+	if a := entriesOf(evs, core.KindArtifactCreated); len(a) != 0 {
+		t.Errorf("artifacts = %v", a)
+	}
+	if len(entriesOf(evs, core.KindToolStarted)) != 1 || len(entriesOf(evs, core.KindToolCompleted)) != 1 {
+		t.Errorf("tool entries missing: %v", evs)
+	}
+}
+
+func TestForeignUserMessageIsRecorded(t *testing.T) {
+	m := newMapper()
+	m.expectPrompt("mine")
+	evs := feed(m,
+		`{"method":"item/completed","params":{"item":{"type":"userMessage","id":"u1","content":[{"type":"text","text":"mine"}]},"threadId":"th","turnId":"t1"}}`,
+		`{"method":"item/completed","params":{"item":{"type":"userMessage","id":"u2","content":[{"type":"text","text":"from another client"},{"type":"image","url":"data:x"}]},"threadId":"th","turnId":"t2"}}`)
+	users := entriesOf(evs, core.KindUserMessage)
+	if len(users) != 1 || users[0].NativeID != "u2" || payloadOf(t, users[0])["images"] != float64(1) {
+		t.Errorf("user messages = %v", users)
+	}
+}

@@ -1,0 +1,169 @@
+package codex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// stderrTail is how much of the process's stderr is kept for ExitInfo.
+const stderrTail = 2 << 10
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// proc is one running `codex app-server` process and its connection.
+type proc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	conn   *conn
+	stderr *tailBuffer
+	done   chan struct{}
+
+	mu   sync.Mutex
+	exit core.ExitInfo
+}
+
+// binary resolves the configured command on PATH.
+func (h *Host) binary() (string, error) {
+	p, err := exec.LookPath(h.cfg.Command)
+	if err != nil {
+		return "", core.E(core.CodeUnavailable, fmt.Sprintf("codex program %q not found", h.cfg.Command), err)
+	}
+	return p, nil
+}
+
+// environ is the process environment: Bridge's own, then Config.Env, then
+// CODEX_HOME when configured.
+func (h *Host) environ() []string {
+	env := append(os.Environ(), h.cfg.Env...)
+	if h.cfg.CodexHome != "" {
+		env = append(env, "CODEX_HOME="+h.cfg.CodexHome)
+	}
+	return env
+}
+
+// startProc launches `codex app-server`, wires hd to its stdout and runs the
+// initialize handshake.
+func (h *Host) startProc(ctx context.Context, hd handler) (*proc, error) {
+	bin, err := h.binary()
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, core.E(core.CodeCancelled, "codex: not started", errors.Join(core.ErrCancelled, err))
+	}
+	args := append([]string{"app-server"}, h.cfg.Args...)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = h.environ()
+	setProcessGroup(cmd)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("codex: stdin pipe: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("codex: stdout pipe: %w", err)
+	}
+	p := &proc{cmd: cmd, stdin: stdin, stderr: &tailBuffer{max: stderrTail}, done: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	p.conn = newConn(stdin, hd)
+	if err := cmd.Start(); err != nil {
+		return nil, core.E(core.CodeUnavailable, fmt.Sprintf("codex program %q could not start", bin), err)
+	}
+	go func() {
+		p.conn.readLoop(stdout)
+		werr := cmd.Wait()
+		info := core.ExitInfo{Code: -1, StderrTail: p.stderr.String()}
+		if cmd.ProcessState != nil {
+			info.Code = cmd.ProcessState.ExitCode()
+		}
+		if werr != nil {
+			info.Err = werr.Error()
+		}
+		p.mu.Lock()
+		p.exit = info
+		p.mu.Unlock()
+		close(p.done)
+	}()
+
+	ictx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	var res struct {
+		UserAgent string `json:"userAgent"`
+	}
+	err = p.conn.call(ictx, "initialize", map[string]any{
+		"clientInfo":   map[string]any{"name": "bridge", "title": "Bridge", "version": Version},
+		"capabilities": map[string]any{"experimentalApi": false},
+	}, &res)
+	if err == nil {
+		err = p.conn.notify("initialized", nil)
+	}
+	if err != nil {
+		p.kill()
+		<-p.done
+		return nil, core.E(core.CodeHarness, "codex app-server did not initialize: "+p.Exit().StderrTail, err)
+	}
+	return p, nil
+}
+
+// Exit tells how the process ended (valid after done is closed).
+func (p *proc) Exit() core.ExitInfo {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exit
+}
+
+func (p *proc) kill() {
+	if p.cmd.Process != nil {
+		killProcessGroup(p.cmd)
+	}
+}
+
+// close ends the process: stdin is closed (app-server exits on end of
+// input), then it is killed if it has not gone within the grace period.
+func (p *proc) close(ctx context.Context) error {
+	_ = p.stdin.Close()
+	t := time.NewTimer(3 * time.Second)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	p.kill()
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(5 * time.Second):
+		return errors.New("codex app-server did not exit after kill")
+	}
+}

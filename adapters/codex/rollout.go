@@ -1,0 +1,391 @@
+package codex
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// Rollout files ($CODEX_HOME/sessions/YYYY/MM/DD/rollout-<ts>-<thread>.jsonl)
+// hold one {"timestamp","ordinal","type","payload"} object per line. Import
+// maps them to entries whose native ids match what the live mapping uses
+// (item ids), so a thread imported after it was driven live, or imported
+// twice, adds nothing new.
+
+type rolloutLine struct {
+	Type    string          `json:"type"`
+	Ordinal *int64          `json:"ordinal"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+type rolloutItemEvent struct {
+	Type   string          `json:"type"`
+	TurnID string          `json:"turn_id"`
+	Item   json.RawMessage `json:"item"`
+}
+
+type rolloutItem struct {
+	Type    string `json:"type"`
+	ID      string `json:"id"`
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+}
+
+func (it rolloutItem) text() string {
+	var parts []string
+	for _, c := range it.Content {
+		if c.Text != "" {
+			parts = append(parts, c.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Import reads a Codex rollout file into entries: messages, function calls
+// and their outputs, and one context.compacted per compaction (the
+// `compacted` line merged with its ContextCompaction item). Lines it cannot
+// read are kept as harness.event entries.
+func (h *Host) Import(ctx context.Context, path string, progress func(done, total int64)) (core.ImportedSession, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return core.ImportedSession{}, core.E(core.CodeNotFound, fmt.Sprintf("codex rollout file %q not found", path), err)
+		}
+		return core.ImportedSession{}, core.E(core.CodeInvalid, fmt.Sprintf("codex rollout file %q cannot be read", path), err)
+	}
+	defer f.Close()
+	var total int64
+	if st, err := f.Stat(); err == nil {
+		total = st.Size()
+	}
+	var lines [][]byte
+	br := bufio.NewReaderSize(f, 1<<20)
+	var done int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return core.ImportedSession{}, core.E(core.CodeCancelled, "codex import cancelled", errors.Join(core.ErrCancelled, err))
+		}
+		line, err := br.ReadBytes('\n')
+		done += int64(len(line))
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			lines = append(lines, t)
+		}
+		if progress != nil && len(lines)%200 == 0 {
+			progress(done, total)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return core.ImportedSession{}, core.E(core.CodeInvalid, fmt.Sprintf("codex rollout file %q cannot be read", path), err)
+		}
+	}
+	s := mapRollout(lines)
+	if progress != nil {
+		progress(total, total)
+	}
+	if s.NativeID == "" && len(s.Entries) == 0 {
+		return s, core.Errorf(core.CodeInvalid, "%q is not a codex rollout file (no session_meta and no entries)", path)
+	}
+	return s, nil
+}
+
+// rolloutMapper holds the state of one mapping pass.
+type rolloutMapper struct {
+	s              core.ImportedSession
+	turnsWithUser  map[string]bool
+	legacyMessages bool
+	lastTotal      *int64
+	turnStartTotal *int64
+	turn           string
+	pending        *pendingCompaction
+}
+
+type pendingCompaction struct {
+	key     string
+	message string
+	raw     json.RawMessage
+	pre     *int64
+	turn    string
+}
+
+// mapRollout maps the lines of a rollout file.
+func mapRollout(lines [][]byte) core.ImportedSession {
+	m := &rolloutMapper{turnsWithUser: map[string]bool{}, legacyMessages: true}
+	// First pass: which turns carry a user message (a compaction inside one
+	// ran before it, automatically), and whether messages come as items.
+	for _, raw := range lines {
+		var l rolloutLine
+		if json.Unmarshal(raw, &l) != nil || l.Type != "event_msg" {
+			continue
+		}
+		var ev rolloutItemEvent
+		if json.Unmarshal(l.Payload, &ev) != nil || ev.Type != "item_completed" {
+			continue
+		}
+		var it rolloutItem
+		_ = json.Unmarshal(ev.Item, &it)
+		switch it.Type {
+		case "UserMessage":
+			m.turnsWithUser[ev.TurnID] = true
+			m.legacyMessages = false
+		case "AgentMessage":
+			m.legacyMessages = false
+		}
+	}
+	for i, raw := range lines {
+		m.line(i, raw)
+	}
+	m.flush()
+	return m.s
+}
+
+func (m *rolloutMapper) add(kind core.Kind, nativeID string, payload any) {
+	m.s.Entries = append(m.s.Entries, core.NewEntry{Kind: kind, Payload: core.Payload(payload), NativeID: nativeID})
+}
+
+func (m *rolloutMapper) line(i int, raw []byte) {
+	var l rolloutLine
+	if err := json.Unmarshal(raw, &l); err != nil {
+		text := string(raw)
+		if len(text) > 4096 {
+			text = text[:4096]
+		}
+		m.add(core.KindHarnessEvent, rawID("rollout/badLine", raw)+":"+strconv.Itoa(i),
+			map[string]any{"type": "codex/rollout.badLine", "line": text, "error": err.Error()})
+		return
+	}
+	key := strconv.Itoa(i)
+	if l.Ordinal != nil {
+		key = strconv.FormatInt(*l.Ordinal, 10)
+	}
+	switch l.Type {
+	case "session_meta":
+		var p struct {
+			ID  string `json:"id"`
+			Cwd string `json:"cwd"`
+		}
+		if json.Unmarshal(l.Payload, &p) == nil {
+			m.s.NativeID, m.s.Cwd = p.ID, p.Cwd
+		}
+	case "turn_context":
+		var p struct {
+			Model string `json:"model"`
+		}
+		if json.Unmarshal(l.Payload, &p) == nil && p.Model != "" {
+			m.s.Model = p.Model
+		}
+	case "compacted":
+		m.flush()
+		var p struct {
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(l.Payload, &p)
+		m.pending = &pendingCompaction{key: key, message: p.Message, raw: slimCompacted(l.Payload), pre: m.turnStartTotal, turn: m.turn}
+	case "event_msg":
+		m.event(key, l.Payload, raw)
+	case "response_item":
+		m.responseItem(l.Payload)
+	}
+}
+
+// slimCompacted drops replacement_history (the whole new context) from a
+// compacted payload, keeping its length.
+func slimCompacted(p json.RawMessage) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(p, &obj) != nil {
+		return nil
+	}
+	if rh, ok := obj["replacement_history"]; ok {
+		var items []json.RawMessage
+		_ = json.Unmarshal(rh, &items)
+		delete(obj, "replacement_history")
+		obj["replacement_history_items"] = json.RawMessage(strconv.Itoa(len(items)))
+	}
+	b, _ := json.Marshal(obj)
+	return b
+}
+
+func (m *rolloutMapper) event(key string, payload json.RawMessage, raw []byte) {
+	var head struct {
+		Type    string `json:"type"`
+		TurnID  string `json:"turn_id"`
+		Message string `json:"message"`
+		Info    *struct {
+			Last struct {
+				TotalTokens int64 `json:"total_tokens"`
+			} `json:"last_token_usage"`
+		} `json:"info"`
+	}
+	if json.Unmarshal(payload, &head) != nil {
+		return
+	}
+	switch head.Type {
+	case "task_started":
+		m.turn = head.TurnID
+		m.turnStartTotal = m.lastTotal
+	case "token_count":
+		if head.Info != nil {
+			n := head.Info.Last.TotalTokens
+			m.lastTotal = &n
+		}
+	case "user_message", "agent_message":
+		if !m.legacyMessages {
+			return
+		}
+		kind := core.KindUserMessage
+		if head.Type == "agent_message" {
+			kind = core.KindAssistantMessage
+		}
+		if kind == core.KindUserMessage && m.s.Title == "" {
+			m.s.Title = title(head.Message)
+		}
+		m.add(kind, "rollout:"+head.Type+":"+key, map[string]any{"text": head.Message})
+	case "context_compacted":
+		m.compaction("rollout:context_compacted:"+key, m.turn, payload)
+	case "item_completed":
+		var ev rolloutItemEvent
+		var it rolloutItem
+		if json.Unmarshal(payload, &ev) != nil || json.Unmarshal(ev.Item, &it) != nil || it.ID == "" {
+			return
+		}
+		switch it.Type {
+		case "UserMessage":
+			if m.s.Title == "" {
+				m.s.Title = title(it.text())
+			}
+			m.add(core.KindUserMessage, it.ID, map[string]any{"text": it.text(), "turnId": ev.TurnID})
+		case "AgentMessage":
+			m.add(core.KindAssistantMessage, it.ID, map[string]any{"text": it.text(), "turnId": ev.TurnID})
+		case "ContextCompaction":
+			m.compaction(it.ID, ev.TurnID, payload)
+		case "FileChange":
+			m.fileChange(it.ID, ev.Item)
+		}
+	}
+}
+
+// fileChange reports each path of a completed FileChange item as an
+// artifact, with the native ids the live mapping uses.
+func (m *rolloutMapper) fileChange(id string, item json.RawMessage) {
+	var fc struct {
+		Status  string `json:"status"`
+		Changes map[string]struct {
+			Type string `json:"type"`
+		} `json:"changes"`
+	}
+	if json.Unmarshal(item, &fc) != nil || (fc.Status != "" && fc.Status != "completed") {
+		return
+	}
+	paths := make([]string, 0, len(fc.Changes))
+	for p := range fc.Changes {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		a := map[string]any{"path": p, "toolId": id}
+		if k := fc.Changes[p].Type; k != "" {
+			a["change"] = k
+		}
+		m.add(core.KindArtifactCreated, id+":"+p, a)
+	}
+}
+
+// compaction reports one compaction, merged with a pending compacted line.
+func (m *rolloutMapper) compaction(nativeID, turn string, itemRaw json.RawMessage) {
+	c := core.Compacted{Harness: Harness, Trigger: core.TriggerManual, NativeID: nativeID, Estimated: true}
+	if m.turnsWithUser[turn] {
+		c.Trigger = core.TriggerAuto
+	}
+	raw := map[string]json.RawMessage{"item": itemRaw}
+	c.PreTokens = m.turnStartTotal
+	if p := m.pending; p != nil {
+		c.Summary = p.message
+		c.PreTokens = p.pre
+		if p.raw != nil {
+			raw["compacted"] = p.raw
+		}
+		m.pending = nil
+	}
+	c.PostTokens = m.lastTotal
+	c.Raw = core.Payload(raw)
+	m.s.Entries = append(m.s.Entries, c.Entry())
+}
+
+// flush reports a compacted line that no ContextCompaction item followed
+// (older rollouts).
+func (m *rolloutMapper) flush() {
+	p := m.pending
+	if p == nil {
+		return
+	}
+	m.pending = nil
+	c := core.Compacted{Harness: Harness, Trigger: core.TriggerUnknown, NativeID: "rollout:compacted:" + m.s.NativeID + ":" + p.key,
+		Summary: p.message, PreTokens: p.pre, Estimated: true}
+	if p.raw != nil {
+		c.Raw = core.Payload(map[string]json.RawMessage{"compacted": p.raw})
+	}
+	m.s.Entries = append(m.s.Entries, c.Entry())
+}
+
+func (m *rolloutMapper) responseItem(payload json.RawMessage) {
+	var p struct {
+		Type      string          `json:"type"`
+		CallID    string          `json:"call_id"`
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Input     json.RawMessage `json:"input"`
+		Output    json.RawMessage `json:"output"`
+		Action    json.RawMessage `json:"action"`
+	}
+	if json.Unmarshal(payload, &p) != nil || p.CallID == "" {
+		return
+	}
+	switch p.Type {
+	case "function_call", "custom_tool_call", "local_shell_call":
+		pl := map[string]any{"toolId": p.CallID, "name": p.Name}
+		for k, v := range map[string]json.RawMessage{"arguments": p.Arguments, "input": p.Input, "action": p.Action} {
+			if len(v) > 0 {
+				pl[k] = v
+			}
+		}
+		if p.Name == "" {
+			pl["name"] = p.Type
+		}
+		m.add(core.KindToolStarted, p.CallID+":started", pl)
+	case "function_call_output", "custom_tool_call_output":
+		pl := map[string]any{"toolId": p.CallID}
+		if len(p.Output) > 0 {
+			out := p.Output
+			if len(out) > maxToolOutput {
+				var s string
+				if json.Unmarshal(out, &s) == nil && len(s) > maxToolOutput {
+					out = core.Payload(s[len(s)-maxToolOutput:])
+					pl["outputTruncated"] = true
+				}
+			}
+			pl["output"] = out
+		}
+		m.add(core.KindToolCompleted, p.CallID+":completed", pl)
+	}
+}
+
+func title(s string) string {
+	s = strings.TrimSpace(strings.SplitN(s, "\n", 2)[0])
+	if r := []rune(s); len(r) > 80 {
+		return string(r[:80])
+	}
+	return s
+}
