@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strconv"
 
 	"github.com/bridge-dev/bridge/core/service"
@@ -59,9 +60,31 @@ func (a *app) serve(ctx context.Context, args []string) int {
 			return backend{Service: e.svc, e: e}, nil
 		},
 	}
+	if path := os.Getenv("BRIDGE_CPUPROFILE"); path != "" {
+		stop, err := startCPUProfile(path)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "bridge serve: BRIDGE_CPUPROFILE: %v\n", err)
+			return 2
+		}
+		defer stop()
+	}
 	code, err := rpc.Serve(ctx, a.stdin, a.stdout, cfg)
 	if err != nil {
 		logger.Error("bridge serve", "error", err)
 	}
 	return code
+}
+
+// startCPUProfile writes a CPU profile of the sidecar to path until stop is
+// called (BRIDGE_CPUPROFILE, for performance work).
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

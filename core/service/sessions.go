@@ -239,9 +239,10 @@ func (s *Service) History(ctx context.Context, sessionID string, beforeSeq int64
 	if maxMessages < 0 {
 		return nil, false, core.Errorf(core.CodeInvalid, "maxMessages must not be negative")
 	}
-	if _, err := s.session(ctx, sessionID); err != nil {
-		return nil, false, err
+	if sessionID == "" {
+		return nil, false, core.Errorf(core.CodeInvalid, "sessionId is required")
 	}
+	// The store reports an unknown session as not_found.
 	return s.opts.Store.History(ctx, sessionID, beforeSeq, maxMessages)
 }
 
