@@ -1,0 +1,332 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// walkSQL follows parent links from ?1 for at most ?2 steps. A row whose
+// entry columns are NULL names an id that does not exist; the walk stops
+// there, at a root, or after ?2 rows (which bounds it on a cycle).
+const walkSQL = `WITH RECURSIVE w(id, n) AS (
+	SELECT ?1, 0
+	UNION ALL
+	SELECT e.parent_id, w.n + 1 FROM w JOIN entries e ON e.id = w.id
+	WHERE e.parent_id IS NOT NULL AND w.n + 1 < ?2
+)
+SELECT w.id, e.id, e.session_id, e.parent_id, e.seq, e.kind, e.payload, e.native_id, e.token_estimate, e.created_at
+FROM w LEFT JOIN entries e ON e.id = w.id ORDER BY w.n`
+
+// walker walks a session's tree from an entry towards the root, newest
+// first, checking every step: a missing id, an entry of another session or
+// an entry seen twice (a cycle) is a CodeCorrupt error.
+type walker struct {
+	q         querier
+	sessionID string
+	seen      map[string]struct{}
+}
+
+func newWalker(q querier, sessionID string) *walker {
+	return &walker{q: q, sessionID: sessionID, seen: map[string]struct{}{}}
+}
+
+// walk visits entries from startID back to the root, batch rows per query,
+// until fn returns false. isHead says that startID is the session's head
+// (for the error message when it does not exist).
+func (w *walker) walk(ctx context.Context, startID string, isHead bool, batch int, fn func(core.Entry) bool) error {
+	next, child := startID, ""
+	for next != "" {
+		rows, err := w.q.QueryContext(ctx, walkSQL, next, batch)
+		if err != nil {
+			return fmt.Errorf("storage: walk session %s: %w", w.sessionID, err)
+		}
+		var buf []core.Entry
+		missing := ""
+		for rows.Next() {
+			var want sql.NullString
+			var r entryRow
+			if err := rows.Scan(append([]any{&want}, r.dest()...)...); err != nil {
+				rows.Close()
+				return fmt.Errorf("storage: walk session %s: %w", w.sessionID, err)
+			}
+			if !r.id.Valid {
+				missing = want.String
+				break
+			}
+			buf = append(buf, r.entry())
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("storage: walk session %s: %w", w.sessionID, err)
+		}
+		for _, e := range buf {
+			if e.SessionID != w.sessionID {
+				return core.Errorf(core.CodeCorrupt, "session %s: entry %q (parent of %q) belongs to session %s",
+					w.sessionID, e.ID, child, e.SessionID)
+			}
+			if _, dup := w.seen[e.ID]; dup {
+				return core.Errorf(core.CodeCorrupt, "session %s: cycle: entry %q is its own ancestor", w.sessionID, e.ID)
+			}
+			w.seen[e.ID] = struct{}{}
+			if !fn(e) {
+				return nil
+			}
+			child, next = e.ID, e.ParentID
+		}
+		if missing != "" {
+			if child == "" && isHead {
+				return core.Errorf(core.CodeCorrupt, "session %s: head %q does not exist", w.sessionID, missing)
+			}
+			if child == "" {
+				return core.Errorf(core.CodeCorrupt, "session %s: entry %q does not exist", w.sessionID, missing)
+			}
+			return core.Errorf(core.CodeCorrupt, "session %s: entry %q has parent %q, which does not exist",
+				w.sessionID, child, missing)
+		}
+		if len(buf) == 0 {
+			return nil
+		}
+	}
+	return nil
+}
+
+// ActiveBranch implements core.Store: the entries from the root to the
+// head, in order. An unsound branch is a CodeCorrupt error naming the
+// problem; a session without entries has an empty branch.
+func (db *DB) ActiveBranch(ctx context.Context, sessionID string) ([]core.Entry, error) {
+	var out []core.Entry
+	err := db.read(ctx, func(tx *stmtTx) (err error) {
+		out, err = activeBranch(ctx, tx, sessionID)
+		return err
+	})
+	return out, err
+}
+
+func activeBranch(ctx context.Context, q querier, sessionID string) ([]core.Entry, error) {
+	st, err := loadState(ctx, q, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	out := []core.Entry{}
+	if st.headID == "" {
+		return out, nil
+	}
+	collect := func(e core.Entry) bool {
+		out = append(out, e)
+		return true
+	}
+	if !st.branched && st.headSeq.Valid {
+		ok, err := scanChain(ctx, q, sessionID, st.headID, st.headSeq.Int64, 1024, collect)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			reverse(out)
+			return out, nil
+		}
+		out = out[:0] // not one sound chain: walk it to name the problem
+	}
+	err = newWalker(q, sessionID).walk(ctx, st.headID, true, 1024, func(e core.Entry) bool {
+		out = append(out, e)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	reverse(out)
+	return out, nil
+}
+
+func reverse(es []core.Entry) {
+	for i, j := 0, len(es)-1; i < j; i, j = i+1, j-1 {
+		es[i], es[j] = es[j], es[i]
+	}
+}
+
+// DefaultHistoryMessages is the page size History uses when asked for
+// maxMessages <= 0.
+const DefaultHistoryMessages = 60
+
+// History implements core.Store. It walks the active branch backwards from
+// the head (beforeSeq 0) or from the newest branch entry with
+// seq < beforeSeq, and stops once maxMessages user/assistant messages are
+// collected; other kinds ride along without counting. Entries come back
+// oldest first; hasMore tells whether the branch goes on before the first.
+// Only the page is read, whatever the length of the session.
+func (db *DB) History(ctx context.Context, sessionID string, beforeSeq int64, maxMessages int) (entries []core.Entry, hasMore bool, err error) {
+	if maxMessages <= 0 {
+		maxMessages = DefaultHistoryMessages
+	}
+	err = db.read(ctx, func(tx *stmtTx) error {
+		entries, hasMore, err = history(ctx, tx, sessionID, beforeSeq, maxMessages)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return entries, hasMore, nil
+}
+
+func history(ctx context.Context, q querier, sessionID string, beforeSeq int64, maxMessages int) ([]core.Entry, bool, error) {
+	st, err := loadState(ctx, q, sessionID)
+	if err != nil {
+		return nil, false, err
+	}
+	out := []core.Entry{}
+	if st.headID == "" {
+		return out, false, nil
+	}
+	if !st.headSeq.Valid {
+		return nil, false, core.Errorf(core.CodeCorrupt, "session %s: head %q does not exist", sessionID, st.headID)
+	}
+	batch := min(2*maxMessages+16, 1024)
+	count := 0
+	collect := func(e core.Entry) bool {
+		out = append(out, e)
+		if e.Kind.IsMessage() {
+			count++
+		}
+		return count < maxMessages
+	}
+	if !st.branched {
+		fromSeq, firstID := st.headSeq.Int64, st.headID
+		if beforeSeq > 0 && beforeSeq <= fromSeq {
+			fromSeq, firstID = beforeSeq-1, ""
+		}
+		ok, err := scanChain(ctx, q, sessionID, firstID, fromSeq, batch, collect)
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			hasMore := len(out) > 0 && out[len(out)-1].ParentID != ""
+			reverse(out)
+			return out, hasMore, nil
+		}
+		// Not one sound chain: walk from the head, which names the problem.
+		out, count = out[:0], 0
+	}
+	w := newWalker(q, sessionID)
+	start := st.headID
+	if beforeSeq > 0 && beforeSeq <= st.headSeq.Int64 {
+		start, err = branchEntryBefore(ctx, w, st.headID, beforeSeq)
+		if err != nil {
+			return nil, false, err
+		}
+		if start == "" {
+			return out, false, nil
+		}
+		w = newWalker(q, sessionID)
+	}
+	err = w.walk(ctx, start, start == st.headID, batch, collect)
+	if err != nil {
+		return nil, false, err
+	}
+	hasMore := len(out) > 0 && out[len(out)-1].ParentID != ""
+	reverse(out)
+	return out, hasMore, nil
+}
+
+// branchEntryBefore finds the newest entry of the active branch with
+// seq < beforeSeq ("" if none). Seqs grow from parent to child, so it is the
+// first such entry walking back from the head.
+func branchEntryBefore(ctx context.Context, w *walker, headID string, beforeSeq int64) (string, error) {
+	found := ""
+	err := w.walk(ctx, headID, true, 1024, func(e core.Entry) bool {
+		if e.Seq < beforeSeq {
+			found = e.ID
+			return false
+		}
+		return true
+	})
+	return found, err
+}
+
+// Integrity implements core.Store. Each session's active branch is walked
+// and, across all entries, every parent link is checked (it must name an
+// existing, older entry of the same session); one problem is reported per
+// unsound session and the others are left alone.
+func (db *DB) Integrity(ctx context.Context) (core.IntegrityReport, error) {
+	var rep core.IntegrityReport
+	err := db.read(ctx, func(tx *stmtTx) error {
+		var err error
+		rep, err = integrity(ctx, tx)
+		return err
+	})
+	return rep, err
+}
+
+func integrity(ctx context.Context, q querier) (core.IntegrityReport, error) {
+	rep := core.IntegrityReport{Problems: []core.IntegrityProblem{}}
+	var ids []string
+	rows, err := q.QueryContext(ctx, `SELECT id FROM sessions ORDER BY id`)
+	if err != nil {
+		return rep, fmt.Errorf("storage: integrity: %w", err)
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return rep, fmt.Errorf("storage: integrity: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return rep, fmt.Errorf("storage: integrity: %w", err)
+	}
+	bad := map[string]bool{}
+	for _, id := range ids {
+		rep.SessionsChecked++
+		if _, err := activeBranch(ctx, q, id); err != nil {
+			if core.ErrorCode(err) != core.CodeCorrupt {
+				return rep, err
+			}
+			rep.Problems = append(rep.Problems, core.IntegrityProblem{SessionID: id, Problem: err.Error()})
+			bad[id] = true
+		}
+	}
+	// Off the active branch: parent links that are missing, cross sessions
+	// or do not point to an older entry (every cycle has such a link).
+	rows, err = q.QueryContext(ctx, `SELECT e.session_id, e.id, e.parent_id, p.id, p.session_id, e.seq, p.seq
+		FROM entries e LEFT JOIN entries p ON p.id = e.parent_id
+		WHERE e.parent_id IS NOT NULL AND (p.id IS NULL OR p.session_id <> e.session_id OR p.seq >= e.seq)
+		ORDER BY e.session_id, e.seq`)
+	if err != nil {
+		return rep, fmt.Errorf("storage: integrity: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var sid, id, parent string
+		var pid, psid sql.NullString
+		var seq int64
+		var pseq sql.NullInt64
+		if err := rows.Scan(&sid, &id, &parent, &pid, &psid, &seq, &pseq); err != nil {
+			return rep, fmt.Errorf("storage: integrity: %w", err)
+		}
+		if bad[sid] {
+			continue
+		}
+		var msg string
+		switch {
+		case !pid.Valid:
+			msg = fmt.Sprintf("session %s: entry %q has parent %q, which does not exist", sid, id, parent)
+		case psid.String != sid:
+			msg = fmt.Sprintf("session %s: entry %q has parent %q from session %s", sid, id, parent, psid.String)
+		default:
+			msg = fmt.Sprintf("session %s: entry %q (seq %d) has parent %q with seq %d, not older (a cycle or misordered link)",
+				sid, id, seq, parent, pseq.Int64)
+		}
+		rep.Problems = append(rep.Problems, core.IntegrityProblem{SessionID: sid, Problem: msg})
+		bad[sid] = true
+	}
+	if err := rows.Err(); err != nil {
+		return rep, fmt.Errorf("storage: integrity: %w", err)
+	}
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM entries`).Scan(&rep.EntriesChecked); err != nil {
+		return rep, fmt.Errorf("storage: integrity: %w", err)
+	}
+	return rep, nil
+}

@@ -1,0 +1,283 @@
+// Package storage is the SQLite implementation of core.Store.
+//
+// One database file holds every session, its entry tree and the audit log.
+// The file is opened in WAL mode with foreign keys on and a busy timeout, so
+// several goroutines and several Bridge processes can share it: every write
+// transaction takes the write lock when it begins (BEGIN IMMEDIATE), and the
+// sequence number of a new entry is computed inside that transaction.
+//
+// Inside one process, Writer calls made on *DB (outside Update) are group
+// committed: a call that finds no write in progress commits at once on its
+// own goroutine; calls that arrive while a write is in progress queue for a
+// single writer goroutine, which commits all the calls waiting at that
+// moment in one transaction. Each call still gets its own result, and a call
+// that fails is rolled back to its own savepoint without disturbing the
+// others.
+//
+// Reads of a session's branch (ActiveBranch, History) follow parent links
+// and check each one. While a session has never branched, its tree is one
+// chain and the walk reads the (session_id, seq) index backwards, so a
+// History page costs the same on a session of 100,000 entries as on a short
+// one; on a branched session, paging with beforeSeq walks from the head.
+//
+// Durability: the database runs with synchronous=NORMAL in WAL mode. A
+// committed transaction survives a crash of the process; a power cut may lose
+// the last commits but never leaves a half-written one. Set
+// Options.FullSync to sync on every commit.
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bridge-dev/bridge/core"
+
+	// The database/sql driver "sqlite3" (pure Go SQLite, no cgo).
+	_ "github.com/ncruces/go-sqlite3/driver"
+)
+
+// Options tunes Open. The zero value is ready to use.
+type Options struct {
+	// BusyTimeout is how long a statement waits for a lock held by another
+	// connection or process before failing; 0 means 10 seconds.
+	BusyTimeout time.Duration
+
+	// Hook, when set, is called inside write transactions right after each
+	// statement succeeds, with the name of the point reached:
+	//
+	//	"session.insert"  a session row was inserted (CreateSession)
+	//	"session.update"  head fields were changed (PatchSession)
+	//	"entry.insert"    one entry row was inserted (Append, AppendTo)
+	//	"session.head"    the head moved after an append, or by MoveHead
+	//	"audit.insert"    an audit record was inserted
+	//	"commit.before"   the transaction is about to commit
+	//
+	// It exists for crash tests: a test process can exit at the Nth point
+	// and check that the reopened database holds all of the transaction or
+	// none of it. Hook runs while the write lock is held; it must not call
+	// back into the DB.
+	Hook func(point string)
+
+	// FullSync makes every commit wait until the data reaches the disk
+	// (synchronous=FULL); the default (NORMAL) is crash-safe for the
+	// process but a power cut may lose the last commits.
+	FullSync bool
+}
+
+// DB is a Bridge record in one SQLite file. It implements core.Store and is
+// safe for concurrent use.
+type DB struct {
+	sql  *sql.DB
+	path string
+	hook func(string)
+	now  func() time.Time
+
+	// writeMu serialises this process's write transactions, so that they
+	// queue in Go instead of polling SQLite's busy handler.
+	writeMu sync.Mutex
+
+	// groups and calls count write transactions of the writer and the
+	// calls they carried (group commit at work when calls > groups).
+	groups, calls atomic.Int64
+	queued        atomic.Int64 // calls handed to the writer goroutine
+
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt
+
+	closeMu sync.RWMutex
+	closed  bool
+	reqs    chan *writeReq
+	done    chan struct{}
+}
+
+var _ core.Store = (*DB)(nil)
+
+// Open opens (creating if needed) the database at path, applies pending
+// migrations and starts the writer. The folder holding path is created with
+// mode 0700 and the database files are given mode 0600 whatever the umask.
+// Opening a database written by a newer Bridge (a schema version this one
+// does not know) fails with a CodeUnsupported error.
+func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+	if path == "" {
+		return nil, core.Errorf(core.CodeInvalid, "storage: database path is empty")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("storage: resolve %s: %w", path, err)
+	}
+	if err := ensureFiles(abs); err != nil {
+		return nil, err
+	}
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = 10 * time.Second
+	}
+	syncMode := "normal"
+	if opts.FullSync {
+		syncMode = "full"
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "journal_mode(wal)")
+	q.Add("_pragma", "foreign_keys(on)")
+	q.Add("_pragma", "synchronous("+syncMode+")")
+	q.Set("_txlock", "immediate")
+	dsn := (&url.URL{Scheme: "file", OmitHost: true, Path: abs, RawQuery: q.Encode()}).String()
+
+	sdb, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", abs, err)
+	}
+	sdb.SetMaxOpenConns(8)
+	sdb.SetMaxIdleConns(8)
+	sdb.SetConnMaxIdleTime(0)
+	sdb.SetConnMaxLifetime(0)
+
+	db := &DB{
+		sql:   sdb,
+		path:  abs,
+		hook:  opts.Hook,
+		now:   func() time.Time { return time.Now().UTC() },
+		reqs:  make(chan *writeReq, 256),
+		stmts: map[string]*sql.Stmt{},
+		done:  make(chan struct{}),
+	}
+	if err := db.migrate(ctx); err != nil {
+		sdb.Close()
+		return nil, err
+	}
+	// The first connection created -wal and -shm; make them private too.
+	if err := chmodFiles(abs); err != nil {
+		sdb.Close()
+		return nil, err
+	}
+	go db.writer()
+	return db, nil
+}
+
+// ensureFiles creates the parent folder (0700) and the database file (0600).
+func ensureFiles(abs string) error {
+	dir := filepath.Dir(abs)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("storage: create folder %s: %w", dir, err)
+		}
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("storage: chmod %s: %w", dir, err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("storage: stat %s: %w", dir, err)
+	}
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("storage: create %s: %w", abs, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("storage: create %s: %w", abs, err)
+	}
+	return chmodFiles(abs)
+}
+
+// chmodFiles gives the database and its -wal/-shm companions mode 0600.
+func chmodFiles(abs string) error {
+	for _, p := range []string{abs, abs + "-wal", abs + "-shm"} {
+		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("storage: chmod %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// Path is the absolute path of the database file.
+func (db *DB) Path() string { return db.path }
+
+// SQL exposes the underlying database handle, for tests and diagnostics.
+// Writing through it bypasses every check of the record.
+func (db *DB) SQL() *sql.DB { return db.sql }
+
+// Close stops the writer (pending writes finish first) and closes the
+// database. It is safe to call more than once.
+func (db *DB) Close() error {
+	db.closeMu.Lock()
+	if db.closed {
+		db.closeMu.Unlock()
+		return nil
+	}
+	db.closed = true
+	close(db.reqs)
+	db.closeMu.Unlock()
+	<-db.done
+	db.closeStmts()
+	if err := db.sql.Close(); err != nil {
+		return fmt.Errorf("storage: close: %w", err)
+	}
+	return nil
+}
+
+func (db *DB) fire(point string) {
+	if db.hook != nil {
+		db.hook(point)
+	}
+}
+
+// Update runs fn in one write transaction: everything fn writes through w
+// commits together, and nothing does if fn returns an error (which Update
+// returns unchanged) or panics. w must not be used after fn returns, and fn
+// must not call write methods of db itself (they would wait for this
+// transaction to end).
+func (db *DB) Update(ctx context.Context, fn func(w core.Writer) error) (err error) {
+	if db.isClosed() {
+		return errClosed
+	}
+	db.writeMu.Lock()
+	defer db.writeMu.Unlock()
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("storage: begin: %w", err)
+	}
+	w := &txWriter{db: db, tx: tx, q: newStmtTx(db, tx)}
+	committed := false
+	defer func() {
+		w.close()
+		if !committed {
+			_ = tx.Rollback()
+		}
+	}()
+	if err := fn(w); err != nil {
+		return err
+	}
+	w.close()
+	db.fire("commit.before")
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("storage: commit: %w", err)
+	}
+	committed = true
+	return nil
+}
+
+var errClosed = core.Errorf(core.CodeUnavailable, "storage: database is closed")
+
+func (db *DB) isClosed() bool {
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	return db.closed
+}
+
+// read runs fn in a read-only transaction, so that every query of fn sees
+// the same snapshot.
+func (db *DB) read(ctx context.Context, fn func(q *stmtTx) error) error {
+	tx, err := db.sql.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("storage: begin read: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only; nothing to keep
+	return fn(newStmtTx(db, tx))
+}

@@ -1,0 +1,205 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// querier is what reads need: *sql.DB or *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+const sessionCols = `id, harness, cwd, title, preset, model, effort, native_session_id, head_id,
+	restore_mode, latest_checkpoint_id, archived, created_at, updated_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanSession(sc scanner) (core.Session, error) {
+	var s core.Session
+	var created, updated int64
+	err := sc.Scan(&s.ID, &s.Harness, &s.Cwd, &s.Title, &s.Preset, &s.Model, &s.Effort, &s.NativeSessionID,
+		&s.HeadID, &s.RestoreMode, &s.LatestCheckpointID, &s.Archived, &created, &updated)
+	s.CreatedAt, s.UpdatedAt = unix(created), unix(updated)
+	return s, err
+}
+
+func getSession(ctx context.Context, q querier, id string) (core.Session, error) {
+	s, err := scanSession(q.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return core.Session{}, core.NotFound("session", id)
+	}
+	if err != nil {
+		return core.Session{}, fmt.Errorf("storage: get session %s: %w", id, err)
+	}
+	return s, nil
+}
+
+// GetSession implements core.Store.
+func (db *DB) GetSession(ctx context.Context, id string) (core.Session, error) {
+	return getSession(ctx, db.sql, id)
+}
+
+// ListSessions implements core.Store: most recently updated first (ties by
+// id, descending), archived sessions only with IncludeArchived. The cursor
+// is opaque.
+func (db *DB) ListSessions(ctx context.Context, q core.ListQuery) ([]core.Session, string, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	where := []string{"1 = 1"}
+	var args []any
+	if !q.IncludeArchived {
+		where = append(where, "archived = 0")
+	}
+	if q.Harness != "" {
+		where = append(where, "harness = ?")
+		args = append(args, q.Harness)
+	}
+	if q.Cursor != "" {
+		upd, id, err := decodeCursor(q.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		where = append(where, "(updated_at < ? OR (updated_at = ? AND id < ?))")
+		args = append(args, upd, upd, id)
+	}
+	args = append(args, limit+1)
+	rows, err := db.sql.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY updated_at DESC, id DESC LIMIT ?`, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("storage: list sessions: %w", err)
+	}
+	defer rows.Close()
+	out := []core.Session{}
+	for rows.Next() {
+		s, err := scanSession(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("storage: list sessions: %w", err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("storage: list sessions: %w", err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		last := out[limit-1]
+		next = encodeCursor(nanos(last.UpdatedAt), last.ID)
+	}
+	return out, next, nil
+}
+
+func encodeCursor(upd int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(upd, 10) + "|" + id))
+}
+
+func decodeCursor(c string) (int64, string, error) {
+	bad := core.Errorf(core.CodeInvalid, "session list cursor %q is not valid", c)
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, "", bad
+	}
+	n, id, ok := strings.Cut(string(b), "|")
+	upd, err := strconv.ParseInt(n, 10, 64)
+	if !ok || err != nil || id == "" {
+		return 0, "", bad
+	}
+	return upd, id, nil
+}
+
+// FindSessionByNative implements core.Store; when several sessions share
+// the native id, the most recently updated wins.
+func (db *DB) FindSessionByNative(ctx context.Context, harness, nativeID string) (core.Session, error) {
+	if nativeID == "" {
+		return core.Session{}, core.NotFound("native session", nativeID)
+	}
+	s, err := scanSession(db.sql.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions
+		WHERE harness = ? AND native_session_id = ? ORDER BY updated_at DESC, id DESC LIMIT 1`, harness, nativeID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return core.Session{}, core.NotFound(harness+" native session", nativeID)
+	}
+	if err != nil {
+		return core.Session{}, fmt.Errorf("storage: find native session %s: %w", nativeID, err)
+	}
+	return s, nil
+}
+
+const entryCols = `id, session_id, parent_id, seq, kind, payload, native_id, token_estimate, created_at`
+
+// entryRow holds nullable scan targets for one entry row.
+type entryRow struct {
+	id, session, parent, kind, payload, native sql.NullString
+	seq, tokens, created                       sql.NullInt64
+}
+
+func (r *entryRow) dest() []any {
+	return []any{&r.id, &r.session, &r.parent, &r.seq, &r.kind, &r.payload, &r.native, &r.tokens, &r.created}
+}
+
+func (r *entryRow) entry() core.Entry {
+	return core.Entry{
+		ID: r.id.String, SessionID: r.session.String, ParentID: r.parent.String, Seq: r.seq.Int64,
+		Kind: core.Kind(r.kind.String), Payload: []byte(r.payload.String), NativeID: r.native.String,
+		TokenEstimate: r.tokens.Int64, CreatedAt: unix(r.created.Int64),
+	}
+}
+
+// GetEntry implements core.Store. Entries of kinds this Bridge does not
+// know are returned as stored.
+func (db *DB) GetEntry(ctx context.Context, id string) (core.Entry, error) {
+	var r entryRow
+	err := db.sql.QueryRowContext(ctx, `SELECT `+entryCols+` FROM entries WHERE id = ?`, id).Scan(r.dest()...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return core.Entry{}, core.NotFound("entry", id)
+	}
+	if err != nil {
+		return core.Entry{}, fmt.Errorf("storage: get entry %s: %w", id, err)
+	}
+	return r.entry(), nil
+}
+
+// Audit implements core.Store.
+func (db *DB) Audit(ctx context.Context, entity, kind string) ([]core.AuditRecord, error) {
+	where := []string{"1 = 1"}
+	var args []any
+	if entity != "" {
+		where = append(where, "entity = ?")
+		args = append(args, entity)
+	}
+	if kind != "" {
+		where = append(where, "kind = ?")
+		args = append(args, kind)
+	}
+	rows, err := db.sql.QueryContext(ctx, `SELECT id, source, kind, entity, body, time FROM audit WHERE `+
+		strings.Join(where, " AND ")+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("storage: audit: %w", err)
+	}
+	defer rows.Close()
+	out := []core.AuditRecord{}
+	for rows.Next() {
+		var r core.AuditRecord
+		var body string
+		var t int64
+		if err := rows.Scan(&r.ID, &r.Source, &r.Kind, &r.Entity, &body, &t); err != nil {
+			return nil, fmt.Errorf("storage: audit: %w", err)
+		}
+		r.Body, r.Time = []byte(body), unix(t)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: audit: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,369 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// txWriter is core.Writer inside one write transaction (Update, or one group
+// of the writer goroutine).
+type txWriter struct {
+	db *DB
+	tx *sql.Tx
+
+	q *stmtTx // tx through cached prepared statements
+
+	mu   sync.Mutex
+	done bool
+}
+
+const insertEntrySQL = `INSERT INTO entries
+	(id, session_id, parent_id, seq, kind, payload, native_id, token_estimate, created_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+var _ core.Writer = (*txWriter)(nil)
+
+var errTxDone = core.Errorf(core.CodeInvalid, "storage: writer used after its transaction ended")
+
+// close marks the writer finished; later calls fail.
+func (w *txWriter) close() {
+	w.mu.Lock()
+	w.done = true
+	w.mu.Unlock()
+}
+
+func (w *txWriter) lock() error {
+	w.mu.Lock()
+	if w.done {
+		w.mu.Unlock()
+		return errTxDone
+	}
+	return nil
+}
+
+// CreateSession implements core.Writer.
+func (w *txWriter) CreateSession(ctx context.Context, s core.Session) (core.Session, error) {
+	if err := w.lock(); err != nil {
+		return core.Session{}, err
+	}
+	defer w.mu.Unlock()
+	return w.createSession(ctx, s)
+}
+
+// PatchSession implements core.Writer.
+func (w *txWriter) PatchSession(ctx context.Context, id string, p core.SessionPatch) (core.Session, error) {
+	if err := w.lock(); err != nil {
+		return core.Session{}, err
+	}
+	defer w.mu.Unlock()
+	return w.patchSession(ctx, id, p)
+}
+
+// Append implements core.Writer.
+func (w *txWriter) Append(ctx context.Context, sessionID string, entries ...core.NewEntry) ([]core.Entry, error) {
+	if err := validateAll(entries); err != nil {
+		return nil, err
+	}
+	if err := w.lock(); err != nil {
+		return nil, err
+	}
+	defer w.mu.Unlock()
+	return w.appendEntries(ctx, sessionID, "", false, entries)
+}
+
+// AppendTo implements core.Writer.
+func (w *txWriter) AppendTo(ctx context.Context, sessionID, parentID string, entries ...core.NewEntry) ([]core.Entry, error) {
+	if err := validateAll(entries); err != nil {
+		return nil, err
+	}
+	if err := w.lock(); err != nil {
+		return nil, err
+	}
+	defer w.mu.Unlock()
+	return w.appendEntries(ctx, sessionID, parentID, true, entries)
+}
+
+// MoveHead implements core.Writer.
+func (w *txWriter) MoveHead(ctx context.Context, sessionID, entryID string) error {
+	if err := w.lock(); err != nil {
+		return err
+	}
+	defer w.mu.Unlock()
+	return w.moveHead(ctx, sessionID, entryID)
+}
+
+// AppendAudit implements core.Writer.
+func (w *txWriter) AppendAudit(ctx context.Context, r core.AuditRecord) error {
+	if err := validateAudit(r); err != nil {
+		return err
+	}
+	if err := w.lock(); err != nil {
+		return err
+	}
+	defer w.mu.Unlock()
+	return w.appendAudit(ctx, r)
+}
+
+// validateAll checks every entry before anything is written.
+func validateAll(entries []core.NewEntry) error {
+	for i, e := range entries {
+		if err := e.Validate(); err != nil {
+			if len(entries) > 1 {
+				return core.E(core.CodeInvalid, fmt.Sprintf("entry %d of %d", i+1, len(entries)), err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func validateAudit(r core.AuditRecord) error {
+	if r.Kind == "" {
+		return core.Errorf(core.CodeInvalid, "audit record: kind is required")
+	}
+	if len(r.Body) > 0 && !json.Valid(r.Body) {
+		return core.Errorf(core.CodeInvalid, "audit record %s: body is not valid JSON", r.Kind)
+	}
+	return nil
+}
+
+// nanos stores t as Unix nanoseconds; unix reads it back in UTC.
+func nanos(t time.Time) int64    { return t.UnixNano() }
+func unix(n int64) time.Time     { return time.Unix(0, n).UTC() }
+func norm(t time.Time) time.Time { return unix(nanos(t)) }
+
+func (w *txWriter) createSession(ctx context.Context, s core.Session) (core.Session, error) {
+	now := w.db.now()
+	if s.ID == "" {
+		s.ID = newID("s_", now)
+	}
+	if s.CreatedAt.IsZero() {
+		s.CreatedAt = now
+	}
+	if s.UpdatedAt.IsZero() {
+		s.UpdatedAt = s.CreatedAt
+	}
+	s.CreatedAt, s.UpdatedAt = norm(s.CreatedAt), norm(s.UpdatedAt)
+	s.HeadID = "" // a new session has no entries yet
+	var exists int
+	if err := w.q.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE id = ?`, s.ID).Scan(&exists); err != nil {
+		return core.Session{}, fmt.Errorf("storage: create session: %w", err)
+	}
+	if exists > 0 {
+		return core.Session{}, core.Errorf(core.CodeConflict, "session %q already exists", s.ID)
+	}
+	_, err := w.q.ExecContext(ctx, `INSERT INTO sessions (id, harness, cwd, title, preset, model, effort,
+		native_session_id, head_id, restore_mode, latest_checkpoint_id, archived, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?)`,
+		s.ID, s.Harness, s.Cwd, s.Title, s.Preset, s.Model, s.Effort, s.NativeSessionID,
+		s.RestoreMode, s.LatestCheckpointID, s.Archived, nanos(s.CreatedAt), nanos(s.UpdatedAt))
+	if err != nil {
+		return core.Session{}, fmt.Errorf("storage: create session: %w", err)
+	}
+	w.db.fire("session.insert")
+	return s, nil
+}
+
+// touch returns a new updated_at that is never before the previous one.
+func (w *txWriter) touch(prev time.Time) time.Time {
+	now := w.db.now()
+	if !now.After(prev) {
+		now = prev.Add(time.Nanosecond)
+	}
+	return norm(now)
+}
+
+func (w *txWriter) patchSession(ctx context.Context, id string, p core.SessionPatch) (core.Session, error) {
+	s, err := getSession(ctx, w.tx, id)
+	if err != nil {
+		return core.Session{}, err
+	}
+	set := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&s.Title, p.Title)
+	set(&s.Preset, p.Preset)
+	set(&s.Model, p.Model)
+	set(&s.Effort, p.Effort)
+	set(&s.NativeSessionID, p.NativeSessionID)
+	set(&s.RestoreMode, p.RestoreMode)
+	set(&s.LatestCheckpointID, p.LatestCheckpointID)
+	if p.Archived != nil {
+		s.Archived = *p.Archived
+	}
+	s.UpdatedAt = w.touch(s.UpdatedAt)
+	_, err = w.q.ExecContext(ctx, `UPDATE sessions SET title = ?, preset = ?, model = ?, effort = ?,
+		native_session_id = ?, restore_mode = ?, latest_checkpoint_id = ?, archived = ?, updated_at = ?
+		WHERE id = ?`,
+		s.Title, s.Preset, s.Model, s.Effort, s.NativeSessionID, s.RestoreMode, s.LatestCheckpointID,
+		s.Archived, nanos(s.UpdatedAt), id)
+	if err != nil {
+		return core.Session{}, fmt.Errorf("storage: patch session %s: %w", id, err)
+	}
+	w.db.fire("session.update")
+	return s, nil
+}
+
+// sessionState is what an append needs to know about a session.
+type sessionState struct {
+	headID    string
+	headSeq   sql.NullInt64 // null when there is no head or it is missing
+	maxSeq    int64
+	branched  bool
+	updatedAt time.Time
+}
+
+func loadState(ctx context.Context, q querier, id string) (sessionState, error) {
+	var st sessionState
+	var upd int64
+	err := q.QueryRowContext(ctx, `SELECT s.head_id, s.branched, s.updated_at,
+		coalesce((SELECT max(seq) FROM entries WHERE session_id = s.id), 0),
+		(SELECT seq FROM entries WHERE id = s.head_id AND session_id = s.id)
+		FROM sessions s WHERE s.id = ?`, id).Scan(&st.headID, &st.branched, &upd, &st.maxSeq, &st.headSeq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return st, core.NotFound("session", id)
+	}
+	if err != nil {
+		return st, fmt.Errorf("storage: load session %s: %w", id, err)
+	}
+	st.updatedAt = unix(upd)
+	return st, nil
+}
+
+// appendEntries adds entries as a chain. With explicit false the parent is
+// the head; otherwise it is parentID ("" starts a new root).
+func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string, explicit bool, entries []core.NewEntry) ([]core.Entry, error) {
+	st, err := loadState(ctx, w.q, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	var parentSeq int64
+	if !explicit {
+		parentID = st.headID
+		if parentID != "" {
+			if !st.headSeq.Valid {
+				return nil, core.Errorf(core.CodeCorrupt, "session %s: head %q does not exist", sessionID, parentID)
+			}
+			parentSeq = st.headSeq.Int64
+		}
+	} else if parentID != "" {
+		var owner string
+		err := w.q.QueryRowContext(ctx, `SELECT session_id, seq FROM entries WHERE id = ?`, parentID).Scan(&owner, &parentSeq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, core.Errorf(core.CodeInvalid, "session %s: parent entry %q does not exist", sessionID, parentID)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("storage: load parent %s: %w", parentID, err)
+		}
+		if owner != sessionID {
+			return nil, core.Errorf(core.CodeInvalid, "session %s: parent entry %q belongs to session %s", sessionID, parentID, owner)
+		}
+	}
+	if len(entries) == 0 {
+		return []core.Entry{}, nil
+	}
+	now := w.db.now()
+	out := make([]core.Entry, 0, len(entries))
+	seq := st.maxSeq
+	for _, ne := range entries {
+		if ne.NativeID != "" {
+			var n int
+			if err := w.q.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE session_id = ? AND native_id = ?`,
+				sessionID, ne.NativeID).Scan(&n); err != nil {
+				return nil, fmt.Errorf("storage: check native id: %w", err)
+			}
+			if n > 0 {
+				continue // already imported: skipped by contract
+			}
+		}
+		id := ne.ID
+		if id == "" {
+			id = newID("e_", now)
+		} else {
+			var n int
+			if err := w.q.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE id = ?`, id).Scan(&n); err != nil {
+				return nil, fmt.Errorf("storage: check entry id: %w", err)
+			}
+			if n > 0 {
+				return nil, core.Errorf(core.CodeConflict, "entry %q already exists", id)
+			}
+		}
+		// A new child under an entry that is not the newest, or a second
+		// root, starts a branch.
+		if (parentID == "" && seq > 0) || (parentID != "" && parentSeq < seq) {
+			st.branched = true
+		}
+		seq++
+		e := core.Entry{
+			ID: id, SessionID: sessionID, ParentID: parentID, Seq: seq, Kind: ne.Kind,
+			Payload: ne.Payload, NativeID: ne.NativeID, TokenEstimate: ne.TokenEstimate, CreatedAt: norm(now),
+		}
+		if _, err := w.q.ExecContext(ctx, insertEntrySQL, e.ID, e.SessionID, nullStr(e.ParentID), e.Seq, string(e.Kind),
+			string(e.Payload), nullStr(e.NativeID), e.TokenEstimate, nanos(e.CreatedAt)); err != nil {
+			return nil, fmt.Errorf("storage: insert entry: %w", err)
+		}
+		w.db.fire("entry.insert")
+		out = append(out, e)
+		parentID, parentSeq = id, seq
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	if _, err := w.q.ExecContext(ctx, `UPDATE sessions SET head_id = ?, branched = ?, updated_at = ? WHERE id = ?`,
+		parentID, st.branched, nanos(w.touch(st.updatedAt)), sessionID); err != nil {
+		return nil, fmt.Errorf("storage: move head: %w", err)
+	}
+	w.db.fire("session.head")
+	return out, nil
+}
+
+func nullStr(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+func (w *txWriter) moveHead(ctx context.Context, sessionID, entryID string) error {
+	st, err := loadState(ctx, w.q, sessionID)
+	if err != nil {
+		return err
+	}
+	var owner string
+	err = w.q.QueryRowContext(ctx, `SELECT session_id FROM entries WHERE id = ?`, entryID).Scan(&owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return core.NotFound("entry", entryID)
+	}
+	if err != nil {
+		return fmt.Errorf("storage: move head: %w", err)
+	}
+	if owner != sessionID {
+		return core.Errorf(core.CodeInvalid, "entry %q belongs to session %s, not %s", entryID, owner, sessionID)
+	}
+	if _, err := w.q.ExecContext(ctx, `UPDATE sessions SET head_id = ?, updated_at = ? WHERE id = ?`,
+		entryID, nanos(w.touch(st.updatedAt)), sessionID); err != nil {
+		return fmt.Errorf("storage: move head: %w", err)
+	}
+	w.db.fire("session.head")
+	return nil
+}
+
+func (w *txWriter) appendAudit(ctx context.Context, r core.AuditRecord) error {
+	if r.Time.IsZero() {
+		r.Time = w.db.now()
+	}
+	body := string(r.Body)
+	if body == "" {
+		body = "{}"
+	}
+	if _, err := w.q.ExecContext(ctx, `INSERT INTO audit (source, kind, entity, body, time) VALUES (?, ?, ?, ?, ?)`,
+		r.Source, r.Kind, r.Entity, body, nanos(r.Time)); err != nil {
+		return fmt.Errorf("storage: append audit: %w", err)
+	}
+	w.db.fire("audit.insert")
+	return nil
+}
