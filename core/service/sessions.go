@@ -144,6 +144,7 @@ func (s *Service) runTurn(ctx context.Context, l *liveSession, content []core.Co
 	res, err := l.live.Prompt(ctx, content)
 	if err != nil {
 		if ctx.Err() != nil {
+			_ = l.live.Cancel(context.WithoutCancel(ctx))
 			return core.TurnResult{StopReason: "cancelled"}, fmt.Errorf("%w: %w", core.ErrCancelled, ctx.Err())
 		}
 		return core.TurnResult{}, wrapHarness(l.host.Harness(), err)

@@ -1,0 +1,391 @@
+// Command scriptagent is a small scripted ACP agent for the acp adapter's
+// tests. It speaks newline-delimited JSON-RPC 2.0 on stdio and answers
+// initialize, session/new, session/load, session/list, session/set_model,
+// session/set_mode,
+// session/prompt and session/cancel.
+//
+// Prompts are scripts, one directive per line (other lines are ignored):
+//
+//	say TEXT        reply TEXT (default: "scripted reply: <first line>")
+//	usage N         report N tokens in context after the turn
+//	tool NAME       run a tool call NAME (tool_call, then completed)
+//	permission      ask session/request_permission and say the outcome
+//	update JSON     send JSON as a session/update's update object
+//	garbage         write a line that is not JSON-RPC
+//	hang            wait for session/cancel, then stop with "cancelled"
+//	crash           print to stderr and exit with code 3
+//
+// A prompt containing "Bridge checkpoint request" is answered with a JSON
+// checkpoint object. After every turn a usage_update {used, size} is sent.
+//
+// Environment: SCRIPTAGENT_STATE, a directory where sessions are kept so a
+// new process can load them (default: a temporary directory);
+// SCRIPTAGENT_WINDOW, the context size (default 100000); SCRIPTAGENT_COMPACT=1
+// to advertise a compact command (input hint) that sends compaction_update
+// when the client advertised the compaction capability.
+package main
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   json.RawMessage `json:"error,omitempty"`
+}
+
+type turn struct {
+	User      string `json:"user"`
+	Assistant string `json:"assistant"`
+}
+
+type session struct {
+	ID        string    `json:"id"`
+	Cwd       string    `json:"cwd"`
+	Used      int64     `json:"used"`
+	Model     string    `json:"model"`
+	Turns     []turn    `json:"turns"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+type agent struct {
+	out       *bufio.Writer
+	wmu       sync.Mutex
+	state     string
+	window    int64
+	compact   bool
+	clientCmp bool
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	cancel   map[string]chan struct{}
+	pending  map[string]chan message
+	nextID   int
+}
+
+func main() {
+	state := os.Getenv("SCRIPTAGENT_STATE")
+	if state == "" {
+		state, _ = os.MkdirTemp("", "scriptagent")
+	}
+	window := int64(100000)
+	if w, err := strconv.ParseInt(os.Getenv("SCRIPTAGENT_WINDOW"), 10, 64); err == nil {
+		window = w
+	}
+	a := &agent{out: bufio.NewWriter(os.Stdout), state: state, window: window,
+		compact:  os.Getenv("SCRIPTAGENT_COMPACT") == "1",
+		sessions: map[string]*session{}, cancel: map[string]chan struct{}{}, pending: map[string]chan message{}}
+	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(strings.TrimSpace(string(line))) > 0 {
+			var m message
+			if jerr := json.Unmarshal(line, &m); jerr != nil {
+				fmt.Fprintf(os.Stderr, "scriptagent: bad line: %v\n", jerr)
+			} else {
+				a.handle(m)
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (a *agent) send(v any) {
+	b, _ := json.Marshal(v)
+	a.wmu.Lock()
+	defer a.wmu.Unlock()
+	a.out.Write(b)
+	a.out.WriteByte('\n')
+	a.out.Flush()
+}
+
+func (a *agent) reply(id json.RawMessage, result any) {
+	a.send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+func (a *agent) fail(id json.RawMessage, code int, msg string) {
+	a.send(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+}
+
+func (a *agent) update(sid string, u map[string]any) {
+	a.send(map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{"sessionId": sid, "update": u}})
+}
+
+func (a *agent) handle(m message) {
+	if m.Method == "" { // a response to one of our requests
+		a.mu.Lock()
+		ch := a.pending[string(m.ID)]
+		delete(a.pending, string(m.ID))
+		a.mu.Unlock()
+		if ch != nil {
+			ch <- m
+		}
+		return
+	}
+	var p struct {
+		SessionID string `json:"sessionId"`
+		Cwd       string `json:"cwd"`
+		ModelID   string `json:"modelId"`
+		Prompt    []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"prompt"`
+		ClientCapabilities struct {
+			Session struct {
+				Compaction json.RawMessage `json:"compaction"`
+			} `json:"session"`
+		} `json:"clientCapabilities"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	switch m.Method {
+	case "initialize":
+		a.clientCmp = len(p.ClientCapabilities.Session.Compaction) > 0 && string(p.ClientCapabilities.Session.Compaction) != "null"
+		a.reply(m.ID, map[string]any{"protocolVersion": 1,
+			"agentCapabilities": map[string]any{"loadSession": true, "promptCapabilities": map[string]any{"image": false},
+				"sessionCapabilities": map[string]any{"list": map[string]any{}}},
+			"agentInfo":   map[string]any{"name": "bridge-scriptagent", "title": "Bridge script agent", "version": "1.0.0"},
+			"authMethods": []any{}})
+	case "session/new":
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		s := &session{ID: "sa-" + hex.EncodeToString(b), Cwd: p.Cwd, Model: "scripted-small"}
+		a.save(s)
+		a.reply(m.ID, map[string]any{"sessionId": s.ID, "models": a.models(s), "modes": map[string]any{
+			"currentModeId": "default", "availableModes": []any{
+				map[string]any{"id": "default", "name": "Default"}, map[string]any{"id": "plan", "name": "Plan"}}}})
+		a.commands(s.ID)
+	case "session/load":
+		s := a.load(p.SessionID)
+		if s == nil {
+			a.fail(m.ID, -32002, "Resource not found: no session "+p.SessionID)
+			return
+		}
+		for _, t := range s.Turns {
+			a.update(s.ID, map[string]any{"sessionUpdate": "user_message_chunk", "content": map[string]any{"type": "text", "text": t.User}})
+			a.update(s.ID, map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": t.Assistant}})
+		}
+		a.reply(m.ID, map[string]any{"models": a.models(s)})
+		a.commands(s.ID)
+	case "session/list":
+		a.reply(m.ID, map[string]any{"sessions": a.list(p.Cwd)})
+	case "session/set_model":
+		s := a.load(p.SessionID)
+		if s == nil {
+			a.fail(m.ID, -32002, "Resource not found: no session "+p.SessionID)
+			return
+		}
+		s.Model = p.ModelID
+		a.save(s)
+		a.reply(m.ID, map[string]any{})
+	case "session/set_mode":
+		var mp struct {
+			ModeID string `json:"modeId"`
+		}
+		_ = json.Unmarshal(m.Params, &mp)
+		a.update(p.SessionID, map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": mp.ModeID})
+		a.reply(m.ID, map[string]any{})
+	case "session/cancel":
+		a.mu.Lock()
+		if ch := a.cancel[p.SessionID]; ch != nil {
+			close(ch)
+			delete(a.cancel, p.SessionID)
+		}
+		a.mu.Unlock()
+	case "session/prompt":
+		s := a.load(p.SessionID)
+		if s == nil {
+			a.fail(m.ID, -32002, "Resource not found: no session "+p.SessionID)
+			return
+		}
+		var text strings.Builder
+		for _, b := range p.Prompt {
+			text.WriteString(b.Text)
+		}
+		go a.prompt(m.ID, s, text.String())
+	default:
+		if len(m.ID) > 0 {
+			a.fail(m.ID, -32601, "Method not found: "+m.Method)
+		}
+	}
+}
+
+func (a *agent) models(s *session) map[string]any {
+	return map[string]any{"currentModelId": s.Model, "availableModels": []any{
+		map[string]any{"modelId": "scripted-small", "name": "Scripted small"},
+		map[string]any{"modelId": "scripted-large", "name": "Scripted large"}}}
+}
+
+func (a *agent) commands(sid string) {
+	cmds := []any{map[string]any{"name": "help", "description": "Show help", "input": nil}}
+	if a.compact {
+		cmds = append(cmds, map[string]any{"name": "compact", "description": "Compact the conversation",
+			"input": map[string]any{"hint": "optional focus for the summary"}})
+	}
+	a.update(sid, map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": cmds})
+}
+
+func (a *agent) path(id string) string { return filepath.Join(a.state, filepath.Base(id)+".json") }
+
+func (a *agent) save(s *session) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s.UpdatedAt = time.Now().UTC()
+	a.sessions[s.ID] = s
+	b, _ := json.Marshal(s)
+	_ = os.WriteFile(a.path(s.ID), b, 0o600)
+}
+
+func (a *agent) load(id string) *session {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s := a.sessions[id]; s != nil {
+		return s
+	}
+	b, err := os.ReadFile(a.path(id))
+	if err != nil || id == "" {
+		return nil
+	}
+	var s session
+	if json.Unmarshal(b, &s) != nil {
+		return nil
+	}
+	a.sessions[id] = &s
+	return &s
+}
+
+func (a *agent) list(cwd string) []any {
+	files, _ := filepath.Glob(filepath.Join(a.state, "*.json"))
+	out := []any{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		var s session
+		if err != nil || json.Unmarshal(b, &s) != nil || (cwd != "" && s.Cwd != cwd) {
+			continue
+		}
+		out = append(out, map[string]any{"sessionId": s.ID, "cwd": s.Cwd, "title": "session " + s.ID,
+			"updatedAt": s.UpdatedAt.Format(time.RFC3339)})
+	}
+	return out
+}
+
+// ask sends a request to the client and waits for its response.
+func (a *agent) ask(method string, params any) message {
+	a.mu.Lock()
+	a.nextID++
+	id := strconv.Itoa(a.nextID)
+	ch := make(chan message, 1)
+	a.pending[id] = ch
+	a.mu.Unlock()
+	a.send(map[string]any{"jsonrpc": "2.0", "id": a.nextID, "method": method, "params": params})
+	return <-ch
+}
+
+func (a *agent) prompt(id json.RawMessage, s *session, text string) {
+	if strings.HasPrefix(text, "/compact") && a.compact {
+		a.compactNow(id, s, strings.TrimSpace(strings.TrimPrefix(text, "/compact")))
+		return
+	}
+	reply := ""
+	setUsage := int64(-1)
+	first := strings.SplitN(text, "\n", 2)[0]
+	if len(first) > 60 {
+		first = first[:60]
+	}
+	stop := "end_turn"
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		verb, arg, _ := strings.Cut(line, " ")
+		switch verb {
+		case "say":
+			reply = arg
+		case "usage":
+			if n, err := strconv.ParseInt(arg, 10, 64); err == nil {
+				setUsage = n
+			}
+		case "tool":
+			tid := fmt.Sprintf("tool-%d-%s", len(s.Turns), arg)
+			a.update(s.ID, map[string]any{"sessionUpdate": "tool_call", "toolCallId": tid, "title": arg, "kind": "read", "status": "pending", "rawInput": map[string]any{"name": arg}})
+			a.update(s.ID, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": tid, "status": "in_progress"})
+			a.update(s.ID, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": tid, "status": "completed", "rawOutput": map[string]any{"ok": true}})
+		case "permission":
+			resp := a.ask("session/request_permission", map[string]any{"sessionId": s.ID,
+				"toolCall": map[string]any{"toolCallId": "perm-1", "title": "write a file"},
+				"options": []any{
+					map[string]any{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+					map[string]any{"optionId": "deny", "name": "Deny", "kind": "reject_once"}}})
+			reply = "permission outcome: " + string(resp.Result)
+		case "update":
+			a.send(json.RawMessage(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":` + strconv.Quote(s.ID) + `,"update":` + arg + `}}`))
+		case "garbage":
+			a.wmu.Lock()
+			a.out.WriteString("this is not json-rpc\n")
+			a.out.Flush()
+			a.wmu.Unlock()
+		case "hang":
+			ch := make(chan struct{})
+			a.mu.Lock()
+			a.cancel[s.ID] = ch
+			a.mu.Unlock()
+			<-ch
+			stop = "cancelled"
+		case "crash":
+			fmt.Fprintln(os.Stderr, "scriptagent: crashing on request")
+			os.Exit(3)
+		}
+	}
+	if strings.Contains(text, "Bridge checkpoint request") {
+		reply = `Here is the checkpoint: {"summary": "scripted checkpoint: the user ran scripted turns", "decisions": ["keep the scripted agent small"], "filesTouched": [], "openWork": ["nothing"]}`
+	}
+	if reply == "" {
+		reply = "scripted reply: " + first
+	}
+	if stop == "end_turn" {
+		for i := 0; i < len(reply); i += 16 {
+			a.update(s.ID, map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": reply[i:min(i+16, len(reply))]}})
+		}
+	}
+	if setUsage >= 0 {
+		s.Used = setUsage
+	} else {
+		s.Used += int64(len(text)+len(reply))/4 + 100
+	}
+	s.Turns = append(s.Turns, turn{User: text, Assistant: reply})
+	a.save(s)
+	a.update(s.ID, map[string]any{"sessionUpdate": "usage_update", "used": s.Used, "size": a.window})
+	a.reply(id, map[string]any{"stopReason": stop})
+}
+
+func (a *agent) compactNow(id json.RawMessage, s *session, focus string) {
+	summary := "scripted compaction summary"
+	if focus != "" {
+		summary += " focused on " + focus
+	}
+	if a.clientCmp {
+		cid := fmt.Sprintf("cmp-%d", len(s.Turns))
+		a.update(s.ID, map[string]any{"sessionUpdate": "compaction_update", "compactionId": cid, "status": "in_progress"})
+		a.update(s.ID, map[string]any{"sessionUpdate": "compaction_summary_chunk", "compactionId": cid, "content": map[string]any{"type": "text", "text": summary}})
+		a.update(s.ID, map[string]any{"sessionUpdate": "compaction_update", "compactionId": cid, "status": "completed",
+			"summary": []any{map[string]any{"type": "text", "text": summary}}})
+	}
+	s.Used = s.Used/4 + 50
+	s.Turns = []turn{{User: "(compacted)", Assistant: summary}}
+	a.save(s)
+	a.update(s.ID, map[string]any{"sessionUpdate": "usage_update", "used": s.Used, "size": a.window})
+	a.reply(id, map[string]any{"stopReason": "end_turn"})
+}

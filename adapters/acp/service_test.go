@@ -1,0 +1,146 @@
+package acp_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/storage/storagetest"
+)
+
+// notes is a service.Notifier that keeps what it is told.
+type notes struct {
+	mu      sync.Mutex
+	saved   []service.CheckpointSaved
+	entries []core.Entry
+	logs    []string
+	changed chan struct{}
+}
+
+func (n *notes) poke() {
+	select {
+	case n.changed <- struct{}{}:
+	default:
+	}
+}
+func (n *notes) EntryAppended(e core.Entry) {
+	n.mu.Lock()
+	n.entries = append(n.entries, e)
+	n.mu.Unlock()
+	n.poke()
+}
+func (n *notes) ContextCompacted(service.ContextCompacted) {}
+func (n *notes) CheckpointSaved(c service.CheckpointSaved) {
+	n.mu.Lock()
+	n.saved = append(n.saved, c)
+	n.mu.Unlock()
+	n.poke()
+}
+func (n *notes) Restored(service.Restored) {}
+func (n *notes) Log(level int, msg string) {
+	n.mu.Lock()
+	n.logs = append(n.logs, msg)
+	n.mu.Unlock()
+}
+
+func (n *notes) savedCopy() []service.CheckpointSaved {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]service.CheckpointSaved(nil), n.saved...)
+}
+
+// TestContextPressureThroughService: the scripted agent reports a context
+// gauge (usage_update) and has no compaction of its own, so Bridge owns its
+// window: at 70% nothing fires, at 76% a context_pressure checkpoint is
+// written (the agent answers the checkpoint request with a JSON object) and
+// announced as session/checkpointSaved, hot.
+func TestContextPressureThroughService(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	host := scriptHost(t, "", "SCRIPTAGENT_WINDOW=100000")
+	db := storagetest.Open(t)
+	n := &notes{changed: make(chan struct{}, 1)}
+	svc, err := service.New(service.Options{Store: db, Hosts: []core.BridgeHost{host}, Notifier: n,
+		DataDir: t.TempDir(), CheckpointTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close(context.Background()) })
+
+	sess, err := svc.Create(ctx, service.CreateParams{Harness: "acp", Cwd: t.TempDir(), Title: "pressure"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := func(s string) {
+		t.Helper()
+		if _, err := svc.Prompt(ctx, sess.ID, []core.Content{{Type: "text", Text: s}}); err != nil {
+			t.Fatalf("prompt %q: %v", s, err)
+		}
+	}
+	prompt("say I read the files\nusage 70000")
+	p := host.Probe(ctx)
+	if !p.Has(core.CapContextGauge) || p.Has(core.CapCompactCommand) {
+		t.Fatalf("after a turn with usage_update: gauge %v, compact command %v", p.Has(core.CapContextGauge), p.Has(core.CapCompactCommand))
+	}
+	// A second turn still at 70% queues behind any checkpoint the first
+	// reading had (wrongly) fired, so such a checkpoint would show by now.
+	prompt("say still reading\nusage 70000")
+	branch, err := db.ActiveBranch(ctx, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range branch {
+		if e.Kind == core.KindCompactionRequest || e.Kind == core.KindCheckpoint {
+			t.Fatalf("at 70%% of the window a %s entry was written", e.Kind)
+		}
+	}
+	if s := n.savedCopy(); len(s) != 0 {
+		t.Fatalf("at 70%% a checkpoint was saved: %+v", s)
+	}
+
+	prompt("say I changed more files\nusage 76000")
+	for len(n.savedCopy()) == 0 {
+		select {
+		case <-n.changed:
+		case <-ctx.Done():
+			n.mu.Lock()
+			t.Fatalf("no checkpoint at 76%%; logs %v", n.logs)
+		}
+	}
+	saved := n.savedCopy()
+	if len(saved) != 1 || saved[0].Reason != "context_pressure" || !saved[0].Hot || saved[0].SessionID != sess.ID {
+		t.Fatalf("saved %+v", saved)
+	}
+	branch, err = db.ActiveBranch(ctx, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range branch {
+		if e.ID != saved[0].EntryID && e.Kind != core.KindCheckpoint {
+			continue
+		}
+		var cp struct {
+			Summary      string `json:"summary"`
+			Reason       string `json:"reason"`
+			TokensBefore int64  `json:"tokensBefore"`
+		}
+		if err := json.Unmarshal(e.Payload, &cp); err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind == core.KindCheckpoint {
+			found = true
+			if !strings.Contains(cp.Summary, "scripted checkpoint") || cp.Reason != "context_pressure" || cp.TokensBefore != 76000 {
+				t.Errorf("checkpoint payload %s", e.Payload)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no checkpoint entry on the active branch")
+	}
+}

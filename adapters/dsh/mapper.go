@@ -1,0 +1,470 @@
+package dsh
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// Event is one DSH persistence event, as written to session.jsonl and as
+// session.history returns it ({type, seq, time, data, surfaceOp?,
+// sourceEventSeqs?, ignorable?}). A batched text-chunks record has seq0 and
+// time0 instead and takes len(data.texts) consecutive seqs.
+type Event struct {
+	Type            string          `json:"type"`
+	Seq             *int64          `json:"seq,omitempty"`
+	Seq0            *int64          `json:"seq0,omitempty"`
+	Time            int64           `json:"time,omitempty"`
+	Data            json.RawMessage `json:"data,omitempty"`
+	SurfaceOp       json.RawMessage `json:"surfaceOp,omitempty"`
+	SourceEventSeqs []int64         `json:"sourceEventSeqs,omitempty"`
+	Ignorable       bool            `json:"ignorable,omitempty"`
+}
+
+// First is the first seq the event takes (-1 when it has none).
+func (e Event) First() int64 {
+	switch {
+	case e.Seq != nil:
+		return *e.Seq
+	case e.Seq0 != nil:
+		return *e.Seq0
+	}
+	return -1
+}
+
+// Last is the last seq the event takes (text-chunks take several).
+func (e Event) Last() int64 {
+	if e.Seq == nil && e.Seq0 != nil {
+		var d struct {
+			Texts []json.RawMessage `json:"texts"`
+		}
+		_ = json.Unmarshal(e.Data, &d)
+		if n := int64(len(d.Texts)); n > 0 {
+			return *e.Seq0 + n - 1
+		}
+	}
+	return e.First()
+}
+
+// quiet lists event types that carry nothing for the record (streaming
+// chunks, request plumbing, bookkeeping) and are dropped silently.
+var quiet = map[string]bool{
+	"permission/preset": true, "sandbox/mode": true, "approval/policy": true, "agent/inbox/spliced": true,
+	"turn/start": true, "step/start": true, "step/end": true, "turn/end": true, "session/title": true,
+	"session/title-llm-request": true, "request/header": true, "request/context": true,
+	"assistant/chunk": true, "text-chunks": true, "session/end-seed": true, "command/run": true,
+	"command/done": true, "compaction/start": true, "compaction/summary": true, "compaction/end": true,
+	"compaction/prune": true,
+}
+
+// node is one message on the session surface (what the model sees).
+type node struct {
+	seq int64
+	id  string
+}
+
+// bracket is an open compaction/start … compaction/end.
+type bracket struct {
+	id          string
+	inTurn      bool
+	start       json.RawMessage
+	summary     json.RawMessage
+	prune       json.RawMessage
+	tokens      *int64
+	text        string
+	replacement json.RawMessage
+	replaces    []string
+}
+
+// mapper turns DSH events, in seq order, into Bridge entries. It keeps the
+// state that spans events: the open turn, the open compaction bracket and
+// the message surface (for positional replace ops). One mapper reads one
+// session; events at or below the last seq already read are skipped, so
+// feeding overlapping history pages records nothing twice.
+type mapper struct {
+	session string
+	// ownPrompt reports whether a user message came from a prompt this
+	// process sent (source.rpcId); those are recorded by the service.
+	ownPrompt func(rpcID string) bool
+	emit      func(core.NewEntry)
+
+	last    int64
+	inTurn  bool
+	open    *bracket
+	surface []node
+	title   string
+	model   string
+	stale   int // brackets dropped by session/end-seed
+}
+
+func newMapper(session string, emit func(core.NewEntry)) *mapper {
+	return &mapper{session: session, emit: emit, last: -1}
+}
+
+func (m *mapper) prefix() string {
+	if m.session == "" {
+		return "dsh"
+	}
+	return m.session
+}
+
+func (m *mapper) nativeID(seq int64) string { return fmt.Sprintf("%s#%d", m.prefix(), seq) }
+
+// feed maps one event. It reports whether the event was new.
+func (m *mapper) feed(ev Event) bool {
+	first := ev.First()
+	if first >= 0 && first <= m.last {
+		return false
+	}
+	if l := ev.Last(); l > m.last {
+		m.last = l
+	}
+	switch ev.Type {
+	case "turn/start":
+		m.inTurn = true
+	case "turn/end":
+		m.inTurn = false
+	case "session/title":
+		var d struct {
+			Title string `json:"title"`
+		}
+		if json.Unmarshal(ev.Data, &d) == nil && d.Title != "" {
+			m.title = d.Title
+		}
+	case "request/context":
+		var d struct {
+			Model string `json:"model"`
+		}
+		if json.Unmarshal(ev.Data, &d) == nil && d.Model != "" {
+			m.model = d.Model
+		}
+	case "session/end-seed":
+		// A bracket still open when the session was re-seeded (a restart)
+		// never finished: it is stale and is not reported.
+		if m.open != nil {
+			m.stale++
+			m.open = nil
+		}
+	case "compaction/start":
+		m.compactionStart(ev)
+	case "compaction/summary", "compaction/prune":
+		m.compactionBody(ev)
+	case "compaction/end":
+		m.compactionEnd(ev)
+	case "user/message":
+		m.userMessage(ev)
+	case "assistant/message":
+		m.assistantMessage(ev)
+	case "tool/result":
+		m.toolResult(ev)
+	default:
+		if !quiet[ev.Type] && !ev.Ignorable {
+			m.harnessEvent(ev, nil)
+		}
+	}
+	return true
+}
+
+// applySurface applies the event's surface op and returns the native ids of
+// the nodes a replace shadowed. start and end name current surface nodes
+// (rc.8 writes the seqs of the first and last shadowed node); they are
+// resolved by position on the current surface, so a replace can cover an
+// earlier replacement. When they name no node, they are read as surface
+// indices. An op that resolves to nothing appends and says so.
+func (m *mapper) applySurface(ev Event, id string) (replaced []string, unresolved bool) {
+	n := node{seq: ev.First(), id: id}
+	var op struct {
+		Op    string `json:"op"`
+		Start int64  `json:"start"`
+		End   int64  `json:"end"`
+	}
+	if len(ev.SurfaceOp) == 0 || json.Unmarshal(ev.SurfaceOp, &op) != nil || op.Op != "replace" {
+		m.surface = append(m.surface, n)
+		return nil, false
+	}
+	i, j := -1, -1
+	for k, s := range m.surface {
+		if s.seq == op.Start {
+			i = k
+		}
+		if s.seq == op.End {
+			j = k
+		}
+	}
+	if i < 0 || j < 0 || i > j {
+		if op.Start >= 0 && op.Start <= op.End && op.End < int64(len(m.surface)) {
+			i, j = int(op.Start), int(op.End)
+		} else {
+			m.surface = append(m.surface, n)
+			return nil, true
+		}
+	}
+	for _, s := range m.surface[i : j+1] {
+		replaced = append(replaced, s.id)
+	}
+	rest := append([]node{n}, m.surface[j+1:]...)
+	m.surface = append(m.surface[:i], rest...)
+	return replaced, false
+}
+
+// Surface returns the seqs of the current surface nodes, in order.
+func (m *mapper) Surface() []int64 {
+	out := make([]int64, len(m.surface))
+	for i, s := range m.surface {
+		out[i] = s.seq
+	}
+	return out
+}
+
+type contentBlock struct {
+	Type         string          `json:"type"`
+	Text         string          `json:"text"`
+	ID           string          `json:"id"`
+	ToolCallID   string          `json:"toolCallId"`
+	Name         string          `json:"name"`
+	Input        json.RawMessage `json:"input"`
+	Args         json.RawMessage `json:"args"`
+	MediaType    string          `json:"mediaType"`
+	AttachmentID string          `json:"attachmentId"`
+}
+
+func joinText(blocks []contentBlock, kind string) string {
+	var b strings.Builder
+	for _, c := range blocks {
+		if c.Type == kind {
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String()
+}
+
+type messageSource struct {
+	Kind         string `json:"kind"`
+	RPCID        string `json:"rpcId"`
+	Plugin       string `json:"plugin"`
+	CompactionID string `json:"compactionId"`
+	GoalID       string `json:"goalId"`
+	Provider     string `json:"provider"`
+	Model        string `json:"model"`
+}
+
+func (m *mapper) userMessage(ev Event) {
+	id := m.nativeID(ev.First())
+	replaced, unresolved := m.applySurface(ev, id)
+	var d struct {
+		Content []contentBlock `json:"content"`
+		Source  messageSource  `json:"source"`
+	}
+	_ = json.Unmarshal(ev.Data, &d)
+	text := joinText(d.Content, "text")
+	if d.Source.Kind == "plugin" && d.Source.Plugin == "compact" {
+		// The checkpoint message that replaces the compacted span: it belongs
+		// to the bracket's context.compacted, not to the conversation.
+		if m.open != nil && (d.Source.CompactionID == "" || d.Source.CompactionID == m.open.id) {
+			m.open.replacement = replacementRaw(ev)
+			m.open.replaces = replaced
+			return
+		}
+		m.harnessEvent(ev, replaced)
+		return
+	}
+	if d.Source.Kind == "user" && m.ownPrompt != nil && m.ownPrompt(d.Source.RPCID) {
+		return
+	}
+	p := map[string]any{"text": text, "source": d.Source.Kind}
+	var images []map[string]string
+	for _, c := range d.Content {
+		if c.Type == "image" {
+			images = append(images, map[string]string{"mediaType": c.MediaType, "ref": firstNonEmpty(c.AttachmentID, c.ID)})
+		}
+	}
+	if len(images) > 0 {
+		p["images"] = images
+	}
+	if replaced != nil {
+		p["replaces"] = replaced
+	}
+	if unresolved {
+		p["surfaceOp"] = ev.SurfaceOp
+	}
+	switch d.Source.Kind {
+	case "user":
+	case "goal":
+		p["goalId"] = d.Source.GoalID
+	default:
+		// Harness-generated context (runtime snapshots, plugin notes): kept
+		// whole, but not as a conversation message.
+		m.harnessEvent(ev, replaced)
+		return
+	}
+	m.emit(core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(p), NativeID: id})
+}
+
+func (m *mapper) assistantMessage(ev Event) {
+	id := m.nativeID(ev.First())
+	replaced, _ := m.applySurface(ev, id)
+	var d struct {
+		Message struct {
+			Content []contentBlock `json:"content"`
+			Source  messageSource  `json:"source"`
+		} `json:"message"`
+		Usage json.RawMessage `json:"usage"`
+	}
+	_ = json.Unmarshal(ev.Data, &d)
+	if d.Message.Source.Model != "" {
+		m.model = d.Message.Source.Model
+	}
+	for _, c := range d.Message.Content {
+		if c.Type == "tool-call" || c.Type == "tool_call" || c.Type == "tool-use" || c.Type == "tool_use" {
+			tid := firstNonEmpty(c.ToolCallID, c.ID)
+			input := c.Input
+			if len(input) == 0 {
+				input = c.Args
+			}
+			m.emit(core.NewEntry{Kind: core.KindToolStarted, NativeID: id + ":tool:" + tid,
+				Payload: core.Payload(map[string]any{"toolId": tid, "name": c.Name, "input": input})})
+		}
+	}
+	text := joinText(d.Message.Content, "text")
+	if text == "" {
+		return
+	}
+	p := map[string]any{"text": text}
+	if r := joinText(d.Message.Content, "reasoning"); r != "" {
+		p["reasoning"] = r
+	}
+	if d.Message.Source.Model != "" {
+		p["model"] = d.Message.Source.Model
+		p["provider"] = d.Message.Source.Provider
+	}
+	if len(d.Usage) > 0 {
+		p["usage"] = d.Usage
+	}
+	if replaced != nil {
+		p["replaces"] = replaced
+	}
+	m.emit(core.NewEntry{Kind: core.KindAssistantMessage, Payload: core.Payload(p), NativeID: id})
+}
+
+func (m *mapper) toolResult(ev Event) {
+	id := m.nativeID(ev.First())
+	replaced, _ := m.applySurface(ev, id)
+	var d struct {
+		ToolCallID string `json:"toolCallId"`
+		CallID     string `json:"callId"`
+		ID         string `json:"id"`
+	}
+	_ = json.Unmarshal(ev.Data, &d)
+	tid := firstNonEmpty(d.ToolCallID, d.CallID, d.ID)
+	if tid == "" {
+		m.harnessEvent(ev, replaced)
+		return
+	}
+	p := map[string]any{"toolId": tid, "result": ev.Data}
+	if replaced != nil {
+		p["replaces"] = replaced
+	}
+	m.emit(core.NewEntry{Kind: core.KindToolCompleted, Payload: core.Payload(p), NativeID: id})
+}
+
+// harnessEvent keeps an event Bridge has no mapping for, whole.
+func (m *mapper) harnessEvent(ev Event, replaced []string) {
+	p := map[string]any{"type": ev.Type, "seq": ev.First(), "data": ev.Data}
+	if len(ev.SurfaceOp) > 0 {
+		p["surfaceOp"] = ev.SurfaceOp
+	}
+	if replaced != nil {
+		p["replaces"] = replaced
+	}
+	m.emit(core.NewEntry{Kind: core.KindHarnessEvent, Payload: core.Payload(p), NativeID: m.nativeID(ev.First())})
+}
+
+type bracketData struct {
+	CompactionID       string          `json:"compactionId"`
+	Turn               json.RawMessage `json:"turn"`
+	Summary            []contentBlock  `json:"summary"`
+	ShadowedTokenCount *int64          `json:"shadowedTokenCount"`
+	Error              json.RawMessage `json:"error"`
+}
+
+func (m *mapper) compactionStart(ev Event) {
+	var d bracketData
+	_ = json.Unmarshal(ev.Data, &d)
+	if m.open != nil {
+		// A nested start breaks the bracket invariant: keep both as data.
+		m.harnessEvent(ev, nil)
+		return
+	}
+	turn := strings.TrimSpace(string(d.Turn))
+	m.open = &bracket{id: d.CompactionID, start: ev.Data,
+		inTurn: m.inTurn || (turn != "" && turn != "null")}
+}
+
+func (m *mapper) compactionBody(ev Event) {
+	var d bracketData
+	_ = json.Unmarshal(ev.Data, &d)
+	if m.open == nil || (d.CompactionID != "" && d.CompactionID != m.open.id) {
+		m.harnessEvent(ev, nil)
+		return
+	}
+	if ev.Type == "compaction/summary" {
+		m.open.summary = ev.Data
+		m.open.text = joinText(d.Summary, "text")
+	} else {
+		m.open.prune = ev.Data
+	}
+	if d.ShadowedTokenCount != nil {
+		m.open.tokens = d.ShadowedTokenCount
+	}
+}
+
+func (m *mapper) compactionEnd(ev Event) {
+	var d bracketData
+	_ = json.Unmarshal(ev.Data, &d)
+	b := m.open
+	if b == nil || d.CompactionID != b.id {
+		m.harnessEvent(ev, nil)
+		return
+	}
+	m.open = nil
+	if e := strings.TrimSpace(string(d.Error)); (e != "" && e != "null") || (b.summary == nil && b.prune == nil) {
+		// A failed compaction freed nothing: keep it as data.
+		m.harnessEvent(ev, nil)
+		return
+	}
+	raw := map[string]any{"start": b.start, "end": ev.Data}
+	if b.summary != nil {
+		raw["summary"] = b.summary
+	}
+	if b.prune != nil {
+		raw["prune"] = b.prune
+	}
+	if b.replacement != nil {
+		raw["replacement"] = b.replacement
+	}
+	if b.replaces != nil {
+		raw["replaces"] = b.replaces
+	}
+	trigger := core.TriggerManual
+	if b.inTurn {
+		trigger = core.TriggerAuto
+	}
+	c := core.Compacted{Harness: harnessName, Trigger: trigger, PreTokens: b.tokens, Summary: b.text,
+		NativeID: m.prefix() + "#compaction:" + b.id, Raw: core.Payload(raw)}
+	m.emit(c.Entry())
+}
+
+func replacementRaw(ev Event) json.RawMessage {
+	return core.Payload(map[string]any{"seq": ev.First(), "surfaceOp": ev.SurfaceOp, "sourceEventSeqs": ev.SourceEventSeqs})
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,239 @@
+package opencode
+
+import (
+	"encoding/json"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// quietEvents are bus events the adapter knows and deliberately does not
+// record: bookkeeping, deltas already folded into parts, and the turn
+// signals handled by the live session itself.
+var quietEvents = map[string]bool{
+	"server.connected": true, "server.heartbeat": true, "server.instance.disposed": true,
+	"session.created": true, "session.updated": true, "session.deleted": true,
+	"session.diff": true, "session.idle": true, "message.part.delta": true,
+	"message.removed": true, "message.part.removed": true, "file.edited": true,
+	"file.watcher.updated": true, "plugin.added": true, "catalog.updated": true,
+	"reference.updated": true, "integration.updated": true, "project.updated": true,
+	"lsp.updated": true, "lsp.client.diagnostics": true, "installation.updated": true,
+	"vcs.branch.updated": true,
+}
+
+// quietParts are part types that are pure bookkeeping.
+var quietParts = map[string]bool{"step-start": true, "step-finish": true, "snapshot": true}
+
+// eventMapper turns the bus events of one session into core events. It is
+// not safe for concurrent use; the event stream calls it from one goroutine.
+type eventMapper struct {
+	sessionID     string
+	messages      map[string]*messageInfo
+	pendingText   map[string][]part // finished text parts of messages not yet described
+	emitted       map[string]bool
+	started       map[string]bool
+	compaction    *part
+	summary       *messageInfo
+	summaryText   map[string]string
+	lastAssistant string
+	model         string
+}
+
+func newEventMapper(sessionID string) *eventMapper {
+	return &eventMapper{
+		sessionID:   sessionID,
+		messages:    map[string]*messageInfo{},
+		pendingText: map[string][]part{},
+		emitted:     map[string]bool{},
+		started:     map[string]bool{},
+		summaryText: map[string]string{},
+	}
+}
+
+// handle maps one event of this session; it never fails: what it cannot
+// read is kept as a harness.event entry.
+func (m *eventMapper) handle(ev event) []core.Event {
+	var out []core.Event
+	add := func(entries ...core.NewEntry) {
+		for _, e := range entries {
+			if e.NativeID != "" {
+				if m.emitted[e.NativeID] {
+					continue
+				}
+				m.emitted[e.NativeID] = true
+			}
+			e := e
+			out = append(out, core.Event{Entry: &e})
+		}
+	}
+	keep := func() { add(harnessEvent(nativeOr(ev.ID, ev.Type), ev.Type, ev.Raw)) }
+
+	switch ev.Type {
+	case "message.updated":
+		var p struct {
+			Info messageInfo `json:"info"`
+		}
+		if err := json.Unmarshal(ev.Properties, &p); err != nil || p.Info.ID == "" {
+			keep()
+			return out
+		}
+		info := p.Info
+		m.messages[info.ID] = &info
+		if info.Role == "assistant" {
+			if info.isSummary() {
+				m.summary = &info
+			} else {
+				m.lastAssistant = info.ID
+			}
+			if name := modelName(info.ProviderID, info.ModelID); name != "" && name != m.model {
+				m.model = name
+				out = append(out, core.Event{Model: name})
+			}
+		}
+		if pend := m.pendingText[info.ID]; len(pend) > 0 {
+			delete(m.pendingText, info.ID)
+			for _, tp := range pend {
+				add(m.textEntries(tp)...)
+			}
+		}
+	case "message.part.updated":
+		var p struct {
+			Part json.RawMessage `json:"part"`
+		}
+		if err := json.Unmarshal(ev.Properties, &p); err != nil || len(p.Part) == 0 {
+			keep()
+			return out
+		}
+		pt, err := decodePart(p.Part)
+		if err != nil || pt.ID == "" {
+			keep()
+			return out
+		}
+		add(m.partEntries(pt)...)
+	case "session.idle":
+		// Text of a message whose description never arrived (a dropped
+		// stream) is kept as data rather than guessed to be the assistant's.
+		for id, pend := range m.pendingText {
+			for _, tp := range pend {
+				add(harnessEvent(tp.ID, "part.text", tp.Raw))
+			}
+			delete(m.pendingText, id)
+		}
+	case "session.compacted":
+		text := ""
+		if m.summary != nil {
+			text = m.summaryText[m.summary.ID]
+		}
+		add(compacted(m.compaction, m.summary, text, nativeOr(ev.ID, ev.Type),
+			map[string]any{"event": ev.Raw}))
+		m.compaction, m.summary = nil, nil
+	case "session.error":
+		var p struct {
+			Error *apiError `json:"error"`
+		}
+		_ = json.Unmarshal(ev.Properties, &p)
+		status := "error"
+		payload := map[string]any{"raw": ev.Raw}
+		if p.Error != nil {
+			if p.Error.Name == "MessageAbortedError" {
+				status = "cancelled"
+			}
+			payload["errorName"] = p.Error.Name
+			payload["message"] = p.Error.Data.Message
+		}
+		payload["status"] = status
+		id := nativeOr(ev.ID, ev.Type)
+		if m.lastAssistant != "" {
+			id = m.lastAssistant + ":error"
+		}
+		add(entry(core.KindSessionStatus, id, payload))
+	case "session.status":
+		var p struct {
+			Status struct {
+				Type    string `json:"type"`
+				Attempt int    `json:"attempt"`
+				Message string `json:"message"`
+			} `json:"status"`
+		}
+		if err := json.Unmarshal(ev.Properties, &p); err != nil {
+			keep()
+			return out
+		}
+		if p.Status.Type == "retry" {
+			add(entry(core.KindSessionStatus, nativeOr(ev.ID, ev.Type), map[string]any{
+				"status": "retry", "attempt": p.Status.Attempt, "message": p.Status.Message, "raw": ev.Raw}))
+		}
+	default:
+		if !quietEvents[ev.Type] {
+			keep()
+		}
+	}
+	return out
+}
+
+// partEntries maps one updated part.
+func (m *eventMapper) partEntries(p part) []core.NewEntry {
+	switch p.Type {
+	case "text":
+		if !finishedText(p) {
+			return nil
+		}
+		if _, known := m.messages[p.MessageID]; !known {
+			m.pendingText[p.MessageID] = append(m.pendingText[p.MessageID], p)
+			return nil
+		}
+		return m.textEntries(p)
+	case "tool":
+		if p.State == nil {
+			return []core.NewEntry{harnessEvent(p.ID, "part.tool", p.Raw)}
+		}
+		var out []core.NewEntry
+		if !m.started[p.ID] {
+			m.started[p.ID] = true
+			out = append(out, toolStarted(p))
+		}
+		if p.State.Status == "completed" || p.State.Status == "error" {
+			out = append(out, toolCompleted(p))
+			out = append(out, toolArtifacts(p)...)
+		}
+		return out
+	case "patch":
+		return patchArtifacts(p)
+	case "compaction":
+		cp := p
+		m.compaction = &cp
+		return nil
+	case "reasoning":
+		if !finishedText(p) {
+			return nil
+		}
+		return []core.NewEntry{harnessEvent(p.ID, "part.reasoning", p.Raw)}
+	}
+	if quietParts[p.Type] {
+		return nil
+	}
+	return []core.NewEntry{harnessEvent(p.ID, "part."+p.Type, p.Raw)}
+}
+
+// textEntries maps a finished text part of a described message: assistant
+// text becomes assistant.message; a summary message's text is kept for the
+// context.compacted entry; user text is recorded by Bridge itself when it
+// prompts, so it is not repeated here.
+func (m *eventMapper) textEntries(p part) []core.NewEntry {
+	info := m.messages[p.MessageID]
+	if info == nil || info.Role != "assistant" || p.Text == "" || p.Ignored {
+		return nil
+	}
+	if info.isSummary() {
+		m.summaryText[info.ID] += p.Text
+		return nil
+	}
+	return []core.NewEntry{entry(core.KindAssistantMessage, p.ID,
+		map[string]any{"text": p.Text, "messageId": p.MessageID, "partId": p.ID})}
+}
+
+func nativeOr(id, fallback string) string {
+	if id != "" {
+		return id
+	}
+	return fallback
+}

@@ -1,0 +1,317 @@
+package opencode
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// stderrTailSize is how much of the server's stderr ExitInfo keeps.
+const stderrTailSize = 2048
+
+// tail keeps the last stderrTailSize bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > stderrTailSize {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-stderrTailSize:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// server is one running `opencode serve` (or, in tests, any base URL that
+// speaks its HTTP API).
+type server struct {
+	base   string
+	cmd    *exec.Cmd
+	stderr *tail
+	done   chan struct{} // closed when the process has exited
+	exit   core.ExitInfo // valid after done
+	ctx    context.Context
+	cancel context.CancelFunc // stops the event stream and in-flight calls
+}
+
+// dead reports whether the server process has exited.
+func (s *server) dead() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// exitError describes the exited server for callers that were waiting on it.
+func (s *server) exitError() error {
+	x := s.exit
+	msg := fmt.Sprintf("opencode server exited (code %d)", x.Code)
+	if x.Err != "" {
+		msg += ": " + x.Err
+	}
+	if t := strings.TrimSpace(x.StderrTail); t != "" {
+		msg += "; stderr: " + t
+	}
+	return core.Errorf(core.CodeHarness, "%s", msg)
+}
+
+// environ builds the server's environment: Bridge's own, then the isolated
+// home directories, then the provider configuration, then Config.Env.
+func (c Config) environ() ([]string, error) {
+	env := os.Environ()
+	if c.Home != "" {
+		dirs := map[string]string{
+			"HOME":            c.Home,
+			"XDG_DATA_HOME":   filepath.Join(c.Home, ".local", "share"),
+			"XDG_CONFIG_HOME": filepath.Join(c.Home, ".config"),
+			"XDG_CACHE_HOME":  filepath.Join(c.Home, ".cache"),
+			"XDG_STATE_HOME":  filepath.Join(c.Home, ".local", "state"),
+		}
+		for _, k := range []string{"HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"} {
+			if err := os.MkdirAll(dirs[k], 0o755); err != nil {
+				return nil, fmt.Errorf("opencode: home directory: %w", err)
+			}
+			env = append(env, k+"="+dirs[k])
+		}
+	}
+	if cfg := strings.TrimSpace(c.ConfigJSON); cfg != "" {
+		if strings.HasPrefix(cfg, "{") {
+			env = append(env, "OPENCODE_CONFIG_CONTENT="+cfg)
+		} else {
+			env = append(env, "OPENCODE_CONFIG="+cfg)
+		}
+	}
+	return append(env, c.Env...), nil
+}
+
+// freePort asks the kernel for a free loopback port.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startServer starts `opencode serve` on a free loopback port and waits
+// until it answers. The process outlives ctx; only the wait honours it.
+func (h *Host) startServer(ctx context.Context) (*server, error) {
+	bin, err := h.binary()
+	if err != nil {
+		return nil, err
+	}
+	env, err := h.cfg.environ()
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, core.E(core.CodeUnavailable, "opencode: no free loopback port", err)
+	}
+	args := append([]string{"serve", "--hostname", "127.0.0.1", "--port", strconv.Itoa(port)}, h.cfg.Args...)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	cmd.Dir = h.cfg.Home
+	cmd.Stdout = io.Discard
+	st := &tail{}
+	cmd.Stderr = st
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, core.E(core.CodeUnavailable, fmt.Sprintf("opencode: cannot start %q", bin), err)
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	s := &server{base: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, stderr: st,
+		done: make(chan struct{}), ctx: sctx, cancel: cancel}
+	go func() {
+		werr := cmd.Wait()
+		x := core.ExitInfo{Code: cmd.ProcessState.ExitCode(), StderrTail: st.String()}
+		if werr != nil {
+			x.Err = werr.Error()
+		}
+		s.exit = x
+		cancel()
+		close(s.done)
+	}()
+	if err := h.waitReady(ctx, s); err != nil {
+		s.kill(context.Background())
+		return nil, err
+	}
+	return s, nil
+}
+
+// waitReady polls GET /global/health with a short per-request timeout: the
+// server accepts connections seconds before it answers, and a request sent
+// too early can hang.
+func (h *Host) waitReady(ctx context.Context, s *server) error {
+	deadline := time.Now().Add(h.cfg.StartTimeout)
+	var last error
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := h.do(rctx, s, http.MethodGet, "/global/health", nil, nil, nil)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		last = err
+		select {
+		case <-s.done:
+			return s.exitError()
+		case <-ctx.Done():
+			return core.E(core.CodeCancelled, "opencode: waiting for the server to answer", ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return core.E(core.CodeTimeout, fmt.Sprintf("opencode: server did not answer within %s; stderr: %s",
+				h.cfg.StartTimeout, strings.TrimSpace(s.stderr.String())), last)
+		}
+	}
+}
+
+// kill stops the server: SIGTERM to its process group, then SIGKILL if it
+// has not exited when ctx ends or after five seconds.
+func (s *server) kill(ctx context.Context) {
+	s.cancel()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	pid := s.cmd.Process.Pid
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-s.done:
+		return
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	<-s.done
+}
+
+// httpError is a non-2xx answer from the server, with its error envelope
+// when the body held one.
+type httpError struct {
+	Method, Path string
+	Status       int
+	Body         string
+	API          *apiError
+}
+
+func (e *httpError) Error() string {
+	text := strings.TrimSpace(e.Body)
+	if e.API != nil {
+		text = e.API.String()
+	}
+	return fmt.Sprintf("%s %s: HTTP %d: %s", e.Method, e.Path, e.Status, text)
+}
+
+// serverText is the server's own error message.
+func (e *httpError) serverText() string {
+	if e.API != nil && e.API.Data.Message != "" {
+		return e.API.Data.Message
+	}
+	return strings.TrimSpace(e.Body)
+}
+
+// do sends one request to the server. path may carry a query; in is
+// marshalled as JSON when non-nil; out is decoded when non-nil.
+func (h *Host) do(ctx context.Context, s *server, method, path string, query url.Values, in, out any) error {
+	u := s.base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("opencode: encode %s %s: %w", method, path, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return fmt.Errorf("opencode: %s %s: %w", method, path, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("opencode: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return fmt.Errorf("opencode: %s %s: read body: %w", method, path, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		he := &httpError{Method: method, Path: path, Status: resp.StatusCode, Body: string(data)}
+		var ae apiError
+		if json.Unmarshal(data, &ae) == nil && (ae.Name != "" || ae.Data.Message != "") {
+			he.API = &ae
+		}
+		return he
+	}
+	if out != nil && len(bytes.TrimSpace(data)) > 0 {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("opencode: %s %s: decode answer: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+// domainError turns a failed call into a core error carrying the server's
+// own text: 404 is not_found, 400 invalid, a dead server harness, a call
+// cut short by its context cancelled, anything else harness.
+func domainError(s *server, op string, err error) error {
+	var he *httpError
+	if errors.As(err, &he) {
+		code := core.CodeHarness
+		switch {
+		case he.Status == http.StatusNotFound:
+			code = core.CodeNotFound
+		case he.Status == http.StatusBadRequest:
+			code = core.CodeInvalid
+		}
+		return core.E(code, "opencode: "+op+": "+he.serverText(), err)
+	}
+	if s != nil && s.dead() {
+		return core.E(core.CodeHarness, "opencode: "+op, s.exitError())
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return core.E(core.CodeTimeout, "opencode: "+op, err)
+	}
+	if errors.Is(err, context.Canceled) {
+		return core.E(core.CodeCancelled, "opencode: "+op, errors.Join(core.ErrCancelled, err))
+	}
+	return core.E(core.CodeHarness, "opencode: "+op, err)
+}
