@@ -1,16 +1,20 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
+	"github.com/bridge-dev/bridge/adapters/acp"
 	"github.com/bridge-dev/bridge/adapters/claudecode"
 	"github.com/bridge-dev/bridge/adapters/codex"
+	"github.com/bridge-dev/bridge/adapters/dsh"
 	"github.com/bridge-dev/bridge/adapters/fake"
 	"github.com/bridge-dev/bridge/adapters/opencode"
+	"github.com/bridge-dev/bridge/adapters/rpchost"
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/rpc"
 )
@@ -68,6 +72,38 @@ var factories = map[string]adapterFactory{
 	},
 }
 
+func init() {
+	factories["acp"] = func(hc HarnessConfig, _ string, presets []core.Preset) (core.BridgeHost, error) {
+		var o struct {
+			// Cwd is used when a request names no working directory.
+			Cwd string `json:"cwd"`
+		}
+		if err := hc.decodeOptions(&o); err != nil {
+			return nil, err
+		}
+		cmd := hc.Command
+		if cmd == "" {
+			cmd = "claude-code-acp"
+		}
+		return acp.New(acp.Config{Name: "acp", Command: cmd, Args: hc.Args, Env: hc.EnvList(), Presets: presets, Cwd: o.Cwd}), nil
+	}
+	factories["dsh"] = func(hc HarnessConfig, _ string, presets []core.Preset) (core.BridgeHost, error) {
+		var o struct {
+			// URL is DeepSeek Harness's web RPC, e.g. http://127.0.0.1:3181/api.
+			URL string `json:"url"`
+			// PollMs is how often a running turn is polled.
+			PollMs int `json:"pollMs"`
+		}
+		if err := hc.decodeOptions(&o); err != nil {
+			return nil, err
+		}
+		if o.URL == "" {
+			o.URL = os.Getenv("BRIDGE_DSH_URL")
+		}
+		return dsh.New(dsh.Config{BaseURL: o.URL, PollInterval: time.Duration(o.PollMs) * time.Millisecond, Presets: presets}), nil
+	}
+}
+
 // decodeOptions reads the adapter-specific options strictly.
 func (h HarnessConfig) decodeOptions(v any) error {
 	if len(h.Options) == 0 {
@@ -121,12 +157,12 @@ func buildHosts(cfg Config, dataDir string) ([]core.BridgeHost, error) {
 	return hosts, nil
 }
 
-// clientHosts returns the adapter that reaches sessions hosted by the
-// client itself, when it said so in initialize.
-func clientHosts(opts rpc.InitOptions, client rpc.Caller) ([]core.BridgeHost, error) {
+// clientHost returns the adapter that reaches sessions hosted by the client
+// itself (host/* requests), when it said so in initialize, or nil. It must
+// not call the client here: Open runs on the connection's read loop.
+func clientHost(opts rpc.InitOptions, client rpc.Caller, logger *slog.Logger) *rpchost.Host {
 	if !opts.HostsSessions {
-		return nil, nil
+		return nil
 	}
-	_ = json.RawMessage(nil)
-	return nil, core.Errorf(core.CodeUnsupported, "this build cannot reach sessions hosted by the client yet")
+	return rpchost.New(client, opts.HostHarness, opts.HostCapabilities, rpchost.WithLogger(logger))
 }

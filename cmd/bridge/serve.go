@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
 	"runtime/pprof"
 	"strconv"
 
+	"github.com/bridge-dev/bridge/adapters/rpchost"
+	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
 	"github.com/bridge-dev/bridge/rpc"
 )
@@ -15,7 +18,15 @@ import (
 // backend is the service plus the resources it owns, as rpc sees it.
 type backend struct {
 	*service.Service
-	e *env
+	e    *env
+	host *rpchost.Host // sessions hosted by the client, or nil
+}
+
+// HostEvent hands a host/event notification to the client-hosted sessions.
+func (b backend) HostEvent(ctx context.Context, params json.RawMessage) {
+	if b.host != nil {
+		b.host.HostEvent(ctx, params)
+	}
 }
 
 // Close stops the harness sessions and closes the database.
@@ -49,15 +60,16 @@ func (a *app) serve(ctx context.Context, args []string) int {
 		MaxContentLength: *maxLen,
 		Logger:           logger,
 		Open: func(ctx context.Context, opts rpc.InitOptions, n service.Notifier, client rpc.Caller) (rpc.Backend, error) {
-			extra, err := clientHosts(opts, client)
-			if err != nil {
-				return nil, err
+			var extra []core.BridgeHost
+			h := clientHost(opts, client, logger)
+			if h != nil {
+				extra = append(extra, h)
 			}
 			e, err := a.open(ctx, openOptions{initDataDir: opts.DataDir, harnesses: opts.Harnesses, notifier: n, extraHosts: extra})
 			if err != nil {
 				return nil, err
 			}
-			return backend{Service: e.svc, e: e}, nil
+			return backend{Service: e.svc, e: e, host: h}, nil
 		},
 	}
 	if path := os.Getenv("BRIDGE_CPUPROFILE"); path != "" {

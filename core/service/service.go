@@ -151,7 +151,8 @@ func (s *Service) announce(es ...core.Entry) {
 	}
 }
 
-// Close stops every live harness session.
+// Close stops every live harness session and every adapter that keeps a
+// process of its own.
 func (s *Service) Close(ctx context.Context) error {
 	s.mu.Lock()
 	lives := make([]*liveSession, 0, len(s.live))
@@ -163,6 +164,14 @@ func (s *Service) Close(ctx context.Context) error {
 	for _, l := range lives {
 		if err := l.close(ctx); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	// Adapters that keep a process of their own (OpenCode's server) stop it.
+	for _, h := range s.hosts {
+		if c, ok := h.(interface{ Close(context.Context) error }); ok {
+			if err := c.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("close %s: %w", h.Harness(), err))
+			}
 		}
 	}
 	return errors.Join(errs...)

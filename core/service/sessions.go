@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/bridge-dev/bridge/core"
 )
@@ -144,7 +145,11 @@ func (s *Service) runTurn(ctx context.Context, l *liveSession, content []core.Co
 	res, err := l.live.Prompt(ctx, content)
 	if err != nil {
 		if ctx.Err() != nil {
-			_ = l.live.Cancel(context.WithoutCancel(ctx))
+			// Stop the harness too: an abandoned turn would otherwise keep
+			// running and block the next one. Bounded, for a hung harness.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			_ = l.live.Cancel(cctx)
+			cancel()
 			return core.TurnResult{StopReason: "cancelled"}, fmt.Errorf("%w: %w", core.ErrCancelled, ctx.Err())
 		}
 		return core.TurnResult{}, wrapHarness(l.host.Harness(), err)
