@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/checkpoint"
 )
 
 // Fold limits (DESIGN §7).
@@ -27,6 +28,9 @@ type FoldOptions struct {
 	MaxMessages  int
 	SourceBudget int
 	Lang         string // "en", "zh" or "" to detect from the messages
+	// MoreBefore says the caller passed only the newest window of the
+	// branch (see ReadWindow) and older messages exist.
+	MoreBefore bool
 }
 
 // FoldStats says what the fold used and what it left out.
@@ -70,11 +74,19 @@ func Fold(branch []core.Entry, opt FoldOptions) Source {
 	if opt.SourceBudget <= 0 {
 		opt.SourceBudget = SourceCharBudget
 	}
+	// Walk back from the newest entry: decode only the newest MaxMessages
+	// messages and the newest summary; older entries are only counted.
 	var msgs []msg
 	summary := ""
-	for _, e := range branch {
+	total := 0
+	for i := len(branch) - 1; i >= 0; i-- {
+		e := branch[i]
 		switch e.Kind {
 		case core.KindUserMessage, core.KindAssistantMessage:
+			total++
+			if len(msgs) == opt.MaxMessages {
+				continue
+			}
 			var p struct {
 				Text   string `json:"text"`
 				Images int    `json:"images"`
@@ -86,18 +98,21 @@ func Fold(branch []core.Entry, opt FoldOptions) Source {
 			}
 			msgs = append(msgs, msg{user: e.Kind == core.KindUserMessage, text: strings.TrimSpace(t), images: p.Images})
 		case core.KindCheckpoint, core.KindContextCompacted, core.KindBranchSummary:
+			if summary != "" {
+				continue
+			}
 			var p struct {
 				Summary string `json:"summary"`
 			}
-			if json.Unmarshal(e.Payload, &p) == nil && strings.TrimSpace(p.Summary) != "" {
+			if json.Unmarshal(e.Payload, &p) == nil && strings.TrimSpace(p.Summary) != "" && p.Summary != checkpoint.MarkerSummary {
 				summary = strings.TrimSpace(p.Summary)
 			}
 		}
 	}
-	st := FoldStats{MessagesTotal: len(msgs)}
-	if len(msgs) > opt.MaxMessages {
-		msgs = msgs[len(msgs)-opt.MaxMessages:]
+	for i, j := 0, len(msgs)-1; i < j; i, j = i+1, j-1 {
+		msgs[i], msgs[j] = msgs[j], msgs[i]
 	}
+	st := FoldStats{MessagesTotal: total}
 	st.MessagesRead = len(msgs)
 	lang := opt.Lang
 	if lang == "" {
@@ -199,6 +214,8 @@ func Fold(branch []core.Entry, opt FoldOptions) Source {
 	}
 	if st.MessagesTotal > st.MessagesRead {
 		dropped = append(dropped, fmt.Sprintf("%d messages older than the newest %d were not read", st.MessagesTotal-st.MessagesRead, opt.MaxMessages))
+	} else if opt.MoreBefore {
+		dropped = append(dropped, fmt.Sprintf("messages older than the newest %d were not read", st.MessagesRead))
 	}
 	text := strings.Join(parts, "\n\n")
 	st.SourceChars = runes(text)

@@ -162,13 +162,13 @@ func (s *Service) MigrationPreview(ctx context.Context, req PreviewRequest) (Pre
 	if _, _, err := s.checkMigration(ctx, src, t, ""); err != nil {
 		return Preview{}, err
 	}
-	branch, err := s.opts.Store.ActiveBranch(ctx, src.ID)
+	branch, more, err := handoff.ReadWindow(ctx, s.opts.Store, src)
 	if err != nil {
 		return Preview{}, err
 	}
 	progress := progressFrom(ctx)
 	progress(0, 3, "folding the source session")
-	fold := handoff.Fold(branch, handoff.FoldOptions{Lang: req.Lang})
+	fold := handoff.Fold(branch, handoff.FoldOptions{Lang: req.Lang, MoreBefore: more})
 	if strings.TrimSpace(fold.Text) == "" {
 		return Preview{}, core.Errorf(core.CodeInvalid, "session %s has no messages to hand off", src.ID)
 	}
