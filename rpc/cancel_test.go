@@ -1,0 +1,109 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// TestCancelRequest cancels a blocked prompt by numeric and by string id;
+// the reply is -32800 and the backend saw its context end.
+func TestCancelRequest(t *testing.T) {
+	for _, id := range []any{7001, "req-abc"} {
+		fake := newFake()
+		started := make(chan struct{})
+		backendErr := make(chan error, 1)
+		fake.prompt = func(ctx context.Context, _ string, _ []core.Content) (core.TurnResult, error) {
+			err := blockUntilCancelled(ctx, started)
+			backendErr <- ctx.Err()
+			return core.TurnResult{}, err
+		}
+		c := startServer(t, fake, nil)
+		c.initialize()
+		c.send(id, "session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "slow"}}})
+		<-started
+		c.send(nil, "$/cancelRequest", map[string]any{"id": id})
+		e := wantError(t, c.reply(id), int(CodeCancelled))
+		if d := e.errData(t); d.Code != core.CodeCancelled {
+			t.Errorf("id %v: data %+v", id, d)
+		}
+		if err := <-backendErr; err == nil {
+			t.Errorf("id %v: backend context not cancelled", id)
+		}
+	}
+}
+
+// TestCancelUnknownIDIsHarmless checks a cancel for no request changes
+// nothing, and a cancel without params does not break the connection.
+func TestCancelUnknownIDIsHarmless(t *testing.T) {
+	c := startServer(t, newFake(), nil)
+	c.initialize()
+	c.send(nil, "$/cancelRequest", map[string]any{"id": 99999})
+	c.send(nil, "$/cancelRequest", nil)
+	c.send(nil, "$/cancelRequest", map[string]any{"id": map[string]any{}})
+	c.mustCall("session/list", map[string]any{}, nil)
+}
+
+// TestSlowRequestDoesNotBlockFast runs a fast request while a slow one is
+// in flight, on the same connection.
+func TestSlowRequestDoesNotBlockFast(t *testing.T) {
+	fake := newFake()
+	started := make(chan struct{})
+	fake.prompt = func(ctx context.Context, _ string, _ []core.Content) (core.TurnResult, error) {
+		return core.TurnResult{}, blockUntilCancelled(ctx, started)
+	}
+	fake.list = func(context.Context, core.ListQuery) ([]core.Session, string, error) {
+		return []core.Session{{ID: "s9", Harness: "fake"}}, "", nil
+	}
+	c := startServer(t, fake, nil)
+	c.initialize()
+	slow := c.nextID()
+	c.send(slow, "session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "slow"}}})
+	<-started
+	var res struct {
+		Items []struct {
+			SessionID string `json:"sessionId"`
+		} `json:"items"`
+	}
+	c.mustCall("session/list", map[string]any{}, &res)
+	if len(res.Items) != 1 || res.Items[0].SessionID != "s9" {
+		t.Fatalf("list = %+v", res)
+	}
+	slowJSON, _ := json.Marshal(slow)
+	if i := c.index(func(m wireMsg) bool { return string(m.ID) == string(slowJSON) }); i >= 0 {
+		t.Fatalf("the slow request was answered before it was cancelled")
+	}
+	c.send(nil, "$/cancelRequest", map[string]any{"id": slow})
+	wantError(t, c.reply(slow), int(CodeCancelled))
+}
+
+// TestShutdownWithWorkInFlight closes the backend while a prompt runs; the
+// prompt still gets an answer and exit returns 0.
+func TestShutdownWithWorkInFlight(t *testing.T) {
+	fake := newFake()
+	started := make(chan struct{})
+	fake.prompt = func(ctx context.Context, _ string, _ []core.Content) (core.TurnResult, error) {
+		close(started)
+		select {
+		case <-ctx.Done():
+		case <-fake.closed:
+		}
+		return core.TurnResult{}, core.Errorf(core.CodeUnavailable, "the session was closed")
+	}
+	c := startServer(t, fake, nil)
+	c.initialize()
+	slow := c.nextID()
+	c.send(slow, "session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "x"}}})
+	<-started
+	c.mustCall("shutdown", nil, nil)
+	e := wantError(t, c.reply(slow), int(CodeDomain))
+	if d := e.errData(t); d.Code != core.CodeUnavailable {
+		t.Errorf("data %+v", d)
+	}
+	c.send(nil, "exit", nil)
+	if r := c.waitExit(); r.code != 0 {
+		t.Errorf("exit code %d", r.code)
+	}
+}

@@ -1,0 +1,107 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"go.lsp.dev/jsonrpc2"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// JSON-RPC error codes Bridge sends.
+const (
+	CodeParseError     = jsonrpc2.ParseError           // -32700 malformed JSON
+	CodeInvalidRequest = jsonrpc2.InvalidRequest       // -32600 not a request, or wrong lifecycle state
+	CodeMethodNotFound = jsonrpc2.MethodNotFound       // -32601 unknown method
+	CodeInvalidParams  = jsonrpc2.InvalidParams        // -32602 params do not fit, or a core "invalid" error
+	CodeInternal       = jsonrpc2.InternalError        // -32603 an internal failure (details only logged)
+	CodeNotInitialized = jsonrpc2.ServerNotInitialized // -32002 request before initialize
+	CodeDomain         = jsonrpc2.Code(-32001)         // a domain failure; data.code says which
+	CodeCancelled      = jsonrpc2.Code(-32800)         // the request was cancelled
+)
+
+// wireCodes maps each domain code to its JSON-RPC code. Codes not listed are
+// CodeDomain. This is the one place the mapping lives.
+var wireCodes = map[core.Code]jsonrpc2.Code{
+	core.CodeInvalid:   CodeInvalidParams,
+	core.CodeCancelled: CodeCancelled,
+	core.CodeInternal:  CodeInternal,
+}
+
+// errorData is the data member of a Bridge error.
+type errorData struct {
+	Code    core.Code `json:"code"`
+	Missing []string  `json:"missing,omitempty"`
+	Field   string    `json:"field,omitempty"`
+}
+
+// wireError builds a JSON-RPC error with Bridge's data member.
+func wireError(code jsonrpc2.Code, msg string, data errorData) *jsonrpc2.Error {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		raw = nil
+	}
+	return &jsonrpc2.Error{Code: code, Message: msg, Data: raw}
+}
+
+// invalidParams is a -32602 error naming the offending field.
+func invalidParams(field, format string, args ...any) *jsonrpc2.Error {
+	return wireError(CodeInvalidParams, fmt.Sprintf(format, args...), errorData{Code: core.CodeInvalid, Field: field})
+}
+
+// cancelledError is the -32800 reply to a cancelled request.
+func cancelledError(method string) *jsonrpc2.Error {
+	return wireError(CodeCancelled, method+": request cancelled", errorData{Code: core.CodeCancelled})
+}
+
+// toWire maps an error from a handler or the backend to the error the client
+// sees. Wire errors pass through; domain errors keep their message and code;
+// anything else is an internal error whose details go only to the log.
+func toWire(log *slog.Logger, method string, err error) *jsonrpc2.Error {
+	var we *jsonrpc2.Error
+	if errors.As(err, &we) {
+		return we
+	}
+	if errors.Is(err, context.Canceled) {
+		return cancelledError(method)
+	}
+	code := core.ErrorCode(err)
+	var ce *core.Error
+	if !errors.As(err, &ce) || code == core.CodeInternal {
+		if code == core.CodeCancelled {
+			return cancelledError(method)
+		}
+		log.Error("rpc: internal error", "method", method, "error", err)
+		return wireError(CodeInternal, method+": internal error (see the Bridge log)", errorData{Code: core.CodeInternal})
+	}
+	wc, ok := wireCodes[code]
+	if !ok {
+		wc = CodeDomain
+	}
+	data := errorData{Code: code, Missing: missingOf(ce.Data)}
+	if ce.Err != nil {
+		log.Debug("rpc: domain error", "method", method, "code", string(code), "error", err)
+	}
+	return wireError(wc, ce.Message, data)
+}
+
+// missingOf reads data["missing"] as a list of names.
+func missingOf(data map[string]any) []string {
+	switch v := data["missing"].(type) {
+	case []string:
+		return v
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, x := range v {
+			out = append(out, fmt.Sprint(x))
+		}
+		return out
+	case string:
+		return []string{v}
+	}
+	return nil
+}

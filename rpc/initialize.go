@@ -1,0 +1,99 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+
+	"go.lsp.dev/jsonrpc2"
+
+	"github.com/bridge-dev/bridge/schema"
+)
+
+// initialize opens the backend. It runs on the read loop, so no other
+// request is served until it answers; a second initialize is refused.
+func (s *server) initialize(ctx context.Context, raw json.RawMessage) (any, error) {
+	s.mu.Lock()
+	if s.state != stateCreated {
+		st := s.state
+		s.mu.Unlock()
+		return nil, jsonrpc2.Errorf(CodeInvalidRequest, "initialize: the server is already %s", st)
+	}
+	s.state = stateInitializing
+	s.mu.Unlock()
+
+	b, opts, err := s.open(ctx, raw)
+	s.mu.Lock()
+	if err != nil {
+		s.state = stateCreated // the client may correct itself and try again
+		s.mu.Unlock()
+		return nil, err
+	}
+	s.backend, s.state = b, stateInitialized
+	s.mu.Unlock()
+
+	res := schema.InitializeResult{
+		ServerInfo: schema.ServerInfo{Name: schema.ServerName, Version: s.cfg.Version},
+		Capabilities: schema.ServerCapabilities{
+			Methods:       served(),
+			Notifications: schema.Names(schema.ServerToClient, schema.Notification),
+			Harnesses:     s.cfg.Harnesses,
+			HostMethods:   hostMethods(opts),
+		},
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return nil, toWire(s.log, "initialize", err)
+	}
+	return jsonrpc2.RawMessage(out), nil
+}
+
+// open decodes the initialize params and calls Config.Open.
+func (s *server) open(ctx context.Context, raw json.RawMessage) (Backend, InitOptions, error) {
+	p, err := decodeParams[schema.InitializeParams]("initialize", raw)
+	if err != nil {
+		return nil, InitOptions{}, err
+	}
+	opts := InitOptions{Locale: p.Locale}
+	if p.ProcessID != nil {
+		opts.ProcessID = *p.ProcessID
+	}
+	if p.ClientInfo != nil {
+		opts.ClientName, opts.ClientVersion = p.ClientInfo.Name, p.ClientInfo.Version
+	}
+	if io := p.InitializationOptions; io != nil {
+		opts.DataDir = io.DataDir
+		opts.Harnesses = io.Harnesses
+		opts.HostsSessions = io.HostsSessions
+		opts.HostHarness = io.HostHarness
+		opts.HostCapabilities = io.HostCapabilities
+		var whole struct {
+			InitializationOptions json.RawMessage `json:"initializationOptions"`
+		}
+		if json.Unmarshal(raw, &whole) == nil {
+			opts.InitializationOptions = whole.InitializationOptions
+		}
+	}
+	b, err := s.cfg.Open(s.life, opts, s, clientCaller{s})
+	if err != nil {
+		return nil, opts, toWire(s.log, "initialize", err)
+	}
+	if b == nil {
+		return nil, opts, jsonrpc2.NewError(CodeInternal, "initialize: the backend did not open")
+	}
+	return b, opts, nil
+}
+
+// hostMethods lists the host/* requests Bridge may send a hosting client:
+// host/probe, and one per advertised capability the contract knows.
+func hostMethods(opts InitOptions) []string {
+	if !opts.HostsSessions {
+		return nil
+	}
+	out := []string{"host/probe"}
+	for _, c := range opts.HostCapabilities {
+		if m, ok := schema.MethodByName("host/" + c); ok && m.Capability != "" && m.Name != "host/probe" {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}

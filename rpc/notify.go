@@ -1,0 +1,174 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.lsp.dev/jsonrpc2"
+
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/schema"
+)
+
+// EventReceiver is an optional interface of a Backend. A backend that
+// implements it receives the host/event notifications a session-hosting
+// client sends, in wire order, on the connection's read loop: HostEvent must
+// not block for long. params is the notification's params, owned by the
+// callee.
+type EventReceiver interface {
+	HostEvent(ctx context.Context, params json.RawMessage)
+}
+
+var _ service.Notifier = (*server)(nil)
+
+// notify sends a notification; failures (the client is gone) are logged.
+func (s *server) notify(method string, params any) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		s.log.Error("rpc: encoding a notification", "method", method, "error", err)
+		return
+	}
+	if err := s.conn.Notify(context.WithoutCancel(s.life), method, jsonrpc2.RawMessage(raw)); err != nil {
+		s.log.Debug("rpc: notification not sent", "method", method, "error", err)
+	}
+}
+
+// EntryAppended sends session/update.
+func (s *server) EntryAppended(e core.Entry) {
+	s.notify("session/update", schema.SessionUpdateNotification{SessionID: e.SessionID, Entry: wireEntry(e)})
+}
+
+// ContextCompacted sends session/contextCompacted.
+func (s *server) ContextCompacted(n service.ContextCompacted) {
+	s.notify("session/contextCompacted", schema.ContextCompactedNotification{SessionID: n.SessionID, EntryID: n.EntryID,
+		Harness: n.Harness, Trigger: schema.CompactionTrigger(n.Trigger), PreTokens: n.PreTokens, PostTokens: n.PostTokens,
+		Estimated: n.Estimated})
+}
+
+// CheckpointSaved sends session/checkpointSaved.
+func (s *server) CheckpointSaved(n service.CheckpointSaved) {
+	s.notify("session/checkpointSaved", schema.CheckpointSavedNotification{SessionID: n.SessionID, EntryID: n.EntryID,
+		Reason: schema.CheckpointReason(n.Reason), Provenance: schema.Provenance(n.Provenance), Hot: n.Hot})
+}
+
+// Restored sends session/restored.
+func (s *server) Restored(n service.Restored) {
+	s.notify("session/restored", schema.RestoredNotification{SessionID: n.SessionID, Mode: schema.RestoreMode(n.Mode),
+		Reason: n.Reason, NativeError: n.NativeError, CheckpointEntryID: n.CheckpointEntryID})
+}
+
+// Log sends window/logMessage (1 error, 2 warning, 3 info, 4 log).
+func (s *server) Log(level int, msg string) {
+	if level < 1 || level > 4 {
+		level = 4
+	}
+	s.notify("window/logMessage", schema.LogMessageParams{Type: schema.MessageType(level), Message: msg})
+}
+
+// progress is one work-done progress stream for a client-given token.
+type progress struct {
+	s     *server
+	token schema.ProgressToken
+	mu    sync.Mutex
+	ended bool
+	last  int
+}
+
+// beginProgress sends the begin report for token.
+func (s *server) beginProgress(token schema.ProgressToken, title string) *progress {
+	cancellable := true
+	s.notify("$/progress", schema.ProgressParams{Token: token,
+		Value: schema.WorkDoneProgress{Kind: schema.ProgressBegin, Title: title, Cancellable: &cancellable}})
+	return &progress{s: s, token: token, last: -1}
+}
+
+// report sends a report; it is a service.Progress. Reports after end are
+// dropped, and the percentage never goes backwards.
+func (p *progress) report(done, total int64, msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended {
+		return
+	}
+	v := schema.WorkDoneProgress{Kind: schema.ProgressReport, Message: msg}
+	if total > 0 {
+		pct := int(min(max(done*100/total, 0), 100))
+		pct = max(pct, p.last)
+		p.last = pct
+		v.Percentage = &pct
+	}
+	p.s.notify("$/progress", schema.ProgressParams{Token: p.token, Value: v})
+}
+
+// end sends the end report once.
+func (p *progress) end(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended {
+		return
+	}
+	p.ended = true
+	msg := "done"
+	if err != nil {
+		msg = "failed"
+		if core.ErrorCode(err) == core.CodeCancelled || errors.Is(err, context.Canceled) {
+			msg = "cancelled"
+		}
+	}
+	p.s.notify("$/progress", schema.ProgressParams{Token: p.token, Value: schema.WorkDoneProgress{Kind: schema.ProgressEnd, Message: msg}})
+}
+
+// clientCaller calls the client back over the same connection.
+type clientCaller struct{ s *server }
+
+var _ Caller = clientCaller{}
+
+// Call implements Caller. It must be called from a released handler or
+// another goroutine, never from the read loop (initialize, Open, HostEvent).
+func (c clientCaller) Call(ctx context.Context, method string, params, result any) error {
+	var raw jsonrpc2.RawMessage
+	if params != nil {
+		b, err := json.Marshal(params)
+		if err != nil {
+			return core.E(core.CodeInternal, fmt.Sprintf("%s: encoding params", method), err)
+		}
+		raw = b
+	}
+	var out jsonrpc2.RawMessage
+	id, err := c.s.conn.Call(ctx, method, raw, &out)
+	if err != nil {
+		if ctx.Err() != nil {
+			if id.IsValid() {
+				c.s.notify("$/cancelRequest", cancelParams(id))
+			}
+			return core.E(core.CodeCancelled, method+": cancelled", errors.Join(core.ErrCancelled, ctx.Err()))
+		}
+		var we *jsonrpc2.Error
+		if errors.As(err, &we) {
+			if we.Code == CodeCancelled {
+				return core.E(core.CodeCancelled, fmt.Sprintf("%s: the client cancelled: %s", method, we.Message), core.ErrCancelled)
+			}
+			return core.E(core.CodeHarness, fmt.Sprintf("%s: the client answered %d %s", method, we.Code, we.Message), we)
+		}
+		return core.E(core.CodeUnavailable, method+": the client is unreachable", err)
+	}
+	if result != nil && len(out) > 0 {
+		if err := json.Unmarshal(out, result); err != nil {
+			return core.E(core.CodeHarness, fmt.Sprintf("%s: the client's result does not decode", method), err)
+		}
+	}
+	return nil
+}
+
+// cancelParams builds $/cancelRequest params for id.
+func cancelParams(id jsonrpc2.ID) schema.CancelParams {
+	if n, ok := id.Number(); ok {
+		return schema.CancelParams{ID: schema.NumberID(n)}
+	}
+	str, _ := id.StringValue()
+	return schema.CancelParams{ID: schema.StringID(str)}
+}

@@ -1,0 +1,249 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/schema"
+)
+
+// notifyingServer starts a server whose Open hands the Notifier and Caller
+// to the test.
+func notifyingServer(t *testing.T, fake *fakeBackend) (*client, chan service.Notifier, chan Caller) {
+	t.Helper()
+	ns := make(chan service.Notifier, 1)
+	cs := make(chan Caller, 1)
+	c := startServer(t, fake, func(cfg *Config) {
+		cfg.Open = func(ctx context.Context, opts InitOptions, n service.Notifier, cl Caller) (Backend, error) {
+			ns <- n
+			cs <- cl
+			return fake, nil
+		}
+	})
+	return c, ns, cs
+}
+
+// TestPromptStreamsUpdates checks session/update notifications arrive
+// before the prompt's result, with the entry's wire shape.
+func TestPromptStreamsUpdates(t *testing.T) {
+	fake := newFake()
+	c, ns, _ := notifyingServer(t, fake)
+	c.initialize()
+	n := <-ns
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	fake.prompt = func(ctx context.Context, id string, content []core.Content) (core.TurnResult, error) {
+		n.EntryAppended(core.Entry{ID: "e1", SessionID: id, Seq: 1, Kind: core.KindUserMessage,
+			Payload: core.Payload(map[string]string{"text": content[0].Text}), CreatedAt: at})
+		n.EntryAppended(core.Entry{ID: "e2", SessionID: id, ParentID: "e1", Seq: 2, Kind: core.KindAssistantMessage,
+			Payload: core.Payload(map[string]string{"text": "hi"}), CreatedAt: at})
+		return core.TurnResult{StopReason: "end_turn"}, nil
+	}
+	var res schema.SessionPromptResult
+	c.mustCall("session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "hello"}}}, &res)
+	if res.StopReason != "end_turn" {
+		t.Errorf("stopReason %q", res.StopReason)
+	}
+	var got []schema.SessionUpdateNotification
+	for _, m := range c.snapshot() {
+		if m.Method == "session/update" {
+			var u schema.SessionUpdateNotification
+			if err := json.Unmarshal(m.Params, &u); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, u)
+		}
+	}
+	if len(got) != 2 || got[0].Entry.ID != "e1" || got[1].Entry.ParentID != "e1" || got[0].SessionID != "s1" ||
+		string(got[0].Entry.Payload) != `{"text":"hello"}` || !got[1].Entry.CreatedAt.Equal(at) || got[1].Entry.Kind != "assistant.message" {
+		t.Errorf("updates before the result: %+v", got)
+	}
+}
+
+// TestNotifications checks each Notifier method's wire shape.
+func TestNotifications(t *testing.T) {
+	fake := newFake()
+	c, ns, _ := notifyingServer(t, fake)
+	c.initialize()
+	n := <-ns
+	pre, post := int64(150000), int64(30000)
+	n.ContextCompacted(service.ContextCompacted{SessionID: "s1", EntryID: "e5", Harness: "claude-code", Trigger: "auto", PreTokens: &pre, PostTokens: &post})
+	n.CheckpointSaved(service.CheckpointSaved{SessionID: "s1", EntryID: "e6", Reason: "manual", Provenance: "agent", Hot: true})
+	n.Restored(service.Restored{SessionID: "s1", Mode: core.ModeCheckpointRestored, Reason: "native resume failed", NativeError: "no thread", CheckpointEntryID: "e6"})
+	n.Log(2, "codex is older than 0.169")
+	cases := []struct{ method, want string }{
+		{"session/contextCompacted", `{"sessionId":"s1","entryId":"e5","harness":"claude-code","trigger":"auto","preTokens":150000,"postTokens":30000}`},
+		{"session/checkpointSaved", `{"sessionId":"s1","entryId":"e6","reason":"manual","provenance":"agent","hot":true}`},
+		{"session/restored", `{"sessionId":"s1","mode":"checkpoint_restored","reason":"native resume failed","nativeError":"no thread","checkpointEntryId":"e6"}`},
+		{"window/logMessage", `{"type":2,"message":"codex is older than 0.169"}`},
+	}
+	for _, tc := range cases {
+		m := c.notification(tc.method, nil)
+		if string(m.Params) != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.method, m.Params, tc.want)
+		}
+	}
+}
+
+// TestWorkDoneProgress checks begin/report/end for a workDoneToken, all
+// before the result, and no progress without a token.
+func TestWorkDoneProgress(t *testing.T) {
+	fake := newFake()
+	fake.checkpoint = func(ctx context.Context, id, reason string) (service.CheckpointOutcome, error) {
+		return service.CheckpointOutcome{}, errors.New("unused")
+	}
+	c := startServer(t, fake, nil)
+	c.initialize()
+	fake.prompt = func(ctx context.Context, id string, _ []core.Content) (core.TurnResult, error) {
+		// The reporter is reachable the way core/service reaches it.
+		p := progressOf(ctx)
+		p(1, 4, "thinking")
+		p(3, 4, "writing")
+		return core.TurnResult{StopReason: "end_turn"}, nil
+	}
+	for _, token := range []any{"tok-1", 17} {
+		id := c.nextID()
+		c.send(id, "session/prompt", map[string]any{"sessionId": "s1", "workDoneToken": token,
+			"content": []any{map[string]any{"type": "text", "text": "x"}}})
+		c.reply(id)
+		tokJSON, _ := json.Marshal(token)
+		var kinds []string
+		for _, m := range c.snapshot() {
+			if m.Method != "$/progress" {
+				continue
+			}
+			var p struct {
+				Token json.RawMessage         `json:"token"`
+				Value schema.WorkDoneProgress `json:"value"`
+			}
+			if err := json.Unmarshal(m.Params, &p); err != nil {
+				t.Fatal(err)
+			}
+			if string(p.Token) != string(tokJSON) {
+				continue
+			}
+			s := p.Value.Kind + ":" + p.Value.Title + p.Value.Message
+			if p.Value.Percentage != nil {
+				s += ":" + strings.Repeat("|", *p.Value.Percentage/25)
+			}
+			kinds = append(kinds, s)
+		}
+		want := []string{"begin:Prompt", "report:thinking:|", "report:writing:|||", "end:done"}
+		if strings.Join(kinds, ",") != strings.Join(want, ",") {
+			t.Errorf("token %v: progress %v, want %v", token, kinds, want)
+		}
+	}
+	// Without a token: no $/progress at all.
+	before := c.count("$/progress")
+	c.mustCall("session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "x"}}}, nil)
+	if after := c.count("$/progress"); after != before {
+		t.Errorf("progress sent without a token: %d -> %d", before, after)
+	}
+	// A failing operation ends its progress with "failed".
+	id := c.nextID()
+	c.send(id, "session/checkpoint", map[string]any{"sessionId": "s1", "workDoneToken": "tok-f"})
+	wantError(t, c.reply(id), int(CodeInternal))
+	c.notification("$/progress", func(p json.RawMessage) bool {
+		return strings.Contains(string(p), `"tok-f"`) && strings.Contains(string(p), `"kind":"end","message":"failed"`)
+	})
+}
+
+// progressKey is where the test's attachProgress also stores the
+// reporter, since core/service keeps its own accessor unexported.
+type progressKey struct{}
+
+// progressOf returns the reporter the server attached to ctx.
+func progressOf(ctx context.Context) service.Progress {
+	if p, ok := ctx.Value(progressKey{}).(service.Progress); ok {
+		return p
+	}
+	return func(int64, int64, string) {}
+}
+
+func init() {
+	attachProgress = func(ctx context.Context, p service.Progress) context.Context {
+		return context.WithValue(service.WithProgress(ctx, p), progressKey{}, p)
+	}
+}
+
+// count returns how many messages have method.
+func (c *client) count(method string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, m := range c.msgs {
+		if m.Method == method {
+			n++
+		}
+	}
+	return n
+}
+
+// TestCallerRoundTripAndCancel calls the client back; a cancelled call
+// sends $/cancelRequest with the call's id.
+func TestCallerRoundTripAndCancel(t *testing.T) {
+	fake := newFake()
+	c, _, cs := notifyingServer(t, fake)
+	c.onCall = func(m wireMsg) (any, *wireErr) {
+		switch m.Method {
+		case "host/probe":
+			return map[string]any{"harness": "vsc-host", "capabilities": []any{}}, nil
+		case "host/session.cancel":
+			return nil, &wireErr{Code: -32001, Message: "no live session"}
+		}
+		return nil, nil // host/session.prompt: never answered
+	}
+	c.initialize()
+	cl := <-cs
+	var probe struct {
+		Harness string `json:"harness"`
+	}
+	if err := cl.Call(context.Background(), "host/probe", map[string]any{}, &probe); err != nil || probe.Harness != "vsc-host" {
+		t.Fatalf("host/probe: %+v %v", probe, err)
+	}
+	err := cl.Call(context.Background(), "host/session.cancel", map[string]any{"sessionId": "n1"}, nil)
+	if core.ErrorCode(err) != core.CodeHarness || !strings.Contains(err.Error(), "no live session") {
+		t.Errorf("error reply: %v (%s)", err, core.ErrorCode(err))
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cl.Call(ctx, "host/session.prompt", map[string]any{"sessionId": "n1"}, nil) }()
+	req := c.await("host/session.prompt", func(m wireMsg) bool { return m.Method == "host/session.prompt" })
+	cancel()
+	err = <-done
+	if core.ErrorCode(err) != core.CodeCancelled || !errors.Is(err, core.ErrCancelled) {
+		t.Errorf("cancelled call: %v", err)
+	}
+	c.notification("$/cancelRequest", func(p json.RawMessage) bool {
+		return string(p) == `{"id":`+string(req.ID)+`}`
+	})
+}
+
+// hostEventBackend receives host/event notifications.
+type hostEventBackend struct {
+	*fakeBackend
+	events chan string
+}
+
+func (h hostEventBackend) HostEvent(_ context.Context, params json.RawMessage) {
+	h.events <- string(params)
+}
+
+func TestHostEventReachesBackend(t *testing.T) {
+	b := hostEventBackend{fakeBackend: newFake(), events: make(chan string, 4)}
+	c := startServer(t, nil, func(cfg *Config) {
+		cfg.Open = func(context.Context, InitOptions, service.Notifier, Caller) (Backend, error) { return b, nil }
+	})
+	c.send(nil, "host/event", map[string]any{"n": 0}) // before initialize: dropped
+	c.initialize()
+	c.send(nil, "host/event", map[string]any{"n": 1})
+	if got := <-b.events; got != `{"n":1}` {
+		t.Errorf("event %s", got)
+	}
+}
