@@ -11,6 +11,7 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/schema"
+	"github.com/bridge-dev/bridge/schema/generate"
 )
 
 type defSchema struct {
@@ -28,7 +29,7 @@ type bundleDoc struct {
 
 func loadBundle(t *testing.T) bundleDoc {
 	t.Helper()
-	files, err := schema.Files()
+	files, err := generate.Files()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestErrorCodesEqualCore(t *testing.T) {
 // TestTaggedUnions checks that each union is a oneOf of its variants and
 // that each variant pins its tag with a const and requires it.
 func TestTaggedUnions(t *testing.T) {
-	files, err := schema.Files()
+	files, err := generate.Files()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestTaggedUnions(t *testing.T) {
 	}
 	// The session/prompt params file carries the union too.
 	var prompt map[string]any
-	if err := json.Unmarshal(files[schema.FileName("session/prompt", "params")], &prompt); err != nil {
+	if err := json.Unmarshal(files[generate.FileName("session/prompt", "params")], &prompt); err != nil {
 		t.Fatal(err)
 	}
 	content, _ := prompt["$defs"].(map[string]any)["Content"].(map[string]any)
@@ -230,7 +231,7 @@ func TestGoValuesValidateAgainstTheirSchemas(t *testing.T) {
 		t.Fatalf("node is needed for this test and was not found on PATH: %v", err)
 	}
 	dir := t.TempDir()
-	if err := schema.Generate(filepath.Join(dir, "json")); err != nil {
+	if err := generate.Generate(filepath.Join(dir, "json")); err != nil {
 		t.Fatal(err)
 	}
 	type sample struct {
@@ -252,8 +253,8 @@ func TestGoValuesValidateAgainstTheirSchemas(t *testing.T) {
 				continue
 			}
 			typ := reflect.TypeOf(v)
-			add(schema.FileName(m.Name, part), m.Name+" "+part+" (filled)", fill(typ).Interface())
-			add(schema.FileName(m.Name, part), m.Name+" "+part+" (minimal)", minimal(typ).Interface())
+			add(generate.FileName(m.Name, part), m.Name+" "+part+" (filled)", fill(typ).Interface())
+			add(generate.FileName(m.Name, part), m.Name+" "+part+" (minimal)", minimal(typ).Interface())
 		}
 	}
 	// Values a client must not get away with.

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/schema"
+	"github.com/bridge-dev/bridge/schema/generate"
 )
 
 const fixCommand = "go generate ./schema"
@@ -24,7 +25,7 @@ func generateAll(t *testing.T) (jsonDir, tsDir string) {
 	tmp := t.TempDir()
 	jsonDir = filepath.Join(tmp, "json")
 	tsDir = filepath.Join(tmp, "ts")
-	if err := schema.Generate(jsonDir); err != nil {
+	if err := generate.Generate(jsonDir); err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
 	node, err := exec.LookPath("node")
@@ -135,7 +136,7 @@ func TestDiffLinesShowsTheChange(t *testing.T) {
 // 2020-12, the generated banner, a titled root, additional properties never
 // forbidden, and stable formatting (sorted keys, trailing newline).
 func TestSchemaFileRules(t *testing.T) {
-	files, err := schema.Files()
+	files, err := generate.Files()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestSchemaFileRules(t *testing.T) {
 			t.Errorf("%s: keys are not sorted or formatting is not canonical", name)
 		}
 	}
-	again, err := schema.Files()
+	again, err := generate.Files()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/bridge-dev/bridge/schema"
+	"github.com/bridge-dev/bridge/schema/generate"
 )
 
 func main() {
 	out := flag.String("out", "json", "directory to write the schema files into")
 	flag.Parse()
-	if err := schema.Generate(*out); err != nil {
+	if err := generate.Generate(*out); err != nil {
 		fmt.Fprintln(os.Stderr, "schema/gen:", err)
 		os.Exit(1)
 	}
