@@ -11,40 +11,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bridge-dev/bridge/adapters/internal/procutil"
 	"github.com/bridge-dev/bridge/core"
 )
-
-// stderrTailSize is how much of an agent's stderr ExitInfo keeps.
-const stderrTailSize = 2048
-
-// tailBuffer keeps the last stderrTailSize bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - stderrTailSize; over > 0 {
-		t.buf = append([]byte(nil), t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
-}
 
 // agent is one running agent process and its connection.
 type agent struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	conn   *conn
-	stderr *tailBuffer
+	stderr *procutil.Tail
 	done   chan struct{}
 
 	mu   sync.Mutex
@@ -81,9 +57,9 @@ func (h *Host) spawn(ctx context.Context, cwd string, handler connHandler) (*age
 	cmd := exec.Command(prog, h.cfg.Args...)
 	cmd.Dir = cwd
 	cmd.Env = append(os.Environ(), h.cfg.Env...)
-	setProcessGroup(cmd)
+	procutil.SetProcessGroup(cmd)
 	cmd.WaitDelay = 3 * time.Second
-	a := &agent{cmd: cmd, stderr: &tailBuffer{}, done: make(chan struct{})}
+	a := &agent{cmd: cmd, stderr: &procutil.Tail{}, done: make(chan struct{})}
 	cmd.Stderr = a.stderr
 	a.stdin, err = cmd.StdinPipe()
 	if err != nil {
@@ -105,7 +81,7 @@ func (h *Host) spawn(ctx context.Context, cwd string, handler connHandler) (*age
 	go func() {
 		werr := cmd.Wait()
 		<-served
-		signalGroup(cmd, true) // children the agent left behind
+		procutil.SignalGroup(cmd, true) // children the agent left behind
 		a.mu.Lock()
 		a.exit = core.ExitInfo{Code: cmd.ProcessState.ExitCode(), StderrTail: a.stderr.String()}
 		var ee *exec.ExitError
@@ -194,8 +170,8 @@ func (a *agent) stop(ctx context.Context) {
 		wait time.Duration
 	}{
 		{func() {}, time.Second},
-		{func() { signalGroup(a.cmd, false) }, 2 * time.Second},
-		{func() { signalGroup(a.cmd, true) }, 2 * time.Second},
+		{func() { procutil.SignalGroup(a.cmd, false) }, 2 * time.Second},
+		{func() { procutil.SignalGroup(a.cmd, true) }, 2 * time.Second},
 	}
 	for _, st := range steps {
 		st.do()
@@ -203,7 +179,7 @@ func (a *agent) stop(ctx context.Context) {
 		case <-a.done:
 			return
 		case <-ctx.Done():
-			signalGroup(a.cmd, true)
+			procutil.SignalGroup(a.cmd, true)
 			return
 		case <-time.After(st.wait):
 		}

@@ -4,55 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/core/service/servicetest"
 	"github.com/bridge-dev/bridge/storage/storagetest"
 )
-
-// notes is a service.Notifier that keeps what it is told.
-type notes struct {
-	mu      sync.Mutex
-	saved   []service.CheckpointSaved
-	entries []core.Entry
-	logs    []string
-	changed chan struct{}
-}
-
-func (n *notes) poke() {
-	select {
-	case n.changed <- struct{}{}:
-	default:
-	}
-}
-func (n *notes) EntryAppended(e core.Entry) {
-	n.mu.Lock()
-	n.entries = append(n.entries, e)
-	n.mu.Unlock()
-	n.poke()
-}
-func (n *notes) ContextCompacted(service.ContextCompacted) {}
-func (n *notes) CheckpointSaved(c service.CheckpointSaved) {
-	n.mu.Lock()
-	n.saved = append(n.saved, c)
-	n.mu.Unlock()
-	n.poke()
-}
-func (n *notes) Restored(service.Restored) {}
-func (n *notes) Log(level int, msg string) {
-	n.mu.Lock()
-	n.logs = append(n.logs, msg)
-	n.mu.Unlock()
-}
-
-func (n *notes) savedCopy() []service.CheckpointSaved {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return append([]service.CheckpointSaved(nil), n.saved...)
-}
 
 // TestContextPressureThroughService: the scripted agent reports a context
 // gauge (usage_update) and has no compaction of its own, so Bridge owns its
@@ -64,7 +23,7 @@ func TestContextPressureThroughService(t *testing.T) {
 	defer cancel()
 	host := scriptHost(t, "", "SCRIPTAGENT_WINDOW=100000")
 	db := storagetest.Open(t)
-	n := &notes{changed: make(chan struct{}, 1)}
+	n := servicetest.NewRecorder()
 	svc, err := service.New(service.Options{Store: db, Hosts: []core.BridgeHost{host}, Notifier: n,
 		DataDir: t.TempDir(), CheckpointTimeout: 30 * time.Second})
 	if err != nil {
@@ -99,20 +58,13 @@ func TestContextPressureThroughService(t *testing.T) {
 			t.Fatalf("at 70%% of the window a %s entry was written", e.Kind)
 		}
 	}
-	if s := n.savedCopy(); len(s) != 0 {
-		t.Fatalf("at 70%% a checkpoint was saved: %+v", s)
+	if len(n.Saved) != 0 {
+		t.Fatalf("at 70%% a checkpoint was saved: %+v", n.Saved)
 	}
 
 	prompt("say I changed more files\nusage 76000")
-	for len(n.savedCopy()) == 0 {
-		select {
-		case <-n.changed:
-		case <-ctx.Done():
-			n.mu.Lock()
-			t.Fatalf("no checkpoint at 76%%; logs %v", n.logs)
-		}
-	}
-	saved := n.savedCopy()
+	n.Await(t, "a checkpoint at 76%", func() bool { return len(n.Saved) > 0 })
+	saved := n.Saved
 	if len(saved) != 1 || saved[0].Reason != "context_pressure" || !saved[0].Hot || saved[0].SessionID != sess.ID {
 		t.Fatalf("saved %+v", saved)
 	}

@@ -16,15 +16,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bridge-dev/bridge/adapters/internal/procutil"
 	"github.com/bridge-dev/bridge/core"
 )
 
 // closeGrace is how long Close waits after closing stdin before it kills
 // the process.
 const closeGrace = 5 * time.Second
-
-// stderrTailSize is how much of the end of stderr Exit keeps.
-const stderrTailSize = 2048
 
 // live is one long-lived `claude -p --input-format stream-json` process.
 // It implements core.Live and core.Compactor.
@@ -47,7 +45,7 @@ type live struct {
 	pending     map[string]chan controlResult
 	lastResult  *streamMsg // the last result line seen
 	initSession string     // session_id of the first system/init
-	stderr      tailBuffer
+	stderr      procutil.Tail
 
 	reqSeq atomic.Int64
 
@@ -59,28 +57,6 @@ type live struct {
 type controlResult struct {
 	resp json.RawMessage
 	err  error
-}
-
-// tailBuffer keeps the last stderrTailSize bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > stderrTailSize {
-		t.buf = append([]byte(nil), t.buf[len(t.buf)-stderrTailSize:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }
 
 // startLive starts the process described by cmd and begins reading its

@@ -10,41 +10,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bridge-dev/bridge/adapters/internal/procutil"
 	"github.com/bridge-dev/bridge/core"
 )
-
-// stderrTail is how much of the process's stderr is kept for ExitInfo.
-const stderrTail = 2 << 10
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
-}
 
 // proc is one running `codex app-server` process and its connection.
 type proc struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	conn   *conn
-	stderr *tailBuffer
+	stderr *procutil.Tail
 	done   chan struct{}
 
 	mu   sync.Mutex
@@ -83,7 +58,7 @@ func (h *Host) startProc(ctx context.Context, hd handler) (*proc, error) {
 	args := append([]string{"app-server"}, h.cfg.Args...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = h.environ()
-	setProcessGroup(cmd)
+	procutil.SetProcessGroup(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("codex: stdin pipe: %w", err)
@@ -92,7 +67,7 @@ func (h *Host) startProc(ctx context.Context, hd handler) (*proc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("codex: stdout pipe: %w", err)
 	}
-	p := &proc{cmd: cmd, stdin: stdin, stderr: &tailBuffer{max: stderrTail}, done: make(chan struct{})}
+	p := &proc{cmd: cmd, stdin: stdin, stderr: &procutil.Tail{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	p.conn = newConn(stdin, hd)
 	if err := cmd.Start(); err != nil {
@@ -143,7 +118,7 @@ func (p *proc) Exit() core.ExitInfo {
 
 func (p *proc) kill() {
 	if p.cmd.Process != nil {
-		killProcessGroup(p.cmd)
+		procutil.SignalGroup(p.cmd, true)
 	}
 }
 

@@ -11,45 +11,6 @@ import (
 // anthropicSeq numbers message ids so each answer is distinct.
 var anthropicSeq atomic.Int64
 
-// anthropicRequest is the part of a Messages API request the fake reads.
-type anthropicRequest struct {
-	Model    string `json:"model"`
-	Stream   bool   `json:"stream"`
-	Messages []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	} `json:"messages"`
-}
-
-// anthropicLastUserText flattens the last user message to the text of its
-// last text block (a string content counts as one block).
-func anthropicLastUserText(req anthropicRequest) string {
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		m := req.Messages[i]
-		if m.Role != "user" {
-			continue
-		}
-		var s string
-		if err := json.Unmarshal(m.Content, &s); err == nil {
-			return s
-		}
-		var blocks []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		if err := json.Unmarshal(m.Content, &blocks); err != nil {
-			return ""
-		}
-		for j := len(blocks) - 1; j >= 0; j-- {
-			if blocks[j].Type == "text" {
-				return blocks[j].Text
-			}
-		}
-		return ""
-	}
-	return ""
-}
-
 // anthropicError writes an Anthropic-shaped error body with status.
 func anthropicError(w http.ResponseWriter, status int, kind, msg string) {
 	w.Header().Set("Content-Type", "application/json")
@@ -90,12 +51,12 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		anthropicError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 		return
 	}
-	var req anthropicRequest
+	var req messagesRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "body is not a Messages request: "+err.Error())
 		return
 	}
-	reply := s.record(Request{API: "anthropic", Path: r.URL.Path, Body: body, LastUserText: anthropicLastUserText(req)})
+	reply := s.record(Request{API: "anthropic", Path: r.URL.Path, Body: body, LastUserText: lastUserText(req, true)})
 	if reply.Hang {
 		s.hang(r)
 		return

@@ -4,53 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 )
-
-// chatRequest is the part of an OpenAI Chat Completions request the fake
-// server reads.
-type chatRequest struct {
-	Model    string `json:"model"`
-	Stream   bool   `json:"stream"`
-	Messages []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	} `json:"messages"`
-}
-
-// chatLastUserText flattens the content of the last user message: either a
-// plain string or an array of {type:"text", text} parts.
-func chatLastUserText(req chatRequest) string {
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		m := req.Messages[i]
-		if m.Role != "user" {
-			continue
-		}
-		var s string
-		if err := json.Unmarshal(m.Content, &s); err == nil {
-			return s
-		}
-		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		if err := json.Unmarshal(m.Content, &parts); err == nil {
-			var b strings.Builder
-			for _, p := range parts {
-				if p.Type == "text" {
-					if b.Len() > 0 {
-						b.WriteString("\n")
-					}
-					b.WriteString(p.Text)
-				}
-			}
-			return b.String()
-		}
-		return ""
-	}
-	return ""
-}
 
 // chatError writes an OpenAI-shaped error body with the given status.
 func chatError(w http.ResponseWriter, status int, msg string) {
@@ -96,12 +51,12 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
 		chatError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	var req chatRequest
+	var req messagesRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		chatError(w, http.StatusBadRequest, "request body: "+err.Error())
 		return
 	}
-	reply := s.record(Request{API: "chat", Path: r.URL.Path, Body: body, LastUserText: chatLastUserText(req)})
+	reply := s.record(Request{API: "chat", Path: r.URL.Path, Body: body, LastUserText: lastUserText(req, false)})
 	if reply.Hang {
 		s.hang(r)
 		return

@@ -215,3 +215,52 @@ func sse(w http.ResponseWriter, event string, data any) {
 		f.Flush()
 	}
 }
+
+// messagesRequest is the part of an Anthropic Messages or OpenAI Chat
+// Completions request the fake reads: both carry role/content messages.
+type messagesRequest struct {
+	Model    string `json:"model"`
+	Stream   bool   `json:"stream"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+}
+
+// lastUserText flattens the last user message: a string content is the
+// text; an array of {type:"text", text} blocks gives the last text block
+// (Anthropic, where Claude Code puts reminders in earlier blocks) or all of
+// them joined by newlines (Chat Completions).
+func lastUserText(req messagesRequest, lastBlockOnly bool) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		m := req.Messages[i]
+		if m.Role != "user" {
+			continue
+		}
+		var s string
+		if err := json.Unmarshal(m.Content, &s); err == nil {
+			return s
+		}
+		var blocks []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(m.Content, &blocks); err != nil {
+			return ""
+		}
+		var texts []string
+		for _, b := range blocks {
+			if b.Type == "text" {
+				texts = append(texts, b.Text)
+			}
+		}
+		if len(texts) == 0 {
+			return ""
+		}
+		if lastBlockOnly {
+			return texts[len(texts)-1]
+		}
+		return strings.Join(texts, "\n")
+	}
+	return ""
+}

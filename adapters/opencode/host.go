@@ -30,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bridge-dev/bridge/adapters/internal/procutil"
 	"github.com/bridge-dev/bridge/core"
 )
 
@@ -150,7 +151,7 @@ func (h *Host) ensureServer(ctx context.Context) (*server, error) {
 // benchmarks that stand in for `opencode serve`).
 func (h *Host) attach(ctx context.Context, base string) (*server, error) {
 	sctx, cancel := context.WithCancel(context.Background())
-	s := &server{base: strings.TrimRight(base, "/"), done: make(chan struct{}), ctx: sctx, cancel: cancel, stderr: &tail{}}
+	s := &server{base: strings.TrimRight(base, "/"), done: make(chan struct{}), ctx: sctx, cancel: cancel, stderr: &procutil.Tail{}}
 	if err := h.follow(ctx, s); err != nil {
 		cancel()
 		return nil, err

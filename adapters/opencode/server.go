@@ -15,44 +15,19 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
+	"github.com/bridge-dev/bridge/adapters/internal/procutil"
 	"github.com/bridge-dev/bridge/core"
 )
-
-// stderrTailSize is how much of the server's stderr ExitInfo keeps.
-const stderrTailSize = 2048
-
-// tail keeps the last stderrTailSize bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > stderrTailSize {
-		t.buf = append([]byte(nil), t.buf[len(t.buf)-stderrTailSize:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
-}
 
 // server is one running `opencode serve` (or, in tests, any base URL that
 // speaks its HTTP API).
 type server struct {
 	base   string
 	cmd    *exec.Cmd
-	stderr *tail
+	stderr *procutil.Tail
 	done   chan struct{} // closed when the process has exited
 	exit   core.ExitInfo // valid after done
 	ctx    context.Context
@@ -141,7 +116,7 @@ func (h *Host) startServer(ctx context.Context) (*server, error) {
 	cmd.Env = env
 	cmd.Dir = h.cfg.Home
 	cmd.Stdout = io.Discard
-	st := &tail{}
+	st := &procutil.Tail{}
 	cmd.Stderr = st
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

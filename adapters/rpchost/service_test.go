@@ -12,46 +12,10 @@ import (
 	"github.com/bridge-dev/bridge/adapters/fake"
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/core/service/servicetest"
 	"github.com/bridge-dev/bridge/storage"
 	"github.com/bridge-dev/bridge/storage/storagetest"
 )
-
-// recorder is a Notifier that keeps everything it is told (as in
-// core/service's tests).
-type recorder struct {
-	mu       sync.Mutex
-	entries  []core.Entry
-	compacts []service.ContextCompacted
-	saved    []service.CheckpointSaved
-	restored []service.Restored
-	logs     []string
-}
-
-func (r *recorder) EntryAppended(e core.Entry) {
-	r.mu.Lock()
-	r.entries = append(r.entries, e)
-	r.mu.Unlock()
-}
-func (r *recorder) ContextCompacted(n service.ContextCompacted) {
-	r.mu.Lock()
-	r.compacts = append(r.compacts, n)
-	r.mu.Unlock()
-}
-func (r *recorder) CheckpointSaved(n service.CheckpointSaved) {
-	r.mu.Lock()
-	r.saved = append(r.saved, n)
-	r.mu.Unlock()
-}
-func (r *recorder) Restored(n service.Restored) {
-	r.mu.Lock()
-	r.restored = append(r.restored, n)
-	r.mu.Unlock()
-}
-func (r *recorder) Log(level int, msg string) {
-	r.mu.Lock()
-	r.logs = append(r.logs, msg)
-	r.mu.Unlock()
-}
 
 // hostedRig is a service over a real SQLite store whose hosts are the Node
 // host (through rpchost) and any extra ones.
@@ -59,14 +23,14 @@ type hostedRig struct {
 	t    *testing.T
 	svc  *service.Service
 	db   *storage.DB
-	rec  *recorder
+	rec  *servicetest.Recorder
 	node *nodeHost
 }
 
 func newHostedRig(t *testing.T, extra ...core.BridgeHost) *hostedRig {
 	t.Helper()
 	nh := startNode(t, nodeCapabilities)
-	r := &hostedRig{t: t, db: storagetest.Open(t), rec: &recorder{}, node: nh}
+	r := &hostedRig{t: t, db: storagetest.Open(t), rec: servicetest.NewRecorder(), node: nh}
 	r.svc = r.service(extra...)
 	return r
 }
@@ -141,12 +105,13 @@ func TestServiceHostedSession(t *testing.T) {
 	if !user || !assistant {
 		t.Fatalf("history %v: want user.message %q and assistant.message %q", kindsOf(hist), "say hello", "hello")
 	}
-	r.rec.mu.Lock()
 	var announced bool
-	for _, e := range r.rec.entries {
-		announced = announced || (e.Kind == core.KindAssistantMessage && e.SessionID == s.ID)
-	}
-	r.rec.mu.Unlock()
+	r.rec.Await(t, "session/update of the reply", func() bool {
+		for _, e := range r.rec.Entries {
+			announced = announced || (e.Kind == core.KindAssistantMessage && e.SessionID == s.ID)
+		}
+		return true
+	})
 	if !announced {
 		t.Error("the hosted assistant.message was not sent as session/update")
 	}
@@ -155,9 +120,9 @@ func TestServiceHostedSession(t *testing.T) {
 	if err != nil || out.By != "harness" || !out.FocusApplied {
 		t.Fatalf("Compact: %+v %v; want forwarded to the hosting client with the focus", out, err)
 	}
-	r.rec.mu.Lock()
-	compacts := append([]service.ContextCompacted(nil), r.rec.compacts...)
-	r.rec.mu.Unlock()
+	r.rec.Lock()
+	compacts := append([]service.ContextCompacted(nil), r.rec.Compacts...)
+	r.rec.Unlock()
 	if len(compacts) != 1 || compacts[0].Harness != nodeHarness || compacts[0].Trigger != core.TriggerManual {
 		t.Fatalf("contextCompacted %+v", compacts)
 	}
@@ -208,10 +173,10 @@ func TestServiceHostedCheckpoint(t *testing.T) {
 	if cp.Summary != "The node host answered the prompts it was given." || len(cp.Decisions) != 1 {
 		t.Fatalf("checkpoint %+v: want the hosted session's own summary", cp)
 	}
-	r.rec.mu.Lock()
-	saved := append([]service.CheckpointSaved(nil), r.rec.saved...)
-	compacts := len(r.rec.compacts)
-	r.rec.mu.Unlock()
+	r.rec.Lock()
+	saved := append([]service.CheckpointSaved(nil), r.rec.Saved...)
+	compacts := len(r.rec.Compacts)
+	r.rec.Unlock()
 	if len(saved) != 1 || !saved[0].Hot || saved[0].EntryID != out.EntryID || compacts != 0 {
 		t.Fatalf("checkpointSaved %+v, contextCompacted %d; want one hot checkpoint and no compaction", saved, compacts)
 	}

@@ -62,10 +62,10 @@ func TestCheckpointCommit(t *testing.T) {
 	if err != nil || len(audit) != 1 || !strings.Contains(string(audit[0].Body), `"decisionCount":2`) {
 		t.Fatalf("audit %v %v", audit, err)
 	}
-	if len(r.rec.saved) != 1 || !r.rec.saved[0].Hot || r.rec.saved[0].EntryID != out.EntryID {
-		t.Fatalf("checkpointSaved %+v", r.rec.saved)
+	if len(r.rec.Saved) != 1 || !r.rec.Saved[0].Hot || r.rec.Saved[0].EntryID != out.EntryID {
+		t.Fatalf("checkpointSaved %+v", r.rec.Saved)
 	}
-	if len(r.rec.compacts) != 0 {
+	if len(r.rec.Compacts) != 0 {
 		t.Fatal("a Bridge checkpoint must never be reported as a context compaction")
 	}
 	// Nothing new since the boundary: a second checkpoint is refused.
@@ -171,8 +171,8 @@ func TestCheckpointLockAcrossRestart(t *testing.T) {
 		t.Fatalf("the recovery checkpoint must carry the repository's changed files: %v", cp["filesTouched"])
 	}
 	audit, _ := r2.db.Audit(ctx, s.ID, "compaction.recovery_worker.completed")
-	if len(audit) != 1 || r2.rec.saved[0].Hot {
-		t.Fatalf("recovery audit %d rows, saved %+v", len(audit), r2.rec.saved)
+	if len(audit) != 1 || r2.rec.Saved[0].Hot {
+		t.Fatalf("recovery audit %d rows, saved %+v", len(audit), r2.rec.Saved)
 	}
 }
 
@@ -196,13 +196,13 @@ func TestContextPressureController(t *testing.T) {
 		s := r.create()
 		r.prompt(s.ID, "say reading files\nusage 70000")
 		time.Sleep(100 * time.Millisecond)
-		if len(r.rec.saved) != 0 {
+		if len(r.rec.Saved) != 0 {
 			t.Fatal("70% must not fire")
 		}
 		r.prompt(s.ID, "say more\nusage 76000\nnext json {\"summary\": \"pressure checkpoint\"}")
-		r.rec.await(t, "a context_pressure checkpoint", func() bool { return len(r.rec.saved) == 1 })
-		if r.rec.saved[0].Reason != "context_pressure" || !r.rec.saved[0].Hot {
-			t.Fatalf("saved %+v", r.rec.saved[0])
+		r.rec.Await(t, "a context_pressure checkpoint", func() bool { return len(r.rec.Saved) == 1 })
+		if r.rec.Saved[0].Reason != "context_pressure" || !r.rec.Saved[0].Hot {
+			t.Fatalf("saved %+v", r.rec.Saved[0])
 		}
 	})
 	t.Run("harness owns its window", func(t *testing.T) {
@@ -210,8 +210,8 @@ func TestContextPressureController(t *testing.T) {
 		s := r.create()
 		r.prompt(s.ID, "say reading\nusage 90000")
 		time.Sleep(200 * time.Millisecond)
-		if len(r.rec.saved) != 0 {
-			t.Fatalf("a harness with its own compaction must not get a pressure checkpoint: %+v", r.rec.saved)
+		if len(r.rec.Saved) != 0 {
+			t.Fatalf("a harness with its own compaction must not get a pressure checkpoint: %+v", r.rec.Saved)
 		}
 		_ = ctx
 	})

@@ -4,92 +4,23 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/bridge-dev/bridge/adapters/fake"
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/core/service/servicetest"
 	"github.com/bridge-dev/bridge/storage"
 	"github.com/bridge-dev/bridge/storage/storagetest"
 )
-
-// recorder is a Notifier that keeps everything it is told.
-type recorder struct {
-	mu       sync.Mutex
-	entries  []core.Entry
-	compacts []service.ContextCompacted
-	saved    []service.CheckpointSaved
-	restored []service.Restored
-	logs     []string
-	changed  chan struct{}
-}
-
-func newRecorder() *recorder { return &recorder{changed: make(chan struct{}, 1)} }
-
-func (r *recorder) poke() {
-	select {
-	case r.changed <- struct{}{}:
-	default:
-	}
-}
-func (r *recorder) EntryAppended(e core.Entry) {
-	r.mu.Lock()
-	r.entries = append(r.entries, e)
-	r.mu.Unlock()
-	r.poke()
-}
-func (r *recorder) ContextCompacted(n service.ContextCompacted) {
-	r.mu.Lock()
-	r.compacts = append(r.compacts, n)
-	r.mu.Unlock()
-	r.poke()
-}
-func (r *recorder) CheckpointSaved(n service.CheckpointSaved) {
-	r.mu.Lock()
-	r.saved = append(r.saved, n)
-	r.mu.Unlock()
-	r.poke()
-}
-func (r *recorder) Restored(n service.Restored) {
-	r.mu.Lock()
-	r.restored = append(r.restored, n)
-	r.mu.Unlock()
-	r.poke()
-}
-func (r *recorder) Log(level int, msg string) {
-	r.mu.Lock()
-	r.logs = append(r.logs, msg)
-	r.mu.Unlock()
-}
-
-// await waits until cond (called under the lock) holds.
-func (r *recorder) await(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(20 * time.Second)
-	for {
-		r.mu.Lock()
-		ok := cond()
-		r.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-r.changed:
-		case <-time.After(50 * time.Millisecond):
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
 
 // rig is a service over a real SQLite store and fake hosts.
 type rig struct {
 	t     *testing.T
 	svc   *service.Service
 	db    *storage.DB
-	rec   *recorder
+	rec   *servicetest.Recorder
 	dir   string
 	hosts []core.BridgeHost
 }
@@ -114,7 +45,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 		dir = t.TempDir()
 	}
 	hosts := append([]core.BridgeHost{fake.New(o.fake)}, o.extra...)
-	rec := newRecorder()
+	rec := servicetest.NewRecorder()
 	svc, err := service.New(service.Options{Store: db, Hosts: hosts, Notifier: rec, DataDir: dir,
 		Presets: o.presets, CheckpointTimeout: o.timeout,
 		RepoStatus: func(ctx context.Context, cwd string) (string, error) { return " M src/changed.go\n", nil }})

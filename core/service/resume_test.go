@@ -32,8 +32,8 @@ func TestResumeModes(t *testing.T) {
 	if err != nil || res.Mode != core.ModeNative {
 		t.Fatalf("resume in a new process: %+v %v, want native", res, err)
 	}
-	if len(r2.rec.restored) != 1 || r2.rec.restored[0].Mode != core.ModeNative {
-		t.Fatalf("session/restored %+v", r2.rec.restored)
+	if len(r2.rec.Restores) != 1 || r2.rec.Restores[0].Mode != core.ModeNative {
+		t.Fatalf("session/restored %+v", r2.rec.Restores)
 	}
 	r2.prompt(s.ID, "say still here\nnext json {\"summary\": \"the user asked twice; both answered\", \"openWork\": [\"wait\"]}")
 	if _, err := r2.svc.Checkpoint(ctx, s.ID, "before_suspend"); err != nil {
@@ -118,8 +118,8 @@ func TestCrashedHarness(t *testing.T) {
 	if err == nil {
 		t.Fatal("a prompt whose harness crashed must fail")
 	}
-	r.rec.await(t, "session.status stopped", func() bool {
-		for _, e := range r.rec.entries {
+	r.rec.Await(t, "session.status stopped", func() bool {
+		for _, e := range r.rec.Entries {
 			if e.Kind == core.KindSessionStatus {
 				return true
 			}
@@ -151,8 +151,8 @@ func TestCompactForwardedOrFallback(t *testing.T) {
 		if err != nil || out.By != "harness" || out.FocusApplied || out.FocusNote == "" || out.EntryID == "" {
 			t.Fatalf("%+v %v: want by harness, focus not applied with a note, the entry id", out, err)
 		}
-		if len(r.rec.compacts) != 1 || r.rec.compacts[0].Trigger != "manual" {
-			t.Fatalf("contextCompacted %+v", r.rec.compacts)
+		if len(r.rec.Compacts) != 1 || r.rec.Compacts[0].Trigger != "manual" {
+			t.Fatalf("contextCompacted %+v", r.rec.Compacts)
 		}
 	})
 	t.Run("harness command with focus", func(t *testing.T) {
@@ -172,8 +172,8 @@ func TestCompactForwardedOrFallback(t *testing.T) {
 		if err != nil || out.By != "bridge" || out.EntryID == "" {
 			t.Fatalf("%+v %v", out, err)
 		}
-		if len(r.rec.compacts) != 0 || len(r.rec.saved) != 1 || r.rec.saved[0].Reason != "manual" {
-			t.Fatalf("compacts %+v saved %+v", r.rec.compacts, r.rec.saved)
+		if len(r.rec.Compacts) != 0 || len(r.rec.Saved) != 1 || r.rec.Saved[0].Reason != "manual" {
+			t.Fatalf("compacts %+v saved %+v", r.rec.Compacts, r.rec.Saved)
 		}
 		b := r.branch(s.ID)
 		var req string
@@ -195,12 +195,12 @@ func TestNativeCompactionNeverTouchesCheckpoints(t *testing.T) {
 	s := r.create()
 	r.prompt(s.ID, "say work\ncompact auto 150000 20000")
 	b := r.branch(s.ID)
-	if b[len(b)-1].Kind != core.KindContextCompacted || len(r.rec.compacts) != 1 {
+	if b[len(b)-1].Kind != core.KindContextCompacted || len(r.rec.Compacts) != 1 {
 		t.Fatalf("%v", kinds(b))
 	}
-	c := r.rec.compacts[0]
-	if c.Trigger != "auto" || c.PreTokens == nil || *c.PreTokens != 150000 || len(r.rec.saved) != 0 {
-		t.Fatalf("contextCompacted %+v saved %+v", c, r.rec.saved)
+	c := r.rec.Compacts[0]
+	if c.Trigger != "auto" || c.PreTokens == nil || *c.PreTokens != 150000 || len(r.rec.Saved) != 0 {
+		t.Fatalf("contextCompacted %+v saved %+v", c, r.rec.Saved)
 	}
 	sess, _ := r.db.GetSession(context.Background(), s.ID)
 	if sess.LatestCheckpointID != "" || sess.HeadID != b[len(b)-1].ID {

@@ -1,0 +1,16 @@
+//go:build !unix
+
+package procutil
+
+import "os/exec"
+
+// SetProcessGroup does nothing where process groups are not available.
+func SetProcessGroup(cmd *exec.Cmd) {}
+
+// SignalGroup kills the program itself where process groups are not
+// available (there is no gentle signal either).
+func SignalGroup(cmd *exec.Cmd, hard bool) {
+	if cmd.Process != nil {
+		_ = cmd.Process.Kill()
+	}
+}

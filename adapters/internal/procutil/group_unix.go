@@ -1,0 +1,31 @@
+//go:build unix
+
+package procutil
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// SetProcessGroup puts the program in its own process group: an npm
+// launcher (node) may start the native binary as a child, and both must go
+// when the session ends.
+func SetProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+// SignalGroup asks the program's group to terminate (SIGTERM), or kills it
+// (SIGKILL) when hard is set.
+func SignalGroup(cmd *exec.Cmd, hard bool) {
+	if cmd.Process == nil {
+		return
+	}
+	sig := syscall.SIGTERM
+	if hard {
+		sig = syscall.SIGKILL
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, sig)
+	if hard {
+		_ = cmd.Process.Kill()
+	}
+}

@@ -1,0 +1,33 @@
+// Package procutil holds what the adapters that run a harness program
+// share: the tail of its standard error, and its process group.
+package procutil
+
+import "sync"
+
+// TailSize is how much of a harness's standard error ExitInfo keeps.
+const TailSize = 2048
+
+// Tail is an io.Writer that keeps the last TailSize bytes written to it.
+// It is safe for concurrent use.
+type Tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+// Write keeps the end of what was written.
+func (t *Tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - TailSize; over > 0 {
+		t.buf = append([]byte(nil), t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+// String returns the kept bytes.
+func (t *Tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
