@@ -88,8 +88,8 @@ func TestRealAgentSessionAndLoadAfterRestart(t *testing.T) {
 		t.Fatalf("probe of the real agent: version %q, native.resume %v, session.list %v: %+v", p.Version, p.Has(core.CapNativeResume), p.Has(core.CapSessionList), p)
 	}
 
-	rec := &sinkRec{}
-	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: r.cwd}, rec.sink)
+	rec := adaptertest.NewEvents()
+	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: r.cwd}, rec.Sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,8 +102,8 @@ func TestRealAgentSessionAndLoadAfterRestart(t *testing.T) {
 	if res.StopReason != "end_turn" {
 		t.Fatalf("stop reason %q", res.StopReason)
 	}
-	if got := assistantText(t, rec.entries()); !strings.Contains(got, "I will remember PAPAYA-7731.") {
-		t.Fatalf("assistant text %q; entries %+v", got, rec.entries())
+	if got := assistantText(t, rec.Entries()); !strings.Contains(got, "I will remember PAPAYA-7731.") {
+		t.Fatalf("assistant text %q; entries %+v", got, rec.Entries())
 	}
 	id := l.NativeID()
 	if id == "" {
@@ -135,8 +135,8 @@ func TestRealAgentSessionAndLoadAfterRestart(t *testing.T) {
 
 	// A fresh Host: nothing learned, a new agent process.
 	h2 := acp.New(r.cfg)
-	rec2 := &sinkRec{}
-	l2, err := h2.Resume(ctx, core.ResumeRequest{CreateRequest: core.CreateRequest{Cwd: r.cwd}, NativeID: id}, rec2.sink)
+	rec2 := adaptertest.NewEvents()
+	l2, err := h2.Resume(ctx, core.ResumeRequest{CreateRequest: core.CreateRequest{Cwd: r.cwd}, NativeID: id}, rec2.Sink)
 	if err != nil {
 		t.Fatalf("native load after restart: %v", err)
 	}
@@ -144,7 +144,7 @@ func TestRealAgentSessionAndLoadAfterRestart(t *testing.T) {
 	if l2.NativeID() != id {
 		t.Fatalf("loaded session id %q, want %q", l2.NativeID(), id)
 	}
-	if n := len(ofKind(rec2.entries(), core.KindAssistantMessage)) + len(ofKind(rec2.entries(), core.KindUserMessage)); n != 0 {
+	if n := len(ofKind(rec2.Entries(), core.KindAssistantMessage)) + len(ofKind(rec2.Entries(), core.KindUserMessage)); n != 0 {
 		t.Errorf("the load replay was recorded again: %d message entries", n)
 	}
 	r.answer("What was the word", "The word was PAPAYA-7731.")
@@ -152,7 +152,7 @@ func TestRealAgentSessionAndLoadAfterRestart(t *testing.T) {
 	if _, err := l2.Prompt(ctx, text("What was the word?")); err != nil {
 		t.Fatal(err)
 	}
-	if got := assistantText(t, rec2.entries()); !strings.Contains(got, "The word was PAPAYA-7731.") {
+	if got := assistantText(t, rec2.Entries()); !strings.Contains(got, "The word was PAPAYA-7731.") {
 		t.Fatalf("assistant text after load %q", got)
 	}
 	carried := false
@@ -165,7 +165,7 @@ func TestRealAgentSessionAndLoadAfterRestart(t *testing.T) {
 		t.Error("the turn after session/load did not carry the earlier conversation to the model")
 	}
 
-	_, err = h2.Resume(ctx, core.ResumeRequest{CreateRequest: core.CreateRequest{Cwd: r.cwd}, NativeID: "0b7c9d2e-1111-4222-8333-944455556666"}, (&sinkRec{}).sink)
+	_, err = h2.Resume(ctx, core.ResumeRequest{CreateRequest: core.CreateRequest{Cwd: r.cwd}, NativeID: "0b7c9d2e-1111-4222-8333-944455556666"}, adaptertest.NewEvents().Sink)
 	var re *core.ResumeError
 	if !errors.As(err, &re) || re.NativeText == "" {
 		t.Fatalf("load of a bogus id: %v; want a *core.ResumeError with the agent's text", err)
@@ -191,9 +191,9 @@ func TestRealAgentToolPermission(t *testing.T) {
 		}
 		return fakemodel.Reply{}, false
 	})
-	rec := &sinkRec{}
+	rec := adaptertest.NewEvents()
 	h := acp.New(r.cfg)
-	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: r.cwd, Preset: core.Preset{Name: "trusting", ApprovalPolicy: "approve"}}, rec.sink)
+	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: r.cwd, Preset: core.Preset{Name: "trusting", ApprovalPolicy: "approve"}}, rec.Sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestRealAgentToolPermission(t *testing.T) {
 	if _, err := l.Prompt(ctx, text("Write the approval file please.")); err != nil {
 		t.Fatal(err)
 	}
-	es := rec.entries()
+	es := rec.Entries()
 	if b, err := os.ReadFile(target); err != nil || string(b) != "written after approval\n" {
 		t.Errorf("file after an approved write: %q %v", b, err)
 	}

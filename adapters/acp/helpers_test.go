@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,46 +46,6 @@ func scriptHost(t *testing.T, state string, env ...string) *acp.Host {
 	return acp.New(acp.Config{Name: "acp", Command: scriptAgentBin,
 		Env: append([]string{"SCRIPTAGENT_STATE=" + state}, env...), Cwd: t.TempDir(),
 		Presets: []core.Preset{{Name: "trusting", ApprovalPolicy: "approve"}, {Name: "careful"}}})
-}
-
-// sinkRec records what a live session sends to its sink.
-type sinkRec struct {
-	mu     sync.Mutex
-	events []core.Event
-}
-
-func (r *sinkRec) sink(ev core.Event) {
-	if ev.Entry != nil {
-		e := *ev.Entry
-		ev.Entry = &e
-	}
-	r.mu.Lock()
-	r.events = append(r.events, ev)
-	r.mu.Unlock()
-}
-
-func (r *sinkRec) entries() []core.NewEntry {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []core.NewEntry
-	for _, ev := range r.events {
-		if ev.Entry != nil {
-			out = append(out, *ev.Entry)
-		}
-	}
-	return out
-}
-
-func (r *sinkRec) gauges() []core.Gauge {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []core.Gauge
-	for _, ev := range r.events {
-		if ev.Gauge != nil {
-			out = append(out, *ev.Gauge)
-		}
-	}
-	return out
 }
 
 func ofKind(es []core.NewEntry, k core.Kind) []core.NewEntry {

@@ -100,8 +100,8 @@ func TestPermissionPolicy(t *testing.T) {
 	} {
 		t.Run(tc.preset.Name, func(t *testing.T) {
 			ctx := testCtx(t)
-			rec := &sinkRec{}
-			l, err := scriptHost(t, "").CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir(), Preset: tc.preset}, rec.sink)
+			rec := adaptertest.NewEvents()
+			l, err := scriptHost(t, "").CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir(), Preset: tc.preset}, rec.Sink)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,7 +109,7 @@ func TestPermissionPolicy(t *testing.T) {
 			if _, err := l.Prompt(ctx, text("permission")); err != nil {
 				t.Fatal(err)
 			}
-			es := rec.entries()
+			es := rec.Entries()
 			if got := assistantText(t, es); !strings.Contains(got, tc.option) {
 				t.Errorf("the agent was told %q, want %s", got, tc.option)
 			}
@@ -129,8 +129,8 @@ func TestPermissionPolicy(t *testing.T) {
 // and the turn still ends normally.
 func TestToolsUnknownUpdatesAndGarbage(t *testing.T) {
 	ctx := testCtx(t)
-	rec := &sinkRec{}
-	l, err := scriptHost(t, "").CreateSession(ctx, reqIn(t), rec.sink)
+	rec := adaptertest.NewEvents()
+	l, err := scriptHost(t, "").CreateSession(ctx, reqIn(t), rec.Sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestToolsUnknownUpdatesAndGarbage(t *testing.T) {
 	if err != nil || res.StopReason != "end_turn" {
 		t.Fatalf("prompt: %v %+v", err, res)
 	}
-	es := rec.entries()
+	es := rec.Entries()
 	st, done := ofKind(es, core.KindToolStarted), ofKind(es, core.KindToolCompleted)
 	if len(st) != 1 || len(done) != 1 || field(t, st[0], "toolId") != field(t, done[0], "toolId") {
 		t.Fatalf("tool entries: %d started, %d completed", len(st), len(done))
@@ -185,8 +185,8 @@ func TestAgentCrash(t *testing.T) {
 // TestCancel: session/cancel ends a running turn with stopReason cancelled.
 func TestCancel(t *testing.T) {
 	ctx := testCtx(t)
-	rec := &sinkRec{}
-	l, err := scriptHost(t, "").CreateSession(ctx, reqIn(t), rec.sink)
+	rec := adaptertest.NewEvents()
+	l, err := scriptHost(t, "").CreateSession(ctx, reqIn(t), rec.Sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestCancel(t *testing.T) {
 		r, err := l.Prompt(ctx, text("tool Wait\nhang"))
 		ch <- out{r, err}
 	}()
-	for len(ofKind(rec.entries(), core.KindToolCompleted)) == 0 { // the turn is running
+	for len(ofKind(rec.Entries(), core.KindToolCompleted)) == 0 { // the turn is running
 		select {
 		case <-ctx.Done():
 			t.Fatal("the turn never started")
@@ -221,9 +221,9 @@ func TestCancel(t *testing.T) {
 // context.compacted with the usage readings before and after it.
 func TestCompactCommand(t *testing.T) {
 	ctx := testCtx(t)
-	rec := &sinkRec{}
+	rec := adaptertest.NewEvents()
 	h := scriptHost(t, "", "SCRIPTAGENT_COMPACT=1")
-	l, err := h.CreateSession(ctx, reqIn(t), rec.sink)
+	l, err := h.CreateSession(ctx, reqIn(t), rec.Sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestCompactCommand(t *testing.T) {
 	if err != nil || !res.FocusApplied {
 		t.Fatalf("Compact: %+v %v", res, err)
 	}
-	cs := ofKind(rec.entries(), core.KindContextCompacted)
+	cs := ofKind(rec.Entries(), core.KindContextCompacted)
 	if len(cs) != 1 {
 		t.Fatalf("%d context.compacted entries, want 1", len(cs))
 	}
@@ -270,22 +270,20 @@ func TestCompactCommand(t *testing.T) {
 // replay are read in temporary processes.
 func TestSelectModelListAndHistory(t *testing.T) {
 	ctx := testCtx(t)
-	rec := &sinkRec{}
+	rec := adaptertest.NewEvents()
 	h := scriptHost(t, "")
 	cwd := t.TempDir()
-	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: cwd, Model: "scripted-large"}, rec.sink)
+	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: cwd, Model: "scripted-large"}, rec.Sink)
 	if err != nil {
 		t.Fatal(err)
 	}
 	closeLive(t, l)
 	var models []string
-	rec.mu.Lock()
-	for _, ev := range rec.events {
+	for _, ev := range rec.All() {
 		if ev.Model != "" {
 			models = append(models, ev.Model)
 		}
 	}
-	rec.mu.Unlock()
 	if len(models) == 0 || models[len(models)-1] != "scripted-large" {
 		t.Errorf("model events %v", models)
 	}
@@ -317,9 +315,9 @@ func TestSelectModelListAndHistory(t *testing.T) {
 // before any session is kept.
 func TestPresetMode(t *testing.T) {
 	ctx := testCtx(t)
-	rec := &sinkRec{}
+	rec := adaptertest.NewEvents()
 	h := scriptHost(t, "")
-	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir(), Preset: core.Preset{Name: "planner", PermissionMode: "plan"}}, rec.sink)
+	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir(), Preset: core.Preset{Name: "planner", PermissionMode: "plan"}}, rec.Sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +326,7 @@ func TestPresetMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	modeSeen := false
-	for _, e := range ofKind(rec.entries(), core.KindHarnessEvent) {
+	for _, e := range ofKind(rec.Entries(), core.KindHarnessEvent) {
 		if field(t, e, "type") == "current_mode_update" {
 			modeSeen = true
 		}

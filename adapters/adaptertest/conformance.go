@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -170,59 +169,28 @@ func (s *suite) prompt() []core.Content {
 	return []core.Content{{Type: "text", Text: "hello"}}
 }
 
-// recorder collects what a live session sends to its sink.
+// recorder collects what a live session sends to its sink and notices
+// the sink being called from two goroutines at once.
 type recorder struct {
-	mu      sync.Mutex
-	events  []core.Event
+	*Events
 	inside  atomic.Int32
 	overlap atomic.Bool
-	signal  chan struct{}
 }
 
-func newRecorder() *recorder { return &recorder{signal: make(chan struct{}, 1)} }
+func newRecorder() *recorder { return &recorder{Events: NewEvents()} }
 
 func (r *recorder) sink(ev core.Event) {
 	if r.inside.Add(1) > 1 {
 		r.overlap.Store(true)
 	}
 	defer r.inside.Add(-1)
-	if ev.Entry != nil {
-		e := *ev.Entry
-		ev.Entry = &e
-	}
-	r.mu.Lock()
-	r.events = append(r.events, ev)
-	r.mu.Unlock()
-	select {
-	case r.signal <- struct{}{}:
-	default:
-	}
+	r.Sink(ev)
 }
 
-func (r *recorder) entries() []core.NewEntry {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []core.NewEntry
-	for _, ev := range r.events {
-		if ev.Entry != nil {
-			out = append(out, *ev.Entry)
-		}
-	}
-	return out
-}
+func (r *recorder) entries() []core.NewEntry { return r.Entries() }
 
 // gauges returns the context readings seen so far.
-func (r *recorder) gauges() []core.Gauge {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []core.Gauge
-	for _, ev := range r.events {
-		if ev.Gauge != nil {
-			out = append(out, *ev.Gauge)
-		}
-	}
-	return out
-}
+func (r *recorder) gauges() []core.Gauge { return r.Gauges() }
 
 // waitGauge waits until a context reading has arrived or ctx ends.
 func (r *recorder) waitGauge(ctx context.Context) []core.Gauge {
@@ -231,7 +199,7 @@ func (r *recorder) waitGauge(ctx context.Context) []core.Gauge {
 			return g
 		}
 		select {
-		case <-r.signal:
+		case <-r.Changed():
 		case <-ctx.Done():
 			return r.gauges()
 		}
@@ -245,7 +213,7 @@ func (r *recorder) waitFor(ctx context.Context, ok func([]core.NewEntry) bool) b
 			return true
 		}
 		select {
-		case <-r.signal:
+		case <-r.Changed():
 		case <-ctx.Done():
 			return ok(r.entries())
 		}

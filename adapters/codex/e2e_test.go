@@ -75,8 +75,8 @@ func TestE2ETurnResumeAndManualCompaction(t *testing.T) {
 	env := newE2E(t)
 	ctx := ctxT(t)
 	env.model.Enqueue(fakemodel.Reply{Text: "The answer is 42."})
-	var c collector
-	l, err := New(env.cfg).CreateSession(ctx, core.CreateRequest{Cwd: env.cwd, Title: "e2e"}, c.sink)
+	var c adaptertest.Events
+	l, err := New(env.cfg).CreateSession(ctx, core.CreateRequest{Cwd: env.cwd, Title: "e2e"}, c.Sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,11 +88,11 @@ func TestE2ETurnResumeAndManualCompaction(t *testing.T) {
 	if err != nil || res.StopReason != "end_turn" {
 		t.Fatalf("Prompt = %+v, %v", res, err)
 	}
-	agents := c.kind(core.KindAssistantMessage)
+	agents := c.OfKind(core.KindAssistantMessage)
 	if len(agents) != 1 || payloadOf(t, agents[0])["text"] != "The answer is 42." {
 		t.Fatalf("assistant messages = %v", agents)
 	}
-	if users := c.kind(core.KindUserMessage); len(users) != 0 {
+	if users := c.OfKind(core.KindUserMessage); len(users) != 0 {
 		t.Fatalf("prompt echoed as user.message: %v", users)
 	}
 	if err := l.Close(ctx); err != nil {
@@ -105,8 +105,8 @@ func TestE2ETurnResumeAndManualCompaction(t *testing.T) {
 	}
 
 	// A fresh Host instance resumes the stored thread natively.
-	var c2 collector
-	l2, err := New(env.cfg).Resume(ctx, core.ResumeRequest{CreateRequest: core.CreateRequest{Cwd: env.cwd}, NativeID: thread}, c2.sink)
+	var c2 adaptertest.Events
+	l2, err := New(env.cfg).Resume(ctx, core.ResumeRequest{CreateRequest: core.CreateRequest{Cwd: env.cwd}, NativeID: thread}, c2.Sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,9 +121,9 @@ func TestE2ETurnResumeAndManualCompaction(t *testing.T) {
 	if cr.FocusApplied || cr.FocusNote == "" {
 		t.Errorf("CompactResult = %+v", cr)
 	}
-	comps := c2.kind(core.KindContextCompacted)
+	comps := c2.OfKind(core.KindContextCompacted)
 	if len(comps) != 1 {
-		t.Fatalf("want one context.compacted, got %d: %v", len(comps), c2.entries())
+		t.Fatalf("want one context.compacted, got %d: %v", len(comps), c2.Entries())
 	}
 	cp := compactedOf(t, comps[0])
 	if cp.Trigger != core.TriggerManual || !cp.Estimated || cp.NativeID == "" || cp.Harness != "codex" {
@@ -140,7 +140,7 @@ func TestE2ETurnResumeAndManualCompaction(t *testing.T) {
 	if res, err := l2.Prompt(ctx, text("still there?")); err != nil || res.StopReason != "end_turn" {
 		t.Fatalf("Prompt after compaction = %+v, %v", res, err)
 	}
-	checkEntries(t, c2.entries())
+	checkEntries(t, c2.Entries())
 
 	// History reads the thread's rollout: the same native ids as live.
 	hist, err := New(env.cfg).History(ctx, thread)
@@ -180,8 +180,8 @@ func TestE2EAutoCompaction(t *testing.T) {
 	env := newE2E(t, "-c", "model_auto_compact_token_limit=1000")
 	env.model.SetInputTokens(5000)
 	ctx := ctxT(t)
-	var c collector
-	l, err := New(env.cfg).CreateSession(ctx, core.CreateRequest{Cwd: env.cwd}, c.sink)
+	var c adaptertest.Events
+	l, err := New(env.cfg).CreateSession(ctx, core.CreateRequest{Cwd: env.cwd}, c.Sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,9 +191,9 @@ func TestE2EAutoCompaction(t *testing.T) {
 			t.Fatalf("Prompt(%s) = %+v, %v", msg, res, err)
 		}
 	}
-	comps := c.kind(core.KindContextCompacted)
+	comps := c.OfKind(core.KindContextCompacted)
 	if len(comps) == 0 {
-		t.Fatalf("no context.compacted; entries: %v", c.entries())
+		t.Fatalf("no context.compacted; entries: %v", c.Entries())
 	}
 	for _, e := range comps {
 		cp := compactedOf(t, e)
@@ -201,7 +201,7 @@ func TestE2EAutoCompaction(t *testing.T) {
 			t.Errorf("compacted = %s", e.Payload)
 		}
 	}
-	checkEntries(t, c.entries())
+	checkEntries(t, c.Entries())
 }
 
 func TestE2EProbe(t *testing.T) {
@@ -268,8 +268,8 @@ func TestE2EModelErrorFailsTurn(t *testing.T) {
 		return fakemodel.Reply{Status: 400}, true
 	})
 	ctx := ctxT(t)
-	var c collector
-	l, err := New(env.cfg).CreateSession(ctx, core.CreateRequest{Cwd: env.cwd}, c.sink)
+	var c adaptertest.Events
+	l, err := New(env.cfg).CreateSession(ctx, core.CreateRequest{Cwd: env.cwd}, c.Sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,9 +281,9 @@ func TestE2EModelErrorFailsTurn(t *testing.T) {
 	if !strings.Contains(err.Error(), "scripted status 400") {
 		t.Errorf("error lacks the provider's text: %v", err)
 	}
-	st := c.kind(core.KindSessionStatus)
+	st := c.OfKind(core.KindSessionStatus)
 	if len(st) == 0 || payloadOf(t, st[len(st)-1])["status"] != "error" {
 		t.Errorf("session.status entries = %v", st)
 	}
-	checkEntries(t, c.entries())
+	checkEntries(t, c.Entries())
 }

@@ -5,46 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/core"
 )
-
-// collector is an EventSink that keeps everything.
-type collector struct {
-	mu  sync.Mutex
-	evs []core.Event
-}
-
-func (c *collector) sink(e core.Event) {
-	c.mu.Lock()
-	c.evs = append(c.evs, e)
-	c.mu.Unlock()
-}
-
-func (c *collector) entries() []core.NewEntry {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []core.NewEntry
-	for _, e := range c.evs {
-		if e.Entry != nil {
-			out = append(out, *e.Entry)
-		}
-	}
-	return out
-}
-
-func (c *collector) kind(k core.Kind) []core.NewEntry {
-	var out []core.NewEntry
-	for _, e := range c.entries() {
-		if e.Kind == k {
-			out = append(out, e)
-		}
-	}
-	return out
-}
 
 func payloadOf(t testing.TB, e core.NewEntry) map[string]any {
 	t.Helper()
@@ -102,8 +68,8 @@ const recordedThread = "01a22a77-4374-7260-be16-6aa724b7bc90"
 func TestReplayTurnAndManualCompaction(t *testing.T) {
 	ctx := ctxT(t)
 	h := fakeHost(t, "replay:"+testdata(t, "app-server-manual-compact-and-resume.recorded.jsonl")+":0")
-	var c collector
-	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: "/home/user/project"}, c.sink)
+	var c adaptertest.Events
+	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: "/home/user/project"}, c.Sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,14 +88,14 @@ func TestReplayTurnAndManualCompaction(t *testing.T) {
 	if cr.FocusApplied || !strings.Contains(cr.FocusNote, "takes no focus") {
 		t.Errorf("CompactResult = %+v", cr)
 	}
-	users, agents := c.kind(core.KindUserMessage), c.kind(core.KindAssistantMessage)
+	users, agents := c.OfKind(core.KindUserMessage), c.OfKind(core.KindAssistantMessage)
 	if len(users) != 0 {
 		t.Errorf("the prompt was echoed as user.message: %+v", users)
 	}
 	if len(agents) != 1 || payloadOf(t, agents[0])["text"] != "reply 1" || agents[0].NativeID != "msg_1" {
 		t.Errorf("assistant messages = %+v", agents)
 	}
-	comps := c.kind(core.KindContextCompacted)
+	comps := c.OfKind(core.KindContextCompacted)
 	if len(comps) != 1 {
 		t.Fatalf("want exactly one context.compacted, got %d", len(comps))
 	}
@@ -147,7 +113,7 @@ func TestReplayTurnAndManualCompaction(t *testing.T) {
 	}
 	// The model-metadata warning is kept; rate-limit pings are not recorded.
 	var sawWarning bool
-	for _, e := range c.kind(core.KindHarnessEvent) {
+	for _, e := range c.OfKind(core.KindHarnessEvent) {
 		p := payloadOf(t, e)
 		if p["type"] == "warning" {
 			sawWarning = true
@@ -160,7 +126,7 @@ func TestReplayTurnAndManualCompaction(t *testing.T) {
 		t.Error("warning notification not kept as harness.event")
 	}
 	var gauges int
-	for _, e := range c.evs {
+	for _, e := range c.All() {
 		if e.Gauge != nil {
 			gauges++
 		}
@@ -168,14 +134,14 @@ func TestReplayTurnAndManualCompaction(t *testing.T) {
 	if gauges == 0 {
 		t.Error("no context gauge from thread/tokenUsage/updated")
 	}
-	checkEntries(t, c.entries())
+	checkEntries(t, c.Entries())
 }
 
 func TestReplayNativeResume(t *testing.T) {
 	ctx := ctxT(t)
 	h := fakeHost(t, "replay:"+testdata(t, "app-server-manual-compact-and-resume.recorded.jsonl")+":1")
-	var c collector
-	l, err := h.Resume(ctx, core.ResumeRequest{NativeID: recordedThread}, c.sink)
+	var c adaptertest.Events
+	l, err := h.Resume(ctx, core.ResumeRequest{NativeID: recordedThread}, c.Sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +150,7 @@ func TestReplayNativeResume(t *testing.T) {
 		t.Fatalf("NativeID = %q", l.NativeID())
 	}
 	var native string
-	for _, e := range c.evs {
+	for _, e := range c.All() {
 		if e.NativeSessionID != "" {
 			native = e.NativeSessionID
 		}
@@ -192,14 +158,14 @@ func TestReplayNativeResume(t *testing.T) {
 	if native != recordedThread {
 		t.Errorf("sink NativeSessionID = %q", native)
 	}
-	checkEntries(t, c.entries())
+	checkEntries(t, c.Entries())
 }
 
 func TestReplayAutoCompaction(t *testing.T) {
 	ctx := ctxT(t)
 	h := fakeHost(t, "replay:"+testdata(t, "app-server-auto-compact.recorded.jsonl")+":0")
-	var c collector
-	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: "/home/user/project"}, c.sink)
+	var c adaptertest.Events
+	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: "/home/user/project"}, c.Sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +175,7 @@ func TestReplayAutoCompaction(t *testing.T) {
 			t.Fatalf("Prompt(%s) = %+v, %v", msg, res, err)
 		}
 	}
-	es := c.entries()
+	es := c.Entries()
 	var kinds []string
 	for _, e := range es {
 		if e.Kind != core.KindHarnessEvent {
@@ -220,7 +186,7 @@ func TestReplayAutoCompaction(t *testing.T) {
 	if got := strings.Join(kinds, " "); got != want {
 		t.Errorf("kinds = %s\nwant    %s", got, want)
 	}
-	comps := c.kind(core.KindContextCompacted)
+	comps := c.OfKind(core.KindContextCompacted)
 	if len(comps) != 1 {
 		t.Fatalf("want one context.compacted, got %d", len(comps))
 	}
@@ -286,9 +252,9 @@ func TestProcessDeathReportsExit(t *testing.T) {
 func TestApprovalsFollowPresetPolicy(t *testing.T) {
 	for policy, want := range map[string]string{"approve": "accept", "deny": "decline", "": "decline"} {
 		ctx := ctxT(t)
-		var c collector
+		var c adaptertest.Events
 		h := fakeHost(t, "approval")
-		l, err := h.CreateSession(ctx, core.CreateRequest{Preset: core.Preset{Name: "p", ApprovalPolicy: policy}}, c.sink)
+		l, err := h.CreateSession(ctx, core.CreateRequest{Preset: core.Preset{Name: "p", ApprovalPolicy: policy}}, c.Sink)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,22 +262,22 @@ func TestApprovalsFollowPresetPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		closeLive(t, l)
-		agents := c.kind(core.KindAssistantMessage)
+		agents := c.OfKind(core.KindAssistantMessage)
 		if len(agents) != 1 || payloadOf(t, agents[0])["text"] != "decision="+want {
 			t.Errorf("policy %q: server saw %v", policy, agents)
 		}
-		req, res := c.kind(core.KindApprovalRequested), c.kind(core.KindApprovalResolved)
+		req, res := c.OfKind(core.KindApprovalRequested), c.OfKind(core.KindApprovalResolved)
 		if len(req) != 1 || len(res) != 1 || payloadOf(t, req[0])["approvalId"] != "call_1" || payloadOf(t, res[0])["decision"] != want {
 			t.Errorf("policy %q: approval entries %v %v", policy, req, res)
 		}
-		checkEntries(t, c.entries())
+		checkEntries(t, c.Entries())
 	}
 }
 
 func TestUnknownAndMalformedLinesAreKept(t *testing.T) {
 	ctx := ctxT(t)
-	var c collector
-	l, err := fakeHost(t, "noise").CreateSession(ctx, core.CreateRequest{}, c.sink)
+	var c adaptertest.Events
+	l, err := fakeHost(t, "noise").CreateSession(ctx, core.CreateRequest{}, c.Sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,16 +286,16 @@ func TestUnknownAndMalformedLinesAreKept(t *testing.T) {
 		t.Fatalf("Prompt = %+v, %v", res, err)
 	}
 	types := map[string]bool{}
-	for _, e := range c.kind(core.KindHarnessEvent) {
+	for _, e := range c.OfKind(core.KindHarnessEvent) {
 		types[payloadOf(t, e)["type"].(string)] = true
 	}
 	if !types["codex/badLine"] || !types["brand/new/notification"] {
 		t.Errorf("harness events = %v", types)
 	}
-	if len(c.kind(core.KindAssistantMessage)) != 1 {
+	if len(c.OfKind(core.KindAssistantMessage)) != 1 {
 		t.Error("turn did not continue after bad lines")
 	}
-	checkEntries(t, c.entries())
+	checkEntries(t, c.Entries())
 }
 
 func TestMissingBinaryIsUnavailable(t *testing.T) {

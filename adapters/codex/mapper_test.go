@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/core"
 )
 
@@ -13,8 +14,8 @@ import (
 func TestReplayToolsRecording(t *testing.T) {
 	ctx := ctxT(t)
 	h := fakeHost(t, "replay:"+testdata(t, "app-server-tools.recorded.jsonl")+":0")
-	var c collector
-	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: "/home/user/project"}, c.sink)
+	var c adaptertest.Events
+	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: "/home/user/project"}, c.Sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +26,7 @@ func TestReplayToolsRecording(t *testing.T) {
 		}
 	}
 	var kinds []string
-	for _, e := range c.entries() {
+	for _, e := range c.Entries() {
 		if e.Kind != core.KindHarnessEvent {
 			kinds = append(kinds, string(e.Kind))
 		}
@@ -35,7 +36,7 @@ func TestReplayToolsRecording(t *testing.T) {
 	if got := strings.Join(kinds, " "); got != want {
 		t.Errorf("kinds = %s\nwant    %s", got, want)
 	}
-	done := c.kind(core.KindToolCompleted)
+	done := c.OfKind(core.KindToolCompleted)
 	if len(done) != 2 {
 		t.Fatalf("tool.completed = %v", done)
 	}
@@ -44,15 +45,15 @@ func TestReplayToolsRecording(t *testing.T) {
 		echo["name"] != "commandExecution" || done[0].NativeID != "call_echo_1:completed" {
 		t.Errorf("echo = %v", echo)
 	}
-	started := payloadOf(t, c.kind(core.KindToolStarted)[0])
+	started := payloadOf(t, c.OfKind(core.KindToolStarted)[0])
 	if !strings.Contains(started["command"].(string), "echo hello-from-tool") {
 		t.Errorf("tool.started = %v", started)
 	}
-	arts := c.kind(core.KindArtifactCreated)
+	arts := c.OfKind(core.KindArtifactCreated)
 	if len(arts) != 1 || payloadOf(t, arts[0])["path"] != "/home/user/project/notes/hello.txt" || payloadOf(t, arts[0])["change"] != "add" {
 		t.Errorf("artifacts = %v", arts)
 	}
-	checkEntries(t, c.entries())
+	checkEntries(t, c.Entries())
 }
 
 func feed(m *mapper, lines ...string) []core.Event {

@@ -9,33 +9,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/adapters/dsh"
 	"github.com/bridge-dev/bridge/adapters/dsh/dshtest"
 	"github.com/bridge-dev/bridge/core"
 )
-
-type sinkRec struct {
-	mu     sync.Mutex
-	events []core.Event
-}
-
-func (r *sinkRec) sink(ev core.Event) { r.mu.Lock(); r.events = append(r.events, ev); r.mu.Unlock() }
-
-func (r *sinkRec) entries() []core.NewEntry {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []core.NewEntry
-	for _, ev := range r.events {
-		if ev.Entry != nil {
-			out = append(out, *ev.Entry)
-		}
-	}
-	return out
-}
 
 func setup(t *testing.T, opts dshtest.Options) (*dshtest.Server, *dsh.Host, context.Context) {
 	t.Helper()
@@ -61,8 +42,8 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 
-	rec := &sinkRec{}
-	live, err := h.CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir(), Preset: core.Preset{Name: "minimal", Harness: "dsh", Agent: "minimal"}}, rec.sink)
+	rec := adaptertest.NewEvents()
+	live, err := h.CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir(), Preset: core.Preset{Name: "minimal", Harness: "dsh", Agent: "minimal"}}, rec.Sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,10 +57,10 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil || res.StopReason != "end_turn" {
 		t.Fatalf("Prompt: %+v %v", res, err)
 	}
-	if a := texts(t, rec.entries(), core.KindAssistantMessage); len(a) != 1 || !strings.Contains(a[0], `scripted answer to "Say hello"`) {
+	if a := texts(t, rec.Entries(), core.KindAssistantMessage); len(a) != 1 || !strings.Contains(a[0], `scripted answer to "Say hello"`) {
 		t.Fatalf("assistant messages after the turn: %q", a)
 	}
-	if u := texts(t, rec.entries(), core.KindUserMessage); len(u) != 0 {
+	if u := texts(t, rec.Entries(), core.KindUserMessage); len(u) != 0 {
 		t.Errorf("the prompt came back as user messages %q (the service records it)", u)
 	}
 
@@ -92,7 +73,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("history user messages %q", u)
 	}
 	// The live entries and the history entries share native ids.
-	live0 := rec.entries()
+	live0 := rec.Entries()
 	found := false
 	for _, e := range hist {
 		found = found || (e.Kind == core.KindAssistantMessage && e.NativeID == live0[len(live0)-1].NativeID)
@@ -144,7 +125,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("ClearGoal: %v", err)
 	}
 
-	before := len(rec.entries())
+	before := len(rec.Entries())
 	cr, err := live.(core.Compactor).Compact(ctx, "keep the file names")
 	if err != nil {
 		t.Fatal(err)
@@ -152,11 +133,11 @@ func TestEndToEnd(t *testing.T) {
 	if cr.FocusApplied || cr.FocusNote == "" {
 		t.Errorf("compact result %+v: the focus is not applied and must say why", cr)
 	}
-	cs := compacted(t, rec.entries()[before:])
+	cs := compacted(t, rec.Entries()[before:])
 	if len(cs) != 1 || cs[0].Trigger != core.TriggerManual || cs[0].PreTokens == nil || *cs[0].PreTokens <= 0 || !strings.HasPrefix(cs[0].Summary, "SUMMARY-") {
 		t.Fatalf("context.compacted after /compact: %+v", cs)
 	}
-	checkEntries(t, rec.entries())
+	checkEntries(t, rec.Entries())
 	var execs int
 	for _, c := range srv.Calls() {
 		if c.Method == "commands/execute" && strings.Contains(string(c.Payload), `"line":"/compact"`) {
@@ -176,15 +157,15 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("resume error %v: want a *core.ResumeError with DSH's text", err)
 		}
 	}
-	rec2 := &sinkRec{}
-	again, err := nr.Resume(ctx, core.ResumeRequest{NativeID: id}, rec2.sink)
+	rec2 := adaptertest.NewEvents()
+	again, err := nr.Resume(ctx, core.ResumeRequest{NativeID: id}, rec2.Sink)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := again.Prompt(ctx, []core.Content{{Type: "text", Text: "after resume"}}); err != nil {
 		t.Fatal(err)
 	}
-	if a := texts(t, rec2.entries(), core.KindAssistantMessage); len(a) != 1 || !strings.Contains(a[0], "after resume") {
+	if a := texts(t, rec2.Entries(), core.KindAssistantMessage); len(a) != 1 || !strings.Contains(a[0], "after resume") {
 		t.Errorf("resumed live recorded %q; want only the new turn's answer", a)
 	}
 	// The resumed live knows the surface from before the resume: a second
@@ -192,7 +173,7 @@ func TestEndToEnd(t *testing.T) {
 	if _, err := again.(core.Compactor).Compact(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
-	cs = compacted(t, rec2.entries())
+	cs = compacted(t, rec2.Entries())
 	var raw struct{ Replaces []string }
 	if len(cs) == 1 {
 		_ = json.Unmarshal(cs[0].Raw, &raw)

@@ -45,8 +45,8 @@ func TestRealDSH(t *testing.T) {
 	if miss := h.Probe(ctx).Missing(core.RequiredCapabilities...); len(miss) > 0 {
 		t.Fatalf("required capabilities missing on %s: %v", url, miss)
 	}
-	rec := &sinkRec{}
-	live, err := h.CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir()}, rec.sink)
+	rec := adaptertest.NewEvents()
+	live, err := h.CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir()}, rec.Sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,19 +55,19 @@ func TestRealDSH(t *testing.T) {
 	if err != nil || res.StopReason != "end_turn" {
 		t.Fatalf("Prompt: %+v %v", res, err)
 	}
-	if a := texts(t, rec.entries(), core.KindAssistantMessage); len(a) == 0 || a[0] == "" {
-		t.Fatalf("no assistant text: %+v", rec.entries())
+	if a := texts(t, rec.Entries(), core.KindAssistantMessage); len(a) == 0 || a[0] == "" {
+		t.Fatalf("no assistant text: %+v", rec.Entries())
 	}
 	hist, err := h.History(ctx, live.NativeID())
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkEntries(t, hist)
-	before := len(rec.entries())
+	before := len(rec.Entries())
 	if _, err := live.(core.Compactor).Compact(ctx, ""); err != nil {
 		t.Fatalf("Compact: %v", err)
 	}
-	if cs := compacted(t, rec.entries()[before:]); len(cs) != 1 || cs[0].Trigger != core.TriggerManual {
+	if cs := compacted(t, rec.Entries()[before:]); len(cs) != 1 || cs[0].Trigger != core.TriggerManual {
 		t.Errorf("context.compacted after /compact: %+v", cs)
 	}
 	_, err = h.Resume(ctx, core.ResumeRequest{NativeID: "session-00000000-0000-4000-8000-000000000000"}, nil)
