@@ -1,8 +1,6 @@
 package acp
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +8,8 @@ import (
 	"io"
 	"strconv"
 	"sync"
+
+	"github.com/bridge-dev/bridge/adapters/internal/procutil"
 )
 
 // conn is a newline-delimited JSON-RPC 2.0 connection to an ACP agent.
@@ -84,44 +84,16 @@ func newConn(w io.Writer, h connHandler) *conn {
 	return &conn{w: w, pending: map[int64]chan rpcResponse{}, done: make(chan struct{}), handler: h}
 }
 
-// maxLine bounds one message from the agent (a load replay of a long session
-// can be large, but not unbounded).
-const maxLine = 64 << 20
-
 // serve reads messages from r until it ends, then fails every pending call.
 func (c *conn) serve(r io.Reader) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var err error
-	for {
-		var line []byte
-		line, err = readLine(br)
-		if len(bytes.TrimSpace(line)) > 0 {
-			c.dispatch(line)
-		}
-		if err != nil {
-			break
-		}
-	}
-	if err == io.EOF {
+	err := procutil.ReadLines(r, c.dispatch)
+	switch {
+	case err == nil:
 		err = errConnClosed
+	case errors.Is(err, procutil.ErrLineTooLong):
+		err = fmt.Errorf("acp: agent sent %w", err)
 	}
 	c.shutdown(err)
-}
-
-// readLine reads one newline-terminated line, refusing lines over maxLine.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	var buf []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		buf = append(buf, chunk...)
-		if err == bufio.ErrBufferFull {
-			if len(buf) > maxLine {
-				return nil, fmt.Errorf("acp: agent sent a line over %d bytes", maxLine)
-			}
-			continue
-		}
-		return buf, err
-	}
 }
 
 func (c *conn) dispatch(line []byte) {
@@ -176,14 +148,7 @@ func (c *conn) shutdown(err error) {
 }
 
 func (c *conn) write(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("acp: encode message: %w", err)
-	}
-	b = append(b, '\n')
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if _, err := c.w.Write(b); err != nil {
+	if err := procutil.WriteJSONLine(&c.wmu, c.w, v); err != nil {
 		return fmt.Errorf("acp: write to agent: %w", err)
 	}
 	return nil

@@ -1,8 +1,6 @@
 package claudecode
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -95,16 +93,9 @@ func startLive(cmd *exec.Cmd, sink core.EventSink) (*live, error) {
 
 // run reads stdout until EOF, then waits for the process and closes done.
 func (l *live) run(stdout io.Reader) {
-	r := bufio.NewReaderSize(stdout, 64<<10)
-	for {
-		line, err := r.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			l.handleLine(bytes.TrimSpace(line))
-		}
-		if err != nil {
-			break
-		}
-	}
+	// The end of output, a read error or an endless line all end the
+	// session; Wait below tells how the process ended.
+	_ = procutil.ReadLines(stdout, l.handleLine)
 	werr := l.cmd.Wait()
 	info := core.ExitInfo{Code: 0, StderrTail: l.stderr.String()}
 	if l.cmd.ProcessState != nil {

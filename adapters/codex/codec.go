@@ -1,7 +1,6 @@
 package codex
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/bridge-dev/bridge/adapters/internal/procutil"
 )
 
 // Codex app-server speaks JSON-RPC 2.0 without the "jsonrpc" member, one
@@ -88,16 +89,9 @@ func idKey(raw json.RawMessage) string {
 // readLoop reads lines until r ends, dispatching each. It closes the
 // connection (failing pending calls) when it returns.
 func (c *conn) readLoop(r io.Reader) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			c.dispatch(bytes.TrimSpace(line))
-		}
-		if err != nil {
-			break
-		}
-	}
+	// The end of output, a read error or an endless line all end the
+	// connection; the process's exit tells the rest.
+	_ = procutil.ReadLines(r, c.dispatch)
 	c.close()
 }
 
@@ -144,14 +138,7 @@ func (c *conn) close() {
 }
 
 func (c *conn) write(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("codex: encode message: %w", err)
-	}
-	b = append(b, '\n')
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if _, err := c.w.Write(b); err != nil {
+	if err := procutil.WriteJSONLine(&c.wmu, c.w, v); err != nil {
 		return fmt.Errorf("codex: write to app-server: %w", err)
 	}
 	return nil
