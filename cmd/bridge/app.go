@@ -48,32 +48,56 @@ type openOptions struct {
 	extraHosts  []core.BridgeHost
 }
 
-// open resolves and opens the data directory and builds the service.
-func (a *app) open(ctx context.Context, o openOptions) (*env, error) {
-	dir, err := resolveDataDir(a.dataDirFlag, o.initDataDir)
+// store is an opened data directory: its configuration file and database.
+type store struct {
+	dir string
+	cfg Config
+	db  *storage.DB
+}
+
+// openStore resolves the data directory, creates it owner-only, reads its
+// configuration and opens its database.
+func (a *app) openStore(ctx context.Context, initDataDir string) (store, error) {
+	dir, err := resolveDataDir(a.dataDirFlag, initDataDir)
 	if err != nil {
-		return nil, err
+		return store{}, err
 	}
 	if err := ensureDataDir(dir); err != nil {
-		return nil, err
+		return store{}, err
 	}
 	cfg, err := LoadConfig(dir)
 	if err != nil {
-		return nil, core.E(core.CodeInvalid, "configuration", err)
+		return store{}, core.E(core.CodeInvalid, "configuration", err)
 	}
+	db, err := storage.Open(ctx, filepath.Join(dir, DatabaseFile), storage.Options{})
+	if err != nil {
+		return store{}, core.E(core.CodePersistence, "open the database", err)
+	}
+	return store{dir: dir, cfg: cfg, db: db}, nil
+}
+
+// open resolves and opens the data directory and builds the service.
+func (a *app) open(ctx context.Context, o openOptions) (*env, error) {
+	st, err := a.openStore(ctx, o.initDataDir)
+	if err != nil {
+		return nil, err
+	}
+	return a.build(st, o)
+}
+
+// build makes the service over an opened store; on failure it closes the
+// store's database.
+func (a *app) build(st store, o openOptions) (*env, error) {
+	cfg := st.cfg
 	for name, raw := range o.harnesses {
 		if err := cfg.MergeHarnesses(json.RawMessage(fmt.Sprintf("{%q:%s}", name, raw))); err != nil {
+			st.db.Close()
 			return nil, core.E(core.CodeInvalid, "initializationOptions", err)
 		}
 	}
-	dbPath := filepath.Join(dir, DatabaseFile)
-	db, err := storage.Open(ctx, dbPath, storage.Options{})
+	hosts, err := buildHosts(cfg, st.dir)
 	if err != nil {
-		return nil, core.E(core.CodePersistence, "open the database", err)
-	}
-	hosts, err := buildHosts(cfg, dir)
-	if err != nil {
-		db.Close()
+		st.db.Close()
 		return nil, err
 	}
 	hosts = append(hosts, o.extraHosts...)
@@ -81,13 +105,13 @@ func (a *app) open(ctx context.Context, o openOptions) (*env, error) {
 	if n == nil {
 		n = &cliNotifier{w: a.stderr}
 	}
-	svc, err := service.New(service.Options{Store: db, Hosts: hosts, Notifier: n, Presets: cfg.Presets,
-		DataDir: dir, Database: dbPath, CheckpointTimeout: cfg.CheckpointTimeout(), RepoStatus: gitStatus})
+	svc, err := service.New(service.Options{Store: st.db, Hosts: hosts, Notifier: n, Presets: cfg.Presets,
+		DataDir: st.dir, Database: st.db.Path(), CheckpointTimeout: cfg.CheckpointTimeout(), RepoStatus: gitStatus})
 	if err != nil {
-		db.Close()
+		st.db.Close()
 		return nil, err
 	}
-	return &env{dir: dir, cfg: cfg, db: db, svc: svc}, nil
+	return &env{dir: st.dir, cfg: cfg, db: st.db, svc: svc}, nil
 }
 
 // gitStatus returns `git status --porcelain` for dir ("" outside a

@@ -54,6 +54,11 @@ func (a *app) serve(ctx context.Context, args []string) int {
 		*maxLen = n
 	}
 	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: lvl}))
+	// When --data-dir or BRIDGE_DATA_DIR decides the data directory,
+	// initialize cannot change it: open it now, while the client's
+	// initialize is being read.
+	pre := a.preopen(ctx)
+	defer pre.release()
 	cfg := rpc.Config{
 		Version:          version,
 		Harnesses:        harnessNames(),
@@ -65,7 +70,17 @@ func (a *app) serve(ctx context.Context, args []string) int {
 			if h != nil {
 				extra = append(extra, h)
 			}
-			e, err := a.open(ctx, openOptions{initDataDir: opts.DataDir, harnesses: opts.Harnesses, notifier: n, extraHosts: extra})
+			o := openOptions{initDataDir: opts.DataDir, harnesses: opts.Harnesses, notifier: n, extraHosts: extra}
+			var e *env
+			var err error
+			if st, perr, ok := pre.take(); ok {
+				if perr != nil {
+					return nil, perr
+				}
+				e, err = a.build(st, o)
+			} else {
+				e, err = a.open(ctx, o)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -99,4 +114,52 @@ func startCPUProfile(path string) (stop func(), err error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// preopened is a data directory opened before initialize arrived.
+type preopened struct {
+	ch    chan preopenResult // nil when nothing was started
+	taken bool
+}
+
+type preopenResult struct {
+	st  store
+	err error
+}
+
+// preopen starts opening the data directory when the flag or the
+// environment already decides it.
+func (a *app) preopen(ctx context.Context) *preopened {
+	p := &preopened{}
+	if a.dataDirFlag == "" && os.Getenv("BRIDGE_DATA_DIR") == "" {
+		return p
+	}
+	p.ch = make(chan preopenResult, 1)
+	go func() {
+		st, err := a.openStore(ctx, "")
+		p.ch <- preopenResult{st, err}
+	}()
+	return p
+}
+
+// take returns the pre-opened store once (ok false when there is none, or
+// it was taken already: a retried initialize opens afresh).
+func (p *preopened) take() (store, error, bool) {
+	if p.ch == nil || p.taken {
+		return store{}, nil, false
+	}
+	p.taken = true
+	r := <-p.ch
+	return r.st, r.err, true
+}
+
+// release closes a pre-opened store that initialize never took.
+func (p *preopened) release() {
+	if p.ch == nil || p.taken {
+		return
+	}
+	p.taken = true
+	if r := <-p.ch; r.err == nil {
+		r.st.db.Close()
+	}
 }
