@@ -203,3 +203,11 @@ type IntegrityReport struct {
 
 // Clean reports whether no problem was found.
 func (r IntegrityReport) Clean() bool { return len(r.Problems) == 0 }
+
+// Attachment is an image Bridge received in a prompt and keeps under its
+// data directory; a user.message payload lists them as "attachments".
+type Attachment struct {
+	SHA256    string `json:"sha256"`
+	MediaType string `json:"mediaType"`
+	Bytes     int    `json:"bytes"`
+}

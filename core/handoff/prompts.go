@@ -75,6 +75,8 @@ type EvidenceBlock struct {
 	UserText      string
 	AssistantText string
 	Images        int
+	// Attachments are the images Bridge kept (none for imported sessions).
+	Attachments []core.Attachment
 }
 
 // Cost is the block's charge against the visual evidence budget.
@@ -99,8 +101,9 @@ func CollectVisual(branch []core.Entry, budget int) Visual {
 	var cur *EvidenceBlock
 	for _, e := range branch {
 		var p struct {
-			Text   string `json:"text"`
-			Images int    `json:"images"`
+			Text        string            `json:"text"`
+			Images      int               `json:"images"`
+			Attachments []core.Attachment `json:"attachments"`
 		}
 		switch e.Kind {
 		case core.KindUserMessage:
@@ -110,7 +113,7 @@ func CollectVisual(branch []core.Entry, budget int) Visual {
 				cur = nil
 			}
 			if p.Images > 0 {
-				cur = &EvidenceBlock{EntryID: e.ID, UserText: p.Text, Images: p.Images}
+				cur = &EvidenceBlock{EntryID: e.ID, UserText: p.Text, Images: p.Images, Attachments: p.Attachments}
 			}
 		case core.KindAssistantMessage:
 			if cur != nil {

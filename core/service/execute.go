@@ -129,10 +129,9 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 		}
 	}
 	kick := handoff.Kickoff(p.lang, summary, req.Continue)
-	content := []core.Content{{Type: "text", Text: kick}}
-	if n := len(p.visual.Unresolved); n > 0 {
-		warnings = append(warnings, fmt.Sprintf("%d unresolved image message(s): the images are not carried, the target gets the text handoff only", n))
-	}
+	images, ws := s.unresolvedImages(ctx, p, target)
+	warnings = append(warnings, ws...)
+	content := append(images, core.Content{Type: "text", Text: kick})
 	if inject == "prompt" || inject == "both" || !out.GoalCreated {
 		if !l.turn.TryLock() {
 			warnings = append(warnings, "the target was busy; no kickoff sent")
@@ -195,4 +194,65 @@ func (s *Service) auditMigration(ctx context.Context, src, target core.Session, 
 	if err != nil {
 		s.opts.Notifier.Log(2, "recording the migration in the audit log failed: "+err.Error())
 	}
+}
+
+// unresolvedImages recovers the images of the source's unanswered image
+// messages for a vision-capable target; otherwise it says why the target
+// gets the text handoff only.
+func (s *Service) unresolvedImages(ctx context.Context, p *pendingPreview, target core.Session) ([]core.Content, []string) {
+	if len(p.visual.Unresolved) == 0 {
+		return nil, nil
+	}
+	var atts []core.Attachment
+	images := 0
+	for _, b := range p.visual.Unresolved {
+		atts = append(atts, b.Attachments...)
+		images += b.Images
+	}
+	n := len(p.visual.Unresolved)
+	if len(atts) == 0 {
+		return nil, []string{fmt.Sprintf("%d unresolved image message(s) (%d image(s)) were not kept by Bridge (an imported session?): the target gets the text handoff only", n, images)}
+	}
+	if ok, why := s.hasVision(ctx, target); !ok {
+		return nil, []string{fmt.Sprintf("%d unresolved image(s) are not sent: %s; the target gets the text handoff only", len(atts), why)}
+	}
+	var out []core.Content
+	var warnings []string
+	for _, a := range atts {
+		c, err := s.loadAttachment(a)
+		if err != nil {
+			warnings = append(warnings, "an unresolved image could not be recovered: "+err.Error())
+			continue
+		}
+		out = append(out, c)
+	}
+	if len(out) > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d unresolved image(s) sent with the kickoff to the vision-capable target", len(out)))
+	}
+	return out, warnings
+}
+
+// hasVision reports whether the target session's model reads images, by
+// the host's model list.
+func (s *Service) hasVision(ctx context.Context, target core.Session) (bool, string) {
+	h, err := s.host(target.Harness)
+	if err != nil {
+		return false, err.Error()
+	}
+	if target.Model == "" {
+		return false, "the target's model is not known, so neither is whether it reads images"
+	}
+	models, err := h.Models(ctx)
+	if err != nil {
+		return false, fmt.Sprintf("the models of %s could not be listed (%v)", target.Harness, err)
+	}
+	for _, m := range models {
+		if m.ID == target.Model {
+			if m.Vision {
+				return true, ""
+			}
+			return false, fmt.Sprintf("the target model %s is text-only", m.ID)
+		}
+	}
+	return false, fmt.Sprintf("%s does not list the target model %s", target.Harness, target.Model)
 }

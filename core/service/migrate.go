@@ -43,14 +43,24 @@ type previewMeta struct {
 	Lang       string    `json:"lang"`
 	Path       string    `json:"path"`
 	Created    time.Time `json:"created"`
-	Unresolved int       `json:"unresolvedImages"`
+	Unresolved []unresolvedMeta `json:"unresolvedImages,omitempty"`
 	Executed   bool      `json:"executed"`
+}
+
+// unresolvedMeta is an image message nobody answered, as a preview keeps it.
+type unresolvedMeta struct {
+	EntryID     string            `json:"entryId"`
+	Images      int               `json:"images"`
+	Attachments []core.Attachment `json:"attachments,omitempty"`
 }
 
 // savePreviewMeta writes p's metadata beside its file, owner-only.
 func (s *Service) savePreviewMeta(p *pendingPreview) error {
 	m := previewMeta{ID: p.id, SourceID: p.source.ID, Target: p.target, Lang: p.lang, Path: p.path,
-		Created: p.created, Unresolved: len(p.visual.Unresolved), Executed: p.executed}
+		Created: p.created, Executed: p.executed}
+	for _, b := range p.visual.Unresolved {
+		m.Unresolved = append(m.Unresolved, unresolvedMeta{EntryID: b.EntryID, Images: b.Images, Attachments: b.Attachments})
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -76,7 +86,9 @@ func (s *Service) loadPreview(ctx context.Context, id string) *pendingPreview {
 		return nil
 	}
 	p := &pendingPreview{id: m.ID, source: src, target: m.Target, lang: m.Lang, path: m.Path, created: m.Created, executed: m.Executed}
-	p.visual.Unresolved = make([]handoff.EvidenceBlock, m.Unresolved)
+	for _, u := range m.Unresolved {
+		p.visual.Unresolved = append(p.visual.Unresolved, handoff.EvidenceBlock{EntryID: u.EntryID, Images: u.Images, Attachments: u.Attachments})
+	}
 	return p
 }
 

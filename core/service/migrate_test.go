@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -225,5 +226,81 @@ func TestMigrationExecuteInAnotherProcess(t *testing.T) {
 	}
 	if _, err := r2.svc.MigrationExecute(ctx, service.ExecuteRequest{PreviewID: "../etc/passwd"}); core.ErrorCode(err) != core.CodeNotFound {
 		t.Fatalf("a path as preview id: %v, want not_found", err)
+	}
+}
+
+// TestMigrationImages: an answered image travels as its answer under
+// "Visual evidence"; an unanswered one is marked unresolved and, for a
+// vision-capable target, its image (kept by Bridge) goes with the kickoff;
+// a text-only target gets the text handoff with an explicit warning.
+func TestMigrationImages(t *testing.T) {
+	ctx := context.Background()
+	png := "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+	for _, c := range []struct {
+		model  string
+		sent   bool
+		signal string
+	}{{"fake-large", true, "sent with the kickoff"}, {"fake-small", false, "text-only"}} {
+		t.Run(c.model, func(t *testing.T) {
+			var prompts []string
+			script := workerScript(&prompts)
+			r := newRig(t, rigOptions{fake: fake.Options{Script: func(p string) []fake.Step {
+				if strings.HasPrefix(p, "LOOK AT THIS") {
+					return []fake.Step{} // no answer: the image stays unresolved
+				}
+				return script(p)
+			}}})
+			src := r.create()
+			img := core.Content{Type: "image", MediaType: "image/png", Data: png}
+			if _, err := r.svc.Prompt(ctx, src.ID, []core.Content{img, {Type: "text", Text: "say the diagram shows PORT=57431"}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.svc.Prompt(ctx, src.ID, []core.Content{img, {Type: "text", Text: "LOOK AT THIS second diagram"}}); err != nil {
+				t.Fatal(err)
+			}
+			kept, _ := filepath.Glob(filepath.Join(r.dir, "attachments", "*.png"))
+			if len(kept) != 1 {
+				t.Fatalf("kept images %v, want the one image once", kept)
+			}
+			if st, err := os.Stat(kept[0]); err != nil || st.Mode().Perm() != 0o600 {
+				t.Fatalf("kept image %v %v: want mode 0600", st, err)
+			}
+			p, err := r.svc.MigrationPreview(ctx, service.PreviewRequest{SessionID: src.ID, Target: service.Target{Model: c.model}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(p.Summary, "Visual evidence") || !strings.Contains(p.Summary, "PORT=57431") || !strings.Contains(p.Summary, "## Unresolved images") {
+				t.Fatalf("preview summary:\n%s", p.Summary)
+			}
+			out, err := r.svc.MigrationExecute(ctx, service.ExecuteRequest{PreviewID: p.PreviewID, Inject: "prompt"})
+			if err != nil || !out.KickoffSent {
+				t.Fatalf("%+v %v", out, err)
+			}
+			if !strings.Contains(strings.Join(out.Warnings, "\n"), c.signal) {
+				t.Fatalf("warnings %q should say %q", out.Warnings, c.signal)
+			}
+			var kicked map[string]any
+			for _, e := range r.branch(out.TargetSessionID) {
+				if e.Kind == core.KindUserMessage {
+					kicked = payload(t, e)
+				}
+			}
+			if sent := kicked["images"] != nil; sent != c.sent {
+				t.Fatalf("kickoff payload %v: images sent %v, want %v", kicked, sent, c.sent)
+			}
+		})
+	}
+}
+
+func TestPromptRefusesBadImages(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	s := r.create()
+	for _, c := range []core.Content{
+		{Type: "image", MediaType: "image/bmp", Data: "AAAA"},
+		{Type: "image", MediaType: "image/png", Data: "not base64!"},
+	} {
+		if _, err := r.svc.Prompt(context.Background(), s.ID, []core.Content{c}); core.ErrorCode(err) != core.CodeInvalid {
+			t.Fatalf("%s: %v, want invalid", c.MediaType, err)
+		}
 	}
 }

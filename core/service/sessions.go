@@ -95,8 +95,8 @@ func (s *Service) Prompt(ctx context.Context, sessionID string, content []core.C
 		switch c.Type {
 		case "text":
 		case "image":
-			if c.Data == "" || c.MediaType == "" {
-				return core.TurnResult{}, core.Errorf(core.CodeInvalid, "content[%d]: an image needs mediaType and data", i)
+			if err := checkImage(i, c); err != nil {
+				return core.TurnResult{}, err
 			}
 		default:
 			return core.TurnResult{}, core.Errorf(core.CodeInvalid, "content[%d]: unknown type %q (want text or image)", i, c.Type)
@@ -124,17 +124,22 @@ func (s *Service) Prompt(ctx context.Context, sessionID string, content []core.C
 // l.turn.
 func (s *Service) runTurn(ctx context.Context, l *liveSession, content []core.Content) (core.TurnResult, error) {
 	var text []string
-	images := 0
+	var kept []core.Attachment
 	for _, c := range content {
 		if c.Type == "text" {
 			text = append(text, c.Text)
-		} else {
-			images++
+			continue
 		}
+		a, err := s.keepAttachment(c)
+		if err != nil {
+			return core.TurnResult{}, err
+		}
+		kept = append(kept, a)
 	}
 	payload := map[string]any{"text": strings.Join(text, "\n")}
-	if images > 0 {
-		payload["images"] = images
+	if len(kept) > 0 {
+		payload["images"] = len(kept)
+		payload["attachments"] = kept
 	}
 	l.order.Lock()
 	_, err := s.appendEntries(ctx, l.sessionID, core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(payload)})

@@ -1,0 +1,78 @@
+package service
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// allowedImageTypes are the image types Bridge keeps and forwards.
+var allowedImageTypes = map[string]string{"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp", "image/gif": ".gif"}
+
+// keepAttachment checks an image block and stores its bytes under
+// <data dir>/attachments/<sha256><ext> (0600), once per content.
+func (s *Service) keepAttachment(c core.Content) (core.Attachment, error) {
+	ext, ok := allowedImageTypes[strings.ToLower(c.MediaType)]
+	if !ok {
+		return core.Attachment{}, core.Errorf(core.CodeInvalid, "image mediaType %q is not one of image/png, image/jpeg, image/webp, image/gif", c.MediaType)
+	}
+	b, err := base64.StdEncoding.DecodeString(c.Data)
+	if err != nil {
+		return core.Attachment{}, core.E(core.CodeInvalid, "image data is not base64", err)
+	}
+	sum := sha256.Sum256(b)
+	a := core.Attachment{SHA256: hex.EncodeToString(sum[:]), MediaType: strings.ToLower(c.MediaType), Bytes: len(b)}
+	if s.opts.DataDir == "" {
+		return a, nil
+	}
+	dir := filepath.Join(s.opts.DataDir, "attachments")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return core.Attachment{}, core.E(core.CodePersistence, "create the attachments folder", err)
+	}
+	path := filepath.Join(dir, a.SHA256+ext)
+	if _, err := os.Stat(path); err == nil {
+		return a, nil
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return core.Attachment{}, core.E(core.CodePersistence, "keep the image", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return core.Attachment{}, core.E(core.CodePersistence, "keep the image", err)
+	}
+	return a, nil
+}
+
+// loadAttachment reads a kept image back as a content block.
+func (s *Service) loadAttachment(a core.Attachment) (core.Content, error) {
+	ext, ok := allowedImageTypes[a.MediaType]
+	if !ok || len(a.SHA256) != 64 || strings.ContainsAny(a.SHA256, `/\.`) {
+		return core.Content{}, fmt.Errorf("attachment %q (%s) is not one Bridge keeps", a.SHA256, a.MediaType)
+	}
+	b, err := os.ReadFile(filepath.Join(s.opts.DataDir, "attachments", a.SHA256+ext))
+	if err != nil {
+		return core.Content{}, fmt.Errorf("attachment %s: %w", a.SHA256, err)
+	}
+	return core.Content{Type: "image", MediaType: a.MediaType, Data: base64.StdEncoding.EncodeToString(b)}, nil
+}
+
+// checkImage refuses an image block Bridge cannot keep, before anything
+// happens.
+func checkImage(i int, c core.Content) error {
+	if c.Data == "" || c.MediaType == "" {
+		return core.Errorf(core.CodeInvalid, "content[%d]: an image needs mediaType and data", i)
+	}
+	if _, ok := allowedImageTypes[strings.ToLower(c.MediaType)]; !ok {
+		return core.Errorf(core.CodeInvalid, "content[%d]: image mediaType %q is not one of image/png, image/jpeg, image/webp, image/gif", i, c.MediaType)
+	}
+	if _, err := base64.StdEncoding.DecodeString(c.Data); err != nil {
+		return core.E(core.CodeInvalid, fmt.Sprintf("content[%d]: image data is not base64", i), err)
+	}
+	return nil
+}
