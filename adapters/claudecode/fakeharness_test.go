@@ -31,6 +31,12 @@ func fakeCommand(t testing.TB, mode string, env ...string) Config {
 }
 
 func fakeClaude(mode string) int {
+	for _, a := range os.Args[1:] {
+		if a == "--version" {
+			fmt.Println("2.1.328 (Claude Code) [fake]")
+			return 0
+		}
+	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<24)
 	out := bufio.NewWriter(os.Stdout)

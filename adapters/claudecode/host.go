@@ -114,7 +114,9 @@ func (h *Host) Probe(ctx context.Context) core.Probe {
 	} else {
 		p.Binary = bin
 		vctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		out, verr := exec.CommandContext(vctx, bin, "--version").Output()
+		vcmd := exec.CommandContext(vctx, bin, "--version")
+		vcmd.Env = h.environ() // as the sessions will run it
+		out, verr := vcmd.Output()
 		cancel()
 		if verr != nil {
 			procDetail = fmt.Sprintf("claude-code: `%s --version` failed: %v", bin, verr)

@@ -153,6 +153,7 @@ func (s *Service) commitCheckpoint(ctx context.Context, l *liveSession, sessionI
 	}
 	cpID := core.NewID("e_")
 	if l != nil {
+		l.flush()
 		l.order.Lock()
 		defer l.order.Unlock()
 	}
@@ -228,9 +229,7 @@ func (s *Service) tokensBefore(l *liveSession, branch []core.Entry) int64 {
 
 // appendOrdered appends entries in order with the session's harness events.
 func (s *Service) appendOrdered(ctx context.Context, l *liveSession, es ...core.NewEntry) ([]core.Entry, error) {
-	l.order.Lock()
-	defer l.order.Unlock()
-	return s.appendEntries(ctx, l.sessionID, es...)
+	return l.appendInOrder(ctx, es...)
 }
 
 func (s *Service) beginCheckpoint(id string) bool {

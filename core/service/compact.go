@@ -53,6 +53,7 @@ func (s *Service) Compact(ctx context.Context, sessionID, focus string) (Compact
 	before := l.lastCompact
 	l.mu.Unlock()
 	res, err := comp.Compact(ctx, focus)
+	l.flush()
 	if err != nil {
 		return CompactOutcome{}, wrapHarness(sess.Harness, err)
 	}

@@ -22,72 +22,160 @@ type liveSession struct {
 
 	turn sync.Mutex // one turn (prompt, checkpoint, compaction) at a time
 
-	order    sync.Mutex   // orders event handling; held while flushing pending
-	recorded bool         // the session row exists; events can be appended
-	pending  []core.Event // events that arrived before the row existed
+	// The sink queues events; a drainer goroutine records them in batches
+	// (one transaction for a run of entries), so a harness that reports
+	// faster than one commit per event is not slowed to the store's pace.
+	order    sync.Mutex   // held while events are recorded and by appendInOrder
+	qmu      sync.Mutex   // guards queue, recorded, draining
+	idle     *sync.Cond   // on qmu: the queue was drained
+	queue    []core.Event // events not recorded yet
+	recorded bool         // the session row exists; events can be recorded
+	draining bool         // a drainer goroutine is running
 
-	mu          sync.Mutex // guards the fields below and orders appends
+	mu          sync.Mutex // guards the fields below
 	capture     *strings.Builder
 	lastCompact string // id of the newest context.compacted entry
 	gauge       *core.Gauge
 	// controllerQueued: a controller checkpoint is waiting to run.
 	controllerQueued bool
-	compactSeen      chan string // signalled with each context.compacted entry id
 }
 
-// sink is the EventSink handed to the adapter. Events are handled in order;
-// those that arrive before the session row exists wait for it. A failing
-// append is logged, never fatal to the harness.
+// newLive returns a liveSession for sessionID; recorded says whether its
+// session row exists yet.
+func newLive(s *Service, sessionID string, h core.BridgeHost, recorded bool) *liveSession {
+	l := &liveSession{svc: s, sessionID: sessionID, host: h, recorded: recorded}
+	l.idle = sync.NewCond(&l.qmu)
+	return l
+}
+
+// sink is the EventSink handed to the adapter. It queues the event and
+// returns; events are recorded in order, those that arrive before the
+// session row exists once it does. A failing append is logged, never fatal
+// to the harness.
 func (l *liveSession) sink(ev core.Event) {
-	l.order.Lock()
-	defer l.order.Unlock()
-	if !l.recorded {
-		l.pending = append(l.pending, ev)
-		return
+	l.qmu.Lock()
+	l.queue = append(l.queue, ev)
+	start := l.recorded && !l.draining
+	if start {
+		l.draining = true
 	}
-	l.handle(ev)
+	l.qmu.Unlock()
+	if start {
+		go l.drain()
+	}
 }
 
-// markRecorded flushes events held back until the session row existed.
-func (l *liveSession) markRecorded() {
-	l.order.Lock()
-	defer l.order.Unlock()
-	l.recorded = true
-	for _, ev := range l.pending {
-		l.handle(ev)
+// drain records queued events until the queue is empty.
+func (l *liveSession) drain() {
+	for {
+		l.qmu.Lock()
+		batch := l.queue
+		l.queue = nil
+		if len(batch) == 0 {
+			l.draining = false
+			l.idle.Broadcast()
+			l.qmu.Unlock()
+			return
+		}
+		l.qmu.Unlock()
+		l.order.Lock()
+		l.record(batch)
+		l.order.Unlock()
 	}
-	l.pending = nil
+}
+
+// flush waits until every event queued so far is recorded.
+func (l *liveSession) flush() {
+	l.qmu.Lock()
+	for l.draining {
+		l.idle.Wait()
+	}
+	l.qmu.Unlock()
+}
+
+// markRecorded records the events held back until the session row existed.
+func (l *liveSession) markRecorded() {
+	l.qmu.Lock()
+	l.recorded = true
+	start := len(l.queue) > 0 && !l.draining
+	if start {
+		l.draining = true
+	}
+	l.qmu.Unlock()
+	if start {
+		go l.drain()
+	}
+	l.flush()
 	go l.watch()
 }
 
+// appendInOrder appends entries after every event already reported, then
+// tells the client.
+func (l *liveSession) appendInOrder(ctx context.Context, es ...core.NewEntry) ([]core.Entry, error) {
+	l.flush()
+	l.order.Lock()
+	defer l.order.Unlock()
+	return l.svc.appendEntries(ctx, l.sessionID, es...)
+}
+
+// record handles a batch of events in order: each run of entries is
+// appended in one transaction.
+func (l *liveSession) record(batch []core.Event) {
+	var run []core.NewEntry
+	for _, ev := range batch {
+		if ev.Entry != nil {
+			run = append(run, *ev.Entry)
+		}
+		if ev.Entry == nil || ev.Model != "" {
+			l.appendRun(run)
+			run = nil
+			l.handle(ev)
+		}
+	}
+	l.appendRun(run)
+}
+
+// appendRun appends entries in one transaction; when that fails (one bad
+// entry), each is appended alone so the others are kept.
+func (l *liveSession) appendRun(run []core.NewEntry) {
+	if len(run) == 0 {
+		return
+	}
+	ctx := context.Background()
+	out, err := l.svc.opts.Store.Append(ctx, l.sessionID, run...)
+	if err != nil && len(run) > 1 {
+		out = out[:0]
+		for _, e := range run {
+			one, err := l.svc.opts.Store.Append(ctx, l.sessionID, e)
+			if err != nil {
+				l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not record %s: %v", l.sessionID, e.Kind, err))
+				continue
+			}
+			out = append(out, one...)
+		}
+	} else if err != nil {
+		l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not record %s: %v", l.sessionID, run[0].Kind, err))
+		return
+	}
+	l.mu.Lock()
+	for _, e := range out {
+		if e.Kind == core.KindAssistantMessage && l.capture != nil {
+			l.capture.WriteString(payloadText(e.Payload))
+			l.capture.WriteString("\n")
+		}
+		if e.Kind == core.KindContextCompacted {
+			l.lastCompact = e.ID
+		}
+	}
+	l.mu.Unlock()
+	l.svc.announce(out...)
+}
+
+// handle records an event that is not an entry (gauge, native id, model).
 func (l *liveSession) handle(ev core.Event) {
 	ctx := context.Background()
 	st := l.svc.opts.Store
 	switch {
-	case ev.Entry != nil:
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		out, err := st.Append(ctx, l.sessionID, *ev.Entry)
-		if err != nil {
-			l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not record %s: %v", l.sessionID, ev.Entry.Kind, err))
-			return
-		}
-		for _, e := range out {
-			if e.Kind == core.KindAssistantMessage && l.capture != nil {
-				l.capture.WriteString(payloadText(e.Payload))
-				l.capture.WriteString("\n")
-			}
-			if e.Kind == core.KindContextCompacted {
-				l.lastCompact = e.ID
-				if l.compactSeen != nil {
-					select {
-					case l.compactSeen <- e.ID:
-					default:
-					}
-				}
-			}
-		}
-		l.svc.announce(out...)
 	case ev.Gauge != nil:
 		l.mu.Lock()
 		g := *ev.Gauge
@@ -126,6 +214,7 @@ func (l *liveSession) watch() {
 	if x.Err != "" {
 		payload["error"] = x.Err
 	}
+	l.flush()
 	l.order.Lock()
 	defer l.order.Unlock()
 	out, err := l.svc.opts.Store.Append(context.Background(), l.sessionID,
@@ -177,7 +266,7 @@ func (s *Service) liveFor(sessionID string) *liveSession {
 // When recorded is false the session row does not exist yet: events wait
 // until the caller has created it and called markRecorded.
 func (s *Service) startLive(ctx context.Context, h core.BridgeHost, sess core.Session, preset core.Preset, native string, recorded bool) (*liveSession, error) {
-	l := &liveSession{svc: s, sessionID: sess.ID, host: h, recorded: recorded}
+	l := newLive(s, sess.ID, h, recorded)
 	req := core.CreateRequest{Cwd: sess.Cwd, Preset: preset, Model: sess.Model, Effort: sess.Effort, Title: sess.Title}
 	var (
 		live core.Live

@@ -97,13 +97,12 @@ func (s *Service) restored(ctx context.Context, r Restored) (Restored, error) {
 	if r.CheckpointEntryID != "" {
 		payload["checkpointEntryId"] = r.CheckpointEntryID
 	}
-	l := s.liveFor(r.SessionID)
-	if l != nil {
-		l.order.Lock()
-	}
-	_, err := s.appendEntries(ctx, r.SessionID, core.NewEntry{Kind: core.KindSessionRestored, Payload: core.Payload(payload)})
-	if l != nil {
-		l.order.Unlock()
+	restored := core.NewEntry{Kind: core.KindSessionRestored, Payload: core.Payload(payload)}
+	var err error
+	if l := s.liveFor(r.SessionID); l != nil {
+		_, err = l.appendInOrder(ctx, restored)
+	} else {
+		_, err = s.appendEntries(ctx, r.SessionID, restored)
 	}
 	if err != nil {
 		return Restored{}, err

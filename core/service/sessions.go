@@ -141,13 +141,12 @@ func (s *Service) runTurn(ctx context.Context, l *liveSession, content []core.Co
 		payload["images"] = len(kept)
 		payload["attachments"] = kept
 	}
-	l.order.Lock()
-	_, err := s.appendEntries(ctx, l.sessionID, core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(payload)})
-	l.order.Unlock()
-	if err != nil {
+	if _, err := l.appendInOrder(ctx, core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(payload)}); err != nil {
 		return core.TurnResult{}, err
 	}
 	res, err := l.live.Prompt(ctx, content)
+	// The adapter has reported the turn's events; have them recorded.
+	l.flush()
 	if err != nil {
 		if ctx.Err() != nil {
 			// Stop the harness too: an abandoned turn would otherwise keep
