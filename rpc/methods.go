@@ -301,7 +301,7 @@ func migrationPreview(ctx context.Context, b Backend, p *schema.MigrationPreview
 		return nil, invalidParams("lang", "migration/preview: lang %q is not \"en\" or \"zh\"", p.Lang)
 	}
 	r, err := b.MigrationPreview(ctx, service.PreviewRequest{SessionID: p.SessionID,
-		Target:            service.Target{Harness: p.Target.Harness, Preset: p.Target.Preset, Model: p.Target.Model},
+		Target:            service.Target{Harness: p.Target.Harness, Preset: p.Target.Preset, Model: p.Target.Model, Effort: p.Target.Effort},
 		SummaryCharBudget: p.SummaryCharBudget, Lang: p.Lang})
 	if err != nil {
 		return nil, err

@@ -282,6 +282,7 @@ func (a *app) migrate(ctx context.Context, args []string) error {
 		harness := fs.String("harness", "", "target harness (default: the source's)")
 		preset := fs.String("preset", "", "target preset")
 		model := fs.String("model", "", "target model")
+		effort := fs.String("effort", "", "target reasoning effort")
 		budget := fs.Int("budget", 0, "summary character budget (default 2400)")
 		lang := fs.String("lang", "", "en or zh (default: by the source's language)")
 		pos, err := parse(fs, args[1:])
@@ -293,7 +294,7 @@ func (a *app) migrate(ctx context.Context, args []string) error {
 		}
 		return a.withEnv(ctx, func(e *env) error {
 			p, err := e.svc.MigrationPreview(ctx, service.PreviewRequest{SessionID: pos[0],
-				Target: service.Target{Harness: *harness, Preset: *preset, Model: *model}, SummaryCharBudget: *budget, Lang: *lang})
+				Target: service.Target{Harness: *harness, Preset: *preset, Model: *model, Effort: *effort}, SummaryCharBudget: *budget, Lang: *lang})
 			if err != nil {
 				return err
 			}

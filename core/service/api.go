@@ -126,9 +126,10 @@ func progressFrom(ctx context.Context) Progress {
 
 // Target names where a migration goes; empty fields keep the source's.
 type Target struct {
-	Harness string
-	Preset  string
-	Model   string
+	Harness string `json:"harness,omitempty"`
+	Preset  string `json:"preset,omitempty"`
+	Model   string `json:"model,omitempty"`
+	Effort  string `json:"effort,omitempty"`
 }
 
 // PreviewRequest asks for a migration preview.

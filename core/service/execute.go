@@ -84,8 +84,8 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 	if model == "" && p.target.Harness == src.Harness {
 		model = src.Model
 	}
-	effort := ""
-	if p.target.Harness == src.Harness {
+	effort := p.target.Effort
+	if effort == "" && p.target.Harness == src.Harness {
 		effort = src.Effort
 	}
 	title := src.Title

@@ -165,8 +165,8 @@ func (s *Service) MigrationPreview(ctx context.Context, req PreviewRequest) (Pre
 	if t.Harness == "" {
 		t.Harness = src.Harness
 	}
-	if t.Harness == src.Harness && t.Preset == src.Preset && t.Model == "" {
-		return Preview{}, core.Errorf(core.CodeInvalid, "the target is the source's own harness and preset: name another preset, model or harness")
+	if t.Harness == src.Harness && t.Preset == src.Preset && t.Model == "" && t.Effort == "" {
+		return Preview{}, core.Errorf(core.CodeInvalid, "the target is the source's own harness and preset: name another preset, model, effort or harness")
 	}
 	if req.Lang != "" && req.Lang != "en" && req.Lang != "zh" {
 		return Preview{}, core.Errorf(core.CodeInvalid, "lang must be en or zh, not %q", req.Lang)
