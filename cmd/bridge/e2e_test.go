@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -197,6 +198,16 @@ func TestCancelAndConcurrency(t *testing.T) {
 			t.Fatalf("cancelled request %s: %+v, want -32800", rawID, m)
 		}
 	}
+	if code := c.exit(true); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+}
+
+// TestPlainBridgeServes: `bridge` with stdin not a terminal is `bridge serve`.
+func TestPlainBridgeServes(t *testing.T) {
+	c := startProcess(t, exec.Command(binPath), "BRIDGE_DATA_DIR="+t.TempDir())
+	c.initialize(nil)
+	c.mustCall("session/list", map[string]any{}, nil)
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("exit code %d", code)
 	}
