@@ -47,7 +47,7 @@ func (s *Service) checkpoint(ctx context.Context, sessionID string, reason check
 		return CheckpointOutcome{}, err
 	}
 	l := s.liveFor(sessionID)
-	state := checkpoint.BranchActivity(branch).Apply(s.controllerState(ctx, sess, l))
+	state := checkpoint.BranchActivity(branch).Apply(s.controllerState(ctx, sess, l, reason == checkpoint.ReasonContextPressure || reason == checkpoint.ReasonResponseReserve))
 	if d := checkpoint.Decide(reason, state); !d.Fire {
 		code := core.CodeInvalid
 		if d.Suppressed == checkpoint.SuppressedToolInFlight || d.Suppressed == checkpoint.SuppressedApproval {
@@ -261,8 +261,19 @@ func (s *Service) onGauge(l *liveSession, g core.Gauge) {
 	if err != nil {
 		return
 	}
-	state := s.controllerState(ctx, sess, l)
+	cheap := s.controllerState(ctx, sess, l, false)
+	var state checkpoint.State
 	for _, r := range []checkpoint.Reason{checkpoint.ReasonContextPressure, checkpoint.ReasonResponseReserve} {
+		// The window rules first, on a recent probe and without the record:
+		// most readings stop here. Near the threshold, probe afresh.
+		window := cheap
+		window.MeaningfulWork = true
+		if !checkpoint.Decide(r, window).Fire {
+			continue
+		}
+		if state == (checkpoint.State{}) {
+			state = s.controllerState(ctx, sess, l, true)
+		}
 		branch, err := s.opts.Store.ActiveBranch(ctx, l.sessionID)
 		if err != nil {
 			return
@@ -314,16 +325,22 @@ func (s *Service) checkNotPending(ctx context.Context, sessionID string) error {
 
 // controllerState is what the decision function needs to know about a
 // session besides its record: the gauge, who owns the window, direct chat.
-func (s *Service) controllerState(ctx context.Context, sess core.Session, l *liveSession) checkpoint.State {
+// A gauge reading is its own proof that the harness reports one. fresh
+// probes the host anew (capabilities some adapters learn while a session
+// runs, such as a compaction command); otherwise a recent probe serves.
+func (s *Service) controllerState(ctx context.Context, sess core.Session, l *liveSession, fresh bool) checkpoint.State {
 	st := checkpoint.State{ResponseReserve: s.opts.ResponseReserve, DirectChat: sess.Preset == DirectChatPreset}
 	if l == nil {
 		return st
 	}
-	p := probe(ctx, l.host)
+	p := s.capabilities(ctx, l.host)
+	if fresh {
+		p = probe(ctx, l.host)
+	}
 	st.OwnCompaction = p.Has(core.CapCompactCommand)
 	l.mu.Lock()
 	if l.gauge != nil {
-		st.HasGauge = p.Has(core.CapContextGauge)
+		st.HasGauge = true
 		st.GaugeUsed, st.GaugeSize = l.gauge.Used, l.gauge.Size
 	}
 	l.mu.Unlock()

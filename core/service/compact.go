@@ -22,7 +22,7 @@ func (s *Service) Compact(ctx context.Context, sessionID, focus string) (Compact
 	if err != nil {
 		return CompactOutcome{}, err
 	}
-	p := probe(ctx, h)
+	p := s.capabilities(ctx, h)
 	if !p.Has(core.CapCompactCommand) {
 		out, err := s.checkpoint(ctx, sessionID, checkpoint.ReasonManual, focus)
 		if err != nil {

@@ -134,7 +134,7 @@ func (s *Service) checkMigration(ctx context.Context, src core.Session, t Target
 	if err != nil {
 		return nil, "", err
 	}
-	inj, err := resolveInject(probe(ctx, th), inject)
+	inj, err := resolveInject(s.capabilities(ctx, th), inject)
 	if err != nil {
 		return nil, "", err
 	}

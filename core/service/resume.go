@@ -51,7 +51,7 @@ func (s *Service) Resume(ctx context.Context, sessionID string, fresh bool) (Res
 	switch {
 	case sess.NativeSessionID == "":
 		reason = "the harness never reported its own session id"
-	case !canResume || !probe(ctx, h).Has(core.CapNativeResume):
+	case !canResume || !s.capabilities(ctx, h).Has(core.CapNativeResume):
 		reason = fmt.Sprintf("harness %s has no native resume", h.Harness())
 	default:
 		_, err := s.startLive(ctx, h, sess, preset, sess.NativeSessionID, true)

@@ -44,6 +44,7 @@ type Service struct {
 	mu   sync.Mutex
 	live map[string]*liveSession // by Bridge session id
 
+	probes       map[string]cachedProbe // by harness; see capabilities
 	previews     previews
 	inCheckpoint map[string]bool // sessions with a checkpoint being written
 }
@@ -104,10 +105,40 @@ func probe(ctx context.Context, h core.BridgeHost) (p core.Probe) {
 	return h.Probe(ctx)
 }
 
+// probeTTL is how long a probe answers capability checks. Probes can be
+// costly (a harness's --version, a protocol schema, a request to a hosting
+// client), and capabilities change rarely; doctor always probes afresh.
+const probeTTL = 10 * time.Second
+
+type cachedProbe struct {
+	p  core.Probe
+	at time.Time
+}
+
+// capabilities returns h's probe, reusing one younger than probeTTL.
+func (s *Service) capabilities(ctx context.Context, h core.BridgeHost) core.Probe {
+	s.mu.Lock()
+	c, ok := s.probes[h.Harness()]
+	s.mu.Unlock()
+	if ok && time.Since(c.at) < probeTTL {
+		return c.p
+	}
+	p := probe(ctx, h)
+	if ctx.Err() == nil {
+		s.mu.Lock()
+		if s.probes == nil {
+			s.probes = map[string]cachedProbe{}
+		}
+		s.probes[h.Harness()] = cachedProbe{p: p, at: time.Now()}
+		s.mu.Unlock()
+	}
+	return p
+}
+
 // require refuses, before anything changes, an operation that needs
 // capabilities the host lacks.
 func (s *Service) require(ctx context.Context, h core.BridgeHost, op string, caps ...string) error {
-	p := probe(ctx, h)
+	p := s.capabilities(ctx, h)
 	missing := p.Missing(caps...)
 	if len(missing) == 0 {
 		return nil
