@@ -242,7 +242,7 @@ func sessionResume(ctx context.Context, b Backend, p *schema.SessionResumeParams
 	if err != nil {
 		return nil, err
 	}
-	return schema.SessionResumeResult{Mode: schema.RestoreMode(r.Mode), Reason: r.Reason, NativeError: r.NativeError,
+	return schema.SessionResumeResult{SessionID: r.SessionID, Mode: schema.RestoreMode(r.Mode), Reason: r.Reason, NativeError: r.NativeError,
 		CheckpointEntryID: r.CheckpointEntryID}, nil
 }
 

@@ -33,7 +33,7 @@ var shapes = map[string]string{
 	"SessionListResult":            "items nextCursor?",
 	"SessionListItem":              "sessionId harness title? cwd? archived updatedAt | createdAt? preset? model? nativeSessionId?",
 	"SessionResumeParams":          "sessionId mode?",
-	"SessionResumeResult":          "mode reason? nativeError? checkpointEntryId?",
+	"SessionResumeResult":          "mode reason? nativeError? checkpointEntryId? | sessionId?",
 	"SessionCompactParams":         "sessionId focus? | workDoneToken?",
 	"SessionCompactResult":         "by focusApplied focusNote? entryId?",
 	"SessionCheckpointParams":      "sessionId reason? | workDoneToken?",

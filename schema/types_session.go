@@ -248,6 +248,8 @@ type SessionResumeParams struct {
 
 // SessionResumeResult says honestly how the session came back.
 type SessionResumeResult struct {
+	// SessionID is the session that came back (as in session/restored).
+	SessionID string `json:"sessionId,omitempty"`
 	// Mode is how the session came back.
 	Mode RestoreMode `json:"mode"`
 	// Reason says why this mode (why fresh, why not native…).

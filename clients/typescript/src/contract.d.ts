@@ -1492,6 +1492,10 @@ export interface SessionResumeResult {
    * Reason says why this mode (why fresh, why not native…).
    */
   reason?: string;
+  /**
+   * SessionID is the session that came back (as in session/restored).
+   */
+  sessionId?: string;
 }
 /**
  * SessionUpdateNotification tells the client a new entry was recorded (session/update).
