@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -211,4 +213,26 @@ func TestPlainBridgeServes(t *testing.T) {
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("exit code %d", code)
 	}
+}
+
+// TestDataDirFromInitialize: with no flag or variable, the client's
+// initializationOptions.dataDir is the data directory.
+func TestDataDirFromInitialize(t *testing.T) {
+	dir, xdg := t.TempDir(), t.TempDir()
+	c := startProcess(t, exec.Command(binPath, "serve"), "BRIDGE_DATA_DIR=", "XDG_DATA_HOME="+xdg)
+	c.initialize(map[string]any{"dataDir": dir})
+	var rep struct {
+		DataDir string `json:"dataDir"`
+	}
+	c.mustCall("bridge/doctor", map[string]any{"harness": "fake"}, &rep)
+	if rep.DataDir != dir {
+		t.Fatalf("dataDir %q, want %q", rep.DataDir, dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, DatabaseFile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(xdg, "bridge")); err == nil {
+		t.Fatal("the XDG default was created although the client named a data directory")
+	}
+	c.exit(true)
 }
