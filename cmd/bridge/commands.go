@@ -14,10 +14,13 @@ import (
 	"github.com/bridge-dev/bridge/schema"
 )
 
-// flags returns a flag set for a subcommand with --json.
+// flags returns a flag set for a subcommand with --json, which also takes
+// the global --data-dir (so `bridge serve --data-dir D` works as
+// `bridge --data-dir D serve` does).
 func (a *app) flags(name string) (*flag.FlagSet, *bool) {
 	fs := flag.NewFlagSet("bridge "+name, flag.ContinueOnError)
 	fs.SetOutput(a.stderr)
+	fs.StringVar(&a.dataDirFlag, "data-dir", a.dataDirFlag, "data directory")
 	return fs, fs.Bool("json", false, "machine-readable output")
 }
 

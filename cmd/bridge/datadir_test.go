@@ -1,7 +1,9 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -26,5 +28,17 @@ func TestDataDirPrecedence(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("flag %q env %q init %q xdg %q: %q %v, want %q", c.flag, c.env, c.init, c.xdg, got, err, c.want)
 		}
+	}
+}
+
+// TestDataDirAfterCommand: --data-dir works after the command too.
+func TestDataDirAfterCommand(t *testing.T) {
+	dir := t.TempDir()
+	out, stderr, code := runCLI(t, nil, "sessions", "--data-dir", dir, "--json")
+	if code != 0 || !strings.Contains(out, `"items"`) {
+		t.Fatalf("exit %d: %s %s", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, DatabaseFile)); err != nil {
+		t.Fatal(err)
 	}
 }
