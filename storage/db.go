@@ -34,6 +34,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -158,7 +159,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		stmts: map[string]*sql.Stmt{},
 		done:  make(chan struct{}),
 	}
-	if err := db.migrate(ctx); err != nil {
+	if err := db.migrateRetrying(ctx); err != nil {
 		sdb.Close()
 		return nil, err
 	}
@@ -210,6 +211,26 @@ func (db *DB) checkpointer(period time.Duration) {
 			}
 			db.checkpointed.Store(mark)
 			last = now
+		}
+	}
+}
+
+// migrateRetrying runs migrate, retrying while another process holds the
+// lock that turning a new database to WAL mode needs: the connection
+// pragmas (journal_mode among them) run before busy_timeout can help, so two
+// Bridge processes creating the same database at once would otherwise see
+// "database is locked".
+func (db *DB) migrateRetrying(ctx context.Context) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := db.migrate(ctx)
+		if err == nil || !strings.Contains(err.Error(), "database is locked") || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("storage: open %s: %w", db.path, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
