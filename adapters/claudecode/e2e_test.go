@@ -445,12 +445,8 @@ func TestE2ECancel(t *testing.T) {
 		ch <- out{r, err}
 	}()
 	// Wait until the request reached the model, then interrupt.
-	for len(env.fake.Requests()) == 0 {
-		select {
-		case <-ctx.Done():
-			t.Fatal("the model was never called")
-		case <-time.After(20 * time.Millisecond):
-		}
+	if err := env.fake.AwaitRequests(ctx, 1); err != nil {
+		t.Fatal("the model was never called: ", err)
 	}
 	if err := l.Cancel(ctx); err != nil {
 		t.Fatal(err)

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
@@ -24,35 +22,6 @@ type e2eEnv struct {
 	cwd   string
 }
 
-// codexConfig is $CODEX_HOME/config.toml for offline runs
-// (reference/harness-offline.md §5).
-const codexConfig = `model = "fake-model"
-model_provider = "fake"
-approval_policy = "never"
-sandbox_mode = "read-only"
-check_for_update_on_startup = false
-
-[model_providers.fake]
-name = "Fake"
-base_url = "%s/v1"
-env_key = "FAKE_API_KEY"
-wire_api = "responses"
-stream_max_retries = 0
-request_max_retries = 0
-
-[features]
-plugins = false
-apps = false
-remote_plugin = false
-in_app_updates = false
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-`
-
 func newE2E(t *testing.T, extraArgs ...string) *e2eEnv {
 	t.Helper()
 	bin := adaptertest.FindBinary(t, "codex")
@@ -62,7 +31,7 @@ func newE2E(t *testing.T, extraArgs ...string) *e2eEnv {
 	}
 	t.Cleanup(func() { srv.Close() })
 	home := t.TempDir()
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(fmt.Sprintf(codexConfig, srv.URL)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(fakemodel.CodexConfig(srv.URL)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return &e2eEnv{model: srv, cwd: t.TempDir(), cfg: Config{
@@ -241,12 +210,8 @@ func TestE2ECancelInterruptsTurn(t *testing.T) {
 		res, err := l.Prompt(ctx, text("take your time"))
 		done <- result{res, err}
 	}()
-	for len(env.model.Requests()) == 0 {
-		select {
-		case <-ctx.Done():
-			t.Fatal("the model was never called")
-		case <-time.After(20 * time.Millisecond):
-		}
+	if err := env.model.AwaitRequests(ctx, 1); err != nil {
+		t.Fatal("the model was never called: ", err)
 	}
 	if err := l.Cancel(ctx); err != nil {
 		t.Fatal(err)

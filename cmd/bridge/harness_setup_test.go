@@ -53,36 +53,6 @@ type harnessOptions struct {
 	CheckpointTimeoutSeconds int
 }
 
-// codexTOML is $CODEX_HOME/config.toml: the fake server as the only
-// provider, no approvals, no update checks, no telemetry
-// (reference/harness-offline.md §5).
-const codexTOML = `model = "fake-model"
-model_provider = "fake"
-approval_policy = "never"
-sandbox_mode = "read-only"
-check_for_update_on_startup = false
-
-[model_providers.fake]
-name = "Fake"
-base_url = "%s/v1"
-env_key = "FAKE_API_KEY"
-wire_api = "responses"
-stream_max_retries = 0
-request_max_retries = 0
-
-[features]
-plugins = false
-apps = false
-remote_plugin = false
-in_app_updates = false
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-`
-
 // newHarnessEnv finds claude and codex (failing the test if either is
 // missing), starts the fake model server and writes config.json.
 func newHarnessEnv(t *testing.T, o harnessOptions) *harnessEnv {
@@ -106,7 +76,7 @@ func newHarnessEnv(t *testing.T, o harnessOptions) *harnessEnv {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(h.codexHome, "config.toml"), []byte(fmt.Sprintf(codexTOML, srv.URL)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(h.codexHome, "config.toml"), []byte(fakemodel.CodexConfig(srv.URL)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg := map[string]any{
