@@ -344,6 +344,19 @@ func (l *live) Rename(ctx context.Context, title string) error {
 // starts has completed; the context.compacted entry (trigger manual) has
 // reached the sink by then. The command takes no focus.
 func (l *live) Compact(ctx context.Context, focus string) (core.CompactResult, error) {
+	res, interrupted, err := l.compactOnce(ctx, focus)
+	if interrupted {
+		// Another turn (a goal's, just paused) took the slot and was
+		// interrupted with no compaction in it: start the compaction again,
+		// once.
+		res, _, err = l.compactOnce(ctx, focus)
+	}
+	return res, err
+}
+
+// compactOnce runs thread/compact/start and waits for its turn; interrupted
+// says the turn it saw ended interrupted without a contextCompaction item.
+func (l *live) compactOnce(ctx context.Context, focus string) (core.CompactResult, bool, error) {
 	res := core.CompactResult{FocusApplied: false}
 	if focus != "" {
 		res.FocusNote = focusNote
@@ -352,7 +365,7 @@ func (l *live) Compact(ctx context.Context, focus string) (core.CompactResult, e
 	l.mu.Lock()
 	if l.compactTurn != nil {
 		l.mu.Unlock()
-		return res, core.Errorf(core.CodeBusy, "a codex compaction is already running")
+		return res, false, core.Errorf(core.CodeBusy, "a codex compaction is already running")
 	}
 	l.compactTurn = started
 	l.mu.Unlock()
@@ -367,21 +380,21 @@ func (l *live) Compact(ctx context.Context, focus string) (core.CompactResult, e
 	if err := l.p.conn.call(ctx, "thread/compact/start", map[string]any{"threadId": l.thread()}, nil); err != nil {
 		l.m.cancelManual()
 		release()
-		return res, l.callErr("thread/compact/start", err)
+		return res, false, l.callErr("thread/compact/start", err)
 	}
 	var turn string
 	select {
 	case turn = <-started:
 	case <-l.p.done:
 		release()
-		return res, l.exitedErr("thread/compact/start")
+		return res, false, l.exitedErr("thread/compact/start")
 	case <-ctx.Done():
 		release()
-		return res, l.callErr("thread/compact/start", ctx.Err())
+		return res, false, l.callErr("thread/compact/start", ctx.Err())
 	}
 	end, err := l.awaitTurn(ctx, turn)
 	if err != nil {
-		return res, err
+		return res, false, err
 	}
 	l.mu.Lock()
 	ok := l.compactedIn[turn]
@@ -391,9 +404,9 @@ func (l *live) Compact(ctx context.Context, focus string) (core.CompactResult, e
 		if msg == "" {
 			msg = "the compaction turn ended (" + end.Status + ") without a contextCompaction item"
 		}
-		return res, core.E(core.CodeHarness, "codex compaction failed: "+msg, nil)
+		return res, end.Status == "interrupted", core.E(core.CodeHarness, "codex compaction failed: "+msg, nil)
 	}
-	return res, nil
+	return res, false, nil
 }
 
 // CreateGoal sets the thread's goal (thread/goal/set, status active). A
