@@ -60,7 +60,8 @@ var searchKinds = map[core.Kind]bool{
 // not text a user would search for.
 func skipKey(k string) bool {
 	switch k {
-	case "id", "sha256", "mediaType", "type", "harness", "trigger", "provenance", "status", "mode", "data":
+	case "id", "sha256", "mediaType", "type", "harness", "trigger", "provenance", "status", "mode", "data",
+		"model", "effort", "role", "finish", "agent", "cwd", "root":
 		return true
 	}
 	return strings.HasSuffix(k, "Id") || strings.HasSuffix(k, "ID") || strings.HasSuffix(k, "Ids")
@@ -265,7 +266,7 @@ func searchError(query string, err error) error {
 		if strings.HasPrefix(msg, "no such column") {
 			msg += " (a word followed by ':' names a column; put the word in double quotes)"
 		}
-		e := core.E(core.CodeInvalid, fmt.Sprintf("search query %q is not valid: %s", query, msg), err)
+		e := core.Errorf(core.CodeInvalid, "search query %q is not valid: %s", query, msg)
 		e.Data = map[string]any{"field": "query"}
 		return e
 	}
