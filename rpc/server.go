@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
+
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // state is the server's place in the LSP lifecycle.
@@ -60,6 +62,9 @@ type server struct {
 	inflight map[jsonrpc2.ID]running
 	// replies holds the requests whose reply is not written yet.
 	replies *replies
+	// progressing maps the token of each running work-done progress to the
+	// cancel function of its request (window/workDoneProgress/cancel).
+	progressing map[schema.ProgressToken]context.CancelFunc
 
 	mu          sync.Mutex
 	state       state
@@ -109,7 +114,8 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (exitCo
 	}
 	stream := newLSPStream(in, out, cfg.MaxContentLength, log, closer)
 	s := &server{cfg: cfg, log: log, life: life, exitCh: make(chan int, 1),
-		inflight: make(map[jsonrpc2.ID]running), replies: newReplies()}
+		inflight: make(map[jsonrpc2.ID]running), replies: newReplies(),
+		progressing: make(map[schema.ProgressToken]context.CancelFunc)}
 	stream.replied = s.replies.done
 	s.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithPreempter(s))
 	s.conn.Go(life, s.handle)
@@ -172,9 +178,14 @@ func (s *server) exit() {
 	s.exitOnce.Do(func() { s.exitCh <- s.exitCode() })
 }
 
-// Preempt handles $/cancelRequest on the read loop, ahead of the requests
-// that follow it, so a cancellation is never queued behind other work.
+// Preempt handles $/cancelRequest and window/workDoneProgress/cancel on the
+// read loop, ahead of the requests that follow them, so a cancellation is
+// never queued behind other work.
 func (s *server) Preempt(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	if !req.IsCall() && req.Method() == "window/workDoneProgress/cancel" {
+		s.cancelProgress(json.RawMessage(req.Params()))
+		return true, nil
+	}
 	if req.IsCall() || req.Method() != "$/cancelRequest" {
 		return nil, jsonrpc2.ErrNotHandled
 	}
@@ -194,6 +205,36 @@ func (s *server) Preempt(_ context.Context, req *jsonrpc2.Request) (any, error) 
 		}
 	}
 	return true, nil
+}
+
+// cancelProgress cancels the request whose work-done progress has the
+// token in params; an unknown or finished token is ignored, as LSP asks.
+func (s *server) cancelProgress(params json.RawMessage) {
+	var p schema.WorkDoneProgressCancelParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		s.log.Warn("rpc: window/workDoneProgress/cancel without a usable token", "params", string(params))
+		return
+	}
+	s.cmu.Lock()
+	cancel := s.progressing[p.Token]
+	s.cmu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// trackProgress makes token cancel ctx's request until untrack is called.
+func (s *server) trackProgress(ctx context.Context, token schema.ProgressToken) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	s.cmu.Lock()
+	s.progressing[token] = cancel
+	s.cmu.Unlock()
+	return ctx, func() {
+		s.cmu.Lock()
+		delete(s.progressing, token)
+		s.cmu.Unlock()
+		cancel()
+	}
 }
 
 // track gives request id a cancellable context derived from the
