@@ -101,6 +101,7 @@ var Methods = []Method{
 	note("window/showMessage", ServerToClient, ShowMessageParams{}, "Show a message to the user."),
 	note("window/logMessage", ServerToClient, LogMessageParams{}, "Log a message."),
 	req("window/workDoneProgress/create", ServerToClient, WorkDoneProgressCreateParams{}, nil, "Create a progress token."),
+	note("window/workDoneProgress/cancel", ClientToServer, WorkDoneProgressCancelParams{}, "Cancel the request a cancellable progress reports on; it is answered with -32800."),
 
 	// Bridge methods.
 	req("bridge/doctor", ClientToServer, DoctorParams{}, DoctorResult{}, "Capability report per adapter."),

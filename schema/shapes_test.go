@@ -70,6 +70,7 @@ var shapes = map[string]string{
 	"CancelParams":                 "id",
 	"ProgressParams":               "token value",
 	"WorkDoneProgressCreateParams": "token",
+	"WorkDoneProgressCancelParams": "token",
 	"WorkDoneProgressBegin":        "kind title cancellable? message? percentage?",
 	"WorkDoneProgressReport":       "kind cancellable? message? percentage?",
 	"WorkDoneProgressEnd":          "kind message?",

@@ -46,10 +46,20 @@ else $XDG_DATA_HOME/bridge, else ~/.local/share/bridge.
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	ctx, cancel := context.WithCancel(context.Background())
+	// The first SIGINT or SIGTERM ends ctx: `bridge serve` then takes the
+	// path a shutdown request takes (whatever the service does when it
+	// closes happens) and exits 0; a second one ends the process at once.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		cancel()
+		<-sigs
+		fmt.Fprintln(os.Stderr, "bridge: stopped without finishing (second signal)")
+		os.Exit(130)
+	}()
+	os.Exit(Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // Main runs the command line and returns the process exit code.

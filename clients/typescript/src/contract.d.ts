@@ -1687,6 +1687,15 @@ export interface WorkDoneProgressBegin {
   title: string;
 }
 /**
+ * WorkDoneProgressCancelParams cancels the work a progress token reports on (window/workDoneProgress/cancel: the user pressed cancel on a cancellable progress); the request is answered with -32800.
+ */
+export interface WorkDoneProgressCancelParams {
+  /**
+   * Token is the token of the progress to cancel.
+   */
+  token: ProgressToken;
+}
+/**
  * WorkDoneProgressCreateParams asks the client to create a progress token (window/workDoneProgress/create).
  */
 export interface WorkDoneProgressCreateParams {
@@ -1877,4 +1886,6 @@ export interface BridgeNotifications {
   "window/logMessage": { direction: "serverToClient"; params: LogMessageParams };
   /** Show a message to the user. */
   "window/showMessage": { direction: "serverToClient"; params: ShowMessageParams };
+  /** Cancel the request a cancellable progress reports on; it is answered with -32800. */
+  "window/workDoneProgress/cancel": { direction: "clientToServer"; params: WorkDoneProgressCancelParams };
 }
