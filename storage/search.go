@@ -54,6 +54,7 @@ var searchKinds = map[core.Kind]bool{
 	core.KindApprovalRequested: true, core.KindWorkerResult: true, core.KindArtifactCreated: true,
 	core.KindContextCompacted: true, core.KindCheckpoint: true, core.KindBranchSummary: true,
 	core.KindMigrationHandoff: true, core.KindCompactionFailed: true, core.KindSessionResumeFail: true,
+	core.KindPlanUpdated: true,
 }
 
 // skipKey reports whether a payload member holds an identifier or a code,
