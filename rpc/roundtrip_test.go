@@ -88,6 +88,10 @@ func (f *filler) fill(v reflect.Value, s map[string]any, path string) {
 	if s == nil {
 		s = map[string]any{}
 	}
+	if v.Type() == timeType {
+		v.Set(reflect.ValueOf(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)))
+		return
+	}
 	if _, ok := v.Addr().Interface().(json.Unmarshaler); ok {
 		// A type with its own encoding: decode a sample of its schema.
 		sample := `"v"`
@@ -99,10 +103,6 @@ func (f *filler) fill(v reflect.Value, s map[string]any, path string) {
 		if err := json.Unmarshal([]byte(sample), v.Addr().Interface()); err != nil {
 			panic(fmt.Sprintf("%s: %v", path, err))
 		}
-		return
-	}
-	if v.Type() == timeType {
-		v.Set(reflect.ValueOf(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)))
 		return
 	}
 	if v.Type() == reflect.TypeFor[json.RawMessage]() {

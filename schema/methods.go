@@ -127,6 +127,7 @@ type Backend interface {
 	SessionCompact(ctx context.Context, p SessionCompactParams) (SessionCompactResult, error)
 	SessionCheckpoint(ctx context.Context, p SessionCheckpointParams) (SessionCheckpointResult, error)
 	SessionImport(ctx context.Context, p SessionImportParams) (SessionImportResult, error)
+	SessionSearch(ctx context.Context, p SessionSearchParams) (SessionSearchResult, error)
 	MigrationPreview(ctx context.Context, p MigrationPreviewParams) (MigrationPreviewResult, error)
 	MigrationExecute(ctx context.Context, p MigrationExecuteParams) (MigrationExecuteResult, error)
 }
@@ -147,6 +148,7 @@ var Methods = []Method{
 	note("window/showMessage", ServerToClient, ShowMessageParams{}, "Show a message to the user."),
 	note("window/logMessage", ServerToClient, LogMessageParams{}, "Log a message."),
 	req("window/workDoneProgress/create", ServerToClient, WorkDoneProgressCreateParams{}, nil, "Create a progress token."),
+	note("window/workDoneProgress/cancel", ClientToServer, WorkDoneProgressCancelParams{}, "Cancel the request a cancellable progress reports on; it is answered with -32800."),
 
 	// Bridge methods: served by a Backend.
 	call("bridge/doctor", Backend.BridgeDoctor, "", "Capability report per adapter."),
@@ -161,6 +163,7 @@ var Methods = []Method{
 	call("session/compact", Backend.SessionCompact, "Compact", "Forward /compact or fall back to a checkpoint."),
 	call("session/checkpoint", Backend.SessionCheckpoint, "Checkpoint", "Write a Bridge checkpoint now."),
 	call("session/import", Backend.SessionImport, "Import", "Bring a harness transcript into the record."),
+	call("session/search", Backend.SessionSearch, "", "Search the text of every session, best hits first."),
 	call("migration/preview", Backend.MigrationPreview, "Migration preview", "Write an editable five-part handoff."),
 	call("migration/execute", Backend.MigrationExecute, "Migration", "Run a previewed migration."),
 
