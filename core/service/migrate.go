@@ -38,14 +38,14 @@ type pendingPreview struct {
 
 // previewMeta is the on-disk form of a pending preview.
 type previewMeta struct {
-	ID         string           `json:"id"`
-	SourceID   string           `json:"sourceSessionId"`
-	Target     schema.MigrationTarget           `json:"target"`
-	Lang       string           `json:"lang"`
-	Path       string           `json:"path"`
-	Created    time.Time        `json:"created"`
-	Unresolved []unresolvedMeta `json:"unresolvedImages,omitempty"`
-	Executed   bool             `json:"executed"`
+	ID         string                 `json:"id"`
+	SourceID   string                 `json:"sourceSessionId"`
+	Target     schema.MigrationTarget `json:"target"`
+	Lang       string                 `json:"lang"`
+	Path       string                 `json:"path"`
+	Created    time.Time              `json:"created"`
+	Unresolved []unresolvedMeta       `json:"unresolvedImages,omitempty"`
+	Executed   bool                   `json:"executed"`
 }
 
 // unresolvedMeta is an image message nobody answered, as a preview keeps it.
