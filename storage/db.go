@@ -151,6 +151,8 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	q.Set("_txlock", "immediate")
 	dsn := (&url.URL{Scheme: "file", OmitHost: true, Path: abs, RawQuery: q.Encode()}).String()
 
+	// Every connection gets FTS5 (see registerExtensions), and every call
+	// into the driver is guarded against its panics (see safeDriverName).
 	sdb, err := sql.Open(safeDriverName, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", abs, err)

@@ -54,13 +54,18 @@ type safeConnector struct{ c driver.Connector }
 
 func (s safeConnector) Driver() driver.Driver { return safeDriver{} }
 
-func (s safeConnector) Connect(ctx context.Context) (c driver.Conn, err error) {
+func (s safeConnector) Connect(ctx context.Context) (_ driver.Conn, err error) {
 	defer recoverInto(&err, nil)
 	inner, err := s.c.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &safeConn{c: inner.(sqlite.Conn)}, nil
+	c := inner.(sqlite.Conn)
+	if err := registerExtensions(c.Raw()); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("storage: register extensions: %w", err)
+	}
+	return &safeConn{c: c}, nil
 }
 
 // recoverInto turns a panic into *err (wrapping errDriverPanic) and marks

@@ -11,6 +11,7 @@ import (
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/handoff"
 	"github.com/bridge-dev/bridge/internal/inputfile"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // MigrationExecute starts a clean target session from a preview: it reads
@@ -20,7 +21,7 @@ import (
 // the kickoff. The source is never rewritten. If pausing the goal fails,
 // goal.clear is tried, the target is cancelled and no kickoff is sent. A
 // kickoff whose delivery is uncertain is never retried.
-func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (ExecuteOutcome, error) {
+func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExecuteParams) (schema.MigrationExecuteResult, error) {
 	s.previews.mu.Lock()
 	p := s.previews.m[req.PreviewID]
 	if p == nil {
@@ -37,10 +38,10 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 	}
 	s.previews.mu.Unlock()
 	if p == nil {
-		return ExecuteOutcome{}, core.Errorf(core.CodeNotFound, "preview %q not found or older than 30 minutes: run migration/preview again", req.PreviewID)
+		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeNotFound, "preview %q not found or older than 30 minutes: run migration/preview again", req.PreviewID)
 	}
 	if req.GoalRounds < 0 {
-		return ExecuteOutcome{}, core.Errorf(core.CodeInvalid, "goalRounds must be at least 1")
+		return schema.MigrationExecuteResult{}, invalidField("goalRounds", "goalRounds must not be negative")
 	}
 	rounds := req.GoalRounds
 	if rounds == 0 {
@@ -52,14 +53,14 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 	}
 	b, err := inputfile.ReadFile(ctx, path, "handoff file", MaxHandoffBytes)
 	if err != nil {
-		return ExecuteOutcome{}, err
+		return schema.MigrationExecuteResult{}, err
 	}
 	summary := string(b)
 	if strings.TrimSpace(summary) == "" {
-		return ExecuteOutcome{}, core.Errorf(core.CodeInvalid, "the preview file %s is empty", core.Quote(path))
+		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeInvalid, "the preview file %s is empty", core.Quote(path))
 	}
 	if err := checkHandoffText(path, summary); err != nil {
-		return ExecuteOutcome{}, err
+		return schema.MigrationExecuteResult{}, err
 	}
 	var warnings []string
 	if _, err := handoff.Parse(summary); err != nil {
@@ -67,16 +68,16 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 	}
 	src, err := s.session(ctx, p.source.ID)
 	if err != nil {
-		return ExecuteOutcome{}, err
+		return schema.MigrationExecuteResult{}, err
 	}
-	_, inject, err := s.checkMigration(ctx, src, p.target, req.Inject)
+	_, inject, err := s.checkMigration(ctx, src, p.target, string(req.Inject))
 	if err != nil {
-		return ExecuteOutcome{}, err
+		return schema.MigrationExecuteResult{}, err
 	}
 	s.previews.mu.Lock()
 	if p.executed {
 		s.previews.mu.Unlock()
-		return ExecuteOutcome{}, core.Errorf(core.CodeConflict, "preview %s was already executed", p.id)
+		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeConflict, "preview %s was already executed", p.id)
 	}
 	p.executed = true
 	s.previews.mu.Unlock()
@@ -96,12 +97,12 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 	if title == "" {
 		title = src.ID
 	}
-	target, err := s.Create(ctx, CreateParams{Harness: p.target.Harness, Cwd: src.Cwd, Preset: p.target.Preset,
+	target, err := s.create(ctx, schema.SessionCreateParams{Harness: p.target.Harness, Cwd: src.Cwd, Preset: p.target.Preset,
 		Model: model, Effort: effort})
 	if err != nil {
-		return ExecuteOutcome{}, fmt.Errorf("create the target session: %w", err)
+		return schema.MigrationExecuteResult{}, fmt.Errorf("create the target session: %w", err)
 	}
-	out := ExecuteOutcome{TargetSessionID: target.ID}
+	out := schema.MigrationExecuteResult{TargetSessionID: target.ID}
 	if model != "" {
 		out.ModelTransferred = true
 	} else if src.Model != "" {
@@ -115,7 +116,7 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 	if to == "" {
 		to = p.target.Harness
 	}
-	if err := s.Rename(ctx, target.ID, title+" → "+to); err != nil {
+	if err := s.rename(ctx, target.ID, title+" → "+to); err != nil {
 		warnings = append(warnings, "rename the target: "+err.Error())
 	}
 	if _, err := s.appendEntries(ctx, target.ID, core.NewEntry{Kind: core.KindMigrationHandoff, Payload: core.Payload(map[string]any{
@@ -157,7 +158,7 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 // goalHandoff creates a goal carrying the handoff and pauses it. If pausing
 // fails it tries to clear the goal, cancels the target and reports false:
 // no kickoff may be sent.
-func (s *Service) goalHandoff(ctx context.Context, l *liveSession, summary string, rounds int, out *ExecuteOutcome) (bool, []string) {
+func (s *Service) goalHandoff(ctx context.Context, l *liveSession, summary string, rounds int, out *schema.MigrationExecuteResult) (bool, []string) {
 	var warnings []string
 	gh, ok := l.live.(core.GoalHost)
 	if !ok {
@@ -190,7 +191,7 @@ func (s *Service) goalHandoff(ctx context.Context, l *liveSession, summary strin
 	return true, warnings
 }
 
-func (s *Service) auditMigration(ctx context.Context, src, target core.Session, out ExecuteOutcome) {
+func (s *Service) auditMigration(ctx context.Context, src, target core.Session, out schema.MigrationExecuteResult) {
 	err := s.opts.Store.AppendAudit(ctx, core.AuditRecord{Source: "migration", Kind: "migration.executed", Entity: src.ID,
 		Body: core.Payload(map[string]any{"sourceSessionId": src.ID, "targetSessionId": target.ID, "targetHarness": target.Harness,
 			"targetPreset": target.Preset, "modelTransferred": out.ModelTransferred, "goalCreated": out.GoalCreated,
