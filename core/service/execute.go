@@ -36,7 +36,7 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 	}
 	s.previews.mu.Unlock()
 	if p == nil {
-		return ExecuteOutcome{}, core.Errorf(core.CodeNotFound, "preview %q not found or older than 30 minutes: run migration/preview again", req.PreviewID)
+		return ExecuteOutcome{}, core.Errorf(core.CodeNotFound, "preview %q not found or older than 30 minutes: make a new preview", req.PreviewID)
 	}
 	if req.GoalRounds < 0 {
 		return ExecuteOutcome{}, core.Errorf(core.CodeInvalid, "goalRounds must be at least 1")
