@@ -77,6 +77,10 @@ var shapes = map[string]string{
 	"ShowMessageParams":            "type message",
 	"LogMessageParams":             "type message",
 	"SessionCancelParams":          "sessionId",
+	"SessionSearchParams":          "query harness? cwd? sessionId? since? until? cursor? limit?",
+	"SessionSearchResult":          "hits nextCursor?",
+	"SearchHit":                    "sessionId entryId seq kind harness sessionTitle? cwd? createdAt snippet highlights score",
+	"TextSpan":                     "start end",
 	"SessionCancelResult":          "",
 	"SessionRenameParams":          "sessionId title",
 	"SessionRenameResult":          "",
@@ -180,6 +184,8 @@ func fill(t reflect.Type) reflect.Value {
 		v.SetInt(1)
 	case reflect.Bool:
 		v.SetBool(true)
+	case reflect.Float64:
+		v.SetFloat(1.5)
 	default:
 		panic("fill: unhandled " + t.String())
 	}

@@ -19,9 +19,10 @@ type command struct {
 	// name is the command as typed: "history", "migrate preview".
 	name string
 	// args names the positional arguments ("SESSION"); nargs is how many
-	// there must be.
-	args  string
-	nargs int
+	// there must be (at least, when variadic).
+	args     string
+	nargs    int
+	variadic bool
 	// summary is the one line of the command list; about may add more.
 	summary string
 	about   string
@@ -36,6 +37,7 @@ var commands = []command{
 	{name: "sessions", summary: "list recorded sessions"},
 	{name: "history", args: "SESSION", nargs: 1, summary: "page a session's record (oldest of the page first)"},
 	{name: "import", args: "PATH", nargs: 1, summary: "bring a harness transcript into the record (--harness is required)"},
+	{name: "search", args: "QUERY...", nargs: 1, variadic: true, summary: "search every session's text (--harness, --cwd, --session, --since, --until)"},
 	{name: "checkpoint", args: "SESSION", nargs: 1, summary: "write a Bridge checkpoint of a session now"},
 	{name: "migrate preview", args: "SESSION", nargs: 1, summary: "write a five-part handoff for another harness, preset or model"},
 	{name: "migrate execute", args: "PREVIEW", nargs: 1, summary: "start the target session from a (possibly edited) preview"},

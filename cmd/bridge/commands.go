@@ -53,10 +53,10 @@ func (a *app) parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 	if known {
 		switch {
-		case len(pos) > c.nargs:
+		case len(pos) > c.nargs && !c.variadic:
 			return nil, usageError{fmt.Sprintf("unexpected argument %q", pos[c.nargs])}
 		case len(pos) < c.nargs:
-			return nil, usageError{"missing " + strings.Fields(c.args)[len(pos)]}
+			return nil, usageError{"missing " + strings.TrimSuffix(strings.Fields(c.args)[len(pos)], "...")}
 		}
 	}
 	return pos, nil
