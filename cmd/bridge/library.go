@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/rpc"
+	"github.com/bridge-dev/bridge/core/service"
 )
 
 // searchCmd is `bridge search QUERY`: ranked hits across every session.
@@ -44,7 +44,7 @@ func (a *app) searchCmd(ctx context.Context, args []string) error {
 			return err
 		}
 		if *asJSON {
-			return printJSON(a.stdout, rpc.SearchResult(page))
+			return printJSON(a.stdout, service.SearchResult(page))
 		}
 		if len(page.Hits) == 0 {
 			fmt.Fprintln(a.stdout, "no matches")
