@@ -77,8 +77,12 @@ func TestDoctorGolden(t *testing.T) {
 
 func TestDoctorUnknownHarness(t *testing.T) {
 	_, stderr, code := runCLI(t, nil, "--data-dir", t.TempDir(), "doctor", "--harness", "nope")
-	if code != 1 || !strings.Contains(stderr, `"nope"`) || !strings.Contains(stderr, "unavailable") {
+	if code != 1 || !strings.Contains(stderr, `"nope"`) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	out, _, code := runCLI(t, nil, "--data-dir", t.TempDir(), "doctor", "--harness", "nope", "--json")
+	if ec, _ := jsonError(t, out); code != 1 || ec != "unavailable" {
+		t.Fatalf("--json: exit %d, code %q", code, ec)
 	}
 }
 

@@ -38,7 +38,7 @@ func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExec
 	}
 	s.previews.mu.Unlock()
 	if p == nil {
-		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeNotFound, "preview %q not found or older than 30 minutes: run migration/preview again", req.PreviewID)
+		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeNotFound, "preview %q not found or older than 30 minutes: make a new preview", req.PreviewID)
 	}
 	if req.GoalRounds < 0 {
 		return schema.MigrationExecuteResult{}, invalidField("goalRounds", "goalRounds must not be negative")
