@@ -28,6 +28,9 @@ type Config struct {
 	Presets []core.Preset `json:"presets,omitempty"`
 	// CheckpointTimeoutSeconds bounds the wait for a checkpoint reply.
 	CheckpointTimeoutSeconds int `json:"checkpointTimeoutSeconds,omitempty"`
+	// MaxEntryBytes bounds the payload of one recorded entry (default
+	// 32 MiB); a larger one is refused with an error naming the limit.
+	MaxEntryBytes int `json:"maxEntryBytes,omitempty"`
 }
 
 // HarnessConfig says how to start one harness program.
