@@ -84,16 +84,28 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (exitCo
 	if cfg.Open == nil {
 		return 1, fmt.Errorf("rpc: Config.Open is nil")
 	}
-	life, stop := context.WithCancel(ctx)
-	defer stop()
-
 	closer := func() error {
 		if c, ok := in.(io.Closer); ok {
 			return c.Close()
 		}
 		return nil
 	}
-	stream := newLSPStream(in, out, cfg.MaxContentLength, log, closer)
+	return serve(ctx, newLSPStream(in, out, cfg.MaxContentLength, log, closer), cfg, log)
+}
+
+// transport is a jsonrpc2.Stream that reports the end of its input.
+type transport interface {
+	jsonrpc2.Stream
+	// ended is closed when reading meets end of input or a failure.
+	ended() <-chan struct{}
+	// failure is the error that ended reading, nil for a clean end.
+	failure() error
+}
+
+// serve runs the server over one transport; see Serve.
+func serve(ctx context.Context, stream transport, cfg Config, log *slog.Logger) (exitCode int, err error) {
+	life, stop := context.WithCancel(ctx)
+	defer stop()
 	s := &server{cfg: cfg, log: log, life: life, exitCh: make(chan int, 1),
 		inflight: make(map[jsonrpc2.ID]context.CancelFunc)}
 	s.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithPreempter(s))
@@ -101,7 +113,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (exitCo
 
 	select {
 	case exitCode = <-s.exitCh:
-	case <-stream.done:
+	case <-stream.ended():
 		exitCode = s.exitCode()
 		if serr := stream.failure(); serr != nil {
 			err = fmt.Errorf("rpc: reading from the client: %w", serr)

@@ -1,7 +1,8 @@
 // Command bridge is the Bridge sidecar and its command line.
 //
 // An editor extension or WebUI server launches `bridge` (or `bridge serve`)
-// and speaks JSON-RPC 2.0 to it over stdio in LSP framing. People use the
+// and speaks JSON-RPC 2.0 to it over stdio in LSP framing; `bridge web` serves
+// the WebUI and the same contract over WebSocket. People use the
 // other subcommands: version, doctor, sessions, history, import, checkpoint,
 // migrate, schema. Every subcommand takes --json for machine-readable output
 // and the global --data-dir.
@@ -30,6 +31,7 @@ Usage:
 
 Commands:
   serve                      JSON-RPC 2.0 over stdio, LSP framing (the default when stdin is not a terminal)
+  web [--listen 127.0.0.1:P]  serve the WebUI and JSON-RPC over WebSocket on a loopback address
   version                    print the version
   doctor [--harness H]       what each adapter can do, the data directory and the database
   sessions [--all]           list recorded sessions
@@ -77,6 +79,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	switch cmd {
 	case "serve":
 		return a.serve(ctx, cargs)
+	case "web":
+		return a.web(ctx, cargs)
 	case "version":
 		err = a.version(cargs)
 	case "doctor":
