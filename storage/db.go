@@ -81,6 +81,10 @@ type DB struct {
 	hook func(string)
 	now  func() time.Time
 
+	// noIndex turns off writing the search index (benchmarks measure what
+	// the index costs).
+	noIndex bool
+
 	// writeMu serialises this process's write transactions, so that they
 	// queue in Go instead of polling SQLite's busy handler.
 	writeMu sync.Mutex

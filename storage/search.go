@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -75,12 +74,8 @@ func SearchText(kind core.Kind, payload []byte) string {
 	if !searchKinds[kind] {
 		return ""
 	}
-	var v any
-	if json.Unmarshal(payload, &v) != nil {
-		return ""
-	}
 	var b strings.Builder
-	collectText(&b, v)
+	(&textScanner{raw: payload, b: &b}).value(0, false)
 	s := b.String()
 	if len(s) > maxIndexedText {
 		s = strings.ToValidUTF8(s[:maxIndexedText], "")
@@ -89,29 +84,6 @@ func SearchText(kind core.Kind, payload []byte) string {
 		s = strings.NewReplacer(markOpen, " ", markClose, " ").Replace(s)
 	}
 	return strings.TrimSpace(s)
-}
-
-func collectText(b *strings.Builder, v any) {
-	if b.Len() > maxIndexedText {
-		return
-	}
-	switch x := v.(type) {
-	case string:
-		if x != "" {
-			b.WriteString(x)
-			b.WriteByte('\n')
-		}
-	case []any:
-		for _, e := range x {
-			collectText(b, e)
-		}
-	case map[string]any:
-		for k, e := range x {
-			if !skipKey(k) {
-				collectText(b, e)
-			}
-		}
-	}
 }
 
 // indexEntry adds an entry's text to the search index, inside the
