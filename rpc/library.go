@@ -12,11 +12,13 @@ import (
 // answers these methods with an unsupported error.
 type Library interface {
 	Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, error)
+	Export(ctx context.Context, sessionID, format string) (string, error)
 }
 
 func init() {
 	for _, m := range []*method{
 		route("session/search", "", sessionSearch),
+		route("session/export", "", sessionExport),
 	} {
 		methodTable[m.name] = m
 	}
@@ -69,4 +71,23 @@ func SearchResult(page core.SearchPage) schema.SessionSearchResult {
 		out.Hits = append(out.Hits, sh)
 	}
 	return out
+}
+
+func sessionExport(ctx context.Context, b Backend, p *schema.SessionExportParams) (any, error) {
+	switch p.Format {
+	case "":
+		p.Format = schema.ExportMarkdown
+	case schema.ExportMarkdown, schema.ExportJSON:
+	default:
+		return nil, invalidParams("format", "session/export: format %q is not \"markdown\" or \"json\"", p.Format)
+	}
+	l, err := library(b, "session/export")
+	if err != nil {
+		return nil, err
+	}
+	content, err := l.Export(ctx, p.SessionID, string(p.Format))
+	if err != nil {
+		return nil, err
+	}
+	return schema.SessionExportResult{Format: p.Format, Content: content}, nil
 }

@@ -117,6 +117,7 @@ var Methods = []Method{
 	req("session/checkpoint", ClientToServer, SessionCheckpointParams{}, SessionCheckpointResult{}, "Write a Bridge checkpoint now."),
 	req("session/import", ClientToServer, SessionImportParams{}, SessionImportResult{}, "Bring a harness transcript into the record."),
 	req("session/search", ClientToServer, SessionSearchParams{}, SessionSearchResult{}, "Search the text of every session, best hits first."),
+	req("session/export", ClientToServer, SessionExportParams{}, SessionExportResult{}, "Render a session as Markdown or lossless JSON."),
 	req("migration/preview", ClientToServer, MigrationPreviewParams{}, MigrationPreviewResult{}, "Write an editable five-part handoff."),
 	req("migration/execute", ClientToServer, MigrationExecuteParams{}, MigrationExecuteResult{}, "Run a previewed migration."),
 

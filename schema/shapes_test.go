@@ -81,6 +81,8 @@ var shapes = map[string]string{
 	"SessionSearchResult":          "hits nextCursor?",
 	"SearchHit":                    "sessionId entryId seq kind harness sessionTitle? cwd? createdAt snippet highlights score",
 	"TextSpan":                     "start end",
+	"SessionExportParams":          "sessionId format?",
+	"SessionExportResult":          "format content",
 	"SessionCancelResult":          "",
 	"SessionRenameParams":          "sessionId title",
 	"SessionRenameResult":          "",

@@ -2,7 +2,7 @@
 //
 // An editor extension or WebUI server launches `bridge` (or `bridge serve`)
 // and speaks JSON-RPC 2.0 to it over stdio in LSP framing. People use the
-// other subcommands: version, doctor, sessions, history, import, search, checkpoint,
+// other subcommands: version, doctor, sessions, history, import, search, export, checkpoint,
 // migrate, schema. Every subcommand takes --json for machine-readable output
 // and the global --data-dir.
 package main
@@ -34,8 +34,9 @@ Commands:
   doctor [--harness H]       what each adapter can do, the data directory and the database
   sessions [--all]           list recorded sessions
   history SESSION            page a session's record (--before SEQ, --max N)
-  import --harness H PATH    bring a harness transcript into the record
+  import --harness H PATH    bring a harness transcript (or, with --harness bridge, an export) into the record
   search QUERY               search every session's text (--harness, --cwd, --session, --since, --until, --limit)
+  export SESSION             render a session (--format markdown|json, --output FILE); json is lossless
   checkpoint SESSION         write a Bridge checkpoint now (--reason R)
   migrate preview SESSION    write a five-part handoff for another harness/preset/model
   migrate execute PREVIEW    start the target session from a (possibly edited) preview
@@ -100,6 +101,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		err = a.importCmd(ctx, cargs)
 	case "search":
 		err = a.searchCmd(ctx, cargs)
+	case "export":
+		err = a.exportCmd(ctx, cargs)
 	case "checkpoint":
 		err = a.checkpoint(ctx, cargs)
 	case "migrate":
