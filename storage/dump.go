@@ -70,7 +70,11 @@ func (db *DB) Restore(ctx context.Context, d core.SessionDump) (added int, err e
 			return 0, core.Errorf(core.CodeInvalid, "restore: entries are not in sequence order at %s", e.ID)
 		}
 		ne := core.NewEntry{Kind: e.Kind, Payload: e.Payload}
-		if err := ne.Validate(); err != nil {
+		err := db.checkSize(ne)
+		if err == nil {
+			err = ne.Validate()
+		}
+		if err != nil {
 			return 0, core.E(core.CodeInvalid, fmt.Sprintf("restore: entry %s", e.ID), err)
 		}
 	}
