@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-
 )
 
 // RequestID is a JSON-RPC request id: a number or a string.
@@ -207,4 +206,3 @@ const (
 	InjectPrompt InjectMode = "prompt"
 	InjectBoth   InjectMode = "both"
 )
-

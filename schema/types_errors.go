@@ -1,6 +1,5 @@
 package schema
 
-
 // ErrorCode is a domain failure class from a closed set; it travels as
 // data.code of a JSON-RPC error. The list mirrors core.Codes (a test keeps
 // the two equal).

@@ -2,7 +2,6 @@ package schema
 
 import (
 	"encoding/json"
-
 )
 
 // ServerName is the name Bridge reports in serverInfo.

@@ -3,7 +3,6 @@ package schema
 import (
 	"encoding/json"
 	"time"
-
 )
 
 // Content is one block of a prompt, tagged by type: text or image. In Go it
