@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"runtime"
 	"strings"
 	"text/tabwriter"
@@ -15,33 +17,53 @@ import (
 
 // flags returns a flag set for a subcommand with --json, which also takes
 // the global --data-dir (so `bridge serve --data-dir D` works as
-// `bridge --data-dir D serve` does).
+// `bridge --data-dir D serve` does). It prints nothing itself: parse
+// prints --help, and Main reports errors once.
 func (a *app) flags(name string) (*flag.FlagSet, *bool) {
 	fs := flag.NewFlagSet("bridge "+name, flag.ContinueOnError)
-	fs.SetOutput(a.stderr)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	asJSON := fs.Bool("json", false, "machine-readable output (errors too)")
 	fs.StringVar(&a.dataDirFlag, "data-dir", a.dataDirFlag, "data directory")
-	return fs, fs.Bool("json", false, "machine-readable output")
+	return fs, asJSON
 }
 
-// parse parses args, allowing flags after positional arguments.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+// parse parses args, allowing flags after positional arguments. It prints
+// the command's help for --help (returning errHelpShown), and checks the
+// number of positional arguments the command takes.
+func (a *app) parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	name := strings.TrimPrefix(fs.Name(), "bridge ")
+	c, known := commandNamed(name)
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprint(a.stdout, helpText(c, fs))
+				return nil, errHelpShown
+			}
+			return nil, usageError{flagMessage(err)}
 		}
 		args = fs.Args()
 		if len(args) == 0 {
-			return pos, nil
+			break
 		}
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+	if known {
+		switch {
+		case len(pos) > c.nargs && !c.variadic:
+			return nil, usageError{fmt.Sprintf("unexpected argument %q", pos[c.nargs])}
+		case len(pos) < c.nargs:
+			return nil, usageError{"missing " + strings.TrimSuffix(strings.Fields(c.args)[len(pos)], "...")}
+		}
+	}
+	return pos, nil
 }
 
 func (a *app) version(args []string) error {
 	fs, asJSON := a.flags("version")
-	if _, err := parse(fs, args); err != nil {
+	if _, err := a.parse(fs, args); err != nil {
 		return err
 	}
 	if *asJSON {
@@ -53,7 +75,7 @@ func (a *app) version(args []string) error {
 
 func (a *app) schema(args []string) error {
 	fs, _ := a.flags("schema")
-	if _, err := parse(fs, args); err != nil {
+	if _, err := a.parse(fs, args); err != nil {
 		return err
 	}
 	return schema.WriteBundle(a.stdout)
@@ -72,7 +94,7 @@ func (a *app) withEnv(ctx context.Context, fn func(e *env) error) error {
 func (a *app) doctor(ctx context.Context, args []string) error {
 	fs, asJSON := a.flags("doctor")
 	harness := fs.String("harness", "", "probe only this harness")
-	if _, err := parse(fs, args); err != nil {
+	if _, err := a.parse(fs, args); err != nil {
 		return err
 	}
 	return a.withEnv(ctx, func(e *env) error {
@@ -116,7 +138,7 @@ func (a *app) doctor(ctx context.Context, args []string) error {
 func (a *app) sessions(ctx context.Context, args []string) error {
 	fs, asJSON := a.flags("sessions")
 	all := fs.Bool("all", false, "include archived sessions")
-	if _, err := parse(fs, args); err != nil {
+	if _, err := a.parse(fs, args); err != nil {
 		return err
 	}
 	return a.withEnv(ctx, func(e *env) error {
@@ -153,12 +175,12 @@ func (a *app) history(ctx context.Context, args []string) error {
 	fs, asJSON := a.flags("history")
 	before := fs.Int64("before", 0, "entries with seq below this (0: from the head)")
 	max := fs.Int("max", 60, "user/assistant messages per page")
-	pos, err := parse(fs, args)
+	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usageError{"want exactly one SESSION"}
+	if *max < 0 || *before < 0 {
+		return usageError{"--max and --before must not be negative"}
 	}
 	return a.withEnv(ctx, func(e *env) error {
 		p := schema.SessionHistoryParams{SessionID: pos[0], MaxMessages: *max}
@@ -195,12 +217,12 @@ func brief(p []byte) string {
 func (a *app) importCmd(ctx context.Context, args []string) error {
 	fs, asJSON := a.flags("import")
 	harness := fs.String("harness", "", "claude-code, codex, opencode, …")
-	pos, err := parse(fs, args)
+	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || *harness == "" {
-		return usageError{"want --harness H and exactly one PATH"}
+	if *harness == "" {
+		return usageError{"missing --harness (claude-code, codex, opencode, …)"}
 	}
 	return a.withEnv(ctx, func(e *env) error {
 		if !*asJSON && stderrIsTerminal(a.stderr) {
@@ -230,12 +252,9 @@ func (a *app) importCmd(ctx context.Context, args []string) error {
 func (a *app) checkpoint(ctx context.Context, args []string) error {
 	fs, asJSON := a.flags("checkpoint")
 	reason := fs.String("reason", "manual", "checkpoint reason")
-	pos, err := parse(fs, args)
+	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usageError{"want exactly one SESSION"}
 	}
 	return a.withEnv(ctx, func(e *env) error {
 		out, err := e.svc.SessionCheckpoint(ctx, schema.SessionCheckpointParams{SessionID: pos[0], Reason: schema.CheckpointReason(*reason)})
@@ -251,6 +270,10 @@ func (a *app) checkpoint(ctx context.Context, args []string) error {
 }
 
 func (a *app) migrate(ctx context.Context, args []string) error {
+	if len(args) == 1 && (args[0] == "--help" || args[0] == "-h" || args[0] == "-help") {
+		fmt.Fprint(a.stdout, migrateHelp())
+		return errHelpShown
+	}
 	if len(args) == 0 || (args[0] != "preview" && args[0] != "execute") {
 		return usageError{"want `migrate preview SESSION` or `migrate execute PREVIEW`"}
 	}
@@ -263,12 +286,9 @@ func (a *app) migrate(ctx context.Context, args []string) error {
 		effort := fs.String("effort", "", "target reasoning effort")
 		budget := fs.Int("budget", 0, "summary character budget (default 2400)")
 		lang := fs.String("lang", "", "en or zh (default: by the source's language)")
-		pos, err := parse(fs, args[1:])
+		pos, err := a.parse(fs, args[1:])
 		if err != nil {
 			return err
-		}
-		if len(pos) != 1 {
-			return usageError{"want exactly one SESSION"}
 		}
 		return a.withEnv(ctx, func(e *env) error {
 			p, err := e.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: pos[0],
@@ -291,12 +311,9 @@ func (a *app) migrate(ctx context.Context, args []string) error {
 	cont := fs.Bool("continue", false, "restate and continue instead of restate and wait")
 	inject := fs.String("inject", "", "goal, prompt or both (default: by the target's capabilities)")
 	rounds := fs.Int("goal-rounds", 0, "goal rounds (default 1)")
-	pos, err := parse(fs, args[1:])
+	pos, err := a.parse(fs, args[1:])
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usageError{"want exactly one PREVIEW id"}
 	}
 	return a.withEnv(ctx, func(e *env) error {
 		out, err := e.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: pos[0], Path: *path, Continue: *cont,

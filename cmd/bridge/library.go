@@ -20,7 +20,7 @@ func (a *app) searchCmd(ctx context.Context, args []string) error {
 	until := fs.String("until", "", "only entries recorded before this time (RFC 3339 or YYYY-MM-DD)")
 	limit := fs.Int("limit", 20, "hits per page (at most 200)")
 	cursor := fs.String("cursor", "", "continue from a previous page's next cursor")
-	pos, err := parse(fs, args)
+	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
 	}
