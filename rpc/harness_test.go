@@ -17,6 +17,7 @@ import (
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
 	"github.com/bridge-dev/bridge/schema"
+	"github.com/bridge-dev/bridge/schema/validate"
 )
 
 // fakeBackend is a Backend with a function field for some methods; a nil
@@ -420,6 +421,13 @@ func wantError(t *testing.T, m wireMsg, code int) *wireErr {
 	}
 	if m.Error.Code != code {
 		t.Fatalf("reply %s: want error %d, got %d %q", m.ID, code, m.Error.Code, m.Error.Message)
+	}
+	// The data of every error that has one (protocol errors have none)
+	// is the contract's ErrorData.
+	if len(m.Error.Data) > 0 {
+		if err := validate.JSON("ErrorData", m.Error.Data); err != nil {
+			t.Errorf("reply %s: error data %s does not match the ErrorData schema: %v", m.ID, m.Error.Data, err)
+		}
 	}
 	return m.Error
 }

@@ -27,7 +27,7 @@ type SessionSearchParams struct {
 	// Cursor continues from a previous page's nextCursor.
 	Cursor string `json:"cursor,omitempty"`
 	// Limit is the page size (default 20, at most 200).
-	Limit int `json:"limit,omitempty"`
+	Limit int `json:"limit,omitempty" jsonschema:"minimum=0,maximum=200"`
 }
 
 // SessionSearchResult is one page of hits, best first.

@@ -915,7 +915,7 @@ export interface MigrationPreviewParams {
   /**
    * Lang is "en" or "zh"; absent means by the source's language.
    */
-  lang?: string;
+  lang?: "en" | "zh";
   /**
    * SessionID is the source session.
    */
@@ -1509,8 +1509,10 @@ export interface SessionListResult {
 export interface SessionPromptParams {
   /**
    * Content is the prompt, in order.
+   *
+   * @minItems 1
    */
-  content: Content[];
+  content: [Content, ...Content[]];
   /**
    * SessionID is the session to prompt.
    */
