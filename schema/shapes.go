@@ -38,6 +38,7 @@ var Shapes = map[reflect.Type]Shape{
 	reflect.TypeFor[Provenance]():        enum(ProvenanceAgent, ProvenanceController, ProvenanceReconstructed),
 	reflect.TypeFor[CheckpointReason]():  enum(CheckpointReasons...),
 	reflect.TypeFor[InjectMode]():        enum(InjectGoal, InjectPrompt, InjectBoth),
+	reflect.TypeFor[ExportFormat]():      enum(ExportMarkdown, ExportJSON),
 	reflect.TypeFor[ErrorCode]():         enum(ErrorCodes...),
 	reflect.TypeFor[Content]():           {OneOf: []string{"TextContent", "ImageContent"}},
 	reflect.TypeFor[WorkDoneProgress](): {OneOf: []string{"WorkDoneProgressBegin", "WorkDoneProgressReport",

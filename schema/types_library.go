@@ -3,8 +3,6 @@ package schema
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/invopop/jsonschema"
 )
 
 // SessionSearchParams searches the text of every entry of every session.
@@ -80,9 +78,6 @@ const (
 	ExportMarkdown ExportFormat = "markdown"
 	ExportJSON     ExportFormat = "json"
 )
-
-// JSONSchema lists the formats.
-func (ExportFormat) JSONSchema() *jsonschema.Schema { return stringEnum(ExportMarkdown, ExportJSON) }
 
 // SessionExportParams renders a session for reading or for moving it.
 type SessionExportParams struct {
