@@ -320,6 +320,23 @@ export interface ErrorData {
   missing?: string[];
 }
 /**
+ * ForkOrigin is the point a fork was taken from.
+ */
+export interface ForkOrigin {
+  /**
+   * EntryID is the source entry the fork starts after.
+   */
+  entryId: string;
+  /**
+   * Harness is the source's harness.
+   */
+  harness: string;
+  /**
+   * SessionID is the source session.
+   */
+  sessionId: string;
+}
+/**
  * Gauge is a context-window reading.
  */
 export interface Gauge {
@@ -1357,6 +1374,56 @@ export interface SessionExportResult {
   format: ExportFormat;
 }
 /**
+ * SessionForkParams starts a new session from a point of an existing one.
+ */
+export interface SessionForkParams {
+  /**
+   * Cwd is the new session's working directory; absent keeps the source's.
+   */
+  cwd?: string;
+  /**
+   * EntryID is the last entry of the source the fork starts from (on the source's active branch); absent means the head.
+   */
+  entryId?: string;
+  /**
+   * SessionID is the session to fork from; it is not changed.
+   */
+  sessionId: string;
+  /**
+   * Target names the harness, preset, model and effort of the new session; empty members keep the source's.
+   */
+  target: MigrationTarget;
+  /**
+   * WorkDoneToken, when set, is the token Bridge reports $/progress with.
+   */
+  workDoneToken?: ProgressToken;
+}
+/**
+ * SessionForkResult names the new session.
+ */
+export interface SessionForkResult {
+  /**
+   * Harness is the new session's harness.
+   */
+  harness: string;
+  /**
+   * NativeSessionID is the harness's own id of the new session.
+   */
+  nativeSessionId?: string;
+  /**
+   * Origin says where the fork came from.
+   */
+  origin: ForkOrigin;
+  /**
+   * ProjectedEntries is how many entries of the source the projection the new session starts from holds.
+   */
+  projectedEntries: number;
+  /**
+   * SessionID is the new session.
+   */
+  sessionId: string;
+}
+/**
  * SessionHistoryParams pages the record backwards along the active branch.
  */
 export interface SessionHistoryParams {
@@ -1884,6 +1951,8 @@ export interface BridgeMethods {
   "session/create": { direction: "clientToServer"; params: SessionCreateParams; result: SessionCreateResult };
   /** Render a session as Markdown or lossless JSON. */
   "session/export": { direction: "clientToServer"; params: SessionExportParams; result: SessionExportResult };
+  /** Start a new session, on any harness, from a point of another. */
+  "session/fork": { direction: "clientToServer"; params: SessionForkParams; result: SessionForkResult };
   /** Page the record backwards. */
   "session/history": { direction: "clientToServer"; params: SessionHistoryParams; result: SessionHistoryResult };
   /** Bring a harness transcript into the record. */
