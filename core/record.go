@@ -43,6 +43,7 @@ const (
 	KindMigrationHandoff  Kind = "migration.handoff"
 	KindContextUsage      Kind = "context.usage"
 	KindHarnessEvent      Kind = "harness.event"
+	KindPlanUpdated       Kind = "plan.updated"
 )
 
 // RequiredFields lists, per known kind, the payload members that must be
@@ -70,6 +71,9 @@ var RequiredFields = map[Kind][]string{
 	KindMigrationHandoff:  {"sourceSessionId", "summary"},
 	// context.usage records a harness's context gauge reading.
 	KindContextUsage: {"used"},
+	// plan.updated is a harness's plan (todo list) as it now stands:
+	// steps [{text, status: pending|in_progress|completed}], source.
+	KindPlanUpdated: {"steps"},
 	// harness.event keeps a harness message Bridge has no mapping for, whole.
 	KindHarnessEvent: {"type"},
 }

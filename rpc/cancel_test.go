@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/bridge-dev/bridge/core"
@@ -105,5 +106,46 @@ func TestShutdownWithWorkInFlight(t *testing.T) {
 	c.send(nil, "exit", nil)
 	if r := c.waitExit(); r.code != 0 {
 		t.Errorf("exit code %d", r.code)
+	}
+}
+
+// TestWorkDoneProgressCancel cancels a running prompt the way VS Code does
+// when the user presses cancel on its progress: window/workDoneProgress/cancel
+// with the progress token. The reply is -32800 and the progress ends
+// "cancelled"; a token of no running work changes nothing.
+func TestWorkDoneProgressCancel(t *testing.T) {
+	for _, tok := range []any{"tok-1", 31} {
+		fake := newFake()
+		started := make(chan struct{})
+		fake.prompt = func(ctx context.Context, _ string, _ []core.Content) (core.TurnResult, error) {
+			return core.TurnResult{}, blockUntilCancelled(ctx, started)
+		}
+		c := startServer(t, fake, nil)
+		c.initialize()
+		c.send(nil, "window/workDoneProgress/cancel", map[string]any{"token": "nothing-runs"})
+		id := c.nextID()
+		c.send(id, "session/prompt", map[string]any{"sessionId": "s1", "workDoneToken": tok,
+			"content": []any{map[string]any{"type": "text", "text": "slow"}}})
+		<-started
+		// The other kind of token with the same text cancels nothing.
+		other := any("31")
+		if tok == "tok-1" {
+			other = 0
+		}
+		c.send(nil, "window/workDoneProgress/cancel", map[string]any{"token": other})
+		c.mustCall("session/list", map[string]any{}, nil)
+		if i := c.index(func(m wireMsg) bool { return m.Method == "" && string(m.ID) == fmt.Sprint(id) }); i >= 0 {
+			t.Fatalf("token %v: the prompt ended before its progress was cancelled", tok)
+		}
+		c.send(nil, "window/workDoneProgress/cancel", map[string]any{"token": tok})
+		wantError(t, c.reply(id), int(CodeCancelled))
+		want, _ := json.Marshal(tok)
+		c.notification("$/progress", func(p json.RawMessage) bool {
+			var v struct {
+				Token json.RawMessage `json:"token"`
+				Value struct{ Kind, Message string }
+			}
+			return json.Unmarshal(p, &v) == nil && string(v.Token) == string(want) && v.Value.Kind == "end" && v.Value.Message == "cancelled"
+		})
 	}
 }

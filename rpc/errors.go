@@ -83,6 +83,9 @@ func toWire(log *slog.Logger, method string, err error) *jsonrpc2.Error {
 		wc = CodeDomain
 	}
 	data := errorData{Code: code, Missing: missingOf(ce.Data)}
+	if f, ok := ce.Data["field"].(string); ok {
+		data.Field = f
+	}
 	if ce.Err != nil {
 		log.Debug("rpc: domain error", "method", method, "code", string(code), "error", err)
 	}

@@ -99,6 +99,9 @@ func (s *server) run(ctx context.Context, m *method, b Backend, raw json.RawMess
 	if m.progress != "" {
 		var wp schema.WorkDoneProgressParams
 		if json.Unmarshal(raw, &wp) == nil && wp.WorkDoneToken != nil {
+			var untrack func()
+			ctx, untrack = s.trackProgress(ctx, *wp.WorkDoneToken)
+			defer untrack()
 			prog = s.beginProgress(*wp.WorkDoneToken, m.progress)
 			ctx = attachProgress(ctx, prog.report)
 		}

@@ -101,6 +101,7 @@ var Methods = []Method{
 	note("window/showMessage", ServerToClient, ShowMessageParams{}, "Show a message to the user."),
 	note("window/logMessage", ServerToClient, LogMessageParams{}, "Log a message."),
 	req("window/workDoneProgress/create", ServerToClient, WorkDoneProgressCreateParams{}, nil, "Create a progress token."),
+	note("window/workDoneProgress/cancel", ClientToServer, WorkDoneProgressCancelParams{}, "Cancel the request a cancellable progress reports on; it is answered with -32800."),
 
 	// Bridge methods.
 	req("bridge/doctor", ClientToServer, DoctorParams{}, DoctorResult{}, "Capability report per adapter."),
@@ -115,6 +116,7 @@ var Methods = []Method{
 	req("session/compact", ClientToServer, SessionCompactParams{}, SessionCompactResult{}, "Forward /compact or fall back to a checkpoint."),
 	req("session/checkpoint", ClientToServer, SessionCheckpointParams{}, SessionCheckpointResult{}, "Write a Bridge checkpoint now."),
 	req("session/import", ClientToServer, SessionImportParams{}, SessionImportResult{}, "Bring a harness transcript into the record."),
+	req("session/search", ClientToServer, SessionSearchParams{}, SessionSearchResult{}, "Search the text of every session, best hits first."),
 	req("migration/preview", ClientToServer, MigrationPreviewParams{}, MigrationPreviewResult{}, "Write an editable five-part handoff."),
 	req("migration/execute", ClientToServer, MigrationExecuteParams{}, MigrationExecuteResult{}, "Run a previewed migration."),
 

@@ -76,12 +76,17 @@ var shapes = map[string]string{
 	"CancelParams":                   "id",
 	"ProgressParams":                 "token value",
 	"WorkDoneProgressCreateParams":   "token",
+	"WorkDoneProgressCancelParams":   "token",
 	"WorkDoneProgressBegin":          "kind title cancellable? message? percentage?",
 	"WorkDoneProgressReport":         "kind cancellable? message? percentage?",
 	"WorkDoneProgressEnd":            "kind message?",
 	"ShowMessageParams":              "type message",
 	"LogMessageParams":               "type message",
 	"SessionCancelParams":            "sessionId",
+	"SessionSearchParams":            "query harness? cwd? sessionId? since? until? cursor? limit?",
+	"SessionSearchResult":            "hits nextCursor?",
+	"SearchHit":                      "sessionId entryId seq kind harness sessionTitle? cwd? createdAt snippet highlights score",
+	"TextSpan":                       "start end",
 	"SessionCancelResult":            "",
 	"SessionRenameParams":            "sessionId title",
 	"SessionRenameResult":            "",
@@ -185,6 +190,8 @@ func fill(t reflect.Type) reflect.Value {
 		v.SetInt(1)
 	case reflect.Bool:
 		v.SetBool(true)
+	case reflect.Float64:
+		v.SetFloat(1.5)
 	default:
 		panic("fill: unhandled " + t.String())
 	}

@@ -27,6 +27,10 @@
 //	                      the stderr tail "fake: crashed on request"
 //	file <path>           artifact.created {path} (nothing is written to disk)
 //	decide <text>         worker.result {status: "completed", decisions: [text]}
+//	toolstart <name> [arg] tool.started only: the tool never completes
+//	plan <st>:<text>[; <st>:<text>...]
+//	                      plan.updated {steps: [{text, status}]} (status pending,
+//	                      in_progress or completed)
 //	next <directive>      runs the directive on the next prompt of this session,
 //	                      instead of what that prompt says (e.g. "next json {...}"
 //	                      answers the checkpoint request Bridge sends next)

@@ -317,6 +317,14 @@ func (l *Live) run(ctx context.Context, steps []Step, prompts int64) (core.TurnR
 			l.emit(core.KindToolStarted, map[string]any{"toolId": toolID, "name": s.Name, "input": s.Text})
 			l.emit(core.KindToolCompleted, map[string]any{"toolId": toolID, "name": s.Name,
 				"output": fmt.Sprintf("fake %s done: %s", s.Name, s.Text), "isError": false})
+		case OpToolStart:
+			l.emit(core.KindToolStarted, map[string]any{"toolId": fmt.Sprintf("tool-%s", l.nextID()), "name": s.Name, "input": s.Text})
+		case OpPlan:
+			steps, err := PlanSteps(s.Text)
+			if err != nil {
+				return core.TurnResult{StopReason: "error"}, core.E(core.CodeInvalid, "fake: "+err.Error(), nil)
+			}
+			l.emit(core.KindPlanUpdated, map[string]any{"steps": steps, "source": "fake"})
 		case OpStream:
 			for i := int64(1); i <= s.N; i++ {
 				if ctx.Err() != nil {

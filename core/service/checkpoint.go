@@ -48,6 +48,7 @@ func (s *Service) checkpoint(ctx context.Context, sessionID string, reason check
 	}
 	l := s.liveFor(sessionID)
 	state := checkpoint.BranchActivity(branch).Apply(s.controllerState(ctx, sess, l, reason == checkpoint.ReasonContextPressure || reason == checkpoint.ReasonResponseReserve))
+	state.Dead = l == nil
 	if d := checkpoint.Decide(reason, state); !d.Fire {
 		code := core.CodeInvalid
 		if d.Suppressed == checkpoint.SuppressedToolInFlight || d.Suppressed == checkpoint.SuppressedApproval {
