@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // TestCancelRequest cancels a blocked prompt by numeric and by string id;
@@ -16,10 +17,10 @@ func TestCancelRequest(t *testing.T) {
 		fake := newFake()
 		started := make(chan struct{})
 		backendErr := make(chan error, 1)
-		fake.prompt = func(ctx context.Context, _ string, _ []core.Content) (core.TurnResult, error) {
+		fake.prompt = func(ctx context.Context, _ schema.SessionPromptParams) (schema.SessionPromptResult, error) {
 			err := blockUntilCancelled(ctx, started)
 			backendErr <- ctx.Err()
-			return core.TurnResult{}, err
+			return schema.SessionPromptResult{}, err
 		}
 		c := startServer(t, fake, nil)
 		c.initialize()
@@ -27,7 +28,7 @@ func TestCancelRequest(t *testing.T) {
 		<-started
 		c.send(nil, "$/cancelRequest", map[string]any{"id": id})
 		e := wantError(t, c.reply(id), int(CodeCancelled))
-		if d := e.errData(t); d.Code != core.CodeCancelled {
+		if d := e.errData(t); d.Code != schema.ErrCancelled {
 			t.Errorf("id %v: data %+v", id, d)
 		}
 		if err := <-backendErr; err == nil {
@@ -52,11 +53,11 @@ func TestCancelUnknownIDIsHarmless(t *testing.T) {
 func TestSlowRequestDoesNotBlockFast(t *testing.T) {
 	fake := newFake()
 	started := make(chan struct{})
-	fake.prompt = func(ctx context.Context, _ string, _ []core.Content) (core.TurnResult, error) {
-		return core.TurnResult{}, blockUntilCancelled(ctx, started)
+	fake.prompt = func(ctx context.Context, _ schema.SessionPromptParams) (schema.SessionPromptResult, error) {
+		return schema.SessionPromptResult{}, blockUntilCancelled(ctx, started)
 	}
-	fake.list = func(context.Context, core.ListQuery) ([]core.Session, string, error) {
-		return []core.Session{{ID: "s9", Harness: "fake"}}, "", nil
+	fake.list = func(context.Context, schema.SessionListParams) (schema.SessionListResult, error) {
+		return schema.SessionListResult{Items: []schema.SessionListItem{{SessionID: "s9", Harness: "fake"}}}, nil
 	}
 	c := startServer(t, fake, nil)
 	c.initialize()
@@ -85,13 +86,13 @@ func TestSlowRequestDoesNotBlockFast(t *testing.T) {
 func TestShutdownWithWorkInFlight(t *testing.T) {
 	fake := newFake()
 	started := make(chan struct{})
-	fake.prompt = func(ctx context.Context, _ string, _ []core.Content) (core.TurnResult, error) {
+	fake.prompt = func(ctx context.Context, _ schema.SessionPromptParams) (schema.SessionPromptResult, error) {
 		close(started)
 		select {
 		case <-ctx.Done():
 		case <-fake.closed:
 		}
-		return core.TurnResult{}, core.Errorf(core.CodeUnavailable, "the session was closed")
+		return schema.SessionPromptResult{}, core.Errorf(core.CodeUnavailable, "the session was closed")
 	}
 	c := startServer(t, fake, nil)
 	c.initialize()
@@ -100,7 +101,7 @@ func TestShutdownWithWorkInFlight(t *testing.T) {
 	<-started
 	c.mustCall("shutdown", nil, nil)
 	e := wantError(t, c.reply(slow), int(CodeDomain))
-	if d := e.errData(t); d.Code != core.CodeUnavailable {
+	if d := e.errData(t); d.Code != schema.ErrUnavailable {
 		t.Errorf("data %+v", d)
 	}
 	c.send(nil, "exit", nil)
@@ -117,8 +118,8 @@ func TestWorkDoneProgressCancel(t *testing.T) {
 	for _, tok := range []any{"tok-1", 31} {
 		fake := newFake()
 		started := make(chan struct{})
-		fake.prompt = func(ctx context.Context, _ string, _ []core.Content) (core.TurnResult, error) {
-			return core.TurnResult{}, blockUntilCancelled(ctx, started)
+		fake.prompt = func(ctx context.Context, _ schema.SessionPromptParams) (schema.SessionPromptResult, error) {
+			return schema.SessionPromptResult{}, blockUntilCancelled(ctx, started)
 		}
 		c := startServer(t, fake, nil)
 		c.initialize()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // drained waits until the server's output has ended and returns every
@@ -45,12 +46,12 @@ func replyIndex(msgs []wireMsg, id int) int {
 func TestShutdownReplyNeverOvertakes(t *testing.T) {
 	for run := range 200 {
 		fake := newFake()
-		fake.list = func(ctx context.Context, q core.ListQuery) ([]core.Session, string, error) {
+		fake.list = func(ctx context.Context, _ schema.SessionListParams) (schema.SessionListResult, error) {
 			// Vary how far the request gets before shutdown is read.
 			for range run % 7 {
 				runtime.Gosched()
 			}
-			return []core.Session{{ID: "s9"}}, "", nil
+			return schema.SessionListResult{Items: []schema.SessionListItem{{SessionID: "s9"}}}, nil
 		}
 		c := startServer(t, fake, nil)
 		c.initialize()
@@ -115,13 +116,13 @@ func TestImmediateExitKeepsEarlierReply(t *testing.T) {
 func TestStopTakesTheShutdownPath(t *testing.T) {
 	fake := newFake()
 	started := make(chan struct{})
-	fake.prompt = func(ctx context.Context, _ string, _ []core.Content) (core.TurnResult, error) {
+	fake.prompt = func(ctx context.Context, _ schema.SessionPromptParams) (schema.SessionPromptResult, error) {
 		close(started)
 		select {
 		case <-ctx.Done():
 		case <-fake.closed:
 		}
-		return core.TurnResult{}, core.Errorf(core.CodeUnavailable, "the session was closed")
+		return schema.SessionPromptResult{}, core.Errorf(core.CodeUnavailable, "the session was closed")
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bridge-dev/bridge/adapters/internal/procutil"
 	"github.com/bridge-dev/bridge/core"
 )
 
@@ -96,7 +97,9 @@ func (h *Host) configDir() string {
 	}
 	home := ""
 	for i := len(h.cfg.Env) - 1; i >= 0 && home == ""; i-- {
-		home, _ = strings.CutPrefix(h.cfg.Env[i], "HOME=")
+		if v, ok := strings.CutPrefix(h.cfg.Env[i], "HOME="); ok {
+			home = v
+		}
 	}
 	if home == "" {
 		home, _ = os.UserHomeDir()
@@ -154,6 +157,10 @@ func (h *Host) Probe(ctx context.Context) core.Probe {
 		core.CapCompactionFocus:  proc(core.CapCompactionFocus, "/compact <instructions>"),
 		core.CapContextGauge:     no(core.CapContextGauge, "Claude Code compacts its own window; Bridge does not gauge it"),
 	}
+	if c := caps[core.CapSessionCreate]; len(h.cfg.Env) > 0 {
+		c.Detail += envNote(h.cfg.Env)
+		caps[core.CapSessionCreate] = c
+	}
 	for _, n := range core.RequiredCapabilities {
 		c := caps[n]
 		c.Required = true
@@ -163,6 +170,14 @@ func (h *Host) Probe(ctx context.Context) core.Probe {
 		p.Capabilities = append(p.Capabilities, caps[n])
 	}
 	return p
+}
+
+// envNote names the configured environment variables (never their values).
+func envNote(env []string) string {
+	if len(env) == 0 {
+		return ""
+	}
+	return "; configured environment: " + procutil.EnvNames(env)
 }
 
 // newUUID returns a random version-4 UUID.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -22,6 +21,8 @@ type app struct {
 	stdin       io.Reader
 	stdout      io.Writer
 	stderr      io.Writer
+	// wantJSON: the command line asked for --json, so errors are JSON too.
+	wantJSON bool
 }
 
 // env is an opened data directory: configuration, database and service.
@@ -162,6 +163,3 @@ func printJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
-
-// stderrIsTerminal says whether progress can be drawn.
-func stderrIsTerminal(w io.Writer) bool { return w == io.Writer(os.Stderr) && isTerminal(os.Stderr) }

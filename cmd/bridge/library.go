@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/rpc"
+	"github.com/bridge-dev/bridge/core/service"
 )
 
 // searchCmd is `bridge search QUERY`: ranked hits across every session.
@@ -20,7 +20,7 @@ func (a *app) searchCmd(ctx context.Context, args []string) error {
 	until := fs.String("until", "", "only entries recorded before this time (RFC 3339 or YYYY-MM-DD)")
 	limit := fs.Int("limit", 20, "hits per page (at most 200)")
 	cursor := fs.String("cursor", "", "continue from a previous page's next cursor")
-	pos, err := parse(fs, args)
+	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func (a *app) searchCmd(ctx context.Context, args []string) error {
 			return err
 		}
 		if *asJSON {
-			return printJSON(a.stdout, rpc.SearchResult(page))
+			return printJSON(a.stdout, service.SearchResult(page))
 		}
 		if len(page.Hits) == 0 {
 			fmt.Fprintln(a.stdout, "no matches")

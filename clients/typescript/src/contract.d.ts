@@ -319,6 +319,10 @@ export interface ErrorData {
    */
   detail?: string;
   /**
+   * Field names the params member at fault for code invalid, as a dotted path ("content[1].type"); absent when no one member is.
+   */
+  field?: string;
+  /**
    * Missing names the capabilities whose absence refused the operation (code unavailable or unsupported), in doctor's spelling.
    */
   missing?: string[];
@@ -1492,6 +1496,10 @@ export interface SessionListItem {
    * Preset is the preset the session is locked to.
    */
   preset?: string;
+  /**
+   * RestoreMode is how the session last came back; absent when it never was resumed.
+   */
+  restoreMode?: RestoreMode;
   /**
    * SessionID is Bridge's id of the session.
    */
