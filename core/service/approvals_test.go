@@ -9,6 +9,7 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // asker is a scripted client: answer decides each request (nil: wait until
@@ -45,6 +46,10 @@ func (a *asker) requests() []service.PermissionRequest {
 }
 
 // approvalEntries returns the payloads of the approval and tool entries.
+func promptParams(id, text string) schema.SessionPromptParams {
+	return schema.SessionPromptParams{SessionID: id, Content: []schema.Content{{Type: "text", Text: text}}}
+}
+
 func approvalEntries(t *testing.T, r *rig, sid string) (req, res, tools []map[string]any) {
 	t.Helper()
 	for _, e := range r.branch(sid) {
@@ -158,12 +163,12 @@ func TestApprovalTimeoutAppliesThePresetsPolicy(t *testing.T) {
 	a := newAsker(nil) // never answers
 	presets := []core.Preset{{Name: "trusting", Harness: "fake", ApprovalPolicy: "approve"}}
 	r := newRig(t, rigOptions{permissions: a, approvalTimeout: 1, presets: presets})
-	s, err := r.svc.Create(context.Background(), service.CreateParams{Harness: "fake", Cwd: t.TempDir(), Preset: "trusting"})
+	cr, err := r.svc.SessionCreate(context.Background(), schema.SessionCreateParams{Harness: "fake", Cwd: t.TempDir(), Preset: "trusting"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.prompt(s.ID, "ask Bash ls")
-	_, res, tools := approvalEntries(t, r, s.ID)
+	r.prompt(cr.SessionID, "ask Bash ls")
+	_, res, tools := approvalEntries(t, r, cr.SessionID)
 	if len(res) != 1 || res[0]["by"] != core.DecidedByTimeout || res[0]["allowed"] != true || res[0]["optionKind"] != core.AllowOnce {
 		t.Fatalf("approval.resolved %v", res)
 	}
@@ -181,12 +186,12 @@ func TestApprovalPendingSuppressesCheckpointsAndCancelRejects(t *testing.T) {
 	s := r.create()
 	r.prompt(s.ID, "say some work first")
 	type out struct {
-		res core.TurnResult
+		res schema.SessionPromptResult
 		err error
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := r.svc.Prompt(context.Background(), s.ID, []core.Content{{Type: "text", Text: "ask Bash deploy"}})
+		res, err := r.svc.SessionPrompt(context.Background(), promptParams(s.ID, "ask Bash deploy"))
 		done <- out{res, err}
 	}()
 	<-a.waiting
@@ -195,12 +200,12 @@ func TestApprovalPendingSuppressesCheckpointsAndCancelRejects(t *testing.T) {
 	if len(req) != 1 || len(res) != 0 {
 		t.Fatalf("while pending: requested %v resolved %v", req, res)
 	}
-	_, err := r.svc.Checkpoint(context.Background(), s.ID, "manual")
+	_, err := r.svc.SessionCheckpoint(context.Background(), schema.SessionCheckpointParams{SessionID: s.ID, Reason: schema.ReasonManual})
 	var ce *core.Error
 	if !errors.As(err, &ce) || ce.Code != core.CodeBusy || !strings.Contains(ce.Message, "approval") {
 		t.Fatalf("checkpoint while an approval is pending: %v", err)
 	}
-	if err := r.svc.Cancel(context.Background(), s.ID); err != nil {
+	if _, err := r.svc.SessionCancel(context.Background(), schema.SessionCancelParams{SessionID: s.ID}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-a.cancelled; !errors.Is(err, context.Canceled) {
@@ -226,7 +231,7 @@ func TestApprovalClosedSessionRejects(t *testing.T) {
 	a := newAsker(nil)
 	r := newRig(t, rigOptions{permissions: a})
 	s := r.create()
-	go r.svc.Prompt(context.Background(), s.ID, []core.Content{{Type: "text", Text: "ask Bash deploy"}})
+	go r.svc.SessionPrompt(context.Background(), promptParams(s.ID, "ask Bash deploy"))
 	<-a.waiting
 	if err := r.svc.Close(context.Background()); err != nil {
 		t.Fatal(err)
