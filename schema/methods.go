@@ -128,6 +128,7 @@ type Backend interface {
 	SessionCheckpoint(ctx context.Context, p SessionCheckpointParams) (SessionCheckpointResult, error)
 	SessionImport(ctx context.Context, p SessionImportParams) (SessionImportResult, error)
 	SessionSearch(ctx context.Context, p SessionSearchParams) (SessionSearchResult, error)
+	SessionExport(ctx context.Context, p SessionExportParams) (SessionExportResult, error)
 	MigrationPreview(ctx context.Context, p MigrationPreviewParams) (MigrationPreviewResult, error)
 	MigrationExecute(ctx context.Context, p MigrationExecuteParams) (MigrationExecuteResult, error)
 }
@@ -164,6 +165,7 @@ var Methods = []Method{
 	call("session/checkpoint", Backend.SessionCheckpoint, "Checkpoint", "Write a Bridge checkpoint now."),
 	call("session/import", Backend.SessionImport, "Import", "Bring a harness transcript into the record."),
 	call("session/search", Backend.SessionSearch, "", "Search the text of every session, best hits first."),
+	call("session/export", Backend.SessionExport, "", "Render a session as Markdown or lossless JSON."),
 	call("migration/preview", Backend.MigrationPreview, "Migration preview", "Write an editable five-part handoff."),
 	call("migration/execute", Backend.MigrationExecute, "Migration", "Run a previewed migration."),
 

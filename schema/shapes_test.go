@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/schema"
-	"github.com/invopop/jsonschema"
 )
 
 // shapes lists, per contract type, its wire members: the ones DESIGN §9.1
@@ -87,6 +86,8 @@ var shapes = map[string]string{
 	"SessionSearchResult":            "hits nextCursor?",
 	"SearchHit":                      "sessionId entryId seq kind harness sessionTitle? cwd? createdAt snippet highlights score",
 	"TextSpan":                       "start end",
+	"SessionExportParams":            "sessionId format?",
+	"SessionExportResult":            "format content",
 	"SessionCancelResult":            "",
 	"SessionRenameParams":            "sessionId title",
 	"SessionRenameResult":            "",
@@ -174,6 +175,10 @@ func fill(t reflect.Type) reflect.Value {
 				v.Field(i).SetString(c)
 				continue
 			}
+			if e, ok := tagValue(f, "enum"); ok {
+				v.Field(i).SetString(e)
+				continue
+			}
 			v.Field(i).Set(fill(f.Type))
 		}
 	case reflect.Pointer:
@@ -215,6 +220,8 @@ func minimal(t reflect.Type) reflect.Value {
 			v.Field(i).SetString(c)
 		case isScalarSchema(f.Type):
 			v.Field(i).Set(fill(f.Type))
+		case hasTag(f, "minItems"):
+			v.Field(i).Set(fill(f.Type))
 		case f.Type.Kind() == reflect.Struct:
 			v.Field(i).Set(minimal(f.Type))
 		}
@@ -239,19 +246,12 @@ func isScalarSchema(t reflect.Type) bool {
 
 // enumValue returns the first value of an enumerated type's schema.
 func enumValue(t reflect.Type) (reflect.Value, bool) {
-	if t.Kind() == reflect.Pointer {
-		return reflect.Value{}, false
-	}
-	m, ok := reflect.New(t).Elem().Interface().(interface{ JSONSchema() *jsonschema.Schema })
-	if !ok {
-		return reflect.Value{}, false
-	}
-	s := m.JSONSchema()
-	if len(s.Enum) == 0 {
+	sh, ok := schema.Shapes[t]
+	if !ok || len(sh.Enum) == 0 {
 		return reflect.Value{}, false
 	}
 	v := reflect.New(t).Elem()
-	switch e := s.Enum[0].(type) {
+	switch e := sh.Enum[0].(type) {
 	case string:
 		v.SetString(e)
 	case int:
@@ -259,6 +259,18 @@ func enumValue(t reflect.Type) (reflect.Value, bool) {
 	}
 	return v, true
 }
+
+// tagValue returns the first value of key in f's jsonschema tag.
+func tagValue(f reflect.StructField, key string) (string, bool) {
+	for _, kv := range strings.Split(f.Tag.Get("jsonschema"), ",") {
+		if v, ok := strings.CutPrefix(kv, key+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func hasTag(f reflect.StructField, key string) bool { _, ok := tagValue(f, key); return ok }
 
 func constOf(f reflect.StructField) (string, bool) {
 	for _, kv := range strings.Split(f.Tag.Get("jsonschema_extras"), ",") {

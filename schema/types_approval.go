@@ -1,10 +1,6 @@
 package schema
 
-import (
-	"encoding/json"
-
-	"github.com/invopop/jsonschema"
-)
+import "encoding/json"
 
 // SessionClientCapabilities are the session features a client supports.
 type SessionClientCapabilities struct {
@@ -82,11 +78,6 @@ const (
 	RejectAlways PermissionOptionKind = "reject_always"
 )
 
-// JSONSchema lists the option kinds.
-func (PermissionOptionKind) JSONSchema() *jsonschema.Schema {
-	return stringEnum(AllowOnce, AllowAlways, RejectOnce, RejectAlways)
-}
-
 // PermissionOutcomeKind is "selected" or "cancelled".
 type PermissionOutcomeKind string
 
@@ -95,8 +86,3 @@ const (
 	OutcomeSelected  PermissionOutcomeKind = "selected"
 	OutcomeCancelled PermissionOutcomeKind = "cancelled"
 )
-
-// JSONSchema lists the outcomes.
-func (PermissionOutcomeKind) JSONSchema() *jsonschema.Schema {
-	return stringEnum(OutcomeSelected, OutcomeCancelled)
-}

@@ -25,7 +25,7 @@ type SessionSearchParams struct {
 	// Cursor continues from a previous page's nextCursor.
 	Cursor string `json:"cursor,omitempty"`
 	// Limit is the page size (default 20, at most 200).
-	Limit int `json:"limit,omitempty"`
+	Limit int `json:"limit,omitempty" jsonschema:"minimum=0,maximum=200"`
 }
 
 // SessionSearchResult is one page of hits, best first.
@@ -68,6 +68,33 @@ type TextSpan struct {
 	Start int `json:"start"`
 	// End is one past the last code point of the range.
 	End int `json:"end"`
+}
+
+// ExportFormat is the form session/export renders a session in.
+type ExportFormat string
+
+// Export formats.
+const (
+	ExportMarkdown ExportFormat = "markdown"
+	ExportJSON     ExportFormat = "json"
+)
+
+// SessionExportParams renders a session for reading or for moving it.
+type SessionExportParams struct {
+	// SessionID is the session to export.
+	SessionID string `json:"sessionId"`
+	// Format is "markdown" (default: readable, tool calls folded, compaction
+	// and checkpoint boundaries marked) or "json" (lossless: every entry and
+	// image; `bridge import --harness bridge` reads it back).
+	Format ExportFormat `json:"format,omitempty"`
+}
+
+// SessionExportResult is the rendered session.
+type SessionExportResult struct {
+	// Format is the format of content.
+	Format ExportFormat `json:"format"`
+	// Content is the Markdown text or the JSON document.
+	Content string `json:"content"`
 }
 
 // MarshalJSON writes empty lists as [] rather than null.

@@ -2,8 +2,6 @@ package schema
 
 import (
 	"encoding/json"
-
-	"github.com/invopop/jsonschema"
 )
 
 // ServerName is the name Bridge reports in serverInfo.
@@ -178,15 +176,6 @@ const (
 	ProgressReport = "report"
 	ProgressEnd    = "end"
 )
-
-// JSONSchema is the oneOf of the three progress kinds.
-func (WorkDoneProgress) JSONSchema() *jsonschema.Schema {
-	return &jsonschema.Schema{OneOf: []*jsonschema.Schema{
-		{Ref: "#/$defs/WorkDoneProgressBegin"},
-		{Ref: "#/$defs/WorkDoneProgressReport"},
-		{Ref: "#/$defs/WorkDoneProgressEnd"},
-	}}
-}
 
 // WorkDoneProgressBegin starts a progress stream.
 type WorkDoneProgressBegin struct {

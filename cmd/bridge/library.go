@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -108,4 +109,50 @@ func parseTime(flag, v string) (time.Time, error) {
 		}
 	}
 	return time.Time{}, usageError{fmt.Sprintf("%s %q is not a time (RFC 3339, or YYYY-MM-DD)", flag, v)}
+}
+
+// exportCmd is `bridge export SESSION [--format markdown|json] [--output FILE]`.
+func (a *app) exportCmd(ctx context.Context, args []string) error {
+	fs, asJSON := a.flags("export")
+	format := fs.String("format", "markdown", "markdown (readable) or json (lossless; bridge import --harness bridge reads it)")
+	output := fs.String("output", "", "write to this new file instead of stdout")
+	pos, err := a.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{"want exactly one SESSION"}
+	}
+	if *format != "markdown" && *format != "json" {
+		return usageError{fmt.Sprintf("--format %q is not markdown or json", *format)}
+	}
+	return a.withEnv(ctx, func(e *env) error {
+		content, err := e.svc.Export(ctx, pos[0], *format)
+		if err != nil {
+			return err
+		}
+		if *output != "" {
+			// O_EXCL: an export never replaces a file that exists.
+			f, err := os.OpenFile(*output, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				return core.E(core.CodeInvalid, "export: "+*output, err)
+			}
+			if _, err := f.WriteString(content); err != nil {
+				f.Close()
+				return fmt.Errorf("export: write %s: %w", *output, err)
+			}
+			if err := f.Close(); err != nil {
+				return fmt.Errorf("export: write %s: %w", *output, err)
+			}
+			if *asJSON {
+				return printJSON(a.stdout, map[string]any{"sessionId": pos[0], "format": *format, "path": *output, "bytes": len(content)})
+			}
+			return nil
+		}
+		if *asJSON {
+			return printJSON(a.stdout, map[string]any{"format": *format, "content": content})
+		}
+		_, err = fmt.Fprint(a.stdout, content)
+		return err
+	})
 }

@@ -44,6 +44,10 @@ export type ErrorCode =
   | "commit"
   | "persistence";
 /**
+ * ExportFormat is the form session/export renders a session in.
+ */
+export type ExportFormat = "markdown" | "json";
+/**
  * InjectMode says how a migration hands the handoff to the target: as a goal, as a kickoff prompt, or both.
  */
 export type InjectMode = "goal" | "prompt" | "both";
@@ -923,7 +927,7 @@ export interface MigrationPreviewParams {
   /**
    * Lang is "en" or "zh"; absent means by the source's language.
    */
-  lang?: string;
+  lang?: "en" | "zh";
   /**
    * SessionID is the source session.
    */
@@ -1401,6 +1405,32 @@ export interface SessionCreateResult {
   sessionId: string;
 }
 /**
+ * SessionExportParams renders a session for reading or for moving it.
+ */
+export interface SessionExportParams {
+  /**
+   * Format is "markdown" (default: readable, tool calls folded, compaction and checkpoint boundaries marked) or "json" (lossless: every entry and image; `bridge import --harness bridge` reads it back).
+   */
+  format?: ExportFormat;
+  /**
+   * SessionID is the session to export.
+   */
+  sessionId: string;
+}
+/**
+ * SessionExportResult is the rendered session.
+ */
+export interface SessionExportResult {
+  /**
+   * Content is the Markdown text or the JSON document.
+   */
+  content: string;
+  /**
+   * Format is the format of content.
+   */
+  format: ExportFormat;
+}
+/**
  * SessionHistoryParams pages the record backwards along the active branch.
  */
 export interface SessionHistoryParams {
@@ -1553,8 +1583,10 @@ export interface SessionListResult {
 export interface SessionPromptParams {
   /**
    * Content is the prompt, in order.
+   *
+   * @minItems 1
    */
-  content: Content[];
+  content: [Content, ...Content[]];
   /**
    * SessionID is the session to prompt.
    */
@@ -1950,6 +1982,8 @@ export interface BridgeMethods {
   "session/compact": { direction: "clientToServer"; params: SessionCompactParams; result: SessionCompactResult };
   /** Start a session. */
   "session/create": { direction: "clientToServer"; params: SessionCreateParams; result: SessionCreateResult };
+  /** Render a session as Markdown or lossless JSON. */
+  "session/export": { direction: "clientToServer"; params: SessionExportParams; result: SessionExportResult };
   /** Page the record backwards. */
   "session/history": { direction: "clientToServer"; params: SessionHistoryParams; result: SessionHistoryResult };
   /** Bring a harness transcript into the record. */
