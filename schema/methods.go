@@ -177,6 +177,10 @@ var Methods = []Method{
 	note("session/checkpointSaved", ServerToClient, CheckpointSavedNotification{}, "A Bridge checkpoint was committed."),
 	note("session/restored", ServerToClient, RestoredNotification{}, "A session came back, in this mode."),
 
+	// Requests from Bridge to a client that declared capabilities.session.requestPermission.
+	req("session/requestPermission", ServerToClient, SessionRequestPermissionParams{}, SessionRequestPermissionResult{},
+		"Ask the user whether a harness may run a tool."),
+
 	// Requests to a client that hosts sessions itself, and its events.
 	host("probe", HostProbeParams{}, HostProbeResult{}, "Report the host's harness and capabilities without changing anything."),
 	host("session.list", HostSessionListParams{}, HostSessionListResult{}, "List the host's sessions."),

@@ -56,6 +56,14 @@ export type InjectMode = "goal" | "prompt" | "both";
  */
 export type MessageType = 1 | 2 | 3 | 4;
 /**
+ * PermissionOptionKind is what choosing an option means.
+ */
+export type PermissionOptionKind = "allow_once" | "allow_always" | "reject_once" | "reject_always";
+/**
+ * PermissionOutcomeKind is "selected" or "cancelled".
+ */
+export type PermissionOutcomeKind = "selected" | "cancelled";
+/**
  * ProgressToken names one stream of $/progress notifications: a number or a string.
  */
 export type ProgressToken = number | string;
@@ -174,6 +182,10 @@ export interface ClientCapabilities {
   experimental?: {
     [k: string]: unknown;
   };
+  /**
+   * Session holds the session features the client supports.
+   */
+  session?: SessionClientCapabilities;
   /**
    * Window holds the window/* features the client supports.
    */
@@ -1024,6 +1036,59 @@ export interface Model {
   vision?: boolean;
 }
 /**
+ * PermissionOption is one answer to a permission request.
+ */
+export interface PermissionOption {
+  /**
+   * Kind is "allow_once", "allow_always", "reject_once" or "reject_always". An "always" answer is remembered for the session.
+   */
+  kind: PermissionOptionKind;
+  /**
+   * Name is shown to the user.
+   */
+  name: string;
+  /**
+   * OptionID identifies the option in the answer.
+   */
+  optionId: string;
+}
+/**
+ * PermissionOutcome is "selected" with an optionId, or "cancelled".
+ */
+export interface PermissionOutcome {
+  /**
+   * OptionID is the selected option (outcome "selected").
+   */
+  optionId?: string;
+  /**
+   * Outcome is "selected" or "cancelled".
+   */
+  outcome: PermissionOutcomeKind;
+}
+/**
+ * PermissionToolCall describes the tool call a permission request is about.
+ */
+export interface PermissionToolCall {
+  /**
+   * Kind is the tool kind in ACP's spelling: read, edit, delete, move, search, execute, think, fetch or other.
+   */
+  kind?: string;
+  /**
+   * RawInput is the tool's input as the harness gave it.
+   */
+  rawInput?: {
+    [k: string]: unknown;
+  };
+  /**
+   * Title is a short human-readable description of the call.
+   */
+  title?: string;
+  /**
+   * ToolCallID is the harness's id of the tool call.
+   */
+  toolCallId: string;
+}
+/**
  * Preset is a complete tool-and-prompt assembly for one harness.
  */
 export interface Preset {
@@ -1262,6 +1327,15 @@ export interface SessionCheckpointResult {
    * Reason is why it was written.
    */
   reason: CheckpointReason;
+}
+/**
+ * SessionClientCapabilities are the session features a client supports.
+ */
+export interface SessionClientCapabilities {
+  /**
+   * RequestPermission is true when the client answers session/requestPermission: Bridge then relays the harnesses' tool approvals to it instead of answering them with the preset's policy.
+   */
+  requestPermission?: boolean;
 }
 /**
  * SessionCompactParams asks for a compaction of the harness's window.
@@ -1616,6 +1690,32 @@ export interface SessionRenameParams {
  */
 export interface SessionRenameResult {}
 /**
+ * SessionRequestPermissionParams asks the client's user whether a harness may run a tool (session/requestPermission, a request from Bridge). It is shaped as ACP's session/request_permission.
+ */
+export interface SessionRequestPermissionParams {
+  /**
+   * Options are the answers on offer, in the harness's order.
+   */
+  options: PermissionOption[];
+  /**
+   * SessionID is the Bridge session whose harness asks.
+   */
+  sessionId: string;
+  /**
+   * ToolCall is the tool call the harness wants to make.
+   */
+  toolCall: PermissionToolCall;
+}
+/**
+ * SessionRequestPermissionResult is the client's answer.
+ */
+export interface SessionRequestPermissionResult {
+  /**
+   * Outcome is the option selected, or cancelled (the preset's policy then decides, by default reject).
+   */
+  outcome: PermissionOutcome;
+}
+/**
  * SessionResumeParams brings a session back.
  */
 export interface SessionResumeParams {
@@ -1963,6 +2063,12 @@ export interface BridgeMethods {
   "session/prompt": { direction: "clientToServer"; params: SessionPromptParams; result: SessionPromptResult };
   /** Rename a session. */
   "session/rename": { direction: "clientToServer"; params: SessionRenameParams; result: SessionRenameResult };
+  /** Ask the user whether a harness may run a tool. */
+  "session/requestPermission": {
+    direction: "serverToClient";
+    params: SessionRequestPermissionParams;
+    result: SessionRequestPermissionResult;
+  };
   /** Resume a session and report the mode. */
   "session/resume": { direction: "clientToServer"; params: SessionResumeParams; result: SessionResumeResult };
   /** Search the text of every session, best hits first. */
