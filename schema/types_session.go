@@ -3,8 +3,6 @@ package schema
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/invopop/jsonschema"
 )
 
 // Content is one block of a prompt, tagged by type: text or image. In Go it
@@ -26,14 +24,6 @@ const (
 	ContentText  = "text"
 	ContentImage = "image"
 )
-
-// JSONSchema is the oneOf of the two content blocks.
-func (Content) JSONSchema() *jsonschema.Schema {
-	return &jsonschema.Schema{OneOf: []*jsonschema.Schema{
-		{Ref: "#/$defs/TextContent"},
-		{Ref: "#/$defs/ImageContent"},
-	}}
-}
 
 // TextContent is a text block of a prompt.
 type TextContent struct {
@@ -87,7 +77,7 @@ type SessionListParams struct {
 	// Cursor is the nextCursor of the previous page.
 	Cursor string `json:"cursor,omitempty"`
 	// Limit is the most items to return.
-	Limit int `json:"limit,omitempty"`
+	Limit int `json:"limit,omitempty" jsonschema:"minimum=0"`
 	// Harness keeps only sessions of this harness.
 	Harness string `json:"harness,omitempty"`
 	// IncludeArchived lists archived sessions too.
@@ -168,7 +158,7 @@ type SessionPromptParams struct {
 	// SessionID is the session to prompt.
 	SessionID string `json:"sessionId"`
 	// Content is the prompt, in order.
-	Content []Content `json:"content"`
+	Content []Content `json:"content" jsonschema:"minItems=1"`
 	WorkDoneProgressParams
 }
 
@@ -220,10 +210,10 @@ type SessionHistoryParams struct {
 	SessionID string `json:"sessionId"`
 	// BeforeSeq returns only entries with a smaller seq; absent means from
 	// the head.
-	BeforeSeq *int64 `json:"beforeSeq,omitempty"`
+	BeforeSeq *int64 `json:"beforeSeq,omitempty" jsonschema:"minimum=1"`
 	// MaxMessages bounds the page by user and assistant messages (other
 	// entries do not count).
-	MaxMessages int `json:"maxMessages,omitempty"`
+	MaxMessages int `json:"maxMessages,omitempty" jsonschema:"minimum=0"`
 }
 
 // SessionHistoryResult is one page of the record, oldest first.

@@ -204,6 +204,7 @@ func (h *Host) newLive(id string, lastSeq int64, sink core.EventSink) *live {
 		}
 	})
 	l.m.last = lastSeq
+	l.m.onModel = func(model string) { l.emit(core.Event{Model: model}) }
 	l.m.ownPrompt = func(rpcID string) bool { return l.mine[rpcID] }
 	return l
 }

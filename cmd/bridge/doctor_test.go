@@ -119,3 +119,31 @@ func TestDataDirPermissions(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorNeverPrintsConfiguredSecrets: a harness's configured environment
+// may hold an API key; doctor (text and JSON) names the variables at most,
+// never their values, and the Claude Code adapter still looks for
+// transcripts under the real home (the configured HOME when there is one).
+func TestDoctorNeverPrintsConfiguredSecrets(t *testing.T) {
+	const secret = "sk-ant-secret-3f9c2a71"
+	dir := t.TempDir()
+	cfg := `{"harnesses": {"claude-code": {"env": {"ANTHROPIC_API_KEY": "` + secret + `", "ZZZ_TOKEN": "` + secret + `-2"}},
+		"codex": {"env": {"OPENAI_API_KEY": "` + secret + `"}}, "opencode": {"env": {"OPENAI_API_KEY": "` + secret + `"}},
+		"acp": {"env": {"ANTHROPIC_API_KEY": "` + secret + `"}}}}`
+	if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	env := []string{"HOME=" + home, "CLAUDE_CONFIG_DIR="}
+	for _, args := range [][]string{{"doctor"}, {"doctor", "--json"}, {"doctor", "--harness", "claude-code"}, {"doctor", "--harness", "claude-code", "--json"}} {
+		out, stderr, _ := runCLI(t, env, append([]string{"--data-dir", dir}, args...)...)
+		if strings.Contains(out+stderr, secret) {
+			t.Fatalf("%v printed a configured secret:\n%s\n%s", args, out, stderr)
+		}
+		if args[len(args)-1] != "--json" && args[0] == "doctor" && len(args) == 3 {
+			if !strings.Contains(out, filepath.Join(home, ".claude", "projects")) || !strings.Contains(out, "ANTHROPIC_API_KEY, ZZZ_TOKEN") {
+				t.Errorf("claude-code should look for transcripts under %s and name (only) its configured variables:\n%s", filepath.Join(home, ".claude"), out)
+			}
+		}
+	}
+}
