@@ -39,6 +39,7 @@ var Shapes = map[reflect.Type]Shape{
 	reflect.TypeFor[CheckpointReason]():  enum(CheckpointReasons...),
 	reflect.TypeFor[InjectMode]():        enum(InjectGoal, InjectPrompt, InjectBoth),
 	reflect.TypeFor[ErrorCode]():         enum(ErrorCodes...),
+	reflect.TypeFor[CapabilityNeed]():    enum(NeedRequired, NeedOptional, NeedNotApplicable),
 	reflect.TypeFor[Content]():           {OneOf: []string{"TextContent", "ImageContent"}},
 	reflect.TypeFor[WorkDoneProgress](): {OneOf: []string{"WorkDoneProgressBegin", "WorkDoneProgressReport",
 		"WorkDoneProgressEnd"}},
