@@ -74,6 +74,9 @@ type CreateRequest struct {
 	Model  string
 	Effort string
 	Title  string
+	// Approve decides the harness's permission requests; nil means the
+	// preset's policy (see Approval).
+	Approve Approver
 }
 
 // ResumeRequest asks a host to resume its own stored session NativeID.

@@ -118,6 +118,14 @@ func (f *fakeBackend) SessionImport(ctx context.Context, p schema.SessionImportP
 func (f *fakeBackend) SessionSearch(ctx context.Context, p schema.SessionSearchParams) (schema.SessionSearchResult, error) {
 	return serve[schema.SessionSearchParams, schema.SessionSearchResult](f, ctx, p, nil)
 }
+
+func (f *fakeBackend) SessionFork(ctx context.Context, p schema.SessionForkParams) (schema.SessionForkResult, error) {
+	return serve[schema.SessionForkParams, schema.SessionForkResult](f, ctx, p, nil)
+}
+
+func (f *fakeBackend) SessionExport(ctx context.Context, p schema.SessionExportParams) (schema.SessionExportResult, error) {
+	return serve[schema.SessionExportParams, schema.SessionExportResult](f, ctx, p, nil)
+}
 func (f *fakeBackend) MigrationPreview(ctx context.Context, p schema.MigrationPreviewParams) (schema.MigrationPreviewResult, error) {
 	return serve[schema.MigrationPreviewParams, schema.MigrationPreviewResult](f, ctx, p, nil)
 }

@@ -36,6 +36,8 @@ type ClientInfo struct {
 type ClientCapabilities struct {
 	// Window holds the window/* features the client supports.
 	Window *WindowClientCapabilities `json:"window,omitempty"`
+	// Session holds the session features the client supports.
+	Session *SessionClientCapabilities `json:"session,omitempty"`
 	// Experimental holds capabilities not yet in the contract.
 	Experimental map[string]json.RawMessage `json:"experimental,omitempty"`
 }

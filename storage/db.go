@@ -89,6 +89,10 @@ type DB struct {
 	hook func(string)
 	now  func() time.Time
 
+	// noIndex turns off writing the search index (benchmarks measure what
+	// the index costs).
+	noIndex bool
+
 	maxEntry int // Options.MaxEntryBytes resolved; <= 0: no limit
 
 	// writeMu serialises this process's write transactions, so that they

@@ -14,6 +14,8 @@
 //	say <text>            assistant.message {text}
 //	json <text>           assistant.message with the literal text (checkpoint replies)
 //	tool <name> [arg]     tool.started {toolId, name, input} + tool.completed {toolId, name, output}
+//	ask <name> [arg]      asks the session's approver (CreateRequest.Approve) first: allowed,
+//	                      as tool; refused, tool.completed {isError: true, output: "refused…"}
 //	stream <N>            N assistant.message entries, as fast as possible
 //	compact auto|manual [pre post]
 //	                      context.compacted (core.Compacted, harness "fake"); token
@@ -409,7 +411,7 @@ func (h *Host) CreateSession(ctx context.Context, req core.CreateRequest, sink c
 	if err != nil {
 		return nil, err
 	}
-	return h.open(r.ID, sink), nil
+	return h.open(r.ID, req, sink), nil
 }
 
 // Resume opens a stored session again. An unknown id fails with a
@@ -425,7 +427,7 @@ func (h *Host) Resume(ctx context.Context, req core.ResumeRequest, sink core.Eve
 	if _, err := h.get(req.NativeID); err != nil {
 		return nil, &core.ResumeError{NativeText: "no conversation found with session ID: " + req.NativeID, Err: err}
 	}
-	return h.open(req.NativeID, sink), nil
+	return h.open(req.NativeID, req.CreateRequest, sink), nil
 }
 
 func findModel(id string) *core.Model {

@@ -28,6 +28,9 @@ type Config struct {
 	Presets []core.Preset `json:"presets,omitempty"`
 	// CheckpointTimeoutSeconds bounds the wait for a checkpoint reply.
 	CheckpointTimeoutSeconds int `json:"checkpointTimeoutSeconds,omitempty"`
+	// ApprovalTimeoutSeconds bounds the wait for the client's answer to a
+	// session/requestPermission; then the preset's policy answers.
+	ApprovalTimeoutSeconds int `json:"approvalTimeoutSeconds,omitempty"`
 }
 
 // HarnessConfig says how to start one harness program.
@@ -60,6 +63,15 @@ func (c Config) CheckpointTimeout() time.Duration {
 		return time.Duration(c.CheckpointTimeoutSeconds) * time.Second
 	}
 	return 30 * time.Second
+}
+
+// ApprovalTimeout returns the configured approval timeout or the 5 minute
+// default.
+func (c Config) ApprovalTimeout() time.Duration {
+	if c.ApprovalTimeoutSeconds > 0 {
+		return time.Duration(c.ApprovalTimeoutSeconds) * time.Second
+	}
+	return 5 * time.Minute
 }
 
 // LoadConfig reads dir/config.json. A missing file is the default

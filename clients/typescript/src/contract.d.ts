@@ -48,6 +48,10 @@ export type ErrorCode =
   | "commit"
   | "persistence";
 /**
+ * ExportFormat is the form session/export renders a session in.
+ */
+export type ExportFormat = "markdown" | "json";
+/**
  * InjectMode says how a migration hands the handoff to the target: as a goal, as a kickoff prompt, or both.
  */
 export type InjectMode = "goal" | "prompt" | "both";
@@ -55,6 +59,14 @@ export type InjectMode = "goal" | "prompt" | "both";
  * MessageType is the severity of window/showMessage and window/logMessage: 1 error, 2 warning, 3 info, 4 log.
  */
 export type MessageType = 1 | 2 | 3 | 4;
+/**
+ * PermissionOptionKind is what choosing an option means.
+ */
+export type PermissionOptionKind = "allow_once" | "allow_always" | "reject_once" | "reject_always";
+/**
+ * PermissionOutcomeKind is "selected" or "cancelled".
+ */
+export type PermissionOutcomeKind = "selected" | "cancelled";
 /**
  * ProgressToken names one stream of $/progress notifications: a number or a string.
  */
@@ -186,6 +198,10 @@ export interface ClientCapabilities {
   experimental?: {
     [k: string]: unknown;
   };
+  /**
+   * Session holds the session features the client supports.
+   */
+  session?: SessionClientCapabilities;
   /**
    * Window holds the window/* features the client supports.
    */
@@ -330,6 +346,23 @@ export interface ErrorData {
    * Missing names the capabilities whose absence refused the operation (code unavailable or unsupported), in doctor's spelling.
    */
   missing?: string[];
+}
+/**
+ * ForkOrigin is the point a fork was taken from.
+ */
+export interface ForkOrigin {
+  /**
+   * EntryID is the source entry the fork starts after.
+   */
+  entryId: string;
+  /**
+   * Harness is the source's harness.
+   */
+  harness: string;
+  /**
+   * SessionID is the source session.
+   */
+  sessionId: string;
 }
 /**
  * Gauge is a context-window reading.
@@ -1019,6 +1052,59 @@ export interface Model {
   vision?: boolean;
 }
 /**
+ * PermissionOption is one answer to a permission request.
+ */
+export interface PermissionOption {
+  /**
+   * Kind is "allow_once", "allow_always", "reject_once" or "reject_always". An "always" answer is remembered for the session.
+   */
+  kind: PermissionOptionKind;
+  /**
+   * Name is shown to the user.
+   */
+  name: string;
+  /**
+   * OptionID identifies the option in the answer.
+   */
+  optionId: string;
+}
+/**
+ * PermissionOutcome is "selected" with an optionId, or "cancelled".
+ */
+export interface PermissionOutcome {
+  /**
+   * OptionID is the selected option (outcome "selected").
+   */
+  optionId?: string;
+  /**
+   * Outcome is "selected" or "cancelled".
+   */
+  outcome: PermissionOutcomeKind;
+}
+/**
+ * PermissionToolCall describes the tool call a permission request is about.
+ */
+export interface PermissionToolCall {
+  /**
+   * Kind is the tool kind in ACP's spelling: read, edit, delete, move, search, execute, think, fetch or other.
+   */
+  kind?: string;
+  /**
+   * RawInput is the tool's input as the harness gave it.
+   */
+  rawInput?: {
+    [k: string]: unknown;
+  };
+  /**
+   * Title is a short human-readable description of the call.
+   */
+  title?: string;
+  /**
+   * ToolCallID is the harness's id of the tool call.
+   */
+  toolCallId: string;
+}
+/**
  * Preset is a complete tool-and-prompt assembly for one harness.
  */
 export interface Preset {
@@ -1259,6 +1345,15 @@ export interface SessionCheckpointResult {
   reason: CheckpointReason;
 }
 /**
+ * SessionClientCapabilities are the session features a client supports.
+ */
+export interface SessionClientCapabilities {
+  /**
+   * RequestPermission is true when the client answers session/requestPermission: Bridge then relays the harnesses' tool approvals to it instead of answering them with the preset's policy.
+   */
+  requestPermission?: boolean;
+}
+/**
  * SessionCompactParams asks for a compaction of the harness's window.
  */
 export interface SessionCompactParams {
@@ -1339,6 +1434,82 @@ export interface SessionCreateResult {
   nativeSessionId?: string;
   /**
    * SessionID is Bridge's id of the session.
+   */
+  sessionId: string;
+}
+/**
+ * SessionExportParams renders a session for reading or for moving it.
+ */
+export interface SessionExportParams {
+  /**
+   * Format is "markdown" (default: readable, tool calls folded, compaction and checkpoint boundaries marked) or "json" (lossless: every entry and image; `bridge import --harness bridge` reads it back).
+   */
+  format?: ExportFormat;
+  /**
+   * SessionID is the session to export.
+   */
+  sessionId: string;
+}
+/**
+ * SessionExportResult is the rendered session.
+ */
+export interface SessionExportResult {
+  /**
+   * Content is the Markdown text or the JSON document.
+   */
+  content: string;
+  /**
+   * Format is the format of content.
+   */
+  format: ExportFormat;
+}
+/**
+ * SessionForkParams starts a new session from a point of an existing one.
+ */
+export interface SessionForkParams {
+  /**
+   * Cwd is the new session's working directory; absent keeps the source's.
+   */
+  cwd?: string;
+  /**
+   * EntryID is the last entry of the source the fork starts from (on the source's active branch); absent means the head.
+   */
+  entryId?: string;
+  /**
+   * SessionID is the session to fork from; it is not changed.
+   */
+  sessionId: string;
+  /**
+   * Target names the harness, preset, model and effort of the new session; empty members keep the source's.
+   */
+  target: MigrationTarget;
+  /**
+   * WorkDoneToken, when set, is the token Bridge reports $/progress with.
+   */
+  workDoneToken?: ProgressToken;
+}
+/**
+ * SessionForkResult names the new session.
+ */
+export interface SessionForkResult {
+  /**
+   * Harness is the new session's harness.
+   */
+  harness: string;
+  /**
+   * NativeSessionID is the harness's own id of the new session.
+   */
+  nativeSessionId?: string;
+  /**
+   * Origin says where the fork came from.
+   */
+  origin: ForkOrigin;
+  /**
+   * ProjectedEntries is how many entries of the source the projection the new session starts from holds.
+   */
+  projectedEntries: number;
+  /**
+   * SessionID is the new session.
    */
   sessionId: string;
 }
@@ -1534,6 +1705,32 @@ export interface SessionRenameParams {
  * SessionRenameResult acknowledges session/rename.
  */
 export interface SessionRenameResult {}
+/**
+ * SessionRequestPermissionParams asks the client's user whether a harness may run a tool (session/requestPermission, a request from Bridge). It is shaped as ACP's session/request_permission.
+ */
+export interface SessionRequestPermissionParams {
+  /**
+   * Options are the answers on offer, in the harness's order.
+   */
+  options: PermissionOption[];
+  /**
+   * SessionID is the Bridge session whose harness asks.
+   */
+  sessionId: string;
+  /**
+   * ToolCall is the tool call the harness wants to make.
+   */
+  toolCall: PermissionToolCall;
+}
+/**
+ * SessionRequestPermissionResult is the client's answer.
+ */
+export interface SessionRequestPermissionResult {
+  /**
+   * Outcome is the option selected, or cancelled (the preset's policy then decides, by default reject).
+   */
+  outcome: PermissionOutcome;
+}
 /**
  * SessionResumeParams brings a session back.
  */
@@ -1868,6 +2065,10 @@ export interface BridgeMethods {
   "session/compact": { direction: "clientToServer"; params: SessionCompactParams; result: SessionCompactResult };
   /** Start a session. */
   "session/create": { direction: "clientToServer"; params: SessionCreateParams; result: SessionCreateResult };
+  /** Render a session as Markdown or lossless JSON. */
+  "session/export": { direction: "clientToServer"; params: SessionExportParams; result: SessionExportResult };
+  /** Start a new session, on any harness, from a point of another. */
+  "session/fork": { direction: "clientToServer"; params: SessionForkParams; result: SessionForkResult };
   /** Page the record backwards. */
   "session/history": { direction: "clientToServer"; params: SessionHistoryParams; result: SessionHistoryResult };
   /** Bring a harness transcript into the record. */
@@ -1878,6 +2079,12 @@ export interface BridgeMethods {
   "session/prompt": { direction: "clientToServer"; params: SessionPromptParams; result: SessionPromptResult };
   /** Rename a session. */
   "session/rename": { direction: "clientToServer"; params: SessionRenameParams; result: SessionRenameResult };
+  /** Ask the user whether a harness may run a tool. */
+  "session/requestPermission": {
+    direction: "serverToClient";
+    params: SessionRequestPermissionParams;
+    result: SessionRequestPermissionResult;
+  };
   /** Resume a session and report the mode. */
   "session/resume": { direction: "clientToServer"; params: SessionResumeParams; result: SessionResumeResult };
   /** Search the text of every session, best hits first. */
