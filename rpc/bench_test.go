@@ -12,6 +12,7 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // pipeRWC joins one end of two io.Pipes into a ReadWriteCloser.
@@ -60,7 +61,13 @@ var historyParams = json.RawMessage(`{"sessionId":"01JNKSESSION0000000000000","m
 func benchBridgeHistory(b *testing.B) {
 	entries := page()
 	fake := newFake()
-	fake.history = func(context.Context, string, int64, int) ([]core.Entry, bool, error) { return entries, true, nil }
+	wire := make([]schema.Entry, len(entries))
+	for i, e := range entries {
+		wire[i] = service.WireEntry(e)
+	}
+	fake.history = func(context.Context, schema.SessionHistoryParams) (schema.SessionHistoryResult, error) {
+		return schema.SessionHistoryResult{Entries: wire, HasMore: true}, nil
+	}
 	cli, srv := pipePair()
 	cfg := Config{Logger: discardLogger(), Open: func(context.Context, InitOptions, service.Notifier, Caller) (Backend, error) { return fake, nil }}
 	done := make(chan struct{})
@@ -164,5 +171,27 @@ func BenchmarkHistoryVsEcho(b *testing.B) {
 		b.ReportMetric(0, "ns/op")
 		b.ReportMetric(nsPerOp[1]/nsPerOp[0], "bridge/echo")
 		b.ReportMetric(nsPerOp[2]/nsPerOp[0], "bridge/rawpage")
+	})
+}
+
+// BenchmarkParamsDecode measures decoding one session/prompt's params:
+// "validated" is what the server does (JSON Schema validation, then
+// encoding/json), "plain" is encoding/json alone, the baseline.
+func BenchmarkParamsDecode(b *testing.B) {
+	raw := json.RawMessage(`{"sessionId":"01JNKSESSION0000000000000","workDoneToken":"t1","content":[{"type":"text","text":"explain the failing test in rpc and propose a fix"},{"type":"image","mediaType":"image/png","data":"iVBORw0KGgo="}]}`)
+	b.Run("validated", func(b *testing.B) {
+		for range b.N {
+			if _, err := decodeParams[schema.SessionPromptParams]("session/prompt", raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("plain", func(b *testing.B) {
+		for range b.N {
+			var p schema.SessionPromptParams
+			if err := json.Unmarshal(raw, &p); err != nil {
+				b.Fatal(err)
+			}
+		}
 	})
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // nullReply awaits the next reply with a null id after the first n such
@@ -128,25 +128,34 @@ func TestInvalidParams(t *testing.T) {
 		msg    string
 	}{
 		{"session/history", map[string]any{}, "sessionId", `missing required field "sessionId"`},
-		{"session/history", map[string]any{"sessionId": nil}, "sessionId", `missing required field "sessionId"`},
+		{"session/history", map[string]any{"sessionId": nil}, "sessionId", `field "sessionId" must be a string, not null`},
 		{"session/history", map[string]any{"sessionId": 5}, "sessionId", `field "sessionId" must be a string, not number`},
 		{"session/history", map[string]any{"sessionId": "s", "beforeSeq": "ten"}, "beforeSeq", `field "beforeSeq" must be an integer, not string`},
 		{"session/history", []any{"s"}, "", "params must be an object"},
 		{"session/prompt", map[string]any{"sessionId": "s"}, "content", `missing required field "content"`},
 		{"session/prompt", map[string]any{"sessionId": "s", "content": []any{map[string]any{"type": "text", "text": "a"}, map[string]any{"text": "b"}}},
 			"content[1].type", `missing required field "content[1].type"`},
-		{"session/prompt", map[string]any{"sessionId": "s", "content": []any{map[string]any{"type": "video"}}}, "content[0].type", `"video"`},
-		{"session/prompt", map[string]any{"sessionId": "s", "content": []any{}}, "content", "at least one block"},
 		{"session/create", map[string]any{"harness": "fake"}, "cwd", `missing required field "cwd"`},
-		{"session/resume", map[string]any{"sessionId": "s", "mode": "hot"}, "mode", `mode "hot"`},
-		{"session/checkpoint", map[string]any{"sessionId": "s", "reason": "bored"}, "reason", `reason "bored"`},
+		{"session/prompt", map[string]any{"sessionId": "s", "content": []any{map[string]any{"type": "video"}}}, "content[0].type", `"video" is not one of "text", "image"`},
+		{"session/prompt", map[string]any{"sessionId": "s", "content": []any{map[string]any{"type": "image", "mediaType": "image/png"}}}, "content[0].data", `missing required field "content[0].data"`},
+		{"session/prompt", map[string]any{"sessionId": "s", "content": []any{}}, "content", "at least 1 item"},
+		{"session/resume", map[string]any{"sessionId": "s", "mode": "hot"}, "mode", `mode "hot" is not one of "fresh"`},
+		{"session/checkpoint", map[string]any{"sessionId": "s", "reason": "bored"}, "reason", `reason "bored" is not one of`},
+		{"migration/execute", map[string]any{"previewId": "p", "inject": "all"}, "inject", `inject "all" is not one of "goal", "prompt", "both"`},
+		{"migration/execute", map[string]any{"previewId": "p", "goalRounds": -2}, "goalRounds", "goalRounds must be at least 0, not -2"},
+		{"migration/preview", map[string]any{"sessionId": "s", "target": map[string]any{}, "lang": "fr"}, "lang", `lang "fr" is not one of "en", "zh"`},
+		{"migration/preview", map[string]any{"sessionId": "s", "target": map[string]any{"model": 5}}, "target.model", `field "target.model" must be a string, not number`},
+		{"session/list", map[string]any{"limit": -1}, "limit", "limit must be at least 0, not -1"},
+		{"session/search", map[string]any{"query": "x", "limit": 500}, "limit", "limit must be at most 200, not 500"},
+		{"session/history", map[string]any{"sessionId": "s", "beforeSeq": 0}, "beforeSeq", "beforeSeq must be at least 1, not 0"},
+		{"session/history", map[string]any{"sessionId": "s", "maxMessages": 1.5}, "maxMessages", `field "maxMessages" must be an integer, not number`},
+		{"session/list", map[string]any{"limit": 1e30}, "limit", "limit"},
 		{"migration/preview", map[string]any{"sessionId": "s"}, "target", `missing required field "target"`},
-		{"migration/execute", map[string]any{"previewId": "p", "inject": "all"}, "inject", `inject "all"`},
 	}
 	for _, tc := range cases {
 		e := wantError(t, c.call(tc.method, tc.params), int(CodeInvalidParams))
 		d := e.errData(t)
-		if d.Code != core.CodeInvalid || d.Field != tc.field || !strings.Contains(e.Message, tc.msg) {
+		if d.Code != schema.ErrInvalid || d.Field != tc.field || !strings.Contains(e.Message, tc.msg) {
 			t.Errorf("%s %v: got %q data %+v; want field %q and message containing %q", tc.method, tc.params, e.Message, d, tc.field, tc.msg)
 		}
 	}
@@ -157,7 +166,9 @@ func TestInvalidParams(t *testing.T) {
 func TestDomainErrors(t *testing.T) {
 	fake := newFake()
 	var next error
-	fake.history = func(context.Context, string, int64, int) ([]core.Entry, bool, error) { return nil, false, next }
+	fake.history = func(context.Context, schema.SessionHistoryParams) (schema.SessionHistoryResult, error) {
+		return schema.SessionHistoryResult{}, next
+	}
 	c := startServer(t, fake, nil)
 	c.initialize()
 	unavailable := core.Errorf(core.CodeUnavailable, "codex cannot resume natively")
@@ -182,7 +193,7 @@ func TestDomainErrors(t *testing.T) {
 		next = tc.err
 		e := wantError(t, c.call("session/history", map[string]any{"sessionId": "s1"}), tc.code)
 		d := e.errData(t)
-		if d.Code != tc.data || !strings.Contains(e.Message, tc.message) || fmt.Sprint(d.Missing) != fmt.Sprint(tc.missing) {
+		if string(d.Code) != string(tc.data) || !strings.Contains(e.Message, tc.message) || fmt.Sprint(d.Missing) != fmt.Sprint(tc.missing) {
 			t.Errorf("%v: got %d %q %+v", tc.err, e.Code, e.Message, d)
 		}
 		if strings.Contains(e.Message, "secret") || strings.Contains(string(e.Data), "secret") {
@@ -223,7 +234,7 @@ func TestWireCodesTable(t *testing.T) {
 // without the panic's text and the connection carries on.
 func TestPanicFailsOnlyItsRequest(t *testing.T) {
 	fake := newFake()
-	fake.doctor = func(context.Context, string) (service.DoctorReport, error) { panic("boom at /home/secret") }
+	fake.doctor = func(context.Context, schema.DoctorParams) (schema.DoctorResult, error) { panic("boom at /home/secret") }
 	c := startServer(t, fake, nil)
 	c.initialize()
 	e := wantError(t, c.call("bridge/doctor", map[string]any{}), int(CodeInternal))

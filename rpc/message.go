@@ -43,7 +43,7 @@ func ServeMessages(ctx context.Context, conn MessageConn, cfg Config) (exitCode 
 	if max <= 0 {
 		max = DefaultMaxContentLength
 	}
-	return serve(ctx, &messageStream{conn: conn, max: max, log: log, done: make(chan struct{})}, cfg, log)
+	return serveTransport(ctx, &messageStream{conn: conn, max: max, log: log, done: make(chan struct{})}, cfg, log)
 }
 
 // messageStream adapts a MessageConn to the server's transport.
@@ -53,6 +53,8 @@ type messageStream struct {
 	log  *slog.Logger
 
 	wmu sync.Mutex // one writer at a time
+	// replied, when not nil, is told the id of every response written.
+	replied func(jsonrpc2.ID)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -103,13 +105,21 @@ func (s *messageStream) Write(ctx context.Context, msg jsonrpc2.Message) (int64,
 	if err != nil {
 		return 0, fmt.Errorf("rpc: encoding a message: %w", err)
 	}
+	id, isResponse := responseID(data)
 	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if err := s.conn.WriteMessage(context.WithoutCancel(ctx), data); err != nil {
+	err = s.conn.WriteMessage(context.WithoutCancel(ctx), data)
+	s.wmu.Unlock()
+	if isResponse && s.replied != nil {
+		s.replied(id)
+	}
+	if err != nil {
 		return 0, err
 	}
 	return int64(len(data)), nil
 }
+
+// onReplied sets the function told the id of every response written.
+func (s *messageStream) onReplied(f func(jsonrpc2.ID)) { s.replied = f }
 
 // Close releases the transport once.
 func (s *messageStream) Close() error {

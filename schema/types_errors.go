@@ -1,7 +1,5 @@
 package schema
 
-import "github.com/invopop/jsonschema"
-
 // ErrorCode is a domain failure class from a closed set; it travels as
 // data.code of a JSON-RPC error. The list mirrors core.Codes (a test keeps
 // the two equal).
@@ -31,15 +29,15 @@ var ErrorCodes = []ErrorCode{ErrInvalid, ErrNotFound, ErrUnavailable, ErrBusy, E
 	ErrUnsupported, ErrHarness, ErrTimeout, ErrCancelled, ErrCorrupt, ErrInternal,
 	ErrChanged, ErrSummary, ErrCommit, ErrPersistence}
 
-// JSONSchema lists the codes.
-func (ErrorCode) JSONSchema() *jsonschema.Schema { return stringEnum(ErrorCodes...) }
-
 // ErrorData is the data member of a JSON-RPC error for a domain failure.
 type ErrorData struct {
 	// Code is the failure class.
 	Code ErrorCode `json:"code"`
 	// Detail says more, for a person (never secrets or stack traces).
 	Detail string `json:"detail,omitempty"`
+	// Field names the params member at fault for code invalid, as a dotted
+	// path ("content[1].type"); absent when no one member is.
+	Field string `json:"field,omitempty"`
 	// Missing names the capabilities whose absence refused the operation
 	// (code unavailable or unsupported), in doctor's spelling.
 	Missing []string `json:"missing,omitempty"`

@@ -15,6 +15,7 @@ const (
 	OpSay     Op = "say"     // say <text>: assistant.message with text
 	OpJSON    Op = "json"    // json <text>: assistant.message with the literal text
 	OpTool    Op = "tool"    // tool <name> [arg]: tool.started + tool.completed
+	OpAsk     Op = "ask"     // ask <name> [arg]: asks the approver, then as tool or a refusal
 	OpStream  Op = "stream"  // stream <N>: N assistant.message entries at once
 	OpCompact Op = "compact" // compact auto|manual [pre post]: context.compacted
 	OpUsage   Op = "usage"   // usage <used>: sets the context gauge reading
@@ -26,11 +27,17 @@ const (
 	OpNext    Op = "next"    // next <directive>: queue it for the next prompt
 	OpAfter   Op = "after"   // after <k> <directive>: queue it for the k-th prompt after this one
 	OpWorker  Op = "worker"  // worker <directive>: queue it for the first prompt of the next new session
+	// OpToolStart: toolstart <name> [arg]: tool.started only (the tool
+	// never completes, as when a harness dies mid-tool).
+	OpToolStart Op = "toolstart"
+	// OpPlan: plan <status>:<text>[; <status>:<text>...]: plan.updated with
+	// those steps (status pending, in_progress or completed).
+	OpPlan Op = "plan"
 )
 
-var knownOps = map[Op]bool{OpSay: true, OpJSON: true, OpTool: true, OpStream: true,
+var knownOps = map[Op]bool{OpSay: true, OpJSON: true, OpTool: true, OpAsk: true, OpStream: true,
 	OpCompact: true, OpUsage: true, OpSleep: true, OpHang: true, OpCrash: true, OpFile: true,
-	OpDecide: true, OpNext: true, OpAfter: true, OpWorker: true}
+	OpDecide: true, OpNext: true, OpAfter: true, OpWorker: true, OpToolStart: true, OpPlan: true}
 
 // Step is one thing the fake model does during a turn. Which fields matter
 // depends on Op:
@@ -128,12 +135,17 @@ func ParseLine(line string) (Step, error) {
 			return Step{}, fmt.Errorf("%s wants a path", op)
 		}
 		return Step{Op: op, Text: rest}, nil
-	case OpTool:
+	case OpTool, OpAsk, OpToolStart:
 		name, arg, _ := cutWord(rest)
 		if name == "" {
-			return Step{}, fmt.Errorf("tool wants a name")
+			return Step{}, fmt.Errorf("%s wants a name", op)
 		}
 		return Step{Op: op, Name: name, Text: arg}, nil
+	case OpPlan:
+		if _, err := PlanSteps(rest); err != nil {
+			return Step{}, err
+		}
+		return Step{Op: op, Text: rest}, nil
 	case OpStream, OpUsage, OpCrash:
 		n, err := strconv.ParseInt(rest, 10, 64)
 		if err != nil || n < 0 || (op == OpCrash && n > 255) {
@@ -186,6 +198,32 @@ func parseCompact(rest string) (Step, error) {
 		s.Pre, s.Post = pre, post
 	}
 	return s, nil
+}
+
+// PlanSteps parses the argument of a plan directive:
+// "<status>:<text>; <status>:<text>", status pending, in_progress or
+// completed.
+func PlanSteps(arg string) ([]map[string]any, error) {
+	var out []map[string]any
+	for _, part := range strings.Split(arg, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		st, text, ok := strings.Cut(part, ":")
+		st, text = strings.TrimSpace(st), strings.TrimSpace(text)
+		switch {
+		case !ok || text == "":
+			return nil, fmt.Errorf("plan step %q wants <status>:<text>", part)
+		case st != "pending" && st != "in_progress" && st != "completed":
+			return nil, fmt.Errorf("plan step status %q is not pending, in_progress or completed", st)
+		}
+		out = append(out, map[string]any{"text": text, "status": st})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("plan wants at least one <status>:<text> step")
+	}
+	return out, nil
 }
 
 func cutWord(s string) (word, rest string, ok bool) {

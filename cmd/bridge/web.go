@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -33,33 +32,27 @@ func (a *app) web(ctx context.Context, args []string) int {
 	fs, _ := a.flags("web")
 	listen := fs.String("listen", "127.0.0.1:0", "loopback HOST:PORT to serve on (port 0 picks a free port)")
 	logLevel := fs.String("log-level", "warn", "stderr log level: debug, info, warn, error")
-	if _, err := parse(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	if _, err := a.parse(fs, args); err != nil {
+		if errors.Is(err, errHelpShown) {
 			return 0
 		}
-		return 2
+		return a.report("web", err)
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(a.stderr, "bridge web: --log-level: %v\n", err)
-		return 2
+		return a.report("web", usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", *logLevel)})
 	}
 	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: lvl}))
 	ln, err := web.Listen(*listen)
 	if err != nil {
-		fmt.Fprintf(a.stderr, "bridge web: %v\n", err)
-		return 2
+		return a.report("web", usageError{err.Error()})
 	}
 	defer ln.Close()
 
 	fan := &fanout{targets: map[*fanTarget]struct{}{}, fallback: &cliNotifier{w: a.stderr}}
 	e, err := a.open(ctx, openOptions{notifier: fan})
 	if err != nil {
-		fmt.Fprintf(a.stderr, "bridge web: %v\n", err)
-		if c := core.ErrorCode(err); c != core.CodeInternal {
-			fmt.Fprintf(a.stderr, "(code: %s)\n", c)
-		}
-		return 1
+		return a.report("web", err)
 	}
 	defer e.Close(context.WithoutCancel(ctx))
 
@@ -85,13 +78,11 @@ func (a *app) web(ctx context.Context, args []string) int {
 	}
 	srv, err := web.New(web.Options{Token: os.Getenv("BRIDGE_WEB_TOKEN"), RPC: cfg, Assets: webui.Assets(), Logger: logger})
 	if err != nil {
-		fmt.Fprintf(a.stderr, "bridge web: %v\n", err)
-		return 1
+		return a.report("web", err)
 	}
 	fmt.Fprintf(a.stdout, "Bridge WebUI: %s\n", srv.URL(ln.Addr()))
 	if err := srv.Serve(ctx, ln); err != nil {
-		fmt.Fprintf(a.stderr, "bridge web: %v\n", err)
-		return 1
+		return a.report("web", err)
 	}
 	return 0
 }

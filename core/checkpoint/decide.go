@@ -49,6 +49,10 @@ type State struct {
 	WorkerDone bool
 	// ToolInFlight: a tool call started and has not completed.
 	ToolInFlight bool
+	// Dead: the session's harness process is not running, so the
+	// checkpoint is rebuilt from the record. No tool can be in flight in a
+	// dead process: ToolInFlight never suppresses then.
+	Dead bool
 	// ApprovalPending: an approval was requested and not resolved.
 	ApprovalPending bool
 	// MeaningfulWork: something worth keeping happened since the last
@@ -98,7 +102,9 @@ type Decision struct {
 //
 //  1. the four suppressions of DESIGN §5, in its order: a short-lived worker
 //     that already has a valid final result; a tool call in flight; an
-//     approval pending; no meaningful work since the last boundary. They
+//     approval pending; no meaningful work since the last boundary (a
+//     tool left open by a process that is no longer running is not in
+//     flight: see State.Dead). They
 //     apply to every reason, manual included (there is nothing consistent
 //     to save mid-tool, and nothing new to save without work);
 //  2. a direct chat never fires an automatic reason (manual still can);
@@ -120,7 +126,7 @@ func Decide(reason Reason, s State) Decision {
 		return stop(SuppressedUnknownReason, fmt.Sprintf("reason %q is not a checkpoint reason", reason))
 	case s.WorkerDone:
 		return stop(SuppressedWorkerDone, "the short-lived worker already has a valid final result")
-	case s.ToolInFlight:
+	case s.ToolInFlight && !s.Dead:
 		return stop(SuppressedToolInFlight, "a tool call is in flight")
 	case s.ApprovalPending:
 		return stop(SuppressedApproval, "an approval is pending")

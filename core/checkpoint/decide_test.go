@@ -50,6 +50,15 @@ func TestDecideReasonsBySuppression(t *testing.T) {
 		three.WorkerDone = false
 		rows = append(rows, row{name: fmt.Sprintf("%s/order", r), reason: r, state: three, rule: SuppressedToolInFlight})
 
+		// A dead process's rebuild: a tool left open is not in flight, the
+		// other suppressions still apply.
+		dead := ownerState()
+		dead.ToolInFlight, dead.Dead = true, true
+		rows = append(rows, row{name: fmt.Sprintf("%s/dead_tool_open", r), reason: r, state: dead, fire: true})
+		deadApproval := dead
+		deadApproval.ApprovalPending = true
+		rows = append(rows, row{name: fmt.Sprintf("%s/dead_approval", r), reason: r, state: deadApproval, rule: SuppressedApproval})
+
 		// A direct chat never auto-compacts; manual still fires.
 		dc := ownerState()
 		dc.DirectChat = true

@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -62,6 +63,62 @@ type msg struct {
 	images int
 }
 
+// restoredHeader begins the text Bridge injects when it restores a session
+// from a checkpoint (checkpoint.Render).
+var restoredHeader = []byte("# Restored session")
+
+// bridgeOwn marks the messages of branch that Bridge itself exchanged with
+// the session rather than the conversation: a checkpoint request (and its
+// repair) with the model's reply, from `compaction.requested` until the
+// commit, the failure, or the end of the process that never answered (a
+// status or restoration entry); and the "restored session" text injected
+// on restoration with the reply to it, until the `session.restored` entry.
+// Only kinds are read, and the text of user messages that may be the
+// restoration header.
+func bridgeOwn(branch []core.Entry) []bool {
+	own := make([]bool, len(branch))
+	exchange, restore := false, false
+	for i, e := range branch {
+		switch e.Kind {
+		case core.KindCompactionRequest:
+			exchange = true
+		case core.KindCheckpoint, core.KindCompaction, core.KindBranchSummary, core.KindCompactionFailed:
+			exchange = false
+		case core.KindSessionRestored, core.KindSessionResumeFail, core.KindSessionStatus:
+			if e.Kind != core.KindSessionStatus || exitStatus(e.Payload) {
+				exchange, restore = false, false
+			}
+		case core.KindUserMessage:
+			if !exchange && bytes.Contains(e.Payload, restoredHeader) {
+				var p struct {
+					Text string `json:"text"`
+				}
+				_ = json.Unmarshal(e.Payload, &p)
+				restore = strings.HasPrefix(p.Text, string(restoredHeader))
+			} else if !exchange {
+				restore = false
+			}
+			own[i] = exchange || restore
+		case core.KindAssistantMessage:
+			own[i] = exchange || restore
+		}
+	}
+	return own
+}
+
+// exitStatus reports whether a session.status payload says the harness
+// process ended (Bridge's own "stopped" or "suspended").
+func exitStatus(raw json.RawMessage) bool {
+	if !bytes.Contains(raw, []byte("stopped")) && !bytes.Contains(raw, []byte("suspended")) {
+		return false
+	}
+	var p struct {
+		Status string `json:"status"`
+	}
+	_ = json.Unmarshal(raw, &p)
+	return p.Status == "stopped" || p.Status == "suspended"
+}
+
 // Fold turns a source session's active branch into a bounded text: the
 // newest earlier compaction summary, the user messages and the recent
 // assistant output, within a 60,000-character budget split 25/45/30 with
@@ -79,10 +136,14 @@ func Fold(branch []core.Entry, opt FoldOptions) Source {
 	var msgs []msg
 	summary := ""
 	total := 0
+	own := bridgeOwn(branch)
 	for i := len(branch) - 1; i >= 0; i-- {
 		e := branch[i]
 		switch e.Kind {
 		case core.KindUserMessage, core.KindAssistantMessage:
+			if own[i] {
+				continue
+			}
 			total++
 			if len(msgs) == opt.MaxMessages {
 				continue

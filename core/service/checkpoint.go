@@ -13,16 +13,16 @@ import (
 // it: the last six messages and what came with them.
 var retainPolicy = checkpoint.RetainPolicy{KeepMessages: 6}
 
-// Checkpoint writes a Bridge checkpoint of the session now. The session's
+// checkpointNow writes a Bridge checkpoint of the session now. The session's
 // own agent writes it when its harness is running; otherwise Bridge
 // reconstructs it from the record and the repository.
-func (s *Service) Checkpoint(ctx context.Context, sessionID, reason string) (CheckpointOutcome, error) {
+func (s *Service) checkpointNow(ctx context.Context, sessionID, reason string) (CheckpointOutcome, error) {
 	r := checkpoint.Reason(reason)
 	if r == "" {
 		r = checkpoint.ReasonManual
 	}
 	if !r.Known() {
-		return CheckpointOutcome{}, core.Errorf(core.CodeInvalid, "reason %q is not one of %v", reason, checkpoint.Reasons)
+		return CheckpointOutcome{}, invalidField("reason", "reason %q is not one of %v", reason, checkpoint.Reasons)
 	}
 	return s.checkpoint(ctx, sessionID, r, "")
 }
@@ -48,6 +48,7 @@ func (s *Service) checkpoint(ctx context.Context, sessionID string, reason check
 	}
 	l := s.liveFor(sessionID)
 	state := checkpoint.BranchActivity(branch).Apply(s.controllerState(ctx, sess, l, reason == checkpoint.ReasonContextPressure || reason == checkpoint.ReasonResponseReserve))
+	state.Dead = l == nil
 	if d := checkpoint.Decide(reason, state); !d.Fire {
 		code := core.CodeInvalid
 		if d.Suppressed == checkpoint.SuppressedToolInFlight || d.Suppressed == checkpoint.SuppressedApproval {

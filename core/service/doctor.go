@@ -2,19 +2,20 @@ package service
 
 import (
 	"context"
-	"sort"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/schema"
 )
 
-// Doctor probes each adapter (or only harness, when named) without
+// BridgeDoctor probes each adapter (or only p.Harness, when named) without
 // mutating anything and reports what is available and what is missing.
-func (s *Service) Doctor(ctx context.Context, harness string) (DoctorReport, error) {
+func (s *Service) BridgeDoctor(ctx context.Context, p schema.DoctorParams) (schema.DoctorResult, error) {
+	harness := p.Harness
 	var hosts []core.BridgeHost
 	if harness != "" {
 		h, err := s.host(harness)
 		if err != nil {
-			return DoctorReport{}, err
+			return schema.DoctorResult{}, err
 		}
 		hosts = append(hosts, h)
 	} else {
@@ -22,10 +23,10 @@ func (s *Service) Doctor(ctx context.Context, harness string) (DoctorReport, err
 			hosts = append(hosts, s.hosts[n])
 		}
 	}
-	rep := DoctorReport{DataDir: s.opts.DataDir, Database: s.opts.Database}
+	rep := schema.DoctorResult{DataDir: s.opts.DataDir, Database: s.opts.Database}
 	v, err := s.opts.Store.SchemaVersion(ctx)
 	if err != nil {
-		return DoctorReport{}, err
+		return schema.DoctorResult{}, err
 	}
 	rep.SchemaVersion = v
 	for _, h := range hosts {
@@ -34,42 +35,14 @@ func (s *Service) Doctor(ctx context.Context, harness string) (DoctorReport, err
 	return rep, nil
 }
 
-// adapterReport normalises a probe: every required and optional capability
-// appears exactly once, in the design's order, with those the adapter did
-// not mention counted as missing.
-func adapterReport(p core.Probe) AdapterReport {
-	byName := map[string]core.Capability{}
-	for _, c := range p.Capabilities {
-		byName[c.Name] = c
+// adapterReport is a probe judged by core.Assess, in the contract's types.
+func adapterReport(p core.Probe) schema.AdapterReport {
+	a := core.Assess(p)
+	out := schema.AdapterReport{Harness: p.Harness, Binary: p.Binary, Version: p.Version, Installed: a.Installed,
+		OK: a.OK, Missing: a.Missing}
+	for _, c := range a.Assessed {
+		out.Capabilities = append(out.Capabilities, schema.Capability{Name: c.Name, Required: c.Need == core.NeedRequired,
+			Need: schema.CapabilityNeed(c.Need), Reason: c.Reason, Available: c.Available, Detail: c.Detail})
 	}
-	var caps []core.Capability
-	var missing []string
-	add := func(name string, required bool) {
-		c, ok := byName[name]
-		if !ok {
-			c = core.Capability{Name: name, Detail: "not reported by the adapter"}
-		}
-		c.Required = required
-		caps = append(caps, c)
-		delete(byName, name)
-		if required && !c.Available {
-			missing = append(missing, name)
-		}
-	}
-	for _, n := range core.RequiredCapabilities {
-		add(n, true)
-	}
-	for _, n := range core.OptionalCapabilities {
-		add(n, false)
-	}
-	var extra []string
-	for n := range byName {
-		extra = append(extra, n)
-	}
-	sort.Strings(extra)
-	for _, n := range extra {
-		caps = append(caps, byName[n])
-	}
-	p.Capabilities = caps
-	return AdapterReport{Probe: p, OK: len(missing) == 0, Missing: missing}
+	return out
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/handoff"
+	"github.com/bridge-dev/bridge/internal/inputfile"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // MigrationExecute starts a clean target session from a preview: it reads
@@ -19,7 +21,7 @@ import (
 // the kickoff. The source is never rewritten. If pausing the goal fails,
 // goal.clear is tried, the target is cancelled and no kickoff is sent. A
 // kickoff whose delivery is uncertain is never retried.
-func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (ExecuteOutcome, error) {
+func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExecuteParams) (schema.MigrationExecuteResult, error) {
 	s.previews.mu.Lock()
 	p := s.previews.m[req.PreviewID]
 	if p == nil {
@@ -36,10 +38,10 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 	}
 	s.previews.mu.Unlock()
 	if p == nil {
-		return ExecuteOutcome{}, core.Errorf(core.CodeNotFound, "preview %q not found or older than 30 minutes: run migration/preview again", req.PreviewID)
+		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeNotFound, "preview %q not found or older than 30 minutes: make a new preview", req.PreviewID)
 	}
 	if req.GoalRounds < 0 {
-		return ExecuteOutcome{}, core.Errorf(core.CodeInvalid, "goalRounds must be at least 1")
+		return schema.MigrationExecuteResult{}, invalidField("goalRounds", "goalRounds must not be negative")
 	}
 	rounds := req.GoalRounds
 	if rounds == 0 {
@@ -49,13 +51,16 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 	if path == "" {
 		path = p.path
 	}
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(ctx, path, "handoff file", MaxHandoffBytes)
 	if err != nil {
-		return ExecuteOutcome{}, core.E(core.CodeInvalid, "read the preview file", err)
+		return schema.MigrationExecuteResult{}, err
 	}
 	summary := string(b)
 	if strings.TrimSpace(summary) == "" {
-		return ExecuteOutcome{}, core.Errorf(core.CodeInvalid, "the preview file %s is empty", path)
+		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeInvalid, "the preview file %s is empty", core.Quote(path))
+	}
+	if err := checkHandoffText(path, summary); err != nil {
+		return schema.MigrationExecuteResult{}, err
 	}
 	var warnings []string
 	if _, err := handoff.Parse(summary); err != nil {
@@ -63,16 +68,16 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 	}
 	src, err := s.session(ctx, p.source.ID)
 	if err != nil {
-		return ExecuteOutcome{}, err
+		return schema.MigrationExecuteResult{}, err
 	}
-	_, inject, err := s.checkMigration(ctx, src, p.target, req.Inject)
+	_, inject, err := s.checkMigration(ctx, src, p.target, string(req.Inject))
 	if err != nil {
-		return ExecuteOutcome{}, err
+		return schema.MigrationExecuteResult{}, err
 	}
 	s.previews.mu.Lock()
 	if p.executed {
 		s.previews.mu.Unlock()
-		return ExecuteOutcome{}, core.Errorf(core.CodeConflict, "preview %s was already executed", p.id)
+		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeConflict, "preview %s was already executed", p.id)
 	}
 	p.executed = true
 	s.previews.mu.Unlock()
@@ -92,12 +97,12 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 	if title == "" {
 		title = src.ID
 	}
-	target, err := s.Create(ctx, CreateParams{Harness: p.target.Harness, Cwd: src.Cwd, Preset: p.target.Preset,
+	target, err := s.create(ctx, schema.SessionCreateParams{Harness: p.target.Harness, Cwd: src.Cwd, Preset: p.target.Preset,
 		Model: model, Effort: effort})
 	if err != nil {
-		return ExecuteOutcome{}, fmt.Errorf("create the target session: %w", err)
+		return schema.MigrationExecuteResult{}, fmt.Errorf("create the target session: %w", err)
 	}
-	out := ExecuteOutcome{TargetSessionID: target.ID}
+	out := schema.MigrationExecuteResult{TargetSessionID: target.ID}
 	if model != "" {
 		out.ModelTransferred = true
 	} else if src.Model != "" {
@@ -111,7 +116,7 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 	if to == "" {
 		to = p.target.Harness
 	}
-	if err := s.Rename(ctx, target.ID, title+" → "+to); err != nil {
+	if err := s.rename(ctx, target.ID, title+" → "+to); err != nil {
 		warnings = append(warnings, "rename the target: "+err.Error())
 	}
 	if _, err := s.appendEntries(ctx, target.ID, core.NewEntry{Kind: core.KindMigrationHandoff, Payload: core.Payload(map[string]any{
@@ -153,7 +158,7 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 // goalHandoff creates a goal carrying the handoff and pauses it. If pausing
 // fails it tries to clear the goal, cancels the target and reports false:
 // no kickoff may be sent.
-func (s *Service) goalHandoff(ctx context.Context, l *liveSession, summary string, rounds int, out *ExecuteOutcome) (bool, []string) {
+func (s *Service) goalHandoff(ctx context.Context, l *liveSession, summary string, rounds int, out *schema.MigrationExecuteResult) (bool, []string) {
 	var warnings []string
 	gh, ok := l.live.(core.GoalHost)
 	if !ok {
@@ -186,7 +191,7 @@ func (s *Service) goalHandoff(ctx context.Context, l *liveSession, summary strin
 	return true, warnings
 }
 
-func (s *Service) auditMigration(ctx context.Context, src, target core.Session, out ExecuteOutcome) {
+func (s *Service) auditMigration(ctx context.Context, src, target core.Session, out schema.MigrationExecuteResult) {
 	err := s.opts.Store.AppendAudit(ctx, core.AuditRecord{Source: "migration", Kind: "migration.executed", Entity: src.ID,
 		Body: core.Payload(map[string]any{"sourceSessionId": src.ID, "targetSessionId": target.ID, "targetHarness": target.Harness,
 			"targetPreset": target.Preset, "modelTransferred": out.ModelTransferred, "goalCreated": out.GoalCreated,
@@ -255,4 +260,24 @@ func (s *Service) hasVision(ctx context.Context, target core.Session) (bool, str
 		}
 	}
 	return false, fmt.Sprintf("%s does not list the target model %s", target.Harness, target.Model)
+}
+
+// MaxHandoffBytes bounds an edited handoff file read by migration/execute
+// (it becomes the kickoff prompt, one entry of the record).
+const MaxHandoffBytes = 4 << 20
+
+// checkHandoffText refuses a file that is not an edited handoff: text that
+// is not UTF-8, holds NUL bytes, or has none of the five section headings.
+// A handoff missing some sections is still sent (with a warning).
+func checkHandoffText(path, text string) error {
+	if !utf8.ValidString(text) || strings.ContainsRune(text, 0) {
+		return core.Errorf(core.CodeInvalid, "handoff file %s is not UTF-8 text", core.Quote(path))
+	}
+	_, secs := handoff.SplitSections(text)
+	for _, sec := range secs {
+		if handoff.IsSectionTitle(sec.Title) {
+			return nil
+		}
+	}
+	return core.Errorf(core.CodeInvalid, "handoff file %s is not a handoff: it has none of the sections (## Goal, ## Current state, …)", core.Quote(path))
 }

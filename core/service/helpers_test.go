@@ -11,6 +11,7 @@ import (
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
 	"github.com/bridge-dev/bridge/core/service/servicetest"
+	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/storage"
 	"github.com/bridge-dev/bridge/storage/storagetest"
 )
@@ -32,6 +33,9 @@ type rigOptions struct {
 	timeout time.Duration
 	db      *storage.DB
 	dir     string
+	// permissions and approvalTimeout are service.Options'.
+	permissions     service.PermissionAsker
+	approvalTimeout time.Duration
 }
 
 func newRig(t *testing.T, o rigOptions) *rig {
@@ -47,7 +51,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	hosts := append([]core.BridgeHost{fake.New(o.fake)}, o.extra...)
 	rec := servicetest.NewRecorder()
 	svc, err := service.New(service.Options{Store: db, Hosts: hosts, Notifier: rec, DataDir: dir,
-		Presets: o.presets, CheckpointTimeout: o.timeout,
+		Presets: o.presets, CheckpointTimeout: o.timeout, Permissions: o.permissions, ApprovalTimeout: o.approvalTimeout,
 		RepoStatus: func(ctx context.Context, cwd string) (string, error) { return " M src/changed.go\n", nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -58,16 +62,20 @@ func newRig(t *testing.T, o rigOptions) *rig {
 
 func (r *rig) create() core.Session {
 	r.t.Helper()
-	s, err := r.svc.Create(context.Background(), service.CreateParams{Harness: "fake", Cwd: r.t.TempDir(), Title: "t", Model: "fake-large", Effort: "high"})
+	s, err := r.svc.SessionCreate(context.Background(), schema.SessionCreateParams{Harness: "fake", Cwd: r.t.TempDir(), Title: "t", Model: "fake-large", Effort: "high"})
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	return s
+	sess, err := r.db.GetSession(context.Background(), s.SessionID)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return sess
 }
 
 func (r *rig) prompt(id, text string) {
 	r.t.Helper()
-	if _, err := r.svc.Prompt(context.Background(), id, []core.Content{{Type: "text", Text: text}}); err != nil {
+	if _, err := r.svc.SessionPrompt(context.Background(), schema.SessionPromptParams{SessionID: id, Content: []schema.Content{{Type: "text", Text: text}}}); err != nil {
 		r.t.Fatalf("prompt %q: %v", text, err)
 	}
 }

@@ -16,6 +16,9 @@ type liveSession struct {
 	svc       *Service
 	sessionID string
 	host      core.BridgeHost
+	preset    core.Preset // answers approvals nobody else answers
+
+	approvals approvals // open permission requests, "always" answers
 
 	live    core.Live
 	closing bool
@@ -38,6 +41,9 @@ type liveSession struct {
 	gauge       *core.Gauge
 	// controllerQueued: a controller checkpoint is waiting to run.
 	controllerQueued bool
+	// openTools are the tool calls recorded as started and not completed,
+	// in start order; closed as abandoned when the process ends.
+	openTools []string
 }
 
 // newLive returns a liveSession for sessionID; recorded says whether its
@@ -159,6 +165,12 @@ func (l *liveSession) appendRun(run []core.NewEntry) {
 	}
 	l.mu.Lock()
 	for _, e := range out {
+		switch e.Kind {
+		case core.KindToolStarted:
+			l.openTools = append(l.openTools, memberString(e.Payload, "toolId"))
+		case core.KindToolCompleted:
+			l.openTools = removeFirst(l.openTools, memberString(e.Payload, "toolId"))
+		}
 		if e.Kind == core.KindAssistantMessage && l.capture != nil {
 			l.capture.WriteString(payloadText(e.Payload))
 			l.capture.WriteString("\n")
@@ -217,8 +229,8 @@ func (l *liveSession) watch() {
 	l.flush()
 	l.order.Lock()
 	defer l.order.Unlock()
-	out, err := l.svc.opts.Store.Append(context.Background(), l.sessionID,
-		core.NewEntry{Kind: core.KindSessionStatus, Payload: core.Payload(payload)})
+	es := append(l.abandonTools(), core.NewEntry{Kind: core.KindSessionStatus, Payload: core.Payload(payload)})
+	out, err := l.svc.opts.Store.Append(context.Background(), l.sessionID, es...)
 	if err != nil {
 		l.svc.opts.Notifier.Log(1, fmt.Sprintf("session %s: harness stopped (exit %d) and recording it failed: %v", l.sessionID, x.Code, err))
 		return
@@ -238,6 +250,7 @@ func (l *liveSession) alive() bool {
 }
 
 func (l *liveSession) close(ctx context.Context) error {
+	l.approvals.cancelAll(errSessionClosed)
 	l.svc.mu.Lock()
 	l.closing = true
 	if l.svc.live[l.sessionID] == l {
@@ -246,7 +259,73 @@ func (l *liveSession) close(ctx context.Context) error {
 	l.svc.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return l.live.Close(ctx)
+	err := l.live.Close(ctx)
+	l.recordAbandoned(context.WithoutCancel(ctx))
+	return err
+}
+
+// abandonedOutput is the output of a tool call closed because its process
+// ended.
+const abandonedOutput = "the harness process ended before the tool call completed"
+
+// abandonTools returns a tool.completed {abandoned: true} entry for each
+// tool call still open, and forgets them. The caller holds l.order.
+func (l *liveSession) abandonTools() []core.NewEntry {
+	l.mu.Lock()
+	open := l.openTools
+	l.openTools = nil
+	l.mu.Unlock()
+	var es []core.NewEntry
+	for _, id := range open {
+		es = append(es, core.NewEntry{Kind: core.KindToolCompleted, Payload: core.Payload(map[string]any{
+			"toolId": id, "abandoned": true, "isError": true, "output": abandonedOutput})})
+	}
+	return es
+}
+
+// recordAbandoned closes, in the record, the tool calls a process Bridge
+// stopped left open.
+func (l *liveSession) recordAbandoned(ctx context.Context) {
+	l.qmu.Lock()
+	recorded := l.recorded
+	l.qmu.Unlock()
+	if !recorded {
+		return
+	}
+	l.flush()
+	l.order.Lock()
+	defer l.order.Unlock()
+	es := l.abandonTools()
+	if len(es) == 0 {
+		return
+	}
+	out, err := l.svc.opts.Store.Append(ctx, l.sessionID, es...)
+	if err != nil {
+		l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not close %d abandoned tool calls: %v", l.sessionID, len(es), err))
+		return
+	}
+	l.svc.announce(out...)
+}
+
+// removeFirst removes the first occurrence of id from list.
+func removeFirst(list []string, id string) []string {
+	for i, x := range list {
+		if x == id {
+			return append(list[:i], list[i+1:]...)
+		}
+	}
+	return list
+}
+
+// memberString returns a top-level string member of a JSON object payload.
+func memberString(raw []byte, key string) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return ""
+	}
+	var v string
+	_ = json.Unmarshal(m[key], &v)
+	return v
 }
 
 // liveFor returns the running harness session of sessionID, or nil.
@@ -267,7 +346,9 @@ func (s *Service) liveFor(sessionID string) *liveSession {
 // until the caller has created it and called markRecorded.
 func (s *Service) startLive(ctx context.Context, h core.BridgeHost, sess core.Session, preset core.Preset, native string, recorded bool) (*liveSession, error) {
 	l := newLive(s, sess.ID, h, recorded)
-	req := core.CreateRequest{Cwd: sess.Cwd, Preset: preset, Model: sess.Model, Effort: sess.Effort, Title: sess.Title}
+	l.preset = preset
+	req := core.CreateRequest{Cwd: sess.Cwd, Preset: preset, Model: sess.Model, Effort: sess.Effort, Title: sess.Title,
+		Approve: l.approve}
 	var (
 		live core.Live
 		err  error

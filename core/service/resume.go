@@ -4,18 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/checkpoint"
 )
 
-// Resume brings a session back and reports honestly how (DESIGN §6):
+// resume brings a session back and reports honestly how (DESIGN §6):
 // hot when its harness process is still running; native when the harness
 // resumed and proved its own stored session; checkpoint_restored when a
 // fresh process was given the projection of the latest valid checkpoint;
 // fresh otherwise, with the reason. A failed native resume is recorded
 // before any fallback runs. fresh=true asks for a deliberate fresh start.
-func (s *Service) Resume(ctx context.Context, sessionID string, fresh bool) (Restored, error) {
+func (s *Service) resume(ctx context.Context, sessionID string, fresh bool) (Restored, error) {
 	sess, err := s.session(ctx, sessionID)
 	if err != nil {
 		return Restored{}, err
@@ -51,6 +52,8 @@ func (s *Service) Resume(ctx context.Context, sessionID string, fresh bool) (Res
 	switch {
 	case sess.NativeSessionID == "":
 		reason = "the harness never reported its own session id"
+	case strings.HasPrefix(sess.NativeSessionID, ContentIDPrefix):
+		reason = "the imported transcript had no readable session id"
 	case !canResume || !s.capabilities(ctx, h).Has(core.CapNativeResume):
 		reason = fmt.Sprintf("harness %s has no native resume", h.Harness())
 	default:
