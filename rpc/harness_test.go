@@ -119,6 +119,10 @@ func (f *fakeBackend) SessionSearch(ctx context.Context, p schema.SessionSearchP
 	return serve[schema.SessionSearchParams, schema.SessionSearchResult](f, ctx, p, nil)
 }
 
+func (f *fakeBackend) SessionFork(ctx context.Context, p schema.SessionForkParams) (schema.SessionForkResult, error) {
+	return serve[schema.SessionForkParams, schema.SessionForkResult](f, ctx, p, nil)
+}
+
 func (f *fakeBackend) SessionExport(ctx context.Context, p schema.SessionExportParams) (schema.SessionExportResult, error) {
 	return serve[schema.SessionExportParams, schema.SessionExportResult](f, ctx, p, nil)
 }

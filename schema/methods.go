@@ -129,6 +129,7 @@ type Backend interface {
 	SessionImport(ctx context.Context, p SessionImportParams) (SessionImportResult, error)
 	SessionSearch(ctx context.Context, p SessionSearchParams) (SessionSearchResult, error)
 	SessionExport(ctx context.Context, p SessionExportParams) (SessionExportResult, error)
+	SessionFork(ctx context.Context, p SessionForkParams) (SessionForkResult, error)
 	MigrationPreview(ctx context.Context, p MigrationPreviewParams) (MigrationPreviewResult, error)
 	MigrationExecute(ctx context.Context, p MigrationExecuteParams) (MigrationExecuteResult, error)
 }
@@ -166,6 +167,7 @@ var Methods = []Method{
 	call("session/import", Backend.SessionImport, "Import", "Bring a harness transcript into the record."),
 	call("session/search", Backend.SessionSearch, "", "Search the text of every session, best hits first."),
 	call("session/export", Backend.SessionExport, "", "Render a session as Markdown or lossless JSON."),
+	call("session/fork", Backend.SessionFork, "Fork", "Start a new session, on any harness, from a point of another."),
 	call("migration/preview", Backend.MigrationPreview, "Migration preview", "Write an editable five-part handoff."),
 	call("migration/execute", Backend.MigrationExecute, "Migration", "Run a previewed migration."),
 

@@ -97,6 +97,46 @@ type SessionExportResult struct {
 	Content string `json:"content"`
 }
 
+// SessionForkParams starts a new session from a point of an existing one.
+type SessionForkParams struct {
+	// SessionID is the session to fork from; it is not changed.
+	SessionID string `json:"sessionId"`
+	// EntryID is the last entry of the source the fork starts from (on the
+	// source's active branch); absent means the head.
+	EntryID string `json:"entryId,omitempty"`
+	// Target names the harness, preset, model and effort of the new session;
+	// empty members keep the source's.
+	Target MigrationTarget `json:"target"`
+	// Cwd is the new session's working directory; absent keeps the source's.
+	Cwd string `json:"cwd,omitempty"`
+	WorkDoneProgressParams
+}
+
+// SessionForkResult names the new session.
+type SessionForkResult struct {
+	// SessionID is the new session.
+	SessionID string `json:"sessionId"`
+	// Harness is the new session's harness.
+	Harness string `json:"harness"`
+	// NativeSessionID is the harness's own id of the new session.
+	NativeSessionID string `json:"nativeSessionId,omitempty"`
+	// Origin says where the fork came from.
+	Origin ForkOrigin `json:"origin"`
+	// ProjectedEntries is how many entries of the source the projection the
+	// new session starts from holds.
+	ProjectedEntries int `json:"projectedEntries"`
+}
+
+// ForkOrigin is the point a fork was taken from.
+type ForkOrigin struct {
+	// SessionID is the source session.
+	SessionID string `json:"sessionId"`
+	// EntryID is the source entry the fork starts after.
+	EntryID string `json:"entryId"`
+	// Harness is the source's harness.
+	Harness string `json:"harness"`
+}
+
 // MarshalJSON writes empty lists as [] rather than null.
 func (r SessionSearchResult) MarshalJSON() ([]byte, error) {
 	type plain SessionSearchResult

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // searchCmd is `bridge search QUERY`: ranked hits across every session.
@@ -154,5 +155,37 @@ func (a *app) exportCmd(ctx context.Context, args []string) error {
 		}
 		_, err = fmt.Fprint(a.stdout, content)
 		return err
+	})
+}
+
+// forkCmd is `bridge fork SESSION [--entry E] [--harness H] [--preset P]
+// [--model M] [--effort E] [--cwd DIR]`.
+func (a *app) forkCmd(ctx context.Context, args []string) error {
+	fs, asJSON := a.flags("fork")
+	entry := fs.String("entry", "", "fork at this entry (default: the head)")
+	harness := fs.String("harness", "", "harness of the new session (default: the source's)")
+	preset := fs.String("preset", "", "preset of the new session")
+	model := fs.String("model", "", "model of the new session")
+	effort := fs.String("effort", "", "reasoning effort of the new session")
+	cwd := fs.String("cwd", "", "working directory of the new session (default: the source's)")
+	pos, err := a.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{"want exactly one SESSION"}
+	}
+	return a.withEnv(ctx, func(e *env) error {
+		res, err := e.svc.SessionFork(ctx, schema.SessionForkParams{SessionID: pos[0], EntryID: *entry, Cwd: *cwd,
+			Target: schema.MigrationTarget{Harness: *harness, Preset: *preset, Model: *model, Effort: *effort}})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(a.stdout, res)
+		}
+		fmt.Fprintf(a.stdout, "forked %s at %s into %s session %s (%d entries carried)\n", res.Origin.SessionID,
+			res.Origin.EntryID, res.Harness, res.SessionID, res.ProjectedEntries)
+		return nil
 	})
 }
