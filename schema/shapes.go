@@ -39,6 +39,7 @@ var Shapes = map[reflect.Type]Shape{
 	reflect.TypeFor[CheckpointReason]():      enum(CheckpointReasons...),
 	reflect.TypeFor[InjectMode]():            enum(InjectGoal, InjectPrompt, InjectBoth),
 	reflect.TypeFor[ErrorCode]():             enum(ErrorCodes...),
+	reflect.TypeFor[CapabilityNeed]():        enum(NeedRequired, NeedOptional, NeedNotApplicable),
 	reflect.TypeFor[PermissionOptionKind]():  enum(AllowOnce, AllowAlways, RejectOnce, RejectAlways),
 	reflect.TypeFor[PermissionOutcomeKind](): enum(OutcomeSelected, OutcomeCancelled),
 	reflect.TypeFor[ExportFormat]():          enum(ExportMarkdown, ExportJSON),

@@ -354,8 +354,12 @@ func (r DoctorResult) MarshalJSON() ([]byte, error) {
 type AdapterReport struct {
 	// Harness names the adapter.
 	Harness string `json:"harness"`
-	// OK is true when every required capability is available.
+	// OK is true when the harness is installed and every required
+	// capability is available.
 	OK bool `json:"ok"`
+	// Installed is false when the adapter found no program (or server) to
+	// drive.
+	Installed bool `json:"installed"`
 	// Binary is the harness program found.
 	Binary string `json:"binary,omitempty"`
 	// Version is the harness program's version.
@@ -376,10 +380,25 @@ func (r AdapterReport) MarshalJSON() ([]byte, error) {
 type Capability struct {
 	// Name is the capability ("session.list", "native.resume"…).
 	Name string `json:"name"`
-	// Required is true for the port's required set.
+	// Required is true when Need is "required".
 	Required bool `json:"required"`
+	// Need says whether the harness needs it: required, optional or
+	// not_applicable (one rule, core.CapabilityNeed).
+	Need CapabilityNeed `json:"need"`
+	// Reason says why it has that need, or what Bridge does without it.
+	Reason string `json:"reason"`
 	// Available is true when the adapter has it.
 	Available bool `json:"available"`
 	// Detail says why it is missing, or how it is provided.
 	Detail string `json:"detail,omitempty"`
 }
+
+// CapabilityNeed says whether a harness needs a capability.
+type CapabilityNeed string
+
+// Capability needs.
+const (
+	NeedRequired      CapabilityNeed = "required"
+	NeedOptional      CapabilityNeed = "optional"
+	NeedNotApplicable CapabilityNeed = "not_applicable"
+)

@@ -161,12 +161,7 @@ func (h *Host) Probe(ctx context.Context) core.Probe {
 		c.Detail += envNote(h.cfg.Env)
 		caps[core.CapSessionCreate] = c
 	}
-	for _, n := range core.RequiredCapabilities {
-		c := caps[n]
-		c.Required = true
-		p.Capabilities = append(p.Capabilities, c)
-	}
-	for _, n := range core.OptionalCapabilities {
+	for _, n := range core.Capabilities {
 		p.Capabilities = append(p.Capabilities, caps[n])
 	}
 	return p

@@ -156,7 +156,7 @@ const (
 func OptionsFromEnv(getenv func(string) string, stateDir string) (Options, error) {
 	o := Options{StateDir: stateDir}
 	known := map[string]bool{}
-	for _, c := range append(append([]string{}, core.RequiredCapabilities...), core.OptionalCapabilities...) {
+	for _, c := range core.Capabilities {
 		known[c] = true
 	}
 	for _, m := range strings.Split(getenv(EnvMissing), ",") {
@@ -218,8 +218,8 @@ func (h *Host) Harness() string { return Harness }
 // Probe reports every capability; it touches nothing.
 func (h *Host) Probe(ctx context.Context) core.Probe {
 	p := core.Probe{Harness: Harness, Version: "fake 1 (in process)"}
-	add := func(name string, required bool) {
-		c := core.Capability{Name: name, Required: required, Available: h.has(name)}
+	add := func(name string) {
+		c := core.Capability{Name: name, Available: h.has(name)}
 		switch {
 		case c.Available && name == core.CapNativeResume && h.opts.StateDir == "":
 			c.Detail = "sessions kept in memory: resumable by this process only"
@@ -237,11 +237,8 @@ func (h *Host) Probe(ctx context.Context) core.Probe {
 		}
 		p.Capabilities = append(p.Capabilities, c)
 	}
-	for _, n := range core.RequiredCapabilities {
-		add(n, true)
-	}
-	for _, n := range core.OptionalCapabilities {
-		add(n, false)
+	for _, n := range core.Capabilities {
+		add(n)
 	}
 	return p
 }

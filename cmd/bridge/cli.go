@@ -125,6 +125,9 @@ func (e usageError) Error() string { return e.msg }
 // report prints a command's failure once: a line on stderr, or with --json
 // a JSON object on stdout. It returns the exit status.
 func (a *app) report(cmd string, err error) int {
+	if q := (quietError{}); errors.As(err, &q) {
+		return 1
+	}
 	var ue usageError
 	isUsage := errors.As(err, &ue)
 	code, status := string(core.ErrorCode(err)), 1

@@ -101,10 +101,7 @@ func probe(ctx context.Context, h core.BridgeHost) (p core.Probe) {
 	defer func() {
 		if r := recover(); r != nil {
 			p = core.Probe{Harness: h.Harness()}
-			for _, n := range core.RequiredCapabilities {
-				p.Capabilities = append(p.Capabilities, core.Capability{Name: n, Required: true, Detail: fmt.Sprintf("probe failed: %v", r)})
-			}
-			for _, n := range core.OptionalCapabilities {
+			for _, n := range core.Capabilities {
 				p.Capabilities = append(p.Capabilities, core.Capability{Name: n, Detail: fmt.Sprintf("probe failed: %v", r)})
 			}
 		}
