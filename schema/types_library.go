@@ -148,6 +148,7 @@ func (r SearchHit) MarshalJSON() ([]byte, error) {
 	type plain SearchHit
 	return json.Marshal(filled(plain(r)))
 }
+
 // DiscoverSummary is what discovery did for one harness.
 type DiscoverSummary struct {
 	// Harness is the harness whose transcripts were looked at.
