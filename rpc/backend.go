@@ -4,7 +4,9 @@
 // Backend (the lead's *service.Service), mapping domain errors to JSON-RPC
 // errors in one table.
 //
-// Start with Serve, which cmd/bridge calls with stdin and stdout.
+// Start with Serve, which cmd/bridge calls with stdin and stdout, and
+// ServeMessages, the same server over a message transport (bridge web's
+// WebSocket).
 package rpc
 
 import (
@@ -56,6 +58,10 @@ type InitOptions struct {
 	// InitializationOptions is the whole initializationOptions verbatim (nil
 	// when absent), for options this version of rpc does not model.
 	InitializationOptions json.RawMessage
+	// RequestPermission is true when the client declared
+	// capabilities.session.requestPermission: it answers
+	// session/requestPermission (see PermissionAsker).
+	RequestPermission bool
 	// Locale is the client's user interface language, "" when not given.
 	Locale string
 	// ClientName and ClientVersion come from clientInfo.

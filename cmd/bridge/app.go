@@ -49,6 +49,9 @@ type openOptions struct {
 	harnesses   map[string]json.RawMessage
 	notifier    service.Notifier
 	extraHosts  []core.BridgeHost
+	// permissions relays tool approvals to the client; nil when it did
+	// not declare capabilities.session.requestPermission.
+	permissions service.PermissionAsker
 }
 
 // store is an opened data directory: its configuration file and database.
@@ -112,7 +115,8 @@ func (a *app) build(st store, o openOptions) (*env, error) {
 		n = &cliNotifier{w: a.stderr}
 	}
 	svc, err := service.New(service.Options{Store: st.db, Hosts: hosts, Notifier: n, Presets: cfg.Presets,
-		DataDir: st.dir, Database: st.db.Path(), CheckpointTimeout: cfg.CheckpointTimeout(), RepoStatus: gitStatus})
+		DataDir: st.dir, Database: st.db.Path(), CheckpointTimeout: cfg.CheckpointTimeout(), RepoStatus: gitStatus,
+		Permissions: o.permissions, ApprovalTimeout: cfg.ApprovalTimeout()})
 	if err != nil {
 		st.db.Close()
 		return nil, err

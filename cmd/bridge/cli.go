@@ -32,12 +32,17 @@ type command struct {
 var commands = []command{
 	{name: "serve", summary: "JSON-RPC 2.0 over stdio in LSP framing (the default when stdin is not a terminal)",
 		about: "What an editor extension or a WebUI server launches: it reads LSP-framed JSON-RPC messages\non stdin and answers on stdout until exit. SIGINT or SIGTERM stops it as a shutdown request does."},
+	{name: "web", summary: "serve the WebUI, and JSON-RPC over WebSocket at /rpc, on a loopback address",
+		about: "Prints \"Bridge WebUI: URL\" first: open URL (it carries the access token) in a browser. Every tab\nshares one service and one database. Only loopback addresses are served; the token is random per\nstart unless BRIDGE_WEB_TOKEN sets it. SIGINT or SIGTERM stops it."},
 	{name: "version", summary: "print the version"},
 	{name: "doctor", summary: "what each adapter can do, the data directory and the database"},
 	{name: "sessions", summary: "list recorded sessions"},
 	{name: "history", args: "SESSION", nargs: 1, summary: "page a session's record (oldest of the page first)"},
-	{name: "import", args: "PATH", nargs: 1, summary: "bring a harness transcript into the record (--harness is required)"},
+	{name: "import", args: "[PATH]", variadic: true, summary: "bring a transcript (--harness H PATH; --harness bridge for an export) or, with --discover, every harness's new transcripts into the record",
+		about: "With --discover, Bridge looks where each configured harness keeps its transcripts (Claude Code:\n$CLAUDE_CONFIG_DIR or ~/.claude/projects; Codex: $CODEX_HOME or ~/.codex/sessions; DeepSeek Harness:\n$DSH_HOME or ~/.dsh/sessions), imports the new and changed ones (a grown transcript adds only its new\nentries) and prints a summary per harness. It only reads the harnesses' files."},
 	{name: "search", args: "QUERY...", nargs: 1, variadic: true, summary: "search every session's text (--harness, --cwd, --session, --since, --until)"},
+	{name: "export", args: "SESSION", nargs: 1, summary: "render a session as Markdown or lossless JSON (--format, --output)"},
+	{name: "fork", args: "SESSION", nargs: 1, summary: "start a new session on any harness from a point of this one (--entry, --harness)"},
 	{name: "checkpoint", args: "SESSION", nargs: 1, summary: "write a Bridge checkpoint of a session now"},
 	{name: "migrate preview", args: "SESSION", nargs: 1, summary: "write a five-part handoff for another harness, preset or model"},
 	{name: "migrate execute", args: "PREVIEW", nargs: 1, summary: "start the target session from a (possibly edited) preview"},
@@ -122,6 +127,9 @@ func (e usageError) Error() string { return e.msg }
 // report prints a command's failure once: a line on stderr, or with --json
 // a JSON object on stdout. It returns the exit status.
 func (a *app) report(cmd string, err error) int {
+	if q := (quietError{}); errors.As(err, &q) {
+		return 1
+	}
 	var ue usageError
 	isUsage := errors.As(err, &ue)
 	code, status := string(core.ErrorCode(err)), 1

@@ -25,6 +25,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binPath = filepath.Join(dir, "bridge")
+	// The user's own configuration file must not change what the tests
+	// see: point XDG_CONFIG_HOME at an empty folder.
+	if err := os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "building bridge: %v\n%s", err, out)
@@ -73,6 +79,11 @@ type client struct {
 	noteCh  chan struct{}
 	done    chan struct{}
 	wmu     sync.Mutex
+	// ws, when set, sends one message over a WebSocket instead of stdin.
+	ws func(body []byte)
+	// onRequest, when set, answers the server's requests (result, or an
+	// error); unset, they are answered "method not found".
+	onRequest func(m wireMsg) (any, *wireError)
 }
 
 // startBridge runs `bridge serve` on dataDir with extra environment.
@@ -147,10 +158,19 @@ func (c *client) readLoop(r *bufio.Reader) {
 		if _, err := io.ReadFull(r, body); err != nil {
 			return
 		}
+		if !c.deliver(body) {
+			return
+		}
+	}
+}
+
+// deliver files one message from the server; false when it is not JSON.
+func (c *client) deliver(body []byte) bool {
+	{
 		var m wireMsg
 		if err := json.Unmarshal(body, &m); err != nil {
 			c.t.Errorf("server sent invalid JSON: %v: %s", err, body)
-			return
+			return false
 		}
 		c.mu.Lock()
 		if m.Method != "" && len(m.ID) == 0 {
@@ -160,8 +180,26 @@ func (c *client) readLoop(r *bufio.Reader) {
 			default:
 			}
 		} else if m.Method != "" {
-			// A request from the server: answer "method not found".
-			go c.writeRaw(mustJSON(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "not supported by the test client"}}))
+			c.notes = append(c.notes, m) // kept with the notifications, for awaitNote
+			select {
+			case c.noteCh <- struct{}{}:
+			default:
+			}
+			if h := c.onRequest; h != nil {
+				go func() {
+					res, werr := h(m)
+					reply := map[string]any{"jsonrpc": "2.0", "id": m.ID}
+					if werr != nil {
+						reply["error"] = werr
+					} else {
+						reply["result"] = res
+					}
+					c.writeRaw(mustJSON(reply))
+				}()
+			} else {
+				// A request from the server: answer "method not found".
+				go c.writeRaw(mustJSON(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "not supported by the test client"}}))
+			}
 		} else {
 			ch := c.replies[string(m.ID)]
 			if ch == nil {
@@ -172,6 +210,7 @@ func (c *client) readLoop(r *bufio.Reader) {
 		}
 		c.mu.Unlock()
 	}
+	return true
 }
 
 func mustJSON(v any) []byte {
@@ -186,6 +225,10 @@ func mustJSON(v any) []byte {
 func (c *client) writeRaw(body []byte) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if c.ws != nil {
+		c.ws(body)
+		return
+	}
 	fmt.Fprintf(c.stdin, "Content-Length: %d\r\n\r\n", len(body))
 	c.stdin.Write(body)
 }
@@ -299,8 +342,13 @@ func (c *client) notesOf(method string) []wireMsg {
 // initialize runs the LSP handshake.
 func (c *client) initialize(opts map[string]any) {
 	c.t.Helper()
-	params := map[string]any{"processId": os.Getpid(), "clientInfo": map[string]any{"name": "e2e"},
-		"capabilities": map[string]any{"window": map[string]any{"workDoneProgress": true}}}
+	c.initializeWith(map[string]any{"window": map[string]any{"workDoneProgress": true}}, opts)
+}
+
+// initializeWith runs the LSP handshake declaring capabilities caps.
+func (c *client) initializeWith(caps, opts map[string]any) {
+	c.t.Helper()
+	params := map[string]any{"processId": os.Getpid(), "clientInfo": map[string]any{"name": "e2e"}, "capabilities": caps}
 	if opts != nil {
 		params["initializationOptions"] = opts
 	}
