@@ -52,7 +52,7 @@ type Service struct {
 	live map[string]*liveSession // by Bridge session id
 
 	probes       map[string]cachedProbe // by harness; see capabilities
-	inCheckpoint map[string]bool // sessions with a checkpoint being written
+	inCheckpoint map[string]bool        // sessions with a checkpoint being written
 }
 
 // New returns a Service; call Close when done.
