@@ -1,4 +1,4 @@
--- 0003: migration previews and prompt attachments live in the record.
+-- 0004: migration previews and prompt attachments live in the record.
 -- Executing a preview is one conditional update of executed_at, so it
 -- happens exactly once however many processes try.
 CREATE TABLE previews (
