@@ -202,24 +202,40 @@ func (s *Service) auditMigration(ctx context.Context, src, target core.Session, 
 }
 
 // unresolvedImages recovers the images of the source's unanswered image
-// messages for a vision-capable target; otherwise it says why the target
+// messages for a vision-capable target: those Bridge kept from the
+// prompts, else those the source's harness kept (its session.attachment,
+// for a session Bridge did not create). Otherwise it says why the target
 // gets the text handoff only.
 func (s *Service) unresolvedImages(ctx context.Context, p *pendingPreview, target core.Session) ([]core.Content, []string) {
 	if len(p.visual.Unresolved) == 0 {
 		return nil, nil
 	}
 	var atts []core.Attachment
+	var refs []core.HostImage
 	images := 0
 	for _, b := range p.visual.Unresolved {
-		atts = append(atts, b.Attachments...)
+		if len(b.Attachments) > 0 {
+			atts = append(atts, b.Attachments...)
+		} else {
+			refs = append(refs, b.HostImages...)
+		}
 		images += b.Images
 	}
 	n := len(p.visual.Unresolved)
-	if len(atts) == 0 {
-		return nil, []string{fmt.Sprintf("%d unresolved image message(s) (%d image(s)) were not kept by Bridge (an imported session?): the target gets the text handoff only", n, images)}
+	var src core.AttachmentSource
+	if len(refs) > 0 && p.source.NativeSessionID != "" {
+		if h, err := s.host(p.source.Harness); err == nil && s.capabilities(ctx, h).Has(core.CapAttachment) {
+			src, _ = h.(core.AttachmentSource)
+		}
+	}
+	if src == nil {
+		refs = nil
+	}
+	if len(atts) == 0 && len(refs) == 0 {
+		return nil, []string{fmt.Sprintf("%d unresolved image message(s) (%d image(s)) were kept neither by Bridge nor by a harness it can read them from: the target gets the text handoff only", n, images)}
 	}
 	if ok, why := s.hasVision(ctx, target); !ok {
-		return nil, []string{fmt.Sprintf("%d unresolved image(s) are not sent: %s; the target gets the text handoff only", len(atts), why)}
+		return nil, []string{fmt.Sprintf("%d unresolved image(s) are not sent: %s; the target gets the text handoff only", len(atts)+len(refs), why)}
 	}
 	var out []core.Content
 	var warnings []string
@@ -231,8 +247,25 @@ func (s *Service) unresolvedImages(ctx context.Context, p *pendingPreview, targe
 		}
 		out = append(out, c)
 	}
+	fromHost := 0
+	for _, r := range refs {
+		c, err := src.Attachment(ctx, p.source.NativeSessionID, r.Ref)
+		if err == nil && (c.Type != "image" || c.Data == "" || c.MediaType == "") {
+			err = core.Errorf(core.CodeHarness, "%s returned no image data for %s", p.source.Harness, r.Ref)
+		}
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("an unresolved image could not be recovered from %s: %v", p.source.Harness, err))
+			continue
+		}
+		out = append(out, c)
+		fromHost++
+	}
 	if len(out) > 0 {
-		warnings = append(warnings, fmt.Sprintf("%d unresolved image(s) sent with the kickoff to the vision-capable target", len(out)))
+		w := fmt.Sprintf("%d unresolved image(s) sent with the kickoff to the vision-capable target", len(out))
+		if fromHost > 0 {
+			w += fmt.Sprintf(" (%d recovered from %s's session.attachment)", fromHost, p.source.Harness)
+		}
+		warnings = append(warnings, w)
 	}
 	return out, warnings
 }

@@ -53,6 +53,7 @@ type unresolvedMeta struct {
 	EntryID     string            `json:"entryId"`
 	Images      int               `json:"images"`
 	Attachments []core.Attachment `json:"attachments,omitempty"`
+	HostImages  []core.HostImage  `json:"hostImages,omitempty"`
 }
 
 // savePreviewMeta writes p's metadata beside its file, owner-only.
@@ -60,7 +61,7 @@ func (s *Service) savePreviewMeta(p *pendingPreview) error {
 	m := previewMeta{ID: p.id, SourceID: p.source.ID, Target: p.target, Lang: p.lang, Path: p.path,
 		Created: p.created, Executed: p.executed}
 	for _, b := range p.visual.Unresolved {
-		m.Unresolved = append(m.Unresolved, unresolvedMeta{EntryID: b.EntryID, Images: b.Images, Attachments: b.Attachments})
+		m.Unresolved = append(m.Unresolved, unresolvedMeta{EntryID: b.EntryID, Images: b.Images, Attachments: b.Attachments, HostImages: b.HostImages})
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -88,7 +89,7 @@ func (s *Service) loadPreview(ctx context.Context, id string) *pendingPreview {
 	}
 	p := &pendingPreview{id: m.ID, source: src, target: m.Target, lang: m.Lang, path: m.Path, created: m.Created, executed: m.Executed}
 	for _, u := range m.Unresolved {
-		p.visual.Unresolved = append(p.visual.Unresolved, handoff.EvidenceBlock{EntryID: u.EntryID, Images: u.Images, Attachments: u.Attachments})
+		p.visual.Unresolved = append(p.visual.Unresolved, handoff.EvidenceBlock{EntryID: u.EntryID, Images: u.Images, Attachments: u.Attachments, HostImages: u.HostImages})
 	}
 	return p
 }
@@ -158,7 +159,7 @@ func (s *Service) checkMigration(ctx context.Context, src core.Session, t schema
 // the five-part handoff and writes it to an editable file. The worker is
 // always archived; the source and any target are left untouched.
 func (s *Service) MigrationPreview(ctx context.Context, req schema.MigrationPreviewParams) (schema.MigrationPreviewResult, error) {
-	src, err := s.session(ctx, req.SessionID)
+	src, err := s.sourceSession(ctx, req)
 	if err != nil {
 		return schema.MigrationPreviewResult{}, err
 	}
