@@ -10,15 +10,15 @@ type MigrationPreviewParams struct {
 	// Target names where the task goes; empty fields keep the source's.
 	Target MigrationTarget `json:"target"`
 	// SummaryCharBudget bounds the handoff summary (default 2,400).
-	SummaryCharBudget int `json:"summaryCharBudget,omitempty"`
+	SummaryCharBudget int `json:"summaryCharBudget,omitempty" jsonschema:"minimum=0"`
 	// Lang is "en" or "zh"; absent means by the source's language.
-	Lang string `json:"lang,omitempty"`
+	Lang string `json:"lang,omitempty" jsonschema:"enum=en,enum=zh"`
 	// Source, instead of SessionID, names a session Bridge did not create
 	// (it exists only on its harness). Bridge reads the window the fold
 	// needs from the harness (session.historyWindow in one read where
 	// served, else session.history) and records it as an imported session
-	// (adding only what is new on a later preview); the harness's session
-	// is not changed.
+	// (a session Bridge already records is folded from its record); the
+	// harness's session is not changed.
 	Source *MigrationSource `json:"source,omitempty"`
 	WorkDoneProgressParams
 }
@@ -89,7 +89,7 @@ type MigrationExecuteParams struct {
 	// target's capabilities.
 	Inject InjectMode `json:"inject,omitempty"`
 	// GoalRounds is the goal's round budget (default 1).
-	GoalRounds int `json:"goalRounds,omitempty"`
+	GoalRounds int `json:"goalRounds,omitempty" jsonschema:"minimum=0"`
 	WorkDoneProgressParams
 }
 

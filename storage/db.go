@@ -34,12 +34,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
+
+	"github.com/ncruces/go-sqlite3"
 )
 
 // Options tunes Open. The zero value is ready to use.
@@ -88,6 +89,10 @@ type DB struct {
 	path string
 	hook func(string)
 	now  func() time.Time
+
+	// noIndex turns off writing the search index (benchmarks measure what
+	// the index costs).
+	noIndex bool
 
 	maxEntry int // Options.MaxEntryBytes resolved; <= 0: no limit
 
@@ -231,6 +236,12 @@ func (db *DB) checkpointer(period time.Duration) {
 	}
 }
 
+// isBusy reports whether err is SQLite's SQLITE_BUSY or SQLITE_LOCKED ("database
+// is locked"), by its result code.
+func isBusy(err error) bool {
+	return errors.Is(err, sqlite3.BUSY) || errors.Is(err, sqlite3.LOCKED)
+}
+
 // migrateRetrying runs migrate, retrying while another process holds the
 // lock that turning a new database to WAL mode needs: the connection
 // pragmas (journal_mode among them) run before busy_timeout can help, so two
@@ -240,7 +251,7 @@ func (db *DB) migrateRetrying(ctx context.Context) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		err := db.migrate(ctx)
-		if err == nil || !strings.Contains(err.Error(), "database is locked") || time.Now().After(deadline) {
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
 			return err
 		}
 		select {

@@ -81,6 +81,7 @@ type mapper struct {
 	haveCommands  bool
 	started       map[string]bool
 	finished      map[string]bool
+	toolKinds     map[string]string // tool call id -> ACP tool kind (permission requests may omit it)
 	compactions   map[string]*compactionState
 	pendingCompct *core.Compacted
 }
@@ -92,7 +93,8 @@ type compactionState struct {
 
 func newMapper(harness, sessionID, nonce string, mode mapMode) *mapper {
 	return &mapper{harness: harness, sessionID: sessionID, nonce: nonce, mode: mode,
-		started: map[string]bool{}, finished: map[string]bool{}, compactions: map[string]*compactionState{}}
+		started: map[string]bool{}, finished: map[string]bool{}, compactions: map[string]*compactionState{},
+		toolKinds: map[string]string{}}
 }
 
 // nativeID returns a fresh id, unique across processes (nonce) and within
@@ -352,6 +354,9 @@ func (m *mapper) tool(kind string, raw json.RawMessage) []core.Event {
 			out = append(out, m.harnessEvent(kind, raw))
 		}
 		return out
+	}
+	if u.Kind != "" {
+		m.toolKinds[u.ToolCallID] = u.Kind
 	}
 	if !m.emitting() {
 		return out

@@ -161,12 +161,7 @@ func (h *Host) Probe(ctx context.Context) core.Probe {
 		c.Detail += envNote(h.cfg.Env)
 		caps[core.CapSessionCreate] = c
 	}
-	for _, n := range core.RequiredCapabilities {
-		c := caps[n]
-		c.Required = true
-		p.Capabilities = append(p.Capabilities, c)
-	}
-	for _, n := range core.OptionalCapabilities {
+	for _, n := range core.Capabilities {
 		p.Capabilities = append(p.Capabilities, caps[n])
 	}
 	return p
@@ -191,7 +186,10 @@ func newUUID() string {
 
 // args builds the command line for a session.
 func (h *Host) args(req core.CreateRequest, sessionFlag, id string) []string {
-	a := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", sessionFlag, id}
+	// --permission-prompt-tool stdio: the CLI asks Bridge (a can_use_tool
+	// control request) before running a tool the preset does not allow.
+	a := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+		"--permission-prompt-tool", "stdio", sessionFlag, id}
 	pr := req.Preset
 	model := req.Model
 	if model == "" {
@@ -239,7 +237,7 @@ func (h *Host) start(ctx context.Context, req core.CreateRequest, sessionFlag, i
 	cmd := exec.Command(bin, h.args(req, sessionFlag, id)...)
 	cmd.Dir = req.Cwd
 	cmd.Env = h.environ()
-	l, err := startLive(cmd, sink)
+	l, err := startLive(cmd, req, sink)
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +359,7 @@ func (h *Host) Models(ctx context.Context) ([]core.Model, error) {
 	cmd := exec.Command(bin, append([]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--no-session-persistence"}, h.cfg.Args...)...)
 	cmd.Env = h.environ()
 	cmd.Dir = os.TempDir()
-	l, err := startLive(cmd, nil)
+	l, err := startLive(cmd, core.CreateRequest{}, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -168,7 +168,7 @@ func readTranscript(ctx context.Context, r io.Reader, total int64, progress func
 	}
 	if records == 0 || other > records {
 		return core.ImportedSession{}, core.Errorf(core.CodeInvalid,
-			"not a Claude Code transcript: %d of %d non-empty lines are Claude Code records (JSON objects with a \"type\")",
+			"not a Claude Code transcript: %d of %d non-empty lines are Claude Code records",
 			records, records+other)
 	}
 	if progress != nil {
@@ -178,16 +178,28 @@ func readTranscript(ctx context.Context, r io.Reader, total int64, progress func
 }
 
 // isRecord tells whether a line is a Claude Code transcript or stream-json
-// record: a JSON object with a non-empty string "type".
+// record: a JSON object whose "type" is one Claude Code writes, or that
+// carries a Claude Code session id or uuid.
 func isRecord(line []byte) bool {
 	if len(line) == 0 || line[0] != '{' {
 		return false
 	}
 	var head struct {
-		Type string `json:"type"`
+		Type       string `json:"type"`
+		SessionID  string `json:"sessionId"`
+		SessionID2 string `json:"session_id"`
+		UUID       string `json:"uuid"`
 	}
-	return json.Unmarshal(line, &head) == nil && head.Type != ""
+	if json.Unmarshal(line, &head) != nil || head.Type == "" {
+		return false
+	}
+	return recordTypes[head.Type] || bookkeeping[head.Type] || head.SessionID != "" || head.SessionID2 != "" || head.UUID != ""
 }
+
+// recordTypes are the conversation line types of transcripts and
+// stream-json output (bookkeeping lists the others).
+var recordTypes = map[string]bool{"user": true, "assistant": true, "system": true, "result": true,
+	"control_cancel_request": true}
 
 // Import reads a Claude Code transcript (on-disk JSONL or saved stream-json
 // output) into entries. Every entry carries a NativeID derived from the

@@ -238,8 +238,8 @@ var routes = map[string]string{
 // one (a detail starting with "!" is a reason it is missing).
 func caps(missing, shown map[string]string) []core.Capability {
 	var out []core.Capability
-	add := func(name string, required bool) {
-		c := core.Capability{Name: name, Required: required, Available: true, Detail: routes[name]}
+	add := func(name string) {
+		c := core.Capability{Name: name, Available: true, Detail: routes[name]}
 		if d, ok := shown[name]; ok && d != "" {
 			c.Detail = d
 			if d[0] == '!' {
@@ -255,11 +255,8 @@ func caps(missing, shown map[string]string) []core.Capability {
 		}
 		out = append(out, c)
 	}
-	for _, n := range core.RequiredCapabilities {
-		add(n, true)
-	}
-	for _, n := range core.OptionalCapabilities {
-		add(n, false)
+	for _, n := range core.Capabilities {
+		add(n)
 	}
 	return out
 }

@@ -233,8 +233,8 @@ func (r *lineReader) take(line []byte) {
 		}
 	}
 	var ev Event
-	if err := json.Unmarshal(line, &ev); err != nil || ev.Type == "" {
-		msg := "not an event (no type)"
+	if err := json.Unmarshal(line, &ev); err != nil || ev.Type == "" || (ev.Seq == nil && ev.Seq0 == nil) {
+		msg := "not an event (no type and seq)"
 		if err != nil {
 			msg = err.Error()
 		}

@@ -62,6 +62,9 @@ type entryLine struct {
 type record struct {
 	header
 	Entries []core.NewEntry
+	// lines that are fake transcript records ("session", "entry") and
+	// lines that are not (kept as harness events).
+	records, other int
 }
 
 func (r *record) encode() ([]byte, error) {
@@ -131,6 +134,7 @@ func (r *record) addLine(line []byte, lineNo int, name string) error {
 		}
 		return nil
 	case "entry":
+		r.records++
 		var el entryLine
 		if err := json.Unmarshal(line, &el); err != nil {
 			return bad("malformed entry", err)
@@ -150,6 +154,7 @@ func (r *record) addLine(line []byte, lineNo int, name string) error {
 		r.Entries = append(r.Entries, e)
 		return nil
 	}
+	r.other++
 	r.Entries = append(r.Entries, keepRaw(probe.Type, line, r.lineID(name, lineNo)))
 	return nil
 }
@@ -322,8 +327,9 @@ func (h *Host) Import(ctx context.Context, path string, progress func(done, tota
 	if err != nil {
 		return core.ImportedSession{}, err
 	}
-	if r.header.Type == "" && len(r.Entries) == 0 {
-		return core.ImportedSession{}, core.Errorf(core.CodeInvalid, "fake import: %s holds no session", path)
+	if r.header.Type == "" && (r.records == 0 || r.other > r.records) {
+		return core.ImportedSession{}, core.Errorf(core.CodeInvalid, "fake import: %s holds no session (%d of %d lines are fake transcript records)",
+			core.Quote(path), r.records, r.records+r.other)
 	}
 	return core.ImportedSession{NativeID: r.ID, Cwd: r.Cwd, Model: r.Model, Title: r.Title, Entries: r.Entries}, nil
 }

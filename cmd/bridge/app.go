@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
@@ -47,6 +49,9 @@ type openOptions struct {
 	harnesses   map[string]json.RawMessage
 	notifier    service.Notifier
 	extraHosts  []core.BridgeHost
+	// permissions relays tool approvals to the client; nil when it did
+	// not declare capabilities.session.requestPermission.
+	permissions service.PermissionAsker
 }
 
 // store is an opened data directory: its configuration file and database.
@@ -107,7 +112,8 @@ func (a *app) build(st store, o openOptions) (*env, error) {
 		n = &cliNotifier{w: a.stderr}
 	}
 	svc, err := service.New(service.Options{Store: st.db, Hosts: hosts, Notifier: n, Presets: cfg.Presets,
-		DataDir: st.dir, Database: st.db.Path(), CheckpointTimeout: cfg.CheckpointTimeout(), RepoStatus: gitStatus})
+		DataDir: st.dir, Database: st.db.Path(), CheckpointTimeout: cfg.CheckpointTimeout(), RepoStatus: gitStatus,
+		Permissions: o.permissions, ApprovalTimeout: cfg.ApprovalTimeout()})
 	if err != nil {
 		st.db.Close()
 		return nil, err
@@ -116,21 +122,56 @@ func (a *app) build(st store, o openOptions) (*env, error) {
 }
 
 // gitStatus returns `git status --porcelain` for dir ("" outside a
-// repository). The arguments are fixed; dir is data, never executed.
+// repository). The arguments are fixed; dir is data, never executed. git
+// runs from a fixed path, with a timeout, and with what a repository's own
+// configuration could make it run switched off: no fsmonitor command, no
+// hooks, no pager, no optional locks (a status must not write the index),
+// no terminal prompt.
 func gitStatus(ctx context.Context, dir string) (string, error) {
+	bin, err := gitBinary()
+	if err != nil {
+		return "", err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", "-C", dir, "status", "--porcelain")
+	cmd := exec.CommandContext(ctx, bin, "--no-pager",
+		"-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat",
+		"-c", "core.untrackedCache=false",
+		"-C", dir, "status", "--porcelain")
+	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "PAGER=cat",
+		"GIT_NO_REPLACE_OBJECTS=1")
+	cmd.Stdin = nil
+	cmd.WaitDelay = time.Second
 	out, err := cmd.Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if ok := asExit(err, &ee); ok && strings.Contains(string(ee.Stderr), "not a git repository") {
 			return "", nil
 		}
-		return "", fmt.Errorf("git status in %s: %w", dir, err)
+		return "", fmt.Errorf("git status in %s: %w", core.Quote(dir), err)
 	}
 	return string(out), nil
 }
+
+// gitDirs are where git is looked for first; PATH is consulted only when
+// none holds it, once, and the absolute path found is kept.
+var gitDirs = []string{"/usr/bin", "/usr/local/bin", "/bin", "/opt/homebrew/bin"}
+
+var gitPath = sync.OnceValues(func() (string, error) {
+	for _, d := range gitDirs {
+		p := filepath.Join(d, "git")
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("git")
+	if err != nil {
+		return "", core.E(core.CodeUnavailable, "git not found", err)
+	}
+	return filepath.Abs(p)
+})
+
+func gitBinary() (string, error) { return gitPath() }
 
 func asExit(err error, target **exec.ExitError) bool {
 	e, ok := err.(*exec.ExitError)

@@ -36,8 +36,10 @@ var commands = []command{
 	{name: "doctor", summary: "what each adapter can do, the data directory and the database"},
 	{name: "sessions", summary: "list recorded sessions"},
 	{name: "history", args: "SESSION", nargs: 1, summary: "page a session's record (oldest of the page first)"},
-	{name: "import", args: "PATH", nargs: 1, summary: "bring a harness transcript into the record (--harness is required)"},
+	{name: "import", args: "PATH", nargs: 1, summary: "bring a harness transcript (or, with --harness bridge, an export) into the record (--harness is required)"},
 	{name: "search", args: "QUERY...", nargs: 1, variadic: true, summary: "search every session's text (--harness, --cwd, --session, --since, --until)"},
+	{name: "export", args: "SESSION", nargs: 1, summary: "render a session as Markdown or lossless JSON (--format, --output)"},
+	{name: "fork", args: "SESSION", nargs: 1, summary: "start a new session on any harness from a point of this one (--entry, --harness)"},
 	{name: "checkpoint", args: "SESSION", nargs: 1, summary: "write a Bridge checkpoint of a session now"},
 	{name: "migrate preview", args: "SESSION", nargs: 1, summary: "write a five-part handoff for another harness, preset or model"},
 	{name: "migrate execute", args: "PREVIEW", nargs: 1, summary: "start the target session from a (possibly edited) preview"},
@@ -122,6 +124,9 @@ func (e usageError) Error() string { return e.msg }
 // report prints a command's failure once: a line on stderr, or with --json
 // a JSON object on stdout. It returns the exit status.
 func (a *app) report(cmd string, err error) int {
+	if q := (quietError{}); errors.As(err, &q) {
+		return 1
+	}
 	var ue usageError
 	isUsage := errors.As(err, &ue)
 	code, status := string(core.ErrorCode(err)), 1

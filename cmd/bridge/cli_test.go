@@ -176,3 +176,30 @@ func TestDevNullIsNotATerminal(t *testing.T) {
 		t.Fatalf("bridge < /dev/null: %v, output %q; want it to serve (exit 1 at the end of input, no usage)", err, out)
 	}
 }
+
+// TestEveryCommandIsDescribed: each subcommand Main dispatches has an entry
+// in commands (which drives help, argument checks and the table above).
+func TestEveryCommandIsDescribed(t *testing.T) {
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := string(src)
+	body = body[strings.Index(body, "switch cmd {"):]
+	body = body[:strings.Index(body, "default:")]
+	n := 0
+	for _, line := range strings.Split(body, "\n") {
+		name, ok := strings.CutPrefix(strings.TrimSpace(line), "case \"")
+		if !ok {
+			continue
+		}
+		name = name[:strings.Index(name, "\"")]
+		n++
+		if _, ok := commandNamed(name); !ok && name != "migrate" {
+			t.Errorf("bridge %s is not in commands", name)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("found only %d commands in main.go's switch", n)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
 	"github.com/bridge-dev/bridge/schema"
 )
@@ -94,6 +95,7 @@ func (a *app) withEnv(ctx context.Context, fn func(e *env) error) error {
 func (a *app) doctor(ctx context.Context, args []string) error {
 	fs, asJSON := a.flags("doctor")
 	harness := fs.String("harness", "", "probe only this harness")
+	verbose := fs.Bool("verbose", false, "list every capability of each adapter, with the reasons")
 	if _, err := a.parse(fs, args); err != nil {
 		return err
 	}
@@ -102,38 +104,114 @@ func (a *app) doctor(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
+		failed := doctorFailures(rep, e.cfg, *harness)
 		if *asJSON {
-			return printJSON(a.stdout, rep)
+			if err := printJSON(a.stdout, rep); err != nil {
+				return err
+			}
+			if len(failed) > 0 {
+				return quietError{fmt.Errorf("%s", strings.Join(failed, "; "))}
+			}
+			return nil
 		}
-		fmt.Fprintf(a.stdout, "data directory: %s\ndatabase: %s (schema version %d)\n", rep.DataDir, rep.Database, rep.SchemaVersion)
-		for _, ad := range rep.Adapters {
-			status := "ok"
-			if !ad.OK {
-				status = "missing " + strings.Join(ad.Missing, ", ")
-			}
-			fmt.Fprintf(a.stdout, "\n%s: %s\n", ad.Harness, status)
-			if ad.Binary != "" || ad.Version != "" {
-				fmt.Fprintf(a.stdout, "  program: %s\n", strings.TrimSpace(ad.Binary+" "+ad.Version))
-			}
-			for _, c := range ad.Capabilities {
-				mark := "yes"
-				if !c.Available {
-					mark = "no "
-				}
-				kind := "optional"
-				if c.Required {
-					kind = "required"
-				}
-				line := fmt.Sprintf("  %s %-26s %s", mark, c.Name, kind)
-				if c.Detail != "" {
-					line += "  (" + c.Detail + ")"
-				}
-				fmt.Fprintln(a.stdout, line)
-			}
+		if *harness != "" && len(rep.Adapters) == 1 && !rep.Adapters[0].Installed && !*verbose {
+			// One line: the program is not there.
+			return core.Errorf(core.CodeUnavailable, "%s", failed[0])
+		}
+		writeDoctor(a.stdout, rep, *verbose)
+		if len(failed) > 0 {
+			return core.Errorf(core.CodeUnavailable, "%s", strings.Join(failed, "; "))
 		}
 		return nil
 	})
 }
+
+// doctorFailures says, for each adapter that cannot work and that the
+// configuration enables explicitly or --harness names, why.
+func doctorFailures(rep schema.DoctorResult, cfg Config, named string) []string {
+	var out []string
+	for _, ad := range rep.Adapters {
+		hc, configured := cfg.Harnesses[ad.Harness]
+		if ad.OK || !(ad.Harness == named || (configured && !hc.Disabled)) {
+			continue
+		}
+		if !ad.Installed {
+			out = append(out, fmt.Sprintf("%s is not installed: %s", ad.Harness, whyMissing(ad)))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s cannot work: missing %s (%s)", ad.Harness, strings.Join(ad.Missing, ", "), whyMissing(ad)))
+	}
+	return out
+}
+
+// whyMissing is the detail of the first required capability that is not
+// available.
+func whyMissing(ad schema.AdapterReport) string {
+	for _, c := range ad.Capabilities {
+		if c.Need == schema.NeedRequired && !c.Available && c.Detail != "" {
+			return c.Detail
+		}
+	}
+	return "no detail"
+}
+
+// writeDoctor prints the report: one line per installed adapter, the
+// adapters whose program is not installed on one line, and with verbose
+// every capability with its need and reason.
+func writeDoctor(w io.Writer, rep schema.DoctorResult, verbose bool) {
+	fmt.Fprintf(w, "data directory: %s\ndatabase: %s (schema version %d)\n", rep.DataDir, rep.Database, rep.SchemaVersion)
+	var absent []string
+	for _, ad := range rep.Adapters {
+		if !ad.Installed && !verbose {
+			absent = append(absent, ad.Harness)
+			continue
+		}
+		status := "ok"
+		switch {
+		case !ad.Installed:
+			status = "not installed"
+		case !ad.OK:
+			status = "cannot work: missing " + strings.Join(ad.Missing, ", ")
+		}
+		program := strings.TrimSpace(ad.Version + " " + paren(ad.Binary))
+		fmt.Fprintf(w, "%-12s %s", ad.Harness, status)
+		if program != "" {
+			fmt.Fprintf(w, "  %s", program)
+		}
+		fmt.Fprintln(w)
+		if !verbose {
+			continue
+		}
+		for _, c := range ad.Capabilities {
+			mark := "yes"
+			if !c.Available {
+				mark = "no "
+			}
+			line := fmt.Sprintf("  %s %-26s %-15s %s", mark, c.Name, strings.ReplaceAll(string(c.Need), "_", " "), c.Reason)
+			if c.Detail != "" {
+				line += " [" + c.Detail + "]"
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	if len(absent) > 0 {
+		fmt.Fprintf(w, "not installed: %s (bridge doctor --verbose says why)\n", strings.Join(absent, ", "))
+	}
+}
+
+func paren(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "(" + s + ")"
+}
+
+// quietError fails a command whose output already says why (doctor
+// --json): the exit status is 1 and nothing more is printed.
+type quietError struct{ err error }
+
+func (q quietError) Error() string { return q.err.Error() }
+func (q quietError) Unwrap() error { return q.err }
 
 func (a *app) sessions(ctx context.Context, args []string) error {
 	fs, asJSON := a.flags("sessions")

@@ -54,6 +54,9 @@ type scriptedReply struct {
 type harnessOptions struct {
 	// CheckpointTimeoutSeconds is written to config.json (0: the default).
 	CheckpointTimeoutSeconds int
+	// CodexArgs are extra `codex app-server` arguments.
+	CodexArgs []string
+
 	// DSH starts the real DeepSeek Harness web server (dshtest.StartReal)
 	// against the same fake model server and configures the dsh harness
 	// with its URL.
@@ -108,6 +111,7 @@ func newHarnessEnv(t *testing.T, o harnessOptions) *harnessEnv {
 				"command": h.codexBin,
 				"env":     map[string]string{"FAKE_API_KEY": "sk-fake", "RUST_LOG": "error", "NO_COLOR": "1", "HOME": h.home},
 				"options": map[string]any{"codexHome": h.codexHome},
+				"args":    o.CodexArgs,
 			},
 			"opencode": map[string]any{"disabled": true},
 		},

@@ -80,13 +80,13 @@ func TestImportRefusesWhatIsNotATranscript(t *testing.T) {
 	dir := t.TempDir()
 	for _, h := range importers {
 		for name, path := range inputs {
-			_, stderr, code := runWatched(t, []string{"BRIDGE_DSH_URL=http://127.0.0.1:9/api"}, "--data-dir", dir, "import", "--harness", h, path)
+			stdout, stderr, code := runWatched(t, []string{"BRIDGE_DSH_URL=http://127.0.0.1:9/api"}, "--data-dir", dir, "import", "--harness", h, path, "--json")
 			if code == 0 {
 				t.Errorf("%s importer accepted %s", h, name)
 				continue
 			}
-			if !strings.Contains(stderr, "invalid") || len(stderr) > 600 {
-				t.Errorf("%s importer on %s: want a short invalid error, got exit %d: %.600s", h, name, code, stderr)
+			if !strings.Contains(stdout+stderr, `"code":"invalid"`) || len(stdout+stderr) > 600 {
+				t.Errorf("%s importer on %s: want a short invalid error, got exit %d: %.600s", h, name, code, stdout+stderr)
 			}
 		}
 	}
@@ -176,5 +176,33 @@ func TestReimportWithoutSessionIDAddsNothing(t *testing.T) {
 				t.Fatalf("%d sessions after importing the same bytes twice, want 1", n)
 			}
 		})
+	}
+}
+
+// TestImportRefusesAnotherHarnessTranscript: a transcript of one harness
+// imported under another harness's name is refused and adds nothing.
+func TestImportRefusesAnotherHarnessTranscript(t *testing.T) {
+	root := filepath.Join("..", "..", "testdata")
+	files := map[string]string{
+		"claude-code": "claude-code/transcript-with-compact-boundary.recorded.jsonl",
+		"codex":       "codex/rollout-manual-compact.recorded.jsonl",
+		"opencode":    "opencode/export-after-summarize.recorded.json",
+		"dsh":         "dsh/headless-turn.session.jsonl",
+	}
+	dir := t.TempDir()
+	for _, h := range importers {
+		for owner, file := range files {
+			if owner == h {
+				continue
+			}
+			stdout, stderr, code := runWatched(t, []string{"BRIDGE_DSH_URL=http://127.0.0.1:9/api"},
+				"--data-dir", dir, "import", "--harness", h, filepath.Join(root, file), "--json")
+			if code == 0 || !strings.Contains(stdout+stderr, `"code":"invalid"`) {
+				t.Errorf("%s importer on a %s transcript: want refusal, got exit %d: %.400s", h, owner, code, stdout+stderr)
+			}
+		}
+	}
+	if n := sessionCount(t, dir); n != 0 {
+		t.Fatalf("refused imports recorded %d sessions", n)
 	}
 }

@@ -2,7 +2,7 @@
 //
 // An editor extension or WebUI server launches `bridge` (or `bridge serve`)
 // and speaks JSON-RPC 2.0 to it over stdio in LSP framing. People use the
-// other subcommands: version, doctor, sessions, history, import, search, checkpoint,
+// other subcommands: version, doctor, sessions, history, import, search, export, fork, checkpoint,
 // migrate, schema. Every subcommand takes --json for machine-readable output
 // and the global --data-dir.
 package main
@@ -88,6 +88,10 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		err = a.importCmd(ctx, cargs)
 	case "search":
 		err = a.searchCmd(ctx, cargs)
+	case "export":
+		err = a.exportCmd(ctx, cargs)
+	case "fork":
+		err = a.forkCmd(ctx, cargs)
 	case "checkpoint":
 		err = a.checkpoint(ctx, cargs)
 	case "migrate":

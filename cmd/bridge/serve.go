@@ -83,6 +83,9 @@ func (a *app) serve(ctx context.Context, args []string) int {
 				extra = append(extra, h)
 			}
 			o := openOptions{initDataDir: opts.DataDir, harnesses: opts.Harnesses, notifier: n, extraHosts: extra}
+			if opts.RequestPermission {
+				o.permissions = rpc.PermissionAsker(client)
+			}
 			var e *env
 			var err error
 			if st, perr, ok := pre.take(); ok {

@@ -33,6 +33,9 @@ type rigOptions struct {
 	timeout time.Duration
 	db      *storage.DB
 	dir     string
+	// permissions and approvalTimeout are service.Options'.
+	permissions     service.PermissionAsker
+	approvalTimeout time.Duration
 }
 
 func newRig(t *testing.T, o rigOptions) *rig {
@@ -48,7 +51,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	hosts := append([]core.BridgeHost{fake.New(o.fake)}, o.extra...)
 	rec := servicetest.NewRecorder()
 	svc, err := service.New(service.Options{Store: db, Hosts: hosts, Notifier: rec, DataDir: dir,
-		Presets: o.presets, CheckpointTimeout: o.timeout,
+		Presets: o.presets, CheckpointTimeout: o.timeout, Permissions: o.permissions, ApprovalTimeout: o.approvalTimeout,
 		RepoStatus: func(ctx context.Context, cwd string) (string, error) { return " M src/changed.go\n", nil }})
 	if err != nil {
 		t.Fatal(err)

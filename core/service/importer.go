@@ -23,6 +23,9 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 	if harness == "" || path == "" {
 		return ImportOutcome{}, core.Errorf(core.CodeInvalid, "harness and path are required")
 	}
+	if harness == ExportHarness {
+		return s.importExport(ctx, path)
+	}
 	h, err := s.host(harness)
 	if err != nil {
 		return ImportOutcome{}, err

@@ -109,7 +109,7 @@ func Programs() (node, bin string, err error) {
 	}
 	for _, p := range []string{node, bin} {
 		if _, serr := os.Stat(p); serr != nil {
-			return "", "", fmt.Errorf("DeepSeek Harness is not installed (%v): run `bash .ci/run`, or `npm install` in .ci/dsh (it installs Node 22 too), or set BRIDGE_NODE22_BIN and BRIDGE_DSH_BIN", serr)
+			return "", "", fmt.Errorf("DeepSeek Harness is not installed (%v): run `bash .ci/test`, or `npm install` in .ci/dsh (it installs Node 22 too), or set BRIDGE_NODE22_BIN and BRIDGE_DSH_BIN", serr)
 		}
 	}
 	return node, bin, nil
