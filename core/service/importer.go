@@ -55,7 +55,17 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 			return ImportOutcome{}, err
 		}
 	}
+	return s.recordImported(ctx, harness, is, "imported: "+filepath.Base(abs), filepath.Base(abs),
+		func(done, total int64) { progress(done, total, "recording entries") })
+}
+
+// recordImported records a session read from a harness (a transcript file,
+// or the harness's own history): the session found by its native id, else a
+// new one titled is.Title or title, and the entries not yet recorded (by
+// their native ids).
+func (s *Service) recordImported(ctx context.Context, harness string, is core.ImportedSession, title, what string, progress func(done, total int64)) (ImportOutcome, error) {
 	var sess core.Session
+	var err error
 	if is.NativeID != "" {
 		sess, err = s.opts.Store.FindSessionByNative(ctx, harness, is.NativeID)
 		if err != nil && core.ErrorCode(err) != core.CodeNotFound {
@@ -66,14 +76,13 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 	// one entry the store would refuse adds nothing, not a part.
 	if c, ok := s.opts.Store.(entryChecker); ok {
 		if err := c.CheckEntries(is.Entries); err != nil {
-			return ImportOutcome{}, fmt.Errorf("import %s: %w", core.Quote(filepath.Base(abs)), err)
+			return ImportOutcome{}, fmt.Errorf("import %s: %w", core.Quote(what), err)
 		}
 	}
 	var newSess *core.Session
 	if sess.ID == "" {
-		title := is.Title
-		if title == "" {
-			title = "imported: " + filepath.Base(abs)
+		if is.Title != "" {
+			title = is.Title
 		}
 		// Created with the first batch, in its transaction.
 		newSess = &core.Session{ID: core.NewID("s_"), Harness: harness,
@@ -101,11 +110,11 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 			return err
 		})
 		if err != nil {
-			return ImportOutcome{}, fmt.Errorf("import %s entries %d-%d: %w", core.Quote(filepath.Base(abs)), i, end, err)
+			return ImportOutcome{}, fmt.Errorf("import %s entries %d-%d: %w", core.Quote(what), i, end, err)
 		}
 		newSess = nil
 		out.Entries += len(added)
-		progress(int64(end), total, "recording entries")
+		progress(int64(end), total)
 	}
 	return out, nil
 }
