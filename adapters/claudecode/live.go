@@ -33,6 +33,8 @@ type live struct {
 
 	turnMu sync.Mutex // one turn (prompt or compact) at a time
 
+	evidence *evidence // used by the reader goroutine only
+
 	mu          sync.Mutex
 	nativeID    string
 	model       string
@@ -72,7 +74,7 @@ func startLive(cmd *exec.Cmd, sink core.EventSink) (*live, error) {
 		defer smu.Unlock()
 		user(ev)
 	}
-	l := &live{cmd: cmd, sink: sink, pending: map[string]chan controlResult{}, done: make(chan struct{})}
+	l := &live{cmd: cmd, sink: sink, pending: map[string]chan controlResult{}, done: make(chan struct{}), evidence: newEvidence()}
 	cmd.Stderr = &l.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
@@ -157,7 +159,7 @@ func (l *live) handleLine(raw []byte) {
 		l.sink(core.Event{Entry: harnessEvent("control_request/"+req.Subtype, msgID(m.RequestID, raw), raw)})
 		return
 	}
-	for _, ev := range mapStream(&m, raw) {
+	for _, ev := range l.evidence.add(mapStream(&m, raw)) {
 		l.sink(ev)
 	}
 	l.mu.Lock()

@@ -301,8 +301,58 @@ func assistantEvents(msg *apiMessage, id string, parentTool *string, apiErr json
 			addField(e, "parentToolUseId", *parentTool)
 		}
 		out = append(out, core.Event{Entry: e})
+		if b.Type == "tool_use" && (parentTool == nil || *parentTool == "") {
+			if p, ok := planOf(b.Name, b.Input); ok {
+				pe := p.Entry(nid + ":plan")
+				out = append(out, core.Event{Entry: &pe})
+			}
+		}
 	}
 	return out
+}
+
+// planOf reads a plan update from the input of Claude Code's plan tools:
+// TodoWrite (the whole list: todos [{content, status}]), TaskCreate (one
+// new pending task: subject) and TaskUpdate (one task's change: taskId,
+// status). Other tools, and inputs that do not parse, are not plans.
+func planOf(name string, input json.RawMessage) (core.Plan, bool) {
+	switch name {
+	case "TodoWrite":
+		var in struct {
+			Todos []struct {
+				ID      string `json:"id"`
+				Content string `json:"content"`
+				Status  string `json:"status"`
+			} `json:"todos"`
+		}
+		if json.Unmarshal(input, &in) != nil || in.Todos == nil {
+			return core.Plan{}, false
+		}
+		p := core.Plan{Source: name, Steps: []core.PlanStep{}}
+		for _, t := range in.Todos {
+			p.Steps = append(p.Steps, core.PlanStep{ID: t.ID, Text: t.Content, Status: core.NormalizePlanStatus(t.Status)})
+		}
+		return p, true
+	case "TaskCreate":
+		var in struct {
+			Subject string `json:"subject"`
+		}
+		if json.Unmarshal(input, &in) != nil || strings.TrimSpace(in.Subject) == "" {
+			return core.Plan{}, false
+		}
+		return core.Plan{Source: name, Partial: true, Steps: []core.PlanStep{{Text: in.Subject, Status: core.PlanPending}}}, true
+	case "TaskUpdate":
+		var in struct {
+			TaskID  string `json:"taskId"`
+			Subject string `json:"subject"`
+			Status  string `json:"status"`
+		}
+		if json.Unmarshal(input, &in) != nil || in.TaskID == "" || in.Status == "" {
+			return core.Plan{}, false
+		}
+		return core.Plan{Source: name, Partial: true, Steps: []core.PlanStep{{ID: in.TaskID, Text: in.Subject, Status: core.NormalizePlanStatus(in.Status)}}}, true
+	}
+	return core.Plan{}, false
 }
 
 // userEvents maps a user message: tool results become tool.completed;
