@@ -12,28 +12,16 @@ import (
 	"encoding/json"
 	"log/slog"
 
-	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/schema"
 )
 
-// Backend is the domain surface the server calls. *service.Service
-// implements it. Errors should be *core.Error values (or wrap one); any
-// other error is reported to the client as an internal error and logged.
+// Backend is the domain surface the server calls: the client requests of
+// schema.Methods (schema.Backend) and Close. *service.Service implements
+// it. Errors should be *core.Error values (or wrap one); any other error is
+// reported to the client as an internal error and logged.
 type Backend interface {
-	Create(ctx context.Context, p service.CreateParams) (core.Session, error)
-	Prompt(ctx context.Context, sessionID string, content []core.Content) (core.TurnResult, error)
-	Cancel(ctx context.Context, sessionID string) error
-	Rename(ctx context.Context, sessionID, title string) error
-	Archive(ctx context.Context, sessionID string) error
-	History(ctx context.Context, sessionID string, beforeSeq int64, maxMessages int) ([]core.Entry, bool, error)
-	List(ctx context.Context, q core.ListQuery) ([]core.Session, string, error)
-	Resume(ctx context.Context, sessionID string, fresh bool) (service.Restored, error)
-	Compact(ctx context.Context, sessionID, focus string) (service.CompactOutcome, error)
-	Checkpoint(ctx context.Context, sessionID, reason string) (service.CheckpointOutcome, error)
-	Import(ctx context.Context, harness, path string) (service.ImportOutcome, error)
-	Doctor(ctx context.Context, harness string) (service.DoctorReport, error)
-	MigrationPreview(ctx context.Context, r service.PreviewRequest) (service.Preview, error)
-	MigrationExecute(ctx context.Context, r service.ExecuteRequest) (service.ExecuteOutcome, error)
+	schema.Backend
 	// Close releases the backend; the server calls it once, on shutdown or
 	// when the connection ends.
 	Close(ctx context.Context) error

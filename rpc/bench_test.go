@@ -12,6 +12,7 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // pipeRWC joins one end of two io.Pipes into a ReadWriteCloser.
@@ -60,7 +61,13 @@ var historyParams = json.RawMessage(`{"sessionId":"01JNKSESSION0000000000000","m
 func benchBridgeHistory(b *testing.B) {
 	entries := page()
 	fake := newFake()
-	fake.history = func(context.Context, string, int64, int) ([]core.Entry, bool, error) { return entries, true, nil }
+	wire := make([]schema.Entry, len(entries))
+	for i, e := range entries {
+		wire[i] = service.WireEntry(e)
+	}
+	fake.history = func(context.Context, schema.SessionHistoryParams) (schema.SessionHistoryResult, error) {
+		return schema.SessionHistoryResult{Entries: wire, HasMore: true}, nil
+	}
 	cli, srv := pipePair()
 	cfg := Config{Logger: discardLogger(), Open: func(context.Context, InitOptions, service.Notifier, Caller) (Backend, error) { return fake, nil }}
 	done := make(chan struct{})

@@ -3,9 +3,11 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // TestCancelRequest cancels a blocked prompt by numeric and by string id;
@@ -15,10 +17,10 @@ func TestCancelRequest(t *testing.T) {
 		fake := newFake()
 		started := make(chan struct{})
 		backendErr := make(chan error, 1)
-		fake.prompt = func(ctx context.Context, _ string, _ []core.Content) (core.TurnResult, error) {
+		fake.prompt = func(ctx context.Context, _ schema.SessionPromptParams) (schema.SessionPromptResult, error) {
 			err := blockUntilCancelled(ctx, started)
 			backendErr <- ctx.Err()
-			return core.TurnResult{}, err
+			return schema.SessionPromptResult{}, err
 		}
 		c := startServer(t, fake, nil)
 		c.initialize()
@@ -26,7 +28,7 @@ func TestCancelRequest(t *testing.T) {
 		<-started
 		c.send(nil, "$/cancelRequest", map[string]any{"id": id})
 		e := wantError(t, c.reply(id), int(CodeCancelled))
-		if d := e.errData(t); d.Code != core.CodeCancelled {
+		if d := e.errData(t); d.Code != schema.ErrCancelled {
 			t.Errorf("id %v: data %+v", id, d)
 		}
 		if err := <-backendErr; err == nil {
@@ -51,11 +53,11 @@ func TestCancelUnknownIDIsHarmless(t *testing.T) {
 func TestSlowRequestDoesNotBlockFast(t *testing.T) {
 	fake := newFake()
 	started := make(chan struct{})
-	fake.prompt = func(ctx context.Context, _ string, _ []core.Content) (core.TurnResult, error) {
-		return core.TurnResult{}, blockUntilCancelled(ctx, started)
+	fake.prompt = func(ctx context.Context, _ schema.SessionPromptParams) (schema.SessionPromptResult, error) {
+		return schema.SessionPromptResult{}, blockUntilCancelled(ctx, started)
 	}
-	fake.list = func(context.Context, core.ListQuery) ([]core.Session, string, error) {
-		return []core.Session{{ID: "s9", Harness: "fake"}}, "", nil
+	fake.list = func(context.Context, schema.SessionListParams) (schema.SessionListResult, error) {
+		return schema.SessionListResult{Items: []schema.SessionListItem{{SessionID: "s9", Harness: "fake"}}}, nil
 	}
 	c := startServer(t, fake, nil)
 	c.initialize()
@@ -84,13 +86,13 @@ func TestSlowRequestDoesNotBlockFast(t *testing.T) {
 func TestShutdownWithWorkInFlight(t *testing.T) {
 	fake := newFake()
 	started := make(chan struct{})
-	fake.prompt = func(ctx context.Context, _ string, _ []core.Content) (core.TurnResult, error) {
+	fake.prompt = func(ctx context.Context, _ schema.SessionPromptParams) (schema.SessionPromptResult, error) {
 		close(started)
 		select {
 		case <-ctx.Done():
 		case <-fake.closed:
 		}
-		return core.TurnResult{}, core.Errorf(core.CodeUnavailable, "the session was closed")
+		return schema.SessionPromptResult{}, core.Errorf(core.CodeUnavailable, "the session was closed")
 	}
 	c := startServer(t, fake, nil)
 	c.initialize()
@@ -99,11 +101,52 @@ func TestShutdownWithWorkInFlight(t *testing.T) {
 	<-started
 	c.mustCall("shutdown", nil, nil)
 	e := wantError(t, c.reply(slow), int(CodeDomain))
-	if d := e.errData(t); d.Code != core.CodeUnavailable {
+	if d := e.errData(t); d.Code != schema.ErrUnavailable {
 		t.Errorf("data %+v", d)
 	}
 	c.send(nil, "exit", nil)
 	if r := c.waitExit(); r.code != 0 {
 		t.Errorf("exit code %d", r.code)
+	}
+}
+
+// TestWorkDoneProgressCancel cancels a running prompt the way VS Code does
+// when the user presses cancel on its progress: window/workDoneProgress/cancel
+// with the progress token. The reply is -32800 and the progress ends
+// "cancelled"; a token of no running work changes nothing.
+func TestWorkDoneProgressCancel(t *testing.T) {
+	for _, tok := range []any{"tok-1", 31} {
+		fake := newFake()
+		started := make(chan struct{})
+		fake.prompt = func(ctx context.Context, _ schema.SessionPromptParams) (schema.SessionPromptResult, error) {
+			return schema.SessionPromptResult{}, blockUntilCancelled(ctx, started)
+		}
+		c := startServer(t, fake, nil)
+		c.initialize()
+		c.send(nil, "window/workDoneProgress/cancel", map[string]any{"token": "nothing-runs"})
+		id := c.nextID()
+		c.send(id, "session/prompt", map[string]any{"sessionId": "s1", "workDoneToken": tok,
+			"content": []any{map[string]any{"type": "text", "text": "slow"}}})
+		<-started
+		// The other kind of token with the same text cancels nothing.
+		other := any("31")
+		if tok == "tok-1" {
+			other = 0
+		}
+		c.send(nil, "window/workDoneProgress/cancel", map[string]any{"token": other})
+		c.mustCall("session/list", map[string]any{}, nil)
+		if i := c.index(func(m wireMsg) bool { return m.Method == "" && string(m.ID) == fmt.Sprint(id) }); i >= 0 {
+			t.Fatalf("token %v: the prompt ended before its progress was cancelled", tok)
+		}
+		c.send(nil, "window/workDoneProgress/cancel", map[string]any{"token": tok})
+		wantError(t, c.reply(id), int(CodeCancelled))
+		want, _ := json.Marshal(tok)
+		c.notification("$/progress", func(p json.RawMessage) bool {
+			var v struct {
+				Token json.RawMessage `json:"token"`
+				Value struct{ Kind, Message string }
+			}
+			return json.Unmarshal(p, &v) == nil && string(v.Token) == string(want) && v.Value.Kind == "end" && v.Value.Message == "cancelled"
+		})
 	}
 }

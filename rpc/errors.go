@@ -10,6 +10,7 @@ import (
 	"go.lsp.dev/jsonrpc2"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // JSON-RPC error codes Bridge sends.
@@ -32,12 +33,8 @@ var wireCodes = map[core.Code]jsonrpc2.Code{
 	core.CodeInternal:  CodeInternal,
 }
 
-// errorData is the data member of a Bridge error.
-type errorData struct {
-	Code    core.Code `json:"code"`
-	Missing []string  `json:"missing,omitempty"`
-	Field   string    `json:"field,omitempty"`
-}
+// errorData is the data member of a Bridge error: the contract's type.
+type errorData = schema.ErrorData
 
 // wireError builds a JSON-RPC error with Bridge's data member.
 func wireError(code jsonrpc2.Code, msg string, data errorData) *jsonrpc2.Error {
@@ -50,12 +47,12 @@ func wireError(code jsonrpc2.Code, msg string, data errorData) *jsonrpc2.Error {
 
 // invalidParams is a -32602 error naming the offending field.
 func invalidParams(field, format string, args ...any) *jsonrpc2.Error {
-	return wireError(CodeInvalidParams, fmt.Sprintf(format, args...), errorData{Code: core.CodeInvalid, Field: field})
+	return wireError(CodeInvalidParams, fmt.Sprintf(format, args...), errorData{Code: schema.ErrInvalid, Field: field})
 }
 
 // cancelledError is the -32800 reply to a cancelled request.
 func cancelledError(method string) *jsonrpc2.Error {
-	return wireError(CodeCancelled, method+": request cancelled", errorData{Code: core.CodeCancelled})
+	return wireError(CodeCancelled, method+": request cancelled", errorData{Code: schema.ErrCancelled})
 }
 
 // toWire maps an error from a handler or the backend to the error the client
@@ -76,13 +73,15 @@ func toWire(log *slog.Logger, method string, err error) *jsonrpc2.Error {
 			return cancelledError(method)
 		}
 		log.Error("rpc: internal error", "method", method, "error", err)
-		return wireError(CodeInternal, method+": internal error (see the Bridge log)", errorData{Code: core.CodeInternal})
+		return wireError(CodeInternal, method+": internal error (see the Bridge log)", errorData{Code: schema.ErrInternal})
 	}
 	wc, ok := wireCodes[code]
 	if !ok {
 		wc = CodeDomain
 	}
-	data := errorData{Code: code, Missing: missingOf(ce.Data)}
+	data := errorData{Code: schema.ErrorCode(code), Missing: missingOf(ce.Data)}
+	data.Field, _ = ce.Data["field"].(string)
+	data.Detail, _ = ce.Data["detail"].(string)
 	if ce.Err != nil {
 		log.Debug("rpc: domain error", "method", method, "code", string(code), "error", err)
 	}

@@ -16,79 +16,112 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/schema"
 )
 
-// fakeBackend is a Backend with one function field per method; a nil field
-// answers with a zero value.
+// fakeBackend is a Backend with a function field for some methods; a nil
+// field answers with a zero value. Every call's params are recorded.
 type fakeBackend struct {
-	create     func(ctx context.Context, p service.CreateParams) (core.Session, error)
-	prompt     func(ctx context.Context, id string, c []core.Content) (core.TurnResult, error)
-	history    func(ctx context.Context, id string, before int64, max int) ([]core.Entry, bool, error)
-	list       func(ctx context.Context, q core.ListQuery) ([]core.Session, string, error)
-	checkpoint func(ctx context.Context, id, reason string) (service.CheckpointOutcome, error)
-	doctor     func(ctx context.Context, harness string) (service.DoctorReport, error)
+	create     func(ctx context.Context, p schema.SessionCreateParams) (schema.SessionCreateResult, error)
+	prompt     func(ctx context.Context, p schema.SessionPromptParams) (schema.SessionPromptResult, error)
+	history    func(ctx context.Context, p schema.SessionHistoryParams) (schema.SessionHistoryResult, error)
+	list       func(ctx context.Context, p schema.SessionListParams) (schema.SessionListResult, error)
+	checkpoint func(ctx context.Context, p schema.SessionCheckpointParams) (schema.SessionCheckpointResult, error)
+	doctor     func(ctx context.Context, p schema.DoctorParams) (schema.DoctorResult, error)
 	closed     chan struct{}
 	closeOnce  sync.Once
+
+	mu    sync.Mutex
+	calls []any // params of every call, in order
 }
 
 func newFake() *fakeBackend { return &fakeBackend{closed: make(chan struct{})} }
 
-func (f *fakeBackend) Create(ctx context.Context, p service.CreateParams) (core.Session, error) {
-	if f.create != nil {
-		return f.create(ctx, p)
+// serve records p and calls fn when set, else returns the zero R.
+func serve[P, R any](f *fakeBackend, ctx context.Context, p P, fn func(context.Context, P) (R, error)) (R, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, p)
+	f.mu.Unlock()
+	if fn != nil {
+		return fn(ctx, p)
 	}
-	return core.Session{ID: "s1", Harness: p.Harness}, nil
+	var r R
+	return r, nil
 }
-func (f *fakeBackend) Prompt(ctx context.Context, id string, c []core.Content) (core.TurnResult, error) {
-	if f.prompt != nil {
-		return f.prompt(ctx, id, c)
+
+// received returns the params of every call so far.
+func (f *fakeBackend) received() []any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]any(nil), f.calls...)
+}
+
+func (f *fakeBackend) BridgeDoctor(ctx context.Context, p schema.DoctorParams) (schema.DoctorResult, error) {
+	return serve(f, ctx, p, f.doctor)
+}
+func (f *fakeBackend) SessionList(ctx context.Context, p schema.SessionListParams) (schema.SessionListResult, error) {
+	return serve(f, ctx, p, f.list)
+}
+func (f *fakeBackend) SessionCreate(ctx context.Context, p schema.SessionCreateParams) (schema.SessionCreateResult, error) {
+	if f.create == nil {
+		return serve(f, ctx, p, func(_ context.Context, p schema.SessionCreateParams) (schema.SessionCreateResult, error) {
+			return schema.SessionCreateResult{SessionID: "s1", Harness: p.Harness}, nil
+		})
 	}
-	return core.TurnResult{StopReason: "end_turn"}, nil
+	return serve(f, ctx, p, f.create)
 }
-func (f *fakeBackend) Cancel(context.Context, string) error         { return nil }
-func (f *fakeBackend) Rename(context.Context, string, string) error { return nil }
-func (f *fakeBackend) Archive(context.Context, string) error        { return nil }
-func (f *fakeBackend) History(ctx context.Context, id string, before int64, max int) ([]core.Entry, bool, error) {
-	if f.history != nil {
-		return f.history(ctx, id, before, max)
+func (f *fakeBackend) SessionPrompt(ctx context.Context, p schema.SessionPromptParams) (schema.SessionPromptResult, error) {
+	if f.prompt == nil {
+		return serve(f, ctx, p, func(context.Context, schema.SessionPromptParams) (schema.SessionPromptResult, error) {
+			return schema.SessionPromptResult{StopReason: "end_turn"}, nil
+		})
 	}
-	return nil, false, nil
+	return serve(f, ctx, p, f.prompt)
 }
-func (f *fakeBackend) List(ctx context.Context, q core.ListQuery) ([]core.Session, string, error) {
-	if f.list != nil {
-		return f.list(ctx, q)
+func (f *fakeBackend) SessionCancel(ctx context.Context, p schema.SessionCancelParams) (schema.SessionCancelResult, error) {
+	return serve[schema.SessionCancelParams, schema.SessionCancelResult](f, ctx, p, nil)
+}
+func (f *fakeBackend) SessionRename(ctx context.Context, p schema.SessionRenameParams) (schema.SessionRenameResult, error) {
+	return serve[schema.SessionRenameParams, schema.SessionRenameResult](f, ctx, p, nil)
+}
+func (f *fakeBackend) SessionArchive(ctx context.Context, p schema.SessionArchiveParams) (schema.SessionArchiveResult, error) {
+	return serve[schema.SessionArchiveParams, schema.SessionArchiveResult](f, ctx, p, nil)
+}
+func (f *fakeBackend) SessionHistory(ctx context.Context, p schema.SessionHistoryParams) (schema.SessionHistoryResult, error) {
+	return serve(f, ctx, p, f.history)
+}
+func (f *fakeBackend) SessionResume(ctx context.Context, p schema.SessionResumeParams) (schema.SessionResumeResult, error) {
+	return serve(f, ctx, p, func(_ context.Context, p schema.SessionResumeParams) (schema.SessionResumeResult, error) {
+		if p.Mode == schema.ResumeFresh {
+			return schema.SessionResumeResult{SessionID: p.SessionID, Mode: schema.ModeFresh}, nil
+		}
+		return schema.SessionResumeResult{SessionID: p.SessionID, Mode: schema.ModeHot}, nil
+	})
+}
+func (f *fakeBackend) SessionCompact(ctx context.Context, p schema.SessionCompactParams) (schema.SessionCompactResult, error) {
+	return serve(f, ctx, p, func(context.Context, schema.SessionCompactParams) (schema.SessionCompactResult, error) {
+		return schema.SessionCompactResult{By: schema.CompactedByBridge}, nil
+	})
+}
+func (f *fakeBackend) SessionCheckpoint(ctx context.Context, p schema.SessionCheckpointParams) (schema.SessionCheckpointResult, error) {
+	if f.checkpoint == nil {
+		return serve(f, ctx, p, func(_ context.Context, p schema.SessionCheckpointParams) (schema.SessionCheckpointResult, error) {
+			return schema.SessionCheckpointResult{EntryID: "e1", Provenance: schema.ProvenanceAgent, Reason: p.Reason}, nil
+		})
 	}
-	return nil, "", nil
+	return serve(f, ctx, p, f.checkpoint)
 }
-func (f *fakeBackend) Resume(_ context.Context, id string, fresh bool) (service.Restored, error) {
-	if fresh {
-		return service.Restored{SessionID: id, Mode: core.ModeFresh}, nil
-	}
-	return service.Restored{SessionID: id, Mode: core.ModeHot}, nil
+func (f *fakeBackend) SessionImport(ctx context.Context, p schema.SessionImportParams) (schema.SessionImportResult, error) {
+	return serve[schema.SessionImportParams, schema.SessionImportResult](f, ctx, p, nil)
 }
-func (f *fakeBackend) Compact(context.Context, string, string) (service.CompactOutcome, error) {
-	return service.CompactOutcome{By: "bridge"}, nil
+func (f *fakeBackend) SessionSearch(ctx context.Context, p schema.SessionSearchParams) (schema.SessionSearchResult, error) {
+	return serve[schema.SessionSearchParams, schema.SessionSearchResult](f, ctx, p, nil)
 }
-func (f *fakeBackend) Checkpoint(ctx context.Context, id, reason string) (service.CheckpointOutcome, error) {
-	if f.checkpoint != nil {
-		return f.checkpoint(ctx, id, reason)
-	}
-	return service.CheckpointOutcome{EntryID: "e1", Provenance: "agent", Reason: reason}, nil
+func (f *fakeBackend) MigrationPreview(ctx context.Context, p schema.MigrationPreviewParams) (schema.MigrationPreviewResult, error) {
+	return serve[schema.MigrationPreviewParams, schema.MigrationPreviewResult](f, ctx, p, nil)
 }
-func (f *fakeBackend) Import(context.Context, string, string) (service.ImportOutcome, error) {
-	return service.ImportOutcome{}, nil
-}
-func (f *fakeBackend) Doctor(ctx context.Context, h string) (service.DoctorReport, error) {
-	if f.doctor != nil {
-		return f.doctor(ctx, h)
-	}
-	return service.DoctorReport{}, nil
-}
-func (f *fakeBackend) MigrationPreview(context.Context, service.PreviewRequest) (service.Preview, error) {
-	return service.Preview{}, nil
-}
-func (f *fakeBackend) MigrationExecute(context.Context, service.ExecuteRequest) (service.ExecuteOutcome, error) {
-	return service.ExecuteOutcome{}, nil
+func (f *fakeBackend) MigrationExecute(ctx context.Context, p schema.MigrationExecuteParams) (schema.MigrationExecuteResult, error) {
+	return serve[schema.MigrationExecuteParams, schema.MigrationExecuteResult](f, ctx, p, nil)
 }
 func (f *fakeBackend) Close(context.Context) error {
 	f.closeOnce.Do(func() { close(f.closed) })

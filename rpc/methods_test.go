@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/service"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -34,7 +35,7 @@ func TestHistoryResultMatchesSchema(t *testing.T) {
 		fast := historyResult{Entries: make([]plainEntry, len(entries)), HasMore: true}
 		slow := schema.SessionHistoryResult{HasMore: true}
 		for i, e := range entries {
-			fast.Entries[i] = plainEntry(wireEntry(e))
+			fast.Entries[i] = plainEntry(service.WireEntry(e))
 			slow.Entries = append(slow.Entries, schema.Entry{ID: e.ID, SessionID: e.SessionID, ParentID: e.ParentID, Seq: e.Seq,
 				Kind: string(e.Kind), Payload: e.Payload, NativeID: e.NativeID, TokenEstimate: e.TokenEstimate, CreatedAt: e.CreatedAt})
 		}

@@ -39,7 +39,7 @@ func (s *server) notify(method string, params any) {
 
 // EntryAppended sends session/update.
 func (s *server) EntryAppended(e core.Entry) {
-	s.notify("session/update", schema.SessionUpdateNotification{SessionID: e.SessionID, Entry: wireEntry(e)})
+	s.notify("session/update", schema.SessionUpdateNotification{SessionID: e.SessionID, Entry: service.WireEntry(e)})
 }
 
 // ContextCompacted sends session/contextCompacted.

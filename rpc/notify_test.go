@@ -37,12 +37,13 @@ func TestPromptStreamsUpdates(t *testing.T) {
 	c.initialize()
 	n := <-ns
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	fake.prompt = func(ctx context.Context, id string, content []core.Content) (core.TurnResult, error) {
+	fake.prompt = func(ctx context.Context, p schema.SessionPromptParams) (schema.SessionPromptResult, error) {
+		id, content := p.SessionID, p.Content
 		n.EntryAppended(core.Entry{ID: "e1", SessionID: id, Seq: 1, Kind: core.KindUserMessage,
 			Payload: core.Payload(map[string]string{"text": content[0].Text}), CreatedAt: at})
 		n.EntryAppended(core.Entry{ID: "e2", SessionID: id, ParentID: "e1", Seq: 2, Kind: core.KindAssistantMessage,
 			Payload: core.Payload(map[string]string{"text": "hi"}), CreatedAt: at})
-		return core.TurnResult{StopReason: "end_turn"}, nil
+		return schema.SessionPromptResult{StopReason: "end_turn"}, nil
 	}
 	var res schema.SessionPromptResult
 	c.mustCall("session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "hello"}}}, &res)
@@ -94,17 +95,17 @@ func TestNotifications(t *testing.T) {
 // before the result, and no progress without a token.
 func TestWorkDoneProgress(t *testing.T) {
 	fake := newFake()
-	fake.checkpoint = func(ctx context.Context, id, reason string) (service.CheckpointOutcome, error) {
-		return service.CheckpointOutcome{}, errors.New("unused")
+	fake.checkpoint = func(ctx context.Context, p schema.SessionCheckpointParams) (schema.SessionCheckpointResult, error) {
+		return schema.SessionCheckpointResult{}, errors.New("unused")
 	}
 	c := startServer(t, fake, nil)
 	c.initialize()
-	fake.prompt = func(ctx context.Context, id string, _ []core.Content) (core.TurnResult, error) {
+	fake.prompt = func(ctx context.Context, _ schema.SessionPromptParams) (schema.SessionPromptResult, error) {
 		// The reporter is reachable the way core/service reaches it.
 		p := progressOf(ctx)
 		p(1, 4, "thinking")
 		p(3, 4, "writing")
-		return core.TurnResult{StopReason: "end_turn"}, nil
+		return schema.SessionPromptResult{StopReason: "end_turn"}, nil
 	}
 	for _, token := range []any{"tok-1", 17} {
 		id := c.nextID()

@@ -172,30 +172,38 @@ func join(path, name string) string {
 	return path + "." + name
 }
 
-// decodeParams decodes raw into a new P, answering -32602 with a message that
-// names the field when a required member is missing or a value has the
-// wrong type. Absent params count as an empty object; members P does not
-// know are ignored.
+// decodeParams decodes raw into a new P (see decodeInto).
 func decodeParams[P any](method string, raw json.RawMessage) (*P, error) {
 	p := new(P)
+	if err := decodeInto(method, raw, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// decodeInto decodes raw into p (a pointer), answering -32602 with a
+// message that names the field when a required member is missing or a
+// value has the wrong type. Absent params count as an empty object; members
+// p does not know are ignored.
+func decodeInto(method string, raw json.RawMessage, p any) error {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, null) {
 		raw = []byte("{}")
 	}
 	if raw[0] != '{' {
-		return nil, invalidParams("", "%s: params must be an object", method)
+		return invalidParams("", "%s: params must be an object", method)
 	}
-	if missing := checkRequired(shapeOf(reflect.TypeFor[P]()), raw, ""); missing != "" {
-		return nil, invalidParams(missing, "%s: missing required field %q", method, missing)
+	if missing := checkRequired(shapeOf(reflect.TypeOf(p).Elem()), raw, ""); missing != "" {
+		return invalidParams(missing, "%s: missing required field %q", method, missing)
 	}
 	if err := json.Unmarshal(raw, p); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return nil, invalidParams(te.Field, "%s: field %q must be %s, not %s", method, te.Field, jsonKind(te.Type), te.Value)
+			return invalidParams(te.Field, "%s: field %q must be %s, not %s", method, te.Field, jsonKind(te.Type), te.Value)
 		}
-		return nil, invalidParams("", "%s: invalid params: %s", method, strings.TrimPrefix(err.Error(), "json: "))
+		return invalidParams("", "%s: invalid params: %s", method, strings.TrimPrefix(err.Error(), "json: "))
 	}
-	return p, nil
+	return nil
 }
 
 // jsonKind names the JSON type that decodes into t.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
+
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // state is the server's place in the LSP lifecycle.
@@ -57,7 +59,12 @@ type server struct {
 	// recycled it (a nil-parent panic). Handler contexts here derive from
 	// the connection's lifetime instead.
 	cmu      sync.Mutex
-	inflight map[jsonrpc2.ID]context.CancelFunc
+	inflight map[jsonrpc2.ID]running
+	// replies holds the requests whose reply is not written yet.
+	replies *replies
+	// progressing maps the token of each running work-done progress to the
+	// cancel function of its request (window/workDoneProgress/cancel).
+	progressing map[schema.ProgressToken]context.CancelFunc
 
 	mu          sync.Mutex
 	state       state
@@ -71,11 +78,21 @@ type server struct {
 	exitCh   chan int
 }
 
+// running is one released request: its method and the cancel function of
+// its context.
+type running struct {
+	method string
+	cancel context.CancelFunc
+}
+
 // Serve runs the JSON-RPC server on in and out until the client sends exit,
 // the input ends, or ctx ends. It returns the process exit code the LSP
-// lifecycle prescribes: 0 when exit (or the end of input, or the end of
-// ctx) follows shutdown, 1 otherwise. err reports a transport failure or ctx's error; a clean exit
-// returns nil. If in is an io.Closer it is closed on return.
+// lifecycle prescribes: 0 when exit (or the end of input) follows shutdown,
+// 1 otherwise. The end of ctx (the process was asked to stop: SIGTERM,
+// Ctrl-C) takes the path a shutdown request takes, then ends with 0. Serve
+// returns only once every reply it owes is written (each bounded by
+// drainWait). err reports a transport failure; a clean exit returns nil. If
+// in is an io.Closer it is closed on return.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (exitCode int, err error) {
 	log := cfg.Logger
 	if log == nil {
@@ -84,7 +101,9 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (exitCo
 	if cfg.Open == nil {
 		return 1, fmt.Errorf("rpc: Config.Open is nil")
 	}
-	life, stop := context.WithCancel(ctx)
+	// The connection outlives ctx: its end is a request to shut down,
+	// which still needs the handlers' contexts.
+	life, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 
 	closer := func() error {
@@ -95,7 +114,9 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (exitCo
 	}
 	stream := newLSPStream(in, out, cfg.MaxContentLength, log, closer)
 	s := &server{cfg: cfg, log: log, life: life, exitCh: make(chan int, 1),
-		inflight: make(map[jsonrpc2.ID]context.CancelFunc)}
+		inflight: make(map[jsonrpc2.ID]running), replies: newReplies(),
+		progressing: make(map[schema.ProgressToken]context.CancelFunc)}
+	stream.replied = s.replies.done
 	s.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithPreempter(s))
 	s.conn.Go(life, s.handle)
 
@@ -108,11 +129,22 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (exitCo
 		}
 		log.Info("rpc: input ended", "exitCode", exitCode)
 	case <-ctx.Done():
-		exitCode, err = s.exitCode(), ctx.Err()
+		log.Info("rpc: asked to stop; shutting down")
+		s.stopGracefully()
+		exitCode = 0
 	}
 
-	stop() // cancels every handler's context
+	if s.exitCode() != 0 {
+		// No shutdown came first: running requests are cancelled, so
+		// that they answer now.
+		stop()
+	}
+	// After shutdown this waits for its close to finish.
 	s.closeBackend(context.WithoutCancel(ctx))
+	if !s.replies.wait(nil, true, drainWait) {
+		log.Warn("rpc: requests still unanswered at exit")
+	}
+	stop() // cancels every handler's context
 	_ = stream.Close()
 	s.waitHandlers()
 	return exitCode, err
@@ -146,9 +178,14 @@ func (s *server) exit() {
 	s.exitOnce.Do(func() { s.exitCh <- s.exitCode() })
 }
 
-// Preempt handles $/cancelRequest on the read loop, ahead of the requests
-// that follow it, so a cancellation is never queued behind other work.
+// Preempt handles $/cancelRequest and window/workDoneProgress/cancel on the
+// read loop, ahead of the requests that follow them, so a cancellation is
+// never queued behind other work.
 func (s *server) Preempt(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	if !req.IsCall() && req.Method() == "window/workDoneProgress/cancel" {
+		s.cancelProgress(json.RawMessage(req.Params()))
+		return true, nil
+	}
 	if req.IsCall() || req.Method() != "$/cancelRequest" {
 		return nil, jsonrpc2.ErrNotHandled
 	}
@@ -161,21 +198,51 @@ func (s *server) Preempt(_ context.Context, req *jsonrpc2.Request) (any, error) 
 	}
 	if id := wireID(p.ID); id.IsValid() {
 		s.cmu.Lock()
-		cancel := s.inflight[id]
+		r, ok := s.inflight[id]
 		s.cmu.Unlock()
-		if cancel != nil {
-			cancel()
+		if ok {
+			r.cancel()
 		}
 	}
 	return true, nil
 }
 
+// cancelProgress cancels the request whose work-done progress has the
+// token in params; an unknown or finished token is ignored, as LSP asks.
+func (s *server) cancelProgress(params json.RawMessage) {
+	var p schema.WorkDoneProgressCancelParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		s.log.Warn("rpc: window/workDoneProgress/cancel without a usable token", "params", string(params))
+		return
+	}
+	s.cmu.Lock()
+	cancel := s.progressing[p.Token]
+	s.cmu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// trackProgress makes token cancel ctx's request until untrack is called.
+func (s *server) trackProgress(ctx context.Context, token schema.ProgressToken) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	s.cmu.Lock()
+	s.progressing[token] = cancel
+	s.cmu.Unlock()
+	return ctx, func() {
+		s.cmu.Lock()
+		delete(s.progressing, token)
+		s.cmu.Unlock()
+		cancel()
+	}
+}
+
 // track gives request id a cancellable context derived from the
 // connection's lifetime; untrack must follow.
-func (s *server) track(id jsonrpc2.ID) (context.Context, func()) {
+func (s *server) track(id jsonrpc2.ID, method string) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(s.life)
 	s.cmu.Lock()
-	s.inflight[id] = cancel
+	s.inflight[id] = running{method: method, cancel: cancel}
 	s.cmu.Unlock()
 	return ctx, func() {
 		s.cmu.Lock()
@@ -192,11 +259,14 @@ func (s *server) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 		s.notification(ctx, method, json.RawMessage(req.Params()))
 		return nil, nil
 	}
+	// On the read loop, in wire order: shutdown answers after every
+	// request before it.
+	s.replies.add(req.ID())
 	switch method {
 	case "initialize":
 		return s.initialize(ctx, json.RawMessage(req.Params()))
 	case "shutdown":
-		return s.shutdown(ctx)
+		return s.shutdown(ctx, req.ID())
 	case "exit":
 		s.exit()
 		return nil, nil
@@ -213,7 +283,7 @@ func (s *server) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 	defer s.handlers.Done()
 	// Register for cancellation while still on the read loop, so a
 	// $/cancelRequest that follows the request always finds it.
-	rctx, untrack := s.track(req.ID())
+	rctx, untrack := s.track(req.ID(), method)
 	defer untrack()
 	// Release the read loop: a slow request never blocks a fast one. The
 	// release copies the request's params, so they stay valid.
@@ -264,7 +334,8 @@ func (s *server) notification(_ context.Context, method string, params json.RawM
 // The state changes on the read loop (so requests after it are refused),
 // then the read loop is released: closing the backend may call the client
 // back (host/session.close), whose reply the read loop must be free to read.
-func (s *server) shutdown(ctx context.Context) (any, error) {
+// Its reply follows the replies to every request received before it.
+func (s *server) shutdown(ctx context.Context, self jsonrpc2.ID) (any, error) {
 	s.mu.Lock()
 	switch s.state {
 	case stateCreated, stateInitializing:
@@ -277,10 +348,50 @@ func (s *server) shutdown(ctx context.Context) (any, error) {
 	}
 	s.state = stateShutdown
 	s.mu.Unlock()
+	earlier := s.replies.pending(self)
 	jsonrpc2.Async(ctx)
+	s.drainAndClose(earlier)
+	return nil, nil
+}
+
+// stopGracefully is shutdown without a request: the process was asked to
+// stop (a signal). It does what shutdown does.
+func (s *server) stopGracefully() {
+	s.mu.Lock()
+	shut := s.state == stateInitialized
+	if shut {
+		s.state = stateShutdown
+	}
+	s.mu.Unlock()
+	if shut {
+		s.drainAndClose(s.replies.pending(jsonrpc2.ID{}))
+	}
+}
+
+// closedNotAwaited are the requests shutdown does not wait for before it
+// closes the backend: a turn of the agent has no natural end the client
+// could wait for; closing the backend ends it, and it is answered then.
+var closedNotAwaited = map[string]bool{"session/prompt": true}
+
+// drainAndClose lets the earlier requests answer, closes the backend (which
+// ends running prompts), and waits for the earlier replies still owed.
+func (s *server) drainAndClose(earlier []jsonrpc2.ID) {
+	var first []jsonrpc2.ID
+	s.cmu.Lock()
+	for _, id := range earlier {
+		if r, ok := s.inflight[id]; !ok || !closedNotAwaited[r.method] {
+			first = append(first, id)
+		}
+	}
+	s.cmu.Unlock()
+	if !s.replies.wait(first, false, drainWait) {
+		s.log.Warn("rpc: shutdown: earlier requests still running; closing anyway")
+	}
 	// Not the request's context: it is pooled and must not be retained.
 	s.closeBackend(context.WithoutCancel(s.life))
-	return nil, nil
+	if !s.replies.wait(earlier, false, drainWait) {
+		s.log.Warn("rpc: shutdown: earlier requests still unanswered after the close")
+	}
 }
 
 // closeBackend closes the backend once; a second caller waits for the

@@ -28,9 +28,15 @@ const DefaultMaxContentLength = 64 << 20
 type lspStream struct {
 	in     *bufio.Reader
 	closer func() error
-	out    jsonrpc2.Stream // jsonrpc2's header stream, used only for writing
+	out    io.Writer
 	max    int64
-	log    *slog.Logger
+
+	// wmu serialises writes and guards wbuf, the reused frame buffer.
+	wmu  sync.Mutex
+	wbuf []byte
+	// replied, when not nil, is told the id of every response written.
+	replied func(jsonrpc2.ID)
+	log     *slog.Logger
 
 	closeOnce sync.Once
 	closeErr  error
@@ -42,13 +48,6 @@ type lspStream struct {
 	readErr  error
 }
 
-// writeOnly adapts an io.Writer to the io.ReadWriteCloser jsonrpc2's header
-// stream wants; it is never read from or closed through it.
-type writeOnly struct{ io.Writer }
-
-func (writeOnly) Read([]byte) (int, error) { return 0, io.EOF }
-func (writeOnly) Close() error             { return nil }
-
 // newLSPStream frames messages read from in and written to out. closer, when
 // not nil, is called once by Close to release the transport.
 func newLSPStream(in io.Reader, out io.Writer, max int64, log *slog.Logger, closer func() error) *lspStream {
@@ -58,7 +57,7 @@ func newLSPStream(in io.Reader, out io.Writer, max int64, log *slog.Logger, clos
 	return &lspStream{
 		in:     bufio.NewReaderSize(in, 64<<10),
 		closer: closer,
-		out:    jsonrpc2.NewHeaderStream(writeOnly{out}),
+		out:    out,
 		max:    max,
 		log:    log,
 		done:   make(chan struct{}),
@@ -286,10 +285,31 @@ func (s *lspStream) discard(n int64) error {
 	return nil
 }
 
-// Write frames msg. The write ignores cancellation of ctx: a reply to a
-// cancelled request must still reach the client.
-func (s *lspStream) Write(ctx context.Context, msg jsonrpc2.Message) (int64, error) {
-	return s.out.Write(context.WithoutCancel(ctx), msg)
+// Write frames msg and writes it with one Write call. The write ignores
+// cancellation of ctx: a reply to a cancelled request must still reach the
+// client. Once a response is written, replied learns its id.
+func (s *lspStream) Write(_ context.Context, msg jsonrpc2.Message) (int64, error) {
+	const header = "Content-Length: "
+	s.wmu.Lock()
+	buf := append(s.wbuf[:0], header...)
+	// Room for the length and the blank line; the body follows them.
+	buf = append(buf, "00000000000000000000\r\n\r\n"...)
+	start := len(buf)
+	buf = jsonrpc2.AppendMessage(buf, msg)
+	body := buf[start:]
+	var hb [48]byte
+	head := strconv.AppendInt(append(hb[:0], header...), int64(len(body)), 10)
+	head = append(head, "\r\n\r\n"...)
+	frame := buf[start-len(head):]
+	copy(frame, head)
+	id, isResponse := responseID(body)
+	n, err := s.out.Write(frame)
+	s.wbuf = buf
+	s.wmu.Unlock()
+	if isResponse && s.replied != nil {
+		s.replied(id)
+	}
+	return int64(n), err
 }
 
 // Close releases the transport once.

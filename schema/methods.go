@@ -1,6 +1,9 @@
 package schema
 
-import "sort"
+import (
+	"context"
+	"sort"
+)
 
 // Direction says who sends a message.
 type Direction int
@@ -71,10 +74,30 @@ type Method struct {
 	Capability string
 	// Doc says what the method does, in one line.
 	Doc string
+	// Progress is the $/progress title of a client request that reports
+	// work-done progress when its params carry a workDoneToken; "" when it
+	// does not.
+	Progress string
+	// Call runs a client request on a Backend with decoded params (a value
+	// of the Params type); nil for every row the rpc server answers itself
+	// and for every row it does not answer.
+	Call func(ctx context.Context, b Backend, params any) (any, error)
 }
 
 func req(name string, dir Direction, params, result any, doc string) Method {
 	return Method{Name: name, Direction: dir, Kind: Request, Params: params, Result: result, Doc: doc}
+}
+
+// call is a client request served by a Backend method: fn is a method
+// expression such as Backend.SessionList, so the row, the params and result
+// types and the Backend method cannot disagree.
+func call[P, R any](name string, fn func(Backend, context.Context, P) (R, error), progress, doc string) Method {
+	var p P
+	var r R
+	m := req(name, ClientToServer, p, r, doc)
+	m.Progress = progress
+	m.Call = func(ctx context.Context, b Backend, params any) (any, error) { return fn(b, ctx, params.(P)) }
+	return m
 }
 
 func note(name string, dir Direction, params any, doc string) Method {
@@ -87,9 +110,33 @@ func host(capability string, params, result any, doc string) Method {
 	return m
 }
 
+// Backend serves the client requests of the table, one Go method per row,
+// named after the wire method ("session/list" is SessionList), taking the
+// row's params type and returning its result type. *service.Service
+// implements it; the rpc server dispatches to it from Methods.
+type Backend interface {
+	BridgeDoctor(ctx context.Context, p DoctorParams) (DoctorResult, error)
+	SessionList(ctx context.Context, p SessionListParams) (SessionListResult, error)
+	SessionCreate(ctx context.Context, p SessionCreateParams) (SessionCreateResult, error)
+	SessionPrompt(ctx context.Context, p SessionPromptParams) (SessionPromptResult, error)
+	SessionCancel(ctx context.Context, p SessionCancelParams) (SessionCancelResult, error)
+	SessionRename(ctx context.Context, p SessionRenameParams) (SessionRenameResult, error)
+	SessionArchive(ctx context.Context, p SessionArchiveParams) (SessionArchiveResult, error)
+	SessionHistory(ctx context.Context, p SessionHistoryParams) (SessionHistoryResult, error)
+	SessionResume(ctx context.Context, p SessionResumeParams) (SessionResumeResult, error)
+	SessionCompact(ctx context.Context, p SessionCompactParams) (SessionCompactResult, error)
+	SessionCheckpoint(ctx context.Context, p SessionCheckpointParams) (SessionCheckpointResult, error)
+	SessionImport(ctx context.Context, p SessionImportParams) (SessionImportResult, error)
+	SessionSearch(ctx context.Context, p SessionSearchParams) (SessionSearchResult, error)
+	MigrationPreview(ctx context.Context, p MigrationPreviewParams) (MigrationPreviewResult, error)
+	MigrationExecute(ctx context.Context, p MigrationExecuteParams) (MigrationExecuteResult, error)
+}
+
 // Methods is the contract's single method table: the rpc layer dispatches
-// from it and the generator writes the schema and TypeScript from it.
-// Callers must not modify it.
+// from it (a row with Call goes to the Backend), and the generator writes
+// the schema and TypeScript from it. Adding a client request is its params
+// and result types, one row here with its Backend method, and the service
+// method that implements it. Callers must not modify it.
 var Methods = []Method{
 	// LSP lifecycle and base protocol.
 	req("initialize", ClientToServer, InitializeParams{}, InitializeResult{}, "Open the session; the first request."),
@@ -101,22 +148,24 @@ var Methods = []Method{
 	note("window/showMessage", ServerToClient, ShowMessageParams{}, "Show a message to the user."),
 	note("window/logMessage", ServerToClient, LogMessageParams{}, "Log a message."),
 	req("window/workDoneProgress/create", ServerToClient, WorkDoneProgressCreateParams{}, nil, "Create a progress token."),
+	note("window/workDoneProgress/cancel", ClientToServer, WorkDoneProgressCancelParams{}, "Cancel the request a cancellable progress reports on; it is answered with -32800."),
 
-	// Bridge methods.
-	req("bridge/doctor", ClientToServer, DoctorParams{}, DoctorResult{}, "Capability report per adapter."),
-	req("session/list", ClientToServer, SessionListParams{}, SessionListResult{}, "Page the sessions Bridge knows."),
-	req("session/create", ClientToServer, SessionCreateParams{}, SessionCreateResult{}, "Start a session."),
-	req("session/prompt", ClientToServer, SessionPromptParams{}, SessionPromptResult{}, "Run one turn; entries stream as session/update."),
-	req("session/cancel", ClientToServer, SessionCancelParams{}, SessionCancelResult{}, "Interrupt the running turn."),
-	req("session/rename", ClientToServer, SessionRenameParams{}, SessionRenameResult{}, "Rename a session."),
-	req("session/archive", ClientToServer, SessionArchiveParams{}, SessionArchiveResult{}, "Archive a session."),
-	req("session/history", ClientToServer, SessionHistoryParams{}, SessionHistoryResult{}, "Page the record backwards."),
-	req("session/resume", ClientToServer, SessionResumeParams{}, SessionResumeResult{}, "Resume a session and report the mode."),
-	req("session/compact", ClientToServer, SessionCompactParams{}, SessionCompactResult{}, "Forward /compact or fall back to a checkpoint."),
-	req("session/checkpoint", ClientToServer, SessionCheckpointParams{}, SessionCheckpointResult{}, "Write a Bridge checkpoint now."),
-	req("session/import", ClientToServer, SessionImportParams{}, SessionImportResult{}, "Bring a harness transcript into the record."),
-	req("migration/preview", ClientToServer, MigrationPreviewParams{}, MigrationPreviewResult{}, "Write an editable five-part handoff."),
-	req("migration/execute", ClientToServer, MigrationExecuteParams{}, MigrationExecuteResult{}, "Run a previewed migration."),
+	// Bridge methods: served by a Backend.
+	call("bridge/doctor", Backend.BridgeDoctor, "", "Capability report per adapter."),
+	call("session/list", Backend.SessionList, "", "Page the sessions Bridge knows."),
+	call("session/create", Backend.SessionCreate, "", "Start a session."),
+	call("session/prompt", Backend.SessionPrompt, "Prompt", "Run one turn; entries stream as session/update."),
+	call("session/cancel", Backend.SessionCancel, "", "Interrupt the running turn."),
+	call("session/rename", Backend.SessionRename, "", "Rename a session."),
+	call("session/archive", Backend.SessionArchive, "", "Archive a session."),
+	call("session/history", Backend.SessionHistory, "", "Page the record backwards."),
+	call("session/resume", Backend.SessionResume, "", "Resume a session and report the mode."),
+	call("session/compact", Backend.SessionCompact, "Compact", "Forward /compact or fall back to a checkpoint."),
+	call("session/checkpoint", Backend.SessionCheckpoint, "Checkpoint", "Write a Bridge checkpoint now."),
+	call("session/import", Backend.SessionImport, "Import", "Bring a harness transcript into the record."),
+	call("session/search", Backend.SessionSearch, "", "Search the text of every session, best hits first."),
+	call("migration/preview", Backend.MigrationPreview, "Migration preview", "Write an editable five-part handoff."),
+	call("migration/execute", Backend.MigrationExecute, "Migration", "Run a previewed migration."),
 
 	// Notifications from Bridge.
 	note("session/update", ServerToClient, SessionUpdateNotification{}, "A new entry was recorded."),

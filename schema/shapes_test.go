@@ -31,7 +31,7 @@ var shapes = map[string]string{
 	"Entry":                        "id sessionId parentId? seq kind payload createdAt | nativeId? tokenEstimate?",
 	"SessionListParams":            "cursor? | limit? harness? includeArchived?",
 	"SessionListResult":            "items nextCursor?",
-	"SessionListItem":              "sessionId harness title? cwd? archived updatedAt | createdAt? preset? model? nativeSessionId?",
+	"SessionListItem":              "sessionId harness title? cwd? archived updatedAt | createdAt? preset? model? nativeSessionId? restoreMode?",
 	"SessionResumeParams":          "sessionId mode?",
 	"SessionResumeResult":          "mode reason? nativeError? checkpointEntryId? | sessionId?",
 	"SessionCompactParams":         "sessionId focus? | workDoneToken?",
@@ -54,7 +54,7 @@ var shapes = map[string]string{
 	"ContextCompactedNotification": "sessionId entryId harness trigger preTokens? postTokens? estimated?",
 	"CheckpointSavedNotification":  "sessionId entryId reason provenance hot",
 	"RestoredNotification":         "sessionId mode reason? nativeError? checkpointEntryId?",
-	"ErrorData":                    "code detail? missing?",
+	"ErrorData":                    "code detail? missing? | field?",
 	"TextContent":                  "type text",
 	"ImageContent":                 "type mediaType data",
 	"HostEventNotification":        "nativeId entry? gauge? | model? exit?",
@@ -70,12 +70,17 @@ var shapes = map[string]string{
 	"CancelParams":                 "id",
 	"ProgressParams":               "token value",
 	"WorkDoneProgressCreateParams": "token",
+	"WorkDoneProgressCancelParams": "token",
 	"WorkDoneProgressBegin":        "kind title cancellable? message? percentage?",
 	"WorkDoneProgressReport":       "kind cancellable? message? percentage?",
 	"WorkDoneProgressEnd":          "kind message?",
 	"ShowMessageParams":            "type message",
 	"LogMessageParams":             "type message",
 	"SessionCancelParams":          "sessionId",
+	"SessionSearchParams":          "query harness? cwd? sessionId? since? until? cursor? limit?",
+	"SessionSearchResult":          "hits nextCursor?",
+	"SearchHit":                    "sessionId entryId seq kind harness sessionTitle? cwd? createdAt snippet highlights score",
+	"TextSpan":                     "start end",
 	"SessionCancelResult":          "",
 	"SessionRenameParams":          "sessionId title",
 	"SessionRenameResult":          "",
@@ -179,6 +184,8 @@ func fill(t reflect.Type) reflect.Value {
 		v.SetInt(1)
 	case reflect.Bool:
 		v.SetBool(true)
+	case reflect.Float64:
+		v.SetFloat(1.5)
 	default:
 		panic("fill: unhandled " + t.String())
 	}

@@ -40,6 +40,9 @@ type ErrorData struct {
 	Code ErrorCode `json:"code"`
 	// Detail says more, for a person (never secrets or stack traces).
 	Detail string `json:"detail,omitempty"`
+	// Field names the params member at fault for code invalid, as a dotted
+	// path ("content[1].type"); absent when no one member is.
+	Field string `json:"field,omitempty"`
 	// Missing names the capabilities whose absence refused the operation
 	// (code unavailable or unsupported), in doctor's spelling.
 	Missing []string `json:"missing,omitempty"`

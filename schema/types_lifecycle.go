@@ -146,6 +146,14 @@ type WorkDoneProgressCreateParams struct {
 	Token ProgressToken `json:"token"`
 }
 
+// WorkDoneProgressCancelParams cancels the work a progress token reports
+// on (window/workDoneProgress/cancel: the user pressed cancel on a
+// cancellable progress); the request is answered with -32800.
+type WorkDoneProgressCancelParams struct {
+	// Token is the token of the progress to cancel.
+	Token ProgressToken `json:"token"`
+}
+
 // WorkDoneProgress is one progress value, tagged by kind: begin, report or
 // end. In Go it is one flat struct; the schema is the oneOf of
 // WorkDoneProgressBegin, WorkDoneProgressReport and WorkDoneProgressEnd.

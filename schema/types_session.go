@@ -130,6 +130,9 @@ type SessionListItem struct {
 	Model string `json:"model,omitempty"`
 	// NativeSessionID is the harness's own session or thread id.
 	NativeSessionID string `json:"nativeSessionId,omitempty"`
+	// RestoreMode is how the session last came back; absent when it never
+	// was resumed.
+	RestoreMode RestoreMode `json:"restoreMode,omitempty"`
 }
 
 // SessionCreateParams starts a session.

@@ -41,8 +41,8 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 
-	// The database/sql driver "sqlite3" (pure Go SQLite, no cgo).
-	_ "github.com/ncruces/go-sqlite3/driver"
+	// The database/sql driver (pure Go SQLite, no cgo).
+	"github.com/ncruces/go-sqlite3/driver"
 )
 
 // Options tunes Open. The zero value is ready to use.
@@ -141,7 +141,8 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	q.Set("_txlock", "immediate")
 	dsn := (&url.URL{Scheme: "file", OmitHost: true, Path: abs, RawQuery: q.Encode()}).String()
 
-	sdb, err := sql.Open("sqlite3", dsn)
+	// Every connection gets FTS5 (see registerExtensions).
+	sdb, err := driver.Open(dsn, registerExtensions)
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", abs, err)
 	}

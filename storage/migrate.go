@@ -50,6 +50,12 @@ func loadMigrations() ([]migration, error) {
 	return out, nil
 }
 
+// goSteps are work a migration needs beyond its SQL, run in the same
+// transaction right after it.
+var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
+	2: backfillSearch,
+}
+
 // KnownSchemaVersion is the highest schema version this Bridge can apply.
 func KnownSchemaVersion() int {
 	ms, err := loadMigrations()
@@ -112,6 +118,11 @@ func (db *DB) apply(ctx context.Context, m migration) error {
 	}
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return fmt.Errorf("storage: migration %s: %w", m.name, err)
+	}
+	if step := goSteps[m.version]; step != nil {
+		if err := step(ctx, tx); err != nil {
+			return fmt.Errorf("storage: migration %s: %w", m.name, err)
+		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
 		m.version, m.name, db.now().UnixNano()); err != nil {

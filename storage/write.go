@@ -312,6 +312,9 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 			return nil, fmt.Errorf("storage: insert entry: %w", err)
 		}
 		w.db.fire("entry.insert")
+		if err := indexEntry(ctx, w.q, e.ID, e.Kind, e.Payload); err != nil {
+			return nil, err
+		}
 		out = append(out, e)
 		parentID, parentSeq = id, seq
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
 	"github.com/bridge-dev/bridge/core/service/servicetest"
+	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/storage/storagetest"
 )
 
@@ -31,13 +32,13 @@ func TestContextPressureThroughService(t *testing.T) {
 	}
 	t.Cleanup(func() { svc.Close(context.Background()) })
 
-	sess, err := svc.Create(ctx, service.CreateParams{Harness: "acp", Cwd: t.TempDir(), Title: "pressure"})
+	sess, err := svc.SessionCreate(ctx, schema.SessionCreateParams{Harness: "acp", Cwd: t.TempDir(), Title: "pressure"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	prompt := func(s string) {
 		t.Helper()
-		if _, err := svc.Prompt(ctx, sess.ID, []core.Content{{Type: "text", Text: s}}); err != nil {
+		if _, err := svc.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: sess.SessionID, Content: []schema.Content{{Type: "text", Text: s}}}); err != nil {
 			t.Fatalf("prompt %q: %v", s, err)
 		}
 	}
@@ -49,7 +50,7 @@ func TestContextPressureThroughService(t *testing.T) {
 	// A second turn still at 70% queues behind any checkpoint the first
 	// reading had (wrongly) fired, so such a checkpoint would show by now.
 	prompt("say still reading\nusage 70000")
-	branch, err := db.ActiveBranch(ctx, sess.ID)
+	branch, err := db.ActiveBranch(ctx, sess.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,10 +66,10 @@ func TestContextPressureThroughService(t *testing.T) {
 	prompt("say I changed more files\nusage 76000")
 	n.Await(t, "a checkpoint at 76%", func() bool { return len(n.Saved) > 0 })
 	saved := n.Saved
-	if len(saved) != 1 || saved[0].Reason != "context_pressure" || !saved[0].Hot || saved[0].SessionID != sess.ID {
+	if len(saved) != 1 || saved[0].Reason != "context_pressure" || !saved[0].Hot || saved[0].SessionID != sess.SessionID {
 		t.Fatalf("saved %+v", saved)
 	}
-	branch, err = db.ActiveBranch(ctx, sess.ID)
+	branch, err = db.ActiveBranch(ctx, sess.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}

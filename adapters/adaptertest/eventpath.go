@@ -9,6 +9,7 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/storage/storagetest"
 )
 
@@ -27,7 +28,7 @@ func BenchEventToUpdate(b *testing.B, host core.BridgeHost, perTurn int, sentAt 
 		b.Fatal(err)
 	}
 	defer svc.Close(ctx)
-	s, err := svc.Create(ctx, service.CreateParams{Harness: host.Harness(), Cwd: b.TempDir()})
+	s, err := svc.SessionCreate(ctx, schema.SessionCreateParams{Harness: host.Harness(), Cwd: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func BenchEventToUpdate(b *testing.B, host core.BridgeHost, perTurn int, sentAt 
 	b.ResetTimer()
 	for range b.N {
 		clock.reset()
-		if _, err := svc.Prompt(ctx, s.ID, []core.Content{{Type: "text", Text: "go"}}); err != nil {
+		if _, err := svc.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: s.SessionID, Content: []schema.Content{{Type: "text", Text: "go"}}}); err != nil {
 			b.Fatal(err)
 		}
 		lat := clock.take()

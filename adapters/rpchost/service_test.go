@@ -13,6 +13,7 @@ import (
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
 	"github.com/bridge-dev/bridge/core/service/servicetest"
+	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/storage"
 	"github.com/bridge-dev/bridge/storage/storagetest"
 )
@@ -48,17 +49,21 @@ func (r *hostedRig) service(extra ...core.BridgeHost) *service.Service {
 
 func (r *hostedRig) create(preset string) core.Session {
 	r.t.Helper()
-	s, err := r.svc.Create(context.Background(), service.CreateParams{Harness: nodeHarness, Cwd: r.t.TempDir(),
+	s, err := r.svc.SessionCreate(context.Background(), schema.SessionCreateParams{Harness: nodeHarness, Cwd: r.t.TempDir(),
 		Title: "hosted", Preset: preset, Model: "node-large", Effort: "high"})
 	if err != nil {
 		r.t.Fatalf("Create: %v", err)
 	}
-	return s
+	sess, err := r.db.GetSession(context.Background(), s.SessionID)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return sess
 }
 
 func (r *hostedRig) prompt(id, text string) {
 	r.t.Helper()
-	res, err := r.svc.Prompt(context.Background(), id, []core.Content{{Type: "text", Text: text}})
+	res, err := r.svc.SessionPrompt(context.Background(), schema.SessionPromptParams{SessionID: id, Content: []schema.Content{{Type: "text", Text: text}}})
 	if err != nil || res.StopReason != "end_turn" {
 		r.t.Fatalf("Prompt %q: %+v %v", text, res, err)
 	}
@@ -93,9 +98,13 @@ func TestServiceHostedSession(t *testing.T) {
 		t.Fatalf("session %+v", s)
 	}
 	r.prompt(s.ID, "say hello")
-	hist, _, err := r.svc.History(ctx, s.ID, 0, 0)
+	res, err := r.svc.SessionHistory(ctx, schema.SessionHistoryParams{SessionID: s.ID})
 	if err != nil {
 		t.Fatal(err)
+	}
+	var hist []core.Entry
+	for _, e := range res.Entries {
+		hist = append(hist, core.Entry{ID: e.ID, Kind: core.Kind(e.Kind), Payload: e.Payload})
 	}
 	var user, assistant bool
 	for _, e := range hist {
@@ -116,7 +125,7 @@ func TestServiceHostedSession(t *testing.T) {
 		t.Error("the hosted assistant.message was not sent as session/update")
 	}
 
-	out, err := r.svc.Compact(ctx, s.ID, "keep the greeting")
+	out, err := r.svc.SessionCompact(ctx, schema.SessionCompactParams{SessionID: s.ID, Focus: "keep the greeting"})
 	if err != nil || out.By != "harness" || !out.FocusApplied {
 		t.Fatalf("Compact: %+v %v; want forwarded to the hosting client with the focus", out, err)
 	}
@@ -133,7 +142,7 @@ func TestServiceHostedSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.svc = r.service()
-	restored, err := r.svc.Resume(ctx, s.ID, false)
+	restored, err := r.svc.SessionResume(ctx, schema.SessionResumeParams{SessionID: s.ID})
 	if err != nil || restored.Mode != "native" {
 		t.Fatalf("Resume: %+v %v; want native", restored, err)
 	}
@@ -151,7 +160,7 @@ func TestServiceHostedCheckpoint(t *testing.T) {
 	r := newHostedRig(t)
 	s := r.create("")
 	r.prompt(s.ID, "say the parser is done")
-	out, err := r.svc.Checkpoint(ctx, s.ID, "")
+	out, err := r.svc.SessionCheckpoint(ctx, schema.SessionCheckpointParams{SessionID: s.ID})
 	if err != nil {
 		t.Fatalf("Checkpoint: %v", err)
 	}
@@ -202,7 +211,7 @@ func TestServiceHostedMigration(t *testing.T) {
 	r.prompt(src.ID, "say budget is 4096 tokens")
 	before := r.branch(src.ID)
 
-	p, err := r.svc.MigrationPreview(ctx, service.PreviewRequest{SessionID: src.ID, Target: service.Target{Preset: "reviewer"}})
+	p, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Preset: "reviewer"}})
 	if err != nil {
 		t.Fatalf("preview: %v", err)
 	}
@@ -236,7 +245,7 @@ func TestServiceHostedMigration(t *testing.T) {
 	if err := os.WriteFile(p.Path, []byte(edited), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := r.svc.MigrationExecute(ctx, service.ExecuteRequest{PreviewID: p.PreviewID})
+	out, err := r.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID})
 	if err != nil {
 		t.Fatalf("execute: %v", err)
 	}
@@ -266,11 +275,11 @@ func TestServiceHostedMigration(t *testing.T) {
 	}
 
 	// The same task moves to another harness.
-	p2, err := r.svc.MigrationPreview(ctx, service.PreviewRequest{SessionID: src.ID, Target: service.Target{Harness: "fake"}})
+	p2, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Harness: "fake"}})
 	if err != nil {
 		t.Fatalf("preview to fake: %v", err)
 	}
-	out2, err := r.svc.MigrationExecute(ctx, service.ExecuteRequest{PreviewID: p2.PreviewID})
+	out2, err := r.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p2.PreviewID})
 	if err != nil || !out2.KickoffSent {
 		t.Fatalf("execute to fake: %+v %v", out2, err)
 	}

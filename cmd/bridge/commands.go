@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
 	"github.com/bridge-dev/bridge/schema"
 )
@@ -77,12 +76,12 @@ func (a *app) doctor(ctx context.Context, args []string) error {
 		return err
 	}
 	return a.withEnv(ctx, func(e *env) error {
-		rep, err := e.svc.Doctor(ctx, *harness)
+		rep, err := e.svc.BridgeDoctor(ctx, schema.DoctorParams{Harness: *harness})
 		if err != nil {
 			return err
 		}
 		if *asJSON {
-			return printJSON(a.stdout, doctorJSON(rep))
+			return printJSON(a.stdout, rep)
 		}
 		fmt.Fprintf(a.stdout, "data directory: %s\ndatabase: %s (schema version %d)\n", rep.DataDir, rep.Database, rep.SchemaVersion)
 		for _, ad := range rep.Adapters {
@@ -114,29 +113,6 @@ func (a *app) doctor(ctx context.Context, args []string) error {
 	})
 }
 
-// doctorJSON is the bridge/doctor shape (DESIGN §9.1).
-func doctorJSON(rep service.DoctorReport) map[string]any {
-	var ads []map[string]any
-	for _, ad := range rep.Adapters {
-		m := map[string]any{"harness": ad.Harness, "ok": ad.OK, "capabilities": ad.Capabilities, "missing": nonNil(ad.Missing)}
-		if ad.Binary != "" {
-			m["binary"] = ad.Binary
-		}
-		if ad.Version != "" {
-			m["version"] = ad.Version
-		}
-		ads = append(ads, m)
-	}
-	return map[string]any{"adapters": ads, "dataDir": rep.DataDir, "database": rep.Database, "schemaVersion": rep.SchemaVersion}
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
 func (a *app) sessions(ctx context.Context, args []string) error {
 	fs, asJSON := a.flags("sessions")
 	all := fs.Bool("all", false, "include archived sessions")
@@ -144,33 +120,30 @@ func (a *app) sessions(ctx context.Context, args []string) error {
 		return err
 	}
 	return a.withEnv(ctx, func(e *env) error {
-		var list []core.Session
+		list := schema.SessionListResult{Items: []schema.SessionListItem{}}
 		cursor := ""
 		for {
-			page, next, err := e.svc.List(ctx, core.ListQuery{Cursor: cursor, IncludeArchived: *all})
+			page, err := e.svc.SessionList(ctx, schema.SessionListParams{Cursor: cursor, IncludeArchived: *all})
 			if err != nil {
 				return err
 			}
-			list = append(list, page...)
-			if next == "" {
+			list.Items = append(list.Items, page.Items...)
+			if page.NextCursor == "" {
 				break
 			}
-			cursor = next
+			cursor = page.NextCursor
 		}
 		if *asJSON {
-			if list == nil {
-				list = []core.Session{}
-			}
-			return printJSON(a.stdout, map[string]any{"items": list})
+			return printJSON(a.stdout, list)
 		}
 		tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "SESSION\tHARNESS\tTITLE\tUPDATED\tRESTORED")
-		for _, s := range list {
+		for _, s := range list.Items {
 			title := s.Title
 			if s.Archived {
 				title += " (archived)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, s.Harness, title, s.UpdatedAt.Local().Format(time.DateTime), s.RestoreMode)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.SessionID, s.Harness, title, s.UpdatedAt.Local().Format(time.DateTime), s.RestoreMode)
 		}
 		return tw.Flush()
 	})
@@ -188,16 +161,18 @@ func (a *app) history(ctx context.Context, args []string) error {
 		return usageError{"want exactly one SESSION"}
 	}
 	return a.withEnv(ctx, func(e *env) error {
-		entries, more, err := e.svc.History(ctx, pos[0], *before, *max)
+		p := schema.SessionHistoryParams{SessionID: pos[0], MaxMessages: *max}
+		if *before != 0 {
+			p.BeforeSeq = before
+		}
+		res, err := e.svc.SessionHistory(ctx, p)
 		if err != nil {
 			return err
 		}
 		if *asJSON {
-			if entries == nil {
-				entries = []core.Entry{}
-			}
-			return printJSON(a.stdout, map[string]any{"entries": entries, "hasMore": more})
+			return printJSON(a.stdout, res)
 		}
+		entries, more := res.Entries, res.HasMore
 		for _, en := range entries {
 			fmt.Fprintf(a.stdout, "%6d  %s  %-20s %s\n", en.Seq, en.CreatedAt.Local().Format(time.TimeOnly), en.Kind, brief(en.Payload))
 		}
@@ -237,7 +212,7 @@ func (a *app) importCmd(ctx context.Context, args []string) error {
 				}
 			})
 		}
-		out, err := e.svc.Import(ctx, *harness, pos[0])
+		out, err := e.svc.SessionImport(ctx, schema.SessionImportParams{Harness: *harness, Path: pos[0]})
 		if stderrIsTerminal(a.stderr) && !*asJSON {
 			fmt.Fprint(a.stderr, "\r\033[K")
 		}
@@ -245,7 +220,7 @@ func (a *app) importCmd(ctx context.Context, args []string) error {
 			return err
 		}
 		if *asJSON {
-			return printJSON(a.stdout, map[string]any{"sessionId": out.SessionID, "entries": out.Entries, "contextCompacted": out.ContextCompacted})
+			return printJSON(a.stdout, out)
 		}
 		fmt.Fprintf(a.stdout, "session %s: %d entries added, %d context compactions\n", out.SessionID, out.Entries, out.ContextCompacted)
 		return nil
@@ -263,12 +238,12 @@ func (a *app) checkpoint(ctx context.Context, args []string) error {
 		return usageError{"want exactly one SESSION"}
 	}
 	return a.withEnv(ctx, func(e *env) error {
-		out, err := e.svc.Checkpoint(ctx, pos[0], *reason)
+		out, err := e.svc.SessionCheckpoint(ctx, schema.SessionCheckpointParams{SessionID: pos[0], Reason: schema.CheckpointReason(*reason)})
 		if err != nil {
 			return err
 		}
 		if *asJSON {
-			return printJSON(a.stdout, map[string]any{"entryId": out.EntryID, "provenance": out.Provenance, "reason": out.Reason})
+			return printJSON(a.stdout, out)
 		}
 		fmt.Fprintf(a.stdout, "checkpoint %s saved (%s, provenance %s)\n", out.EntryID, out.Reason, out.Provenance)
 		return nil
@@ -296,8 +271,8 @@ func (a *app) migrate(ctx context.Context, args []string) error {
 			return usageError{"want exactly one SESSION"}
 		}
 		return a.withEnv(ctx, func(e *env) error {
-			p, err := e.svc.MigrationPreview(ctx, service.PreviewRequest{SessionID: pos[0],
-				Target: service.Target{Harness: *harness, Preset: *preset, Model: *model, Effort: *effort}, SummaryCharBudget: *budget, Lang: *lang})
+			p, err := e.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: pos[0],
+				Target: schema.MigrationTarget{Harness: *harness, Preset: *preset, Model: *model, Effort: *effort}, SummaryCharBudget: *budget, Lang: *lang})
 			if err != nil {
 				return err
 			}
@@ -324,8 +299,8 @@ func (a *app) migrate(ctx context.Context, args []string) error {
 		return usageError{"want exactly one PREVIEW id"}
 	}
 	return a.withEnv(ctx, func(e *env) error {
-		out, err := e.svc.MigrationExecute(ctx, service.ExecuteRequest{PreviewID: pos[0], Path: *path, Continue: *cont,
-			Inject: *inject, GoalRounds: *rounds})
+		out, err := e.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: pos[0], Path: *path, Continue: *cont,
+			Inject: schema.InjectMode(*inject), GoalRounds: *rounds})
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -39,12 +41,24 @@ func resolveDataDir(flagValue, initOption string) (string, error) {
 	return abs, nil
 }
 
-// ensureDataDir creates the data directory owner-only (0700), tightening
-// the permissions of an existing one.
+// ensureDataDir creates the data directory owner-only (0700) when it does
+// not exist. An existing folder is used as it is: Bridge never changes the
+// permissions of what it did not create (its own files in it are 0600).
 func ensureDataDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err == nil {
+		if !st.IsDir() {
+			return fmt.Errorf("data directory %s is not a directory", dir)
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("data directory: %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
+	// MkdirAll applied the umask; the folder is Bridge's own.
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return fmt.Errorf("data directory permissions: %w", err)
 	}

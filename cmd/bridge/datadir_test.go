@@ -42,3 +42,42 @@ func TestDataDirAfterCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestExistingDataDirModeUnchanged runs every command on existing folders
+// (0755, and 1777 like /tmp) named by --data-dir: none changes the folder's
+// mode. A folder Bridge creates is 0700 (TestDataDirPermissions).
+func TestExistingDataDirModeUnchanged(t *testing.T) {
+	commands := [][]string{
+		{"version"}, {"schema"}, {"doctor", "--harness", "fake"}, {"sessions"}, {"sessions", "--json"},
+		{"history", "s_none"}, {"checkpoint", "s_none"}, {"import", "--harness", "fake", "/nonexistent"},
+		{"migrate", "preview", "s_none"}, {"migrate", "execute", "p_none"}, {"serve"},
+	}
+	for _, mode := range []os.FileMode{0o755, 0o777 | os.ModeSticky} {
+		dir := filepath.Join(t.TempDir(), "existing")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range commands {
+			if args[0] == "serve" {
+				c := startBridge(t, dir)
+				c.initialize(nil)
+				c.mustCall("session/list", map[string]any{}, nil)
+				if code := c.exit(true); code != 0 {
+					t.Fatalf("serve: exit %d", code)
+				}
+			} else {
+				runCLI(t, nil, append([]string{"--data-dir", dir}, args...)...)
+			}
+			st, err := os.Stat(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := st.Mode() & (os.ModePerm | os.ModeSticky); got != mode {
+				t.Fatalf("after bridge %s the folder's mode is %v, want %v", strings.Join(args, " "), got, mode)
+			}
+		}
+	}
+}

@@ -236,3 +236,27 @@ func TestDataDirFromInitialize(t *testing.T) {
 	}
 	c.exit(true)
 }
+
+// TestWorkDoneProgressCancelStopsPrompt: the cancel button of a progress
+// (window/workDoneProgress/cancel) stops the running prompt, and the
+// session takes the next prompt.
+func TestWorkDoneProgressCancelStopsPrompt(t *testing.T) {
+	c := startBridge(t, t.TempDir())
+	c.initialize(nil)
+	sid := createFake(t, c)
+	c.sendWithID(`4242`, "session/prompt", map[string]any{"sessionId": sid, "workDoneToken": "p-1", "content": prompt("hang")})
+	c.awaitNote("progress begin", func(m wireMsg) bool {
+		return m.Method == "$/progress" && strings.Contains(string(m.Params), `"p-1"`) && strings.Contains(string(m.Params), `"begin"`)
+	})
+	c.notify("window/workDoneProgress/cancel", map[string]any{"token": "p-1"})
+	if m := c.wait(`4242`); m.Error == nil || m.Error.Code != -32800 {
+		t.Fatalf("prompt after its progress was cancelled: %+v, want -32800", m)
+	}
+	c.awaitNote("progress end", func(m wireMsg) bool {
+		return m.Method == "$/progress" && strings.Contains(string(m.Params), `"p-1"`) && strings.Contains(string(m.Params), `"cancelled"`)
+	})
+	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("again")}, nil)
+	if code := c.exit(true); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+}

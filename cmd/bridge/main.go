@@ -2,7 +2,7 @@
 //
 // An editor extension or WebUI server launches `bridge` (or `bridge serve`)
 // and speaks JSON-RPC 2.0 to it over stdio in LSP framing. People use the
-// other subcommands: version, doctor, sessions, history, import, checkpoint,
+// other subcommands: version, doctor, sessions, history, import, search, checkpoint,
 // migrate, schema. Every subcommand takes --json for machine-readable output
 // and the global --data-dir.
 package main
@@ -35,6 +35,7 @@ Commands:
   sessions [--all]           list recorded sessions
   history SESSION            page a session's record (--before SEQ, --max N)
   import --harness H PATH    bring a harness transcript into the record
+  search QUERY               search every session's text (--harness, --cwd, --session, --since, --until, --limit)
   checkpoint SESSION         write a Bridge checkpoint now (--reason R)
   migrate preview SESSION    write a five-part handoff for another harness/preset/model
   migrate execute PREVIEW    start the target session from a (possibly edited) preview
@@ -45,10 +46,20 @@ else $XDG_DATA_HOME/bridge, else ~/.local/share/bridge.
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	ctx, cancel := context.WithCancel(context.Background())
+	// The first SIGINT or SIGTERM ends ctx: `bridge serve` then takes the
+	// path a shutdown request takes (whatever the service does when it
+	// closes happens) and exits 0; a second one ends the process at once.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		cancel()
+		<-sigs
+		fmt.Fprintln(os.Stderr, "bridge: stopped without finishing (second signal)")
+		os.Exit(130)
+	}()
+	os.Exit(Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // Main runs the command line and returns the process exit code.
@@ -87,6 +98,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		err = a.history(ctx, cargs)
 	case "import":
 		err = a.importCmd(ctx, cargs)
+	case "search":
+		err = a.searchCmd(ctx, cargs)
 	case "checkpoint":
 		err = a.checkpoint(ctx, cargs)
 	case "migrate":

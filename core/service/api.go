@@ -57,16 +57,6 @@ type Restored struct {
 	CheckpointEntryID string
 }
 
-// CreateParams asks for a new session.
-type CreateParams struct {
-	Harness string
-	Cwd     string
-	Preset  string
-	Model   string
-	Effort  string
-	Title   string
-}
-
 // CompactOutcome is the result of session/compact.
 type CompactOutcome struct {
 	By           string // "harness" or "bridge"
@@ -89,21 +79,6 @@ type ImportOutcome struct {
 	ContextCompacted int // context.compacted entries in the imported session
 }
 
-// DoctorReport is the result of bridge/doctor.
-type DoctorReport struct {
-	Adapters      []AdapterReport
-	DataDir       string
-	Database      string
-	SchemaVersion int
-}
-
-// AdapterReport is one adapter's probe.
-type AdapterReport struct {
-	core.Probe
-	OK      bool
-	Missing []string
-}
-
 // progressKey carries a progress reporter in a context.
 type progressKey struct{}
 
@@ -122,55 +97,4 @@ func progressFrom(ctx context.Context) Progress {
 		return p
 	}
 	return func(int64, int64, string) {}
-}
-
-// Target names where a migration goes; empty fields keep the source's.
-type Target struct {
-	Harness string `json:"harness,omitempty"`
-	Preset  string `json:"preset,omitempty"`
-	Model   string `json:"model,omitempty"`
-	Effort  string `json:"effort,omitempty"`
-}
-
-// PreviewRequest asks for a migration preview.
-type PreviewRequest struct {
-	SessionID         string
-	Target            Target
-	SummaryCharBudget int    // 0 means 2,400
-	Lang              string // "en", "zh" or "" (by the source's language)
-}
-
-// Section is one part of the five-part handoff.
-type Section struct {
-	Title string `json:"title"`
-	Body  string `json:"body"`
-}
-
-// Preview is a written, editable migration handoff.
-type Preview struct {
-	PreviewID string         `json:"previewId"`
-	Path      string         `json:"path"`
-	Summary   string         `json:"summary"`
-	Sections  []Section      `json:"sections"`
-	Stats     map[string]int `json:"stats"`
-	Warnings  []string       `json:"warnings"`
-}
-
-// ExecuteRequest runs a previewed migration.
-type ExecuteRequest struct {
-	PreviewID  string
-	Path       string // the (possibly edited) preview file; "" means the preview's own
-	Continue   bool
-	Inject     string // "goal", "prompt" or "both"; "" means by capability
-	GoalRounds int    // 0 means 1
-}
-
-// ExecuteOutcome is the result of migration/execute.
-type ExecuteOutcome struct {
-	TargetSessionID  string   `json:"targetSessionId"`
-	ModelTransferred bool     `json:"modelTransferred"`
-	GoalCreated      bool     `json:"goalCreated"`
-	GoalPaused       bool     `json:"goalPaused"`
-	KickoffSent      bool     `json:"kickoffSent"`
-	Warnings         []string `json:"warnings"`
 }

@@ -66,10 +66,10 @@ func (s *Service) loadAttachment(a core.Attachment) (core.Content, error) {
 // happens.
 func checkImage(i int, c core.Content) error {
 	if c.Data == "" || c.MediaType == "" {
-		return core.Errorf(core.CodeInvalid, "content[%d]: an image needs mediaType and data", i)
+		return invalidField(fmt.Sprintf("content[%d].data", i), "content[%d]: an image needs mediaType and data", i)
 	}
 	if _, ok := allowedImageTypes[strings.ToLower(c.MediaType)]; !ok {
-		return core.Errorf(core.CodeInvalid, "content[%d]: image mediaType %q is not one of image/png, image/jpeg, image/webp, image/gif", i, c.MediaType)
+		return invalidField(fmt.Sprintf("content[%d].mediaType", i), "content[%d]: image mediaType %q is not one of image/png, image/jpeg, image/webp, image/gif", i, c.MediaType)
 	}
 	if _, err := base64.StdEncoding.DecodeString(c.Data); err != nil {
 		return core.E(core.CodeInvalid, fmt.Sprintf("content[%d]: image data is not base64", i), err)

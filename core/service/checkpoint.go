@@ -14,16 +14,16 @@ import (
 // it: the last six messages and what came with them.
 var retainPolicy = checkpoint.RetainPolicy{KeepMessages: 6}
 
-// Checkpoint writes a Bridge checkpoint of the session now. The session's
+// checkpointNow writes a Bridge checkpoint of the session now. The session's
 // own agent writes it when its harness is running; otherwise Bridge
 // reconstructs it from the record and the repository.
-func (s *Service) Checkpoint(ctx context.Context, sessionID, reason string) (CheckpointOutcome, error) {
+func (s *Service) checkpointNow(ctx context.Context, sessionID, reason string) (CheckpointOutcome, error) {
 	r := checkpoint.Reason(reason)
 	if r == "" {
 		r = checkpoint.ReasonManual
 	}
 	if !r.Known() {
-		return CheckpointOutcome{}, core.Errorf(core.CodeInvalid, "reason %q is not one of %v", reason, checkpoint.Reasons)
+		return CheckpointOutcome{}, invalidField("reason", "reason %q is not one of %v", reason, checkpoint.Reasons)
 	}
 	return s.checkpoint(ctx, sessionID, r, "")
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bridge-dev/bridge/adapters/fake"
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 const goodReply = "Here is the checkpoint you asked for.\n```json\n{\"summary\": \"Added the parser; tests pass.\", \"decisions\": [\"use a brace counter\", \"\"], \"filesTouched\": [\"src/parse.go\", \"src/parse.go\"], \"openWork\": [\"benchmark it\"]}\n```\nAnything else?"
@@ -25,7 +26,7 @@ func TestCheckpointCommit(t *testing.T) {
 	})}})
 	s := r.create()
 	r.prompt(s.ID, "decide keep the API small\nfile src/extra.go\nsay done")
-	out, err := r.svc.Checkpoint(context.Background(), s.ID, "")
+	out, err := r.svc.SessionCheckpoint(context.Background(), schema.SessionCheckpointParams{SessionID: s.ID})
 	if err != nil {
 		t.Fatalf("Checkpoint: %v", err)
 	}
@@ -69,7 +70,7 @@ func TestCheckpointCommit(t *testing.T) {
 		t.Fatal("a Bridge checkpoint must never be reported as a context compaction")
 	}
 	// Nothing new since the boundary: a second checkpoint is refused.
-	if _, err := r.svc.Checkpoint(context.Background(), s.ID, "manual"); core.ErrorCode(err) != core.CodeInvalid {
+	if _, err := r.svc.SessionCheckpoint(context.Background(), schema.SessionCheckpointParams{SessionID: s.ID, Reason: "manual"}); core.ErrorCode(err) != core.CodeInvalid {
 		t.Fatalf("second checkpoint with no new work: %v, want invalid", err)
 	}
 }
@@ -80,7 +81,7 @@ func TestCheckpointRepairFailureTimeout(t *testing.T) {
 		r := newRig(t, rigOptions{})
 		s := r.create()
 		r.prompt(s.ID, "say working\nnext json I cannot write JSON, sorry.\nafter 2 json {\"summary\": \"repaired\"}")
-		out, err := r.svc.Checkpoint(ctx, s.ID, "phase_boundary")
+		out, err := r.svc.SessionCheckpoint(ctx, schema.SessionCheckpointParams{SessionID: s.ID, Reason: "phase_boundary"})
 		if err != nil {
 			t.Fatalf("Checkpoint: %v", err)
 		}
@@ -98,7 +99,7 @@ func TestCheckpointRepairFailureTimeout(t *testing.T) {
 		r := newRig(t, rigOptions{})
 		s := r.create()
 		r.prompt(s.ID, "say working\nnext json no json here\nafter 2 json {\"summary\": \"\"}")
-		_, err := r.svc.Checkpoint(ctx, s.ID, "manual")
+		_, err := r.svc.SessionCheckpoint(ctx, schema.SessionCheckpointParams{SessionID: s.ID, Reason: "manual"})
 		if core.ErrorCode(err) != core.CodeSummary {
 			t.Fatalf("err %v, want code summary", err)
 		}
@@ -112,7 +113,7 @@ func TestCheckpointRepairFailureTimeout(t *testing.T) {
 		}
 		// The failure closed the request: the lock is free again.
 		r.prompt(s.ID, "say more work\nnext json {\"summary\": \"ok now\"}")
-		if _, err := r.svc.Checkpoint(ctx, s.ID, "manual"); err != nil {
+		if _, err := r.svc.SessionCheckpoint(ctx, schema.SessionCheckpointParams{SessionID: s.ID, Reason: "manual"}); err != nil {
 			t.Fatalf("checkpoint after a failed one: %v", err)
 		}
 	})
@@ -120,7 +121,7 @@ func TestCheckpointRepairFailureTimeout(t *testing.T) {
 		r := newRig(t, rigOptions{timeout: 300 * time.Millisecond})
 		s := r.create()
 		r.prompt(s.ID, "say working\nnext hang")
-		_, err := r.svc.Checkpoint(ctx, s.ID, "manual")
+		_, err := r.svc.SessionCheckpoint(ctx, schema.SessionCheckpointParams{SessionID: s.ID, Reason: "manual"})
 		if core.ErrorCode(err) != core.CodeTimeout {
 			t.Fatalf("err %v, want code timeout", err)
 		}
@@ -148,10 +149,10 @@ func TestCheckpointLockAcrossRestart(t *testing.T) {
 		Payload: core.Payload(map[string]any{"reason": "manual", "attempt": 0})}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.svc.Checkpoint(ctx, s.ID, "manual"); core.ErrorCode(err) != core.CodeBusy {
+	if _, err := r.svc.SessionCheckpoint(ctx, schema.SessionCheckpointParams{SessionID: s.ID, Reason: "manual"}); core.ErrorCode(err) != core.CodeBusy {
 		t.Fatalf("pending request of this process: %v, want busy", err)
 	}
-	if _, err := r.svc.Compact(ctx, s.ID, ""); core.ErrorCode(err) != core.CodeBusy {
+	if _, err := r.svc.SessionCompact(ctx, schema.SessionCompactParams{SessionID: s.ID}); core.ErrorCode(err) != core.CodeBusy {
 		t.Fatalf("native compaction while a checkpoint is pending: %v, want busy", err)
 	}
 	r.svc.Close(ctx)
@@ -159,7 +160,7 @@ func TestCheckpointLockAcrossRestart(t *testing.T) {
 	// A new process on the same record: the old request is stale. The
 	// session is not running there, so the checkpoint is reconstructed.
 	r2 := newRig(t, rigOptions{db: r.db})
-	out, err := r2.svc.Checkpoint(ctx, s.ID, "manual")
+	out, err := r2.svc.SessionCheckpoint(ctx, schema.SessionCheckpointParams{SessionID: s.ID, Reason: "manual"})
 	if err != nil {
 		t.Fatalf("after restart: %v", err)
 	}

@@ -8,12 +8,12 @@ import (
 	"github.com/bridge-dev/bridge/core/checkpoint"
 )
 
-// Compact forwards a compaction command to the harness when it has one
+// compact forwards a compaction command to the harness when it has one
 // (Claude Code /compact, Codex thread/compact/start, OpenCode summarize, an
 // ACP compact command) and otherwise falls back to a Bridge checkpoint with
 // reason manual. A focus the command cannot take is reported as
 // focusApplied false with the reason, never dropped in silence.
-func (s *Service) Compact(ctx context.Context, sessionID, focus string) (CompactOutcome, error) {
+func (s *Service) compact(ctx context.Context, sessionID, focus string) (CompactOutcome, error) {
 	sess, err := s.session(ctx, sessionID)
 	if err != nil {
 		return CompactOutcome{}, err

@@ -15,6 +15,7 @@ import (
 	"github.com/bridge-dev/bridge/core/checkpoint"
 	"github.com/bridge-dev/bridge/core/service"
 	"github.com/bridge-dev/bridge/core/service/servicetest"
+	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/storage"
 )
 
@@ -48,15 +49,15 @@ func crashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := svc.Create(ctx, service.CreateParams{Harness: "fake", Cwd: t.TempDir()})
+	s, err := svc.SessionCreate(ctx, schema.SessionCreateParams{Harness: "fake", Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Prompt(ctx, s.ID, []core.Content{{Type: "text", Text: "decide use one transaction\nfile src/commit.go\nsay done"}}); err != nil {
+	if _, err := svc.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: s.SessionID, Content: []schema.Content{{Type: "text", Text: "decide use one transaction\nfile src/commit.go\nsay done"}}}); err != nil {
 		t.Fatal(err)
 	}
 	armed.Store(true)
-	if _, err := svc.Checkpoint(ctx, s.ID, "manual"); err != nil {
+	if _, err := svc.SessionCheckpoint(ctx, schema.SessionCheckpointParams{SessionID: s.SessionID, Reason: "manual"}); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Printf("points=%d\n", seen.Load())

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // TestAbandonedToolUnblocksCheckpoint (issue 16, defect a): a harness that
@@ -15,7 +16,7 @@ func TestAbandonedToolUnblocksCheckpoint(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t, rigOptions{})
 	s := r.create()
-	if _, err := r.svc.Prompt(ctx, s.ID, []core.Content{{Type: "text", Text: "say editing\ntoolstart Bash make test\ncrash 1"}}); err == nil {
+	if _, err := r.svc.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: s.ID, Content: []schema.Content{{Type: "text", Text: "say editing\ntoolstart Bash make test\ncrash 1"}}}); err == nil {
 		t.Fatal("a crashing turn reported no error")
 	}
 	r.rec.Await(t, "the stopped status", func() bool {
@@ -40,7 +41,7 @@ func TestAbandonedToolUnblocksCheckpoint(t *testing.T) {
 	if started == "" || !abandoned {
 		t.Fatalf("tool %q: no tool.completed {abandoned: true} after the process ended: %v", started, kinds(r.branch(s.ID)))
 	}
-	out, err := r.svc.Checkpoint(ctx, s.ID, "before_shutdown")
+	out, err := r.svc.SessionCheckpoint(ctx, schema.SessionCheckpointParams{SessionID: s.ID, Reason: "before_shutdown"})
 	if err != nil {
 		t.Fatalf("checkpoint of the dead session: %v", err)
 	}
@@ -63,7 +64,7 @@ func TestDeadProcessRebuildIgnoresToolInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	r2 := newRig(t, rigOptions{db: r.db})
-	out, err := r2.svc.Checkpoint(ctx, s.ID, "manual")
+	out, err := r2.svc.SessionCheckpoint(ctx, schema.SessionCheckpointParams{SessionID: s.ID, Reason: "manual"})
 	if err != nil {
 		t.Fatalf("rebuild with an old unfinished tool: %v", err)
 	}

@@ -5,16 +5,18 @@ import (
 	"sort"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/schema"
 )
 
-// Doctor probes each adapter (or only harness, when named) without
+// BridgeDoctor probes each adapter (or only p.Harness, when named) without
 // mutating anything and reports what is available and what is missing.
-func (s *Service) Doctor(ctx context.Context, harness string) (DoctorReport, error) {
+func (s *Service) BridgeDoctor(ctx context.Context, p schema.DoctorParams) (schema.DoctorResult, error) {
+	harness := p.Harness
 	var hosts []core.BridgeHost
 	if harness != "" {
 		h, err := s.host(harness)
 		if err != nil {
-			return DoctorReport{}, err
+			return schema.DoctorResult{}, err
 		}
 		hosts = append(hosts, h)
 	} else {
@@ -22,10 +24,10 @@ func (s *Service) Doctor(ctx context.Context, harness string) (DoctorReport, err
 			hosts = append(hosts, s.hosts[n])
 		}
 	}
-	rep := DoctorReport{DataDir: s.opts.DataDir, Database: s.opts.Database}
+	rep := schema.DoctorResult{DataDir: s.opts.DataDir, Database: s.opts.Database}
 	v, err := s.opts.Store.SchemaVersion(ctx)
 	if err != nil {
-		return DoctorReport{}, err
+		return schema.DoctorResult{}, err
 	}
 	rep.SchemaVersion = v
 	for _, h := range hosts {
@@ -37,7 +39,7 @@ func (s *Service) Doctor(ctx context.Context, harness string) (DoctorReport, err
 // adapterReport normalises a probe: every required and optional capability
 // appears exactly once, in the design's order, with those the adapter did
 // not mention counted as missing.
-func adapterReport(p core.Probe) AdapterReport {
+func adapterReport(p core.Probe) schema.AdapterReport {
 	byName := map[string]core.Capability{}
 	for _, c := range p.Capabilities {
 		byName[c.Name] = c
@@ -70,6 +72,9 @@ func adapterReport(p core.Probe) AdapterReport {
 	for _, n := range extra {
 		caps = append(caps, byName[n])
 	}
-	p.Capabilities = caps
-	return AdapterReport{Probe: p, OK: len(missing) == 0, Missing: missing}
+	out := schema.AdapterReport{Harness: p.Harness, Binary: p.Binary, Version: p.Version, OK: len(missing) == 0, Missing: missing}
+	for _, c := range caps {
+		out.Capabilities = append(out.Capabilities, schema.Capability{Name: c.Name, Required: c.Required, Available: c.Available, Detail: c.Detail})
+	}
+	return out
 }

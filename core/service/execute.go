@@ -10,6 +10,7 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/handoff"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // MigrationExecute starts a clean target session from a preview: it reads
@@ -19,7 +20,7 @@ import (
 // the kickoff. The source is never rewritten. If pausing the goal fails,
 // goal.clear is tried, the target is cancelled and no kickoff is sent. A
 // kickoff whose delivery is uncertain is never retried.
-func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (ExecuteOutcome, error) {
+func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExecuteParams) (schema.MigrationExecuteResult, error) {
 	s.previews.mu.Lock()
 	p := s.previews.m[req.PreviewID]
 	if p == nil {
@@ -36,10 +37,10 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 	}
 	s.previews.mu.Unlock()
 	if p == nil {
-		return ExecuteOutcome{}, core.Errorf(core.CodeNotFound, "preview %q not found or older than 30 minutes: run migration/preview again", req.PreviewID)
+		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeNotFound, "preview %q not found or older than 30 minutes: run migration/preview again", req.PreviewID)
 	}
 	if req.GoalRounds < 0 {
-		return ExecuteOutcome{}, core.Errorf(core.CodeInvalid, "goalRounds must be at least 1")
+		return schema.MigrationExecuteResult{}, invalidField("goalRounds", "goalRounds must not be negative")
 	}
 	rounds := req.GoalRounds
 	if rounds == 0 {
@@ -51,11 +52,11 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return ExecuteOutcome{}, core.E(core.CodeInvalid, "read the preview file", err)
+		return schema.MigrationExecuteResult{}, core.E(core.CodeInvalid, "read the preview file", err)
 	}
 	summary := string(b)
 	if strings.TrimSpace(summary) == "" {
-		return ExecuteOutcome{}, core.Errorf(core.CodeInvalid, "the preview file %s is empty", path)
+		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeInvalid, "the preview file %s is empty", path)
 	}
 	var warnings []string
 	if _, err := handoff.Parse(summary); err != nil {
@@ -63,16 +64,16 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 	}
 	src, err := s.session(ctx, p.source.ID)
 	if err != nil {
-		return ExecuteOutcome{}, err
+		return schema.MigrationExecuteResult{}, err
 	}
-	_, inject, err := s.checkMigration(ctx, src, p.target, req.Inject)
+	_, inject, err := s.checkMigration(ctx, src, p.target, string(req.Inject))
 	if err != nil {
-		return ExecuteOutcome{}, err
+		return schema.MigrationExecuteResult{}, err
 	}
 	s.previews.mu.Lock()
 	if p.executed {
 		s.previews.mu.Unlock()
-		return ExecuteOutcome{}, core.Errorf(core.CodeConflict, "preview %s was already executed", p.id)
+		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeConflict, "preview %s was already executed", p.id)
 	}
 	p.executed = true
 	s.previews.mu.Unlock()
@@ -92,12 +93,12 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 	if title == "" {
 		title = src.ID
 	}
-	target, err := s.Create(ctx, CreateParams{Harness: p.target.Harness, Cwd: src.Cwd, Preset: p.target.Preset,
+	target, err := s.create(ctx, schema.SessionCreateParams{Harness: p.target.Harness, Cwd: src.Cwd, Preset: p.target.Preset,
 		Model: model, Effort: effort})
 	if err != nil {
-		return ExecuteOutcome{}, fmt.Errorf("create the target session: %w", err)
+		return schema.MigrationExecuteResult{}, fmt.Errorf("create the target session: %w", err)
 	}
-	out := ExecuteOutcome{TargetSessionID: target.ID}
+	out := schema.MigrationExecuteResult{TargetSessionID: target.ID}
 	if model != "" {
 		out.ModelTransferred = true
 	} else if src.Model != "" {
@@ -111,7 +112,7 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 	if to == "" {
 		to = p.target.Harness
 	}
-	if err := s.Rename(ctx, target.ID, title+" → "+to); err != nil {
+	if err := s.rename(ctx, target.ID, title+" → "+to); err != nil {
 		warnings = append(warnings, "rename the target: "+err.Error())
 	}
 	if _, err := s.appendEntries(ctx, target.ID, core.NewEntry{Kind: core.KindMigrationHandoff, Payload: core.Payload(map[string]any{
@@ -153,7 +154,7 @@ func (s *Service) MigrationExecute(ctx context.Context, req ExecuteRequest) (Exe
 // goalHandoff creates a goal carrying the handoff and pauses it. If pausing
 // fails it tries to clear the goal, cancels the target and reports false:
 // no kickoff may be sent.
-func (s *Service) goalHandoff(ctx context.Context, l *liveSession, summary string, rounds int, out *ExecuteOutcome) (bool, []string) {
+func (s *Service) goalHandoff(ctx context.Context, l *liveSession, summary string, rounds int, out *schema.MigrationExecuteResult) (bool, []string) {
 	var warnings []string
 	gh, ok := l.live.(core.GoalHost)
 	if !ok {
@@ -186,7 +187,7 @@ func (s *Service) goalHandoff(ctx context.Context, l *liveSession, summary strin
 	return true, warnings
 }
 
-func (s *Service) auditMigration(ctx context.Context, src, target core.Session, out ExecuteOutcome) {
+func (s *Service) auditMigration(ctx context.Context, src, target core.Session, out schema.MigrationExecuteResult) {
 	err := s.opts.Store.AppendAudit(ctx, core.AuditRecord{Source: "migration", Kind: "migration.executed", Entity: src.ID,
 		Body: core.Payload(map[string]any{"sourceSessionId": src.ID, "targetSessionId": target.ID, "targetHarness": target.Harness,
 			"targetPreset": target.Preset, "modelTransferred": out.ModelTransferred, "goalCreated": out.GoalCreated,

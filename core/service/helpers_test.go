@@ -11,6 +11,7 @@ import (
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
 	"github.com/bridge-dev/bridge/core/service/servicetest"
+	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/storage"
 	"github.com/bridge-dev/bridge/storage/storagetest"
 )
@@ -73,16 +74,20 @@ func newRig(t *testing.T, o rigOptions) *rig {
 
 func (r *rig) create() core.Session {
 	r.t.Helper()
-	s, err := r.svc.Create(context.Background(), service.CreateParams{Harness: "fake", Cwd: r.t.TempDir(), Title: "t", Model: "fake-large", Effort: "high"})
+	s, err := r.svc.SessionCreate(context.Background(), schema.SessionCreateParams{Harness: "fake", Cwd: r.t.TempDir(), Title: "t", Model: "fake-large", Effort: "high"})
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	return s
+	sess, err := r.db.GetSession(context.Background(), s.SessionID)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return sess
 }
 
 func (r *rig) prompt(id, text string) {
 	r.t.Helper()
-	if _, err := r.svc.Prompt(context.Background(), id, []core.Content{{Type: "text", Text: text}}); err != nil {
+	if _, err := r.svc.SessionPrompt(context.Background(), schema.SessionPromptParams{SessionID: id, Content: []schema.Content{{Type: "text", Text: text}}}); err != nil {
 		r.t.Fatalf("prompt %q: %v", text, err)
 	}
 }

@@ -11,11 +11,11 @@ import (
 // importBatch is how many entries one import transaction appends.
 const importBatch = 1000
 
-// Import brings an existing harness transcript into the record. Entries are
+// importFile brings an existing harness transcript into the record. Entries are
 // keyed by their native ids, so importing the same file twice adds nothing;
 // a transcript of a session already recorded (same native session id) adds
 // only what is new.
-func (s *Service) Import(ctx context.Context, harness, path string) (ImportOutcome, error) {
+func (s *Service) importFile(ctx context.Context, harness, path string) (ImportOutcome, error) {
 	if harness == "" || path == "" {
 		return ImportOutcome{}, core.Errorf(core.CodeInvalid, "harness and path are required")
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/handoff"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // previewTTL is how long a preview can be executed.
@@ -27,7 +28,7 @@ const workerTimeout = 5 * time.Minute
 type pendingPreview struct {
 	id       string
 	source   core.Session
-	target   Target
+	target   schema.MigrationTarget
 	lang     string
 	path     string
 	created  time.Time
@@ -37,14 +38,14 @@ type pendingPreview struct {
 
 // previewMeta is the on-disk form of a pending preview.
 type previewMeta struct {
-	ID         string           `json:"id"`
-	SourceID   string           `json:"sourceSessionId"`
-	Target     Target           `json:"target"`
-	Lang       string           `json:"lang"`
-	Path       string           `json:"path"`
-	Created    time.Time        `json:"created"`
-	Unresolved []unresolvedMeta `json:"unresolvedImages,omitempty"`
-	Executed   bool             `json:"executed"`
+	ID         string                 `json:"id"`
+	SourceID   string                 `json:"sourceSessionId"`
+	Target     schema.MigrationTarget `json:"target"`
+	Lang       string                 `json:"lang"`
+	Path       string                 `json:"path"`
+	Created    time.Time              `json:"created"`
+	Unresolved []unresolvedMeta       `json:"unresolvedImages,omitempty"`
+	Executed   bool                   `json:"executed"`
 }
 
 // unresolvedMeta is an image message nobody answered, as a preview keeps it.
@@ -120,12 +121,12 @@ func resolveInject(p core.Probe, inject string) (string, error) {
 		}
 		return "prompt", nil
 	}
-	return "", core.Errorf(core.CodeInvalid, "inject must be goal, prompt or both, not %q", inject)
+	return "", invalidField("inject", "inject must be goal, prompt or both, not %q", inject)
 }
 
 // checkMigration refuses, before anything exists, a migration whose source
 // or target host lacks a capability the flow needs.
-func (s *Service) checkMigration(ctx context.Context, src core.Session, t Target, inject string) (core.BridgeHost, string, error) {
+func (s *Service) checkMigration(ctx context.Context, src core.Session, t schema.MigrationTarget, inject string) (core.BridgeHost, string, error) {
 	sh, err := s.host(src.Harness)
 	if err != nil {
 		return nil, "", err
@@ -156,33 +157,36 @@ func (s *Service) checkMigration(ctx context.Context, src core.Session, t Target
 // MigrationPreview folds the source, has a temporary summary worker write
 // the five-part handoff and writes it to an editable file. The worker is
 // always archived; the source and any target are left untouched.
-func (s *Service) MigrationPreview(ctx context.Context, req PreviewRequest) (Preview, error) {
+func (s *Service) MigrationPreview(ctx context.Context, req schema.MigrationPreviewParams) (schema.MigrationPreviewResult, error) {
 	src, err := s.session(ctx, req.SessionID)
 	if err != nil {
-		return Preview{}, err
+		return schema.MigrationPreviewResult{}, err
 	}
 	t := req.Target
 	if t.Harness == "" {
 		t.Harness = src.Harness
 	}
 	if t.Harness == src.Harness && t.Preset == src.Preset && t.Model == "" && t.Effort == "" {
-		return Preview{}, core.Errorf(core.CodeInvalid, "the target is the source's own harness and preset: name another preset, model, effort or harness")
+		return schema.MigrationPreviewResult{}, core.Errorf(core.CodeInvalid, "the target is the source's own harness and preset: name another preset, model, effort or harness")
+	}
+	if req.SummaryCharBudget < 0 {
+		return schema.MigrationPreviewResult{}, invalidField("summaryCharBudget", "summaryCharBudget must not be negative")
 	}
 	if req.Lang != "" && req.Lang != "en" && req.Lang != "zh" {
-		return Preview{}, core.Errorf(core.CodeInvalid, "lang must be en or zh, not %q", req.Lang)
+		return schema.MigrationPreviewResult{}, invalidField("lang", "lang must be en or zh, not %q", req.Lang)
 	}
 	if _, _, err := s.checkMigration(ctx, src, t, ""); err != nil {
-		return Preview{}, err
+		return schema.MigrationPreviewResult{}, err
 	}
 	branch, more, err := handoff.ReadWindow(ctx, s.opts.Store, src)
 	if err != nil {
-		return Preview{}, err
+		return schema.MigrationPreviewResult{}, err
 	}
 	progress := progressFrom(ctx)
 	progress(0, 3, "folding the source session")
 	fold := handoff.Fold(branch, handoff.FoldOptions{Lang: req.Lang, MoreBefore: more})
 	if strings.TrimSpace(fold.Text) == "" {
-		return Preview{}, core.Errorf(core.CodeInvalid, "session %s has no messages to hand off", src.ID)
+		return schema.MigrationPreviewResult{}, core.Errorf(core.CodeInvalid, "session %s has no messages to hand off", src.ID)
 	}
 	budget := req.SummaryCharBudget
 	if budget <= 0 {
@@ -192,11 +196,11 @@ func (s *Service) MigrationPreview(ctx context.Context, req PreviewRequest) (Pre
 	started := time.Now()
 	text, err := s.runWorker(ctx, src, handoff.Instruction(fold.Lang, budget)+fold.Text)
 	if err != nil {
-		return Preview{}, err
+		return schema.MigrationPreviewResult{}, err
 	}
 	h, err := handoff.Parse(text)
 	if err != nil {
-		return Preview{}, core.E(core.CodeSummary, "the summary worker's handoff is not five valid sections", err)
+		return schema.MigrationPreviewResult{}, core.E(core.CodeSummary, "the summary worker's handoff is not five valid sections", err)
 	}
 	warnings := append([]string(nil), fold.Dropped...)
 	if bad := h.UnsupportedFiles(fold.Text); len(bad) > 0 {
@@ -219,7 +223,7 @@ func (s *Service) MigrationPreview(ctx context.Context, req PreviewRequest) (Pre
 	id := core.NewID("p_")
 	path, err := s.writePreview(id, summary)
 	if err != nil {
-		return Preview{}, err
+		return schema.MigrationPreviewResult{}, err
 	}
 	s.previews.mu.Lock()
 	if s.previews.m == nil {
@@ -234,12 +238,12 @@ func (s *Service) MigrationPreview(ctx context.Context, req PreviewRequest) (Pre
 	s.previews.m[id] = pp
 	s.previews.mu.Unlock()
 	if err := s.savePreviewMeta(pp); err != nil {
-		return Preview{}, core.E(core.CodePersistence, "write the preview's metadata", err)
+		return schema.MigrationPreviewResult{}, core.E(core.CodePersistence, "write the preview's metadata", err)
 	}
 	progress(3, 3, "preview written")
-	var secs []Section
+	var secs []schema.HandoffSection
 	for _, sec := range h.Sections {
-		secs = append(secs, Section{Title: sec.Title, Body: sec.Body})
+		secs = append(secs, schema.HandoffSection{Title: sec.Title, Body: sec.Body})
 	}
 	stats := map[string]int{
 		"sourceChars": fold.Stats.SourceChars, "messagesRead": fold.Stats.MessagesRead,
@@ -248,20 +252,20 @@ func (s *Service) MigrationPreview(ctx context.Context, req PreviewRequest) (Pre
 		"images": vis.Images, "imagesAnswered": len(vis.Answered), "imagesUnresolved": len(vis.Unresolved),
 		"workerMillis": int(time.Since(started).Milliseconds()),
 	}
-	return Preview{PreviewID: id, Path: path, Summary: summary, Sections: secs, Stats: stats, Warnings: warnings}, nil
+	return schema.MigrationPreviewResult{PreviewID: id, Path: path, Summary: summary, Sections: secs, Stats: stats, Warnings: warnings}, nil
 }
 
 // runWorker runs a temporary summary worker on the source's harness: a
 // fresh session in the same working directory with the same model, which
 // sees only prompt. It is archived whatever happens.
 func (s *Service) runWorker(ctx context.Context, src core.Session, prompt string) (string, error) {
-	w, err := s.Create(ctx, CreateParams{Harness: src.Harness, Cwd: src.Cwd, Model: src.Model, Effort: src.Effort,
+	w, err := s.create(ctx, schema.SessionCreateParams{Harness: src.Harness, Cwd: src.Cwd, Model: src.Model, Effort: src.Effort,
 		Title: "handoff worker for " + src.ID})
 	if err != nil {
 		return "", fmt.Errorf("start the summary worker: %w", err)
 	}
 	defer func() {
-		if err := s.Archive(context.WithoutCancel(ctx), w.ID); err != nil {
+		if err := s.archive(context.WithoutCancel(ctx), w.ID); err != nil {
 			s.opts.Notifier.Log(2, fmt.Sprintf("archiving summary worker %s: %v", w.ID, err))
 		}
 	}()

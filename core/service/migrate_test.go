@@ -12,7 +12,7 @@ import (
 
 	"github.com/bridge-dev/bridge/adapters/fake"
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // named gives a fake host another harness name, so a test can have a
@@ -86,7 +86,7 @@ func TestMigrationPreviewAndExecute(t *testing.T) {
 	n0, h0 := recordHash(t, r, src.ID)
 	sessionsBefore, _, _ := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true})
 
-	p, err := r.svc.MigrationPreview(ctx, service.PreviewRequest{SessionID: src.ID, Target: service.Target{Preset: "reviewer"}})
+	p, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Preset: "reviewer"}})
 	if err != nil {
 		t.Fatalf("preview: %v", err)
 	}
@@ -116,7 +116,7 @@ func TestMigrationPreviewAndExecute(t *testing.T) {
 		t.Fatal(err)
 	}
 	prompts = nil
-	out, err := r.svc.MigrationExecute(ctx, service.ExecuteRequest{PreviewID: p.PreviewID})
+	out, err := r.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID})
 	if err != nil {
 		t.Fatalf("execute: %v", err)
 	}
@@ -137,7 +137,7 @@ func TestMigrationPreviewAndExecute(t *testing.T) {
 	if len(audit) != 1 {
 		t.Fatalf("migration audit rows: %d", len(audit))
 	}
-	if _, err := r.svc.MigrationExecute(ctx, service.ExecuteRequest{PreviewID: p.PreviewID}); core.ErrorCode(err) != core.CodeConflict {
+	if _, err := r.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID}); core.ErrorCode(err) != core.CodeConflict {
 		t.Fatalf("executing a preview twice: %v, want conflict", err)
 	}
 }
@@ -146,12 +146,12 @@ func TestMigrationGoalPauseFails(t *testing.T) {
 	ctx := context.Background()
 	var prompts []string
 	r, src := migrationRig(t, fake.Options{GoalPauseFails: true}, &prompts)
-	p, err := r.svc.MigrationPreview(ctx, service.PreviewRequest{SessionID: src.ID, Target: service.Target{Preset: "reviewer"}})
+	p, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Preset: "reviewer"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	prompts = nil
-	out, err := r.svc.MigrationExecute(ctx, service.ExecuteRequest{PreviewID: p.PreviewID, Continue: true})
+	out, err := r.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID, Continue: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestMigrationRefusedBeforeMutation(t *testing.T) {
 	src := r.create()
 	r.prompt(src.ID, "say work")
 	before, _, _ := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true})
-	_, err := r.svc.MigrationPreview(ctx, service.PreviewRequest{SessionID: src.ID, Target: service.Target{Harness: "fake-nopause"}})
+	_, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Harness: "fake-nopause"}})
 	var ce *core.Error
 	if core.ErrorCode(err) != core.CodeUnavailable || !strings.Contains(err.Error(), "goal.pause") {
 		t.Fatalf("err %v, want unavailable naming goal.pause", err)
@@ -193,7 +193,7 @@ func TestMigrationRefusedBeforeMutation(t *testing.T) {
 		t.Fatalf("sessions %d -> %d: nothing may be created before the refusal", len(before), len(after))
 	}
 	// A model change alone still needs goal.pause: the target has goals, so the handoff would travel in one.
-	if _, err := r.svc.MigrationPreview(ctx, service.PreviewRequest{SessionID: src.ID, Target: service.Target{Harness: "fake-nopause", Model: "fake-small"}}); core.ErrorCode(err) != core.CodeUnavailable {
+	if _, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Harness: "fake-nopause", Model: "fake-small"}}); core.ErrorCode(err) != core.CodeUnavailable {
 		t.Fatalf("preview checks with the default injection (goal where goal.create exists): %v", err)
 	}
 }
@@ -212,7 +212,7 @@ func TestMigrationExecuteInAnotherProcess(t *testing.T) {
 	ctx := context.Background()
 	var prompts []string
 	r, src := migrationRig(t, fake.Options{}, &prompts)
-	p, err := r.svc.MigrationPreview(ctx, service.PreviewRequest{SessionID: src.ID, Target: service.Target{Preset: "reviewer"}})
+	p, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Preset: "reviewer"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,11 +220,11 @@ func TestMigrationExecuteInAnotherProcess(t *testing.T) {
 	var prompts2 []string
 	r2 := newRig(t, rigOptions{db: r.db, dir: r.dir, fake: fake.Options{Script: workerScript(&prompts2)},
 		presets: []core.Preset{{Name: "reviewer", Harness: "fake"}}})
-	out, err := r2.svc.MigrationExecute(ctx, service.ExecuteRequest{PreviewID: p.PreviewID, Inject: "prompt"})
+	out, err := r2.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID, Inject: "prompt"})
 	if err != nil || !out.KickoffSent || out.GoalCreated {
 		t.Fatalf("%+v %v", out, err)
 	}
-	if _, err := r2.svc.MigrationExecute(ctx, service.ExecuteRequest{PreviewID: "../etc/passwd"}); core.ErrorCode(err) != core.CodeNotFound {
+	if _, err := r2.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: "../etc/passwd"}); core.ErrorCode(err) != core.CodeNotFound {
 		t.Fatalf("a path as preview id: %v, want not_found", err)
 	}
 }
@@ -251,11 +251,11 @@ func TestMigrationImages(t *testing.T) {
 				return script(p)
 			}}})
 			src := r.create()
-			img := core.Content{Type: "image", MediaType: "image/png", Data: png}
-			if _, err := r.svc.Prompt(ctx, src.ID, []core.Content{img, {Type: "text", Text: "say the diagram shows PORT=57431"}}); err != nil {
+			img := schema.Content{Type: "image", MediaType: "image/png", Data: png}
+			if _, err := r.svc.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: src.ID, Content: []schema.Content{img, {Type: "text", Text: "say the diagram shows PORT=57431"}}}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := r.svc.Prompt(ctx, src.ID, []core.Content{img, {Type: "text", Text: "LOOK AT THIS second diagram"}}); err != nil {
+			if _, err := r.svc.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: src.ID, Content: []schema.Content{img, {Type: "text", Text: "LOOK AT THIS second diagram"}}}); err != nil {
 				t.Fatal(err)
 			}
 			kept, _ := filepath.Glob(filepath.Join(r.dir, "attachments", "*.png"))
@@ -265,14 +265,14 @@ func TestMigrationImages(t *testing.T) {
 			if st, err := os.Stat(kept[0]); err != nil || st.Mode().Perm() != 0o600 {
 				t.Fatalf("kept image %v %v: want mode 0600", st, err)
 			}
-			p, err := r.svc.MigrationPreview(ctx, service.PreviewRequest{SessionID: src.ID, Target: service.Target{Model: c.model}})
+			p, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Model: c.model}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !strings.Contains(p.Summary, "Visual evidence") || !strings.Contains(p.Summary, "PORT=57431") || !strings.Contains(p.Summary, "## Unresolved images") {
 				t.Fatalf("preview summary:\n%s", p.Summary)
 			}
-			out, err := r.svc.MigrationExecute(ctx, service.ExecuteRequest{PreviewID: p.PreviewID, Inject: "prompt"})
+			out, err := r.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID, Inject: "prompt"})
 			if err != nil || !out.KickoffSent {
 				t.Fatalf("%+v %v", out, err)
 			}
@@ -295,11 +295,11 @@ func TestMigrationImages(t *testing.T) {
 func TestPromptRefusesBadImages(t *testing.T) {
 	r := newRig(t, rigOptions{})
 	s := r.create()
-	for _, c := range []core.Content{
+	for _, c := range []schema.Content{
 		{Type: "image", MediaType: "image/bmp", Data: "AAAA"},
 		{Type: "image", MediaType: "image/png", Data: "not base64!"},
 	} {
-		if _, err := r.svc.Prompt(context.Background(), s.ID, []core.Content{c}); core.ErrorCode(err) != core.CodeInvalid {
+		if _, err := r.svc.SessionPrompt(context.Background(), schema.SessionPromptParams{SessionID: s.ID, Content: []schema.Content{c}}); core.ErrorCode(err) != core.CodeInvalid {
 			t.Fatalf("%s: %v, want invalid", c.MediaType, err)
 		}
 	}

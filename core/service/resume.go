@@ -9,13 +9,13 @@ import (
 	"github.com/bridge-dev/bridge/core/checkpoint"
 )
 
-// Resume brings a session back and reports honestly how (DESIGN §6):
+// resume brings a session back and reports honestly how (DESIGN §6):
 // hot when its harness process is still running; native when the harness
 // resumed and proved its own stored session; checkpoint_restored when a
 // fresh process was given the projection of the latest valid checkpoint;
 // fresh otherwise, with the reason. A failed native resume is recorded
 // before any fallback runs. fresh=true asks for a deliberate fresh start.
-func (s *Service) Resume(ctx context.Context, sessionID string, fresh bool) (Restored, error) {
+func (s *Service) resume(ctx context.Context, sessionID string, fresh bool) (Restored, error) {
 	sess, err := s.session(ctx, sessionID)
 	if err != nil {
 		return Restored{}, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bridge-dev/bridge/adapters/fake"
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // TestResumeModes: hot while running, native from a new process when the
@@ -20,7 +21,7 @@ func TestResumeModes(t *testing.T) {
 	r := newRig(t, rigOptions{fake: fake.Options{StateDir: state}})
 	s := r.create()
 	r.prompt(s.ID, "say first answer")
-	res, err := r.svc.Resume(ctx, s.ID, false)
+	res, err := r.svc.SessionResume(ctx, schema.SessionResumeParams{SessionID: s.ID})
 	if err != nil || res.Mode != core.ModeHot {
 		t.Fatalf("resume while running: %+v %v, want hot", res, err)
 	}
@@ -28,7 +29,7 @@ func TestResumeModes(t *testing.T) {
 
 	// A new process: the fake proves its own stored session.
 	r2 := newRig(t, rigOptions{db: r.db, fake: fake.Options{StateDir: state}})
-	res, err = r2.svc.Resume(ctx, s.ID, false)
+	res, err = r2.svc.SessionResume(ctx, schema.SessionResumeParams{SessionID: s.ID})
 	if err != nil || res.Mode != core.ModeNative {
 		t.Fatalf("resume in a new process: %+v %v, want native", res, err)
 	}
@@ -36,7 +37,7 @@ func TestResumeModes(t *testing.T) {
 		t.Fatalf("session/restored %+v", r2.rec.Restores)
 	}
 	r2.prompt(s.ID, "say still here\nnext json {\"summary\": \"the user asked twice; both answered\", \"openWork\": [\"wait\"]}")
-	if _, err := r2.svc.Checkpoint(ctx, s.ID, "before_suspend"); err != nil {
+	if _, err := r2.svc.SessionCheckpoint(ctx, schema.SessionCheckpointParams{SessionID: s.ID, Reason: "before_suspend"}); err != nil {
 		t.Fatal(err)
 	}
 	r2.svc.Close(ctx)
@@ -54,7 +55,7 @@ func TestResumeModes(t *testing.T) {
 		}
 		return nil
 	}}})
-	res, err = r3.svc.Resume(ctx, s.ID, false)
+	res, err = r3.svc.SessionResume(ctx, schema.SessionResumeParams{SessionID: s.ID})
 	if err != nil || res.Mode != core.ModeCheckpointRestored || res.CheckpointEntryID == "" {
 		t.Fatalf("resume after the harness lost the session: %+v %v, want checkpoint_restored", res, err)
 	}
@@ -92,7 +93,7 @@ func TestResumeFreshWithoutCheckpoint(t *testing.T) {
 	r.prompt(s.ID, "say hi")
 	r.svc.Close(ctx)
 	r2 := newRig(t, rigOptions{db: r.db, fake: fake.Options{Missing: []string{core.CapNativeResume}}})
-	res, err := r2.svc.Resume(ctx, s.ID, false)
+	res, err := r2.svc.SessionResume(ctx, schema.SessionResumeParams{SessionID: s.ID})
 	if err != nil || res.Mode != core.ModeFresh || !strings.Contains(res.Reason, "no native resume") || !strings.Contains(res.Reason, "no valid checkpoint") {
 		t.Fatalf("%+v %v: want fresh saying why", res, err)
 	}
@@ -101,7 +102,7 @@ func TestResumeFreshWithoutCheckpoint(t *testing.T) {
 			t.Fatal("no native resume was attempted, so none failed")
 		}
 	}
-	res, err = r2.svc.Resume(ctx, s.ID, true)
+	res, err = r2.svc.SessionResume(ctx, schema.SessionResumeParams{SessionID: s.ID, Mode: schema.ResumeFresh})
 	if err != nil || res.Mode != core.ModeFresh || !strings.Contains(res.Reason, "requested") {
 		t.Fatalf("deliberate fresh: %+v %v", res, err)
 	}
@@ -114,7 +115,7 @@ func TestCrashedHarness(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t, rigOptions{fake: fake.Options{StateDir: t.TempDir()}})
 	s := r.create()
-	_, err := r.svc.Prompt(ctx, s.ID, []core.Content{{Type: "text", Text: "say before the crash\ncrash 3"}})
+	_, err := r.svc.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: s.ID, Content: []schema.Content{{Type: "text", Text: "say before the crash\ncrash 3"}}})
 	if err == nil {
 		t.Fatal("a prompt whose harness crashed must fail")
 	}
@@ -134,7 +135,7 @@ func TestCrashedHarness(t *testing.T) {
 	if !strings.Contains(string(b[1].Payload), "before the crash") {
 		t.Fatalf("the entry received before the crash was lost: %v", kinds(b))
 	}
-	res, err := r.svc.Resume(ctx, s.ID, false)
+	res, err := r.svc.SessionResume(ctx, schema.SessionResumeParams{SessionID: s.ID})
 	if err != nil || res.Mode == core.ModeHot {
 		t.Fatalf("resume after a crash: %+v %v", res, err)
 	}
@@ -147,7 +148,7 @@ func TestCompactForwardedOrFallback(t *testing.T) {
 		r := newRig(t, rigOptions{})
 		s := r.create()
 		r.prompt(s.ID, "say some work")
-		out, err := r.svc.Compact(ctx, s.ID, "the parser")
+		out, err := r.svc.SessionCompact(ctx, schema.SessionCompactParams{SessionID: s.ID, Focus: "the parser"})
 		if err != nil || out.By != "harness" || out.FocusApplied || out.FocusNote == "" || out.EntryID == "" {
 			t.Fatalf("%+v %v: want by harness, focus not applied with a note, the entry id", out, err)
 		}
@@ -159,7 +160,7 @@ func TestCompactForwardedOrFallback(t *testing.T) {
 		r := newRig(t, rigOptions{fake: fake.Options{CompactFocus: true}})
 		s := r.create()
 		r.prompt(s.ID, "say some work")
-		out, err := r.svc.Compact(ctx, s.ID, "the parser")
+		out, err := r.svc.SessionCompact(ctx, schema.SessionCompactParams{SessionID: s.ID, Focus: "the parser"})
 		if err != nil || !out.FocusApplied {
 			t.Fatalf("%+v %v", out, err)
 		}
@@ -168,7 +169,7 @@ func TestCompactForwardedOrFallback(t *testing.T) {
 		r := newRig(t, rigOptions{fake: fake.Options{Missing: []string{core.CapCompactCommand}}})
 		s := r.create()
 		r.prompt(s.ID, "say some work\nnext json {\"summary\": \"focused summary\"}")
-		out, err := r.svc.Compact(ctx, s.ID, "the parser")
+		out, err := r.svc.SessionCompact(ctx, schema.SessionCompactParams{SessionID: s.ID, Focus: "the parser"})
 		if err != nil || out.By != "bridge" || out.EntryID == "" {
 			t.Fatalf("%+v %v", out, err)
 		}

@@ -171,7 +171,7 @@ func (s *Service) require(ctx context.Context, h core.BridgeHost, op string, cap
 // session loads a session's head record.
 func (s *Service) session(ctx context.Context, id string) (core.Session, error) {
 	if id == "" {
-		return core.Session{}, core.Errorf(core.CodeInvalid, "sessionId is required")
+		return core.Session{}, invalidField("sessionId", "sessionId is required")
 	}
 	return s.opts.Store.GetSession(ctx, id)
 }

@@ -8,16 +8,17 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/schema"
 )
 
-// Create starts a new harness session and records it. Nothing is recorded
+// create starts a new harness session and records it. Nothing is recorded
 // when the harness cannot be started.
-func (s *Service) Create(ctx context.Context, p CreateParams) (core.Session, error) {
+func (s *Service) create(ctx context.Context, p schema.SessionCreateParams) (core.Session, error) {
 	if p.Harness == "" {
-		return core.Session{}, core.Errorf(core.CodeInvalid, "harness is required")
+		return core.Session{}, invalidField("harness", "harness is required")
 	}
 	if p.Cwd == "" {
-		return core.Session{}, core.Errorf(core.CodeInvalid, "cwd is required")
+		return core.Session{}, invalidField("cwd", "cwd is required")
 	}
 	h, err := s.host(p.Harness)
 	if err != nil {
@@ -85,11 +86,11 @@ func (s *Service) preset(ctx context.Context, h core.BridgeHost, name string) (c
 	return core.Preset{}, core.Errorf(core.CodeNotFound, "preset %q not found for harness %s (have: %s)", name, h.Harness(), strings.Join(names, ", "))
 }
 
-// Prompt records the user's message and runs one turn. A session whose
+// prompt records the user's message and runs one turn. A session whose
 // harness is not running is resumed first (and the client is told how).
-func (s *Service) Prompt(ctx context.Context, sessionID string, content []core.Content) (core.TurnResult, error) {
+func (s *Service) prompt(ctx context.Context, sessionID string, content []core.Content) (core.TurnResult, error) {
 	if len(content) == 0 {
-		return core.TurnResult{}, core.Errorf(core.CodeInvalid, "content must hold at least one block")
+		return core.TurnResult{}, invalidField("content", "content must hold at least one block")
 	}
 	for i, c := range content {
 		switch c.Type {
@@ -99,7 +100,7 @@ func (s *Service) Prompt(ctx context.Context, sessionID string, content []core.C
 				return core.TurnResult{}, err
 			}
 		default:
-			return core.TurnResult{}, core.Errorf(core.CodeInvalid, "content[%d]: unknown type %q (want text or image)", i, c.Type)
+			return core.TurnResult{}, invalidField(fmt.Sprintf("content[%d].type", i), "content[%d]: unknown type %q (want text or image)", i, c.Type)
 		}
 	}
 	sess, err := s.session(ctx, sessionID)
@@ -195,7 +196,7 @@ func (s *Service) ensureLive(ctx context.Context, sess core.Session) (*liveSessi
 	if l := s.liveFor(sess.ID); l != nil {
 		return l, nil
 	}
-	if _, err := s.Resume(ctx, sess.ID, false); err != nil {
+	if _, err := s.resume(ctx, sess.ID, false); err != nil {
 		return nil, err
 	}
 	if l := s.liveFor(sess.ID); l != nil {
@@ -204,9 +205,9 @@ func (s *Service) ensureLive(ctx context.Context, sess core.Session) (*liveSessi
 	return nil, core.Errorf(core.CodeUnavailable, "session %s: the harness could not be started", sess.ID)
 }
 
-// Cancel interrupts the running turn. Cancelling an idle session is not an
+// cancel interrupts the running turn. Cancelling an idle session is not an
 // error.
-func (s *Service) Cancel(ctx context.Context, sessionID string) error {
+func (s *Service) cancel(ctx context.Context, sessionID string) error {
 	if _, err := s.session(ctx, sessionID); err != nil {
 		return err
 	}
@@ -220,11 +221,11 @@ func (s *Service) Cancel(ctx context.Context, sessionID string) error {
 	return nil
 }
 
-// Rename sets the session's title in the record and, where the harness can
+// rename sets the session's title in the record and, where the harness can
 // rename, on the harness side too.
-func (s *Service) Rename(ctx context.Context, sessionID, title string) error {
+func (s *Service) rename(ctx context.Context, sessionID, title string) error {
 	if strings.TrimSpace(title) == "" {
-		return core.Errorf(core.CodeInvalid, "title must not be empty")
+		return invalidField("title", "title must not be empty")
 	}
 	if _, err := s.session(ctx, sessionID); err != nil {
 		return err
@@ -240,9 +241,9 @@ func (s *Service) Rename(ctx context.Context, sessionID, title string) error {
 	return nil
 }
 
-// Archive stops the session's harness and hides it from the default list.
+// archive stops the session's harness and hides it from the default list.
 // The record is kept.
-func (s *Service) Archive(ctx context.Context, sessionID string) error {
+func (s *Service) archive(ctx context.Context, sessionID string) error {
 	sess, err := s.session(ctx, sessionID)
 	if err != nil {
 		return err
@@ -261,8 +262,8 @@ func (s *Service) Archive(ctx context.Context, sessionID string) error {
 	return err
 }
 
-// History pages the session's record backwards.
-func (s *Service) History(ctx context.Context, sessionID string, beforeSeq int64, maxMessages int) ([]core.Entry, bool, error) {
+// history pages the session's record backwards.
+func (s *Service) history(ctx context.Context, sessionID string, beforeSeq int64, maxMessages int) ([]core.Entry, bool, error) {
 	if beforeSeq < 0 {
 		return nil, false, core.Errorf(core.CodeInvalid, "beforeSeq must not be negative")
 	}
@@ -274,9 +275,4 @@ func (s *Service) History(ctx context.Context, sessionID string, beforeSeq int64
 	}
 	// The store reports an unknown session as not_found.
 	return s.opts.Store.History(ctx, sessionID, beforeSeq, maxMessages)
-}
-
-// List pages the recorded sessions, newest first.
-func (s *Service) List(ctx context.Context, q core.ListQuery) ([]core.Session, string, error) {
-	return s.opts.Store.ListSessions(ctx, q)
 }

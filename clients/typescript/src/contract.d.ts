@@ -307,6 +307,10 @@ export interface ErrorData {
    */
   detail?: string;
   /**
+   * Field names the params member at fault for code invalid, as a dotted path ("content[1].type"); absent when no one member is.
+   */
+  field?: string;
+  /**
    * Missing names the capabilities whose absence refused the operation (code unavailable or unsupported), in doctor's spelling.
    */
   missing?: string[];
@@ -1090,6 +1094,55 @@ export interface RestoredNotification {
   sessionId: string;
 }
 /**
+ * SearchHit is one entry whose text matches.
+ */
+export interface SearchHit {
+  /**
+   * CreatedAt is when the entry was recorded.
+   */
+  createdAt: string;
+  /**
+   * Cwd is the session's working directory.
+   */
+  cwd?: string;
+  /**
+   * EntryID is the matching entry.
+   */
+  entryId: string;
+  /**
+   * Harness is the session's harness.
+   */
+  harness: string;
+  /**
+   * Highlights mark the matched words in snippet.
+   */
+  highlights: TextSpan[];
+  /**
+   * Kind is the entry's kind.
+   */
+  kind: string;
+  /**
+   * Score orders the hits; lower is better.
+   */
+  score: number;
+  /**
+   * Seq is the entry's sequence number in its session.
+   */
+  seq: number;
+  /**
+   * SessionID is the session holding the entry.
+   */
+  sessionId: string;
+  /**
+   * SessionTitle is the session's title.
+   */
+  sessionTitle?: string;
+  /**
+   * Snippet is the matching part of the entry's text, as plain text.
+   */
+  snippet: string;
+}
+/**
  * ServerCapabilities lists what Bridge serves.
  */
 export interface ServerCapabilities {
@@ -1370,6 +1423,10 @@ export interface SessionListItem {
    */
   preset?: string;
   /**
+   * RestoreMode is how the session last came back; absent when it never was resumed.
+   */
+  restoreMode?: RestoreMode;
+  /**
    * SessionID is Bridge's id of the session.
    */
   sessionId: string;
@@ -1498,6 +1555,56 @@ export interface SessionResumeResult {
   sessionId?: string;
 }
 /**
+ * SessionSearchParams searches the text of every entry of every session.
+ */
+export interface SessionSearchParams {
+  /**
+   * Cursor continues from a previous page's nextCursor.
+   */
+  cursor?: string;
+  /**
+   * Cwd limits hits to sessions in this working directory.
+   */
+  cwd?: string;
+  /**
+   * Harness limits hits to sessions of this harness.
+   */
+  harness?: string;
+  /**
+   * Limit is the page size (default 20, at most 200).
+   */
+  limit?: number;
+  /**
+   * Query is what to look for. Plain words match entries holding all of them, the exact phrase ranking first; double quotes, AND/OR/NOT, NEAR and a trailing * are SQLite FTS5 query syntax. A query that does not parse fails with -32602.
+   */
+  query: string;
+  /**
+   * SessionID limits hits to one session.
+   */
+  sessionId?: string;
+  /**
+   * Since limits hits to entries recorded at or after this time.
+   */
+  since?: string;
+  /**
+   * Until limits hits to entries recorded before this time.
+   */
+  until?: string;
+}
+/**
+ * SessionSearchResult is one page of hits, best first.
+ */
+export interface SessionSearchResult {
+  /**
+   * Hits are the matching entries, best first.
+   */
+  hits: SearchHit[];
+  /**
+   * NextCursor fetches the next page; absent on the last one.
+   */
+  nextCursor?: string;
+}
+/**
  * SessionUpdateNotification tells the client a new entry was recorded (session/update).
  */
 export interface SessionUpdateNotification {
@@ -1537,6 +1644,19 @@ export interface TextContent {
   type: "text";
 }
 /**
+ * TextSpan is a range [start, end) of a text, counted in Unicode code points.
+ */
+export interface TextSpan {
+  /**
+   * End is one past the last code point of the range.
+   */
+  end: number;
+  /**
+   * Start is the first code point of the range.
+   */
+  start: number;
+}
+/**
  * WindowClientCapabilities are the window/* features of a client.
  */
 export interface WindowClientCapabilities {
@@ -1573,6 +1693,15 @@ export interface WorkDoneProgressBegin {
    * Title is the operation's title.
    */
   title: string;
+}
+/**
+ * WorkDoneProgressCancelParams cancels the work a progress token reports on (window/workDoneProgress/cancel: the user pressed cancel on a cancellable progress); the request is answered with -32800.
+ */
+export interface WorkDoneProgressCancelParams {
+  /**
+   * Token is the token of the progress to cancel.
+   */
+  token: ProgressToken;
 }
 /**
  * WorkDoneProgressCreateParams asks the client to create a progress token (window/workDoneProgress/create).
@@ -1733,6 +1862,8 @@ export interface BridgeMethods {
   "session/rename": { direction: "clientToServer"; params: SessionRenameParams; result: SessionRenameResult };
   /** Resume a session and report the mode. */
   "session/resume": { direction: "clientToServer"; params: SessionResumeParams; result: SessionResumeResult };
+  /** Search the text of every session, best hits first. */
+  "session/search": { direction: "clientToServer"; params: SessionSearchParams; result: SessionSearchResult };
   /** Stop serving; exit follows. */
   shutdown: { direction: "clientToServer"; params: undefined; result: null };
   /** Create a progress token. */
@@ -1763,4 +1894,6 @@ export interface BridgeNotifications {
   "window/logMessage": { direction: "serverToClient"; params: LogMessageParams };
   /** Show a message to the user. */
   "window/showMessage": { direction: "serverToClient"; params: ShowMessageParams };
+  /** Cancel the request a cancellable progress reports on; it is answered with -32800. */
+  "window/workDoneProgress/cancel": { direction: "clientToServer"; params: WorkDoneProgressCancelParams };
 }

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/service"
+)
+
+// searchCmd is `bridge search QUERY`: ranked hits across every session.
+func (a *app) searchCmd(ctx context.Context, args []string) error {
+	fs, asJSON := a.flags("search")
+	harness := fs.String("harness", "", "only sessions of this harness")
+	cwd := fs.String("cwd", "", "only sessions in this working directory")
+	session := fs.String("session", "", "only this session")
+	since := fs.String("since", "", "only entries recorded at or after this time (RFC 3339 or YYYY-MM-DD)")
+	until := fs.String("until", "", "only entries recorded before this time (RFC 3339 or YYYY-MM-DD)")
+	limit := fs.Int("limit", 20, "hits per page (at most 200)")
+	cursor := fs.String("cursor", "", "continue from a previous page's next cursor")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usageError{"want a QUERY"}
+	}
+	if *limit < 1 || *limit > 200 {
+		return usageError{"--limit must be between 1 and 200"}
+	}
+	q := core.SearchQuery{Query: strings.Join(pos, " "), Harness: *harness, Cwd: *cwd, SessionID: *session,
+		Limit: *limit, Cursor: *cursor}
+	if q.Since, err = parseTime("--since", *since); err != nil {
+		return err
+	}
+	if q.Until, err = parseTime("--until", *until); err != nil {
+		return err
+	}
+	return a.withEnv(ctx, func(e *env) error {
+		page, err := e.svc.Search(ctx, q)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(a.stdout, service.SearchResult(page))
+		}
+		if len(page.Hits) == 0 {
+			fmt.Fprintln(a.stdout, "no matches")
+			return nil
+		}
+		for _, h := range page.Hits {
+			title := h.SessionTitle
+			if title == "" {
+				title = "(untitled)"
+			}
+			fmt.Fprintf(a.stdout, "%s  %s #%d  %s  %s  %s\n", h.CreatedAt.Local().Format("2006-01-02 15:04"), h.SessionID, h.Seq,
+				h.Harness, h.Kind, oneLine(title, 60))
+			fmt.Fprintf(a.stdout, "    %s\n", markedSnippet(h.Snippet, h.Highlights))
+		}
+		if page.NextCursor != "" {
+			fmt.Fprintf(a.stdout, "more: --cursor %s\n", page.NextCursor)
+		}
+		return nil
+	})
+}
+
+// markedSnippet renders a snippet on one line with its matches in [brackets];
+// control characters of the entry's text are shown as spaces.
+func markedSnippet(s string, marks [][2]int) string {
+	var b strings.Builder
+	r := []rune(s)
+	next := 0
+	for i, c := range r {
+		if next < len(marks) && marks[next][0] == i {
+			b.WriteByte('[')
+		}
+		if c < ' ' || c == 0x7f {
+			c = ' '
+		}
+		b.WriteRune(c)
+		if next < len(marks) && marks[next][1] == i+1 {
+			b.WriteByte(']')
+			next++
+		}
+	}
+	return b.String()
+}
+
+// oneLine shortens s to n code points on one line.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// parseTime reads a flag's time: RFC 3339, or a date (midnight UTC).
+func parseTime(flag, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, usageError{fmt.Sprintf("%s %q is not a time (RFC 3339, or YYYY-MM-DD)", flag, v)}
+}

@@ -1,0 +1,55 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// SearchQuery asks for entries whose text matches Query, best first.
+//
+// Query is user input. Plain words (no double quotes, parentheses, '*',
+// '^', ':' or upper-case AND/OR/NOT/NEAR) match entries holding every word,
+// and entries holding the words as one exact phrase rank above those
+// holding them apart. Anything else is read as an SQLite FTS5 query; one
+// that does not parse fails with CodeInvalid.
+type SearchQuery struct {
+	Query     string
+	Harness   string    // only sessions of this harness
+	Cwd       string    // only sessions in this working directory
+	SessionID string    // only this session
+	Since     time.Time // only entries recorded at or after Since
+	Until     time.Time // only entries recorded before Until
+	Cursor    string    // "" starts at the best hit; a page's NextCursor goes on
+	Limit     int       // 0 means 20; at most 200
+}
+
+// SearchHit is one matching entry.
+type SearchHit struct {
+	SessionID    string
+	EntryID      string
+	Seq          int64
+	Kind         Kind
+	Harness      string
+	SessionTitle string
+	Cwd          string
+	CreatedAt    time.Time
+	// Snippet is the matching part of the entry's text. Highlights marks the
+	// matched words in it as [start, end) offsets counted in Unicode code
+	// points.
+	Snippet    string
+	Highlights [][2]int
+	// Score orders hits: lower is better (SQLite FTS5 bm25, with exact
+	// phrase matches placed first).
+	Score float64
+}
+
+// SearchPage is one page of hits.
+type SearchPage struct {
+	Hits       []SearchHit
+	NextCursor string // "" on the last page
+}
+
+// Searcher finds entries by their text. A Store may implement it.
+type Searcher interface {
+	Search(ctx context.Context, q SearchQuery) (SearchPage, error)
+}

@@ -1,0 +1,159 @@
+package service
+
+import (
+	"context"
+
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/schema"
+)
+
+// The client requests of schema.Methods, one method each, in the contract's
+// own types. Each passes every params field on (a test reads these bodies
+// and fails when one is not used); the work is in the unexported methods.
+
+var _ schema.Backend = (*Service)(nil)
+
+// SessionList pages the recorded sessions, newest first.
+func (s *Service) SessionList(ctx context.Context, p schema.SessionListParams) (schema.SessionListResult, error) {
+	if p.Limit < 0 {
+		return schema.SessionListResult{}, invalidField("limit", "limit must not be negative")
+	}
+	items, next, err := s.opts.Store.ListSessions(ctx, core.ListQuery{Cursor: p.Cursor, Limit: p.Limit,
+		IncludeArchived: p.IncludeArchived, Harness: p.Harness})
+	if err != nil {
+		return schema.SessionListResult{}, err
+	}
+	out := schema.SessionListResult{Items: make([]schema.SessionListItem, 0, len(items)), NextCursor: next}
+	for _, x := range items {
+		out.Items = append(out.Items, schema.SessionListItem{SessionID: x.ID, Harness: x.Harness, Title: x.Title, Cwd: x.Cwd,
+			Archived: x.Archived, UpdatedAt: x.UpdatedAt, CreatedAt: x.CreatedAt, Preset: x.Preset, Model: x.Model,
+			NativeSessionID: x.NativeSessionID, RestoreMode: schema.RestoreMode(x.RestoreMode)})
+	}
+	return out, nil
+}
+
+// SessionCreate starts a new harness session and records it.
+func (s *Service) SessionCreate(ctx context.Context, p schema.SessionCreateParams) (schema.SessionCreateResult, error) {
+	sess, err := s.create(ctx, p)
+	if err != nil {
+		return schema.SessionCreateResult{}, err
+	}
+	return schema.SessionCreateResult{SessionID: sess.ID, Harness: sess.Harness, NativeSessionID: sess.NativeSessionID}, nil
+}
+
+// SessionPrompt records the user's message and runs one turn.
+func (s *Service) SessionPrompt(ctx context.Context, p schema.SessionPromptParams) (schema.SessionPromptResult, error) {
+	content := make([]core.Content, 0, len(p.Content))
+	for _, c := range p.Content {
+		content = append(content, core.Content{Type: c.Type, Text: c.Text, MediaType: c.MediaType, Data: c.Data})
+	}
+	r, err := s.prompt(ctx, p.SessionID, content)
+	if err != nil {
+		return schema.SessionPromptResult{StopReason: r.StopReason}, err
+	}
+	return schema.SessionPromptResult{StopReason: r.StopReason}, nil
+}
+
+// SessionCancel interrupts the running turn; an idle session is not an
+// error.
+func (s *Service) SessionCancel(ctx context.Context, p schema.SessionCancelParams) (schema.SessionCancelResult, error) {
+	return schema.SessionCancelResult{}, s.cancel(ctx, p.SessionID)
+}
+
+// SessionRename sets the session's title.
+func (s *Service) SessionRename(ctx context.Context, p schema.SessionRenameParams) (schema.SessionRenameResult, error) {
+	return schema.SessionRenameResult{}, s.rename(ctx, p.SessionID, p.Title)
+}
+
+// SessionArchive stops the session's harness and hides it from the default
+// list.
+func (s *Service) SessionArchive(ctx context.Context, p schema.SessionArchiveParams) (schema.SessionArchiveResult, error) {
+	return schema.SessionArchiveResult{}, s.archive(ctx, p.SessionID)
+}
+
+// SessionHistory pages the session's record backwards.
+func (s *Service) SessionHistory(ctx context.Context, p schema.SessionHistoryParams) (schema.SessionHistoryResult, error) {
+	var before int64
+	if p.BeforeSeq != nil {
+		if *p.BeforeSeq <= 0 {
+			return schema.SessionHistoryResult{}, invalidField("beforeSeq", "beforeSeq must be positive")
+		}
+		before = *p.BeforeSeq
+	}
+	if p.MaxMessages < 0 {
+		return schema.SessionHistoryResult{}, invalidField("maxMessages", "maxMessages must not be negative")
+	}
+	entries, more, err := s.history(ctx, p.SessionID, before, p.MaxMessages)
+	if err != nil {
+		return schema.SessionHistoryResult{}, err
+	}
+	out := schema.SessionHistoryResult{Entries: make([]schema.Entry, len(entries)), HasMore: more}
+	for i, e := range entries {
+		out.Entries[i] = WireEntry(e)
+	}
+	return out, nil
+}
+
+// SessionResume brings a session back and reports how.
+func (s *Service) SessionResume(ctx context.Context, p schema.SessionResumeParams) (schema.SessionResumeResult, error) {
+	if p.Mode != "" && p.Mode != schema.ResumeFresh {
+		return schema.SessionResumeResult{}, invalidField("mode", "mode %q is not \"fresh\"", p.Mode)
+	}
+	r, err := s.resume(ctx, p.SessionID, p.Mode == schema.ResumeFresh)
+	if err != nil {
+		return schema.SessionResumeResult{}, err
+	}
+	return schema.SessionResumeResult{SessionID: r.SessionID, Mode: schema.RestoreMode(r.Mode), Reason: r.Reason,
+		NativeError: r.NativeError, CheckpointEntryID: r.CheckpointEntryID}, nil
+}
+
+// SessionCompact forwards a compaction command or falls back to a Bridge
+// checkpoint.
+func (s *Service) SessionCompact(ctx context.Context, p schema.SessionCompactParams) (schema.SessionCompactResult, error) {
+	r, err := s.compact(ctx, p.SessionID, p.Focus)
+	if err != nil {
+		return schema.SessionCompactResult{}, err
+	}
+	return schema.SessionCompactResult{By: schema.CompactedBy(r.By), FocusApplied: r.FocusApplied, FocusNote: r.FocusNote,
+		EntryID: r.EntryID}, nil
+}
+
+// SessionCheckpoint writes a Bridge checkpoint of the session now.
+func (s *Service) SessionCheckpoint(ctx context.Context, p schema.SessionCheckpointParams) (schema.SessionCheckpointResult, error) {
+	r, err := s.checkpointNow(ctx, p.SessionID, string(p.Reason))
+	if err != nil {
+		return schema.SessionCheckpointResult{}, err
+	}
+	return schema.SessionCheckpointResult{EntryID: r.EntryID, Provenance: schema.Provenance(r.Provenance),
+		Reason: schema.CheckpointReason(r.Reason)}, nil
+}
+
+// SessionImport brings an existing harness transcript into the record.
+func (s *Service) SessionImport(ctx context.Context, p schema.SessionImportParams) (schema.SessionImportResult, error) {
+	r, err := s.importFile(ctx, p.Harness, p.Path)
+	if err != nil {
+		return schema.SessionImportResult{}, err
+	}
+	return schema.SessionImportResult{SessionID: r.SessionID, Entries: r.Entries, ContextCompacted: r.ContextCompacted}, nil
+}
+
+// WireEntry converts a record entry to its wire shape; an absent payload
+// becomes {} (payloads are objects).
+func WireEntry(e core.Entry) schema.Entry {
+	payload := e.Payload
+	if len(payload) == 0 {
+		payload = emptyObject
+	}
+	return schema.Entry{ID: e.ID, SessionID: e.SessionID, ParentID: e.ParentID, Seq: e.Seq, Kind: string(e.Kind),
+		Payload: payload, NativeID: e.NativeID, TokenEstimate: e.TokenEstimate, CreatedAt: e.CreatedAt}
+}
+
+var emptyObject = []byte(`{}`)
+
+// invalidField is an invalid-input error naming the params field at fault
+// (data.field on the wire).
+func invalidField(field, format string, args ...any) *core.Error {
+	e := core.Errorf(core.CodeInvalid, format, args...)
+	e.Data = map[string]any{"field": field}
+	return e
+}

@@ -1,0 +1,72 @@
+package service_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/schema"
+)
+
+// TestContractRefusesBadValues checks that values the contract does not
+// allow are refused as invalid input naming the field, before anything
+// changes.
+func TestContractRefusesBadValues(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	s := r.create()
+	ctx := context.Background()
+	neg := int64(-1)
+	cases := []struct {
+		name  string
+		call  func() error
+		field string
+		msg   string
+	}{
+		{"content type", func() error {
+			_, err := r.svc.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: s.ID, Content: []schema.Content{{Type: "video"}}})
+			return err
+		}, "content[0].type", `"video"`},
+		{"no content", func() error {
+			_, err := r.svc.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: s.ID})
+			return err
+		}, "content", "at least one block"},
+		{"resume mode", func() error {
+			_, err := r.svc.SessionResume(ctx, schema.SessionResumeParams{SessionID: s.ID, Mode: "hot"})
+			return err
+		}, "mode", `mode "hot"`},
+		{"checkpoint reason", func() error {
+			_, err := r.svc.SessionCheckpoint(ctx, schema.SessionCheckpointParams{SessionID: s.ID, Reason: "bored"})
+			return err
+		}, "reason", `reason "bored"`},
+		{"list limit", func() error {
+			_, err := r.svc.SessionList(ctx, schema.SessionListParams{Limit: -1})
+			return err
+		}, "limit", "limit"},
+		{"history beforeSeq", func() error {
+			_, err := r.svc.SessionHistory(ctx, schema.SessionHistoryParams{SessionID: s.ID, BeforeSeq: &neg})
+			return err
+		}, "beforeSeq", "beforeSeq"},
+		{"preview lang", func() error {
+			_, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: s.ID, Target: schema.MigrationTarget{Model: "fake-small"}, Lang: "fr"})
+			return err
+		}, "lang", `"fr"`},
+	}
+	for _, tc := range cases {
+		err := tc.call()
+		var ce *core.Error
+		if core.ErrorCode(err) != core.CodeInvalid || !asError(err, &ce) || ce.Data["field"] != tc.field || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: %v (data %+v); want invalid naming field %q and %q", tc.name, err, dataOf(ce), tc.field, tc.msg)
+		}
+	}
+}
+
+func asError(err error, ce **core.Error) bool { return errors.As(err, ce) }
+
+func dataOf(ce *core.Error) map[string]any {
+	if ce == nil {
+		return nil
+	}
+	return ce.Data
+}

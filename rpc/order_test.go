@@ -1,0 +1,156 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"testing"
+
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/schema"
+)
+
+// drained waits until the server's output has ended and returns every
+// message it sent.
+func (c *client) drained() []wireMsg {
+	c.t.Helper()
+	for {
+		c.mu.Lock()
+		msgs, ch, rerr := c.msgs, c.changed, c.readErr
+		c.mu.Unlock()
+		if rerr != nil {
+			return msgs
+		}
+		<-ch
+	}
+}
+
+// replyIndex is the position of the reply to id in msgs, or -1.
+func replyIndex(msgs []wireMsg, id int) int {
+	want := []byte(fmt.Sprint(id))
+	for i, m := range msgs {
+		if m.Method == "" && bytes.Equal(m.ID, want) {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestShutdownReplyNeverOvertakes sends a request, shutdown and exit back to
+// back (one write) 200 times: the request's reply is never lost and always
+// comes before shutdown's, and the exit code is 0.
+func TestShutdownReplyNeverOvertakes(t *testing.T) {
+	for run := range 200 {
+		fake := newFake()
+		fake.list = func(ctx context.Context, _ schema.SessionListParams) (schema.SessionListResult, error) {
+			// Vary how far the request gets before shutdown is read.
+			for range run % 7 {
+				runtime.Gosched()
+			}
+			return schema.SessionListResult{Items: []schema.SessionListItem{{SessionID: "s9"}}}, nil
+		}
+		c := startServer(t, fake, nil)
+		c.initialize()
+		req, shut := c.nextID(), c.nextID()
+		var batch []byte
+		for _, m := range []map[string]any{
+			{"jsonrpc": "2.0", "id": req, "method": "session/list", "params": map[string]any{}},
+			{"jsonrpc": "2.0", "id": shut, "method": "shutdown"},
+			{"jsonrpc": "2.0", "method": "exit"},
+		} {
+			b, _ := json.Marshal(m)
+			batch = append(batch, frame(b)...)
+		}
+		c.sendRaw(batch)
+		if r := c.waitExit(); r.code != 0 || r.err != nil {
+			t.Fatalf("run %d: exit code %d err %v, want 0 nil", run, r.code, r.err)
+		}
+		msgs := c.drained()
+		ri, si := replyIndex(msgs, req), replyIndex(msgs, shut)
+		if ri < 0 || si < 0 {
+			t.Fatalf("run %d: reply lost (request at %d, shutdown at %d) in %d messages", run, ri, si, len(msgs))
+		}
+		if ri > si {
+			t.Fatalf("run %d: the shutdown reply overtook the request's reply", run)
+		}
+		if msgs[ri].Error != nil || !bytes.Contains(msgs[ri].Result, []byte(`"s9"`)) {
+			t.Fatalf("run %d: request reply %+v", run, msgs[ri])
+		}
+	}
+}
+
+// TestImmediateExitKeepsEarlierReply sends a request then exit (no
+// shutdown) in one write: the request is still answered before the process
+// ends, and the exit code is 1.
+func TestImmediateExitKeepsEarlierReply(t *testing.T) {
+	for run := range 50 {
+		fake := newFake()
+		c := startServer(t, fake, nil)
+		c.initialize()
+		req := c.nextID()
+		var batch []byte
+		for _, m := range []map[string]any{
+			{"jsonrpc": "2.0", "id": req, "method": "session/list", "params": map[string]any{}},
+			{"jsonrpc": "2.0", "method": "exit"},
+		} {
+			b, _ := json.Marshal(m)
+			batch = append(batch, frame(b)...)
+		}
+		c.sendRaw(batch)
+		if r := c.waitExit(); r.code != 1 {
+			t.Fatalf("run %d: exit code %d, want 1 (no shutdown)", run, r.code)
+		}
+		if replyIndex(c.drained(), req) < 0 {
+			t.Fatalf("run %d: the request's reply was lost", run)
+		}
+	}
+}
+
+// TestStopTakesTheShutdownPath ends Serve's context (what a SIGTERM does):
+// the backend is closed as by shutdown, the running prompt is answered, and
+// Serve returns 0 with no error.
+func TestStopTakesTheShutdownPath(t *testing.T) {
+	fake := newFake()
+	started := make(chan struct{})
+	fake.prompt = func(ctx context.Context, _ schema.SessionPromptParams) (schema.SessionPromptResult, error) {
+		close(started)
+		select {
+		case <-ctx.Done():
+		case <-fake.closed:
+		}
+		return schema.SessionPromptResult{}, core.Errorf(core.CodeUnavailable, "the session was closed")
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	c := &client{t: t, w: inW, fake: fake, logBuf: &syncBuffer{}, changed: make(chan struct{}), exit: make(chan serveResult, 1)}
+	go func() {
+		code, err := Serve(ctx, inR, outW, Config{Version: "test", Logger: discardLogger(),
+			Open: func(context.Context, InitOptions, service.Notifier, Caller) (Backend, error) { return fake, nil }})
+		outW.Close()
+		c.exit <- serveResult{code, err}
+	}()
+	go c.readLoop(outR)
+	defer inW.Close()
+	c.initialize()
+	slow := c.nextID()
+	c.send(slow, "session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "x"}}})
+	<-started
+	stop()
+	if r := c.waitExit(); r.code != 0 || r.err != nil {
+		t.Fatalf("Serve after its context ended: code %d err %v, want 0 nil", r.code, r.err)
+	}
+	select {
+	case <-fake.closed:
+	default:
+		t.Fatal("the backend was not closed")
+	}
+	if i := replyIndex(c.drained(), slow); i < 0 {
+		t.Fatal("the running prompt was not answered")
+	}
+}

@@ -1,0 +1,121 @@
+package rpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.lsp.dev/jsonrpc2"
+)
+
+// replies tracks the client's requests whose response has not been written
+// yet, so that shutdown answers only after every earlier request was
+// answered, and exit (or a signal) ends the process only once every reply it
+// owes is on the wire.
+type replies struct {
+	mu      sync.Mutex
+	open    map[jsonrpc2.ID]struct{}
+	changed chan struct{} // closed and replaced on every change
+}
+
+func newReplies() *replies {
+	return &replies{open: map[jsonrpc2.ID]struct{}{}, changed: make(chan struct{})}
+}
+
+// add records that request id awaits a reply. It runs on the read loop, in
+// wire order.
+func (r *replies) add(id jsonrpc2.ID) {
+	if !id.IsValid() {
+		return
+	}
+	r.mu.Lock()
+	r.open[id] = struct{}{}
+	r.mu.Unlock()
+}
+
+// done records that the reply to id was written.
+func (r *replies) done(id jsonrpc2.ID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.open[id]; !ok {
+		return
+	}
+	delete(r.open, id)
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// pending returns the requests awaiting a reply, except one.
+func (r *replies) pending(except jsonrpc2.ID) []jsonrpc2.ID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]jsonrpc2.ID, 0, len(r.open))
+	for id := range r.open {
+		if id != except {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// wait waits until none of ids awaits a reply (every pending request when
+// ids is nil), or until d has passed; it reports whether they all did.
+func (r *replies) wait(ids []jsonrpc2.ID, all bool, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		r.mu.Lock()
+		left := false
+		if all {
+			left = len(r.open) > 0
+		}
+		for _, id := range ids {
+			if _, ok := r.open[id]; ok {
+				left = true
+				break
+			}
+		}
+		ch := r.changed
+		r.mu.Unlock()
+		if !left {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return false
+		}
+	}
+}
+
+// responsePrefix starts every response envelope jsonrpc2 encodes; requests
+// and notifications continue with "method" instead.
+const responsePrefix = `{"jsonrpc":"2.0","id":`
+
+// responseID returns the id of an encoded response envelope; ok is false for
+// requests, notifications and responses with a null id.
+func responseID(body []byte) (id jsonrpc2.ID, ok bool) {
+	rest, found := bytes.CutPrefix(body, []byte(responsePrefix))
+	if !found || len(rest) == 0 {
+		return jsonrpc2.ID{}, false
+	}
+	if rest[0] == '"' {
+		dec := json.NewDecoder(bytes.NewReader(rest))
+		var s string
+		if err := dec.Decode(&s); err != nil {
+			return jsonrpc2.ID{}, false
+		}
+		return jsonrpc2.NewStringID(s), true
+	}
+	end := bytes.IndexAny(rest, ",}")
+	if end < 0 {
+		return jsonrpc2.ID{}, false
+	}
+	n, err := strconv.ParseInt(string(rest[:end]), 10, 64)
+	if err != nil {
+		return jsonrpc2.ID{}, false
+	}
+	return jsonrpc2.NewNumberID(n), true
+}

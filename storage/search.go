@@ -1,0 +1,341 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ncruces/go-sqlite3"
+	"github.com/ncruces/go-sqlite3/ext/fts5"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// maxIndexedText bounds the text one entry contributes to the search index
+// (a tool's output can be megabytes; its first 64 KiB are searchable).
+const maxIndexedText = 64 << 10
+
+// Snippet markers: the index never holds these two control characters (they
+// are removed from indexed text), so they can delimit matches in snippets.
+const (
+	markOpen  = "\x01"
+	markClose = "\x02"
+)
+
+// registerExtensions runs on every new connection: FTS5 (the driver's
+// default build lacks it) and bridge_phrase, the auxiliary function that
+// tells whether a row matched the query's first phrase.
+func registerExtensions(c *sqlite3.Conn) error {
+	return fts5.RegisterCustom(c, func(api *fts5.API) error {
+		return api.CreateFunction("bridge_phrase", func(fts fts5.Context, ctx sqlite3.Context, _ ...sqlite3.Value) {
+			hits, err := fts.PhraseIter(0)
+			if err != nil {
+				ctx.ResultError(err)
+				return
+			}
+			for range hits {
+				ctx.ResultInt(1)
+				return
+			}
+			ctx.ResultInt(0)
+		})
+	})
+}
+
+// searchKinds are the kinds whose text is indexed. Bookkeeping kinds
+// (status, usage, model changes, raw harness events) are not.
+var searchKinds = map[core.Kind]bool{
+	core.KindUserMessage: true, core.KindAssistantMessage: true,
+	core.KindToolStarted: true, core.KindToolCompleted: true,
+	core.KindApprovalRequested: true, core.KindWorkerResult: true, core.KindArtifactCreated: true,
+	core.KindContextCompacted: true, core.KindCheckpoint: true, core.KindBranchSummary: true,
+	core.KindMigrationHandoff: true, core.KindCompactionFailed: true, core.KindSessionResumeFail: true,
+	core.KindPlanUpdated: true,
+}
+
+// skipKey reports whether a payload member holds an identifier or a code,
+// not text a user would search for.
+func skipKey(k string) bool {
+	switch k {
+	case "id", "sha256", "mediaType", "type", "harness", "trigger", "provenance", "status", "mode", "data",
+		"model", "effort", "role", "finish", "agent", "cwd", "root":
+		return true
+	}
+	return strings.HasSuffix(k, "Id") || strings.HasSuffix(k, "ID") || strings.HasSuffix(k, "Ids")
+}
+
+// SearchText is the text of an entry that search indexes: every string in
+// its payload except identifiers, for the kinds in searchKinds, at most
+// 64 KiB. It returns "" for entries without searchable text.
+func SearchText(kind core.Kind, payload []byte) string {
+	if !searchKinds[kind] {
+		return ""
+	}
+	var v any
+	if json.Unmarshal(payload, &v) != nil {
+		return ""
+	}
+	var b strings.Builder
+	collectText(&b, v)
+	s := b.String()
+	if len(s) > maxIndexedText {
+		s = strings.ToValidUTF8(s[:maxIndexedText], "")
+	}
+	if strings.ContainsAny(s, markOpen+markClose) {
+		s = strings.NewReplacer(markOpen, " ", markClose, " ").Replace(s)
+	}
+	return strings.TrimSpace(s)
+}
+
+func collectText(b *strings.Builder, v any) {
+	if b.Len() > maxIndexedText {
+		return
+	}
+	switch x := v.(type) {
+	case string:
+		if x != "" {
+			b.WriteString(x)
+			b.WriteByte('\n')
+		}
+	case []any:
+		for _, e := range x {
+			collectText(b, e)
+		}
+	case map[string]any:
+		for k, e := range x {
+			if !skipKey(k) {
+				collectText(b, e)
+			}
+		}
+	}
+}
+
+// indexEntry adds an entry's text to the search index, inside the
+// transaction that inserts the entry.
+func indexEntry(ctx context.Context, q execer, id string, kind core.Kind, payload []byte) error {
+	text := SearchText(kind, payload)
+	if text == "" {
+		return nil
+	}
+	if _, err := q.ExecContext(ctx, `INSERT INTO entry_search (text, entry_id) VALUES (?, ?)`, text, id); err != nil {
+		return fmt.Errorf("storage: index entry %s: %w", id, err)
+	}
+	return nil
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// backfillSearch indexes every entry already in the database; it runs once,
+// with the migration that creates the index.
+func backfillSearch(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, `SELECT id, kind, payload FROM entries ORDER BY rowid`)
+	if err != nil {
+		return fmt.Errorf("storage: index existing entries: %w", err)
+	}
+	type row struct {
+		id, kind, payload string
+	}
+	var all []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.id, &r.kind, &r.payload); err != nil {
+			rows.Close()
+			return fmt.Errorf("storage: index existing entries: %w", err)
+		}
+		all = append(all, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("storage: index existing entries: %w", err)
+	}
+	for _, r := range all {
+		if err := indexEntry(ctx, tx, r.id, core.Kind(r.kind), []byte(r.payload)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Search implements core.Searcher.
+func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, error) {
+	match, phrased, err := ftsQuery(q.Query)
+	if err != nil {
+		return core.SearchPage{}, err
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	if limit > 200 {
+		limit = 200
+	}
+	offset := 0
+	if q.Cursor != "" {
+		offset, err = strconv.Atoi(q.Cursor)
+		if err != nil || offset < 0 {
+			return core.SearchPage{}, core.Errorf(core.CodeInvalid, "search: cursor %q is not one this search returned", q.Cursor)
+		}
+	}
+	phraseCol := "0"
+	if phrased {
+		phraseCol = "bridge_phrase(entry_search)"
+	}
+	var where []string
+	args := []any{match}
+	if q.Harness != "" {
+		where = append(where, "s.harness = ?")
+		args = append(args, q.Harness)
+	}
+	if q.Cwd != "" {
+		where = append(where, "s.cwd = ?")
+		args = append(args, q.Cwd)
+	}
+	if q.SessionID != "" {
+		where = append(where, "e.session_id = ?")
+		args = append(args, q.SessionID)
+	}
+	if !q.Since.IsZero() {
+		where = append(where, "e.created_at >= ?")
+		args = append(args, nanos(q.Since))
+	}
+	if !q.Until.IsZero() {
+		where = append(where, "e.created_at < ?")
+		args = append(args, nanos(q.Until))
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = " AND " + strings.Join(where, " AND ")
+	}
+	args = append(args, limit+1, offset)
+	query := `SELECT e.id, e.session_id, e.seq, e.kind, e.created_at, s.harness, s.title, s.cwd,
+		snippet(entry_search, 0, '` + markOpen + `', '` + markClose + `', '…', 24),
+		` + phraseCol + ` AS phrase, bm25(entry_search) AS score
+		FROM entry_search
+		JOIN entries e ON e.id = entry_search.entry_id
+		JOIN sessions s ON s.id = e.session_id
+		WHERE entry_search MATCH ?` + cond + `
+		ORDER BY phrase DESC, score, e.rowid
+		LIMIT ? OFFSET ?`
+	rows, err := db.sql.QueryContext(ctx, query, args...)
+	if err != nil {
+		return core.SearchPage{}, searchError(q.Query, err)
+	}
+	defer rows.Close()
+	page := core.SearchPage{Hits: []core.SearchHit{}}
+	for rows.Next() {
+		var h core.SearchHit
+		var kind, snip string
+		var created int64
+		var phrase int
+		if err := rows.Scan(&h.EntryID, &h.SessionID, &h.Seq, &kind, &created, &h.Harness, &h.SessionTitle, &h.Cwd,
+			&snip, &phrase, &h.Score); err != nil {
+			return core.SearchPage{}, searchError(q.Query, err)
+		}
+		h.Kind = core.Kind(kind)
+		h.CreatedAt = unix(created)
+		h.Snippet, h.Highlights = splitMarks(snip)
+		page.Hits = append(page.Hits, h)
+	}
+	if err := rows.Err(); err != nil {
+		return core.SearchPage{}, searchError(q.Query, err)
+	}
+	if len(page.Hits) > limit {
+		page.Hits = page.Hits[:limit]
+		page.NextCursor = strconv.Itoa(offset + limit)
+	}
+	return page, nil
+}
+
+// searchError turns a complaint about the query into a CodeInvalid error
+// that says what is wrong; other failures stay internal. The statement
+// itself is fixed, so an SQLITE_ERROR ("SQL logic error") can only come from
+// the MATCH expression the user gave.
+func searchError(query string, err error) error {
+	var se *sqlite3.Error
+	if errors.As(err, &se) && se.Code() == sqlite3.ERROR {
+		msg := se.Error()
+		if i := strings.LastIndex(msg, "SQL logic error: "); i >= 0 {
+			msg = msg[i+len("SQL logic error: "):]
+		}
+		msg = strings.TrimPrefix(msg, "fts5: ")
+		if strings.HasPrefix(msg, "no such column") {
+			msg += " (a word followed by ':' names a column; put the word in double quotes)"
+		}
+		e := core.Errorf(core.CodeInvalid, "search query %q is not valid: %s", query, msg)
+		e.Data = map[string]any{"field": "query"}
+		return e
+	}
+	return fmt.Errorf("storage: search: %w", err)
+}
+
+// ftsQuery turns user input into an FTS5 expression. Plain words become
+// quoted terms (so "file.go" or "don't" need no escaping), joined as
+// `"a b" OR ("a" AND "b")`, and phrased is true: rows matching the first
+// phrase (the words together, in order) rank first. Input using FTS5 syntax
+// is passed through unchanged.
+func ftsQuery(in string) (match string, phrased bool, err error) {
+	s := strings.TrimSpace(in)
+	if s == "" {
+		e := core.Errorf(core.CodeInvalid, "search query is empty")
+		e.Data = map[string]any{"field": "query"}
+		return "", false, e
+	}
+	if !strings.ContainsRune(s, 0) && !usesSyntax(s) {
+		words := strings.Fields(s)
+		quoted := make([]string, len(words))
+		for i, w := range words {
+			quoted[i] = `"` + w + `"`
+		}
+		if len(words) == 1 {
+			return quoted[0], false, nil
+		}
+		return `"` + strings.Join(words, " ") + `" OR (` + strings.Join(quoted, " AND ") + `)`, true, nil
+	}
+	return s, false, nil
+}
+
+// usesSyntax reports whether s uses FTS5 query syntax.
+func usesSyntax(s string) bool {
+	if strings.ContainsAny(s, `"()*^:{}+`) {
+		return true
+	}
+	for _, w := range strings.Fields(s) {
+		switch w {
+		case "AND", "OR", "NOT", "NEAR":
+			return true
+		}
+		if strings.HasPrefix(w, "NEAR(") {
+			return true
+		}
+	}
+	return false
+}
+
+// splitMarks removes the snippet markers and returns where they were, in
+// code points.
+func splitMarks(s string) (string, [][2]int) {
+	var b strings.Builder
+	var marks [][2]int
+	n, start := 0, -1
+	for _, r := range s {
+		switch string(r) {
+		case markOpen:
+			start = n
+		case markClose:
+			if start >= 0 {
+				marks = append(marks, [2]int{start, n})
+				start = -1
+			}
+		default:
+			b.WriteRune(r)
+			n++
+		}
+	}
+	return b.String(), marks
+}
