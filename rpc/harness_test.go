@@ -114,6 +114,9 @@ func (f *fakeBackend) SessionCheckpoint(ctx context.Context, p schema.SessionChe
 func (f *fakeBackend) SessionImport(ctx context.Context, p schema.SessionImportParams) (schema.SessionImportResult, error) {
 	return serve[schema.SessionImportParams, schema.SessionImportResult](f, ctx, p, nil)
 }
+func (f *fakeBackend) SessionSuspend(ctx context.Context, p schema.SessionSuspendParams) (schema.SessionSuspendResult, error) {
+	return serve[schema.SessionSuspendParams, schema.SessionSuspendResult](f, ctx, p, nil)
+}
 func (f *fakeBackend) SessionSearch(ctx context.Context, p schema.SessionSearchParams) (schema.SessionSearchResult, error) {
 	return serve[schema.SessionSearchParams, schema.SessionSearchResult](f, ctx, p, nil)
 }

@@ -126,6 +126,7 @@ type Backend interface {
 	SessionResume(ctx context.Context, p SessionResumeParams) (SessionResumeResult, error)
 	SessionCompact(ctx context.Context, p SessionCompactParams) (SessionCompactResult, error)
 	SessionCheckpoint(ctx context.Context, p SessionCheckpointParams) (SessionCheckpointResult, error)
+	SessionSuspend(ctx context.Context, p SessionSuspendParams) (SessionSuspendResult, error)
 	SessionImport(ctx context.Context, p SessionImportParams) (SessionImportResult, error)
 	SessionSearch(ctx context.Context, p SessionSearchParams) (SessionSearchResult, error)
 	MigrationPreview(ctx context.Context, p MigrationPreviewParams) (MigrationPreviewResult, error)
@@ -162,6 +163,7 @@ var Methods = []Method{
 	call("session/resume", Backend.SessionResume, "", "Resume a session and report the mode."),
 	call("session/compact", Backend.SessionCompact, "Compact", "Forward /compact or fall back to a checkpoint."),
 	call("session/checkpoint", Backend.SessionCheckpoint, "Checkpoint", "Write a Bridge checkpoint now."),
+	call("session/suspend", Backend.SessionSuspend, "", "Checkpoint a live session and stop its process; the next prompt brings it back."),
 	call("session/import", Backend.SessionImport, "Import", "Bring a harness transcript into the record."),
 	call("session/search", Backend.SessionSearch, "", "Search the text of every session, best hits first."),
 	call("migration/preview", Backend.MigrationPreview, "Migration preview", "Write an editable five-part handoff."),

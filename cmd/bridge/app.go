@@ -46,6 +46,9 @@ type openOptions struct {
 	harnesses   map[string]json.RawMessage
 	notifier    service.Notifier
 	extraHosts  []core.BridgeHost
+	// serve: the sidecar, whose shutdown checkpoints its live sessions; a
+	// one-shot command does not.
+	serve bool
 }
 
 // store is an opened data directory: its configuration file and database.
@@ -105,8 +108,16 @@ func (a *app) build(st store, o openOptions) (*env, error) {
 	if n == nil {
 		n = &cliNotifier{w: a.stderr}
 	}
-	svc, err := service.New(service.Options{Store: st.db, Hosts: hosts, Notifier: n, Presets: cfg.Presets,
-		DataDir: st.dir, Database: st.db.Path(), CheckpointTimeout: cfg.CheckpointTimeout(), RepoStatus: gitStatus})
+	so := service.Options{Store: st.db, Hosts: hosts, Notifier: n, Presets: cfg.Presets,
+		DataDir: st.dir, Database: st.db.Path(), CheckpointTimeout: cfg.CheckpointTimeout(), RepoStatus: gitStatus}
+	if err := cfg.controller(&so); err != nil {
+		st.db.Close()
+		return nil, core.E(core.CodeInvalid, "configuration", err)
+	}
+	if !o.serve {
+		so.NoShutdownCheckpoint, so.SuspendAfter = true, -1
+	}
+	svc, err := service.New(so)
 	if err != nil {
 		st.db.Close()
 		return nil, err

@@ -70,7 +70,7 @@ func (a *app) serve(ctx context.Context, args []string) int {
 			if h != nil {
 				extra = append(extra, h)
 			}
-			o := openOptions{initDataDir: opts.DataDir, harnesses: opts.Harnesses, notifier: n, extraHosts: extra}
+			o := openOptions{initDataDir: opts.DataDir, harnesses: opts.Harnesses, notifier: n, extraHosts: extra, serve: true}
 			var e *env
 			var err error
 			if st, perr, ok := pre.take(); ok {

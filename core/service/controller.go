@@ -9,6 +9,7 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/checkpoint"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // The checkpoint controller raises checkpoints on its own at the moments
@@ -90,7 +91,7 @@ func (s *Service) afterTurn(l *liveSession, stepsCompleted int) {
 	}()
 }
 
-// SuspendOutcome is the result of session/suspend.
+// SuspendOutcome is what a suspension did.
 type SuspendOutcome struct {
 	// Suspended is false when the session had no running process.
 	Suspended bool
@@ -101,13 +102,18 @@ type SuspendOutcome struct {
 	Suppressed string
 }
 
-// Suspend checkpoints a live session (before_suspend, when the decision
-// allows) and stops its harness process; the record says status
+// SessionSuspend checkpoints a live session (before_suspend, when the
+// decision allows) and stops its harness process; the record says status
 // "suspended", and the next prompt or session/resume brings the session
 // back (natively where the harness can). A session whose process is not
 // running is left alone. A session running a turn is busy.
-func (s *Service) Suspend(ctx context.Context, sessionID string) (SuspendOutcome, error) {
-	return s.suspend(ctx, sessionID, "client", false)
+func (s *Service) SessionSuspend(ctx context.Context, p schema.SessionSuspendParams) (schema.SessionSuspendResult, error) {
+	out, err := s.suspend(ctx, p.SessionID, "client", false)
+	if err != nil {
+		return schema.SessionSuspendResult{}, err
+	}
+	return schema.SessionSuspendResult{Suspended: out.Suspended, CheckpointEntryID: out.CheckpointEntryID,
+		Suppressed: out.Suppressed}, nil
 }
 
 // suspend is Suspend; by says who asked ("client" or "idle"); wait waits

@@ -11,6 +11,7 @@ import (
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/checkpoint"
 	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // cpReply is a usable checkpoint reply queued for the next prompt.
@@ -78,11 +79,10 @@ func TestPhaseBoundaryAfterTurn(t *testing.T) {
 // (before_suspend), stops its process and records "suspended"; the next
 // prompt brings it back natively.
 func TestSuspendAndComeBack(t *testing.T) {
-	ctx := context.Background()
 	r := newRig(t, rigOptions{})
 	s := r.create()
 	r.prompt(s.ID, "say working on the parser\n"+cpReply("SUSPEND-1"))
-	out, err := r.svc.Suspend(ctx, s.ID)
+	out, err := suspendOf(r, s.ID)
 	if err != nil || !out.Suspended || out.CheckpointEntryID == "" {
 		t.Fatalf("Suspend = %+v, %v: want suspended with a checkpoint", out, err)
 	}
@@ -94,7 +94,7 @@ func TestSuspendAndComeBack(t *testing.T) {
 		t.Fatalf("checkpointSaved %v", r.rec.Saved)
 	}
 	// Suspending again is a no-op: no process runs.
-	if again, err := r.svc.Suspend(ctx, s.ID); err != nil || again.Suspended {
+	if again, err := suspendOf(r, s.ID); err != nil || again.Suspended {
 		t.Fatalf("second Suspend = %+v, %v", again, err)
 	}
 	r.prompt(s.ID, "say back again")
@@ -217,7 +217,7 @@ func TestRiskyNativeResume(t *testing.T) {
 			o := tc.second
 			o.db, o.fake = r.db, fake.Options{StateDir: state}
 			r2 := newRig(t, o)
-			res, err := r2.svc.Resume(ctx, s.ID, false)
+			res, err := r2.svc.SessionResume(ctx, schema.SessionResumeParams{SessionID: s.ID})
 			if err != nil || res.Mode != core.ModeNative {
 				t.Fatalf("Resume = %+v, %v: want native", res, err)
 			}
@@ -246,7 +246,7 @@ func TestRiskyNativeResume(t *testing.T) {
 	r.prompt(s.ID, "say one")
 	r.svc.Close(ctx)
 	r2 := newRig(t, rigOptions{db: r.db, fake: fake.Options{StateDir: state}})
-	if res, err := r2.svc.Resume(ctx, s.ID, false); err != nil || res.Mode != core.ModeNative || len(r2.rec.Saved) != 0 {
+	if res, err := r2.svc.SessionResume(ctx, schema.SessionResumeParams{SessionID: s.ID}); err != nil || res.Mode != core.ModeNative || len(r2.rec.Saved) != 0 {
 		t.Fatalf("Resume = %+v, %v, saved %+v: a safe native resume needs no checkpoint", res, err, r2.rec.Saved)
 	}
 }
@@ -280,7 +280,7 @@ func TestEveryTriggerEverySuppression(t *testing.T) {
 				o := rigOptions{fake: fake.Options{StateDir: state}, shutdownCheckpoints: trig == "before_shutdown",
 					presets: []core.Preset{{Name: service_DirectChat, Harness: "fake"}}}
 				r := newRig(t, o)
-				s, err := r.svc.Create(ctx, createParams(r, su.preset))
+				s, err := createWith(r, su.preset)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -288,7 +288,7 @@ func TestEveryTriggerEverySuppression(t *testing.T) {
 				if su.rule == checkpoint.SuppressedNoWork {
 					// A first boundary, then nothing new.
 					r.prompt(s.ID, su.script)
-					if _, err := r.svc.Checkpoint(ctx, s.ID, "manual"); err != nil {
+					if _, err := checkpointOf(r, s.ID, "manual"); err != nil {
 						t.Fatal(err)
 					}
 					base = 1
@@ -296,7 +296,7 @@ func TestEveryTriggerEverySuppression(t *testing.T) {
 						// A turn that completes a step but adds nothing
 						// meaningful cannot be made with the fake; the
 						// boundary itself is the state.
-						if _, err := r.svc.Checkpoint(ctx, s.ID, trig); suppressedOf(err) != su.rule {
+						if _, err := checkpointOf(r, s.ID, trig); suppressedOf(err) != su.rule {
 							t.Fatalf("phase_boundary right after a boundary: %v", err)
 						}
 						return
@@ -313,7 +313,7 @@ func TestEveryTriggerEverySuppression(t *testing.T) {
 							t.Fatal(err)
 						}
 					}
-					if _, err := r.svc.Prompt(ctx, s.ID, []core.Content{{Type: "text", Text: script}}); err != nil {
+					if _, err := r.svc.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: s.ID, Content: []schema.Content{{Type: "text", Text: script}}}); err != nil {
 						t.Fatal(err)
 					}
 					if trig != "phase_boundary" && len(su.extra) > 0 {
@@ -327,7 +327,7 @@ func TestEveryTriggerEverySuppression(t *testing.T) {
 				case "phase_boundary":
 					r.rec.Await(t, "the phase_boundary decision", func() bool { return logged(r.rec.Logs, "phase_boundary suppressed") })
 				case "before_suspend":
-					out, err := r.svc.Suspend(ctx, s.ID)
+					out, err := suspendOf(r, s.ID)
 					if su.rule == checkpoint.SuppressedToolInFlight || su.rule == checkpoint.SuppressedApproval {
 						if core.ErrorCode(err) != core.CodeBusy {
 							t.Fatalf("Suspend mid-tool or mid-approval = %+v, %v: want busy", out, err)
@@ -343,7 +343,7 @@ func TestEveryTriggerEverySuppression(t *testing.T) {
 					r.svc.Close(ctx)
 					r2 := newRig(t, rigOptions{db: r.db, fake: fake.Options{StateDir: state}, riskyEntries: 1,
 						presets: o.presets})
-					res, err := r2.svc.Resume(ctx, s.ID, false)
+					res, err := r2.svc.SessionResume(ctx, schema.SessionResumeParams{SessionID: s.ID})
 					if err != nil || res.Mode != core.ModeNative {
 						t.Fatalf("Resume = %+v, %v", res, err)
 					}
@@ -370,8 +370,20 @@ func TestEveryTriggerEverySuppression(t *testing.T) {
 // service_DirectChat is the direct chat preset.
 const service_DirectChat = service.DirectChatPreset
 
-func createParams(r *rig, preset string) service.CreateParams {
-	return service.CreateParams{Harness: "fake", Cwd: r.t.TempDir(), Preset: preset}
+func createWith(r *rig, preset string) (core.Session, error) {
+	out, err := r.svc.SessionCreate(context.Background(), schema.SessionCreateParams{Harness: "fake", Cwd: r.t.TempDir(), Preset: preset})
+	if err != nil {
+		return core.Session{}, err
+	}
+	return r.db.GetSession(context.Background(), out.SessionID)
+}
+
+func suspendOf(r *rig, id string) (schema.SessionSuspendResult, error) {
+	return r.svc.SessionSuspend(context.Background(), schema.SessionSuspendParams{SessionID: id})
+}
+
+func checkpointOf(r *rig, id, reason string) (schema.SessionCheckpointResult, error) {
+	return r.svc.SessionCheckpoint(context.Background(), schema.SessionCheckpointParams{SessionID: id, Reason: schema.CheckpointReason(reason)})
 }
 
 func logged(logs []string, sub string) bool {
