@@ -19,10 +19,11 @@ var workerTools = map[string]bool{"Task": true, "Agent": true}
 // worker.result entry.
 const maxWorkerResult = 8000
 
-// evidence turns completed tool calls into the evidence entries Bridge's
-// checkpoints read: a successful Edit / Write / MultiEdit / NotebookEdit
-// becomes artifact.created {path}; a Task sub-agent's final result becomes
-// worker.result {status, result, filesChanged}. It remembers the calls
+// evidence turns completed tool calls into the entries Bridge's checkpoint
+// controller reads: a successful Edit / Write / MultiEdit / NotebookEdit
+// becomes artifact.created {path}; a Task (Agent) sub-agent's final result
+// becomes worker.result {status, result, filesChanged}; a successful plan
+// tool call (TodoWrite, TaskCreate, TaskUpdate) becomes plan.updated. It remembers the calls
 // started and not completed; one per live process or import.
 type evidence struct {
 	open map[string]openTool // by tool id
@@ -30,6 +31,7 @@ type evidence struct {
 
 type openTool struct {
 	name   string
+	input  json.RawMessage // a plan tool's input
 	path   string   // the file an edit tool writes
 	parent string   // the sub-agent call it runs under
 	files  []string // files written under a sub-agent call
@@ -59,13 +61,16 @@ func (v *evidence) add(evs []core.Event) []core.Event {
 				continue
 			}
 			t := openTool{name: p.Name, parent: p.Parent}
+			if planTools[p.Name] && p.Parent == "" {
+				t.input = p.Input
+			}
 			if key, ok := editTools[p.Name]; ok {
 				var in map[string]json.RawMessage
 				if json.Unmarshal(p.Input, &in) == nil {
 					_ = json.Unmarshal(in[key], &t.path)
 				}
 			}
-			if !workerTools[p.Name] && t.path == "" {
+			if !workerTools[p.Name] && t.path == "" && t.input == nil {
 				continue
 			}
 			v.open[p.ToolID] = t
@@ -87,6 +92,11 @@ func (v *evidence) add(evs []core.Event) []core.Event {
 				continue
 			}
 			switch {
+			case t.input != nil:
+				if plan, ok := planOf(t.name, t.input, p.Output); ok {
+					pe := plan.Entry(e.NativeID + ":plan")
+					out = append(out, core.Event{Entry: &pe})
+				}
 			case t.path != "":
 				a := map[string]any{"path": t.path, "tool": t.name, "toolId": p.ToolID}
 				if t.parent != "" {

@@ -50,17 +50,32 @@ func TestPlanAndEvidenceFromClaudeTools(t *testing.T) {
 		`{"type":"assistant","uuid":"a4","parent_tool_use_id":"t4","message":{"role":"assistant","content":[{"type":"tool_use","id":"t5","name":"NotebookEdit","input":{"notebook_path":"/p/nb.ipynb","new_source":"x"}}]}}`,
 		`{"type":"user","uuid":"u3","parent_tool_use_id":"t4","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t5","content":"ok"}]}}`,
 		`{"type":"user","uuid":"u4","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t4","content":[{"type":"text","text":"The review found nothing to change."}]}]}}`,
-		`{"type":"assistant","uuid":"a5","message":{"role":"assistant","content":[{"type":"tool_use","id":"t6","name":"TaskUpdate","input":{"taskId":"1","status":"completed"}}]}}`,
+		`{"type":"assistant","uuid":"a5","message":{"role":"assistant","content":[{"type":"tool_use","id":"t6","name":"TaskCreate","input":{"subject":"Ship it","description":"ship","activeForm":"Shipping"}},{"type":"tool_use","id":"t7","name":"TaskUpdate","input":{"taskId":"1","status":"completed"}},{"type":"tool_use","id":"t8","name":"TaskUpdate","input":{"taskId":"9","status":"completed"}},{"type":"tool_use","id":"t9","name":"TodoWrite","input":{"todos":[]}}]}}`,
+		`{"type":"user","uuid":"u5","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t6","content":"Task #1 created successfully: Ship it"},{"type":"tool_result","tool_use_id":"t7","content":"Updated task #1 status"},{"type":"tool_result","tool_use_id":"t8","content":"Task not found"},{"type":"tool_result","tool_use_id":"t9","content":"<tool_use_error>Error: No such tool available: TodoWrite.</tool_use_error>","is_error":true}]}}`,
 	)
 	plans := ofKind(es, core.KindPlanUpdated)
-	if len(plans) != 2 {
-		t.Fatalf("plan.updated entries %v, want TodoWrite's and TaskUpdate's", plans)
+	if len(plans) != 3 {
+		t.Fatalf("plan.updated entries %v, want TodoWrite's, TaskCreate's and the successful TaskUpdate's", plans)
+	}
+	var tr core.PlanTracker
+	done := 0
+	for _, e := range es {
+		if e.Kind == core.KindPlanUpdated {
+			p, _ := core.ParsePlan(e.Payload)
+			done += tr.Apply(p)
+		}
+	}
+	if done != 2 {
+		t.Errorf("%d plan steps completed, want 2 (the parser, then task #1)", done)
+	}
+	if b, _ := json.Marshal(plans[1]); !strings.Contains(string(b), `"id":"1"`) || !strings.Contains(string(b), "Ship it") {
+		t.Errorf("TaskCreate plan %s: want task #1, Ship it", b)
 	}
 	if b, _ := json.Marshal(plans[0]); !strings.Contains(string(b), `"status":"completed","text":"write parser"`) || plans[0]["source"] != "TodoWrite" {
 		t.Errorf("TodoWrite plan %s", b)
 	}
-	if plans[1]["partial"] != true || plans[1]["source"] != "TaskUpdate" {
-		t.Errorf("TaskUpdate plan %v", plans[1])
+	if plans[2]["partial"] != true || plans[2]["source"] != "TaskUpdate" {
+		t.Errorf("TaskUpdate plan %v", plans[2])
 	}
 	arts := ofKind(es, core.KindArtifactCreated)
 	if len(arts) != 2 || arts[0]["path"] != "/p/src/parse.go" || arts[1]["path"] != "/p/nb.ipynb" || arts[1]["parentToolUseId"] != "t4" {

@@ -301,21 +301,18 @@ func assistantEvents(msg *apiMessage, id string, parentTool *string, apiErr json
 			addField(e, "parentToolUseId", *parentTool)
 		}
 		out = append(out, core.Event{Entry: e})
-		if b.Type == "tool_use" && (parentTool == nil || *parentTool == "") {
-			if p, ok := planOf(b.Name, b.Input); ok {
-				pe := p.Entry(nid + ":plan")
-				out = append(out, core.Event{Entry: &pe})
-			}
-		}
 	}
 	return out
 }
 
-// planOf reads a plan update from the input of Claude Code's plan tools:
-// TodoWrite (the whole list: todos [{content, status}]), TaskCreate (one
-// new pending task: subject) and TaskUpdate (one task's change: taskId,
-// status). Other tools, and inputs that do not parse, are not plans.
-func planOf(name string, input json.RawMessage) (core.Plan, bool) {
+// planOf reads a plan update from a successful call of Claude Code's plan
+// tools, from its input and its result text: TodoWrite (the whole list:
+// todos [{content, status}]), TaskCreate (one new pending task: subject;
+// the result "Task #N created" gives its id) and TaskUpdate (one task's
+// change: taskId, status; the result "Updated task #N …"). Other tools,
+// inputs that do not parse and results that say nothing changed ("Task not
+// found") are not plan updates.
+func planOf(name string, input json.RawMessage, result string) (core.Plan, bool) {
 	switch name {
 	case "TodoWrite":
 		var in struct {
@@ -337,10 +334,11 @@ func planOf(name string, input json.RawMessage) (core.Plan, bool) {
 		var in struct {
 			Subject string `json:"subject"`
 		}
-		if json.Unmarshal(input, &in) != nil || strings.TrimSpace(in.Subject) == "" {
+		id, ok := taskNumber(result, "Task #")
+		if json.Unmarshal(input, &in) != nil || strings.TrimSpace(in.Subject) == "" || !ok {
 			return core.Plan{}, false
 		}
-		return core.Plan{Source: name, Partial: true, Steps: []core.PlanStep{{Text: in.Subject, Status: core.PlanPending}}}, true
+		return core.Plan{Source: name, Partial: true, Steps: []core.PlanStep{{ID: id, Text: in.Subject, Status: core.PlanPending}}}, true
 	case "TaskUpdate":
 		var in struct {
 			TaskID  string `json:"taskId"`
@@ -350,9 +348,32 @@ func planOf(name string, input json.RawMessage) (core.Plan, bool) {
 		if json.Unmarshal(input, &in) != nil || in.TaskID == "" || in.Status == "" {
 			return core.Plan{}, false
 		}
+		if _, ok := taskNumber(result, "Updated task #"); !ok {
+			return core.Plan{}, false
+		}
 		return core.Plan{Source: name, Partial: true, Steps: []core.PlanStep{{ID: in.TaskID, Text: in.Subject, Status: core.NormalizePlanStatus(in.Status)}}}, true
 	}
 	return core.Plan{}, false
+}
+
+// planTools are the tools planOf reads.
+var planTools = map[string]bool{"TodoWrite": true, "TaskCreate": true, "TaskUpdate": true}
+
+// taskNumber reads the task number after prefix at the start of a tool
+// result ("Task #12 created…" with prefix "Task #" is "12").
+func taskNumber(result, prefix string) (string, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(result), prefix)
+	if !ok {
+		return "", false
+	}
+	n := 0
+	for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+		n++
+	}
+	if n == 0 {
+		return "", false
+	}
+	return rest[:n], true
 }
 
 // userEvents maps a user message: tool results become tool.completed;
