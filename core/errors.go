@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // Code is a domain failure class from a closed set. The rpc layer maps each
@@ -87,5 +88,22 @@ var (
 
 // NotFound builds a not_found error naming what was missing.
 func NotFound(what, id string) *Error {
-	return &Error{Code: CodeNotFound, Message: fmt.Sprintf("%s %q not found", what, id), Err: ErrNotFound}
+	return &Error{Code: CodeNotFound, Message: fmt.Sprintf("%s %s not found", what, Quote(id)), Err: ErrNotFound}
+}
+
+// QuoteMax is how many bytes of an input Quote keeps.
+const QuoteMax = 80
+
+// Quote quotes s (as %q does) for an error message, keeping at most its
+// first QuoteMax bytes and saying how long the whole was: an error never
+// echoes a large input back.
+func Quote(s string) string {
+	if len(s) <= QuoteMax {
+		return fmt.Sprintf("%q", s)
+	}
+	cut := QuoteMax
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q… (%d bytes)", s[:cut], len(s))
 }

@@ -6,44 +6,10 @@ import (
 	"time"
 )
 
-// Capability names, as DESIGN §8 spells them.
-const (
-	CapSessionList      = "session.list"
-	CapSessionCreate    = "session.create"
-	CapSessionHistory   = "session.history"
-	CapSessionModels    = "session.models"
-	CapSessionSelect    = "session.selectModel"
-	CapSessionPrompt    = "session.prompt"
-	CapSessionCancel    = "session.cancel"
-	CapSessionRename    = "session.rename"
-	CapWorkspaceList    = "workspace.list"
-	CapWorkspaceArchive = "workspace.archiveSession"
-	CapPresetList       = "agentPreset.list"
-	CapGoalCreate       = "goal.create"
-	CapGoalPause        = "goal.pause"
-
-	CapAttachment      = "session.attachment"
-	CapGoalClear       = "goal.clear"
-	CapHistoryWindow   = "session.historyWindow"
-	CapNativeResume    = "native.resume"
-	CapCompactCommand  = "compaction.command"
-	CapCompactionFocus = "compaction.focus"
-	CapContextGauge    = "context.gauge"
-)
-
-// RequiredCapabilities is the port's required set, in report order.
-var RequiredCapabilities = []string{CapSessionList, CapSessionCreate, CapSessionHistory,
-	CapSessionModels, CapSessionSelect, CapSessionPrompt, CapSessionCancel, CapSessionRename,
-	CapWorkspaceList, CapWorkspaceArchive, CapPresetList, CapGoalCreate, CapGoalPause}
-
-// OptionalCapabilities is the optional set, in report order.
-var OptionalCapabilities = []string{CapAttachment, CapGoalClear, CapHistoryWindow,
-	CapNativeResume, CapCompactCommand, CapCompactionFocus, CapContextGauge}
-
-// Capability is one probed capability.
+// Capability is one probed capability: whether the adapter has it and why
+// not. Whether a harness needs it is CapabilityNeed's to say.
 type Capability struct {
 	Name      string `json:"name"`
-	Required  bool   `json:"required"`
 	Available bool   `json:"available"`
 	Detail    string `json:"detail,omitempty"`
 }
@@ -108,6 +74,9 @@ type CreateRequest struct {
 	Model  string
 	Effort string
 	Title  string
+	// Approve decides the harness's permission requests; nil means the
+	// preset's policy (see Approval).
+	Approve Approver
 }
 
 // ResumeRequest asks a host to resume its own stored session NativeID.

@@ -44,6 +44,7 @@ const (
 	KindContextUsage      Kind = "context.usage"
 	KindHarnessEvent      Kind = "harness.event"
 	KindPlanUpdated       Kind = "plan.updated"
+	KindSessionForked     Kind = "session.forked"
 )
 
 // RequiredFields lists, per known kind, the payload members that must be
@@ -74,6 +75,9 @@ var RequiredFields = map[Kind][]string{
 	// plan.updated is a harness's plan (todo list) as it now stands:
 	// steps [{text, status: pending|in_progress|completed}], source.
 	KindPlanUpdated: {"steps"},
+	// session.forked is the first entry of a session forked from another:
+	// where it came from.
+	KindSessionForked: {"sourceSessionId", "sourceEntryId"},
 	// harness.event keeps a harness message Bridge has no mapping for, whole.
 	KindHarnessEvent: {"type"},
 }

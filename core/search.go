@@ -53,3 +53,22 @@ type SearchPage struct {
 type Searcher interface {
 	Search(ctx context.Context, q SearchQuery) (SearchPage, error)
 }
+
+// SessionDump is the whole record of one session: its head, every entry of
+// its tree (in sequence order) and the audit records about it.
+type SessionDump struct {
+	Session Session       `json:"session"`
+	Entries []Entry       `json:"entries"`
+	Audit   []AuditRecord `json:"audit"`
+}
+
+// Dumper reads a session's whole record and writes one back verbatim (ids,
+// parents, sequence numbers and times kept). A Store may implement it.
+type Dumper interface {
+	Dump(ctx context.Context, sessionID string) (SessionDump, error)
+	// Restore writes d. A session that already exists gets only the entries
+	// it lacks (an entry id known in another session is a conflict); its
+	// head fields become d's when entries were added. It returns how many
+	// entries were added.
+	Restore(ctx context.Context, d SessionDump) (int, error)
+}

@@ -56,6 +56,10 @@ type InitOptions struct {
 	// InitializationOptions is the whole initializationOptions verbatim (nil
 	// when absent), for options this version of rpc does not model.
 	InitializationOptions json.RawMessage
+	// RequestPermission is true when the client declared
+	// capabilities.session.requestPermission: it answers
+	// session/requestPermission (see PermissionAsker).
+	RequestPermission bool
 	// Locale is the client's user interface language, "" when not given.
 	Locale string
 	// ClientName and ClientVersion come from clientInfo.

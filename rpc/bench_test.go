@@ -173,3 +173,25 @@ func BenchmarkHistoryVsEcho(b *testing.B) {
 		b.ReportMetric(nsPerOp[2]/nsPerOp[0], "bridge/rawpage")
 	})
 }
+
+// BenchmarkParamsDecode measures decoding one session/prompt's params:
+// "validated" is what the server does (JSON Schema validation, then
+// encoding/json), "plain" is encoding/json alone, the baseline.
+func BenchmarkParamsDecode(b *testing.B) {
+	raw := json.RawMessage(`{"sessionId":"01JNKSESSION0000000000000","workDoneToken":"t1","content":[{"type":"text","text":"explain the failing test in rpc and propose a fix"},{"type":"image","mediaType":"image/png","data":"iVBORw0KGgo="}]}`)
+	b.Run("validated", func(b *testing.B) {
+		for range b.N {
+			if _, err := decodeParams[schema.SessionPromptParams]("session/prompt", raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("plain", func(b *testing.B) {
+		for range b.N {
+			var p schema.SessionPromptParams
+			if err := json.Unmarshal(raw, &p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -128,7 +128,7 @@ func TestInvalidParams(t *testing.T) {
 		msg    string
 	}{
 		{"session/history", map[string]any{}, "sessionId", `missing required field "sessionId"`},
-		{"session/history", map[string]any{"sessionId": nil}, "sessionId", `missing required field "sessionId"`},
+		{"session/history", map[string]any{"sessionId": nil}, "sessionId", `field "sessionId" must be a string, not null`},
 		{"session/history", map[string]any{"sessionId": 5}, "sessionId", `field "sessionId" must be a string, not number`},
 		{"session/history", map[string]any{"sessionId": "s", "beforeSeq": "ten"}, "beforeSeq", `field "beforeSeq" must be an integer, not string`},
 		{"session/history", []any{"s"}, "", "params must be an object"},
@@ -136,6 +136,20 @@ func TestInvalidParams(t *testing.T) {
 		{"session/prompt", map[string]any{"sessionId": "s", "content": []any{map[string]any{"type": "text", "text": "a"}, map[string]any{"text": "b"}}},
 			"content[1].type", `missing required field "content[1].type"`},
 		{"session/create", map[string]any{"harness": "fake"}, "cwd", `missing required field "cwd"`},
+		{"session/prompt", map[string]any{"sessionId": "s", "content": []any{map[string]any{"type": "video"}}}, "content[0].type", `"video" is not one of "text", "image"`},
+		{"session/prompt", map[string]any{"sessionId": "s", "content": []any{map[string]any{"type": "image", "mediaType": "image/png"}}}, "content[0].data", `missing required field "content[0].data"`},
+		{"session/prompt", map[string]any{"sessionId": "s", "content": []any{}}, "content", "at least 1 item"},
+		{"session/resume", map[string]any{"sessionId": "s", "mode": "hot"}, "mode", `mode "hot" is not one of "fresh"`},
+		{"session/checkpoint", map[string]any{"sessionId": "s", "reason": "bored"}, "reason", `reason "bored" is not one of`},
+		{"migration/execute", map[string]any{"previewId": "p", "inject": "all"}, "inject", `inject "all" is not one of "goal", "prompt", "both"`},
+		{"migration/execute", map[string]any{"previewId": "p", "goalRounds": -2}, "goalRounds", "goalRounds must be at least 0, not -2"},
+		{"migration/preview", map[string]any{"sessionId": "s", "target": map[string]any{}, "lang": "fr"}, "lang", `lang "fr" is not one of "en", "zh"`},
+		{"migration/preview", map[string]any{"sessionId": "s", "target": map[string]any{"model": 5}}, "target.model", `field "target.model" must be a string, not number`},
+		{"session/list", map[string]any{"limit": -1}, "limit", "limit must be at least 0, not -1"},
+		{"session/search", map[string]any{"query": "x", "limit": 500}, "limit", "limit must be at most 200, not 500"},
+		{"session/history", map[string]any{"sessionId": "s", "beforeSeq": 0}, "beforeSeq", "beforeSeq must be at least 1, not 0"},
+		{"session/history", map[string]any{"sessionId": "s", "maxMessages": 1.5}, "maxMessages", `field "maxMessages" must be an integer, not number`},
+		{"session/list", map[string]any{"limit": 1e30}, "limit", "limit"},
 		{"migration/preview", map[string]any{"sessionId": "s"}, "target", `missing required field "target"`},
 	}
 	for _, tc := range cases {

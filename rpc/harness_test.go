@@ -17,6 +17,7 @@ import (
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
 	"github.com/bridge-dev/bridge/schema"
+	"github.com/bridge-dev/bridge/schema/validate"
 )
 
 // fakeBackend is a Backend with a function field for some methods; a nil
@@ -119,6 +120,14 @@ func (f *fakeBackend) SessionSuspend(ctx context.Context, p schema.SessionSuspen
 }
 func (f *fakeBackend) SessionSearch(ctx context.Context, p schema.SessionSearchParams) (schema.SessionSearchResult, error) {
 	return serve[schema.SessionSearchParams, schema.SessionSearchResult](f, ctx, p, nil)
+}
+
+func (f *fakeBackend) SessionFork(ctx context.Context, p schema.SessionForkParams) (schema.SessionForkResult, error) {
+	return serve[schema.SessionForkParams, schema.SessionForkResult](f, ctx, p, nil)
+}
+
+func (f *fakeBackend) SessionExport(ctx context.Context, p schema.SessionExportParams) (schema.SessionExportResult, error) {
+	return serve[schema.SessionExportParams, schema.SessionExportResult](f, ctx, p, nil)
 }
 func (f *fakeBackend) MigrationPreview(ctx context.Context, p schema.MigrationPreviewParams) (schema.MigrationPreviewResult, error) {
 	return serve[schema.MigrationPreviewParams, schema.MigrationPreviewResult](f, ctx, p, nil)
@@ -419,6 +428,13 @@ func wantError(t *testing.T, m wireMsg, code int) *wireErr {
 	}
 	if m.Error.Code != code {
 		t.Fatalf("reply %s: want error %d, got %d %q", m.ID, code, m.Error.Code, m.Error.Message)
+	}
+	// The data of every error that has one (protocol errors have none)
+	// is the contract's ErrorData.
+	if len(m.Error.Data) > 0 {
+		if err := validate.JSON("ErrorData", m.Error.Data); err != nil {
+			t.Errorf("reply %s: error data %s does not match the ErrorData schema: %v", m.ID, m.Error.Data, err)
+		}
 	}
 	return m.Error
 }

@@ -54,6 +54,9 @@ func (s *server) open(ctx context.Context, raw json.RawMessage) (Backend, InitOp
 		return nil, InitOptions{}, err
 	}
 	opts := InitOptions{Locale: p.Locale}
+	if sc := p.Capabilities.Session; sc != nil {
+		opts.RequestPermission = sc.RequestPermission
+	}
 	if p.ProcessID != nil {
 		opts.ProcessID = *p.ProcessID
 	}

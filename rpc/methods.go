@@ -87,7 +87,13 @@ func (s *server) run(ctx context.Context, m *method, b Backend, raw json.RawMess
 	}
 	res, err = m.Call(ctx, b, p)
 	if prog != nil {
-		prog.end(err)
+		if err != nil && ctx.Err() != nil {
+			// Cancelled, whatever the backend made of it: the reply is
+			// -32800 too.
+			prog.end(context.Canceled)
+		} else {
+			prog.end(err)
+		}
 	}
 	if err != nil {
 		if ctx.Err() != nil {

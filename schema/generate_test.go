@@ -35,7 +35,7 @@ func generateAll(t *testing.T) (jsonDir, tsDir string) {
 	cmd := exec.Command(node, filepath.Join("..", "clients", "typescript", "gen.mjs"),
 		filepath.Join(jsonDir, schema.BundleFile), filepath.Join(tsDir, "contract.d.ts"))
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("clients/typescript/gen.mjs failed (is json-schema-to-typescript installed in the repository's node_modules? run npm ci): %v\n%s", err, out)
+		t.Fatalf("clients/typescript/gen.mjs failed (is json-schema-to-typescript installed in the repository's node_modules? `bash .ci/test` installs it): %v\n%s", err, out)
 	}
 	return jsonDir, tsDir
 }

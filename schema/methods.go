@@ -129,6 +129,8 @@ type Backend interface {
 	SessionSuspend(ctx context.Context, p SessionSuspendParams) (SessionSuspendResult, error)
 	SessionImport(ctx context.Context, p SessionImportParams) (SessionImportResult, error)
 	SessionSearch(ctx context.Context, p SessionSearchParams) (SessionSearchResult, error)
+	SessionExport(ctx context.Context, p SessionExportParams) (SessionExportResult, error)
+	SessionFork(ctx context.Context, p SessionForkParams) (SessionForkResult, error)
 	MigrationPreview(ctx context.Context, p MigrationPreviewParams) (MigrationPreviewResult, error)
 	MigrationExecute(ctx context.Context, p MigrationExecuteParams) (MigrationExecuteResult, error)
 }
@@ -166,6 +168,8 @@ var Methods = []Method{
 	call("session/suspend", Backend.SessionSuspend, "", "Checkpoint a live session and stop its process; the next prompt brings it back."),
 	call("session/import", Backend.SessionImport, "Import", "Bring a harness transcript into the record."),
 	call("session/search", Backend.SessionSearch, "", "Search the text of every session, best hits first."),
+	call("session/export", Backend.SessionExport, "", "Render a session as Markdown or lossless JSON."),
+	call("session/fork", Backend.SessionFork, "Fork", "Start a new session, on any harness, from a point of another."),
 	call("migration/preview", Backend.MigrationPreview, "Migration preview", "Write an editable five-part handoff."),
 	call("migration/execute", Backend.MigrationExecute, "Migration", "Run a previewed migration."),
 
@@ -174,6 +178,10 @@ var Methods = []Method{
 	note("session/contextCompacted", ServerToClient, ContextCompactedNotification{}, "The harness compacted its window."),
 	note("session/checkpointSaved", ServerToClient, CheckpointSavedNotification{}, "A Bridge checkpoint was committed."),
 	note("session/restored", ServerToClient, RestoredNotification{}, "A session came back, in this mode."),
+
+	// Requests from Bridge to a client that declared capabilities.session.requestPermission.
+	req("session/requestPermission", ServerToClient, SessionRequestPermissionParams{}, SessionRequestPermissionResult{},
+		"Ask the user whether a harness may run a tool."),
 
 	// Requests to a client that hosts sessions itself, and its events.
 	host("probe", HostProbeParams{}, HostProbeResult{}, "Report the host's harness and capabilities without changing anything."),

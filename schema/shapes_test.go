@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/schema"
-	"github.com/invopop/jsonschema"
 )
 
 // shapes lists, per contract type, its wire members: the ones DESIGN §9.1
@@ -44,8 +43,8 @@ var shapes = map[string]string{
 	"SessionImportResult":          "sessionId entries contextCompacted",
 	"DoctorParams":                 "harness?",
 	"DoctorResult":                 "adapters dataDir schemaVersion | database?",
-	"AdapterReport":                "harness ok binary? version? capabilities missing",
-	"Capability":                   "name required available detail?",
+	"AdapterReport":                "harness ok binary? version? capabilities missing | installed",
+	"Capability":                   "name required available detail? | need reason",
 	"MigrationPreviewParams":       "sessionId target summaryCharBudget? lang? | workDoneToken?",
 	"MigrationTarget":              "harness? preset? model? | effort?",
 	"MigrationPreviewResult":       "previewId path summary sections stats warnings",
@@ -64,64 +63,75 @@ var shapes = map[string]string{
 	"Gauge":                        "used size",
 
 	// Bridge's own additions and the LSP base types.
-	"ClientInfo":                   "name version?",
-	"ClientCapabilities":           "window? experimental?",
-	"WindowClientCapabilities":     "workDoneProgress? showMessage?",
-	"ServerCapabilities":           "methods notifications harnesses? hostMethods? experimental?",
-	"InitializedParams":            "",
-	"CancelParams":                 "id",
-	"ProgressParams":               "token value",
-	"WorkDoneProgressCreateParams": "token",
-	"WorkDoneProgressCancelParams": "token",
-	"WorkDoneProgressBegin":        "kind title cancellable? message? percentage?",
-	"WorkDoneProgressReport":       "kind cancellable? message? percentage?",
-	"WorkDoneProgressEnd":          "kind message?",
-	"ShowMessageParams":            "type message",
-	"LogMessageParams":             "type message",
-	"SessionCancelParams":          "sessionId",
-	"SessionSearchParams":          "query harness? cwd? sessionId? since? until? cursor? limit?",
-	"SessionSearchResult":          "hits nextCursor?",
-	"SearchHit":                    "sessionId entryId seq kind harness sessionTitle? cwd? createdAt snippet highlights score",
-	"TextSpan":                     "start end",
-	"SessionCancelResult":          "",
-	"SessionRenameParams":          "sessionId title",
-	"SessionRenameResult":          "",
-	"SessionArchiveParams":         "sessionId",
-	"SessionArchiveResult":         "",
-	"HostAck":                      "",
-	"HostProbeParams":              "",
-	"HostProbeResult":              "harness? binary? version? capabilities",
-	"HostSessionListParams":        "cwd?",
-	"HostSessionListResult":        "sessions",
-	"HostSession":                  "nativeId title? cwd? updatedAt?",
-	"HostSessionCreateParams":      "cwd preset? model? effort? title?",
-	"HostSessionCreateResult":      "nativeId",
-	"HostSessionResumeParams":      "nativeId cwd preset? model? effort?",
-	"HostSessionResumeResult":      "nativeId",
-	"HostSessionHistoryParams":     "nativeId",
-	"HostSessionHistoryResult":     "entries",
-	"HostSessionModelsParams":      "",
-	"HostSessionModelsResult":      "models",
-	"Model":                        "id name? efforts? vision?",
-	"HostSelectModelParams":        "nativeId model? effort?",
-	"HostSessionPromptParams":      "nativeId content",
-	"HostSessionPromptResult":      "stopReason",
-	"HostSessionParams":            "nativeId",
-	"HostSessionRenameParams":      "nativeId title",
-	"HostAttachmentParams":         "nativeId ref",
-	"HostAttachmentResult":         "content",
-	"HostCompactParams":            "nativeId focus?",
-	"HostCompactResult":            "focusApplied focusNote?",
-	"HostWorkspaceListParams":      "",
-	"HostWorkspaceListResult":      "workspaces",
-	"Workspace":                    "path name?",
-	"HostPresetListParams":         "",
-	"HostPresetListResult":         "presets",
-	"Preset":                       "name harness description? model? effort? allowedTools? disallowedTools? permissionMode? appendSystemPrompt? profile? approvalPolicy? agent?",
-	"HostGoalCreateParams":         "nativeId text rounds?",
-	"HostGoalCreateResult":         "goalId",
-	"HostGoalParams":               "nativeId goalId",
-	"HostExit":                     "exitCode stderrTail? error?",
+	"ClientInfo":                     "name version?",
+	"ClientCapabilities":             "window? experimental? session?",
+	"SessionClientCapabilities":      "requestPermission?",
+	"SessionRequestPermissionParams": "sessionId toolCall options",
+	"PermissionToolCall":             "toolCallId title? kind? rawInput?",
+	"PermissionOption":               "optionId name kind",
+	"SessionRequestPermissionResult": "outcome",
+	"PermissionOutcome":              "outcome optionId?",
+	"WindowClientCapabilities":       "workDoneProgress? showMessage?",
+	"ServerCapabilities":             "methods notifications harnesses? hostMethods? experimental?",
+	"InitializedParams":              "",
+	"CancelParams":                   "id",
+	"ProgressParams":                 "token value",
+	"WorkDoneProgressCreateParams":   "token",
+	"WorkDoneProgressCancelParams":   "token",
+	"WorkDoneProgressBegin":          "kind title cancellable? message? percentage?",
+	"WorkDoneProgressReport":         "kind cancellable? message? percentage?",
+	"WorkDoneProgressEnd":            "kind message?",
+	"ShowMessageParams":              "type message",
+	"LogMessageParams":               "type message",
+	"SessionCancelParams":            "sessionId",
+	"SessionSearchParams":            "query harness? cwd? sessionId? since? until? cursor? limit?",
+	"SessionSearchResult":            "hits nextCursor?",
+	"SearchHit":                      "sessionId entryId seq kind harness sessionTitle? cwd? createdAt snippet highlights score",
+	"TextSpan":                       "start end",
+	"SessionExportParams":            "sessionId format?",
+	"SessionExportResult":            "format content",
+	"SessionForkParams":              "sessionId entryId? target cwd? workDoneToken?",
+	"SessionForkResult":              "sessionId harness nativeSessionId? origin projectedEntries",
+	"ForkOrigin":                     "sessionId entryId harness",
+	"SessionCancelResult":            "",
+	"SessionRenameParams":            "sessionId title",
+	"SessionRenameResult":            "",
+	"SessionArchiveParams":           "sessionId",
+	"SessionArchiveResult":           "",
+	"HostAck":                        "",
+	"HostProbeParams":                "",
+	"HostProbeResult":                "harness? binary? version? capabilities",
+	"HostSessionListParams":          "cwd?",
+	"HostSessionListResult":          "sessions",
+	"HostSession":                    "nativeId title? cwd? updatedAt?",
+	"HostSessionCreateParams":        "cwd preset? model? effort? title?",
+	"HostSessionCreateResult":        "nativeId",
+	"HostSessionResumeParams":        "nativeId cwd preset? model? effort?",
+	"HostSessionResumeResult":        "nativeId",
+	"HostSessionHistoryParams":       "nativeId",
+	"HostSessionHistoryResult":       "entries",
+	"HostSessionModelsParams":        "",
+	"HostSessionModelsResult":        "models",
+	"Model":                          "id name? efforts? vision?",
+	"HostSelectModelParams":          "nativeId model? effort?",
+	"HostSessionPromptParams":        "nativeId content",
+	"HostSessionPromptResult":        "stopReason",
+	"HostSessionParams":              "nativeId",
+	"HostSessionRenameParams":        "nativeId title",
+	"HostAttachmentParams":           "nativeId ref",
+	"HostAttachmentResult":           "content",
+	"HostCompactParams":              "nativeId focus?",
+	"HostCompactResult":              "focusApplied focusNote?",
+	"HostWorkspaceListParams":        "",
+	"HostWorkspaceListResult":        "workspaces",
+	"Workspace":                      "path name?",
+	"HostPresetListParams":           "",
+	"HostPresetListResult":           "presets",
+	"Preset":                         "name harness description? model? effort? allowedTools? disallowedTools? permissionMode? appendSystemPrompt? profile? approvalPolicy? agent?",
+	"HostGoalCreateParams":           "nativeId text rounds?",
+	"HostGoalCreateResult":           "goalId",
+	"HostGoalParams":                 "nativeId goalId",
+	"HostExit":                       "exitCode stderrTail? error?",
 }
 
 // shape splits a shapes entry into all members and the required ones.
@@ -170,6 +180,10 @@ func fill(t reflect.Type) reflect.Value {
 				v.Field(i).SetString(c)
 				continue
 			}
+			if e, ok := tagValue(f, "enum"); ok {
+				v.Field(i).SetString(e)
+				continue
+			}
 			v.Field(i).Set(fill(f.Type))
 		}
 	case reflect.Pointer:
@@ -211,6 +225,8 @@ func minimal(t reflect.Type) reflect.Value {
 			v.Field(i).SetString(c)
 		case isScalarSchema(f.Type):
 			v.Field(i).Set(fill(f.Type))
+		case hasTag(f, "minItems"):
+			v.Field(i).Set(fill(f.Type))
 		case f.Type.Kind() == reflect.Struct:
 			v.Field(i).Set(minimal(f.Type))
 		}
@@ -235,19 +251,12 @@ func isScalarSchema(t reflect.Type) bool {
 
 // enumValue returns the first value of an enumerated type's schema.
 func enumValue(t reflect.Type) (reflect.Value, bool) {
-	if t.Kind() == reflect.Pointer {
-		return reflect.Value{}, false
-	}
-	m, ok := reflect.New(t).Elem().Interface().(interface{ JSONSchema() *jsonschema.Schema })
-	if !ok {
-		return reflect.Value{}, false
-	}
-	s := m.JSONSchema()
-	if len(s.Enum) == 0 {
+	sh, ok := schema.Shapes[t]
+	if !ok || len(sh.Enum) == 0 {
 		return reflect.Value{}, false
 	}
 	v := reflect.New(t).Elem()
-	switch e := s.Enum[0].(type) {
+	switch e := sh.Enum[0].(type) {
 	case string:
 		v.SetString(e)
 	case int:
@@ -255,6 +264,18 @@ func enumValue(t reflect.Type) (reflect.Value, bool) {
 	}
 	return v, true
 }
+
+// tagValue returns the first value of key in f's jsonschema tag.
+func tagValue(f reflect.StructField, key string) (string, bool) {
+	for _, kv := range strings.Split(f.Tag.Get("jsonschema"), ",") {
+		if v, ok := strings.CutPrefix(kv, key+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func hasTag(f reflect.StructField, key string) bool { _, ok := tagValue(f, key); return ok }
 
 func constOf(f reflect.StructField) (string, bool) {
 	for _, kv := range strings.Split(f.Tag.Get("jsonschema_extras"), ",") {

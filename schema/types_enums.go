@@ -5,23 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-
-	"github.com/invopop/jsonschema"
 )
-
-// stringEnum is the schema of a string restricted to values.
-func stringEnum[T ~string](values ...T) *jsonschema.Schema {
-	s := &jsonschema.Schema{Type: "string"}
-	for _, v := range values {
-		s.Enum = append(s.Enum, string(v))
-	}
-	return s
-}
-
-// intOrString is the schema of a JSON-RPC id or progress token.
-func intOrString() *jsonschema.Schema {
-	return &jsonschema.Schema{OneOf: []*jsonschema.Schema{{Type: "integer"}, {Type: "string"}}}
-}
 
 // RequestID is a JSON-RPC request id: a number or a string.
 type RequestID struct {
@@ -61,9 +45,6 @@ func (id *RequestID) UnmarshalJSON(b []byte) error {
 	*id = RequestID{Num: n, Str: s, IsString: isStr}
 	return nil
 }
-
-// JSONSchema describes a request id as integer or string.
-func (RequestID) JSONSchema() *jsonschema.Schema { return intOrString() }
 
 // ProgressToken names one stream of $/progress notifications: a number or a
 // string.
@@ -105,9 +86,6 @@ func (t *ProgressToken) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// JSONSchema describes a progress token as integer or string.
-func (ProgressToken) JSONSchema() *jsonschema.Schema { return intOrString() }
-
 func marshalIntOrString(n int64, s string, isStr bool) ([]byte, error) {
 	if isStr {
 		return json.Marshal(s)
@@ -143,11 +121,6 @@ const (
 	MessageLog     MessageType = 4
 )
 
-// JSONSchema restricts a message type to 1..4.
-func (MessageType) JSONSchema() *jsonschema.Schema {
-	return &jsonschema.Schema{Type: "integer", Enum: []any{1, 2, 3, 4}}
-}
-
 // CompactionTrigger says who started a native compaction: manual (the user
 // or Bridge asked), auto (the harness decided) or unknown (the harness does
 // not say).
@@ -159,11 +132,6 @@ const (
 	TriggerAuto    CompactionTrigger = "auto"
 	TriggerUnknown CompactionTrigger = "unknown"
 )
-
-// JSONSchema lists the triggers.
-func (CompactionTrigger) JSONSchema() *jsonschema.Schema {
-	return stringEnum(TriggerManual, TriggerAuto, TriggerUnknown)
-}
 
 // RestoreMode is how a session came back: hot (the adapter process was
 // still running), native (the harness resumed its own stored thread and
@@ -179,20 +147,12 @@ const (
 	ModeFresh              RestoreMode = "fresh"
 )
 
-// JSONSchema lists the modes.
-func (RestoreMode) JSONSchema() *jsonschema.Schema {
-	return stringEnum(ModeHot, ModeNative, ModeCheckpointRestored, ModeFresh)
-}
-
 // ResumeRequestMode is what a client may ask of session/resume: "fresh"
 // starts over deliberately; omitted means the best mode available.
 type ResumeRequestMode string
 
 // ResumeFresh asks for a fresh start.
 const ResumeFresh ResumeRequestMode = "fresh"
-
-// JSONSchema lists the requestable modes.
-func (ResumeRequestMode) JSONSchema() *jsonschema.Schema { return stringEnum(ResumeFresh) }
 
 // CompactedBy says who handled session/compact: the harness's own
 // compaction command, or a Bridge checkpoint as the fallback.
@@ -203,11 +163,6 @@ const (
 	CompactedByHarness CompactedBy = "harness"
 	CompactedByBridge  CompactedBy = "bridge"
 )
-
-// JSONSchema lists the handlers.
-func (CompactedBy) JSONSchema() *jsonschema.Schema {
-	return stringEnum(CompactedByHarness, CompactedByBridge)
-}
 
 // Provenance says where a checkpoint's content came from: agent (the
 // session's own reply), agent+controller (the reply plus evidence Bridge
@@ -220,11 +175,6 @@ const (
 	ProvenanceController    Provenance = "agent+controller"
 	ProvenanceReconstructed Provenance = "reconstructed"
 )
-
-// JSONSchema lists the provenances.
-func (Provenance) JSONSchema() *jsonschema.Schema {
-	return stringEnum(ProvenanceAgent, ProvenanceController, ProvenanceReconstructed)
-}
 
 // CheckpointReason is why a Bridge checkpoint was written.
 type CheckpointReason string
@@ -246,9 +196,6 @@ var CheckpointReasons = []CheckpointReason{ReasonPhaseBoundary, ReasonBeforeSusp
 	ReasonBeforeDowngrade, ReasonBeforeShutdown, ReasonBeforeNativeResume, ReasonManual,
 	ReasonContextPressure, ReasonResponseReserve}
 
-// JSONSchema lists the reasons.
-func (CheckpointReason) JSONSchema() *jsonschema.Schema { return stringEnum(CheckpointReasons...) }
-
 // InjectMode says how a migration hands the handoff to the target: as a
 // goal, as a kickoff prompt, or both.
 type InjectMode string
@@ -259,8 +206,3 @@ const (
 	InjectPrompt InjectMode = "prompt"
 	InjectBoth   InjectMode = "both"
 )
-
-// JSONSchema lists the injection modes.
-func (InjectMode) JSONSchema() *jsonschema.Schema {
-	return stringEnum(InjectGoal, InjectPrompt, InjectBoth)
-}

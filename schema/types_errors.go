@@ -1,7 +1,5 @@
 package schema
 
-import "github.com/invopop/jsonschema"
-
 // ErrorCode is a domain failure class from a closed set; it travels as
 // data.code of a JSON-RPC error. The list mirrors core.Codes (a test keeps
 // the two equal).
@@ -30,9 +28,6 @@ const (
 var ErrorCodes = []ErrorCode{ErrInvalid, ErrNotFound, ErrUnavailable, ErrBusy, ErrConflict,
 	ErrUnsupported, ErrHarness, ErrTimeout, ErrCancelled, ErrCorrupt, ErrInternal,
 	ErrChanged, ErrSummary, ErrCommit, ErrPersistence}
-
-// JSONSchema lists the codes.
-func (ErrorCode) JSONSchema() *jsonschema.Schema { return stringEnum(ErrorCodes...) }
 
 // ErrorData is the data member of a JSON-RPC error for a domain failure.
 type ErrorData struct {

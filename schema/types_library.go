@@ -25,7 +25,7 @@ type SessionSearchParams struct {
 	// Cursor continues from a previous page's nextCursor.
 	Cursor string `json:"cursor,omitempty"`
 	// Limit is the page size (default 20, at most 200).
-	Limit int `json:"limit,omitempty"`
+	Limit int `json:"limit,omitempty" jsonschema:"minimum=0,maximum=200"`
 }
 
 // SessionSearchResult is one page of hits, best first.
@@ -68,6 +68,73 @@ type TextSpan struct {
 	Start int `json:"start"`
 	// End is one past the last code point of the range.
 	End int `json:"end"`
+}
+
+// ExportFormat is the form session/export renders a session in.
+type ExportFormat string
+
+// Export formats.
+const (
+	ExportMarkdown ExportFormat = "markdown"
+	ExportJSON     ExportFormat = "json"
+)
+
+// SessionExportParams renders a session for reading or for moving it.
+type SessionExportParams struct {
+	// SessionID is the session to export.
+	SessionID string `json:"sessionId"`
+	// Format is "markdown" (default: readable, tool calls folded, compaction
+	// and checkpoint boundaries marked) or "json" (lossless: every entry and
+	// image; `bridge import --harness bridge` reads it back).
+	Format ExportFormat `json:"format,omitempty"`
+}
+
+// SessionExportResult is the rendered session.
+type SessionExportResult struct {
+	// Format is the format of content.
+	Format ExportFormat `json:"format"`
+	// Content is the Markdown text or the JSON document.
+	Content string `json:"content"`
+}
+
+// SessionForkParams starts a new session from a point of an existing one.
+type SessionForkParams struct {
+	// SessionID is the session to fork from; it is not changed.
+	SessionID string `json:"sessionId"`
+	// EntryID is the last entry of the source the fork starts from (on the
+	// source's active branch); absent means the head.
+	EntryID string `json:"entryId,omitempty"`
+	// Target names the harness, preset, model and effort of the new session;
+	// empty members keep the source's.
+	Target MigrationTarget `json:"target"`
+	// Cwd is the new session's working directory; absent keeps the source's.
+	Cwd string `json:"cwd,omitempty"`
+	WorkDoneProgressParams
+}
+
+// SessionForkResult names the new session.
+type SessionForkResult struct {
+	// SessionID is the new session.
+	SessionID string `json:"sessionId"`
+	// Harness is the new session's harness.
+	Harness string `json:"harness"`
+	// NativeSessionID is the harness's own id of the new session.
+	NativeSessionID string `json:"nativeSessionId,omitempty"`
+	// Origin says where the fork came from.
+	Origin ForkOrigin `json:"origin"`
+	// ProjectedEntries is how many entries of the source the projection the
+	// new session starts from holds.
+	ProjectedEntries int `json:"projectedEntries"`
+}
+
+// ForkOrigin is the point a fork was taken from.
+type ForkOrigin struct {
+	// SessionID is the source session.
+	SessionID string `json:"sessionId"`
+	// EntryID is the source entry the fork starts after.
+	EntryID string `json:"entryId"`
+	// Harness is the source's harness.
+	Harness string `json:"harness"`
 }
 
 // MarshalJSON writes empty lists as [] rather than null.

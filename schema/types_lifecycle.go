@@ -2,8 +2,6 @@ package schema
 
 import (
 	"encoding/json"
-
-	"github.com/invopop/jsonschema"
 )
 
 // ServerName is the name Bridge reports in serverInfo.
@@ -38,6 +36,8 @@ type ClientInfo struct {
 type ClientCapabilities struct {
 	// Window holds the window/* features the client supports.
 	Window *WindowClientCapabilities `json:"window,omitempty"`
+	// Session holds the session features the client supports.
+	Session *SessionClientCapabilities `json:"session,omitempty"`
 	// Experimental holds capabilities not yet in the contract.
 	Experimental map[string]json.RawMessage `json:"experimental,omitempty"`
 }
@@ -176,15 +176,6 @@ const (
 	ProgressReport = "report"
 	ProgressEnd    = "end"
 )
-
-// JSONSchema is the oneOf of the three progress kinds.
-func (WorkDoneProgress) JSONSchema() *jsonschema.Schema {
-	return &jsonschema.Schema{OneOf: []*jsonschema.Schema{
-		{Ref: "#/$defs/WorkDoneProgressBegin"},
-		{Ref: "#/$defs/WorkDoneProgressReport"},
-		{Ref: "#/$defs/WorkDoneProgressEnd"},
-	}}
-}
 
 // WorkDoneProgressBegin starts a progress stream.
 type WorkDoneProgressBegin struct {

@@ -10,9 +10,9 @@ type MigrationPreviewParams struct {
 	// Target names where the task goes; empty fields keep the source's.
 	Target MigrationTarget `json:"target"`
 	// SummaryCharBudget bounds the handoff summary (default 2,400).
-	SummaryCharBudget int `json:"summaryCharBudget,omitempty"`
+	SummaryCharBudget int `json:"summaryCharBudget,omitempty" jsonschema:"minimum=0"`
 	// Lang is "en" or "zh"; absent means by the source's language.
-	Lang string `json:"lang,omitempty"`
+	Lang string `json:"lang,omitempty" jsonschema:"enum=en,enum=zh"`
 	WorkDoneProgressParams
 }
 
@@ -74,7 +74,7 @@ type MigrationExecuteParams struct {
 	// target's capabilities.
 	Inject InjectMode `json:"inject,omitempty"`
 	// GoalRounds is the goal's round budget (default 1).
-	GoalRounds int `json:"goalRounds,omitempty"`
+	GoalRounds int `json:"goalRounds,omitempty" jsonschema:"minimum=0"`
 	WorkDoneProgressParams
 }
 

@@ -3,8 +3,6 @@ package schema
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/invopop/jsonschema"
 )
 
 // Content is one block of a prompt, tagged by type: text or image. In Go it
@@ -26,14 +24,6 @@ const (
 	ContentText  = "text"
 	ContentImage = "image"
 )
-
-// JSONSchema is the oneOf of the two content blocks.
-func (Content) JSONSchema() *jsonschema.Schema {
-	return &jsonschema.Schema{OneOf: []*jsonschema.Schema{
-		{Ref: "#/$defs/TextContent"},
-		{Ref: "#/$defs/ImageContent"},
-	}}
-}
 
 // TextContent is a text block of a prompt.
 type TextContent struct {
@@ -87,7 +77,7 @@ type SessionListParams struct {
 	// Cursor is the nextCursor of the previous page.
 	Cursor string `json:"cursor,omitempty"`
 	// Limit is the most items to return.
-	Limit int `json:"limit,omitempty"`
+	Limit int `json:"limit,omitempty" jsonschema:"minimum=0"`
 	// Harness keeps only sessions of this harness.
 	Harness string `json:"harness,omitempty"`
 	// IncludeArchived lists archived sessions too.
@@ -168,7 +158,7 @@ type SessionPromptParams struct {
 	// SessionID is the session to prompt.
 	SessionID string `json:"sessionId"`
 	// Content is the prompt, in order.
-	Content []Content `json:"content"`
+	Content []Content `json:"content" jsonschema:"minItems=1"`
 	WorkDoneProgressParams
 }
 
@@ -220,10 +210,10 @@ type SessionHistoryParams struct {
 	SessionID string `json:"sessionId"`
 	// BeforeSeq returns only entries with a smaller seq; absent means from
 	// the head.
-	BeforeSeq *int64 `json:"beforeSeq,omitempty"`
+	BeforeSeq *int64 `json:"beforeSeq,omitempty" jsonschema:"minimum=1"`
 	// MaxMessages bounds the page by user and assistant messages (other
 	// entries do not count).
-	MaxMessages int `json:"maxMessages,omitempty"`
+	MaxMessages int `json:"maxMessages,omitempty" jsonschema:"minimum=0"`
 }
 
 // SessionHistoryResult is one page of the record, oldest first.
@@ -376,8 +366,12 @@ func (r DoctorResult) MarshalJSON() ([]byte, error) {
 type AdapterReport struct {
 	// Harness names the adapter.
 	Harness string `json:"harness"`
-	// OK is true when every required capability is available.
+	// OK is true when the harness is installed and every required
+	// capability is available.
 	OK bool `json:"ok"`
+	// Installed is false when the adapter found no program (or server) to
+	// drive.
+	Installed bool `json:"installed"`
 	// Binary is the harness program found.
 	Binary string `json:"binary,omitempty"`
 	// Version is the harness program's version.
@@ -398,10 +392,25 @@ func (r AdapterReport) MarshalJSON() ([]byte, error) {
 type Capability struct {
 	// Name is the capability ("session.list", "native.resume"…).
 	Name string `json:"name"`
-	// Required is true for the port's required set.
+	// Required is true when Need is "required".
 	Required bool `json:"required"`
+	// Need says whether the harness needs it: required, optional or
+	// not_applicable (one rule, core.CapabilityNeed).
+	Need CapabilityNeed `json:"need"`
+	// Reason says why it has that need, or what Bridge does without it.
+	Reason string `json:"reason"`
 	// Available is true when the adapter has it.
 	Available bool `json:"available"`
 	// Detail says why it is missing, or how it is provided.
 	Detail string `json:"detail,omitempty"`
 }
+
+// CapabilityNeed says whether a harness needs a capability.
+type CapabilityNeed string
+
+// Capability needs.
+const (
+	NeedRequired      CapabilityNeed = "required"
+	NeedOptional      CapabilityNeed = "optional"
+	NeedNotApplicable CapabilityNeed = "not_applicable"
+)

@@ -137,9 +137,9 @@ func (db *DB) runLocked(taken []*writeReq) {
 		// interrupted write would roll back the whole group.
 		ctx := context.WithoutCancel(r.ctx)
 		if len(taken) == 1 {
-			r.err = r.run(ctx, w)
+			r.err = guard(func() error { return r.run(ctx, w) })
 		} else {
-			r.err = db.inSavepoint(ctx, w, r.run)
+			r.err = guard(func() error { return db.inSavepoint(ctx, w, r.run) })
 		}
 		if r.err == nil {
 			ok++
@@ -162,6 +162,18 @@ func (db *DB) runLocked(taken []*writeReq) {
 		}
 	}
 	finish(nil)
+}
+
+// guard runs fn, turning a panic into an error of fn alone, so that a bug
+// in one call can neither leave the write lock held nor leave the other
+// calls of its group without an answer.
+func guard(fn func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = core.Errorf(core.CodeInternal, "storage: write failed: panic: %.200v", v)
+		}
+	}()
+	return fn()
 }
 
 func (db *DB) inSavepoint(ctx context.Context, w *txWriter, run func(context.Context, *txWriter) error) error {
@@ -205,7 +217,7 @@ func (db *DB) PatchSession(ctx context.Context, id string, p core.SessionPatch) 
 // by the writer goroutine; each gets its own result. Invalid entries fail
 // the call before anything is written.
 func (db *DB) Append(ctx context.Context, sessionID string, entries ...core.NewEntry) (out []core.Entry, err error) {
-	if err := validateAll(entries); err != nil {
+	if err := db.validateAll(entries); err != nil {
 		return nil, err
 	}
 	err = db.submit(ctx, func(ctx context.Context, w *txWriter) (err error) {
@@ -218,7 +230,7 @@ func (db *DB) Append(ctx context.Context, sessionID string, entries ...core.NewE
 // AppendTo implements core.Writer. parentID must be an entry of the
 // session; "" starts a new root.
 func (db *DB) AppendTo(ctx context.Context, sessionID, parentID string, entries ...core.NewEntry) (out []core.Entry, err error) {
-	if err := validateAll(entries); err != nil {
+	if err := db.validateAll(entries); err != nil {
 		return nil, err
 	}
 	err = db.submit(ctx, func(ctx context.Context, w *txWriter) (err error) {

@@ -34,15 +34,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
 
-	// The database/sql driver (pure Go SQLite, no cgo).
-	"github.com/ncruces/go-sqlite3/driver"
+	"github.com/ncruces/go-sqlite3"
 )
 
 // Options tunes Open. The zero value is ready to use.
@@ -67,11 +65,22 @@ type Options struct {
 	// back into the DB.
 	Hook func(point string)
 
+	// MaxEntryBytes bounds the payload of one entry; a larger one fails its
+	// call with a CodeInvalid error naming the limit, before SQLite sees it.
+	// 0 means DefaultMaxEntryBytes; a negative value means no limit (for
+	// tests of what lies behind the limit).
+	MaxEntryBytes int
+
 	// FullSync makes every commit wait until the data reaches the disk
 	// (synchronous=FULL); the default (NORMAL) is crash-safe for the
 	// process but a power cut may lose the last commits.
 	FullSync bool
 }
+
+// DefaultMaxEntryBytes is the default Options.MaxEntryBytes: 32 MiB, well
+// below what the SQLite driver can hold for one statement (a row of about
+// 200 MB exhausts a connection's memory).
+const DefaultMaxEntryBytes = 32 << 20
 
 // DB is a Bridge record in one SQLite file. It implements core.Store and is
 // safe for concurrent use.
@@ -80,6 +89,12 @@ type DB struct {
 	path string
 	hook func(string)
 	now  func() time.Time
+
+	// noIndex turns off writing the search index (benchmarks measure what
+	// the index costs).
+	noIndex bool
+
+	maxEntry int // Options.MaxEntryBytes resolved; <= 0: no limit
 
 	// writeMu serialises this process's write transactions, so that they
 	// queue in Go instead of polling SQLite's busy handler.
@@ -141,8 +156,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	q.Set("_txlock", "immediate")
 	dsn := (&url.URL{Scheme: "file", OmitHost: true, Path: abs, RawQuery: q.Encode()}).String()
 
-	// Every connection gets FTS5 (see registerExtensions).
-	sdb, err := driver.Open(dsn, registerExtensions)
+	// Every connection gets FTS5 (see registerExtensions), and every call
+	// into the driver is guarded against its panics (see safeDriverName).
+	sdb, err := sql.Open(safeDriverName, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", abs, err)
 	}
@@ -151,14 +167,18 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	sdb.SetConnMaxIdleTime(0)
 	sdb.SetConnMaxLifetime(0)
 
+	if opts.MaxEntryBytes == 0 {
+		opts.MaxEntryBytes = DefaultMaxEntryBytes
+	}
 	db := &DB{
-		sql:   sdb,
-		path:  abs,
-		hook:  opts.Hook,
-		now:   func() time.Time { return time.Now().UTC() },
-		reqs:  make(chan *writeReq, 256),
-		stmts: map[string]*sql.Stmt{},
-		done:  make(chan struct{}),
+		sql:      sdb,
+		path:     abs,
+		hook:     opts.Hook,
+		now:      func() time.Time { return time.Now().UTC() },
+		maxEntry: opts.MaxEntryBytes,
+		reqs:     make(chan *writeReq, 256),
+		stmts:    map[string]*sql.Stmt{},
+		done:     make(chan struct{}),
 	}
 	if err := db.migrateRetrying(ctx); err != nil {
 		sdb.Close()
@@ -216,6 +236,12 @@ func (db *DB) checkpointer(period time.Duration) {
 	}
 }
 
+// isBusy reports whether err is SQLite's SQLITE_BUSY or SQLITE_LOCKED ("database
+// is locked"), by its result code.
+func isBusy(err error) bool {
+	return errors.Is(err, sqlite3.BUSY) || errors.Is(err, sqlite3.LOCKED)
+}
+
 // migrateRetrying runs migrate, retrying while another process holds the
 // lock that turning a new database to WAL mode needs: the connection
 // pragmas (journal_mode among them) run before busy_timeout can help, so two
@@ -225,7 +251,7 @@ func (db *DB) migrateRetrying(ctx context.Context) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		err := db.migrate(ctx)
-		if err == nil || !strings.Contains(err.Error(), "database is locked") || time.Now().After(deadline) {
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
 			return err
 		}
 		select {

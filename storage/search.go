@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -62,7 +61,7 @@ var searchKinds = map[core.Kind]bool{
 func skipKey(k string) bool {
 	switch k {
 	case "id", "sha256", "mediaType", "type", "harness", "trigger", "provenance", "status", "mode", "data",
-		"model", "effort", "role", "finish", "agent", "cwd", "root":
+		"model", "effort", "role", "finish", "agent", "cwd", "root", "raw":
 		return true
 	}
 	return strings.HasSuffix(k, "Id") || strings.HasSuffix(k, "ID") || strings.HasSuffix(k, "Ids")
@@ -75,12 +74,8 @@ func SearchText(kind core.Kind, payload []byte) string {
 	if !searchKinds[kind] {
 		return ""
 	}
-	var v any
-	if json.Unmarshal(payload, &v) != nil {
-		return ""
-	}
 	var b strings.Builder
-	collectText(&b, v)
+	(&textScanner{raw: payload, b: &b}).value(0, false)
 	s := b.String()
 	if len(s) > maxIndexedText {
 		s = strings.ToValidUTF8(s[:maxIndexedText], "")
@@ -89,29 +84,6 @@ func SearchText(kind core.Kind, payload []byte) string {
 		s = strings.NewReplacer(markOpen, " ", markClose, " ").Replace(s)
 	}
 	return strings.TrimSpace(s)
-}
-
-func collectText(b *strings.Builder, v any) {
-	if b.Len() > maxIndexedText {
-		return
-	}
-	switch x := v.(type) {
-	case string:
-		if x != "" {
-			b.WriteString(x)
-			b.WriteByte('\n')
-		}
-	case []any:
-		for _, e := range x {
-			collectText(b, e)
-		}
-	case map[string]any:
-		for k, e := range x {
-			if !skipKey(k) {
-				collectText(b, e)
-			}
-		}
-	}
 }
 
 // indexEntry adds an entry's text to the search index, inside the
@@ -208,46 +180,72 @@ func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, 
 		where = append(where, "e.created_at < ?")
 		args = append(args, nanos(q.Until))
 	}
-	cond := ""
+	join := ""
 	if len(where) > 0 {
-		cond = " AND " + strings.Join(where, " AND ")
+		join = ` JOIN entries e ON e.id = entry_search.entry_id JOIN sessions s ON s.id = e.session_id`
+		where = append([]string{""}, where...)
 	}
 	args = append(args, limit+1, offset)
-	query := `SELECT e.id, e.session_id, e.seq, e.kind, e.created_at, s.harness, s.title, s.cwd,
-		snippet(entry_search, 0, '` + markOpen + `', '` + markClose + `', '…', 24),
-		` + phraseCol + ` AS phrase, bm25(entry_search) AS score
+	// First the page's rows, ranked; only then, for those rows alone, the
+	// snippets and the rest (a snippet per matching row would cost more
+	// than the ranking itself).
+	rank := `SELECT entry_search.rowid, ` + phraseCol + ` AS phrase, bm25(entry_search) AS score
+		FROM entry_search` + join + `
+		WHERE entry_search MATCH ?` + strings.Join(where, " AND ") + `
+		ORDER BY phrase DESC, score, entry_search.rowid
+		LIMIT ? OFFSET ?`
+	const detail = `SELECT e.id, e.session_id, e.seq, e.kind, e.created_at, s.harness, s.title, s.cwd,
+		snippet(entry_search, 0, '` + markOpen + `', '` + markClose + `', '…', 24)
 		FROM entry_search
 		JOIN entries e ON e.id = entry_search.entry_id
 		JOIN sessions s ON s.id = e.session_id
-		WHERE entry_search MATCH ?` + cond + `
-		ORDER BY phrase DESC, score, e.rowid
-		LIMIT ? OFFSET ?`
-	rows, err := db.sql.QueryContext(ctx, query, args...)
+		WHERE entry_search MATCH ? AND entry_search.rowid = ?`
+	page := core.SearchPage{Hits: []core.SearchHit{}}
+	err = db.read(ctx, func(q *stmtTx) error {
+		type ranked struct {
+			rowid int64
+			score float64
+		}
+		var top []ranked
+		rows, err := q.tx.QueryContext(ctx, rank, args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var r ranked
+			var phrase int
+			if err := rows.Scan(&r.rowid, &phrase, &r.score); err != nil {
+				rows.Close()
+				return err
+			}
+			top = append(top, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(top) > limit {
+			top = top[:limit]
+			page.NextCursor = strconv.Itoa(offset + limit)
+		}
+		for _, r := range top {
+			var h core.SearchHit
+			var kind, snip string
+			var created int64
+			if err := q.QueryRowContext(ctx, detail, match, r.rowid).Scan(&h.EntryID, &h.SessionID, &h.Seq, &kind, &created,
+				&h.Harness, &h.SessionTitle, &h.Cwd, &snip); err != nil {
+				return err
+			}
+			h.Kind = core.Kind(kind)
+			h.CreatedAt = unix(created)
+			h.Snippet, h.Highlights = splitMarks(snip)
+			h.Score = r.score
+			page.Hits = append(page.Hits, h)
+		}
+		return nil
+	})
 	if err != nil {
 		return core.SearchPage{}, searchError(q.Query, err)
-	}
-	defer rows.Close()
-	page := core.SearchPage{Hits: []core.SearchHit{}}
-	for rows.Next() {
-		var h core.SearchHit
-		var kind, snip string
-		var created int64
-		var phrase int
-		if err := rows.Scan(&h.EntryID, &h.SessionID, &h.Seq, &kind, &created, &h.Harness, &h.SessionTitle, &h.Cwd,
-			&snip, &phrase, &h.Score); err != nil {
-			return core.SearchPage{}, searchError(q.Query, err)
-		}
-		h.Kind = core.Kind(kind)
-		h.CreatedAt = unix(created)
-		h.Snippet, h.Highlights = splitMarks(snip)
-		page.Hits = append(page.Hits, h)
-	}
-	if err := rows.Err(); err != nil {
-		return core.SearchPage{}, searchError(q.Query, err)
-	}
-	if len(page.Hits) > limit {
-		page.Hits = page.Hits[:limit]
-		page.NextCursor = strconv.Itoa(offset + limit)
 	}
 	return page, nil
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/storage"
@@ -290,5 +291,25 @@ func TestKillDuringImportKeepsIndexInStep(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestSearchTextReadsEveryStringButIdentifiers(t *testing.T) {
+	payload := []byte(`{"toolId":"t_1","name":"Bash","input":{"command":"echo \"hi\"\nthere \u00e9t\u00e9","timeout":30,"ok":true,"n":null},
+		"output":["first", {"sessionId":"s_9","text":"second"}, 12.5e3, []], "mediaType":"image/png", "empty":""}`)
+	got := storage.SearchText(core.KindToolStarted, payload)
+	want := "Bash\necho \"hi\"\nthere été\nfirst\nsecond"
+	if got != want {
+		t.Fatalf("SearchText = %q, want %q", got, want)
+	}
+	if got := storage.SearchText(core.KindSessionStatus, []byte(`{"status":"idle"}`)); got != "" {
+		t.Fatalf("bookkeeping kind indexed: %q", got)
+	}
+	if got := storage.SearchText(core.KindUserMessage, []byte(`{"text":"a\u0001b\u0002c"}`)); strings.ContainsAny(got, "\x01\x02") {
+		t.Fatalf("markers kept: %q", got)
+	}
+	long := `{"text":"` + strings.Repeat("é", 40000) + `"}`
+	if got := storage.SearchText(core.KindUserMessage, []byte(long)); len(got) > 64<<10 || !utf8.ValidString(got) {
+		t.Fatalf("long text: %d bytes, valid %v", len(got), utf8.ValidString(got))
 	}
 }

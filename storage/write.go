@@ -68,7 +68,7 @@ func (w *txWriter) PatchSession(ctx context.Context, id string, p core.SessionPa
 
 // Append implements core.Writer.
 func (w *txWriter) Append(ctx context.Context, sessionID string, entries ...core.NewEntry) ([]core.Entry, error) {
-	if err := validateAll(entries); err != nil {
+	if err := w.db.validateAll(entries); err != nil {
 		return nil, err
 	}
 	if err := w.lock(); err != nil {
@@ -80,7 +80,7 @@ func (w *txWriter) Append(ctx context.Context, sessionID string, entries ...core
 
 // AppendTo implements core.Writer.
 func (w *txWriter) AppendTo(ctx context.Context, sessionID, parentID string, entries ...core.NewEntry) ([]core.Entry, error) {
-	if err := validateAll(entries); err != nil {
+	if err := w.db.validateAll(entries); err != nil {
 		return nil, err
 	}
 	if err := w.lock(); err != nil {
@@ -111,15 +111,29 @@ func (w *txWriter) AppendAudit(ctx context.Context, r core.AuditRecord) error {
 	return w.appendAudit(ctx, r)
 }
 
-// validateAll checks every entry before anything is written.
-func validateAll(entries []core.NewEntry) error {
+// validateAll checks every entry before anything is written: its size
+// against the limit first (so that neither the JSON check nor SQLite sees an
+// oversized payload), then its shape.
+func (db *DB) validateAll(entries []core.NewEntry) error {
 	for i, e := range entries {
-		if err := e.Validate(); err != nil {
+		err := db.checkSize(e)
+		if err == nil {
+			err = e.Validate()
+		}
+		if err != nil {
 			if len(entries) > 1 {
 				return core.E(core.CodeInvalid, fmt.Sprintf("entry %d of %d", i+1, len(entries)), err)
 			}
 			return err
 		}
+	}
+	return nil
+}
+
+func (db *DB) checkSize(e core.NewEntry) error {
+	if db.maxEntry > 0 && len(e.Payload) > db.maxEntry {
+		return core.Errorf(core.CodeInvalid, "entry %.40s: payload is %d bytes, over the limit of %d bytes per entry (maxEntryBytes)",
+			e.Kind, len(e.Payload), db.maxEntry)
 	}
 	return nil
 }
@@ -312,8 +326,10 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 			return nil, fmt.Errorf("storage: insert entry: %w", err)
 		}
 		w.db.fire("entry.insert")
-		if err := indexEntry(ctx, w.q, e.ID, e.Kind, e.Payload); err != nil {
-			return nil, err
+		if !w.db.noIndex {
+			if err := indexEntry(ctx, w.q, e.ID, e.Kind, e.Payload); err != nil {
+				return nil, err
+			}
 		}
 		out = append(out, e)
 		parentID, parentSeq = id, seq

@@ -255,10 +255,10 @@ func (h *Host) Probe(ctx context.Context) (p core.Probe) {
 func capabilities(k knowledge, why string, found bool) []core.Capability {
 	var out []core.Capability
 	add := func(name string, ok bool, detail string) {
-		out = append(out, core.Capability{Name: name, Required: isRequired(name), Available: ok, Detail: detail})
+		out = append(out, core.Capability{Name: name, Available: ok, Detail: detail})
 	}
 	if !found {
-		for _, n := range append(append([]string{}, core.RequiredCapabilities...), core.OptionalCapabilities...) {
+		for _, n := range core.Capabilities {
 			add(n, false, why)
 		}
 		return out
@@ -325,15 +325,6 @@ func capabilities(k knowledge, why string, found bool) []core.Capability {
 		add(core.CapContextGauge, false, "no session of this agent has sent usage_update yet")
 	}
 	return out
-}
-
-func isRequired(name string) bool {
-	for _, n := range core.RequiredCapabilities {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 func unsupported(what string) error {

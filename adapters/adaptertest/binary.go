@@ -35,6 +35,6 @@ func FindBinary(tb testing.TB, name string) string {
 	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	tb.Fatalf("harness program %q not found (set %s, or run `npm ci` at the repository root as .ci/run does)", name, env)
+	tb.Fatalf("harness program %q not found (set %s, or run `bash .ci/test`, which installs the pinned programs)", name, env)
 	return ""
 }

@@ -17,10 +17,7 @@ type allCapable struct{ core.BridgeHost }
 
 func (a allCapable) Probe(ctx context.Context) core.Probe {
 	p := core.Probe{Harness: a.Harness()}
-	for _, n := range core.RequiredCapabilities {
-		p.Capabilities = append(p.Capabilities, core.Capability{Name: n, Required: true, Available: true})
-	}
-	for _, n := range core.OptionalCapabilities {
+	for _, n := range core.Capabilities {
 		p.Capabilities = append(p.Capabilities, core.Capability{Name: n, Available: true})
 	}
 	return p

@@ -67,9 +67,8 @@ type Harness struct {
 
 // Run runs the conformance suite every adapter passes:
 //
-//   - probe: Probe lists the 13 required and the optional capabilities
-//     (core.RequiredCapabilities, core.OptionalCapabilities) once each,
-//     with the right Required flag, a detail for each unavailable one,
+//   - probe: Probe lists every capability (core.Capabilities) once, with
+//     a detail for each unavailable one,
 //     nothing else, and exactly Claims as available; it also answers with
 //     a cancelled context.
 //   - host-calls: each host-level capability claimed available works
@@ -318,12 +317,8 @@ func (s *suite) testProbe(t *testing.T) {
 
 func checkProbeShape(t *testing.T, p core.Probe) {
 	t.Helper()
-	required := map[string]bool{}
-	for _, n := range core.RequiredCapabilities {
-		required[n] = true
-	}
 	known := map[string]bool{}
-	for _, n := range append(append([]string{}, core.RequiredCapabilities...), core.OptionalCapabilities...) {
+	for _, n := range core.Capabilities {
 		known[n] = true
 	}
 	seen := map[string]int{}
@@ -332,9 +327,6 @@ func checkProbeShape(t *testing.T, p core.Probe) {
 		if !known[c.Name] {
 			t.Errorf("Probe lists unknown capability %q", c.Name)
 			continue
-		}
-		if c.Required != required[c.Name] {
-			t.Errorf("capability %s: Required = %v, want %v", c.Name, c.Required, required[c.Name])
 		}
 		if !c.Available && strings.TrimSpace(c.Detail) == "" {
 			t.Errorf("capability %s is unavailable with no detail saying why", c.Name)

@@ -32,9 +32,9 @@ type evidence struct {
 type openTool struct {
 	name   string
 	input  json.RawMessage // a plan tool's input
-	path   string   // the file an edit tool writes
-	parent string   // the sub-agent call it runs under
-	files  []string // files written under a sub-agent call
+	path   string          // the file an edit tool writes
+	parent string          // the sub-agent call it runs under
+	files  []string        // files written under a sub-agent call
 }
 
 func newEvidence() *evidence { return &evidence{open: map[string]openTool{}} }

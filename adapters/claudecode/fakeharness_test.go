@@ -93,7 +93,7 @@ func fakeClaude(mode string) int {
 		case "control":
 			// Ask Bridge something it does not answer; wait for its reply.
 			emit(map[string]any{"type": "control_request", "request_id": "cli-1",
-				"request": map[string]any{"subtype": "can_use_tool", "tool_name": "Bash"}})
+				"request": map[string]any{"subtype": "hook_callback", "callback_id": "hook_1"}})
 			for in.Scan() {
 				if json.Unmarshal(in.Bytes(), &m) == nil && m.Type == "control_response" {
 					break

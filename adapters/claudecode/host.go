@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bridge-dev/bridge/adapters/internal/procutil"
 	"github.com/bridge-dev/bridge/core"
 )
 
@@ -101,7 +102,9 @@ func (h *Host) configDir() string {
 	}
 	home := ""
 	for i := len(h.cfg.Env) - 1; i >= 0 && home == ""; i-- {
-		home, _ = strings.CutPrefix(h.cfg.Env[i], "HOME=")
+		if v, ok := strings.CutPrefix(h.cfg.Env[i], "HOME="); ok {
+			home = v
+		}
 	}
 	if home == "" {
 		home, _ = os.UserHomeDir()
@@ -159,15 +162,22 @@ func (h *Host) Probe(ctx context.Context) core.Probe {
 		core.CapCompactionFocus:  proc(core.CapCompactionFocus, "/compact <instructions>"),
 		core.CapContextGauge:     no(core.CapContextGauge, "Claude Code compacts its own window; Bridge does not gauge it"),
 	}
-	for _, n := range core.RequiredCapabilities {
-		c := caps[n]
-		c.Required = true
-		p.Capabilities = append(p.Capabilities, c)
+	if c := caps[core.CapSessionCreate]; len(h.cfg.Env) > 0 {
+		c.Detail += envNote(h.cfg.Env)
+		caps[core.CapSessionCreate] = c
 	}
-	for _, n := range core.OptionalCapabilities {
+	for _, n := range core.Capabilities {
 		p.Capabilities = append(p.Capabilities, caps[n])
 	}
 	return p
+}
+
+// envNote names the configured environment variables (never their values).
+func envNote(env []string) string {
+	if len(env) == 0 {
+		return ""
+	}
+	return "; configured environment: " + procutil.EnvNames(env)
 }
 
 // newUUID returns a random version-4 UUID.
@@ -181,7 +191,10 @@ func newUUID() string {
 
 // args builds the command line for a session.
 func (h *Host) args(req core.CreateRequest, sessionFlag, id string) []string {
-	a := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", sessionFlag, id}
+	// --permission-prompt-tool stdio: the CLI asks Bridge (a can_use_tool
+	// control request) before running a tool the preset does not allow.
+	a := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+		"--permission-prompt-tool", "stdio", sessionFlag, id}
 	pr := req.Preset
 	model := req.Model
 	if model == "" {
@@ -229,7 +242,7 @@ func (h *Host) start(ctx context.Context, req core.CreateRequest, sessionFlag, i
 	cmd := exec.Command(bin, h.args(req, sessionFlag, id)...)
 	cmd.Dir = req.Cwd
 	cmd.Env = h.environ()
-	l, err := startLive(cmd, sink)
+	l, err := startLive(cmd, req, sink)
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +364,7 @@ func (h *Host) Models(ctx context.Context) ([]core.Model, error) {
 	cmd := exec.Command(bin, append([]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--no-session-persistence"}, h.cfg.Args...)...)
 	cmd.Env = h.environ()
 	cmd.Dir = os.TempDir()
-	l, err := startLive(cmd, nil)
+	l, err := startLive(cmd, core.CreateRequest{}, nil)
 	if err != nil {
 		return nil, err
 	}

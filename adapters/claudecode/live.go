@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +26,8 @@ const closeGrace = 5 * time.Second
 type live struct {
 	cmd  *exec.Cmd
 	sink core.EventSink
+	req  core.CreateRequest // the preset and approver permission requests go to
+	asks asks               // can_use_tool requests being decided
 
 	wmu   sync.Mutex // serialises writes to stdin
 	stdin io.WriteCloser
@@ -61,7 +62,7 @@ type controlResult struct {
 
 // startLive starts the process described by cmd and begins reading its
 // stdout. The caller has set cmd's Path, Args, Dir and Env.
-func startLive(cmd *exec.Cmd, sink core.EventSink) (*live, error) {
+func startLive(cmd *exec.Cmd, req core.CreateRequest, sink core.EventSink) (*live, error) {
 	if sink == nil {
 		sink = func(core.Event) {}
 	}
@@ -74,7 +75,7 @@ func startLive(cmd *exec.Cmd, sink core.EventSink) (*live, error) {
 		defer smu.Unlock()
 		user(ev)
 	}
-	l := &live{cmd: cmd, sink: sink, pending: map[string]chan controlResult{}, done: make(chan struct{}), evidence: newEvidence()}
+	l := &live{cmd: cmd, req: req, sink: sink, pending: map[string]chan controlResult{}, done: make(chan struct{}), evidence: newEvidence()}
 	cmd.Stderr = &l.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
@@ -106,6 +107,7 @@ func (l *live) run(stdout io.Reader) {
 	if werr != nil {
 		info.Err = werr.Error()
 	}
+	l.asks.cancelAll()
 	l.mu.Lock()
 	l.exit = info
 	for id, ch := range l.pending {
@@ -147,16 +149,10 @@ func (l *live) handleLine(raw []byte) {
 		l.controlAnswer(&m)
 		return
 	case "control_request":
-		// Bridge passes no --permission-prompt-tool, so the CLI should not
-		// ask; answer anyway so it never waits on us.
-		var req struct {
-			Subtype string `json:"subtype"`
-		}
-		json.Unmarshal(m.Request, &req)
-		l.writeJSON(map[string]any{"type": "control_response", "response": map[string]any{
-			"subtype": "error", "request_id": m.RequestID,
-			"error": "bridge does not answer control request " + strconv.Quote(req.Subtype)}})
-		l.sink(core.Event{Entry: harnessEvent("control_request/"+req.Subtype, msgID(m.RequestID, raw), raw)})
+		l.permissionRequest(&m, raw)
+		return
+	case "control_cancel_request":
+		l.asks.cancel(m.RequestID)
 		return
 	}
 	for _, ev := range l.evidence.add(mapStream(&m, raw)) {

@@ -65,14 +65,14 @@ func TestControlRequestFromCLIIsAnswered(t *testing.T) {
 		t.Fatalf("Prompt = %+v, %v", res, err)
 	}
 	msgs := c.entries(core.KindAssistantMessage)
-	if len(msgs) != 1 || !strings.Contains(payload(t, msgs[0])["text"].(string), `control request "can_use_tool"`) {
+	if len(msgs) != 1 || !strings.Contains(payload(t, msgs[0])["text"].(string), `control request "hook_callback"`) {
 		t.Errorf("the CLI did not get a clear refusal: %+v", msgs)
 	}
 	var types []string
 	for _, e := range c.entries(core.KindHarnessEvent) {
 		types = append(types, payload(t, e)["type"].(string))
 	}
-	if strings.Join(types, ",") != "control_request/can_use_tool,brand_new_type/x" {
+	if strings.Join(types, ",") != "control_request/hook_callback,brand_new_type/x" {
 		t.Errorf("harness events %v", types)
 	}
 	checkNativeIDsUnique(t, c.entries(""))

@@ -1,20 +1,19 @@
 package claudecode
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/internal/inputfile"
 )
 
 // transcriptLine is one line of a transcript: the on-disk camelCase format
@@ -135,69 +134,91 @@ func firstNonEmpty(s ...string) string {
 }
 
 // readTranscript reads a transcript from r, calling progress with bytes
-// read so far and total.
+// read so far and total. A line longer than inputfile.MaxLineBytes fails
+// the read. Input in which no line is a Claude Code record (a JSON object
+// with a "type"), or fewer lines are records than not, is refused: it is
+// not a transcript, and nothing of it is returned.
 func readTranscript(ctx context.Context, r io.Reader, total int64, progress func(done, total int64)) (core.ImportedSession, error) {
 	im := &importer{lastComp: -1, summaryAt: -1}
-	br := bufio.NewReaderSize(r, 1<<20)
-	var done int64
-	var n int
+	lines := inputfile.NewLines(r, "claude-code transcript", 0)
+	var records, other int
 	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer: gather it whole.
-			full := append([]byte(nil), line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = br.ReadSlice('\n')
-				full = append(full, line...)
-			}
-			line = full
-		}
-		done += int64(len(line))
-		if t := bytes.TrimSpace(line); len(t) > 0 {
-			im.add(t)
-		}
+		line, err := lines.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
+			if c := core.ErrorCode(err); c == core.CodeInvalid || c == core.CodeCancelled {
+				return core.ImportedSession{}, err
+			}
 			return core.ImportedSession{}, core.E(core.CodeHarness, "claude-code: reading transcript", err)
 		}
-		n++
-		if n%4096 == 0 {
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			if isRecord(t) {
+				records++
+			} else {
+				other++
+			}
+			im.add(t)
+		}
+		if n := lines.Line(); n%4096 == 0 {
 			if err := ctx.Err(); err != nil {
 				return core.ImportedSession{}, core.E(core.CodeCancelled, "claude-code: import cancelled", errors.Join(core.ErrCancelled, err))
 			}
 			if progress != nil {
-				progress(done, total)
+				progress(lines.Done(), total)
 			}
 		}
 	}
+	if records == 0 || other > records {
+		return core.ImportedSession{}, core.Errorf(core.CodeInvalid,
+			"not a Claude Code transcript: %d of %d non-empty lines are Claude Code records",
+			records, records+other)
+	}
 	if progress != nil {
-		progress(done, total)
+		progress(lines.Done(), total)
 	}
 	return im.out, nil
 }
 
+// isRecord tells whether a line is a Claude Code transcript or stream-json
+// record: a JSON object whose "type" is one Claude Code writes, or that
+// carries a Claude Code session id or uuid.
+func isRecord(line []byte) bool {
+	if len(line) == 0 || line[0] != '{' {
+		return false
+	}
+	var head struct {
+		Type       string `json:"type"`
+		SessionID  string `json:"sessionId"`
+		SessionID2 string `json:"session_id"`
+		UUID       string `json:"uuid"`
+	}
+	if json.Unmarshal(line, &head) != nil || head.Type == "" {
+		return false
+	}
+	return recordTypes[head.Type] || bookkeeping[head.Type] || head.SessionID != "" || head.SessionID2 != "" || head.UUID != ""
+}
+
+// recordTypes are the conversation line types of transcripts and
+// stream-json output (bookkeeping lists the others).
+var recordTypes = map[string]bool{"user": true, "assistant": true, "system": true, "result": true,
+	"control_cancel_request": true}
+
 // Import reads a Claude Code transcript (on-disk JSONL or saved stream-json
 // output) into entries. Every entry carries a NativeID derived from the
 // line's uuid (plus the block index), or a hash of a line that has none, so
-// importing the same file twice adds nothing.
+// importing the same file twice adds nothing. Only a regular file within
+// inputfile.DefaultMaxBytes is read.
 func (h *Host) Import(ctx context.Context, path string, progress func(done, total int64)) (core.ImportedSession, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(ctx, path, "claude-code transcript", 0)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return core.ImportedSession{}, core.E(core.CodeNotFound, fmt.Sprintf("claude-code: transcript %q not found", path), err)
-		}
-		return core.ImportedSession{}, core.E(core.CodeInvalid, fmt.Sprintf("claude-code: cannot open transcript %q", path), err)
+		return core.ImportedSession{}, err
 	}
 	defer f.Close()
-	var total int64
-	if st, err := f.Stat(); err == nil {
-		total = st.Size()
-	}
-	out, err := readTranscript(ctx, f, total, progress)
+	out, err := readTranscript(ctx, f, f.Size(), progress)
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("%s: %w", core.Quote(filepath.Base(path)), err)
 	}
 	if out.NativeID == "" {
 		out.NativeID = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
@@ -255,17 +276,20 @@ func (h *Host) ListSessions(ctx context.Context, cwd string) ([]core.HostSession
 // transcriptHeader reads a transcript's title (its last custom title, else
 // its first prompt, shortened) and cwd.
 func transcriptHeader(path string) (title, cwd string) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(context.Background(), path, "claude-code transcript", 0)
 	if err != nil {
 		return "", ""
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	lines := inputfile.NewLines(f, "claude-code transcript", 0)
 	var first string
-	for sc.Scan() {
+	for {
+		line, err := lines.Next()
+		if err != nil {
+			break
+		}
 		var t transcriptLine
-		if json.Unmarshal(sc.Bytes(), &t) != nil {
+		if json.Unmarshal(line, &t) != nil {
 			continue
 		}
 		if cwd == "" && t.Cwd != "" {

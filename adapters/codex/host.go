@@ -267,6 +267,7 @@ func sessionArgs(p core.Preset) []string {
 // open starts a process for one live session.
 func (h *Host) open(ctx context.Context, req core.CreateRequest, sink core.EventSink) (*live, error) {
 	l := newLive(h, req.Preset, sink)
+	l.req = req
 	l.model = firstNonEmpty(req.Model, req.Preset.Model)
 	l.effort = firstNonEmpty(req.Effort, req.Preset.Effort)
 	hh := h
@@ -293,7 +294,7 @@ func firstNonEmpty(s ...string) string {
 }
 
 func (l *live) threadParams(req core.CreateRequest) map[string]any {
-	params := map[string]any{}
+	params := map[string]any{"approvalPolicy": askingPolicy}
 	if req.Cwd != "" {
 		params["cwd"] = req.Cwd
 	}

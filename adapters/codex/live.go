@@ -21,6 +21,8 @@ type live struct {
 	sink   core.EventSink
 	m      *mapper
 	preset core.Preset
+	req    core.CreateRequest // the approver permission requests go to
+	asks   pendingAsks        // approvals being decided
 
 	mu          sync.Mutex
 	threadID    string
@@ -59,6 +61,9 @@ func (l *live) thread() string { return l.NativeID() }
 
 // notification is called on the reader goroutine for every notification.
 func (l *live) notification(method string, params json.RawMessage, raw []byte) {
+	if method == "serverRequest/resolved" {
+		l.serverRequestResolved(params)
+	}
 	out := l.m.notification(method, params, raw)
 	for _, ev := range out.Events {
 		l.sink(ev)
@@ -95,10 +100,15 @@ func (l *live) badLine(raw []byte, err error) {
 		map[string]any{"type": "codex/badLine", "line": line, "error": err.Error()}))
 }
 
-// request answers a server-to-client request at once (approvals per the
-// preset's ApprovalPolicy, denied when there is none); it never leaves the
-// server waiting.
+// request answers a server-to-client request. Command-execution and
+// file-change approvals are relayed (approvalRequest); the rest are
+// answered at once, per the preset's ApprovalPolicy (denied when there is
+// none), so the server is never left waiting.
 func (l *live) request(id json.RawMessage, method string, params json.RawMessage, raw []byte) {
+	if relayable(method) {
+		l.approvalRequest(id, method, params)
+		return
+	}
 	var p struct {
 		ApprovalID *string `json:"approvalId"`
 		ItemID     string  `json:"itemId"`
@@ -119,18 +129,6 @@ func (l *live) request(id json.RawMessage, method string, params json.RawMessage
 	var result any
 	var decision string
 	switch method {
-	case "item/commandExecution/requestApproval", "item/fileChange/requestApproval":
-		decision = "decline"
-		if approve {
-			decision = "accept"
-		}
-		result = map[string]any{"decision": decision}
-	case "execCommandApproval", "applyPatchApproval":
-		decision = "denied"
-		if approve {
-			decision = "approved"
-		}
-		result = map[string]any{"decision": decision}
 	case "item/permissions/requestApproval":
 		var pp struct {
 			Permissions json.RawMessage `json:"permissions"`
@@ -161,7 +159,7 @@ func (l *live) request(id json.RawMessage, method string, params json.RawMessage
 	l.sink(entryEvent(core.KindApprovalRequested, "approval:"+approvalID+":requested", req))
 	_ = l.p.conn.reply(id, result)
 	l.sink(entryEvent(core.KindApprovalResolved, "approval:"+approvalID+":resolved",
-		map[string]any{"approvalId": approvalID, "decision": decision, "by": "bridge"}))
+		map[string]any{"approvalId": approvalID, "decision": decision, "by": core.DecidedByPolicy}))
 }
 
 // callErr turns a failed call into a domain error.

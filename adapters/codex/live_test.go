@@ -250,6 +250,7 @@ func TestProcessDeathReportsExit(t *testing.T) {
 }
 
 func TestApprovalsFollowPresetPolicy(t *testing.T) {
+	// With no approver, the preset's policy answers.
 	for policy, want := range map[string]string{"approve": "accept", "deny": "decline", "": "decline"} {
 		ctx := ctxT(t)
 		var c adaptertest.Events
@@ -266,11 +267,36 @@ func TestApprovalsFollowPresetPolicy(t *testing.T) {
 		if len(agents) != 1 || payloadOf(t, agents[0])["text"] != "decision="+want {
 			t.Errorf("policy %q: server saw %v", policy, agents)
 		}
-		req, res := c.OfKind(core.KindApprovalRequested), c.OfKind(core.KindApprovalResolved)
-		if len(req) != 1 || len(res) != 1 || payloadOf(t, req[0])["approvalId"] != "call_1" || payloadOf(t, res[0])["decision"] != want {
-			t.Errorf("policy %q: approval entries %v %v", policy, req, res)
-		}
 		checkEntries(t, c.Entries())
+	}
+}
+
+func TestApprovalsAreRelayedToTheApprover(t *testing.T) {
+	for kind, want := range map[string]string{core.AllowOnce: "accept", core.AllowAlways: "acceptForSession",
+		core.RejectOnce: "decline", core.RejectAlways: "decline"} {
+		ctx := ctxT(t)
+		var c adaptertest.Events
+		var seen []core.ApprovalRequest
+		approve := func(ctx context.Context, r core.ApprovalRequest) core.ApprovalDecision {
+			seen = append(seen, r)
+			return core.ApprovalDecision{OptionID: kind, Kind: kind, By: core.DecidedByUser}
+		}
+		l, err := fakeHost(t, "approval").CreateSession(ctx, core.CreateRequest{Approve: approve}, c.Sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Prompt(ctx, text("do it")); err != nil {
+			t.Fatal(err)
+		}
+		closeLive(t, l)
+		if len(seen) != 1 || seen[0].ID != "call_1" || seen[0].Kind != "execute" || seen[0].Title != "Run: rm -rf build" ||
+			seen[0].Key != "command:rm -rf build" {
+			t.Errorf("%s: approver saw %+v", kind, seen)
+		}
+		agents := c.OfKind(core.KindAssistantMessage)
+		if len(agents) != 1 || payloadOf(t, agents[0])["text"] != "decision="+want {
+			t.Errorf("%s: server saw %v", kind, agents)
+		}
 	}
 }
 

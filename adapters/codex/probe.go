@@ -152,8 +152,8 @@ func requestMethods(schema []byte) (map[string]bool, error) {
 // and why says so.
 func (h *Host) capabilities(methods map[string]bool, why string) []core.Capability {
 	var caps []core.Capability
-	add := func(name string, required bool) {
-		c := core.Capability{Name: name, Required: required, Detail: capDetail[name]}
+	add := func(name string) {
+		c := core.Capability{Name: name, Detail: capDetail[name]}
 		if methods == nil {
 			c.Detail = why
 			caps = append(caps, c)
@@ -185,11 +185,8 @@ func (h *Host) capabilities(methods map[string]bool, why string) []core.Capabili
 		}
 		caps = append(caps, c)
 	}
-	for _, n := range core.RequiredCapabilities {
-		add(n, true)
-	}
-	for _, n := range core.OptionalCapabilities {
-		add(n, false)
+	for _, n := range core.Capabilities {
+		add(n)
 	}
 	return caps
 }

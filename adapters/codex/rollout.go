@@ -1,19 +1,17 @@
 package codex
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
-	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/internal/inputfile"
 )
 
 // Rollout files ($CODEX_HOME/sessions/YYYY/MM/DD/rollout-<ts>-<thread>.jsonl)
@@ -58,48 +56,59 @@ func (it rolloutItem) text() string {
 // `compacted` line merged with its ContextCompaction item). Lines it cannot
 // read are kept as harness.event entries.
 func (h *Host) Import(ctx context.Context, path string, progress func(done, total int64)) (core.ImportedSession, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(ctx, path, "codex rollout file", 0)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return core.ImportedSession{}, core.E(core.CodeNotFound, fmt.Sprintf("codex rollout file %q not found", path), err)
-		}
-		return core.ImportedSession{}, core.E(core.CodeInvalid, fmt.Sprintf("codex rollout file %q cannot be read", path), err)
+		return core.ImportedSession{}, err
 	}
 	defer f.Close()
-	var total int64
-	if st, err := f.Stat(); err == nil {
-		total = st.Size()
-	}
+	total := f.Size()
 	var lines [][]byte
-	br := bufio.NewReaderSize(f, 1<<20)
-	var done int64
+	var records, other int
+	lr := inputfile.NewLines(f, "codex rollout file "+core.Quote(filepath.Base(path)), 0)
 	for {
-		if err := ctx.Err(); err != nil {
-			return core.ImportedSession{}, core.E(core.CodeCancelled, "codex import cancelled", errors.Join(core.ErrCancelled, err))
-		}
-		line, err := br.ReadBytes('\n')
-		done += int64(len(line))
-		if t := bytes.TrimSpace(line); len(t) > 0 {
-			lines = append(lines, t)
-		}
-		if progress != nil && len(lines)%200 == 0 {
-			progress(done, total)
-		}
+		line, err := lr.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return core.ImportedSession{}, core.E(core.CodeInvalid, fmt.Sprintf("codex rollout file %q cannot be read", path), err)
+			return core.ImportedSession{}, err
 		}
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			if isRolloutLine(t) {
+				records++
+			} else {
+				other++
+			}
+			lines = append(lines, append([]byte(nil), t...))
+		}
+		if progress != nil && len(lines)%200 == 0 {
+			progress(lr.Done(), total)
+		}
+	}
+	if records == 0 || other > records {
+		return core.ImportedSession{}, core.Errorf(core.CodeInvalid,
+			"%s is not a codex rollout file: %d of %d non-empty lines are rollout records ({\"type\",\"payload\"} objects)",
+			core.Quote(filepath.Base(path)), records, records+other)
 	}
 	s := mapRollout(lines)
 	if progress != nil {
 		progress(total, total)
 	}
-	if s.NativeID == "" && len(s.Entries) == 0 {
-		return s, core.Errorf(core.CodeInvalid, "%q is not a codex rollout file (no session_meta and no entries)", path)
-	}
 	return s, nil
+}
+
+// rolloutTypes are the line types a rollout file holds.
+var rolloutTypes = map[string]bool{"session_meta": true, "turn_context": true, "compacted": true,
+	"event_msg": true, "response_item": true}
+
+// isRolloutLine tells whether a line is a rollout record: a JSON object with
+// a known "type" and a "payload".
+func isRolloutLine(line []byte) bool {
+	if line[0] != '{' {
+		return false
+	}
+	var l rolloutLine
+	return json.Unmarshal(line, &l) == nil && rolloutTypes[l.Type] && len(l.Payload) > 0
 }
 
 // rolloutMapper holds the state of one mapping pass.

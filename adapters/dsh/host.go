@@ -143,9 +143,9 @@ func (h *Host) ListSessions(ctx context.Context, cwd string) ([]core.HostSession
 	return out, nil
 }
 
-// Models (session.models) lists the models of DSH's catalog as
-// "<provider>/<model>" ids. DSH answers per session; with no session the
-// catalog of the first listed session is used.
+// Models lists the models of DSH's catalog (llm.models; session.models of
+// the first listed session on a server without llm.models) as
+// "<provider>/<model>" ids.
 func (h *Host) Models(ctx context.Context) ([]core.Model, error) {
 	cat, err := h.catalog(ctx, "")
 	if err != nil {
@@ -193,18 +193,22 @@ type modelCatalog struct {
 
 func (h *Host) catalog(ctx context.Context, sessionID string) (modelCatalog, error) {
 	var cat modelCatalog
-	payload := map[string]any{}
 	if sessionID != "" {
-		payload["sessionId"] = sessionID
+		err := h.rpc.call(ctx, "session.models", map[string]any{"sessionId": sessionID}, &cat)
+		return cat, err
 	}
-	err := h.rpc.call(ctx, "session.models", payload, &cat)
-	if err != nil && sessionID == "" && core.ErrorCode(err) != core.CodeUnavailable && core.ErrorCode(err) != core.CodeCancelled {
-		rows, lerr := h.ListSessions(ctx, "")
-		if lerr == nil && len(rows) > 0 {
-			cat = modelCatalog{}
-			err = h.rpc.call(ctx, "session.models", map[string]any{"sessionId": rows[0].NativeID}, &cat)
-		}
+	// With no session: llm.models (the server's catalog), else the
+	// catalog of the first listed session.
+	err := h.rpc.call(ctx, "llm.models", map[string]any{}, &cat)
+	if err == nil || core.ErrorCode(err) == core.CodeUnavailable || core.ErrorCode(err) == core.CodeCancelled {
+		return cat, err
 	}
+	rows, lerr := h.ListSessions(ctx, "")
+	if lerr != nil || len(rows) == 0 {
+		return cat, err
+	}
+	cat = modelCatalog{}
+	err = h.rpc.call(ctx, "session.models", map[string]any{"sessionId": rows[0].NativeID}, &cat)
 	return cat, err
 }
 

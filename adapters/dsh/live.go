@@ -204,6 +204,7 @@ func (h *Host) newLive(id string, lastSeq int64, sink core.EventSink) *live {
 		}
 	})
 	l.m.last = lastSeq
+	l.m.onModel = func(model string) { l.emit(core.Event{Model: model}) }
 	l.m.ownPrompt = func(rpcID string) bool { return l.mine[rpcID] }
 	return l
 }
@@ -599,6 +600,9 @@ func (l *live) Compact(ctx context.Context, focus string) (core.CompactResult, e
 	if _, err := l.catchUp(ctx); err != nil {
 		return core.CompactResult{}, err
 	}
+	if err := l.hasCompact(ctx); err != nil {
+		return core.CompactResult{}, err
+	}
 	var res struct {
 		CommandID string `json:"commandId"`
 		Result    struct {
@@ -653,4 +657,20 @@ func (l *live) Compact(ctx context.Context, focus string) (core.CompactResult, e
 		out.FocusNote = compactNote
 	}
 	return out, nil
+}
+
+// hasCompact checks that the session's commands/list lists compact.
+func (l *live) hasCompact(ctx context.Context) error {
+	var cmds []struct {
+		Name string `json:"name"`
+	}
+	if err := l.h.rpc.call(ctx, "commands/list", map[string]any{"args": map[string]any{"agentId": l.id}}, &cmds); err != nil {
+		return err
+	}
+	for _, c := range cmds {
+		if c.Name == "compact" {
+			return nil
+		}
+	}
+	return core.E(core.CodeUnsupported, "dsh /compact: this session's commands/list does not list compact", core.ErrUnsupported)
 }

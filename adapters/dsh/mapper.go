@@ -95,7 +95,9 @@ type mapper struct {
 	open    *bracket
 	surface []node
 	title   string
-	model   string
+	model   string // "<provider>/<model>", as Host.Models lists it
+	// onModel, when set, is told each time the model changes.
+	onModel func(model string)
 	stale   int // brackets dropped by session/end-seed
 }
 
@@ -135,10 +137,11 @@ func (m *mapper) feed(ev Event) bool {
 		}
 	case "request/context":
 		var d struct {
-			Model string `json:"model"`
+			Provider string `json:"provider"`
+			Model    string `json:"model"`
 		}
-		if json.Unmarshal(ev.Data, &d) == nil && d.Model != "" {
-			m.model = d.Model
+		if json.Unmarshal(ev.Data, &d) == nil {
+			m.setModel(d.Provider, d.Model)
 		}
 	case "session/end-seed":
 		// A bracket still open when the session was re-seeded (a restart)
@@ -165,6 +168,23 @@ func (m *mapper) feed(ev Event) bool {
 		}
 	}
 	return true
+}
+
+// setModel notes the model a request or answer names.
+func (m *mapper) setModel(provider, model string) {
+	if model == "" {
+		return
+	}
+	id := model
+	if provider != "" {
+		id = provider + "/" + model
+	}
+	if id != m.model {
+		m.model = id
+		if m.onModel != nil {
+			m.onModel(id)
+		}
+	}
 }
 
 // applySurface applies the event's surface op and returns the native ids of
@@ -313,9 +333,7 @@ func (m *mapper) assistantMessage(ev Event) {
 		Usage json.RawMessage `json:"usage"`
 	}
 	_ = json.Unmarshal(ev.Data, &d)
-	if d.Message.Source.Model != "" {
-		m.model = d.Message.Source.Model
-	}
+	m.setModel(d.Message.Source.Provider, d.Message.Source.Model)
 	for _, c := range d.Message.Content {
 		if c.Type == "tool-call" || c.Type == "tool_call" || c.Type == "tool-use" || c.Type == "tool_use" {
 			tid := firstNonEmpty(c.ToolCallID, c.ID)

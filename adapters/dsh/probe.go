@@ -2,74 +2,220 @@ package dsh
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/bridge-dev/bridge/core"
 )
 
-// Probe reports the capabilities of the DSH web server at BaseURL. It calls
-// only read-only methods (session.list, agentPreset.list, workspace.list,
-// and session.historyWindow / session.attachment with an empty payload to
-// learn whether those routes exist), each bounded by ProbeTimeout. A call
-// that fails makes what depends on it unavailable, with the reason; it
-// never panics.
+// check is one harmless call of the probe: what it shows, and the call.
+type check struct {
+	caps    []string
+	method  string
+	payload any
+	// read is a read-only call: only a value shows the capability. Any
+	// other call is sent a payload DSH's schema refuses (a wrong type in
+	// a field every variant requires), so that it changes nothing: an RPC
+	// answer (here "bad-request") shows the route is served, HTTP 404 that
+	// it is not.
+	read bool
+}
+
+// invalid is a payload every session-bound route refuses before acting.
+var invalid = map[string]any{"sessionId": 0}
+
+// Probe asks the DSH web server at BaseURL what it serves; it assumes
+// nothing. A capability is available because a harmless call showed it:
+// read-only calls (host.describe, session.list, agentPreset.list,
+// workspace.list, and, on a session the server already has,
+// session.models, session.history and commands/list) must answer with a
+// value; every route that would change something is sent a payload DSH's
+// own validation refuses, and must answer with an RPC envelope rather than
+// HTTP 404. /compact counts only when commands/list lists it (on a server
+// with no session yet, when the commands remote answers for sessions; the
+// live session checks the list again before compacting). Each call is
+// bounded by ProbeTimeout; a failure makes what depends on it unavailable,
+// with the reason; it never panics.
 func (h *Host) Probe(ctx context.Context) (p core.Probe) {
 	p = core.Probe{Harness: harnessName, Binary: h.cfg.BaseURL}
 	defer func() {
 		if r := recover(); r != nil {
-			p.Capabilities = caps(map[string]string{"*": fmt.Sprintf("probe failed: %v", r)})
+			p.Capabilities = caps(map[string]string{"*": fmt.Sprintf("probe failed: %v", r)}, nil)
 		}
 	}()
 	if h.cfg.BaseURL == "" {
-		p.Capabilities = caps(map[string]string{"*": "no DSH web server configured (BaseURL is empty)"})
+		p.Capabilities = caps(map[string]string{"*": "no DSH web server configured (BaseURL is empty)"}, nil)
 		return p
 	}
-	try := func(method string, payload any) error {
+	try := func(method string, payload, out any) error {
 		cctx, cancel := context.WithTimeout(ctx, h.cfg.ProbeTimeout)
 		defer cancel()
-		return h.rpc.call(cctx, method, payload, nil)
+		return h.rpc.call(cctx, method, payload, out)
 	}
-	missing := map[string]string{}
-	listErr := try("session.list", nil)
-	if listErr != nil && core.ErrorCode(listErr) != core.CodeHarness && core.ErrorCode(listErr) != core.CodeUnsupported {
-		// The server is not there: nothing is available.
-		p.Capabilities = caps(map[string]string{"*": listErr.Error()})
-		return p
+	var host struct {
+		Version string `json:"version"`
 	}
-	if listErr != nil {
-		missing[core.CapSessionList] = listErr.Error()
-	}
-	if err := try("agentPreset.list", nil); err != nil {
-		missing[core.CapPresetList] = err.Error()
-	}
-	if err := try("workspace.list", nil); err != nil {
-		missing[core.CapWorkspaceList] = err.Error()
-	}
-	// A route that exists answers an envelope (here an error about the
-	// missing session); an absent one answers HTTP 404.
-	for _, o := range []struct{ cap, method string }{
-		{core.CapHistoryWindow, "session.historyWindow"},
-		{core.CapAttachment, "session.attachment"},
-	} {
-		err := try(o.method, nil)
+	if err := try("host.describe", struct{}{}, &host); err != nil {
 		switch core.ErrorCode(err) {
-		case core.CodeUnsupported, core.CodeUnavailable, core.CodeCancelled, core.CodeTimeout:
-			if err != nil {
-				missing[o.cap] = err.Error()
-			}
+		case core.CodeHarness, core.CodeUnsupported:
+			// A server without host.describe may still serve the rest.
+		default:
+			// The server is not there: nothing is available.
+			p.Capabilities = caps(map[string]string{"*": err.Error()}, nil)
+			return p
 		}
+	} else if host.Version != "" {
+		// DSH reports its web host API's version, not the package's.
+		p.Version = "web host API " + host.Version
 	}
-	missing[core.CapCompactionFocus] = "DSH's /compact takes no argument"
-	p.Capabilities = caps(missing)
+
+	var list struct {
+		Items []sessionRow `json:"items"`
+	}
+	listErr := try("session.list", map[string]any{}, &list)
+	sample := ""
+	if listErr == nil && len(list.Items) > 0 {
+		sample = list.Items[0].SessionID
+	}
+	checks := []check{
+		{caps: []string{core.CapSessionList}, method: "session.list", payload: map[string]any{}, read: true},
+		{caps: []string{core.CapPresetList}, method: "agentPreset.list", payload: map[string]any{}, read: true},
+		{caps: []string{core.CapWorkspaceList}, method: "workspace.list", payload: map[string]any{}, read: true},
+		{caps: []string{core.CapSessionModels}, method: "llm.models", read: true},
+		{caps: []string{core.CapSessionCreate}, method: "session.create", payload: map[string]any{"cwd": 0, "agentPreset": 0}},
+		{caps: []string{core.CapSessionSelect}, method: "session.selectModel", payload: invalid},
+		{caps: []string{core.CapSessionPrompt}, method: "session.prompt", payload: invalid},
+		{caps: []string{core.CapSessionCancel}, method: "session.cancel", payload: invalid},
+		{caps: []string{core.CapSessionRename}, method: "session.rename", payload: invalid},
+		{caps: []string{core.CapWorkspaceArchive}, method: "workspace.archiveSession", payload: invalid},
+		{caps: []string{core.CapGoalCreate}, method: "goal.create", payload: invalid},
+		{caps: []string{core.CapGoalPause}, method: "goal.pause", payload: invalid},
+		{caps: []string{core.CapGoalClear}, method: "goal.clear", payload: invalid},
+		{caps: []string{core.CapAttachment}, method: "session.attachment", payload: invalid},
+		{caps: []string{core.CapHistoryWindow}, method: "session.historyWindow", payload: invalid},
+	}
+	if sample != "" {
+		checks = append(checks,
+			check{caps: []string{core.CapSessionHistory, core.CapNativeResume, core.CapContextGauge}, method: "session.history",
+				payload: map[string]any{"sessionId": sample, "maxMessages": 1}, read: true},
+			check{caps: []string{core.CapCompactCommand}, method: "commands/list", payload: map[string]any{"args": map[string]any{"agentId": sample}}, read: true})
+	} else {
+		const unknown = "session-00000000-0000-4000-8000-000000000000"
+		checks = append(checks,
+			check{caps: []string{core.CapSessionHistory, core.CapNativeResume, core.CapContextGauge}, method: "session.history",
+				payload: map[string]any{"sessionId": unknown, "maxMessages": 1}},
+			check{caps: []string{core.CapCompactCommand}, method: "commands/list", payload: map[string]any{"args": map[string]any{"agentId": unknown}}})
+	}
+
+	var mu sync.Mutex
+	missing := map[string]string{}
+	shown := map[string]string{}
+	var wg sync.WaitGroup
+	for _, c := range checks {
+		wg.Add(1)
+		go func(c check) {
+			defer wg.Done()
+			var raw json.RawMessage
+			var err error
+			switch c.method {
+			case "session.list":
+				err = listErr
+			case "llm.models":
+				cctx, cancel := context.WithTimeout(ctx, h.cfg.ProbeTimeout)
+				var cat modelCatalog
+				cat, err = h.catalog(cctx, "")
+				cancel()
+				if err == nil && len(cat.Groups) == 0 {
+					err = core.Errorf(core.CodeHarness, "dsh: the model catalog is empty")
+				}
+			default:
+				err = try(c.method, c.payload, &raw)
+			}
+			why, how := judge(c, err, raw, sample)
+			mu.Lock()
+			defer mu.Unlock()
+			for _, name := range c.caps {
+				if why != "" {
+					missing[name] = why
+				} else if d := how[name]; d != "" {
+					shown[name] = d
+				}
+			}
+		}(c)
+	}
+	wg.Wait()
+	missing[core.CapCompactionFocus] = "DSH's /compact takes no argument (commands/list gives it no input)"
+	p.Capabilities = caps(missing, shown)
 	return p
 }
 
-// routes names what serves each capability.
+// judge reads one check's answer: why the capabilities it covers are
+// unavailable ("" when the call showed them), and details per capability
+// (a reason a single one is missing is returned as a detail starting with
+// "!").
+func judge(c check, err error, raw json.RawMessage, sample string) (string, map[string]string) {
+	how := map[string]string{}
+	if err != nil {
+		code := core.ErrorCode(err)
+		if c.read || code == core.CodeUnsupported || code == core.CodeUnavailable || code == core.CodeCancelled || code == core.CodeTimeout {
+			return err.Error(), nil
+		}
+		if rpcErr(err) == nil {
+			return err.Error(), nil
+		}
+		// An RPC error answer: the route is served and refused the
+		// invalid payload (or the unknown session) without acting.
+		for _, name := range c.caps {
+			how[name] = fmt.Sprintf("POST /api/%s served (answered %s to a payload it refuses)", c.method, rpcErr(err).Code)
+		}
+		if c.method == "commands/list" {
+			how[core.CapCompactCommand] = "commands remote served (commands/list answered " + rpcErr(err).Code +
+				" for an unknown session); /compact is looked up in each session's commands/list"
+		}
+		if c.method == "session.history" {
+			how[core.CapContextGauge] = "session.history served; no session yet to show projections.contextPressure on"
+		}
+		return "", how
+	}
+	switch c.method {
+	case "commands/list":
+		var cmds []struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(raw, &cmds)
+		for _, cmd := range cmds {
+			if cmd.Name == "compact" {
+				return "", map[string]string{core.CapCompactCommand: "commands/list of " + sample + " lists compact; run with commands/execute {line:\"/compact\"}"}
+			}
+		}
+		return "commands/list of " + sample + " does not list compact", nil
+	case "session.history":
+		var hv struct {
+			Projections struct {
+				Values map[string]json.RawMessage `json:"values"`
+			} `json:"projections"`
+		}
+		_ = json.Unmarshal(raw, &hv)
+		how[core.CapSessionHistory] = "session.history answered for " + sample
+		how[core.CapNativeResume] = "sessions persist on the DSH server; session.history answered for " + sample
+		if _, ok := hv.Projections.Values["contextPressure"]; ok {
+			how[core.CapContextGauge] = "session.history projections.contextPressure (shown on " + sample + ")"
+		} else {
+			how[core.CapContextGauge] = "!session.history of " + sample + " has no contextPressure projection"
+		}
+		return "", how
+	}
+	return "", nil
+}
+
+// routes names what serves each capability (the detail of an available
+// one the probe has no more specific word for).
 var routes = map[string]string{
 	core.CapSessionList:      "POST /api/session.list",
 	core.CapSessionCreate:    "POST /api/session.create",
 	core.CapSessionHistory:   "POST /api/session.history",
-	core.CapSessionModels:    "POST /api/session.models",
+	core.CapSessionModels:    "POST /api/llm.models (a session's own: session.models)",
 	core.CapSessionSelect:    "POST /api/session.selectModel",
 	core.CapSessionPrompt:    "POST /api/session.prompt (turn followed through session.history)",
 	core.CapSessionCancel:    "POST /api/session.cancel",
@@ -88,11 +234,18 @@ var routes = map[string]string{
 }
 
 // caps lists every capability, available unless missing names it (or "*"
-// names a reason that applies to all).
-func caps(missing map[string]string) []core.Capability {
+// names a reason that applies to all), with shown's detail when it has
+// one (a detail starting with "!" is a reason it is missing).
+func caps(missing, shown map[string]string) []core.Capability {
 	var out []core.Capability
-	add := func(name string, required bool) {
-		c := core.Capability{Name: name, Required: required, Available: true, Detail: routes[name]}
+	add := func(name string) {
+		c := core.Capability{Name: name, Available: true, Detail: routes[name]}
+		if d, ok := shown[name]; ok && d != "" {
+			c.Detail = d
+			if d[0] == '!' {
+				c.Available, c.Detail = false, d[1:]
+			}
+		}
 		why, ok := missing[name]
 		if all, any := missing["*"]; any {
 			why, ok = all, true
@@ -102,11 +255,8 @@ func caps(missing map[string]string) []core.Capability {
 		}
 		out = append(out, c)
 	}
-	for _, n := range core.RequiredCapabilities {
-		add(n, true)
-	}
-	for _, n := range core.OptionalCapabilities {
-		add(n, false)
+	for _, n := range core.Capabilities {
+		add(n)
 	}
 	return out
 }

@@ -70,8 +70,9 @@ func (e *RPCError) GoalCode() string {
 
 // Goal error codes DSH reports in details.goalCode.
 const (
-	goalStale  = "GOAL_STALE_REVISION"
-	goalExists = "GOAL_ALREADY_EXISTS"
+	goalStale      = "GOAL_STALE_REVISION"
+	goalExists     = "GOAL_ALREADY_EXISTS"
+	goalTransition = "GOAL_INVALID_TRANSITION"
 )
 
 // client calls the DSH web RPC under base (".../api").
@@ -165,7 +166,7 @@ func (c *client) callID(ctx context.Context, rpcID, method string, payload, out 
 // codeFor maps a DSH error to Bridge's closed set of codes.
 func codeFor(e *RPCError) core.Code {
 	switch e.GoalCode() {
-	case goalStale, goalExists:
+	case goalStale, goalExists, goalTransition:
 		return core.CodeConflict
 	case "GOAL_NOT_FOUND":
 		return core.CodeNotFound

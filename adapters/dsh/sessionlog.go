@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/internal/inputfile"
 )
 
 // Header is line 1 of a DSH session log.
@@ -50,12 +50,16 @@ var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 // On a truncated or corrupt frame it returns what was read before the frame
 // together with a core.CodeCorrupt error naming the frame's byte offset.
 func ReadLog(path string, progress func(done, total int64)) (*Log, error) {
-	data, err := os.ReadFile(path)
+	return ReadLogContext(context.Background(), path, progress)
+}
+
+// ReadLogContext is ReadLog that ctx cancels. Only a regular file within
+// inputfile.DefaultMaxBytes is read; its decoded content is bounded by the
+// same limit, and each line by inputfile.MaxLineBytes.
+func ReadLogContext(ctx context.Context, path string, progress func(done, total int64)) (*Log, error) {
+	data, err := inputfile.ReadFile(ctx, path, "dsh session log", 0)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, core.E(core.CodeNotFound, "dsh session log "+path+" not found", core.ErrNotFound)
-		}
-		return nil, core.E(core.CodeInvalid, "dsh session log "+path, err)
+		return nil, err
 	}
 	if progress == nil {
 		progress = func(int64, int64) {}
@@ -68,13 +72,17 @@ func ReadLog(path string, progress func(done, total int64)) (*Log, error) {
 		progress(total, total)
 		return lr.result(path)
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(inputfile.DefaultMaxBytes)))
 	if err != nil {
 		return nil, core.E(core.CodeInternal, "zstd decoder", err)
 	}
 	defer dec.Close()
 	var buf []byte
+	var decoded int64
 	for off := 0; off < len(data); {
+		if err := ctx.Err(); err != nil {
+			return nil, core.E(core.CodeCancelled, "dsh import cancelled", errors.Join(core.ErrCancelled, err))
+		}
 		n, skippable, ferr := frameLen(data[off:])
 		if ferr == nil && !skippable {
 			buf, ferr = dec.DecodeAll(data[off:off+n], buf[:0])
@@ -84,12 +92,20 @@ func ReadLog(path string, progress func(done, total int64)) (*Log, error) {
 			log, _ := lr.result(path)
 			return log, &core.Error{Code: core.CodeCorrupt,
 				Message: fmt.Sprintf("dsh session log %s: zstd frame %d at byte offset %d of %d is truncated or corrupt (%d events read before it are kept)",
-					filepath.Base(path), lr.log.Frames+1, off, total, len(log.Events)),
+					core.Quote(filepath.Base(path)), lr.log.Frames+1, off, total, len(log.Events)),
 				Data: map[string]any{"offset": off, "path": path}, Err: ferr}
 		}
 		if !skippable {
+			decoded += int64(len(buf))
+			if decoded > inputfile.DefaultMaxBytes {
+				return nil, core.Errorf(core.CodeInvalid, "dsh session log %s decompresses to more than the limit of %d bytes",
+					core.Quote(filepath.Base(path)), inputfile.DefaultMaxBytes)
+			}
 			lr.log.Frames++
 			lr.write(buf)
+		}
+		if lr.err != nil {
+			return nil, lr.err
 		}
 		off += n
 		progress(int64(off), total)
@@ -168,6 +184,7 @@ type lineReader struct {
 	log   *Log
 	carry []byte
 	line  int
+	err   error // a line over inputfile.MaxLineBytes
 }
 
 func (r *lineReader) write(b []byte) {
@@ -175,11 +192,23 @@ func (r *lineReader) write(b []byte) {
 	for {
 		i := bytes.IndexByte(r.carry, '\n')
 		if i < 0 {
+			if len(r.carry) > inputfile.MaxLineBytes {
+				r.tooLong()
+			}
+			return
+		}
+		if i > inputfile.MaxLineBytes {
+			r.tooLong()
 			return
 		}
 		r.take(r.carry[:i])
 		r.carry = r.carry[i+1:]
 	}
+}
+
+func (r *lineReader) tooLong() {
+	r.err = core.Errorf(core.CodeInvalid, "dsh session log: line %d is longer than the limit of %d bytes", r.line+1, inputfile.MaxLineBytes)
+	r.carry = nil
 }
 
 // flush takes a final line that has no newline.
@@ -204,8 +233,8 @@ func (r *lineReader) take(line []byte) {
 		}
 	}
 	var ev Event
-	if err := json.Unmarshal(line, &ev); err != nil || ev.Type == "" {
-		msg := "not an event (no type)"
+	if err := json.Unmarshal(line, &ev); err != nil || ev.Type == "" || (ev.Seq == nil && ev.Seq0 == nil) {
+		msg := "not an event (no type and seq)"
 		if err != nil {
 			msg = err.Error()
 		}
@@ -216,8 +245,12 @@ func (r *lineReader) take(line []byte) {
 }
 
 func (r *lineReader) result(path string) (*Log, error) {
-	if r.log.Header.Type == "" && len(r.log.Events) == 0 {
-		return r.log, core.Errorf(core.CodeInvalid, "%s is not a DSH session log (no session header and no events)", filepath.Base(path))
+	if r.err != nil {
+		return nil, r.err
+	}
+	if r.log.Header.Type == "" && (len(r.log.Events) == 0 || len(r.log.Unreadable) > len(r.log.Events)) {
+		return nil, core.Errorf(core.CodeInvalid, "%s is not a DSH session log (no session header, and %d of %d lines are events)",
+			core.Quote(filepath.Base(path)), len(r.log.Events), len(r.log.Events)+len(r.log.Unreadable))
 	}
 	return r.log, nil
 }
@@ -258,7 +291,7 @@ func (h *Host) Import(ctx context.Context, path string, progress func(done, tota
 	if err := ctx.Err(); err != nil {
 		return core.ImportedSession{}, core.E(core.CodeCancelled, "dsh import cancelled", errors.Join(core.ErrCancelled, err))
 	}
-	log, err := ReadLog(path, progress)
+	log, err := ReadLogContext(ctx, path, progress)
 	if log == nil {
 		return core.ImportedSession{}, err
 	}

@@ -134,7 +134,7 @@ func TestRecordedWebSessionLog(t *testing.T) {
 			goals++
 		}
 	}
-	if goals != 5 || m.Title != "Fake title 2" || m.Model != "deepseek-v4-flash" || m.StaleBrackets != 0 {
+	if goals != 5 || m.Title != "Fake title 2" || m.Model != "deepseek-official/deepseek-v4-flash" || m.StaleBrackets != 0 {
 		t.Errorf("goal changes %d, title %q, model %q, stale %d", goals, m.Title, m.Model, m.StaleBrackets)
 	}
 }

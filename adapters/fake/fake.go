@@ -14,6 +14,8 @@
 //	say <text>            assistant.message {text}
 //	json <text>           assistant.message with the literal text (checkpoint replies)
 //	tool <name> [arg]     tool.started {toolId, name, input} + tool.completed {toolId, name, output}
+//	ask <name> [arg]      asks the session's approver (CreateRequest.Approve) first: allowed,
+//	                      as tool; refused, tool.completed {isError: true, output: "refused…"}
 //	stream <N>            N assistant.message entries, as fast as possible
 //	compact auto|manual [pre post]
 //	                      context.compacted (core.Compacted, harness "fake"); token
@@ -154,7 +156,7 @@ const (
 func OptionsFromEnv(getenv func(string) string, stateDir string) (Options, error) {
 	o := Options{StateDir: stateDir}
 	known := map[string]bool{}
-	for _, c := range append(append([]string{}, core.RequiredCapabilities...), core.OptionalCapabilities...) {
+	for _, c := range core.Capabilities {
 		known[c] = true
 	}
 	for _, m := range strings.Split(getenv(EnvMissing), ",") {
@@ -216,8 +218,8 @@ func (h *Host) Harness() string { return Harness }
 // Probe reports every capability; it touches nothing.
 func (h *Host) Probe(ctx context.Context) core.Probe {
 	p := core.Probe{Harness: Harness, Version: "fake 1 (in process)"}
-	add := func(name string, required bool) {
-		c := core.Capability{Name: name, Required: required, Available: h.has(name)}
+	add := func(name string) {
+		c := core.Capability{Name: name, Available: h.has(name)}
 		switch {
 		case c.Available && name == core.CapNativeResume && h.opts.StateDir == "":
 			c.Detail = "sessions kept in memory: resumable by this process only"
@@ -235,11 +237,8 @@ func (h *Host) Probe(ctx context.Context) core.Probe {
 		}
 		p.Capabilities = append(p.Capabilities, c)
 	}
-	for _, n := range core.RequiredCapabilities {
-		add(n, true)
-	}
-	for _, n := range core.OptionalCapabilities {
-		add(n, false)
+	for _, n := range core.Capabilities {
+		add(n)
 	}
 	return p
 }
@@ -412,7 +411,7 @@ func (h *Host) CreateSession(ctx context.Context, req core.CreateRequest, sink c
 	if err != nil {
 		return nil, err
 	}
-	return h.open(r.ID, sink), nil
+	return h.open(r.ID, req, sink), nil
 }
 
 // Resume opens a stored session again. An unknown id fails with a
@@ -428,7 +427,7 @@ func (h *Host) Resume(ctx context.Context, req core.ResumeRequest, sink core.Eve
 	if _, err := h.get(req.NativeID); err != nil {
 		return nil, &core.ResumeError{NativeText: "no conversation found with session ID: " + req.NativeID, Err: err}
 	}
-	return h.open(req.NativeID, sink), nil
+	return h.open(req.NativeID, req.CreateRequest, sink), nil
 }
 
 func findModel(id string) *core.Model {

@@ -15,7 +15,7 @@ func allCaps(without ...string) []string {
 		skip[w] = true
 	}
 	var out []string
-	for _, c := range append(append([]string{}, core.RequiredCapabilities...), core.OptionalCapabilities...) {
+	for _, c := range core.Capabilities {
 		if !skip[c] {
 			out = append(out, c)
 		}

@@ -2,6 +2,7 @@ package fake
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -26,6 +27,7 @@ type Live struct {
 	id   string
 	gen  string // distinguishes entry ids of successive opens of one session
 	sink core.EventSink
+	req  core.CreateRequest // the preset and approver (ask)
 
 	sinkMu sync.Mutex // one sink call at a time
 
@@ -41,8 +43,8 @@ type Live struct {
 	exit     core.ExitInfo
 }
 
-func (h *Host) open(id string, sink core.EventSink) *Live {
-	return &Live{h: h, id: id, gen: randHex(3), sink: sink, done: make(chan struct{})}
+func (h *Host) open(id string, req core.CreateRequest, sink core.EventSink) *Live {
+	return &Live{h: h, id: id, req: req, gen: randHex(3), sink: sink, done: make(chan struct{})}
 }
 
 // NativeID is the session id, known from the start.
@@ -298,6 +300,23 @@ func (l *Live) run(ctx context.Context, steps []Step, prompts int64) (core.TurnR
 			l.emit(core.KindToolCompleted, map[string]any{"toolId": toolID, "name": s.Name,
 				"output": fmt.Sprintf("fake %s done: %s", s.Name, s.Text), "isError": false})
 			l.addUsed(20)
+		case OpAsk:
+			toolID := fmt.Sprintf("tool-%s", l.nextID())
+			input, _ := json.Marshal(map[string]string{"arg": s.Text})
+			kind := "other"
+			if s.Name == "Bash" {
+				kind = "execute"
+			}
+			d := l.req.Approval(ctx, core.ApprovalRequest{ID: toolID, ToolCallID: toolID, Title: s.Name + ": " + s.Text,
+				Kind: kind, RawInput: input, Key: s.Name})
+			if !d.Allowed() {
+				l.emit(core.KindToolCompleted, map[string]any{"toolId": toolID, "name": s.Name,
+					"output": fmt.Sprintf("refused (%s, by %s): %s", d.Kind, d.By, d.Reason), "isError": true})
+				continue
+			}
+			l.emit(core.KindToolStarted, map[string]any{"toolId": toolID, "name": s.Name, "input": s.Text})
+			l.emit(core.KindToolCompleted, map[string]any{"toolId": toolID, "name": s.Name,
+				"output": fmt.Sprintf("fake %s done: %s", s.Name, s.Text), "isError": false})
 		case OpToolStart:
 			l.emit(core.KindToolStarted, map[string]any{"toolId": fmt.Sprintf("tool-%s", l.nextID()), "name": s.Name, "input": s.Text})
 		case OpPlan:

@@ -15,6 +15,7 @@ const (
 	OpSay     Op = "say"     // say <text>: assistant.message with text
 	OpJSON    Op = "json"    // json <text>: assistant.message with the literal text
 	OpTool    Op = "tool"    // tool <name> [arg]: tool.started + tool.completed
+	OpAsk     Op = "ask"     // ask <name> [arg]: asks the approver, then as tool or a refusal
 	OpStream  Op = "stream"  // stream <N>: N assistant.message entries at once
 	OpCompact Op = "compact" // compact auto|manual [pre post]: context.compacted
 	OpUsage   Op = "usage"   // usage <used>: sets the context gauge reading
@@ -34,7 +35,7 @@ const (
 	OpPlan Op = "plan"
 )
 
-var knownOps = map[Op]bool{OpSay: true, OpJSON: true, OpTool: true, OpStream: true,
+var knownOps = map[Op]bool{OpSay: true, OpJSON: true, OpTool: true, OpAsk: true, OpStream: true,
 	OpCompact: true, OpUsage: true, OpSleep: true, OpHang: true, OpCrash: true, OpFile: true,
 	OpDecide: true, OpNext: true, OpAfter: true, OpWorker: true, OpToolStart: true, OpPlan: true}
 
@@ -134,7 +135,7 @@ func ParseLine(line string) (Step, error) {
 			return Step{}, fmt.Errorf("%s wants a path", op)
 		}
 		return Step{Op: op, Text: rest}, nil
-	case OpTool, OpToolStart:
+	case OpTool, OpAsk, OpToolStart:
 		name, arg, _ := cutWord(rest)
 		if name == "" {
 			return Step{}, fmt.Errorf("%s wants a name", op)

@@ -1,7 +1,6 @@
 package fake
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/internal/inputfile"
 )
 
 // header is the first line of a fake transcript.
@@ -62,6 +62,9 @@ type entryLine struct {
 type record struct {
 	header
 	Entries []core.NewEntry
+	// lines that are fake transcript records ("session", "entry") and
+	// lines that are not (kept as harness events).
+	records, other int
 }
 
 func (r *record) encode() ([]byte, error) {
@@ -83,25 +86,23 @@ func (r *record) encode() ([]byte, error) {
 // decode reads a transcript. name is used in errors and, without a header,
 // as the session id.
 func decode(rd io.Reader, name string, total int64, progress func(done, total int64)) (*record, error) {
-	br := bufio.NewReader(rd)
+	lines := inputfile.NewLines(rd, "fake transcript "+core.Quote(name), 0)
 	r := &record{}
-	var done int64
-	for lineNo := 1; ; lineNo++ {
-		line, err := br.ReadBytes('\n')
-		done += int64(len(line))
-		if len(bytes.TrimSpace(line)) > 0 {
-			if perr := r.addLine(line, lineNo, name); perr != nil {
-				return nil, perr
-			}
-		}
-		if progress != nil && len(line) > 0 {
-			progress(done, total)
-		}
+	for {
+		line, err := lines.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, core.E(core.CodeInvalid, fmt.Sprintf("fake transcript %s: read line %d", name, lineNo), err)
+			return nil, err
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			if perr := r.addLine(line, lines.Line(), name); perr != nil {
+				return nil, perr
+			}
+		}
+		if progress != nil {
+			progress(lines.Done(), total)
 		}
 	}
 	if r.ID == "" {
@@ -133,6 +134,7 @@ func (r *record) addLine(line []byte, lineNo int, name string) error {
 		}
 		return nil
 	case "entry":
+		r.records++
 		var el entryLine
 		if err := json.Unmarshal(line, &el); err != nil {
 			return bad("malformed entry", err)
@@ -152,6 +154,7 @@ func (r *record) addLine(line []byte, lineNo int, name string) error {
 		r.Entries = append(r.Entries, e)
 		return nil
 	}
+	r.other++
 	r.Entries = append(r.Entries, keepRaw(probe.Type, line, r.lineID(name, lineNo)))
 	return nil
 }
@@ -314,24 +317,19 @@ func (h *Host) Import(ctx context.Context, path string, progress func(done, tota
 	if err := ctx.Err(); err != nil {
 		return core.ImportedSession{}, fmt.Errorf("fake import: %w", err)
 	}
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return core.ImportedSession{}, core.E(core.CodeNotFound, fmt.Sprintf("fake import: %s does not exist", path), err)
-	}
+	f, err := inputfile.Open(ctx, path, "fake transcript", 0)
 	if err != nil {
-		return core.ImportedSession{}, core.E(core.CodeInvalid, "fake import: open "+path, err)
+		return core.ImportedSession{}, err
 	}
 	defer f.Close()
-	var total int64
-	if st, err := f.Stat(); err == nil {
-		total = st.Size()
-	}
+	total := f.Size()
 	r, err := decode(f, path, total, progress)
 	if err != nil {
 		return core.ImportedSession{}, err
 	}
-	if r.header.Type == "" && len(r.Entries) == 0 {
-		return core.ImportedSession{}, core.Errorf(core.CodeInvalid, "fake import: %s holds no session", path)
+	if r.header.Type == "" && (r.records == 0 || r.other > r.records) {
+		return core.ImportedSession{}, core.Errorf(core.CodeInvalid, "fake import: %s holds no session (%d of %d lines are fake transcript records)",
+			core.Quote(path), r.records, r.records+r.other)
 	}
 	return core.ImportedSession{NativeID: r.ID, Cwd: r.Cwd, Model: r.Model, Title: r.Title, Entries: r.Entries}, nil
 }

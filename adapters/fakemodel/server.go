@@ -230,37 +230,57 @@ type messagesRequest struct {
 // lastUserText flattens the last user message: a string content is the
 // text; an array of {type:"text", text} blocks gives the last text block
 // (Anthropic, where Claude Code puts reminders in earlier blocks) or all of
-// them joined by newlines (Chat Completions).
+// them joined by newlines (Chat Completions). For Chat Completions
+// (!lastBlockOnly) the user messages directly before the last one are
+// joined in front of it: DeepSeek Harness sends the user's text and then a
+// separate "Current runtime context" user message in the same turn.
 func lastUserText(req messagesRequest, lastBlockOnly bool) string {
 	for i := len(req.Messages) - 1; i >= 0; i-- {
-		m := req.Messages[i]
-		if m.Role != "user" {
+		if req.Messages[i].Role != "user" {
 			continue
 		}
-		var s string
-		if err := json.Unmarshal(m.Content, &s); err == nil {
-			return s
+		if lastBlockOnly {
+			return messageText(req.Messages[i].Content, true)
 		}
-		var blocks []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
+		first := i
+		for first > 0 && req.Messages[first-1].Role == "user" {
+			first--
 		}
-		if err := json.Unmarshal(m.Content, &blocks); err != nil {
-			return ""
-		}
-		var texts []string
-		for _, b := range blocks {
-			if b.Type == "text" {
-				texts = append(texts, b.Text)
+		var parts []string
+		for _, m := range req.Messages[first : i+1] {
+			if t := messageText(m.Content, false); t != "" {
+				parts = append(parts, t)
 			}
 		}
-		if len(texts) == 0 {
-			return ""
-		}
-		if lastBlockOnly {
-			return texts[len(texts)-1]
-		}
-		return strings.Join(texts, "\n")
+		return strings.Join(parts, "\n")
 	}
 	return ""
+}
+
+// messageText flattens one message's content (see lastUserText).
+func messageText(content json.RawMessage, lastBlockOnly bool) string {
+	var s string
+	if err := json.Unmarshal(content, &s); err == nil {
+		return s
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(content, &blocks); err != nil {
+		return ""
+	}
+	var texts []string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			texts = append(texts, b.Text)
+		}
+	}
+	if len(texts) == 0 {
+		return ""
+	}
+	if lastBlockOnly {
+		return texts[len(texts)-1]
+	}
+	return strings.Join(texts, "\n")
 }

@@ -5,10 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/internal/inputfile"
 )
 
 // storedMessage is one element of GET /session/{id}/message and of the
@@ -141,12 +141,9 @@ func (h *Host) Import(ctx context.Context, path string, progress func(done, tota
 	if err := ctx.Err(); err != nil {
 		return core.ImportedSession{}, core.E(core.CodeCancelled, "opencode import", err)
 	}
-	data, err := os.ReadFile(path)
+	data, err := inputfile.ReadFile(ctx, path, "opencode export", 0)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return core.ImportedSession{}, core.E(core.CodeNotFound, fmt.Sprintf("opencode import: %s does not exist", path), err)
-		}
-		return core.ImportedSession{}, core.E(core.CodeInvalid, "opencode import: cannot read "+path, err)
+		return core.ImportedSession{}, err
 	}
 	s, err := parseExport(data)
 	if err != nil {

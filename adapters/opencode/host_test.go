@@ -272,7 +272,7 @@ func TestMissingBinary(t *testing.T) {
 		t.Fatalf("CreateSession without the program: %v", err)
 	}
 	p := h.Probe(context.Background())
-	if p.Binary != "" || len(p.Capabilities) != len(core.RequiredCapabilities)+len(core.OptionalCapabilities) {
+	if p.Binary != "" || len(p.Capabilities) != len(core.Capabilities) {
 		t.Fatalf("probe = %+v", p)
 	}
 	for _, c := range p.Capabilities {

@@ -78,12 +78,8 @@ func capabilities(ok bool, why string) []core.Capability {
 		}
 		return route
 	}
-	req := map[string]bool{}
-	for _, n := range core.RequiredCapabilities {
-		req[n] = true
-	}
 	c := func(name string, avail bool, d string) core.Capability {
-		return core.Capability{Name: name, Required: req[name], Available: avail, Detail: d}
+		return core.Capability{Name: name, Available: avail, Detail: d}
 	}
 	return []core.Capability{
 		c(core.CapSessionList, ok, detail("GET /session")),

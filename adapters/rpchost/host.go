@@ -157,8 +157,8 @@ func (h *Host) Probe(ctx context.Context) core.Probe {
 		h.reported = avail
 		h.mu.Unlock()
 	}
-	add := func(name string, required bool) {
-		c := core.Capability{Name: name, Required: required}
+	add := func(name string) {
+		c := core.Capability{Name: name}
 		rc, listed := reported[name]
 		switch {
 		case !h.advertised[name]:
@@ -178,11 +178,8 @@ func (h *Host) Probe(ctx context.Context) core.Probe {
 		}
 		p.Capabilities = append(p.Capabilities, c)
 	}
-	for _, n := range core.RequiredCapabilities {
-		add(n, true)
-	}
-	for _, n := range core.OptionalCapabilities {
-		add(n, false)
+	for _, n := range core.Capabilities {
+		add(n)
 	}
 	return p
 }

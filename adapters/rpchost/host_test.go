@@ -73,17 +73,14 @@ func (f *fakeCaller) sent(method string) int {
 // fullProbe reports every capability available.
 func fullProbe(context.Context, json.RawMessage) (any, error) {
 	var caps []schema.Capability
-	for _, n := range core.RequiredCapabilities {
-		caps = append(caps, schema.Capability{Name: n, Required: true, Available: true})
-	}
-	for _, n := range core.OptionalCapabilities {
+	for _, n := range core.Capabilities {
 		caps = append(caps, schema.Capability{Name: n, Available: true})
 	}
 	return schema.HostProbeResult{Harness: "fh", Version: "9", Capabilities: caps}, nil
 }
 
 func allCaps() []string {
-	return append(append([]string{}, core.RequiredCapabilities...), core.OptionalCapabilities...)
+	return append([]string{}, core.Capabilities...)
 }
 
 func without(list []string, drop ...string) []string {

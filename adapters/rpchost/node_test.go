@@ -26,9 +26,11 @@ import (
 const nodeHarness = "node-host"
 
 // nodeCapabilities is what the Node host implements and advertises.
-var nodeCapabilities = append(append([]string{}, core.RequiredCapabilities...),
+var nodeCapabilities = []string{core.CapSessionList, core.CapSessionCreate, core.CapSessionHistory,
+	core.CapSessionModels, core.CapSessionSelect, core.CapSessionPrompt, core.CapSessionCancel, core.CapSessionRename,
+	core.CapWorkspaceList, core.CapWorkspaceArchive, core.CapPresetList, core.CapGoalCreate, core.CapGoalPause,
 	core.CapAttachment, core.CapGoalClear, core.CapNativeResume, core.CapCompactCommand,
-	core.CapCompactionFocus, core.CapContextGauge)
+	core.CapCompactionFocus, core.CapContextGauge}
 
 // pipeRWC joins the child's stdout (read) and stdin (write).
 type pipeRWC struct {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
@@ -22,6 +23,8 @@ type app struct {
 	stdin       io.Reader
 	stdout      io.Writer
 	stderr      io.Writer
+	// wantJSON: the command line asked for --json, so errors are JSON too.
+	wantJSON bool
 }
 
 // env is an opened data directory: configuration, database and service.
@@ -46,6 +49,9 @@ type openOptions struct {
 	harnesses   map[string]json.RawMessage
 	notifier    service.Notifier
 	extraHosts  []core.BridgeHost
+	// permissions relays tool approvals to the client; nil when it did
+	// not declare capabilities.session.requestPermission.
+	permissions service.PermissionAsker
 	// serve: the sidecar, whose shutdown checkpoints its live sessions; a
 	// one-shot command does not.
 	serve bool
@@ -109,7 +115,8 @@ func (a *app) build(st store, o openOptions) (*env, error) {
 		n = &cliNotifier{w: a.stderr}
 	}
 	so := service.Options{Store: st.db, Hosts: hosts, Notifier: n, Presets: cfg.Presets,
-		DataDir: st.dir, Database: st.db.Path(), CheckpointTimeout: cfg.CheckpointTimeout(), RepoStatus: gitStatus}
+		DataDir: st.dir, Database: st.db.Path(), CheckpointTimeout: cfg.CheckpointTimeout(), RepoStatus: gitStatus,
+		Permissions: o.permissions, ApprovalTimeout: cfg.ApprovalTimeout()}
 	if err := cfg.controller(&so); err != nil {
 		st.db.Close()
 		return nil, core.E(core.CodeInvalid, "configuration", err)
@@ -126,21 +133,56 @@ func (a *app) build(st store, o openOptions) (*env, error) {
 }
 
 // gitStatus returns `git status --porcelain` for dir ("" outside a
-// repository). The arguments are fixed; dir is data, never executed.
+// repository). The arguments are fixed; dir is data, never executed. git
+// runs from a fixed path, with a timeout, and with what a repository's own
+// configuration could make it run switched off: no fsmonitor command, no
+// hooks, no pager, no optional locks (a status must not write the index),
+// no terminal prompt.
 func gitStatus(ctx context.Context, dir string) (string, error) {
+	bin, err := gitBinary()
+	if err != nil {
+		return "", err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", "-C", dir, "status", "--porcelain")
+	cmd := exec.CommandContext(ctx, bin, "--no-pager",
+		"-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat",
+		"-c", "core.untrackedCache=false",
+		"-C", dir, "status", "--porcelain")
+	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "PAGER=cat",
+		"GIT_NO_REPLACE_OBJECTS=1")
+	cmd.Stdin = nil
+	cmd.WaitDelay = time.Second
 	out, err := cmd.Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if ok := asExit(err, &ee); ok && strings.Contains(string(ee.Stderr), "not a git repository") {
 			return "", nil
 		}
-		return "", fmt.Errorf("git status in %s: %w", dir, err)
+		return "", fmt.Errorf("git status in %s: %w", core.Quote(dir), err)
 	}
 	return string(out), nil
 }
+
+// gitDirs are where git is looked for first; PATH is consulted only when
+// none holds it, once, and the absolute path found is kept.
+var gitDirs = []string{"/usr/bin", "/usr/local/bin", "/bin", "/opt/homebrew/bin"}
+
+var gitPath = sync.OnceValues(func() (string, error) {
+	for _, d := range gitDirs {
+		p := filepath.Join(d, "git")
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("git")
+	if err != nil {
+		return "", core.E(core.CodeUnavailable, "git not found", err)
+	}
+	return filepath.Abs(p)
+})
+
+func gitBinary() (string, error) { return gitPath() }
 
 func asExit(err error, target **exec.ExitError) bool {
 	e, ok := err.(*exec.ExitError)
@@ -169,6 +211,3 @@ func printJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
-
-// stderrIsTerminal says whether progress can be drawn.
-func stderrIsTerminal(w io.Writer) bool { return w == io.Writer(os.Stderr) && isTerminal(os.Stderr) }

@@ -25,6 +25,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binPath = filepath.Join(dir, "bridge")
+	// The user's own configuration file must not change what the tests
+	// see: point XDG_CONFIG_HOME at an empty folder.
+	if err := os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "building bridge: %v\n%s", err, out)
@@ -75,6 +81,9 @@ type client struct {
 	noteCh  chan struct{}
 	done    chan struct{}
 	wmu     sync.Mutex
+	// onRequest, when set, answers the server's requests (result, or an
+	// error); unset, they are answered "method not found".
+	onRequest func(m wireMsg) (any, *wireError)
 }
 
 // startBridge runs `bridge serve` on dataDir with extra environment.
@@ -162,8 +171,26 @@ func (c *client) readLoop(r *bufio.Reader) {
 			default:
 			}
 		} else if m.Method != "" {
-			// A request from the server: answer "method not found".
-			go c.writeRaw(mustJSON(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "not supported by the test client"}}))
+			c.notes = append(c.notes, m) // kept with the notifications, for awaitNote
+			select {
+			case c.noteCh <- struct{}{}:
+			default:
+			}
+			if h := c.onRequest; h != nil {
+				go func() {
+					res, werr := h(m)
+					reply := map[string]any{"jsonrpc": "2.0", "id": m.ID}
+					if werr != nil {
+						reply["error"] = werr
+					} else {
+						reply["result"] = res
+					}
+					c.writeRaw(mustJSON(reply))
+				}()
+			} else {
+				// A request from the server: answer "method not found".
+				go c.writeRaw(mustJSON(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "not supported by the test client"}}))
+			}
 		} else {
 			m.NotesBefore = len(c.notes)
 			ch := c.replies[string(m.ID)]
@@ -302,8 +329,13 @@ func (c *client) notesOf(method string) []wireMsg {
 // initialize runs the LSP handshake.
 func (c *client) initialize(opts map[string]any) {
 	c.t.Helper()
-	params := map[string]any{"processId": os.Getpid(), "clientInfo": map[string]any{"name": "e2e"},
-		"capabilities": map[string]any{"window": map[string]any{"workDoneProgress": true}}}
+	c.initializeWith(map[string]any{"window": map[string]any{"workDoneProgress": true}}, opts)
+}
+
+// initializeWith runs the LSP handshake declaring capabilities caps.
+func (c *client) initializeWith(caps, opts map[string]any) {
+	c.t.Helper()
+	params := map[string]any{"processId": os.Getpid(), "clientInfo": map[string]any{"name": "e2e"}, "capabilities": caps}
 	if opts != nil {
 		params["initializationOptions"] = opts
 	}

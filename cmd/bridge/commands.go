@@ -2,46 +2,69 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
 	"github.com/bridge-dev/bridge/schema"
 )
 
 // flags returns a flag set for a subcommand with --json, which also takes
 // the global --data-dir (so `bridge serve --data-dir D` works as
-// `bridge --data-dir D serve` does).
+// `bridge --data-dir D serve` does). It prints nothing itself: parse
+// prints --help, and Main reports errors once.
 func (a *app) flags(name string) (*flag.FlagSet, *bool) {
 	fs := flag.NewFlagSet("bridge "+name, flag.ContinueOnError)
-	fs.SetOutput(a.stderr)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	asJSON := fs.Bool("json", false, "machine-readable output (errors too)")
 	fs.StringVar(&a.dataDirFlag, "data-dir", a.dataDirFlag, "data directory")
-	return fs, fs.Bool("json", false, "machine-readable output")
+	return fs, asJSON
 }
 
-// parse parses args, allowing flags after positional arguments.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+// parse parses args, allowing flags after positional arguments. It prints
+// the command's help for --help (returning errHelpShown), and checks the
+// number of positional arguments the command takes.
+func (a *app) parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	name := strings.TrimPrefix(fs.Name(), "bridge ")
+	c, known := commandNamed(name)
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprint(a.stdout, helpText(c, fs))
+				return nil, errHelpShown
+			}
+			return nil, usageError{flagMessage(err)}
 		}
 		args = fs.Args()
 		if len(args) == 0 {
-			return pos, nil
+			break
 		}
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+	if known {
+		switch {
+		case len(pos) > c.nargs && !c.variadic:
+			return nil, usageError{fmt.Sprintf("unexpected argument %q", pos[c.nargs])}
+		case len(pos) < c.nargs:
+			return nil, usageError{"missing " + strings.TrimSuffix(strings.Fields(c.args)[len(pos)], "...")}
+		}
+	}
+	return pos, nil
 }
 
 func (a *app) version(args []string) error {
 	fs, asJSON := a.flags("version")
-	if _, err := parse(fs, args); err != nil {
+	if _, err := a.parse(fs, args); err != nil {
 		return err
 	}
 	if *asJSON {
@@ -53,7 +76,7 @@ func (a *app) version(args []string) error {
 
 func (a *app) schema(args []string) error {
 	fs, _ := a.flags("schema")
-	if _, err := parse(fs, args); err != nil {
+	if _, err := a.parse(fs, args); err != nil {
 		return err
 	}
 	return schema.WriteBundle(a.stdout)
@@ -72,7 +95,8 @@ func (a *app) withEnv(ctx context.Context, fn func(e *env) error) error {
 func (a *app) doctor(ctx context.Context, args []string) error {
 	fs, asJSON := a.flags("doctor")
 	harness := fs.String("harness", "", "probe only this harness")
-	if _, err := parse(fs, args); err != nil {
+	verbose := fs.Bool("verbose", false, "list every capability of each adapter, with the reasons")
+	if _, err := a.parse(fs, args); err != nil {
 		return err
 	}
 	return a.withEnv(ctx, func(e *env) error {
@@ -80,43 +104,119 @@ func (a *app) doctor(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
+		failed := doctorFailures(rep, e.cfg, *harness)
 		if *asJSON {
-			return printJSON(a.stdout, rep)
+			if err := printJSON(a.stdout, rep); err != nil {
+				return err
+			}
+			if len(failed) > 0 {
+				return quietError{fmt.Errorf("%s", strings.Join(failed, "; "))}
+			}
+			return nil
 		}
-		fmt.Fprintf(a.stdout, "data directory: %s\ndatabase: %s (schema version %d)\n", rep.DataDir, rep.Database, rep.SchemaVersion)
-		for _, ad := range rep.Adapters {
-			status := "ok"
-			if !ad.OK {
-				status = "missing " + strings.Join(ad.Missing, ", ")
-			}
-			fmt.Fprintf(a.stdout, "\n%s: %s\n", ad.Harness, status)
-			if ad.Binary != "" || ad.Version != "" {
-				fmt.Fprintf(a.stdout, "  program: %s\n", strings.TrimSpace(ad.Binary+" "+ad.Version))
-			}
-			for _, c := range ad.Capabilities {
-				mark := "yes"
-				if !c.Available {
-					mark = "no "
-				}
-				kind := "optional"
-				if c.Required {
-					kind = "required"
-				}
-				line := fmt.Sprintf("  %s %-26s %s", mark, c.Name, kind)
-				if c.Detail != "" {
-					line += "  (" + c.Detail + ")"
-				}
-				fmt.Fprintln(a.stdout, line)
-			}
+		if *harness != "" && len(rep.Adapters) == 1 && !rep.Adapters[0].Installed && !*verbose {
+			// One line: the program is not there.
+			return core.Errorf(core.CodeUnavailable, "%s", failed[0])
+		}
+		writeDoctor(a.stdout, rep, *verbose)
+		if len(failed) > 0 {
+			return core.Errorf(core.CodeUnavailable, "%s", strings.Join(failed, "; "))
 		}
 		return nil
 	})
 }
 
+// doctorFailures says, for each adapter that cannot work and that the
+// configuration enables explicitly or --harness names, why.
+func doctorFailures(rep schema.DoctorResult, cfg Config, named string) []string {
+	var out []string
+	for _, ad := range rep.Adapters {
+		hc, configured := cfg.Harnesses[ad.Harness]
+		if ad.OK || !(ad.Harness == named || (configured && !hc.Disabled)) {
+			continue
+		}
+		if !ad.Installed {
+			out = append(out, fmt.Sprintf("%s is not installed: %s", ad.Harness, whyMissing(ad)))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s cannot work: missing %s (%s)", ad.Harness, strings.Join(ad.Missing, ", "), whyMissing(ad)))
+	}
+	return out
+}
+
+// whyMissing is the detail of the first required capability that is not
+// available.
+func whyMissing(ad schema.AdapterReport) string {
+	for _, c := range ad.Capabilities {
+		if c.Need == schema.NeedRequired && !c.Available && c.Detail != "" {
+			return c.Detail
+		}
+	}
+	return "no detail"
+}
+
+// writeDoctor prints the report: one line per installed adapter, the
+// adapters whose program is not installed on one line, and with verbose
+// every capability with its need and reason.
+func writeDoctor(w io.Writer, rep schema.DoctorResult, verbose bool) {
+	fmt.Fprintf(w, "data directory: %s\ndatabase: %s (schema version %d)\n", rep.DataDir, rep.Database, rep.SchemaVersion)
+	var absent []string
+	for _, ad := range rep.Adapters {
+		if !ad.Installed && !verbose {
+			absent = append(absent, ad.Harness)
+			continue
+		}
+		status := "ok"
+		switch {
+		case !ad.Installed:
+			status = "not installed"
+		case !ad.OK:
+			status = "cannot work: missing " + strings.Join(ad.Missing, ", ")
+		}
+		program := strings.TrimSpace(ad.Version + " " + paren(ad.Binary))
+		fmt.Fprintf(w, "%-12s %s", ad.Harness, status)
+		if program != "" {
+			fmt.Fprintf(w, "  %s", program)
+		}
+		fmt.Fprintln(w)
+		if !verbose {
+			continue
+		}
+		for _, c := range ad.Capabilities {
+			mark := "yes"
+			if !c.Available {
+				mark = "no "
+			}
+			line := fmt.Sprintf("  %s %-26s %-15s %s", mark, c.Name, strings.ReplaceAll(string(c.Need), "_", " "), c.Reason)
+			if c.Detail != "" {
+				line += " [" + c.Detail + "]"
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	if len(absent) > 0 {
+		fmt.Fprintf(w, "not installed: %s (bridge doctor --verbose says why)\n", strings.Join(absent, ", "))
+	}
+}
+
+func paren(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "(" + s + ")"
+}
+
+// quietError fails a command whose output already says why (doctor
+// --json): the exit status is 1 and nothing more is printed.
+type quietError struct{ err error }
+
+func (q quietError) Error() string { return q.err.Error() }
+func (q quietError) Unwrap() error { return q.err }
+
 func (a *app) sessions(ctx context.Context, args []string) error {
 	fs, asJSON := a.flags("sessions")
 	all := fs.Bool("all", false, "include archived sessions")
-	if _, err := parse(fs, args); err != nil {
+	if _, err := a.parse(fs, args); err != nil {
 		return err
 	}
 	return a.withEnv(ctx, func(e *env) error {
@@ -153,12 +253,12 @@ func (a *app) history(ctx context.Context, args []string) error {
 	fs, asJSON := a.flags("history")
 	before := fs.Int64("before", 0, "entries with seq below this (0: from the head)")
 	max := fs.Int("max", 60, "user/assistant messages per page")
-	pos, err := parse(fs, args)
+	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usageError{"want exactly one SESSION"}
+	if *max < 0 || *before < 0 {
+		return usageError{"--max and --before must not be negative"}
 	}
 	return a.withEnv(ctx, func(e *env) error {
 		p := schema.SessionHistoryParams{SessionID: pos[0], MaxMessages: *max}
@@ -195,12 +295,12 @@ func brief(p []byte) string {
 func (a *app) importCmd(ctx context.Context, args []string) error {
 	fs, asJSON := a.flags("import")
 	harness := fs.String("harness", "", "claude-code, codex, opencode, …")
-	pos, err := parse(fs, args)
+	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || *harness == "" {
-		return usageError{"want --harness H and exactly one PATH"}
+	if *harness == "" {
+		return usageError{"missing --harness (claude-code, codex, opencode, …)"}
 	}
 	return a.withEnv(ctx, func(e *env) error {
 		if !*asJSON && stderrIsTerminal(a.stderr) {
@@ -230,12 +330,9 @@ func (a *app) importCmd(ctx context.Context, args []string) error {
 func (a *app) checkpoint(ctx context.Context, args []string) error {
 	fs, asJSON := a.flags("checkpoint")
 	reason := fs.String("reason", "manual", "checkpoint reason")
-	pos, err := parse(fs, args)
+	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usageError{"want exactly one SESSION"}
 	}
 	return a.withEnv(ctx, func(e *env) error {
 		out, err := e.svc.SessionCheckpoint(ctx, schema.SessionCheckpointParams{SessionID: pos[0], Reason: schema.CheckpointReason(*reason)})
@@ -251,6 +348,10 @@ func (a *app) checkpoint(ctx context.Context, args []string) error {
 }
 
 func (a *app) migrate(ctx context.Context, args []string) error {
+	if len(args) == 1 && (args[0] == "--help" || args[0] == "-h" || args[0] == "-help") {
+		fmt.Fprint(a.stdout, migrateHelp())
+		return errHelpShown
+	}
 	if len(args) == 0 || (args[0] != "preview" && args[0] != "execute") {
 		return usageError{"want `migrate preview SESSION` or `migrate execute PREVIEW`"}
 	}
@@ -263,12 +364,9 @@ func (a *app) migrate(ctx context.Context, args []string) error {
 		effort := fs.String("effort", "", "target reasoning effort")
 		budget := fs.Int("budget", 0, "summary character budget (default 2400)")
 		lang := fs.String("lang", "", "en or zh (default: by the source's language)")
-		pos, err := parse(fs, args[1:])
+		pos, err := a.parse(fs, args[1:])
 		if err != nil {
 			return err
-		}
-		if len(pos) != 1 {
-			return usageError{"want exactly one SESSION"}
 		}
 		return a.withEnv(ctx, func(e *env) error {
 			p, err := e.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: pos[0],
@@ -291,12 +389,9 @@ func (a *app) migrate(ctx context.Context, args []string) error {
 	cont := fs.Bool("continue", false, "restate and continue instead of restate and wait")
 	inject := fs.String("inject", "", "goal, prompt or both (default: by the target's capabilities)")
 	rounds := fs.Int("goal-rounds", 0, "goal rounds (default 1)")
-	pos, err := parse(fs, args[1:])
+	pos, err := a.parse(fs, args[1:])
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usageError{"want exactly one PREVIEW id"}
 	}
 	return a.withEnv(ctx, func(e *env) error {
 		out, err := e.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: pos[0], Path: *path, Continue: *cont,

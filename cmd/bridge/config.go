@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
@@ -29,6 +33,9 @@ type Config struct {
 	Presets []core.Preset `json:"presets,omitempty"`
 	// CheckpointTimeoutSeconds bounds the wait for a checkpoint reply.
 	CheckpointTimeoutSeconds int `json:"checkpointTimeoutSeconds,omitempty"`
+	// ApprovalTimeoutSeconds bounds the wait for the client's answer to a
+	// session/requestPermission; then the preset's policy answers.
+	ApprovalTimeoutSeconds int `json:"approvalTimeoutSeconds,omitempty"`
 	// SuspendAfterMinutes: a live session idle this long is checkpointed
 	// (before_suspend) and its harness process stopped (default 30;
 	// fractions allowed; 0 means the default, negative never).
@@ -94,22 +101,142 @@ func (c Config) CheckpointTimeout() time.Duration {
 	return 30 * time.Second
 }
 
-// LoadConfig reads dir/config.json. A missing file is the default
-// configuration; a malformed one is an error naming the line and column.
+// ApprovalTimeout returns the configured approval timeout or the 5 minute
+// default.
+func (c Config) ApprovalTimeout() time.Duration {
+	if c.ApprovalTimeoutSeconds > 0 {
+		return time.Duration(c.ApprovalTimeoutSeconds) * time.Second
+	}
+	return 5 * time.Minute
+}
+
+// maxConfigSize bounds a configuration file.
+const maxConfigSize = 1 << 20
+
+// UserConfigFile returns the user's configuration file:
+// $XDG_CONFIG_HOME/bridge/config.json, else ~/.config/bridge/config.json. A
+// relative XDG_CONFIG_HOME is ignored, as the XDG specification asks. It is
+// "" when there is no home directory either.
+func UserConfigFile() string {
+	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" && filepath.IsAbs(x) {
+		return filepath.Join(x, "bridge", ConfigFile)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		return ""
+	}
+	return filepath.Join(home, ".config", "bridge", ConfigFile)
+}
+
+// LoadConfig reads the user's configuration file (UserConfigFile) and then
+// dir/config.json, the data directory's overriding the user's: harness by
+// harness under "harnesses", preset by name under "presets", and key by key
+// otherwise. A missing file contributes nothing; a malformed one is an error
+// naming the file, line and column.
 func LoadConfig(dir string) (Config, error) {
-	path := filepath.Join(dir, ConfigFile)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Config{}, nil
-	}
-	if err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
-	}
 	var c Config
-	if err := decodeStrict(b, &c); err != nil {
-		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	for _, path := range []string{UserConfigFile(), filepath.Join(dir, ConfigFile)} {
+		if path == "" {
+			continue
+		}
+		one, ok, err := loadConfigFile(path)
+		if err != nil {
+			return Config{}, err
+		}
+		if ok {
+			c = overlay(c, one)
+		}
 	}
 	return c, nil
+}
+
+// loadConfigFile reads and checks one configuration file; ok is false when
+// it does not exist.
+func loadConfigFile(path string) (c Config, ok bool, err error) {
+	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Config{}, false, nil
+	}
+	if err != nil {
+		return Config{}, false, fmt.Errorf("config: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return Config{}, false, fmt.Errorf("config %s: not a regular file", path)
+	}
+	if st.Size() > maxConfigSize {
+		return Config{}, false, fmt.Errorf("config %s: larger than %d bytes", path, maxConfigSize)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, false, fmt.Errorf("config: %w", err)
+	}
+	if err := decodeStrict(b, &c); err != nil {
+		return Config{}, false, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := c.check(); err != nil {
+		return Config{}, false, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, true, nil
+}
+
+// check rejects names Bridge does not know: a harness section or a preset
+// for a harness no adapter serves is a typo, not a setting.
+func (c Config) check() error {
+	known := harnessNames()
+	for name := range c.Harnesses {
+		if !slices.Contains(known, name) {
+			return fmt.Errorf("harnesses: unknown harness %q (known: %s)", name, strings.Join(known, ", "))
+		}
+	}
+	seen := map[string]bool{}
+	for i, p := range c.Presets {
+		if p.Name == "" {
+			return fmt.Errorf("presets[%d]: a preset needs a name", i)
+		}
+		if seen[p.Name] {
+			return fmt.Errorf("presets: two presets are named %q", p.Name)
+		}
+		seen[p.Name] = true
+		if p.Harness != "" && !slices.Contains(known, p.Harness) {
+			return fmt.Errorf("preset %q: unknown harness %q (known: %s)", p.Name, p.Harness, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
+// overlay returns base with over's settings on top: maps entry by entry,
+// presets by name, any other field when over sets it.
+func overlay(base, over Config) Config {
+	out := base
+	bv, ov := reflect.ValueOf(&out).Elem(), reflect.ValueOf(over)
+	for i := range bv.NumField() {
+		f, o := bv.Field(i), ov.Field(i)
+		switch {
+		case o.IsZero():
+		case f.Kind() == reflect.Map:
+			m := reflect.MakeMap(f.Type())
+			for _, src := range []reflect.Value{f, o} {
+				iter := src.MapRange()
+				for iter.Next() {
+					m.SetMapIndex(iter.Key(), iter.Value())
+				}
+			}
+			f.Set(m)
+		case f.Type() == reflect.TypeOf([]core.Preset(nil)):
+			presets := slices.Clone(base.Presets)
+			for _, p := range over.Presets {
+				if j := slices.IndexFunc(presets, func(q core.Preset) bool { return q.Name == p.Name }); j >= 0 {
+					presets[j] = p
+				} else {
+					presets = append(presets, p)
+				}
+			}
+			f.Set(reflect.ValueOf(presets))
+		default:
+			f.Set(o)
+		}
+	}
+	return out
 }
 
 // MergeHarnesses overlays raw (initializationOptions.harnesses) onto c.
@@ -130,28 +257,70 @@ func (c *Config) MergeHarnesses(raw json.RawMessage) error {
 	return nil
 }
 
-// decodeStrict decodes JSON, rejecting unknown fields, and turns offsets in
-// errors into line:column positions.
+// decodeStrict decodes one JSON value, rejecting unknown fields and
+// anything after the value, and turns offsets in errors into line:column
+// positions of the offending text.
 func decodeStrict(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	if err == nil {
+		end := skipSpace(b, dec.InputOffset())
+		if _, terr := dec.Token(); terr != io.EOF {
+			line, col := lineCol(b, end)
+			return fmt.Errorf("line %d, column %d: unexpected text after the JSON value", line, col)
+		}
 		return nil
 	}
 	var off int64 = -1
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
+	hint := ""
 	switch {
 	case errors.As(err, &se):
-		off = se.Offset
+		// Offset is just past the offending character.
+		off = max(se.Offset-1, 0)
+		if strings.Contains(se.Error(), "after object key:value pair") || strings.Contains(se.Error(), "after array element") {
+			hint = " (a comma missing before it?)"
+		}
 	case errors.As(err, &te):
 		off = te.Offset
 	default:
-		off = dec.InputOffset()
+		var field string
+		if _, err := fmt.Sscanf(err.Error(), "json: unknown field %q", &field); err == nil {
+			off = keyOffset(b, field)
+		}
+		if off < 0 {
+			off = dec.InputOffset()
+		}
 	}
 	line, col := lineCol(b, off)
-	return fmt.Errorf("line %d, column %d: %w", line, col, err)
+	return fmt.Errorf("line %d, column %d: %w%s", line, col, err, hint)
+}
+
+// keyOffset is the offset of the first object key named name, or -1.
+func keyOffset(b []byte, name string) int64 {
+	quoted, _ := json.Marshal(name)
+	for from := 0; ; {
+		i := bytes.Index(b[from:], quoted)
+		if i < 0 {
+			return -1
+		}
+		at := from + i
+		rest := bytes.TrimLeft(b[at+len(quoted):], " \t\r\n")
+		if len(rest) > 0 && rest[0] == ':' {
+			return int64(at)
+		}
+		from = at + len(quoted)
+	}
+}
+
+// skipSpace returns the offset of the first non-space byte at or after off.
+func skipSpace(b []byte, off int64) int64 {
+	for off < int64(len(b)) && strings.ContainsRune(" \t\r\n", rune(b[off])) {
+		off++
+	}
+	return off
 }
 
 func lineCol(b []byte, off int64) (int, int) {

@@ -13,7 +13,8 @@ const DatabaseFile = "bridge.db"
 
 // resolveDataDir picks the data directory: the --data-dir flag, then
 // BRIDGE_DATA_DIR, then the client's initializationOptions.dataDir, then
-// $XDG_DATA_HOME/bridge, then ~/.local/share/bridge.
+// $XDG_DATA_HOME/bridge (an absolute XDG_DATA_HOME only), then
+// ~/.local/share/bridge.
 func resolveDataDir(flagValue, initOption string) (string, error) {
 	dir := flagValue
 	if dir == "" {
@@ -23,7 +24,8 @@ func resolveDataDir(flagValue, initOption string) (string, error) {
 		dir = initOption
 	}
 	if dir == "" {
-		if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+		// The XDG specification: a relative path is invalid and ignored.
+		if x := os.Getenv("XDG_DATA_HOME"); x != "" && filepath.IsAbs(x) {
 			dir = filepath.Join(x, "bridge")
 		}
 	}

@@ -21,6 +21,7 @@ func TestDataDirPrecedence(t *testing.T) {
 		{"", "", "/i", "/x", "/i"},
 		{"", "", "", "/x", "/x/bridge"},
 		{"", "", "", "", filepath.Join(home, ".local", "share", "bridge")},
+		{"", "", "", "relative/xdg", filepath.Join(home, ".local", "share", "bridge")},
 	} {
 		t.Setenv("BRIDGE_DATA_DIR", c.env)
 		t.Setenv("XDG_DATA_HOME", c.xdg)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bridge-dev/bridge/adapters/adaptertest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -56,14 +58,18 @@ func TestDoctorGolden(t *testing.T) {
 		env  []string
 		ok   bool
 	}{
+		// A harness without goals is not missing goals: they are not
+		// applicable to it, and it is ok.
 		{"doctor-fake-full", nil, true},
-		{"doctor-fake-no-goal-pause", []string{"BRIDGE_FAKE_MISSING=goal.pause"}, false},
+		{"doctor-fake-no-goals", []string{"BRIDGE_FAKE_MISSING=goal.create,goal.pause,goal.clear"}, true},
+		{"doctor-fake-no-cancel", []string{"BRIDGE_FAKE_MISSING=session.cancel"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			out, stderr, code := runCLI(t, c.env, "--data-dir", dir, "doctor", "--harness", "fake", "--json")
-			if code != 0 {
-				t.Fatalf("doctor exit %d: %s", code, stderr)
+			// --harness names the adapter: exit 1 exactly when it cannot work.
+			if (code == 0) != c.ok || (code != 0 && code != 1) {
+				t.Fatalf("doctor exit %d (ok %v): %s", code, c.ok, stderr)
 			}
 			golden(t, c.name+".json", dir, out)
 			if strings.Contains(out, `"ok": true`) != c.ok {
@@ -71,14 +77,20 @@ func TestDoctorGolden(t *testing.T) {
 			}
 			text, _, _ := runCLI(t, c.env, "--data-dir", dir, "doctor", "--harness", "fake")
 			golden(t, c.name+".txt", dir, text)
+			verbose, _, _ := runCLI(t, c.env, "--data-dir", dir, "doctor", "--harness", "fake", "--verbose")
+			golden(t, c.name+".verbose.txt", dir, verbose)
 		})
 	}
 }
 
 func TestDoctorUnknownHarness(t *testing.T) {
 	_, stderr, code := runCLI(t, nil, "--data-dir", t.TempDir(), "doctor", "--harness", "nope")
-	if code != 1 || !strings.Contains(stderr, `"nope"`) || !strings.Contains(stderr, "unavailable") {
+	if code != 1 || !strings.Contains(stderr, `"nope"`) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	out, _, code := runCLI(t, nil, "--data-dir", t.TempDir(), "doctor", "--harness", "nope", "--json")
+	if ec, _ := jsonError(t, out); code != 1 || ec != "unavailable" {
+		t.Fatalf("--json: exit %d, code %q", code, ec)
 	}
 }
 
@@ -89,9 +101,11 @@ func TestConfigErrors(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "line 3") {
 		t.Fatalf("a malformed config must name the line: exit %d, %q", code, stderr)
 	}
-	os.WriteFile(filepath.Join(dir, ConfigFile), []byte(`{"harnesses": {"fake": {"env": {"BRIDGE_FAKE_MISSING": "goal.pause"}}}, "presets": [{"name": "reviewer", "harness": "fake"}]}`), 0o600)
+	// The configuration enables fake explicitly, and its environment takes
+	// session.cancel away: doctor says it cannot work and exits 1.
+	os.WriteFile(filepath.Join(dir, ConfigFile), []byte(`{"harnesses": {"fake": {"env": {"BRIDGE_FAKE_MISSING": "session.cancel"}}}, "presets": [{"name": "reviewer", "harness": "fake"}]}`), 0o600)
 	out, stderr, code := runCLI(t, nil, "--data-dir", dir, "doctor", "--json")
-	if code != 0 || !strings.Contains(out, `"goal.pause"`) || !strings.Contains(out, `"ok": false`) {
+	if code != 1 || !strings.Contains(out, `"session.cancel"`) || !strings.Contains(out, `"ok": false`) {
 		t.Fatalf("harness env from the config file: exit %d %s %s", code, out, stderr)
 	}
 }
@@ -112,6 +126,105 @@ func TestDataDirPermissions(t *testing.T) {
 		}
 		if st.Mode().Perm() != want {
 			t.Errorf("%s has mode %v, want %v", p, st.Mode().Perm(), want)
+		}
+	}
+}
+
+// TestDoctorNeverPrintsConfiguredSecrets: a harness's configured environment
+// may hold an API key; doctor (text and JSON) names the variables at most,
+// never their values, and the Claude Code adapter still looks for
+// transcripts under the real home (the configured HOME when there is one).
+func TestDoctorNeverPrintsConfiguredSecrets(t *testing.T) {
+	const secret = "sk-ant-secret-3f9c2a71"
+	dir := t.TempDir()
+	cfg := `{"harnesses": {"claude-code": {"env": {"ANTHROPIC_API_KEY": "` + secret + `", "ZZZ_TOKEN": "` + secret + `-2"}},
+		"codex": {"env": {"OPENAI_API_KEY": "` + secret + `"}}, "opencode": {"env": {"OPENAI_API_KEY": "` + secret + `"}},
+		"acp": {"env": {"ANTHROPIC_API_KEY": "` + secret + `"}}}}`
+	if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	env := []string{"HOME=" + home, "CLAUDE_CONFIG_DIR="}
+	for _, args := range [][]string{{"doctor"}, {"doctor", "--json"}, {"doctor", "--harness", "claude-code"}, {"doctor", "--harness", "claude-code", "--verbose"}, {"doctor", "--harness", "claude-code", "--json"}} {
+		out, stderr, _ := runCLI(t, env, append([]string{"--data-dir", dir}, args...)...)
+		if strings.Contains(out+stderr, secret) {
+			t.Fatalf("%v printed a configured secret:\n%s\n%s", args, out, stderr)
+		}
+		if args[len(args)-1] == "--verbose" { // the details are in the verbose report
+			if !strings.Contains(out, filepath.Join(home, ".claude", "projects")) || !strings.Contains(out, "ANTHROPIC_API_KEY, ZZZ_TOKEN") {
+				t.Errorf("claude-code should look for transcripts under %s and name (only) its configured variables:\n%s", filepath.Join(home, ".claude"), out)
+			}
+		}
+	}
+}
+
+// TestDoctorNotInstalled: with no harness program on PATH, doctor lists the
+// adapters whose program is missing on one line and exits 0 (nothing
+// enables them explicitly); --harness naming one says so in one line and
+// exits 1; the configuration naming one makes the plain doctor exit 1.
+func TestDoctorNotInstalled(t *testing.T) {
+	empty := t.TempDir()
+	env := []string{"PATH=" + empty}
+	dir := t.TempDir()
+	out, stderr, code := runCLI(t, env, "--data-dir", dir, "doctor")
+	if code != 0 {
+		t.Fatalf("doctor with nothing installed: exit %d, %s", code, stderr)
+	}
+	var absent string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "not installed: ") {
+			absent = line
+		}
+	}
+	for _, h := range []string{"claude-code", "codex", "opencode", "acp"} {
+		if !strings.Contains(absent, h) {
+			t.Errorf("the not-installed line %q does not name %s:\n%s", absent, h, out)
+		}
+	}
+	if !strings.Contains(out, "fake ") || !strings.Contains(out, " ok") {
+		t.Errorf("the in-process fake should be ok:\n%s", out)
+	}
+	out, stderr, code = runCLI(t, env, "--data-dir", dir, "doctor", "--harness", "opencode")
+	if code != 1 || out != "" || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "opencode is not installed") {
+		t.Errorf("--harness opencode, not installed: exit %d, stdout %q, stderr %q; want 1 and one line", code, out, stderr)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(`{"harnesses": {"codex": {"options": {}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI(t, env, "--data-dir", dir, "doctor"); code != 1 || !strings.Contains(stderr, "codex is not installed") {
+		t.Errorf("configured codex not installed: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestDoctorRealPrograms: with the real harness programs installed (the
+// pinned npm packages), doctor says ok for each and exits 0.
+func TestDoctorRealPrograms(t *testing.T) {
+	bins := map[string]string{"claude-code": "claude", "codex": "codex", "opencode": "opencode", "acp": "claude-code-acp"}
+	var dirs []string
+	for _, b := range bins {
+		dirs = append(dirs, filepath.Dir(adaptertest.FindBinary(t, b)))
+	}
+	env := []string{"PATH=" + strings.Join(dirs, ":") + ":" + os.Getenv("PATH")}
+	dir := t.TempDir()
+	out, stderr, code := runCLI(t, env, "--data-dir", dir, "doctor")
+	if code != 0 {
+		t.Fatalf("doctor: exit %d\n%s\n%s", code, out, stderr)
+	}
+	for h := range bins {
+		found := false
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == h {
+				found = true
+				if f[1] != "ok" {
+					t.Errorf("%s: %q", h, line)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("doctor does not report %s:\n%s", h, out)
+		}
+		if _, stderr, code := runCLI(t, env, "--data-dir", dir, "doctor", "--harness", h); code != 0 {
+			t.Errorf("doctor --harness %s: exit %d %s", h, code, stderr)
 		}
 	}
 }

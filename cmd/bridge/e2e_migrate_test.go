@@ -37,7 +37,7 @@ Change the port in internal/server/listen.go to 55837 and run the tests.
 `
 
 // api is the fake server's name for the provider API each harness calls.
-var api = map[string]string{"claude-code": "anthropic", "codex": "responses"}
+var api = map[string]string{"claude-code": "anthropic", "codex": "responses", "dsh": "chat"}
 
 type previewResult struct {
 	PreviewID string `json:"previewId"`
@@ -86,9 +86,23 @@ func TestE2EMigrateCodexToClaude(t *testing.T) {
 	migrate(t, "codex", "claude-code")
 }
 
+// TestE2EMigrateDSHToClaude migrates from the real DeepSeek Harness (the
+// summary worker is a DSH session) to Claude Code.
+func TestE2EMigrateDSHToClaude(t *testing.T) {
+	t.Parallel()
+	migrate(t, "dsh", "claude-code")
+}
+
+// TestE2EMigrateClaudeToDSH migrates from Claude Code to the real DeepSeek
+// Harness (the handoff travels as a paused DSH goal and the kickoff).
+func TestE2EMigrateClaudeToDSH(t *testing.T) {
+	t.Parallel()
+	migrate(t, "claude-code", "dsh")
+}
+
 // migrate runs preview, edit and execute from a from-session to harness to.
 func migrate(t *testing.T, from, to string) {
-	h := newHarnessEnv(t, harnessOptions{})
+	h := newHarnessEnv(t, harnessOptions{DSH: from == "dsh" || to == "dsh"})
 	h.onText("You write handoffs", workerHandoff)
 	h.onText("port 55837", "Understood: port 55837, in internal/server/listen.go.")
 	h.onText("timeout", "OK, the timeout stays at 30 seconds.")

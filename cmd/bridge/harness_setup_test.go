@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
+	"github.com/bridge-dev/bridge/adapters/dsh/dshtest"
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/storage"
@@ -35,6 +36,8 @@ type harnessEnv struct {
 	codexHome string
 	claudeBin string
 	codexBin  string
+	// dsh is the real DeepSeek Harness (harnessOptions.DSH), else nil.
+	dsh *dshtest.Real
 
 	mu      sync.Mutex
 	replies []scriptedReply
@@ -54,6 +57,13 @@ type harnessOptions struct {
 	CheckpointTimeoutSeconds int
 	// Config holds more top-level config.json keys.
 	Config map[string]any
+	// CodexArgs are extra `codex app-server` arguments.
+	CodexArgs []string
+
+	// DSH starts the real DeepSeek Harness web server (dshtest.StartReal)
+	// against the same fake model server and configures the dsh harness
+	// with its URL.
+	DSH bool
 }
 
 // newHarnessEnv finds claude and codex (failing the test if either is
@@ -101,9 +111,14 @@ func newHarnessEnv(t *testing.T, o harnessOptions) *harnessEnv {
 				"command": h.codexBin,
 				"env":     map[string]string{"FAKE_API_KEY": "sk-fake", "RUST_LOG": "error", "NO_COLOR": "1", "HOME": h.home},
 				"options": map[string]any{"codexHome": h.codexHome},
+				"args":    o.CodexArgs,
 			},
 			"opencode": map[string]any{"disabled": true},
 		},
+	}
+	if o.DSH {
+		h.dsh = dshtest.StartReal(t, srv.URL)
+		cfg["harnesses"].(map[string]any)["dsh"] = map[string]any{"options": map[string]any{"url": h.dsh.URL, "pollMs": 50}}
 	}
 	if o.CheckpointTimeoutSeconds > 0 {
 		cfg["checkpointTimeoutSeconds"] = o.CheckpointTimeoutSeconds

@@ -48,8 +48,8 @@ func TestImportTwice(t *testing.T) {
 			}
 		})
 	}
-	_, stderr, code := runCLI(t, nil, "--data-dir", t.TempDir(), "import", "--harness", "claude-code", filepath.Join(root, "nope.jsonl"))
-	if code != 1 || !strings.Contains(stderr, "not_found") {
-		t.Fatalf("missing file: exit %d, %q", code, stderr)
+	out, stderr, code := runCLI(t, nil, "--data-dir", t.TempDir(), "import", "--harness", "claude-code", filepath.Join(root, "nope.jsonl"), "--json")
+	if ec, _ := jsonError(t, out); code != 1 || ec != "not_found" {
+		t.Fatalf("missing file: exit %d, code %q, %q", code, ec, stderr)
 	}
 }

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // searchCmd is `bridge search QUERY`: ranked hits across every session.
@@ -20,7 +22,7 @@ func (a *app) searchCmd(ctx context.Context, args []string) error {
 	until := fs.String("until", "", "only entries recorded before this time (RFC 3339 or YYYY-MM-DD)")
 	limit := fs.Int("limit", 20, "hits per page (at most 200)")
 	cursor := fs.String("cursor", "", "continue from a previous page's next cursor")
-	pos, err := parse(fs, args)
+	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -108,4 +110,82 @@ func parseTime(flag, v string) (time.Time, error) {
 		}
 	}
 	return time.Time{}, usageError{fmt.Sprintf("%s %q is not a time (RFC 3339, or YYYY-MM-DD)", flag, v)}
+}
+
+// exportCmd is `bridge export SESSION [--format markdown|json] [--output FILE]`.
+func (a *app) exportCmd(ctx context.Context, args []string) error {
+	fs, asJSON := a.flags("export")
+	format := fs.String("format", "markdown", "markdown (readable) or json (lossless; bridge import --harness bridge reads it)")
+	output := fs.String("output", "", "write to this new file instead of stdout")
+	pos, err := a.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{"want exactly one SESSION"}
+	}
+	if *format != "markdown" && *format != "json" {
+		return usageError{fmt.Sprintf("--format %q is not markdown or json", *format)}
+	}
+	return a.withEnv(ctx, func(e *env) error {
+		content, err := e.svc.Export(ctx, pos[0], *format)
+		if err != nil {
+			return err
+		}
+		if *output != "" {
+			// O_EXCL: an export never replaces a file that exists.
+			f, err := os.OpenFile(*output, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				return core.E(core.CodeInvalid, "export: "+*output, err)
+			}
+			if _, err := f.WriteString(content); err != nil {
+				f.Close()
+				return fmt.Errorf("export: write %s: %w", *output, err)
+			}
+			if err := f.Close(); err != nil {
+				return fmt.Errorf("export: write %s: %w", *output, err)
+			}
+			if *asJSON {
+				return printJSON(a.stdout, map[string]any{"sessionId": pos[0], "format": *format, "path": *output, "bytes": len(content)})
+			}
+			return nil
+		}
+		if *asJSON {
+			return printJSON(a.stdout, map[string]any{"format": *format, "content": content})
+		}
+		_, err = fmt.Fprint(a.stdout, content)
+		return err
+	})
+}
+
+// forkCmd is `bridge fork SESSION [--entry E] [--harness H] [--preset P]
+// [--model M] [--effort E] [--cwd DIR]`.
+func (a *app) forkCmd(ctx context.Context, args []string) error {
+	fs, asJSON := a.flags("fork")
+	entry := fs.String("entry", "", "fork at this entry (default: the head)")
+	harness := fs.String("harness", "", "harness of the new session (default: the source's)")
+	preset := fs.String("preset", "", "preset of the new session")
+	model := fs.String("model", "", "model of the new session")
+	effort := fs.String("effort", "", "reasoning effort of the new session")
+	cwd := fs.String("cwd", "", "working directory of the new session (default: the source's)")
+	pos, err := a.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{"want exactly one SESSION"}
+	}
+	return a.withEnv(ctx, func(e *env) error {
+		res, err := e.svc.SessionFork(ctx, schema.SessionForkParams{SessionID: pos[0], EntryID: *entry, Cwd: *cwd,
+			Target: schema.MigrationTarget{Harness: *harness, Preset: *preset, Model: *model, Effort: *effort}})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(a.stdout, res)
+		}
+		fmt.Fprintf(a.stdout, "forked %s at %s into %s session %s (%d entries carried)\n", res.Origin.SessionID,
+			res.Origin.EntryID, res.Harness, res.SessionID, res.ProjectedEntries)
+		return nil
+	})
 }

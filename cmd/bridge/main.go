@@ -2,7 +2,7 @@
 //
 // An editor extension or WebUI server launches `bridge` (or `bridge serve`)
 // and speaks JSON-RPC 2.0 to it over stdio in LSP framing. People use the
-// other subcommands: version, doctor, sessions, history, import, search, checkpoint,
+// other subcommands: version, doctor, sessions, history, import, search, export, fork, checkpoint,
 // migrate, schema. Every subcommand takes --json for machine-readable output
 // and the global --data-dir.
 package main
@@ -15,35 +15,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
-
-	"github.com/bridge-dev/bridge/core"
 )
 
 // version is the Bridge version; release builds set it with -ldflags.
 var version = "0.1.0-dev"
-
-const usage = `bridge: a sidecar that drives coding-agent harnesses and keeps their record.
-
-Usage:
-  bridge [--data-dir DIR] <command> [flags]
-
-Commands:
-  serve                      JSON-RPC 2.0 over stdio, LSP framing (the default when stdin is not a terminal)
-  version                    print the version
-  doctor [--harness H]       what each adapter can do, the data directory and the database
-  sessions [--all]           list recorded sessions
-  history SESSION            page a session's record (--before SEQ, --max N)
-  import --harness H PATH    bring a harness transcript into the record
-  search QUERY               search every session's text (--harness, --cwd, --session, --since, --until, --limit)
-  checkpoint SESSION         write a Bridge checkpoint now (--reason R)
-  migrate preview SESSION    write a five-part handoff for another harness/preset/model
-  migrate execute PREVIEW    start the target session from a (possibly edited) preview
-  schema                     print the JSON Schema bundle of the client contract
-
-Every command takes --json. The data directory is --data-dir, else $BRIDGE_DATA_DIR,
-else $XDG_DATA_HOME/bridge, else ~/.local/share/bridge.
-`
 
 func main() {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -62,23 +39,32 @@ func main() {
 	os.Exit(Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// Main runs the command line and returns the process exit code.
+// Main runs the command line and returns the process exit status: 0
+// success, 1 failure, 2 usage error (130 when interrupted).
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, wantJSON: hasJSONFlag(args)}
 	global := flag.NewFlagSet("bridge", flag.ContinueOnError)
-	global.SetOutput(stderr)
-	global.Usage = func() { fmt.Fprint(stderr, usage) }
-	dataDir := global.String("data-dir", "", "data directory")
+	global.SetOutput(io.Discard)
+	global.Usage = func() {}
+	global.StringVar(&a.dataDirFlag, "data-dir", "", "data directory")
+	showVersion := global.Bool("version", false, "print the version")
 	if err := global.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usageText())
 			return 0
 		}
-		return 2
+		return a.report("", usageError{flagMessage(err)})
 	}
 	rest := global.Args()
-	a := &app{dataDirFlag: *dataDir, stdin: stdin, stdout: stdout, stderr: stderr}
+	if *showVersion {
+		if len(rest) > 0 {
+			return a.report("", usageError{"--version takes no command"})
+		}
+		rest = []string{"version"}
+	}
 	if len(rest) == 0 {
 		if isTerminal(stdin) {
-			fmt.Fprint(stderr, usage)
+			fmt.Fprint(stderr, usageText())
 			return 2
 		}
 		return a.serve(ctx, nil)
@@ -88,6 +74,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	switch cmd {
 	case "serve":
 		return a.serve(ctx, cargs)
+	case "help":
+		return a.help(ctx, cargs)
 	case "version":
 		err = a.version(cargs)
 	case "doctor":
@@ -100,48 +88,99 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		err = a.importCmd(ctx, cargs)
 	case "search":
 		err = a.searchCmd(ctx, cargs)
+	case "export":
+		err = a.exportCmd(ctx, cargs)
+	case "fork":
+		err = a.forkCmd(ctx, cargs)
 	case "checkpoint":
 		err = a.checkpoint(ctx, cargs)
 	case "migrate":
+		if len(cargs) > 0 && (cargs[0] == "preview" || cargs[0] == "execute") {
+			cmd += " " + cargs[0]
+		}
 		err = a.migrate(ctx, cargs)
 	case "schema":
 		err = a.schema(cargs)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
 	default:
-		fmt.Fprintf(stderr, "bridge: unknown command %q\n\n%s", cmd, usage)
-		return 2
+		return a.report("", usageError{fmt.Sprintf("unknown command %q", cmd)})
 	}
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		var ue usageError
-		if errors.As(err, &ue) {
-			fmt.Fprintf(stderr, "bridge %s: %v\n", cmd, err)
-			return 2
-		}
-		fmt.Fprintf(stderr, "bridge %s: %v\n", cmd, err)
-		if c := core.ErrorCode(err); c != core.CodeInternal {
-			fmt.Fprintf(stderr, "(code: %s)\n", c)
-		}
-		return 1
+	switch {
+	case err == nil, errors.Is(err, errHelpShown):
+		return 0
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		fmt.Fprintf(stderr, "bridge %s: interrupted\n", cmd)
+		return 130
 	}
-	return 0
+	return a.report(cmd, err)
 }
 
-// usageError is a mistake in the command line.
-type usageError struct{ msg string }
-
-func (e usageError) Error() string { return e.msg }
-
-// isTerminal reports whether r is a character device (a terminal).
-func isTerminal(r any) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
+// help is `bridge help [COMMAND]`: the same text as `bridge --help` or
+// `bridge COMMAND --help`, on stdout.
+func (a *app) help(ctx context.Context, topic []string) int {
+	if len(topic) == 0 {
+		fmt.Fprint(a.stdout, usageText())
+		return 0
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	name := topic[0]
+	if name == "-h" || name == "-help" || name == "--help" {
+		name = "help"
+	}
+	if name == "migrate" && len(topic) > 1 {
+		name += " " + topic[1]
+	}
+	c, ok := commandNamed(name)
+	switch {
+	case name == "migrate" && len(topic) == 1:
+		fmt.Fprint(a.stdout, migrateHelp())
+		return 0
+	case !ok:
+		return a.report("help", usageError{fmt.Sprintf("unknown command %q", strings.Join(topic, " "))})
+	case len(strings.Fields(name)) < len(topic):
+		return a.report("help", usageError{fmt.Sprintf("unexpected argument %q", topic[len(strings.Fields(name))])})
+	case c.name == "help":
+		fmt.Fprint(a.stdout, helpText(c, nil))
+		return 0
+	}
+	return Main(ctx, append(strings.Fields(name), "--help"), a.stdin, a.stdout, a.stderr)
+}
+
+// migrateHelp is the help of the migrate group.
+func migrateHelp() string {
+	var b strings.Builder
+	b.WriteString("Usage:\n")
+	for _, n := range []string{"migrate preview", "migrate execute"} {
+		c, _ := commandNamed(n)
+		fmt.Fprintf(&b, "  bridge %-24s %s\n", c.name+" "+c.args, c.summary)
+	}
+	b.WriteString("\nRun 'bridge help migrate preview' or 'bridge help migrate execute' for their flags.\n")
+	return b.String()
+}
+
+// hasJSONFlag reports whether args ask for --json (so that even a usage
+// error is reported as JSON).
+func hasJSONFlag(args []string) bool {
+	on := false
+	for _, a := range args {
+		switch a {
+		case "--":
+			return on
+		case "--json", "-json", "--json=true", "-json=true":
+			on = true
+		case "--json=false", "-json=false":
+			on = false
+		}
+	}
+	return on
+}
+
+// flagMessage rewords the flag package's errors with the double dash the
+// help shows.
+func flagMessage(err error) string {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return "unknown flag --" + rest
+	}
+	msg = strings.Replace(msg, "flag -", "flag --", 1)
+	msg = strings.Replace(msg, "argument: -", "argument: --", 1)
+	return msg
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -32,26 +33,37 @@ func (b backend) HostEvent(ctx context.Context, params json.RawMessage) {
 // Close stops the harness sessions and closes the database.
 func (b backend) Close(ctx context.Context) error { return b.e.Close(ctx) }
 
+// serveHint is shown when `bridge serve` reads from a terminal: a person
+// typed it, and would otherwise see nothing happen.
+const serveHint = `bridge serve: waiting for JSON-RPC 2.0 messages in LSP framing (Content-Length headers) on stdin.
+An editor extension or a WebUI server starts this and talks to it; a person wants another command
+(bridge help). Ctrl-C stops it.
+`
+
 // serve runs the JSON-RPC sidecar on stdin/stdout until exit.
 func (a *app) serve(ctx context.Context, args []string) int {
 	fs, _ := a.flags("serve")
 	maxLen := fs.Int64("max-content-length", 64<<20, "largest accepted message body, in bytes")
 	logLevel := fs.String("log-level", "warn", "stderr log level: debug, info, warn, error")
-	if _, err := parse(fs, args); err != nil {
-		return 2
+	if _, err := a.parse(fs, args); err != nil {
+		if errors.Is(err, errHelpShown) {
+			return 0
+		}
+		return a.report("serve", err)
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(a.stderr, "bridge serve: --log-level: %v\n", err)
-		return 2
+		return a.report("serve", usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", *logLevel)})
 	}
 	if v := os.Getenv("BRIDGE_MAX_CONTENT_LENGTH"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
-			fmt.Fprintf(a.stderr, "bridge serve: BRIDGE_MAX_CONTENT_LENGTH=%q is not a positive number\n", v)
-			return 2
+			return a.report("serve", usageError{fmt.Sprintf("BRIDGE_MAX_CONTENT_LENGTH=%q is not a positive number", v)})
 		}
 		*maxLen = n
+	}
+	if isTerminal(a.stdin) {
+		fmt.Fprint(a.stderr, serveHint)
 	}
 	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: lvl}))
 	// When --data-dir or BRIDGE_DATA_DIR decides the data directory,
@@ -71,6 +83,9 @@ func (a *app) serve(ctx context.Context, args []string) int {
 				extra = append(extra, h)
 			}
 			o := openOptions{initDataDir: opts.DataDir, harnesses: opts.Harnesses, notifier: n, extraHosts: extra, serve: true}
+			if opts.RequestPermission {
+				o.permissions = rpc.PermissionAsker(client)
+			}
 			var e *env
 			var err error
 			if st, perr, ok := pre.take(); ok {

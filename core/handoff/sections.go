@@ -61,6 +61,13 @@ type Handoff struct {
 	Preamble string // text before the first heading (normally empty)
 }
 
+// IsSectionTitle tells whether title is the heading of one of the five
+// parts (in any language or accepted spelling).
+func IsSectionTitle(title string) bool {
+	_, ok := partOf(title)
+	return ok
+}
+
 // partOf maps a heading to its part.
 func partOf(title string) (Part, bool) {
 	t := strings.ToLower(strings.TrimSpace(strings.TrimRight(title, ":：")))

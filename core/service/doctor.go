@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"sort"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/schema"
@@ -36,45 +35,14 @@ func (s *Service) BridgeDoctor(ctx context.Context, p schema.DoctorParams) (sche
 	return rep, nil
 }
 
-// adapterReport normalises a probe: every required and optional capability
-// appears exactly once, in the design's order, with those the adapter did
-// not mention counted as missing.
+// adapterReport is a probe judged by core.Assess, in the contract's types.
 func adapterReport(p core.Probe) schema.AdapterReport {
-	byName := map[string]core.Capability{}
-	for _, c := range p.Capabilities {
-		byName[c.Name] = c
-	}
-	var caps []core.Capability
-	var missing []string
-	add := func(name string, required bool) {
-		c, ok := byName[name]
-		if !ok {
-			c = core.Capability{Name: name, Detail: "not reported by the adapter"}
-		}
-		c.Required = required
-		caps = append(caps, c)
-		delete(byName, name)
-		if required && !c.Available {
-			missing = append(missing, name)
-		}
-	}
-	for _, n := range core.RequiredCapabilities {
-		add(n, true)
-	}
-	for _, n := range core.OptionalCapabilities {
-		add(n, false)
-	}
-	var extra []string
-	for n := range byName {
-		extra = append(extra, n)
-	}
-	sort.Strings(extra)
-	for _, n := range extra {
-		caps = append(caps, byName[n])
-	}
-	out := schema.AdapterReport{Harness: p.Harness, Binary: p.Binary, Version: p.Version, OK: len(missing) == 0, Missing: missing}
-	for _, c := range caps {
-		out.Capabilities = append(out.Capabilities, schema.Capability{Name: c.Name, Required: c.Required, Available: c.Available, Detail: c.Detail})
+	a := core.Assess(p)
+	out := schema.AdapterReport{Harness: p.Harness, Binary: p.Binary, Version: p.Version, Installed: a.Installed,
+		OK: a.OK, Missing: a.Missing}
+	for _, c := range a.Assessed {
+		out.Capabilities = append(out.Capabilities, schema.Capability{Name: c.Name, Required: c.Need == core.NeedRequired,
+			Need: schema.CapabilityNeed(c.Need), Reason: c.Reason, Available: c.Available, Detail: c.Detail})
 	}
 	return out
 }

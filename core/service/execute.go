@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/handoff"
+	"github.com/bridge-dev/bridge/internal/inputfile"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -37,7 +38,7 @@ func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExec
 	}
 	s.previews.mu.Unlock()
 	if p == nil {
-		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeNotFound, "preview %q not found or older than 30 minutes: run migration/preview again", req.PreviewID)
+		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeNotFound, "preview %q not found or older than 30 minutes: make a new preview", req.PreviewID)
 	}
 	if req.GoalRounds < 0 {
 		return schema.MigrationExecuteResult{}, invalidField("goalRounds", "goalRounds must not be negative")
@@ -50,13 +51,16 @@ func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExec
 	if path == "" {
 		path = p.path
 	}
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(ctx, path, "handoff file", MaxHandoffBytes)
 	if err != nil {
-		return schema.MigrationExecuteResult{}, core.E(core.CodeInvalid, "read the preview file", err)
+		return schema.MigrationExecuteResult{}, err
 	}
 	summary := string(b)
 	if strings.TrimSpace(summary) == "" {
-		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeInvalid, "the preview file %s is empty", path)
+		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeInvalid, "the preview file %s is empty", core.Quote(path))
+	}
+	if err := checkHandoffText(path, summary); err != nil {
+		return schema.MigrationExecuteResult{}, err
 	}
 	var warnings []string
 	if _, err := handoff.Parse(summary); err != nil {
@@ -256,4 +260,24 @@ func (s *Service) hasVision(ctx context.Context, target core.Session) (bool, str
 		}
 	}
 	return false, fmt.Sprintf("%s does not list the target model %s", target.Harness, target.Model)
+}
+
+// MaxHandoffBytes bounds an edited handoff file read by migration/execute
+// (it becomes the kickoff prompt, one entry of the record).
+const MaxHandoffBytes = 4 << 20
+
+// checkHandoffText refuses a file that is not an edited handoff: text that
+// is not UTF-8, holds NUL bytes, or has none of the five section headings.
+// A handoff missing some sections is still sent (with a warning).
+func checkHandoffText(path, text string) error {
+	if !utf8.ValidString(text) || strings.ContainsRune(text, 0) {
+		return core.Errorf(core.CodeInvalid, "handoff file %s is not UTF-8 text", core.Quote(path))
+	}
+	_, secs := handoff.SplitSections(text)
+	for _, sec := range secs {
+		if handoff.IsSectionTitle(sec.Title) {
+			return nil
+		}
+	}
+	return core.Errorf(core.CodeInvalid, "handoff file %s is not a handoff: it has none of the sections (## Goal, ## Current state, …)", core.Quote(path))
 }

@@ -42,6 +42,9 @@ type rigOptions struct {
 	riskyEntries        int
 	// wrap replaces the fake host (a different version, say).
 	wrap func(*fake.Host) core.BridgeHost
+	// permissions and approvalTimeout are service.Options'.
+	permissions     service.PermissionAsker
+	approvalTimeout time.Duration
 }
 
 func newRig(t *testing.T, o rigOptions) *rig {
@@ -61,7 +64,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	hosts := append([]core.BridgeHost{main}, o.extra...)
 	rec := servicetest.NewRecorder()
 	svc, err := service.New(service.Options{Store: db, Hosts: hosts, Notifier: rec, DataDir: dir,
-		Presets: o.presets, CheckpointTimeout: o.timeout,
+		Presets: o.presets, CheckpointTimeout: o.timeout, Permissions: o.permissions, ApprovalTimeout: o.approvalTimeout,
 		NoShutdownCheckpoint: !o.shutdownCheckpoints, ShutdownCheckpoint: o.shutdownLimit,
 		SuspendAfter: o.suspendAfter, RiskyResumeEntries: o.riskyEntries,
 		RepoStatus: func(ctx context.Context, cwd string) (string, error) { return " M src/changed.go\n", nil }})

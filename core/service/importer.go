@@ -2,10 +2,14 @@ package service
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"path/filepath"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/internal/inputfile"
 )
 
 // importBatch is how many entries one import transaction appends.
@@ -19,6 +23,9 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 	if harness == "" || path == "" {
 		return ImportOutcome{}, core.Errorf(core.CodeInvalid, "harness and path are required")
 	}
+	if harness == ExportHarness {
+		return s.importExport(ctx, path)
+	}
 	h, err := s.host(harness)
 	if err != nil {
 		return ImportOutcome{}, err
@@ -31,10 +38,22 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 	if err != nil {
 		return ImportOutcome{}, core.E(core.CodeInvalid, "path", err)
 	}
+	// Refused at once, before the adapter opens anything: a device, a
+	// FIFO, a socket, a folder, a kernel file or an oversized file.
+	if _, err := inputfile.Check(abs, harness+" transcript", 0); err != nil {
+		return ImportOutcome{}, err
+	}
 	progress := progressFrom(ctx)
 	is, err := imp.Import(ctx, abs, func(done, total int64) { progress(done, total, "reading "+filepath.Base(abs)) })
 	if err != nil {
 		return ImportOutcome{}, err
+	}
+	if is.NativeID == "" {
+		// No readable session id: the file's content is its identity, so
+		// importing the same bytes again finds the same session.
+		if is.NativeID, err = contentID(ctx, abs, harness); err != nil {
+			return ImportOutcome{}, err
+		}
 	}
 	var sess core.Session
 	if is.NativeID != "" {
@@ -76,4 +95,22 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 		progress(int64(end), total, "recording entries")
 	}
 	return out, nil
+}
+
+// ContentIDPrefix starts the native session id Bridge gives an imported
+// transcript whose own session id cannot be read: a digest of the file's
+// bytes. It is no id the harness knows, so resume never tries it natively.
+const ContentIDPrefix = "bridge-import-sha256:"
+
+func contentID(ctx context.Context, path, harness string) (string, error) {
+	f, err := inputfile.Open(ctx, path, harness+" transcript", 0)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return ContentIDPrefix + hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -60,3 +60,19 @@ func (s *Service) Search(ctx context.Context, q core.SearchQuery) (core.SearchPa
 	}
 	return se.Search(ctx, q)
 }
+
+// SessionExport is session/export: Export in the contract's types.
+func (s *Service) SessionExport(ctx context.Context, p schema.SessionExportParams) (schema.SessionExportResult, error) {
+	switch p.Format {
+	case "":
+		p.Format = schema.ExportMarkdown
+	case schema.ExportMarkdown, schema.ExportJSON:
+	default:
+		return schema.SessionExportResult{}, invalidField("format", "session/export: format %q is not \"markdown\" or \"json\"", p.Format)
+	}
+	content, err := s.Export(ctx, p.SessionID, string(p.Format))
+	if err != nil {
+		return schema.SessionExportResult{}, err
+	}
+	return schema.SessionExportResult{Format: p.Format, Content: content}, nil
+}

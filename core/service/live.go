@@ -16,6 +16,9 @@ type liveSession struct {
 	svc       *Service
 	sessionID string
 	host      core.BridgeHost
+	preset    core.Preset // answers approvals nobody else answers
+
+	approvals approvals // open permission requests, "always" answers
 
 	live    core.Live
 	closing bool
@@ -265,6 +268,7 @@ func (l *liveSession) close(ctx context.Context) error {
 		l.idleTimer.Stop()
 	}
 	l.mu.Unlock()
+	l.approvals.cancelAll(errSessionClosed)
 	l.svc.mu.Lock()
 	l.closing = true
 	if l.svc.live[l.sessionID] == l {
@@ -360,7 +364,9 @@ func (s *Service) liveFor(sessionID string) *liveSession {
 // until the caller has created it and called markRecorded.
 func (s *Service) startLive(ctx context.Context, h core.BridgeHost, sess core.Session, preset core.Preset, native string, recorded bool) (*liveSession, error) {
 	l := newLive(s, sess.ID, h, recorded)
-	req := core.CreateRequest{Cwd: sess.Cwd, Preset: preset, Model: sess.Model, Effort: sess.Effort, Title: sess.Title}
+	l.preset = preset
+	req := core.CreateRequest{Cwd: sess.Cwd, Preset: preset, Model: sess.Model, Effort: sess.Effort, Title: sess.Title,
+		Approve: l.approve}
 	var (
 		live core.Live
 		err  error

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/bridge-dev/bridge/adapters/fake"
@@ -304,3 +305,44 @@ func TestPromptRefusesBadImages(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrationExecuteReadsOnlyAHandoff: migration/execute with a path
+// reads a regular, bounded file holding a handoff; a device, a FIFO, a
+// kernel file, /etc/passwd or binary data is refused before anything
+// starts, and the preview can still be executed afterwards.
+func TestMigrationExecuteReadsOnlyAHandoff(t *testing.T) {
+	ctx := context.Background()
+	var prompts []string
+	r, src := migrationRig(t, fake.Options{}, &prompts)
+	p, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Preset: "reviewer"}})
+	if err != nil {
+		t.Fatalf("preview: %v", err)
+	}
+	prompts = nil
+	tmp := t.TempDir()
+	fifo := filepath.Join(tmp, "fifo.md")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	binary := filepath.Join(tmp, "binary.md")
+	os.WriteFile(binary, []byte("## Goal\n\x00\xff\xfe"), 0o600)
+	huge := filepath.Join(tmp, "huge.md")
+	os.WriteFile(huge, []byte("## Goal\n"+strings.Repeat("x", maxHandoffBytes)), 0o600)
+	sessionsBefore, _, _ := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true})
+	for _, path := range []string{"/etc/passwd", "/dev/zero", "/proc/self/environ", fifo, binary, huge, tmp} {
+		_, err := r.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID, Path: path})
+		if core.ErrorCode(err) != core.CodeInvalid || len(err.Error()) > 400 {
+			t.Errorf("%s: want a short invalid error, got %v", path, err)
+		}
+	}
+	if after, _, _ := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true}); len(after) != len(sessionsBefore) || len(prompts) != 0 {
+		t.Fatalf("a refused execute started something: %d sessions (was %d), prompts %q", len(after), len(sessionsBefore), prompts)
+	}
+	if _, err := r.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID}); err != nil {
+		t.Fatalf("execute after the refusals: %v", err)
+	}
+}
+
+// maxHandoffBytes mirrors service.MaxHandoffBytes (this file does not
+// import the package under its name).
+const maxHandoffBytes = 4 << 20

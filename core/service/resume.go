@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/checkpoint"
@@ -51,6 +52,8 @@ func (s *Service) resume(ctx context.Context, sessionID string, fresh bool) (Res
 	switch {
 	case sess.NativeSessionID == "":
 		reason = "the harness never reported its own session id"
+	case strings.HasPrefix(sess.NativeSessionID, ContentIDPrefix):
+		reason = "the imported transcript had no readable session id"
 	case !canResume || !s.capabilities(ctx, h).Has(core.CapNativeResume):
 		reason = fmt.Sprintf("harness %s has no native resume", h.Harness())
 	default:

@@ -31,6 +31,13 @@ type Options struct {
 	// ResponseReserve is the number of tokens kept free for a response
 	// (the response_reserve trigger); 0 disables it.
 	ResponseReserve int64
+	// Permissions asks the client about harness permission requests; nil
+	// when the client did not declare capabilities.session.requestPermission
+	// (the preset's policy answers, default reject).
+	Permissions PermissionAsker
+	// ApprovalTimeout bounds the wait for the client's answer (default
+	// 5 minutes); then the preset's policy answers.
+	ApprovalTimeout time.Duration
 	// Now is the clock (default time.Now).
 	Now core.Clock
 
@@ -114,10 +121,7 @@ func probe(ctx context.Context, h core.BridgeHost) (p core.Probe) {
 	defer func() {
 		if r := recover(); r != nil {
 			p = core.Probe{Harness: h.Harness()}
-			for _, n := range core.RequiredCapabilities {
-				p.Capabilities = append(p.Capabilities, core.Capability{Name: n, Required: true, Detail: fmt.Sprintf("probe failed: %v", r)})
-			}
-			for _, n := range core.OptionalCapabilities {
+			for _, n := range core.Capabilities {
 				p.Capabilities = append(p.Capabilities, core.Capability{Name: n, Detail: fmt.Sprintf("probe failed: %v", r)})
 			}
 		}

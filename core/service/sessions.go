@@ -215,6 +215,9 @@ func (s *Service) cancel(ctx context.Context, sessionID string) error {
 	if l == nil {
 		return nil
 	}
+	// Open permission requests get the policy's answer (and the client a
+	// $/cancelRequest) before the harness is interrupted.
+	l.approvals.cancelAll(errTurnCancelled)
 	if err := l.live.Cancel(ctx); err != nil {
 		return wrapHarness(l.host.Harness(), err)
 	}

@@ -141,7 +141,16 @@ func definitions() (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &jsonschema.Reflector{AllowAdditionalProperties: true, Anonymous: true, CommentMap: comments}
+	custom := map[string]*jsonschema.Schema{}
+	r := &jsonschema.Reflector{AllowAdditionalProperties: true, Anonymous: true, CommentMap: comments,
+		Mapper: func(t reflect.Type) *jsonschema.Schema {
+			sh, ok := schema.Shapes[t]
+			if !ok {
+				return nil
+			}
+			custom[t.Name()] = shapeSchema(sh)
+			return &jsonschema.Schema{Ref: "#/$defs/" + t.Name()}
+		}}
 	defs := map[string]any{}
 	for _, t := range contractTypes() {
 		if t.Kind() != reflect.Struct {
@@ -158,6 +167,13 @@ func definitions() (map[string]any, error) {
 			}
 			defs[name] = v
 		}
+	}
+	for name, sch := range custom {
+		v, err := toGeneric(sch)
+		if err != nil {
+			return nil, fmt.Errorf("schema: %s: %w", name, err)
+		}
+		defs[name] = v
 	}
 	for name, v := range defs {
 		m, ok := v.(map[string]any)
@@ -180,6 +196,21 @@ func definitions() (map[string]any, error) {
 		}
 	}
 	return defs, nil
+}
+
+// shapeSchema is the schema of a type's schema.Shape.
+func shapeSchema(sh schema.Shape) *jsonschema.Schema {
+	switch {
+	case sh.IntOrString:
+		return &jsonschema.Schema{OneOf: []*jsonschema.Schema{{Type: "integer"}, {Type: "string"}}}
+	case len(sh.OneOf) > 0:
+		s := &jsonschema.Schema{}
+		for _, n := range sh.OneOf {
+			s.OneOf = append(s.OneOf, &jsonschema.Schema{Ref: "#/$defs/" + n})
+		}
+		return s
+	}
+	return &jsonschema.Schema{Type: sh.Type, Enum: sh.Enum}
 }
 
 // hoistNullableDescription moves the description of a nullable property

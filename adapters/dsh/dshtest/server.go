@@ -191,7 +191,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if len(req.Payload) == 0 || string(req.Payload) == "null" {
 		req.Payload = json.RawMessage("{}")
 	}
-	value, rerr := h(req.RPCID, req.Payload)
+	var value any
+	rerr := validate(method, req.Payload)
+	if rerr == nil {
+		value, rerr = h(req.RPCID, req.Payload)
+	}
 	result := map[string]any{"ok": rerr == nil}
 	call := Call{Method: method, RPCID: req.RPCID, Payload: req.Payload, OK: rerr == nil}
 	if rerr != nil {
@@ -231,9 +235,43 @@ func (s *Server) handlers() map[string]handler {
 		"goal.create":              s.goalCreate,
 		"goal.pause":               s.goalPause,
 		"goal.clear":               s.goalClear,
+		"host.describe":            s.hostDescribe,
+		"llm.models":               s.llmModels,
 		"commands/list":            s.commandsList,
 		"commands/execute":         s.commandsExecute,
 	}
+}
+
+// validate refuses, as DSH's schemas do before any handler runs, a payload
+// whose string fields are not strings ("bad-request").
+func validate(method string, payload json.RawMessage) *rpcError {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &fields); err != nil {
+		return errf("bad-request", "invalid payload for %s", method)
+	}
+	for _, k := range []string{"sessionId", "cwd", "agentPreset", "objective", "title"} {
+		if v, ok := fields[k]; ok && (len(v) == 0 || v[0] != '"') {
+			return errf("bad-request", "invalid payload for %s", method)
+		}
+	}
+	return nil
+}
+
+// hostDescribe answers host.describe as rc.8 does (its web host API
+// reports version 0.0.1).
+func (s *Server) hostDescribe(string, json.RawMessage) (any, *rpcError) {
+	s.mu.Lock()
+	n := len(s.sessions)
+	s.mu.Unlock()
+	return block{"version": "0.0.1", "cwd": "/", "provider": "deepseek-official", "model": "deepseek-v4-flash",
+		"attachedSessions": n, "home": "/", "canOpenPath": false}, nil
+}
+
+// llmModels answers llm.models with the catalog session.models replays.
+func (s *Server) llmModels(string, json.RawMessage) (any, *rpcError) {
+	var v map[string]json.RawMessage
+	_ = json.Unmarshal(s.replay["session.models"], &v)
+	return block{"groups": v["groups"], "failures": []any{}}, nil
 }
 
 // decode reads a payload into v.

@@ -63,7 +63,7 @@ func (s *Server) get(id string) (*session, *rpcError) {
 	defer s.mu.Unlock()
 	ss := s.sessions[id]
 	if ss == nil {
-		return nil, errf("not-found", "Session not found: %s", id)
+		return nil, &rpcError{Code: "session-not-found", Message: fmt.Sprintf("session %q not found", id)}
 	}
 	return ss, nil
 }

@@ -251,6 +251,11 @@ func (s *Server) goalPause(_ string, payload json.RawMessage) (any, *rpcError) {
 		g.UpdatedAt = now()
 		ss.appendEvent("goal/change", s.goalChange("update", g, nil), nil)
 	}
+	if g := ss.goal; g != nil && g.ID == p.Ref.ID && g.Phase != "active" {
+		// rc.8 checks the transition before the revision.
+		return nil, &rpcError{Code: "internal", GoalCode: "GOAL_INVALID_TRANSITION",
+			Message: fmt.Sprintf("GoalError: cannot pause goal %q from phase %q; expected active", g.ID, g.Phase)}
+	}
 	g, e := checkRef(ss, p)
 	if e != nil {
 		return nil, e

@@ -2,7 +2,10 @@
 // share: the tail of its standard error, and its process group.
 package procutil
 
-import "sync"
+import (
+	"strings"
+	"sync"
+)
 
 // TailSize is how much of a harness's standard error ExitInfo keeps.
 const TailSize = 2048
@@ -30,4 +33,16 @@ func (t *Tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf)
+}
+
+// EnvNames returns the names of KEY=VALUE pairs, comma-separated, for
+// diagnostics: a configured environment may hold secrets, so its values are
+// never shown.
+func EnvNames(env []string) string {
+	names := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		names = append(names, k)
+	}
+	return strings.Join(names, ", ")
 }

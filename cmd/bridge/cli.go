@@ -1,0 +1,183 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/term"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// command describes one subcommand for help and argument checks.
+type command struct {
+	// name is the command as typed: "history", "migrate preview".
+	name string
+	// args names the positional arguments ("SESSION"); nargs is how many
+	// there must be (at least, when variadic).
+	args     string
+	nargs    int
+	variadic bool
+	// summary is the one line of the command list; about may add more.
+	summary string
+	about   string
+}
+
+// commands lists every subcommand, in the order help shows them.
+var commands = []command{
+	{name: "serve", summary: "JSON-RPC 2.0 over stdio in LSP framing (the default when stdin is not a terminal)",
+		about: "What an editor extension or a WebUI server launches: it reads LSP-framed JSON-RPC messages\non stdin and answers on stdout until exit. SIGINT or SIGTERM stops it as a shutdown request does."},
+	{name: "version", summary: "print the version"},
+	{name: "doctor", summary: "what each adapter can do, the data directory and the database"},
+	{name: "sessions", summary: "list recorded sessions"},
+	{name: "history", args: "SESSION", nargs: 1, summary: "page a session's record (oldest of the page first)"},
+	{name: "import", args: "PATH", nargs: 1, summary: "bring a harness transcript (or, with --harness bridge, an export) into the record (--harness is required)"},
+	{name: "search", args: "QUERY...", nargs: 1, variadic: true, summary: "search every session's text (--harness, --cwd, --session, --since, --until)"},
+	{name: "export", args: "SESSION", nargs: 1, summary: "render a session as Markdown or lossless JSON (--format, --output)"},
+	{name: "fork", args: "SESSION", nargs: 1, summary: "start a new session on any harness from a point of this one (--entry, --harness)"},
+	{name: "checkpoint", args: "SESSION", nargs: 1, summary: "write a Bridge checkpoint of a session now"},
+	{name: "migrate preview", args: "SESSION", nargs: 1, summary: "write a five-part handoff for another harness, preset or model"},
+	{name: "migrate execute", args: "PREVIEW", nargs: 1, summary: "start the target session from a (possibly edited) preview"},
+	{name: "schema", summary: "print the JSON Schema bundle of the client contract"},
+	{name: "help", args: "[COMMAND]", summary: "show help for bridge or for one command"},
+}
+
+// commandNamed returns the description of a subcommand.
+func commandNamed(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// usageText is `bridge help`.
+func usageText() string {
+	var b strings.Builder
+	b.WriteString("bridge: a sidecar that drives coding-agent harnesses and keeps their record.\n\n")
+	b.WriteString("Usage:\n  bridge [--data-dir DIR] COMMAND [ARGUMENTS] [flags]\n  bridge --version\n  bridge help [COMMAND]\n\nCommands:\n")
+	for _, c := range commands {
+		left := strings.TrimSpace(c.name + " " + c.args)
+		fmt.Fprintf(&b, "  %-27s %s\n", left, c.summary)
+	}
+	b.WriteString(`
+Every command takes --json (machine-readable output; errors too) and --data-dir DIR.
+The data directory is --data-dir, else $BRIDGE_DATA_DIR, else $XDG_DATA_HOME/bridge,
+else ~/.local/share/bridge. Exit status: 0 success, 1 failure, 2 usage error.
+`)
+	return b.String()
+}
+
+// helpText is the help of one subcommand: usage line, description, flags.
+func helpText(c command, fs *flag.FlagSet) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage: bridge %s [flags]\n\n", strings.TrimSpace(c.name+" "+c.args))
+	about := c.summary
+	if c.about != "" {
+		about = c.about
+	}
+	b.WriteString(strings.ToUpper(about[:1]) + strings.TrimSuffix(about[1:], ".") + ".\n")
+	if fs == nil {
+		return b.String()
+	}
+	b.WriteString("\nFlags:\n")
+	fs.VisitAll(func(f *flag.Flag) {
+		_, usage := flag.UnquoteUsage(f)
+		value := valueNames[f.Name]
+		if value == "" {
+			value = strings.ToUpper(f.Name)
+		}
+		if b, isBool := f.Value.(interface{ IsBoolFlag() bool }); isBool && b.IsBoolFlag() {
+			value = ""
+		}
+		left := "--" + f.Name
+		if value != "" {
+			left += " " + value
+		}
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.Name != "data-dir" {
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(&b, "  %-28s %s\n", left, usage)
+	})
+	return b.String()
+}
+
+// valueNames names the values of flags in help, where the flag's own name
+// in capitals would not do.
+var valueNames = map[string]string{"data-dir": "DIR", "before": "SEQ", "max": "N", "goal-rounds": "N",
+	"budget": "CHARS", "max-content-length": "BYTES", "file": "PATH", "log-level": "LEVEL"}
+
+// errHelpShown ends a command whose --help was printed.
+var errHelpShown = errors.New("help shown")
+
+// usageError is a mistake in the command line (exit status 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// report prints a command's failure once: a line on stderr, or with --json
+// a JSON object on stdout. It returns the exit status.
+func (a *app) report(cmd string, err error) int {
+	if q := (quietError{}); errors.As(err, &q) {
+		return 1
+	}
+	var ue usageError
+	isUsage := errors.As(err, &ue)
+	code, status := string(core.ErrorCode(err)), 1
+	if isUsage {
+		code, status = "usage", 2
+	}
+	msg := userMessage(err)
+	if a.wantJSON {
+		out := map[string]any{"error": map[string]any{"code": code, "message": msg}}
+		if isUsage {
+			out["error"].(map[string]any)["usage"] = helpCommand(cmd)
+		}
+		b, _ := json.Marshal(out)
+		fmt.Fprintf(a.stdout, "%s\n", b)
+		return status
+	}
+	prefix := "bridge"
+	if cmd != "" {
+		prefix += " " + cmd
+	}
+	fmt.Fprintf(a.stderr, "%s: %s\n", prefix, msg)
+	if isUsage {
+		fmt.Fprintf(a.stderr, "Run '%s' for usage.\n", helpCommand(cmd))
+	}
+	return status
+}
+
+// helpCommand is the command that shows cmd's help.
+func helpCommand(cmd string) string {
+	if cmd == "" || cmd == "help" {
+		return "bridge help"
+	}
+	return "bridge help " + cmd
+}
+
+// userMessage is what a person reads: the error without the sentinel
+// causes ("core: not found") that only code compares against.
+func userMessage(err error) string {
+	msg := err.Error()
+	for _, s := range []error{core.ErrNotFound, core.ErrCancelled, core.ErrUnsupported} {
+		msg = strings.ReplaceAll(msg, ": "+s.Error(), "")
+	}
+	return msg
+}
+
+// isTerminal reports whether r is a terminal (not merely a character
+// device: /dev/null is one too).
+func isTerminal(r any) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// stderrIsTerminal says whether progress can be drawn.
+func stderrIsTerminal(w io.Writer) bool { return w == io.Writer(os.Stderr) && isTerminal(os.Stderr) }

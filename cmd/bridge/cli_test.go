@@ -1,0 +1,205 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// args fills a command's positional arguments with placeholders.
+func placeholders(c command) []string {
+	out := strings.Fields(c.name)
+	for range c.nargs {
+		out = append(out, "x_placeholder")
+	}
+	return out
+}
+
+// jsonError decodes the JSON error a --json command prints on stdout.
+func jsonError(t *testing.T, stdout string) (code, message string) {
+	t.Helper()
+	var v struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &v); err != nil || v.Error.Code == "" || v.Error.Message == "" {
+		t.Fatalf("want a JSON error on stdout, got %q (%v)", stdout, err)
+	}
+	return v.Error.Code, v.Error.Message
+}
+
+// TestCLIConsistency is the table over every subcommand: help on stdout
+// (--help and `bridge help CMD` alike, naming the positional arguments),
+// usage errors with exit status 2 printed once, extra and missing arguments
+// rejected, and --json errors as JSON.
+func TestCLIConsistency(t *testing.T) {
+	dir := t.TempDir()
+	env := []string{"BRIDGE_DATA_DIR=" + dir}
+	for _, c := range commands {
+		t.Run(c.name, func(t *testing.T) {
+			words := strings.Fields(c.name)
+			if c.name == "help" {
+				words = []string{"help", "help"}
+			}
+			out, stderr, code := runCLI(t, env, append(words, "--help")...)
+			if c.name == "help" {
+				out, stderr, code = runCLI(t, env, "help", "--help")
+			}
+			usage := "Usage: bridge " + strings.TrimSpace(c.name+" "+c.args)
+			if code != 0 || stderr != "" || !strings.HasPrefix(out, usage) {
+				t.Fatalf("--help: exit %d, stdout %q, stderr %q; want exit 0 and %q on stdout", code, out, stderr, usage)
+			}
+			out2, stderr2, code2 := runCLI(t, env, append([]string{"help"}, strings.Fields(c.name)...)...)
+			if code2 != 0 || stderr2 != "" || out2 != out {
+				t.Fatalf("bridge help %s: exit %d, stderr %q, stdout differs from --help:\n%s\nvs\n%s", c.name, code2, stderr2, out2, out)
+			}
+			if c.name == "help" {
+				if _, stderr, code := runCLI(t, env, "help", "no-such-command"); code != 2 || strings.Count(stderr, "no-such-command") != 1 {
+					t.Fatalf("help of an unknown command: exit %d, stderr %q", code, stderr)
+				}
+				return
+			}
+
+			// An unknown flag: exit 2, one message on stderr, nothing on stdout.
+			out, stderr, code = runCLI(t, env, append(placeholders(c), "--no-such-flag")...)
+			if code != 2 || out != "" || strings.Count(stderr, "no-such-flag") != 1 || strings.Contains(stderr, "Usage of") {
+				t.Fatalf("unknown flag: exit %d, stdout %q, stderr %q; want 2 and the error once", code, out, stderr)
+			}
+			// The same with --json: the error is JSON on stdout.
+			out, stderr, code = runCLI(t, env, append(placeholders(c), "--no-such-flag", "--json")...)
+			if code != 2 || stderr != "" {
+				t.Fatalf("unknown flag with --json: exit %d, stderr %q", code, stderr)
+			}
+			if ec, _ := jsonError(t, out); ec != "usage" {
+				t.Fatalf("unknown flag with --json: code %q, want usage", ec)
+			}
+			// An extra argument is rejected, not ignored.
+			if c.variadic {
+				return
+			}
+			out, stderr, code = runCLI(t, env, append(placeholders(c), "extra_arg")...)
+			if code != 2 || out != "" || strings.Count(stderr, "extra_arg") != 1 {
+				t.Fatalf("extra argument: exit %d, stdout %q, stderr %q; want 2 naming it once", code, out, stderr)
+			}
+			// A missing argument too.
+			if c.nargs > 0 {
+				_, stderr, code = runCLI(t, env, words...)
+				if code != 2 || !strings.Contains(stderr, strings.TrimSuffix(strings.Fields(c.args)[0], "...")) {
+					t.Fatalf("missing %s: exit %d, stderr %q", c.args, code, stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestCLIFailures: a command that fails exits 1 with one line on stderr
+// that names no internal package or wire name; with --json the same error is
+// a JSON object on stdout with its code.
+func TestCLIFailures(t *testing.T) {
+	env := []string{"BRIDGE_DATA_DIR=" + t.TempDir()}
+	for _, c := range []struct {
+		args []string
+		code string
+	}{
+		{[]string{"history", "s_none"}, "not_found"},
+		{[]string{"checkpoint", "s_none"}, "not_found"},
+		{[]string{"migrate", "preview", "s_none"}, "not_found"},
+		{[]string{"migrate", "execute", "p_none"}, "not_found"},
+		{[]string{"import", "--harness", "fake", "/nonexistent/x.jsonl"}, "not_found"},
+		{[]string{"doctor", "--harness", "no-such-harness"}, "unavailable"},
+	} {
+		out, stderr, code := runCLI(t, env, c.args...)
+		if code != 1 || out != "" || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 1 and one line", c.args, code, out, stderr)
+		}
+		for _, internal := range []string{"core:", "migration/", "session/", "maxMessages", "sessionId"} {
+			if strings.Contains(stderr, internal) {
+				t.Errorf("%v: the message names %q: %s", c.args, internal, stderr)
+			}
+		}
+		out, stderr, code = runCLI(t, env, append(c.args, "--json")...)
+		if code != 1 || stderr != "" {
+			t.Errorf("%v --json: exit %d, stderr %q", c.args, code, stderr)
+			continue
+		}
+		if ec, msg := jsonError(t, out); ec != c.code || strings.Contains(msg, "core:") {
+			t.Errorf("%v --json: code %q message %q, want code %q", c.args, ec, msg, c.code)
+		}
+	}
+}
+
+// TestCLITopLevel: bridge --help and bridge help print the same on stdout;
+// --version is `bridge version`; an unknown command or flag exits 2 once.
+func TestCLITopLevel(t *testing.T) {
+	h1, e1, c1 := runCLI(t, nil, "--help")
+	h2, e2, c2 := runCLI(t, nil, "help")
+	if c1 != 0 || c2 != 0 || e1 != "" || e2 != "" || h1 != h2 || !strings.Contains(h1, "Commands:") {
+		t.Fatalf("--help (%d %q) and help (%d %q) differ or fail", c1, e1, c2, e2)
+	}
+	for _, c := range commands {
+		if !strings.Contains(h1, "  "+strings.TrimSpace(c.name+" "+c.args)) {
+			t.Errorf("bridge help does not list %s", c.name)
+		}
+	}
+	v1, _, c1 := runCLI(t, nil, "--version")
+	v2, _, c2 := runCLI(t, nil, "version")
+	if c1 != 0 || c2 != 0 || v1 != v2 || !strings.HasPrefix(v1, "bridge ") {
+		t.Fatalf("--version %q (%d), version %q (%d)", v1, c1, v2, c2)
+	}
+	for _, args := range [][]string{{"no-such-command"}, {"--no-such-flag", "sessions"}, {"--version", "sessions"}} {
+		out, stderr, code := runCLI(t, nil, args...)
+		if code != 2 || out != "" || strings.Count(stderr, "\n") != 2 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2, an error line and a hint", args, code, out, stderr)
+		}
+	}
+}
+
+// TestDevNullIsNotATerminal: `bridge < /dev/null` serves (stdin is not a
+// terminal, though /dev/null is a character device): no usage text, and
+// the end of input before shutdown is exit status 1.
+func TestDevNullIsNotATerminal(t *testing.T) {
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	cmd := exec.Command(binPath)
+	cmd.Env = append(os.Environ(), "BRIDGE_DATA_DIR="+t.TempDir())
+	cmd.Stdin = null
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 || strings.Contains(string(out), "Usage") {
+		t.Fatalf("bridge < /dev/null: %v, output %q; want it to serve (exit 1 at the end of input, no usage)", err, out)
+	}
+}
+
+// TestEveryCommandIsDescribed: each subcommand Main dispatches has an entry
+// in commands (which drives help, argument checks and the table above).
+func TestEveryCommandIsDescribed(t *testing.T) {
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := string(src)
+	body = body[strings.Index(body, "switch cmd {"):]
+	body = body[:strings.Index(body, "default:")]
+	n := 0
+	for _, line := range strings.Split(body, "\n") {
+		name, ok := strings.CutPrefix(strings.TrimSpace(line), "case \"")
+		if !ok {
+			continue
+		}
+		name = name[:strings.Index(name, "\"")]
+		n++
+		if _, ok := commandNamed(name); !ok && name != "migrate" {
+			t.Errorf("bridge %s is not in commands", name)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("found only %d commands in main.go's switch", n)
+	}
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/bridge-dev/bridge/adapters/fakemodel"
+)
+
+// These tests drive the real harness programs through the bridge binary
+// against the fake model server, whose model calls a tool the preset does
+// not allow: the harness asks, Bridge relays session/requestPermission to
+// a client that declared capabilities.session.requestPermission, and the
+// client's answer decides.
+
+// toolOnce makes the fake model answer the first request whose last user
+// text contains match with call, and later ones (the turn's follow-up
+// after the tool result) with a plain text.
+func toolOnce(h *harnessEnv, match string, call *fakemodel.ToolCall) {
+	var mu sync.Mutex
+	used := false
+	h.on(match, func(fakemodel.Request) fakemodel.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		if used {
+			return fakemodel.Reply{Text: "Finished."}
+		}
+		used = true
+		return fakemodel.Reply{ToolCall: call}
+	})
+}
+
+// permissionParams is the session/requestPermission params a client reads.
+type permissionParams struct {
+	SessionID string `json:"sessionId"`
+	ToolCall  struct {
+		ToolCallID string          `json:"toolCallId"`
+		Title      string          `json:"title"`
+		Kind       string          `json:"kind"`
+		RawInput   json.RawMessage `json:"rawInput"`
+	} `json:"toolCall"`
+	Options []struct {
+		OptionID string `json:"optionId"`
+		Name     string `json:"name"`
+		Kind     string `json:"kind"`
+	} `json:"options"`
+}
+
+// answering is a client's user: it answers each session/requestPermission
+// with the option of the next kind in kinds, and keeps what it was asked.
+type answering struct {
+	mu    sync.Mutex
+	kinds []string
+	asked []permissionParams
+}
+
+func (a *answering) handle(m wireMsg) (any, *wireError) {
+	if m.Method != "session/requestPermission" {
+		return nil, &wireError{Code: -32601, Message: "not supported"}
+	}
+	var p permissionParams
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		return nil, &wireError{Code: -32602, Message: err.Error()}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.asked = append(a.asked, p)
+	if len(a.kinds) == 0 {
+		return map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}, nil
+	}
+	want := a.kinds[0]
+	a.kinds = a.kinds[1:]
+	for _, o := range p.Options {
+		if o.Kind == want {
+			return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": o.OptionID}}, nil
+		}
+	}
+	return nil, &wireError{Code: -32602, Message: "no option of kind " + want}
+}
+
+func (a *answering) requests() []permissionParams {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]permissionParams(nil), a.asked...)
+}
+
+// approvalCase is one harness's tool call that needs permission.
+type approvalCase struct {
+	harness string
+	// call returns the model's tool call that creates file in the project.
+	call func(h *harnessEnv, name string) *fakemodel.ToolCall
+	// refusal is text the harness's tool result shows for a refusal.
+	refusal string
+}
+
+var approvalCases = []approvalCase{
+	{harness: "claude-code", refusal: "refused", call: func(h *harnessEnv, name string) *fakemodel.ToolCall {
+		in, _ := json.Marshal(map[string]string{"file_path": filepath.Join(h.cwd, name), "content": "approved\n"})
+		return &fakemodel.ToolCall{ID: "toolu_" + strings.TrimSuffix(name, ".txt"), Name: "Write", Input: in}
+	}},
+	{harness: "codex", refusal: "rejected", call: func(h *harnessEnv, name string) *fakemodel.ToolCall {
+		in, _ := json.Marshal(map[string]any{"cmd": "touch " + name, "workdir": h.cwd})
+		return &fakemodel.ToolCall{ID: "call_" + strings.TrimSuffix(name, ".txt"), Name: "exec_command", Input: in}
+	}},
+}
+
+// approvals returns the approval.resolved payloads and the tool.completed
+// payloads of a session's record.
+func approvalsOf(t *testing.T, c *client, sid string) (requested, resolved, tools []map[string]any) {
+	t.Helper()
+	for _, e := range history(t, c, sid) {
+		switch e.Kind {
+		case "approval.requested":
+			requested = append(requested, payloadOf(t, e))
+		case "approval.resolved":
+			resolved = append(resolved, payloadOf(t, e))
+		case "tool.completed":
+			tools = append(tools, payloadOf(t, e))
+		}
+	}
+	return
+}
+
+func TestE2EApprovalsRelayedToTheClient(t *testing.T) {
+	for _, tc := range approvalCases {
+		t.Run(tc.harness, func(t *testing.T) {
+			h := newHarnessEnv(t, harnessOptions{CodexArgs: []string{"-c", `sandbox_mode="workspace-write"`}})
+			toolOnce(h, "create first.txt", tc.call(h, "first.txt"))
+			toolOnce(h, "create second.txt", tc.call(h, "second.txt"))
+			user := &answering{kinds: []string{"allow_once", "reject_once"}}
+			c := startBridge(t, h.dataDir)
+			c.onRequest = user.handle
+			c.initializeWith(map[string]any{"session": map[string]any{"requestPermission": true}}, nil)
+			sid := h.create(t, c, tc.harness, "approvals")
+
+			say(t, c, sid, "create first.txt")
+			asked := user.requests()
+			if len(asked) != 1 {
+				t.Fatalf("the client was asked %d times, want once", len(asked))
+			}
+			p := asked[0]
+			kinds := map[string]bool{}
+			for _, o := range p.Options {
+				kinds[o.Kind] = true
+			}
+			if p.SessionID != sid || p.ToolCall.ToolCallID == "" || p.ToolCall.Title == "" || p.ToolCall.Kind == "" ||
+				len(p.ToolCall.RawInput) == 0 || !kinds["allow_once"] || !kinds["reject_once"] {
+				t.Errorf("session/requestPermission params %+v", p)
+			}
+			if _, err := os.Stat(filepath.Join(h.cwd, "first.txt")); err != nil {
+				t.Errorf("the allowed tool did not run: %v", err)
+			}
+			req, res, tools := approvalsOf(t, c, sid)
+			if len(req) != 1 || len(res) != 1 || res[0]["by"] != "user" || res[0]["allowed"] != true ||
+				res[0]["approvalId"] != req[0]["approvalId"] {
+				t.Fatalf("approval entries %v %v", req, res)
+			}
+			if len(tools) != 1 || tools[0]["isError"] == true {
+				t.Fatalf("the allowed tool's result was not recorded: %v", tools)
+			}
+
+			say(t, c, sid, "create second.txt")
+			if _, err := os.Stat(filepath.Join(h.cwd, "second.txt")); !os.IsNotExist(err) {
+				t.Errorf("a refused tool ran: %v", err)
+			}
+			_, res, _ = approvalsOf(t, c, sid)
+			if len(res) != 2 || res[1]["by"] != "user" || res[1]["allowed"] != false || res[1]["optionKind"] != "reject_once" {
+				t.Fatalf("approval.resolved %v", res)
+			}
+			var told string
+			for _, r := range h.fake.Requests() {
+				told += requestText(r) + "\n"
+			}
+			if !strings.Contains(strings.ToLower(told), tc.refusal) {
+				t.Errorf("the model was not told of the refusal (%q)", tc.refusal)
+			}
+		})
+	}
+}
+
+func TestE2EApprovalsWithoutTheCapabilityAreRejected(t *testing.T) {
+	for _, tc := range approvalCases {
+		t.Run(tc.harness, func(t *testing.T) {
+			h := newHarnessEnv(t, harnessOptions{CodexArgs: []string{"-c", `sandbox_mode="workspace-write"`}})
+			toolOnce(h, "create third.txt", tc.call(h, "third.txt"))
+			user := &answering{kinds: []string{"allow_once"}}
+			c := startBridge(t, h.dataDir)
+			c.onRequest = user.handle
+			c.initialize(nil) // no capabilities.session.requestPermission
+			sid := h.create(t, c, tc.harness, "no capability")
+			say(t, c, sid, "create third.txt")
+			if n := len(user.requests()); n != 0 {
+				t.Fatalf("a client without the capability was asked %d times", n)
+			}
+			if _, err := os.Stat(filepath.Join(h.cwd, "third.txt")); !os.IsNotExist(err) {
+				t.Errorf("a tool nobody allowed ran: %v", err)
+			}
+			_, res, _ := approvalsOf(t, c, sid)
+			if len(res) != 1 || res[0]["by"] != "policy" || res[0]["allowed"] != false ||
+				!strings.Contains(res[0]["reason"].(string), "requestPermission") {
+				t.Fatalf("approval.resolved %v", res)
+			}
+		})
+	}
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestE2EForkClaudeToCodex forks a real Claude Code session at an earlier
+// entry into real Codex: the first request Codex sends to the fake model
+// carries the conversation up to that entry and nothing after it, the fork
+// records its origin, and the source's record is not changed.
+func TestE2EForkClaudeToCodex(t *testing.T) {
+	t.Parallel()
+	h := newHarnessEnv(t, harnessOptions{})
+	h.onText("Forked conversation", "Ready to carry on.")
+	h.onText("ALPHA-ONE", "Noted ALPHA-REPLY.")
+	h.onText("BRAVO-TWO", "Noted BRAVO-REPLY.")
+	h.onText("CHARLIE-THREE", "Noted CHARLIE-REPLY.")
+	c := h.start(t)
+	src := h.create(t, c, "claude-code", "fork source")
+	say(t, c, src, "Remember the code word ALPHA-ONE.")
+	say(t, c, src, "And the second code word BRAVO-TWO.")
+	say(t, c, src, "And the third code word CHARLIE-THREE.")
+
+	var hist struct {
+		Entries []entryWire `json:"entries"`
+	}
+	c.mustCall("session/history", map[string]any{"sessionId": src, "maxMessages": 100}, &hist)
+	// The fork point: the last entry before the third user message.
+	at := ""
+	for i, e := range hist.Entries {
+		if e.Kind == "user.message" && strings.Contains(string(e.Payload), "CHARLIE-THREE") {
+			at = hist.Entries[i-1].ID
+		}
+	}
+	if at == "" {
+		t.Fatalf("no entry before the third message in %d entries", len(hist.Entries))
+	}
+	db := h.openDB(t)
+	n0, sum0 := recordDigest(t, db, src)
+
+	before := len(h.fake.Requests())
+	var res struct {
+		SessionID        string `json:"sessionId"`
+		Harness          string `json:"harness"`
+		ProjectedEntries int    `json:"projectedEntries"`
+		Origin           struct {
+			SessionID string `json:"sessionId"`
+			EntryID   string `json:"entryId"`
+			Harness   string `json:"harness"`
+		} `json:"origin"`
+	}
+	c.mustCall("session/fork", map[string]any{"sessionId": src, "entryId": at, "target": map[string]any{"harness": "codex"}}, &res)
+	if res.SessionID == "" || res.SessionID == src || res.Harness != "codex" || res.Origin.SessionID != src ||
+		res.Origin.EntryID != at || res.Origin.Harness != "claude-code" || res.ProjectedEntries < 4 {
+		t.Fatalf("session/fork = %+v", res)
+	}
+	reqs := h.requestsSince(before)
+	var first string
+	for _, r := range reqs {
+		if r.API == "responses" {
+			first = requestText(r)
+			break
+		}
+	}
+	if first == "" {
+		t.Fatalf("Codex sent no request to the model (%d requests since the fork)", len(reqs))
+	}
+	for _, want := range []string{"ALPHA-ONE", "ALPHA-REPLY", "BRAVO-TWO", "BRAVO-REPLY", src} {
+		if !strings.Contains(first, want) {
+			t.Errorf("Codex's first request lacks %q", want)
+		}
+	}
+	for _, after := range []string{"CHARLIE-THREE", "CHARLIE-REPLY"} {
+		if strings.Contains(first, after) {
+			t.Errorf("Codex's first request carries %q, which came after the fork point", after)
+		}
+	}
+	if n1, sum1 := recordDigest(t, db, src); n1 != n0 || sum1 != sum0 {
+		t.Fatalf("the source changed: %d entries (was %d)", n1, n0)
+	}
+	var fh struct {
+		Entries []entryWire `json:"entries"`
+	}
+	c.mustCall("session/history", map[string]any{"sessionId": res.SessionID, "maxMessages": 100}, &fh)
+	var origin map[string]any
+	for _, e := range fh.Entries {
+		if e.Kind == "user.message" && origin == nil {
+			t.Fatalf("the fork's first message came before its session.forked entry")
+		}
+		if e.Kind == "session.forked" {
+			_ = json.Unmarshal(e.Payload, &origin)
+			break
+		}
+	}
+	if origin["sourceSessionId"] != src || origin["sourceEntryId"] != at {
+		t.Fatalf("origin %v", origin)
+	}
+	if !strings.Contains(string(fh.Entries[len(fh.Entries)-1].Payload), "Ready to carry on") {
+		t.Fatalf("the fork did not run its first turn: last entry %s", fh.Entries[len(fh.Entries)-1].Payload)
+	}
+	// Forking at an entry of another session, or one that does not exist, is refused.
+	if e := c.call("session/fork", map[string]any{"sessionId": res.SessionID, "entryId": at, "target": map[string]any{}}, nil); e == nil || e.Code != -32602 {
+		t.Fatalf("entry of another session: %+v", e)
+	}
+	if code := c.exit(true); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+}

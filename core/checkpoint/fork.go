@@ -1,0 +1,121 @@
+package checkpoint
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// ProjectFork builds the projection a fork starts from: path is the source
+// branch from its root to the fork point (inclusive). With a valid
+// checkpoint on path it is Project's projection of path; without one it is
+// the whole conversation of path (bookkeeping and checkpoint exchanges left
+// out) under the same budget. Either way a tool call whose result comes
+// after the fork point is dropped, so no tool.started is left without its
+// tool.completed, and the budget cut never separates a pair.
+func ProjectFork(path []core.Entry, opt ProjectOptions) Projection {
+	p, err := Project(path, opt)
+	if err != nil {
+		p = Projection{Skipped: p.Skipped}
+		p.Retained = conversation(path)
+		if cut := budgetCut(p.Retained, opt.Budget); cut > 0 {
+			if moved := keepToolPairs(p.Retained, 0, cut); moved < cut {
+				p.Widened = true
+				cut = moved
+			}
+			p.Omitted = cut
+			p.Retained = p.Retained[cut:]
+		}
+		p.Model, p.Effort = opt.Model, opt.Effort
+		if p.Model == "" || p.Effort == "" {
+			m, e := latestModelEffort(path)
+			if p.Model == "" {
+				p.Model = m
+			}
+			if p.Effort == "" {
+				p.Effort = e
+			}
+		}
+	}
+	p.Retained = closedTools(p.Retained)
+	return p
+}
+
+// closedTools returns es without the tool.started entries whose
+// tool.completed is not in es.
+func closedTools(es []core.Entry) []core.Entry {
+	results := map[string]int{}
+	for _, e := range es {
+		if e.Kind == core.KindToolCompleted {
+			results[toolID(e.Payload)]++
+		}
+	}
+	out := make([]core.Entry, 0, len(es))
+	for _, e := range es {
+		if e.Kind == core.KindToolStarted {
+			id := toolID(e.Payload)
+			if results[id] == 0 {
+				continue
+			}
+			results[id]--
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// ForkSource names where a fork comes from, for RenderFork.
+type ForkSource struct {
+	SessionID string
+	EntryID   string
+	Harness   string
+	Title     string
+}
+
+// RenderFork renders a fork's projection as the first prompt of the new
+// session: a preamble naming the source, the checkpoint's summary,
+// decisions, files and open work when there is one, the model, and the
+// conversation up to the fork point, each entry on its own line.
+func RenderFork(src ForkSource, p Projection) string {
+	var b strings.Builder
+	b.WriteString("# Forked conversation\n\n")
+	fmt.Fprintf(&b, "This session continues a conversation held with %s (Bridge session %s", src.Harness, src.SessionID)
+	if src.Title != "" {
+		fmt.Fprintf(&b, ", %q", oneLine(src.Title))
+	}
+	fmt.Fprintf(&b, "), as it stood at entry %s. Treat it as your own memory of the work and carry on from there; do not redo finished work, and wait for the user's next request.\n", src.EntryID)
+	if p.CheckpointEntryID != "" {
+		c := p.Checkpoint
+		b.WriteString("\n## Summary\n\n")
+		b.WriteString(strings.TrimSpace(c.Summary))
+		b.WriteString("\n")
+		section(&b, "Decisions", c.Decisions)
+		section(&b, "Files touched", c.FilesTouched)
+		section(&b, "Open work", c.OpenWork)
+	}
+	if p.Model != "" || p.Effort != "" {
+		b.WriteString("\n## Model of the source\n\n")
+		if p.Model != "" {
+			fmt.Fprintf(&b, "- model: %s\n", p.Model)
+		}
+		if p.Effort != "" {
+			fmt.Fprintf(&b, "- reasoning effort: %s\n", p.Effort)
+		}
+	}
+	if len(p.Retained) > 0 || p.Omitted > 0 {
+		if p.CheckpointEntryID != "" {
+			b.WriteString("\n## Conversation after the summary\n\n")
+		} else {
+			b.WriteString("\n## Conversation so far\n\n")
+		}
+		if p.Omitted > 0 {
+			fmt.Fprintf(&b, "(%d earlier entries omitted)\n", p.Omitted)
+		}
+		for _, e := range p.Retained {
+			b.WriteString(renderEntry(e))
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,184 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// PermissionAsker asks the client's user whether a harness may run a tool
+// (session/requestPermission). It returns the chosen option's id, or ""
+// when the client answered "cancelled". An error (the client answered with
+// one, or is gone, or ctx ended) leaves the decision to the preset's policy.
+type PermissionAsker interface {
+	RequestPermission(ctx context.Context, p PermissionRequest) (optionID string, err error)
+}
+
+// PermissionRequest is one session/requestPermission to the client.
+type PermissionRequest struct {
+	SessionID string
+	Request   core.ApprovalRequest // Options filled
+}
+
+// defaultApprovalTimeout bounds the wait for the client's answer when
+// Options.ApprovalTimeout is not set.
+const defaultApprovalTimeout = 5 * time.Minute
+
+// Why a pending approval's wait ended early.
+var (
+	errTurnCancelled = errors.New("the turn was cancelled")
+	errSessionClosed = errors.New("the session was closed")
+)
+
+// approvals is a live session's open permission requests and its "always"
+// answers.
+type approvals struct {
+	mu     sync.Mutex
+	open   map[*struct{}]context.CancelCauseFunc
+	always map[string]core.ApprovalOption // by request key
+}
+
+// register tracks a pending request; the returned function releases it.
+func (a *approvals) register(cancel context.CancelCauseFunc) func() {
+	tok := new(struct{})
+	a.mu.Lock()
+	if a.open == nil {
+		a.open = map[*struct{}]context.CancelCauseFunc{}
+	}
+	a.open[tok] = cancel
+	a.mu.Unlock()
+	return func() {
+		a.mu.Lock()
+		delete(a.open, tok)
+		a.mu.Unlock()
+	}
+}
+
+// cancelAll ends every pending request's wait with cause.
+func (a *approvals) cancelAll(cause error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, c := range a.open {
+		c(cause)
+	}
+}
+
+// remembered returns the "always" answer given earlier for key.
+func (a *approvals) remembered(key string) (core.ApprovalOption, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	o, ok := a.always[key]
+	return o, ok
+}
+
+// remember keeps an "always" answer for key.
+func (a *approvals) remember(key string, o core.ApprovalOption) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.always == nil {
+		a.always = map[string]core.ApprovalOption{}
+	}
+	a.always[key] = o
+}
+
+// approve is the core.Approver Bridge gives each live session: it records
+// approval.requested, asks the client (when it declared the capability),
+// falls back to the preset's policy, and records approval.resolved with who
+// decided.
+func (l *liveSession) approve(ctx context.Context, req core.ApprovalRequest) core.ApprovalDecision {
+	if len(req.Options) == 0 {
+		req.Options = core.DefaultApprovalOptions()
+	}
+	if req.Key == "" {
+		req.Key = req.Kind
+	}
+	if req.ID == "" {
+		req.ID = req.ToolCallID
+	}
+	requested := map[string]any{"approvalId": req.ID, "toolCallId": req.ToolCallID, "title": req.Title,
+		"kind": req.Kind, "options": req.Options, "harness": l.host.Harness()}
+	if len(req.RawInput) > 0 {
+		requested["rawInput"] = req.RawInput
+	}
+	rec := context.WithoutCancel(ctx)
+	if _, err := l.appendInOrder(rec, core.NewEntry{Kind: core.KindApprovalRequested,
+		NativeID: "approval:" + req.ID + ":requested", Payload: core.Payload(requested)}); err != nil {
+		l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not record approval.requested: %v", l.sessionID, err))
+	}
+	d, remembered := l.decide(ctx, req)
+	resolved := map[string]any{"approvalId": req.ID, "optionId": d.OptionID, "optionKind": d.Kind,
+		"allowed": d.Allowed(), "by": d.By}
+	if d.Reason != "" {
+		resolved["reason"] = d.Reason
+	}
+	if remembered {
+		resolved["remembered"] = true
+	}
+	if _, err := l.appendInOrder(rec, core.NewEntry{Kind: core.KindApprovalResolved,
+		NativeID: "approval:" + req.ID + ":resolved", Payload: core.Payload(resolved)}); err != nil {
+		l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not record approval.resolved: %v", l.sessionID, err))
+	}
+	return d
+}
+
+// decide finds the answer: an earlier "always", the client's user, or the
+// preset's policy. remembered says an earlier "always" answered.
+func (l *liveSession) decide(ctx context.Context, req core.ApprovalRequest) (core.ApprovalDecision, bool) {
+	if o, ok := l.approvals.remembered(req.Key); ok {
+		// Answer with this request's option of the same kind when it has one.
+		d := core.ApprovalDecision{OptionID: o.ID, Kind: o.Kind, By: core.DecidedByUser}
+		for _, x := range req.Options {
+			if x.Kind == o.Kind {
+				d.OptionID = x.ID
+				break
+			}
+		}
+		return d, true
+	}
+	asker := l.svc.opts.Permissions
+	if asker == nil {
+		return core.PolicyDecision(l.preset, req, core.DecidedByPolicy,
+			"the client did not declare capabilities.session.requestPermission"), false
+	}
+	timeout := l.svc.opts.ApprovalTimeout
+	if timeout <= 0 {
+		timeout = defaultApprovalTimeout
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	release := l.approvals.register(cancel)
+	defer release()
+	tctx, stop := context.WithTimeoutCause(wctx, timeout, context.DeadlineExceeded)
+	defer stop()
+	optionID, err := asker.RequestPermission(tctx, PermissionRequest{SessionID: l.sessionID, Request: req})
+	if err != nil {
+		cause := context.Cause(tctx)
+		switch {
+		case errors.Is(cause, errTurnCancelled), errors.Is(cause, errSessionClosed):
+			return core.PolicyDecision(l.preset, req, core.DecidedByPolicy, cause.Error()), false
+		case ctx.Err() != nil:
+			return core.PolicyDecision(l.preset, req, core.DecidedByPolicy, "the harness withdrew the request"), false
+		case errors.Is(cause, context.DeadlineExceeded):
+			return core.PolicyDecision(l.preset, req, core.DecidedByTimeout,
+				fmt.Sprintf("the client did not answer within %s", timeout)), false
+		}
+		return core.PolicyDecision(l.preset, req, core.DecidedByPolicy, "the client answered with an error: "+err.Error()), false
+	}
+	if optionID == "" {
+		return core.PolicyDecision(l.preset, req, core.DecidedByPolicy, "the client cancelled the request"), false
+	}
+	for _, o := range req.Options {
+		if o.ID == optionID {
+			if o.Kind == core.AllowAlways || o.Kind == core.RejectAlways {
+				l.approvals.remember(req.Key, o)
+			}
+			return core.ApprovalDecision{OptionID: o.ID, Kind: o.Kind, By: core.DecidedByUser}, false
+		}
+	}
+	return core.PolicyDecision(l.preset, req, core.DecidedByPolicy,
+		fmt.Sprintf("the client chose %q, which is not one of the options", optionID)), false
+}

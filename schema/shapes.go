@@ -1,0 +1,49 @@
+package schema
+
+import "reflect"
+
+// Shape is what reflection cannot see of a contract type: the values of an
+// enumeration, the members of a tagged union, or that a value is a number
+// or a string. The generator writes it into the type's schema definition;
+// the types themselves carry no schema code, so the binary links no schema
+// generator.
+type Shape struct {
+	// Type is the JSON type of an enumeration ("string" or "integer").
+	Type string
+	// Enum lists an enumeration's values.
+	Enum []any
+	// OneOf names the definitions a tagged union is one of.
+	OneOf []string
+	// IntOrString is true for an id or a token: an integer or a string.
+	IntOrString bool
+}
+
+func enum[T ~string](values ...T) Shape {
+	s := Shape{Type: "string"}
+	for _, v := range values {
+		s.Enum = append(s.Enum, string(v))
+	}
+	return s
+}
+
+// Shapes maps contract types to their shapes. Callers must not modify it.
+var Shapes = map[reflect.Type]Shape{
+	reflect.TypeFor[RequestID]():             {IntOrString: true},
+	reflect.TypeFor[ProgressToken]():         {IntOrString: true},
+	reflect.TypeFor[MessageType]():           {Type: "integer", Enum: []any{1, 2, 3, 4}},
+	reflect.TypeFor[CompactionTrigger]():     enum(TriggerManual, TriggerAuto, TriggerUnknown),
+	reflect.TypeFor[RestoreMode]():           enum(ModeHot, ModeNative, ModeCheckpointRestored, ModeFresh),
+	reflect.TypeFor[ResumeRequestMode]():     enum(ResumeFresh),
+	reflect.TypeFor[CompactedBy]():           enum(CompactedByHarness, CompactedByBridge),
+	reflect.TypeFor[Provenance]():            enum(ProvenanceAgent, ProvenanceController, ProvenanceReconstructed),
+	reflect.TypeFor[CheckpointReason]():      enum(CheckpointReasons...),
+	reflect.TypeFor[InjectMode]():            enum(InjectGoal, InjectPrompt, InjectBoth),
+	reflect.TypeFor[ErrorCode]():             enum(ErrorCodes...),
+	reflect.TypeFor[CapabilityNeed]():        enum(NeedRequired, NeedOptional, NeedNotApplicable),
+	reflect.TypeFor[PermissionOptionKind]():  enum(AllowOnce, AllowAlways, RejectOnce, RejectAlways),
+	reflect.TypeFor[PermissionOutcomeKind](): enum(OutcomeSelected, OutcomeCancelled),
+	reflect.TypeFor[ExportFormat]():          enum(ExportMarkdown, ExportJSON),
+	reflect.TypeFor[Content]():               {OneOf: []string{"TextContent", "ImageContent"}},
+	reflect.TypeFor[WorkDoneProgress](): {OneOf: []string{"WorkDoneProgressBegin", "WorkDoneProgressReport",
+		"WorkDoneProgressEnd"}},
+}
