@@ -318,12 +318,19 @@ type SessionSuspendResult struct {
 }
 
 // SessionImportParams brings an existing harness transcript into the
-// record. Importing the same file twice adds nothing.
+// record. Importing the same file twice adds nothing. With discover, Bridge
+// finds the transcripts each installed harness keeps in its usual places
+// and imports what is new or grown since the last discovery.
 type SessionImportParams struct {
-	// Harness is the harness that wrote the transcript.
-	Harness string `json:"harness"`
-	// Path is the transcript file.
-	Path string `json:"path"`
+	// Harness is the harness that wrote the transcript ("bridge" for a
+	// `session/export` JSON document). With discover it limits discovery to
+	// this harness.
+	Harness string `json:"harness,omitempty"`
+	// Path is the transcript file; required unless discover is set.
+	Path string `json:"path,omitempty"`
+	// Discover searches every harness's usual transcript folders instead of
+	// importing one file.
+	Discover bool `json:"discover,omitempty"`
 	WorkDoneProgressParams
 }
 
@@ -336,6 +343,9 @@ type SessionImportResult struct {
 	// ContextCompacted is the number of context.compacted entries in the
 	// imported session.
 	ContextCompacted int `json:"contextCompacted"`
+	// Discovered has one summary per harness after a discovery (sessionId
+	// is then "" and entries counts every harness's).
+	Discovered []DiscoverSummary `json:"discovered,omitempty"`
 }
 
 // DoctorParams asks for the capability report.

@@ -82,6 +82,7 @@ type mapper struct {
 	started       map[string]bool
 	finished      map[string]bool
 	edits         map[string][]string // files of open tool calls of kind edit
+	toolKinds     map[string]string   // tool call id -> ACP tool kind (permission requests may omit it)
 	compactions   map[string]*compactionState
 	pendingCompct *core.Compacted
 }
@@ -94,7 +95,7 @@ type compactionState struct {
 func newMapper(harness, sessionID, nonce string, mode mapMode) *mapper {
 	return &mapper{harness: harness, sessionID: sessionID, nonce: nonce, mode: mode,
 		started: map[string]bool{}, finished: map[string]bool{}, edits: map[string][]string{},
-		compactions: map[string]*compactionState{}}
+		compactions: map[string]*compactionState{}, toolKinds: map[string]string{}}
 }
 
 // nativeID returns a fresh id, unique across processes (nonce) and within
@@ -375,6 +376,9 @@ func (m *mapper) tool(kind string, raw json.RawMessage) []core.Event {
 			out = append(out, m.harnessEvent(kind, raw))
 		}
 		return out
+	}
+	if u.Kind != "" {
+		m.toolKinds[u.ToolCallID] = u.Kind
 	}
 	if !m.emitting() {
 		return out

@@ -322,6 +322,7 @@ func (h *Host) CreateSession(ctx context.Context, req core.CreateRequest, sink c
 	l := h.newLive(s, info.ID, dir, sink)
 	l.mu.Lock()
 	l.provider, l.model, l.agent, l.variant = provider, modelID, agent, effort
+	l.req = req
 	l.mu.Unlock()
 	return l, nil
 }
@@ -368,6 +369,7 @@ func (h *Host) Resume(ctx context.Context, req core.ResumeRequest, sink core.Eve
 	}
 	l.agent = req.Preset.Agent
 	l.variant = req.Effort
+	l.req = req.CreateRequest
 	return l, nil
 }
 

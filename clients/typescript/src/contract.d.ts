@@ -254,6 +254,52 @@ export interface ContextCompactedNotification {
   trigger: CompactionTrigger;
 }
 /**
+ * DiscoverFailure is one transcript discovery could not import.
+ */
+export interface DiscoverFailure {
+  /**
+   * Error says why.
+   */
+  error: string;
+  /**
+   * Path is the transcript.
+   */
+  path: string;
+}
+/**
+ * DiscoverSummary is what discovery did for one harness.
+ */
+export interface DiscoverSummary {
+  /**
+   * Entries is the number of entries added.
+   */
+  entries: number;
+  /**
+   * Failed lists transcripts that could not be imported, with why.
+   */
+  failed?: DiscoverFailure[];
+  /**
+   * Files is the number of transcripts found.
+   */
+  files: number;
+  /**
+   * Harness is the harness whose transcripts were looked at.
+   */
+  harness: string;
+  /**
+   * Imported is the number of transcripts that added entries.
+   */
+  imported: number;
+  /**
+   * Roots are the folders searched.
+   */
+  roots: string[];
+  /**
+   * Unchanged is the number of transcripts skipped because they did not change since the last discovery.
+   */
+  unchanged: number;
+}
+/**
  * DoctorParams asks for the capability report.
  */
 export interface DoctorParams {
@@ -1544,17 +1590,21 @@ export interface SessionHistoryResult {
   hasMore: boolean;
 }
 /**
- * SessionImportParams brings an existing harness transcript into the record. Importing the same file twice adds nothing.
+ * SessionImportParams brings an existing harness transcript into the record. Importing the same file twice adds nothing. With discover, Bridge finds the transcripts each installed harness keeps in its usual places and imports what is new or grown since the last discovery.
  */
 export interface SessionImportParams {
   /**
-   * Harness is the harness that wrote the transcript.
+   * Discover searches every harness's usual transcript folders instead of importing one file.
    */
-  harness: string;
+  discover?: boolean;
   /**
-   * Path is the transcript file.
+   * Harness is the harness that wrote the transcript ("bridge" for a `session/export` JSON document). With discover it limits discovery to this harness.
    */
-  path: string;
+  harness?: string;
+  /**
+   * Path is the transcript file; required unless discover is set.
+   */
+  path?: string;
   /**
    * WorkDoneToken, when set, is the token Bridge reports $/progress with.
    */
@@ -1568,6 +1618,10 @@ export interface SessionImportResult {
    * ContextCompacted is the number of context.compacted entries in the imported session.
    */
   contextCompacted: number;
+  /**
+   * Discovered has one summary per harness after a discovery (sessionId is then "" and entries counts every harness's).
+   */
+  discovered?: DiscoverSummary[];
   /**
    * Entries is the number of entries this import added.
    */
