@@ -67,8 +67,7 @@ type Service struct {
 	live map[string]*liveSession // by Bridge session id
 
 	probes       map[string]cachedProbe // by harness; see capabilities
-	previews     previews
-	inCheckpoint map[string]bool // sessions with a checkpoint being written
+	inCheckpoint map[string]bool        // sessions with a checkpoint being written
 
 	life     context.Context // ends when Close begins to stop sessions
 	stopLife context.CancelFunc
@@ -144,7 +143,7 @@ func (s *Service) capabilities(ctx context.Context, h core.BridgeHost) core.Prob
 	s.mu.Lock()
 	c, ok := s.probes[h.Harness()]
 	s.mu.Unlock()
-	if ok && time.Since(c.at) < probeTTL {
+	if ok && s.opts.Now().Sub(c.at) < probeTTL {
 		return c.p
 	}
 	p := probe(ctx, h)
@@ -153,7 +152,7 @@ func (s *Service) capabilities(ctx context.Context, h core.BridgeHost) core.Prob
 		if s.probes == nil {
 			s.probes = map[string]cachedProbe{}
 		}
-		s.probes[h.Harness()] = cachedProbe{p: p, at: time.Now()}
+		s.probes[h.Harness()] = cachedProbe{p: p, at: s.opts.Now()}
 		s.mu.Unlock()
 	}
 	return p
