@@ -118,6 +118,12 @@ func (f *fakeBackend) SessionImport(ctx context.Context, p schema.SessionImportP
 func (f *fakeBackend) SessionSuspend(ctx context.Context, p schema.SessionSuspendParams) (schema.SessionSuspendResult, error) {
 	return serve[schema.SessionSuspendParams, schema.SessionSuspendResult](f, ctx, p, nil)
 }
+func (f *fakeBackend) SessionModels(ctx context.Context, p schema.SessionModelsParams) (schema.SessionModelsResult, error) {
+	return serve[schema.SessionModelsParams, schema.SessionModelsResult](f, ctx, p, nil)
+}
+func (f *fakeBackend) SessionSelectModel(ctx context.Context, p schema.SessionSelectModelParams) (schema.SessionSelectModelResult, error) {
+	return serve[schema.SessionSelectModelParams, schema.SessionSelectModelResult](f, ctx, p, nil)
+}
 func (f *fakeBackend) SessionSearch(ctx context.Context, p schema.SessionSearchParams) (schema.SessionSearchResult, error) {
 	return serve[schema.SessionSearchParams, schema.SessionSearchResult](f, ctx, p, nil)
 }
