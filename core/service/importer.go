@@ -55,7 +55,16 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 			return ImportOutcome{}, err
 		}
 	}
+	return s.recordImported(ctx, harness, filepath.Base(abs), is)
+}
+
+// recordImported appends an imported session's entries to the session
+// recorded for its native id (created when there is none), in batches;
+// entries already recorded are skipped. label names the source in errors.
+func (s *Service) recordImported(ctx context.Context, harness, label string, is core.ImportedSession) (ImportOutcome, error) {
+	progress := progressFrom(ctx)
 	var sess core.Session
+	var err error
 	if is.NativeID != "" {
 		sess, err = s.opts.Store.FindSessionByNative(ctx, harness, is.NativeID)
 		if err != nil && core.ErrorCode(err) != core.CodeNotFound {
@@ -65,7 +74,7 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 	if sess.ID == "" {
 		title := is.Title
 		if title == "" {
-			title = "imported: " + filepath.Base(abs)
+			title = "imported: " + label
 		}
 		sess, err = s.opts.Store.CreateSession(ctx, core.Session{ID: core.NewID("s_"), Harness: harness,
 			Cwd: is.Cwd, Title: title, Model: is.Model, NativeSessionID: is.NativeID})
@@ -89,7 +98,7 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 			return err
 		})
 		if err != nil {
-			return ImportOutcome{}, fmt.Errorf("import %s entries %d-%d: %w", filepath.Base(abs), i, end, err)
+			return ImportOutcome{}, fmt.Errorf("import %s entries %d-%d: %w", label, i, end, err)
 		}
 		out.Entries += len(added)
 		progress(int64(end), total, "recording entries")
