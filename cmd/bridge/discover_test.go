@@ -118,7 +118,7 @@ func TestDiscoverImportsOnceThenOnlyWhatGrew(t *testing.T) {
 		"claude-code": {1, importedEntries(t, "claude-code", claudeFile)},
 		"codex": {2, importedEntries(t, "codex", filepath.Join("..", "..", "testdata", "codex", "rollout-tools.recorded.jsonl")) +
 			importedEntries(t, "codex", filepath.Join("..", "..", "testdata", "codex", "rollout-manual-compact.recorded.jsonl"))},
-		"dsh": {1, -1},
+		"dsh":      {1, -1},
 		"opencode": {1, importedEntries(t, "opencode", filepath.Join("..", "..", "testdata", "opencode", "export-after-summarize.recorded.json"))},
 	}
 	for h, w := range want {
