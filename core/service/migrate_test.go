@@ -1,8 +1,11 @@
 package service_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -259,12 +262,15 @@ func TestMigrationImages(t *testing.T) {
 			if _, err := r.svc.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: src.ID, Content: []schema.Content{img, {Type: "text", Text: "LOOK AT THIS second diagram"}}}); err != nil {
 				t.Fatal(err)
 			}
-			kept, _ := filepath.Glob(filepath.Join(r.dir, "attachments", "*.png"))
-			if len(kept) != 1 {
-				t.Fatalf("kept images %v, want the one image once", kept)
+			// The image is kept once, in the record.
+			raw, _ := base64.StdEncoding.DecodeString(png)
+			sum := sha256.Sum256(raw)
+			if a, data, err := r.db.GetAttachment(ctx, hex.EncodeToString(sum[:])); err != nil || !bytes.Equal(data, raw) || a.MediaType != "image/png" {
+				t.Fatalf("kept image: %+v %d bytes %v, want the prompt's image", a, len(data), err)
 			}
-			if st, err := os.Stat(kept[0]); err != nil || st.Mode().Perm() != 0o600 {
-				t.Fatalf("kept image %v %v: want mode 0600", st, err)
+			var n int
+			if err := r.db.SQL().QueryRow(`SELECT count(*) FROM attachments`).Scan(&n); err != nil || n != 1 {
+				t.Fatalf("%d attachments kept (%v), want the one image once", n, err)
 			}
 			p, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Model: c.model}})
 			if err != nil {

@@ -52,8 +52,7 @@ type Service struct {
 	live map[string]*liveSession // by Bridge session id
 
 	probes       map[string]cachedProbe // by harness; see capabilities
-	previews     previews
-	inCheckpoint map[string]bool // sessions with a checkpoint being written
+	inCheckpoint map[string]bool        // sessions with a checkpoint being written
 }
 
 // New returns a Service; call Close when done.
@@ -124,7 +123,7 @@ func (s *Service) capabilities(ctx context.Context, h core.BridgeHost) core.Prob
 	s.mu.Lock()
 	c, ok := s.probes[h.Harness()]
 	s.mu.Unlock()
-	if ok && time.Since(c.at) < probeTTL {
+	if ok && s.opts.Now().Sub(c.at) < probeTTL {
 		return c.p
 	}
 	p := probe(ctx, h)
@@ -133,7 +132,7 @@ func (s *Service) capabilities(ctx context.Context, h core.BridgeHost) core.Prob
 		if s.probes == nil {
 			s.probes = map[string]cachedProbe{}
 		}
-		s.probes[h.Harness()] = cachedProbe{p: p, at: time.Now()}
+		s.probes[h.Harness()] = cachedProbe{p: p, at: s.opts.Now()}
 		s.mu.Unlock()
 	}
 	return p

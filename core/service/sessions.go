@@ -131,7 +131,7 @@ func (s *Service) runTurn(ctx context.Context, l *liveSession, content []core.Co
 			text = append(text, c.Text)
 			continue
 		}
-		a, err := s.keepAttachment(c)
+		a, err := s.keepAttachment(ctx, c)
 		if err != nil {
 			return core.TurnResult{}, err
 		}
