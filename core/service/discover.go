@@ -125,7 +125,8 @@ func (s *Service) discoverOne(ctx context.Context, dl core.DiscoveryLog, harness
 			return 0, err
 		}
 		for _, is := range sessions {
-			one, err := s.recordImported(quiet, harness, harness+" session "+is.NativeID, is)
+			label := harness + " session " + is.NativeID
+			one, err := s.recordImported(quiet, harness, is, "imported: "+label, label, func(int64, int64) {})
 			if err != nil {
 				return r.Entries, err
 			}

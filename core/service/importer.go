@@ -55,14 +55,15 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 			return ImportOutcome{}, err
 		}
 	}
-	return s.recordImported(ctx, harness, filepath.Base(abs), is)
+	return s.recordImported(ctx, harness, is, "imported: "+filepath.Base(abs), filepath.Base(abs),
+		func(done, total int64) { progress(done, total, "recording entries") })
 }
 
-// recordImported appends an imported session's entries to the session
-// recorded for its native id (created when there is none), in batches;
-// entries already recorded are skipped. label names the source in errors.
-func (s *Service) recordImported(ctx context.Context, harness, label string, is core.ImportedSession) (ImportOutcome, error) {
-	progress := progressFrom(ctx)
+// recordImported records a session read from a harness (a transcript file,
+// or the harness's own history): the session found by its native id, else a
+// new one titled is.Title or title, and the entries not yet recorded (by
+// their native ids).
+func (s *Service) recordImported(ctx context.Context, harness string, is core.ImportedSession, title, what string, progress func(done, total int64)) (ImportOutcome, error) {
 	var sess core.Session
 	var err error
 	if is.NativeID != "" {
@@ -72,9 +73,8 @@ func (s *Service) recordImported(ctx context.Context, harness, label string, is 
 		}
 	}
 	if sess.ID == "" {
-		title := is.Title
-		if title == "" {
-			title = "imported: " + label
+		if is.Title != "" {
+			title = is.Title
 		}
 		sess, err = s.opts.Store.CreateSession(ctx, core.Session{ID: core.NewID("s_"), Harness: harness,
 			Cwd: is.Cwd, Title: title, Model: is.Model, NativeSessionID: is.NativeID})
@@ -98,10 +98,10 @@ func (s *Service) recordImported(ctx context.Context, harness, label string, is 
 			return err
 		})
 		if err != nil {
-			return ImportOutcome{}, fmt.Errorf("import %s entries %d-%d: %w", label, i, end, err)
+			return ImportOutcome{}, fmt.Errorf("import %s entries %d-%d: %w", what, i, end, err)
 		}
 		out.Entries += len(added)
-		progress(int64(end), total, "recording entries")
+		progress(int64(end), total)
 	}
 	return out, nil
 }
