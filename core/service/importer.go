@@ -67,7 +67,7 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 		if title == "" {
 			title = "imported: " + filepath.Base(abs)
 		}
-		sess, err = s.opts.Store.CreateSession(ctx, core.Session{ID: core.NewID("s_"), Harness: harness,
+		sess, err = s.opts.Store.CreateSession(ctx, core.Session{ID: s.opts.IDs.New("s_"), Harness: harness,
 			Cwd: is.Cwd, Title: title, Model: is.Model, NativeSessionID: is.NativeID})
 		if err != nil {
 			return ImportOutcome{}, fmt.Errorf("record imported session: %w", err)
