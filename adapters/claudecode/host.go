@@ -383,9 +383,27 @@ func (h *Host) Models(ctx context.Context) ([]core.Model, error) {
 	}
 	out := make([]core.Model, 0, len(init.Models))
 	for _, m := range init.Models {
-		out = append(out, core.Model{ID: m.Value, Name: m.DisplayName, Efforts: m.Efforts, Vision: true})
+		out = append(out, core.Model{ID: m.Value, Name: m.DisplayName, Efforts: m.Efforts, Vision: true,
+			ContextWindow: h.ContextWindow(m.Value)})
 	}
 	return out, nil
+}
+
+// ContextWindow is Claude Code's window for model: 1,000,000 tokens for a
+// model asked for with the "[1m]" suffix, the standard 200,000 for any
+// other Claude model or alias, 0 (unknown) for a name Claude Code does not
+// know as Claude's.
+func (h *Host) ContextWindow(model string) int64 {
+	m := strings.ToLower(strings.TrimSpace(model))
+	if strings.HasSuffix(m, "[1m]") {
+		return 1_000_000
+	}
+	switch {
+	case m == "default", m == "opus", m == "sonnet", m == "haiku", m == "fable", m == "opusplan",
+		strings.HasPrefix(m, "claude-"):
+		return 200_000
+	}
+	return 0
 }
 
 // ArchiveSession is unsupported: Claude Code has no archive operation.

@@ -46,7 +46,8 @@ type live struct {
 	initSession string     // session_id of the first system/init
 	stderr      procutil.Tail
 
-	reqSeq atomic.Int64
+	reqSeq  atomic.Int64
+	million atomic.Bool // the model was asked for with the "[1m]" suffix
 
 	done chan struct{}
 	exit core.ExitInfo
@@ -74,6 +75,11 @@ func startLive(cmd *exec.Cmd, req core.CreateRequest, sink core.EventSink) (*liv
 		user(ev)
 	}
 	l := &live{cmd: cmd, req: req, sink: sink, pending: map[string]chan controlResult{}, done: make(chan struct{})}
+	model := req.Model
+	if model == "" {
+		model = req.Preset.Model
+	}
+	l.million.Store(strings.HasSuffix(strings.ToLower(model), "[1m]"))
 	cmd.Stderr = &l.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
@@ -154,6 +160,11 @@ func (l *live) handleLine(raw []byte) {
 		return
 	}
 	for _, ev := range mapStream(&m, raw) {
+		if ev.Model != "" && l.million.Load() && !strings.HasSuffix(ev.Model, "[1m]") {
+			// system/init names the model without the 1M-window suffix
+			// it was asked for; the record keeps what runs.
+			ev.Model += "[1m]"
+		}
 		l.sink(ev)
 	}
 	l.mu.Lock()
@@ -380,6 +391,7 @@ func (l *live) SelectModel(ctx context.Context, model, effort string) error {
 		l.mu.Lock()
 		l.model = model
 		l.mu.Unlock()
+		l.million.Store(strings.HasSuffix(strings.ToLower(model), "[1m]"))
 	}
 	if effort != "" {
 		if _, err := l.control(ctx, map[string]any{"subtype": "apply_flag_settings",

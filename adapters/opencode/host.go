@@ -428,6 +428,9 @@ func (h *Host) Models(ctx context.Context) ([]core.Model, error) {
 					} `json:"input"`
 				} `json:"capabilities"`
 				Variants map[string]json.RawMessage `json:"variants"`
+				Limit    struct {
+					Context int64 `json:"context"`
+				} `json:"limit"`
 			} `json:"models"`
 		} `json:"providers"`
 	}
@@ -441,7 +444,7 @@ func (h *Host) Models(ctx context.Context) ([]core.Model, error) {
 			if id == "" {
 				id = key
 			}
-			mod := core.Model{ID: modelName(p.ID, id), Name: m.Name, Vision: m.Capabilities.Input.Image}
+			mod := core.Model{ID: modelName(p.ID, id), Name: m.Name, Vision: m.Capabilities.Input.Image, ContextWindow: m.Limit.Context}
 			for v := range m.Variants {
 				mod.Efforts = append(mod.Efforts, v)
 			}

@@ -274,7 +274,7 @@ func (a *app) history(ctx context.Context, args []string) error {
 		}
 		entries, more := res.Entries, res.HasMore
 		for _, en := range entries {
-			fmt.Fprintf(a.stdout, "%6d  %s  %-20s %s\n", en.Seq, en.CreatedAt.Local().Format(time.TimeOnly), en.Kind, brief(en.Payload))
+			fmt.Fprintf(a.stdout, "%6d  %s  %-20s %s\n", en.Seq, en.CreatedAt.Local().Format(time.TimeOnly), en.Kind, describe(en.Kind, en.Payload))
 		}
 		if more && len(entries) > 0 {
 			fmt.Fprintf(a.stdout, "… older entries: bridge history %s --before %d\n", pos[0], entries[0].Seq)

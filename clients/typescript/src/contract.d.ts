@@ -1081,6 +1081,10 @@ export interface MigrationTarget {
  */
 export interface Model {
   /**
+   * ContextWindow is the model's context window in tokens, when known.
+   */
+  contextWindow?: number;
+  /**
    * Efforts lists the reasoning efforts the model accepts.
    */
   efforts?: string[];
@@ -1715,6 +1719,32 @@ export interface SessionListResult {
   nextCursor?: string;
 }
 /**
+ * SessionModelsParams asks which models a session's harness offers.
+ */
+export interface SessionModelsParams {
+  /**
+   * SessionID is the session.
+   */
+  sessionId: string;
+}
+/**
+ * SessionModelsResult lists the models on offer and the session's current model and effort.
+ */
+export interface SessionModelsResult {
+  /**
+   * Effort is the session's current reasoning effort ("" when the default).
+   */
+  effort?: string;
+  /**
+   * Model is the session's current model ("" when the harness default).
+   */
+  model?: string;
+  /**
+   * Models are the models the session's harness offers, with their context window where the harness says.
+   */
+  models: Model[];
+}
+/**
  * SessionPromptParams runs one turn; entries stream as session/update meanwhile.
  */
 export interface SessionPromptParams {
@@ -1872,6 +1902,48 @@ export interface SessionSearchResult {
    * NextCursor fetches the next page; absent on the last one.
    */
   nextCursor?: string;
+}
+/**
+ * SessionSelectModelParams switches a live session's model and/or effort. A switch to a model with a smaller context window, or to a lower effort, is a downgrade: a before_downgrade checkpoint is written first, on the old model. A harness that cannot switch live is refused (unavailable) before anything changes.
+ */
+export interface SessionSelectModelParams {
+  /**
+   * Effort is the reasoning effort to switch to ("" keeps the effort).
+   */
+  effort?: string;
+  /**
+   * Model is the model to switch to ("" keeps the model).
+   */
+  model?: string;
+  /**
+   * SessionID is the session.
+   */
+  sessionId: string;
+}
+/**
+ * SessionSelectModelResult says what the session runs with now.
+ */
+export interface SessionSelectModelResult {
+  /**
+   * CheckpointEntryID is the before_downgrade checkpoint written first.
+   */
+  checkpointEntryId?: string;
+  /**
+   * CheckpointNote says why a downgrade wrote no checkpoint (the usual decision suppressed it).
+   */
+  checkpointNote?: string;
+  /**
+   * Downgrade is true when the switch lowered the context window or the effort.
+   */
+  downgrade?: boolean;
+  /**
+   * Effort is the session's effort after the switch.
+   */
+  effort?: string;
+  /**
+   * Model is the session's model after the switch.
+   */
+  model?: string;
 }
 /**
  * SessionUpdateNotification tells the client a new entry was recorded (session/update).
@@ -2129,6 +2201,8 @@ export interface BridgeMethods {
   "session/import": { direction: "clientToServer"; params: SessionImportParams; result: SessionImportResult };
   /** Page the sessions Bridge knows. */
   "session/list": { direction: "clientToServer"; params: SessionListParams; result: SessionListResult };
+  /** List the models the session's harness offers. */
+  "session/models": { direction: "clientToServer"; params: SessionModelsParams; result: SessionModelsResult };
   /** Run one turn; entries stream as session/update. */
   "session/prompt": { direction: "clientToServer"; params: SessionPromptParams; result: SessionPromptResult };
   /** Rename a session. */
@@ -2143,6 +2217,12 @@ export interface BridgeMethods {
   "session/resume": { direction: "clientToServer"; params: SessionResumeParams; result: SessionResumeResult };
   /** Search the text of every session, best hits first. */
   "session/search": { direction: "clientToServer"; params: SessionSearchParams; result: SessionSearchResult };
+  /** Switch a live session's model and/or effort. */
+  "session/selectModel": {
+    direction: "clientToServer";
+    params: SessionSelectModelParams;
+    result: SessionSelectModelResult;
+  };
   /** Stop serving; exit follows. */
   shutdown: { direction: "clientToServer"; params: undefined; result: null };
   /** Create a progress token. */
