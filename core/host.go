@@ -279,6 +279,14 @@ type AttachmentSource interface {
 	Attachment(ctx context.Context, nativeID, ref string) (Content, error)
 }
 
+// HistoryWindower is implemented by hosts that read the newest part of a
+// session's history in one call (session.historyWindow): at most
+// maxMessages user and assistant messages, with what comes between them;
+// moreBefore says whether older history was left out.
+type HistoryWindower interface {
+	HistoryWindow(ctx context.Context, nativeID string, maxMessages int) (entries []NewEntry, moreBefore bool, err error)
+}
+
 // Importer is implemented by adapters that can read a harness transcript
 // file into entries (session/import). Each entry carries a NativeID so that
 // importing the same file twice adds nothing.

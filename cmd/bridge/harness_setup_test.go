@@ -61,6 +61,9 @@ type harnessOptions struct {
 	// against the same fake model server and configures the dsh harness
 	// with its URL.
 	DSH bool
+	// DSHURL configures the dsh harness with this server instead (a fake
+	// DSH web server).
+	DSHURL string
 }
 
 // newHarnessEnv finds claude and codex (failing the test if either is
@@ -115,7 +118,10 @@ func newHarnessEnv(t *testing.T, o harnessOptions) *harnessEnv {
 	}
 	if o.DSH {
 		h.dsh = dshtest.StartReal(t, srv.URL)
-		cfg["harnesses"].(map[string]any)["dsh"] = map[string]any{"options": map[string]any{"url": h.dsh.URL, "pollMs": 50}}
+		o.DSHURL = h.dsh.URL
+	}
+	if o.DSHURL != "" {
+		cfg["harnesses"].(map[string]any)["dsh"] = map[string]any{"options": map[string]any{"url": o.DSHURL, "pollMs": 20}}
 	}
 	if o.CheckpointTimeoutSeconds > 0 {
 		cfg["checkpointTimeoutSeconds"] = o.CheckpointTimeoutSeconds

@@ -131,7 +131,7 @@ func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExec
 		}
 	}
 	kick := handoff.Kickoff(p.Lang, summary, req.Continue)
-	images, ws := s.unresolvedImages(ctx, extra.Unresolved, target)
+	images, ws := s.unresolvedImages(ctx, extra.Unresolved, src, target)
 	warnings = append(warnings, ws...)
 	content := append(images, core.Content{Type: "text", Text: kick})
 	if inject == "prompt" || inject == "both" || !out.GoalCreated {
@@ -199,24 +199,40 @@ func (s *Service) auditMigration(ctx context.Context, src, target core.Session, 
 }
 
 // unresolvedImages recovers the images of the source's unanswered image
-// messages for a vision-capable target; otherwise it says why the target
+// messages for a vision-capable target: those Bridge kept from the
+// prompts, else those the source's harness kept (its session.attachment,
+// for a session Bridge did not create). Otherwise it says why the target
 // gets the text handoff only.
-func (s *Service) unresolvedImages(ctx context.Context, unresolved []unresolvedMeta, target core.Session) ([]core.Content, []string) {
+func (s *Service) unresolvedImages(ctx context.Context, unresolved []unresolvedMeta, source, target core.Session) ([]core.Content, []string) {
 	if len(unresolved) == 0 {
 		return nil, nil
 	}
 	var atts []core.Attachment
+	var refs []core.HostImage
 	images := 0
 	for _, b := range unresolved {
-		atts = append(atts, b.Attachments...)
+		if len(b.Attachments) > 0 {
+			atts = append(atts, b.Attachments...)
+		} else {
+			refs = append(refs, b.HostImages...)
+		}
 		images += b.Images
 	}
 	n := len(unresolved)
-	if len(atts) == 0 {
-		return nil, []string{fmt.Sprintf("%d unresolved image message(s) (%d image(s)) were not kept by Bridge (an imported session?): the target gets the text handoff only", n, images)}
+	var from core.AttachmentSource
+	if len(refs) > 0 && source.NativeSessionID != "" {
+		if h, err := s.host(source.Harness); err == nil && s.capabilities(ctx, h).Has(core.CapAttachment) {
+			from, _ = h.(core.AttachmentSource)
+		}
+	}
+	if from == nil {
+		refs = nil
+	}
+	if len(atts) == 0 && len(refs) == 0 {
+		return nil, []string{fmt.Sprintf("%d unresolved image message(s) (%d image(s)) were kept neither by Bridge nor by a harness it can read them from: the target gets the text handoff only", n, images)}
 	}
 	if ok, why := s.hasVision(ctx, target); !ok {
-		return nil, []string{fmt.Sprintf("%d unresolved image(s) are not sent: %s; the target gets the text handoff only", len(atts), why)}
+		return nil, []string{fmt.Sprintf("%d unresolved image(s) are not sent: %s; the target gets the text handoff only", len(atts)+len(refs), why)}
 	}
 	var out []core.Content
 	var warnings []string
@@ -228,8 +244,25 @@ func (s *Service) unresolvedImages(ctx context.Context, unresolved []unresolvedM
 		}
 		out = append(out, c)
 	}
+	fromHost := 0
+	for _, r := range refs {
+		c, err := from.Attachment(ctx, source.NativeSessionID, r.Ref)
+		if err == nil && (c.Type != "image" || c.Data == "" || c.MediaType == "") {
+			err = core.Errorf(core.CodeHarness, "%s returned no image data for %s", source.Harness, r.Ref)
+		}
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("an unresolved image could not be recovered from %s: %v", source.Harness, err))
+			continue
+		}
+		out = append(out, c)
+		fromHost++
+	}
 	if len(out) > 0 {
-		warnings = append(warnings, fmt.Sprintf("%d unresolved image(s) sent with the kickoff to the vision-capable target", len(out)))
+		w := fmt.Sprintf("%d unresolved image(s) sent with the kickoff to the vision-capable target", len(out))
+		if fromHost > 0 {
+			w += fmt.Sprintf(" (%d recovered from %s's session.attachment)", fromHost, source.Harness)
+		}
+		warnings = append(warnings, w)
 	}
 	return out, warnings
 }

@@ -1008,9 +1008,13 @@ export interface MigrationPreviewParams {
    */
   lang?: "en" | "zh";
   /**
-   * SessionID is the source session.
+   * SessionID is the source session; absent when Source names one.
    */
-  sessionId: string;
+  sessionId?: string;
+  /**
+   * Source, instead of SessionID, names a session Bridge did not create (it exists only on its harness). Bridge reads the window the fold needs from the harness (session.historyWindow in one read where served, else session.history) and records it as an imported session (a session Bridge already records is folded from its record); the harness's session is not changed.
+   */
+  source?: MigrationSource;
   /**
    * SummaryCharBudget bounds the handoff summary (default 2,400).
    */
@@ -1054,6 +1058,19 @@ export interface MigrationPreviewResult {
    * Warnings tell what was dropped or could not be carried.
    */
   warnings: string[];
+}
+/**
+ * MigrationSource names a session on a harness by the harness's own id.
+ */
+export interface MigrationSource {
+  /**
+   * Harness is the harness that holds the session.
+   */
+  harness: string;
+  /**
+   * NativeSessionID is the harness's own session id.
+   */
+  nativeSessionId: string;
 }
 /**
  * MigrationTarget names where a migrated task goes.
