@@ -38,6 +38,8 @@ var shapes = map[string]string{
 	"SessionCompactResult":         "by focusApplied focusNote? entryId?",
 	"SessionCheckpointParams":      "sessionId reason? | workDoneToken?",
 	"SessionCheckpointResult":      "entryId provenance reason",
+	"SessionSuspendParams":         "sessionId",
+	"SessionSuspendResult":         "suspended checkpointEntryId? suppressed?",
 	"SessionImportParams":          "harness? path? | workDoneToken? discover?",
 	"SessionImportResult":          "sessionId entries contextCompacted | discovered?",
 	"DoctorParams":                 "harness?",

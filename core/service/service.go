@@ -43,6 +43,21 @@ type Options struct {
 	// IDs makes the ids of sessions, entries and previews (default
 	// core.DefaultIDs).
 	IDs *core.IDs
+
+	// SuspendAfter is how long a live session may stay idle before it is
+	// checkpointed (before_suspend) and its process stopped (0: 30 min;
+	// negative: never).
+	SuspendAfter time.Duration
+	// ShutdownCheckpoint bounds, in total, the before_shutdown checkpoints
+	// Close writes (0: 20 s).
+	ShutdownCheckpoint time.Duration
+	// NoShutdownCheckpoint turns the before_shutdown checkpoints off.
+	NoShutdownCheckpoint bool
+	// RiskyResumeEntries: a native resume of a session whose last boundary
+	// is more than this many entries behind its head is preceded by a
+	// before_native_resume checkpoint (0: 200; negative: never on this
+	// ground).
+	RiskyResumeEntries int
 }
 
 // Service is Bridge's orchestration. It is safe for concurrent use.
@@ -56,6 +71,10 @@ type Service struct {
 
 	probes       map[string]cachedProbe // by harness; see capabilities
 	inCheckpoint map[string]bool        // sessions with a checkpoint being written
+
+	life     context.Context // ends when Close begins to stop sessions
+	stopLife context.CancelFunc
+	bg       sync.WaitGroup // controller goroutines
 }
 
 // New returns a Service; call Close when done.
@@ -73,6 +92,7 @@ func New(opts Options) (*Service, error) {
 		opts.CheckpointTimeout = 30 * time.Second
 	}
 	s := &Service{opts: opts, hosts: map[string]core.BridgeHost{}, live: map[string]*liveSession{}}
+	s.life, s.stopLife = context.WithCancel(context.Background())
 	s.startedAt = opts.Now()
 	for _, h := range opts.Hosts {
 		s.hosts[h.Harness()] = h
@@ -191,9 +211,16 @@ func (s *Service) announce(es ...core.Entry) {
 	}
 }
 
-// Close stops every live harness session and every adapter that keeps a
-// process of its own.
+// Close is the graceful end of the service, for the shutdown request and
+// the signals alike: every live session with meaningful work since its last
+// boundary gets a before_shutdown checkpoint (in parallel, bounded by
+// Options.ShutdownCheckpoint; Options.NoShutdownCheckpoint turns it off),
+// then every live harness session and every adapter that keeps a process of
+// its own is stopped.
 func (s *Service) Close(ctx context.Context) error {
+	s.shutdownCheckpoints(ctx)
+	s.stopLife()
+	s.waitBackground()
 	s.mu.Lock()
 	lives := make([]*liveSession, 0, len(s.live))
 	for _, l := range s.live {
@@ -215,4 +242,15 @@ func (s *Service) Close(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// waitBackground waits, boundedly, for controller goroutines (cancelled by
+// then) to return.
+func (s *Service) waitBackground() {
+	done := make(chan struct{})
+	go func() { s.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(shutdownGrace):
+	}
 }

@@ -1963,6 +1963,32 @@ export interface SessionSelectModelResult {
   model?: string;
 }
 /**
+ * SessionSuspendParams asks Bridge to suspend a live session (an editor closing its tab): a before_suspend checkpoint when the decision allows, then its harness process is stopped. The next session/prompt or session/resume brings it back, natively where the harness can.
+ */
+export interface SessionSuspendParams {
+  /**
+   * SessionID is the session to suspend.
+   */
+  sessionId: string;
+}
+/**
+ * SessionSuspendResult says what the suspension did.
+ */
+export interface SessionSuspendResult {
+  /**
+   * CheckpointEntryID is the before_suspend checkpoint, when one was written.
+   */
+  checkpointEntryId?: string;
+  /**
+   * Suppressed names the rule that stopped the checkpoint (no_new_work, worker_done, direct_chat), when one did.
+   */
+  suppressed?: string;
+  /**
+   * Suspended is true when a running harness process was stopped; false when none was running (nothing changed).
+   */
+  suspended: boolean;
+}
+/**
  * SessionUpdateNotification tells the client a new entry was recorded (session/update).
  */
 export interface SessionUpdateNotification {
@@ -2240,6 +2266,8 @@ export interface BridgeMethods {
     params: SessionSelectModelParams;
     result: SessionSelectModelResult;
   };
+  /** Checkpoint a live session and stop its process; the next prompt brings it back. */
+  "session/suspend": { direction: "clientToServer"; params: SessionSuspendParams; result: SessionSuspendResult };
   /** Stop serving; exit follows. */
   shutdown: { direction: "clientToServer"; params: undefined; result: null };
   /** Create a progress token. */
