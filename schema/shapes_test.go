@@ -51,7 +51,7 @@ var shapes = map[string]string{
 	"MigrationTarget":              "harness? preset? model? | effort?",
 	"MigrationPreviewResult":       "previewId path summary sections stats warnings",
 	"HandoffSection":               "title body",
-	"MigrationExecuteParams":       "previewId path? continue? inject? goalRounds? | workDoneToken?",
+	"MigrationExecuteParams":       "previewId path? summary? continue? inject? goalRounds? | workDoneToken?",
 	"MigrationExecuteResult":       "targetSessionId modelTransferred goalCreated goalPaused kickoffSent warnings",
 	"SessionUpdateNotification":    "sessionId entry",
 	"ContextCompactedNotification": "sessionId entryId harness trigger preTokens? postTokens? estimated?",

@@ -966,6 +966,10 @@ export interface MigrationExecuteParams {
    */
   previewId: string;
   /**
+   * Summary is the edited handoff itself, given inline instead of in a file (a WebUI's editor); it is checked exactly as an edited file is (UTF-8 text without NUL bytes, at most 4 MiB, at least one of the five section headings; missing sections only warn). Give path or summary, not both.
+   */
+  summary?: string;
+  /**
    * WorkDoneToken, when set, is the token Bridge reports $/progress with.
    */
   workDoneToken?: ProgressToken;
