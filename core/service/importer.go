@@ -85,7 +85,7 @@ func (s *Service) recordImported(ctx context.Context, harness string, is core.Im
 			title = is.Title
 		}
 		// Created with the first batch, in its transaction.
-		newSess = &core.Session{ID: core.NewID("s_"), Harness: harness,
+		newSess = &core.Session{ID: s.opts.IDs.New("s_"), Harness: harness,
 			Cwd: is.Cwd, Title: title, Model: is.Model, NativeSessionID: is.NativeID}
 		sess.ID = newSess.ID
 	}
