@@ -76,6 +76,9 @@ type ApprovalDecision struct {
 	By string
 	// Reason says why, when the user did not decide.
 	Reason string
+	// Cancelled is true when the wait ended because the turn was cancelled
+	// or the session closed (ACP then answers "cancelled").
+	Cancelled bool
 }
 
 // Allowed reports whether the decision lets the tool run.

@@ -134,6 +134,29 @@ type Model struct {
 	Name    string   `json:"name,omitempty"`
 	Efforts []string `json:"efforts,omitempty"`
 	Vision  bool     `json:"vision,omitempty"`
+	// ContextWindow is the model's context window in tokens, 0 when the
+	// harness does not say.
+	ContextWindow int64 `json:"contextWindow,omitempty"`
+}
+
+// ContextWindower is implemented by hosts that know a model's context
+// window without listing models (an id their Models list does not spell,
+// such as Claude Code's "sonnet[1m]"); 0 means unknown.
+type ContextWindower interface {
+	ContextWindow(model string) int64
+}
+
+// Efforts is the order of reasoning efforts, lowest first, across harnesses.
+var Efforts = []string{"none", "minimal", "low", "medium", "high", "xhigh", "max"}
+
+// EffortRank is effort's place in Efforts, -1 when unknown (not comparable).
+func EffortRank(effort string) int {
+	for i, e := range Efforts {
+		if e == effort {
+			return i
+		}
+	}
+	return -1
 }
 
 // Workspace is a working directory a harness knows.
@@ -254,6 +277,14 @@ type GoalClearer interface {
 // attachment referenced in their history (session.attachment).
 type AttachmentSource interface {
 	Attachment(ctx context.Context, nativeID, ref string) (Content, error)
+}
+
+// HistoryWindower is implemented by hosts that read the newest part of a
+// session's history in one call (session.historyWindow): at most
+// maxMessages user and assistant messages, with what comes between them;
+// moreBefore says whether older history was left out.
+type HistoryWindower interface {
+	HistoryWindow(ctx context.Context, nativeID string, maxMessages int) (entries []NewEntry, moreBefore bool, err error)
 }
 
 // Importer is implemented by adapters that can read a harness transcript

@@ -11,6 +11,8 @@ import "context"
 // the database reports is wrapped with %w.
 type Store interface {
 	Writer
+	PreviewStore
+	AttachmentStore
 
 	// GetSession returns the head record of session id.
 	GetSession(ctx context.Context, id string) (Session, error)

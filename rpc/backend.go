@@ -4,7 +4,9 @@
 // Backend (the lead's *service.Service), mapping domain errors to JSON-RPC
 // errors in one table.
 //
-// Start with Serve, which cmd/bridge calls with stdin and stdout.
+// Start with Serve, which cmd/bridge calls with stdin and stdout, and
+// ServeMessages, the same server over a message transport (bridge web's
+// WebSocket).
 package rpc
 
 import (

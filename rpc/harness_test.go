@@ -115,6 +115,15 @@ func (f *fakeBackend) SessionCheckpoint(ctx context.Context, p schema.SessionChe
 func (f *fakeBackend) SessionImport(ctx context.Context, p schema.SessionImportParams) (schema.SessionImportResult, error) {
 	return serve[schema.SessionImportParams, schema.SessionImportResult](f, ctx, p, nil)
 }
+func (f *fakeBackend) SessionSuspend(ctx context.Context, p schema.SessionSuspendParams) (schema.SessionSuspendResult, error) {
+	return serve[schema.SessionSuspendParams, schema.SessionSuspendResult](f, ctx, p, nil)
+}
+func (f *fakeBackend) SessionModels(ctx context.Context, p schema.SessionModelsParams) (schema.SessionModelsResult, error) {
+	return serve[schema.SessionModelsParams, schema.SessionModelsResult](f, ctx, p, nil)
+}
+func (f *fakeBackend) SessionSelectModel(ctx context.Context, p schema.SessionSelectModelParams) (schema.SessionSelectModelResult, error) {
+	return serve[schema.SessionSelectModelParams, schema.SessionSelectModelResult](f, ctx, p, nil)
+}
 func (f *fakeBackend) SessionSearch(ctx context.Context, p schema.SessionSearchParams) (schema.SessionSearchResult, error) {
 	return serve[schema.SessionSearchParams, schema.SessionSearchResult](f, ctx, p, nil)
 }

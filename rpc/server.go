@@ -101,28 +101,42 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (exitCo
 	if cfg.Open == nil {
 		return 1, fmt.Errorf("rpc: Config.Open is nil")
 	}
-	// The connection outlives ctx: its end is a request to shut down,
-	// which still needs the handlers' contexts.
-	life, stop := context.WithCancel(context.WithoutCancel(ctx))
-	defer stop()
-
 	closer := func() error {
 		if c, ok := in.(io.Closer); ok {
 			return c.Close()
 		}
 		return nil
 	}
-	stream := newLSPStream(in, out, cfg.MaxContentLength, log, closer)
+	return serveTransport(ctx, newLSPStream(in, out, cfg.MaxContentLength, log, closer), cfg, log)
+}
+
+// transport is a jsonrpc2.Stream that reports the end of its input.
+type transport interface {
+	jsonrpc2.Stream
+	// ended is closed when reading meets end of input or a failure.
+	ended() <-chan struct{}
+	// failure is the error that ended reading, nil for a clean end.
+	failure() error
+	// onReplied sets the function told the id of every response written.
+	onReplied(func(jsonrpc2.ID))
+}
+
+// serveTransport runs the server over one transport; see Serve.
+func serveTransport(ctx context.Context, stream transport, cfg Config, log *slog.Logger) (exitCode int, err error) {
+	// The connection outlives ctx: its end is a request to shut down,
+	// which still needs the handlers' contexts.
+	life, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
 	s := &server{cfg: cfg, log: log, life: life, exitCh: make(chan int, 1),
 		inflight: make(map[jsonrpc2.ID]running), replies: newReplies(),
 		progressing: make(map[schema.ProgressToken]context.CancelFunc)}
-	stream.replied = s.replies.done
+	stream.onReplied(s.replies.done)
 	s.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithPreempter(s))
 	s.conn.Go(life, s.handle)
 
 	select {
 	case exitCode = <-s.exitCh:
-	case <-stream.done:
+	case <-stream.ended():
 		exitCode = s.exitCode()
 		if serr := stream.failure(); serr != nil {
 			err = fmt.Errorf("rpc: reading from the client: %w", serr)

@@ -158,13 +158,23 @@ func (s *lspStream) readOne() (jsonrpc2.Message, int64, *frameError, error) {
 		return nil, 0, nil, fmt.Errorf("rpc: reading a %d-byte body: %w", length, err)
 	}
 	n := int64(headerLen) + length
+	msg, ferr := decodeBody(body)
+	if ferr != nil {
+		return nil, 0, ferr, nil
+	}
+	return msg, n, nil, nil
+}
+
+// decodeBody decodes one message body, or returns the frame error that
+// answers it. Every transport checks bodies the same way.
+func decodeBody(body []byte) (jsonrpc2.Message, *frameError) {
 	if !json.Valid(body) {
-		return nil, 0, &frameError{err: jsonrpc2.NewError(jsonrpc2.ParseError,
-			"parse error: the message body is not valid JSON")}, nil
+		return nil, &frameError{err: jsonrpc2.NewError(jsonrpc2.ParseError,
+			"parse error: the message body is not valid JSON")}
 	}
 	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
-		return nil, 0, &frameError{err: jsonrpc2.NewError(jsonrpc2.InvalidRequest,
-			"invalid request: batches are not supported over this connection")}, nil
+		return nil, &frameError{err: jsonrpc2.NewError(jsonrpc2.InvalidRequest,
+			"invalid request: batches are not supported over this connection")}
 	}
 	msg, err := jsonrpc2.DecodeMessage(body)
 	if err != nil {
@@ -172,10 +182,10 @@ func (s *lspStream) readOne() (jsonrpc2.Message, int64, *frameError, error) {
 			ID json.RawMessage `json:"id"`
 		}
 		_ = json.Unmarshal(body, &probe)
-		return nil, 0, &frameError{id: wireID(probe.ID), err: jsonrpc2.NewError(jsonrpc2.InvalidRequest,
-			"invalid request: not a JSON-RPC 2.0 message (need jsonrpc \"2.0\", a string method and an integer or string id)")}, nil
+		return nil, &frameError{id: wireID(probe.ID), err: jsonrpc2.NewError(jsonrpc2.InvalidRequest,
+			"invalid request: not a JSON-RPC 2.0 message (need jsonrpc \"2.0\", a string method and an integer or string id)")}
 	}
-	return msg, n, nil, nil
+	return msg, nil
 }
 
 // wireID turns a raw id into a jsonrpc2.ID, or the null id when it is not an
@@ -349,3 +359,9 @@ func truncate(b []byte, n int) string {
 	}
 	return string(b)
 }
+
+// ended is closed when Read meets end of input or a transport failure.
+func (s *lspStream) ended() <-chan struct{} { return s.done }
+
+// onReplied sets the function told the id of every response written.
+func (s *lspStream) onReplied(f func(jsonrpc2.ID)) { s.replied = f }

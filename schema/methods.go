@@ -126,7 +126,10 @@ type Backend interface {
 	SessionResume(ctx context.Context, p SessionResumeParams) (SessionResumeResult, error)
 	SessionCompact(ctx context.Context, p SessionCompactParams) (SessionCompactResult, error)
 	SessionCheckpoint(ctx context.Context, p SessionCheckpointParams) (SessionCheckpointResult, error)
+	SessionSuspend(ctx context.Context, p SessionSuspendParams) (SessionSuspendResult, error)
 	SessionImport(ctx context.Context, p SessionImportParams) (SessionImportResult, error)
+	SessionModels(ctx context.Context, p SessionModelsParams) (SessionModelsResult, error)
+	SessionSelectModel(ctx context.Context, p SessionSelectModelParams) (SessionSelectModelResult, error)
 	SessionSearch(ctx context.Context, p SessionSearchParams) (SessionSearchResult, error)
 	SessionExport(ctx context.Context, p SessionExportParams) (SessionExportResult, error)
 	SessionFork(ctx context.Context, p SessionForkParams) (SessionForkResult, error)
@@ -164,7 +167,10 @@ var Methods = []Method{
 	call("session/resume", Backend.SessionResume, "", "Resume a session and report the mode."),
 	call("session/compact", Backend.SessionCompact, "Compact", "Forward /compact or fall back to a checkpoint."),
 	call("session/checkpoint", Backend.SessionCheckpoint, "Checkpoint", "Write a Bridge checkpoint now."),
+	call("session/suspend", Backend.SessionSuspend, "", "Checkpoint a live session and stop its process; the next prompt brings it back."),
 	call("session/import", Backend.SessionImport, "Import", "Bring a harness transcript into the record."),
+	call("session/models", Backend.SessionModels, "", "List the models the session's harness offers."),
+	call("session/selectModel", Backend.SessionSelectModel, "", "Switch a live session's model and/or effort."),
 	call("session/search", Backend.SessionSearch, "", "Search the text of every session, best hits first."),
 	call("session/export", Backend.SessionExport, "", "Render a session as Markdown or lossless JSON."),
 	call("session/fork", Backend.SessionFork, "Fork", "Start a new session, on any harness, from a point of another."),

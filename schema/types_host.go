@@ -173,6 +173,8 @@ type Model struct {
 	Efforts []string `json:"efforts,omitempty"`
 	// Vision is true when the model reads images.
 	Vision bool `json:"vision,omitempty"`
+	// ContextWindow is the model's context window in tokens, when known.
+	ContextWindow int64 `json:"contextWindow,omitempty"`
 }
 
 // HostSelectModelParams switches a live session's model and/or effort

@@ -148,3 +148,36 @@ func (r SearchHit) MarshalJSON() ([]byte, error) {
 	type plain SearchHit
 	return json.Marshal(filled(plain(r)))
 }
+
+// DiscoverSummary is what discovery did for one harness.
+type DiscoverSummary struct {
+	// Harness is the harness whose transcripts were looked at.
+	Harness string `json:"harness"`
+	// Roots are the folders searched.
+	Roots []string `json:"roots"`
+	// Files is the number of transcripts found.
+	Files int `json:"files"`
+	// Imported is the number of transcripts that added entries.
+	Imported int `json:"imported"`
+	// Unchanged is the number of transcripts skipped because they did not
+	// change since the last discovery.
+	Unchanged int `json:"unchanged"`
+	// Entries is the number of entries added.
+	Entries int `json:"entries"`
+	// Failed lists transcripts that could not be imported, with why.
+	Failed []DiscoverFailure `json:"failed,omitempty"`
+}
+
+// DiscoverFailure is one transcript discovery could not import.
+type DiscoverFailure struct {
+	// Path is the transcript.
+	Path string `json:"path"`
+	// Error says why.
+	Error string `json:"error"`
+}
+
+// MarshalJSON writes empty lists as [] rather than null.
+func (r DiscoverSummary) MarshalJSON() ([]byte, error) {
+	type plain DiscoverSummary
+	return json.Marshal(filled(plain(r)))
+}

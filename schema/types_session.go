@@ -295,13 +295,42 @@ type SessionCheckpointResult struct {
 	Reason CheckpointReason `json:"reason"`
 }
 
+// SessionSuspendParams asks Bridge to suspend a live session (an editor
+// closing its tab): a before_suspend checkpoint when the decision allows,
+// then its harness process is stopped. The next session/prompt or
+// session/resume brings it back, natively where the harness can.
+type SessionSuspendParams struct {
+	// SessionID is the session to suspend.
+	SessionID string `json:"sessionId"`
+}
+
+// SessionSuspendResult says what the suspension did.
+type SessionSuspendResult struct {
+	// Suspended is true when a running harness process was stopped; false
+	// when none was running (nothing changed).
+	Suspended bool `json:"suspended"`
+	// CheckpointEntryID is the before_suspend checkpoint, when one was
+	// written.
+	CheckpointEntryID string `json:"checkpointEntryId,omitempty"`
+	// Suppressed names the rule that stopped the checkpoint (no_new_work,
+	// worker_done, direct_chat), when one did.
+	Suppressed string `json:"suppressed,omitempty"`
+}
+
 // SessionImportParams brings an existing harness transcript into the
-// record. Importing the same file twice adds nothing.
+// record. Importing the same file twice adds nothing. With discover, Bridge
+// finds the transcripts each installed harness keeps in its usual places
+// and imports what is new or grown since the last discovery.
 type SessionImportParams struct {
-	// Harness is the harness that wrote the transcript.
-	Harness string `json:"harness"`
-	// Path is the transcript file.
-	Path string `json:"path"`
+	// Harness is the harness that wrote the transcript ("bridge" for a
+	// `session/export` JSON document). With discover it limits discovery to
+	// this harness.
+	Harness string `json:"harness,omitempty"`
+	// Path is the transcript file; required unless discover is set.
+	Path string `json:"path,omitempty"`
+	// Discover searches every harness's usual transcript folders instead of
+	// importing one file.
+	Discover bool `json:"discover,omitempty"`
 	WorkDoneProgressParams
 }
 
@@ -314,6 +343,9 @@ type SessionImportResult struct {
 	// ContextCompacted is the number of context.compacted entries in the
 	// imported session.
 	ContextCompacted int `json:"contextCompacted"`
+	// Discovered has one summary per harness after a discovery (sessionId
+	// is then "" and entries counts every harness's).
+	Discovered []DiscoverSummary `json:"discovered,omitempty"`
 }
 
 // DoctorParams asks for the capability report.

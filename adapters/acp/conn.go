@@ -47,6 +47,13 @@ type connHandler interface {
 	malformed(line []byte, err error)
 }
 
+// asyncHandler is implemented by handlers some of whose requests wait long
+// (a person's answer): those run on their own goroutine, so the reader
+// keeps delivering responses and notifications meanwhile.
+type asyncHandler interface {
+	async(method string) bool
+}
+
 // rpcError is a JSON-RPC error object.
 type rpcError struct {
 	Code    int             `json:"code"`
@@ -105,6 +112,13 @@ func (c *conn) dispatch(line []byte) {
 	hasID := len(m.ID) > 0 && string(m.ID) != "null"
 	switch {
 	case m.Method != "" && hasID:
+		if a, ok := c.handler.(asyncHandler); ok && a.async(m.Method) {
+			go func() {
+				res, rerr := c.handler.request(m.Method, m.Params)
+				c.reply(m.ID, res, rerr)
+			}()
+			return
+		}
 		res, rerr := c.handler.request(m.Method, m.Params)
 		c.reply(m.ID, res, rerr)
 	case m.Method != "":

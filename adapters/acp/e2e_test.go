@@ -1,11 +1,13 @@
 package acp_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/bridge-dev/bridge/adapters/acp"
@@ -174,46 +176,83 @@ func TestRealAgentSessionAndLoadAfterRestart(t *testing.T) {
 }
 
 // TestRealAgentToolPermission: the real agent asks session/request_permission
-// before writing a file; the "approve" preset allows it, the tool call is
-// recorded as tool.started/tool.completed around the approval, and the file
-// is written.
+// before writing a file (a tool call the default mode does not allow); the
+// request reaches the session's approver with the agent's own options.
+// "Allow once" writes the file and records the tool's result; "reject once"
+// leaves the file unwritten and the model is told; with no approver the
+// preset's policy rejects and the turn still ends.
 func TestRealAgentToolPermission(t *testing.T) {
-	r := newRealAgent(t)
-	ctx := testCtx(t)
-	target := filepath.Join(r.cwd, "approved.txt")
-	input := []byte(`{"file_path":` + strconvQuote(target) + `,"content":"written after approval\n"}`)
-	r.fake.Responder(func(req fakemodel.Request) (fakemodel.Reply, bool) {
-		switch {
-		case strings.Contains(req.LastUserText, "Write the approval file"):
-			return fakemodel.Reply{ToolCall: &fakemodel.ToolCall{ID: "toolu_write_1", Name: "Write", Input: input}}, true
-		case strings.Contains(string(req.Body), "toolu_write_1"):
-			return fakemodel.Reply{Text: "The file is written."}, true
-		}
-		return fakemodel.Reply{}, false
-	})
-	rec := adaptertest.NewEvents()
-	h := acp.New(r.cfg)
-	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: r.cwd, Preset: core.Preset{Name: "trusting", ApprovalPolicy: "approve"}}, rec.Sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	closeLive(t, l)
-	if _, err := l.Prompt(ctx, text("Write the approval file please.")); err != nil {
-		t.Fatal(err)
-	}
-	es := rec.Entries()
-	if b, err := os.ReadFile(target); err != nil || string(b) != "written after approval\n" {
-		t.Errorf("file after an approved write: %q %v", b, err)
-	}
-	req, res := ofKind(es, core.KindApprovalRequested), ofKind(es, core.KindApprovalResolved)
-	if len(req) != 1 || len(res) != 1 || field(t, res[0], "decision") != "approved" {
-		t.Errorf("approvals: %d requested, %d resolved; entries %v", len(req), len(res), kindsOf(es))
-	}
-	if len(ofKind(es, core.KindToolStarted)) == 0 || len(ofKind(es, core.KindToolCompleted)) == 0 {
-		t.Errorf("no tool entries: %v", kindsOf(es))
-	}
-	if !strings.Contains(assistantText(t, es), "The file is written.") {
-		t.Errorf("assistant text %q", assistantText(t, es))
+	for _, tc := range []struct {
+		name    string
+		kind    string // the option kind the approver picks; "" for no approver
+		written bool
+	}{
+		{"allow_once", core.AllowOnce, true},
+		{"reject_once", core.RejectOnce, false},
+		{"no_approver", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRealAgent(t)
+			ctx := testCtx(t)
+			target := filepath.Join(r.cwd, "approved.txt")
+			input := []byte(`{"file_path":` + strconvQuote(target) + `,"content":"written after approval\n"}`)
+			r.fake.Responder(func(req fakemodel.Request) (fakemodel.Reply, bool) {
+				switch {
+				case strings.Contains(string(req.Body), "toolu_write_1"):
+					return fakemodel.Reply{Text: "Finished with the file."}, true
+				case strings.Contains(req.LastUserText, "Write the approval file"):
+					return fakemodel.Reply{ToolCall: &fakemodel.ToolCall{ID: "toolu_write_1", Name: "Write", Input: input}}, true
+				}
+				return fakemodel.Reply{}, false
+			})
+			var mu sync.Mutex
+			var seen []core.ApprovalRequest
+			req := core.CreateRequest{Cwd: r.cwd}
+			if tc.kind != "" {
+				req.Approve = func(ctx context.Context, ar core.ApprovalRequest) core.ApprovalDecision {
+					mu.Lock()
+					seen = append(seen, ar)
+					mu.Unlock()
+					for _, o := range ar.Options {
+						if o.Kind == tc.kind {
+							return core.ApprovalDecision{OptionID: o.ID, Kind: o.Kind, By: core.DecidedByUser}
+						}
+					}
+					t.Errorf("the agent offered no %s option: %+v", tc.kind, ar.Options)
+					return core.ApprovalDecision{Kind: core.RejectOnce}
+				}
+			}
+			rec := adaptertest.NewEvents()
+			l, err := acp.New(r.cfg).CreateSession(ctx, req, rec.Sink)
+			if err != nil {
+				t.Fatal(err)
+			}
+			closeLive(t, l)
+			if _, err := l.Prompt(ctx, text("Write the approval file please.")); err != nil {
+				t.Fatal(err)
+			}
+			es := rec.Entries()
+			_, statErr := os.Stat(target)
+			if tc.written != (statErr == nil) {
+				t.Errorf("file written = %v, want %v", statErr == nil, tc.written)
+			}
+			mu.Lock()
+			if tc.kind != "" && (len(seen) != 1 || seen[0].ToolCallID == "" || seen[0].Kind != "edit" || len(seen[0].RawInput) == 0) {
+				t.Errorf("approver saw %+v", seen)
+			}
+			mu.Unlock()
+			done := ofKind(es, core.KindToolCompleted)
+			if tc.written && len(done) == 0 {
+				t.Errorf("the allowed tool's result was not recorded: %v", kindsOf(es))
+			}
+			if !tc.written {
+				// The agent saw the refusal: its tool call failed with it.
+				if len(done) != 1 || field(t, done[0], "status") != "failed" ||
+					!strings.Contains(string(done[0].Payload), "refused permission") {
+					t.Errorf("the refused tool call ended as %v", done)
+				}
+			}
+		})
 	}
 }
 

@@ -18,6 +18,7 @@ type live struct {
 	a      *agent
 	sink   core.EventSink
 	preset core.Preset
+	req    core.CreateRequest // the approver permission requests go to
 
 	turn sync.Mutex // one prompt (or compaction) at a time
 
@@ -121,7 +122,7 @@ func (h *Host) open(ctx context.Context, req core.CreateRequest, sink core.Event
 	if sink == nil {
 		sink = func(core.Event) {}
 	}
-	l := &live{h: h, sink: sink, preset: req.Preset}
+	l := &live{h: h, sink: sink, preset: req.Preset, req: req}
 	l.m = newMapper(h.cfg.Name, "", newNonce(), modeLive)
 	a, err := h.spawn(ctx, l.cwd(req.Cwd), l)
 	if err != nil {
@@ -272,46 +273,57 @@ func (l *live) request(method string, params json.RawMessage) (any, *rpcError) {
 		return nil, &rpcError{Code: -32602, Message: "invalid session/request_permission params: " + err.Error()}
 	}
 	var tool struct {
-		ToolCallID string `json:"toolCallId"`
-		Title      string `json:"title"`
+		ToolCallID string          `json:"toolCallId"`
+		Title      string          `json:"title"`
+		Kind       string          `json:"kind"`
+		RawInput   json.RawMessage `json:"rawInput"`
 	}
 	_ = json.Unmarshal(req.ToolCall, &tool)
-	approve := strings.EqualFold(l.preset.ApprovalPolicy, "approve")
-	want := []string{"reject_once", "reject_always"}
-	if approve {
-		want = []string{"allow_once", "allow_always"}
-	}
-	chosen, decision := "", "cancelled"
-	for _, kind := range want {
-		for _, o := range req.Options {
-			if o.Kind == kind && chosen == "" {
-				chosen = o.OptionID
-			}
-		}
-	}
-	if chosen != "" {
-		decision = "rejected"
-		if approve {
-			decision = "approved"
-		}
-	}
 	l.mu.Lock()
 	l.approvals++
 	id := fmt.Sprintf("%s:%s:%d", l.m.nonce, tool.ToolCallID, l.approvals)
-	evs := l.m.flush()
-	evs = append(evs,
-		l.m.entry(core.KindApprovalRequested, "approval-req", map[string]any{"approvalId": id, "toolId": tool.ToolCallID,
-			"title": tool.Title, "options": req.Options, "policy": l.preset.ApprovalPolicy}),
-		l.m.entry(core.KindApprovalResolved, "approval-res", map[string]any{"approvalId": id, "decision": decision, "optionId": chosen}))
-	if l.m.mode == modeLive {
+	if tool.Kind == "" {
+		tool.Kind = l.m.toolKinds[tool.ToolCallID]
+	}
+	// What the agent reported before asking is recorded before the request.
+	if evs := l.m.flush(); l.m.mode == modeLive {
 		l.emit(evs)
 	}
 	l.mu.Unlock()
-	if chosen == "" {
+	ar := core.ApprovalRequest{ID: id, ToolCallID: tool.ToolCallID, Title: tool.Title, Kind: tool.Kind, RawInput: tool.RawInput,
+		Key: "acp:" + tool.Kind}
+	if ar.Kind == "" {
+		name, _, _ := strings.Cut(tool.Title, " ")
+		ar.Kind, ar.Key = "other", "acp:"+name
+	}
+	for _, o := range req.Options {
+		ar.Options = append(ar.Options, core.ApprovalOption{ID: o.OptionID, Name: o.Name, Kind: o.Kind})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-l.a.conn.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	d := l.req.Approval(ctx, ar)
+	if d.Cancelled {
+		// ACP: a request open when the turn is cancelled is answered cancelled.
 		return map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}, nil
 	}
-	return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": chosen}}, nil
+	for _, o := range req.Options {
+		if o.OptionID == d.OptionID {
+			return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": o.OptionID}}, nil
+		}
+	}
+	return map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}, nil
 }
+
+// async says which agent requests are answered off the reading goroutine:
+// a permission request waits for a person.
+func (l *live) async(method string) bool { return method == "session/request_permission" }
 
 // malformed keeps a line that is not JSON-RPC as data.
 func (l *live) malformed(line []byte, err error) {

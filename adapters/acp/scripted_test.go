@@ -1,6 +1,7 @@
 package acp_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -87,16 +88,15 @@ func TestMissingProgram(t *testing.T) {
 	}
 }
 
-// TestPermissionPolicy: the preset's ApprovalPolicy answers the agent's
-// session/request_permission, and both sides are recorded.
+// TestPermissionPolicy: with no approver, the preset's ApprovalPolicy
+// answers the agent's session/request_permission with one of its options.
 func TestPermissionPolicy(t *testing.T) {
 	for _, tc := range []struct {
-		preset   core.Preset
-		option   string
-		decision string
+		preset core.Preset
+		option string
 	}{
-		{core.Preset{Name: "trusting", ApprovalPolicy: "approve"}, `"optionId":"allow"`, "approved"},
-		{core.Preset{Name: "careful"}, `"optionId":"deny"`, "rejected"},
+		{core.Preset{Name: "trusting", ApprovalPolicy: "approve"}, `"optionId":"allow"`},
+		{core.Preset{Name: "careful"}, `"optionId":"deny"`},
 	} {
 		t.Run(tc.preset.Name, func(t *testing.T) {
 			ctx := testCtx(t)
@@ -109,16 +109,47 @@ func TestPermissionPolicy(t *testing.T) {
 			if _, err := l.Prompt(ctx, text("permission")); err != nil {
 				t.Fatal(err)
 			}
-			es := rec.Entries()
-			if got := assistantText(t, es); !strings.Contains(got, tc.option) {
+			if got := assistantText(t, rec.Entries()); !strings.Contains(got, tc.option) {
 				t.Errorf("the agent was told %q, want %s", got, tc.option)
 			}
-			req, res := ofKind(es, core.KindApprovalRequested), ofKind(es, core.KindApprovalResolved)
-			if len(req) != 1 || len(res) != 1 {
-				t.Fatalf("approval entries: %d requested, %d resolved", len(req), len(res))
+		})
+	}
+}
+
+// TestPermissionRelayed: the agent's request goes to the approver with its
+// own options, and the approver's choice (or a cancelled turn) is the
+// agent's answer.
+func TestPermissionRelayed(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		decision core.ApprovalDecision
+		told     string
+	}{
+		{"allow", core.ApprovalDecision{OptionID: "allow", Kind: core.AllowOnce, By: core.DecidedByUser}, `"optionId":"allow"`},
+		{"reject", core.ApprovalDecision{OptionID: "deny", Kind: core.RejectOnce, By: core.DecidedByUser}, `"optionId":"deny"`},
+		{"cancelled", core.ApprovalDecision{OptionID: "deny", Kind: core.RejectOnce, By: core.DecidedByPolicy, Cancelled: true}, `"outcome":"cancelled"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			rec := adaptertest.NewEvents()
+			var seen []core.ApprovalRequest
+			approve := func(ctx context.Context, r core.ApprovalRequest) core.ApprovalDecision {
+				seen = append(seen, r)
+				return tc.decision
 			}
-			if field(t, req[0], "approvalId") != field(t, res[0], "approvalId") || field(t, res[0], "decision") != tc.decision {
-				t.Errorf("approval %s / %s", req[0].Payload, res[0].Payload)
+			l, err := scriptHost(t, "").CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir(), Approve: approve}, rec.Sink)
+			if err != nil {
+				t.Fatal(err)
+			}
+			closeLive(t, l)
+			if _, err := l.Prompt(ctx, text("permission")); err != nil {
+				t.Fatal(err)
+			}
+			if len(seen) != 1 || len(seen[0].Options) < 2 || seen[0].Options[0].ID == "" || seen[0].ToolCallID == "" {
+				t.Fatalf("approver saw %+v", seen)
+			}
+			if got := assistantText(t, rec.Entries()); !strings.Contains(got, tc.told) {
+				t.Errorf("the agent was told %q, want %s", got, tc.told)
 			}
 		})
 	}

@@ -74,7 +74,12 @@ func (h *Host) binary() (string, error) {
 
 // environ is the process environment for the CLI.
 func (h *Host) environ() []string {
-	env := append(os.Environ(), h.cfg.Env...)
+	// Claude Code leaves its plan tools (TaskCreate, TaskUpdate) out of
+	// headless sessions unless asked; Bridge's sessions are interactive and
+	// their plan updates mark phase boundaries. The user's environment and
+	// Config.Env come later and win.
+	env := append([]string{"CLAUDE_CODE_ENABLE_TODO_TOOLS=1"}, os.Environ()...)
+	env = append(env, h.cfg.Env...)
 	if h.cfg.ConfigDir != "" {
 		env = append(env, "CLAUDE_CONFIG_DIR="+h.cfg.ConfigDir)
 	}
@@ -383,9 +388,27 @@ func (h *Host) Models(ctx context.Context) ([]core.Model, error) {
 	}
 	out := make([]core.Model, 0, len(init.Models))
 	for _, m := range init.Models {
-		out = append(out, core.Model{ID: m.Value, Name: m.DisplayName, Efforts: m.Efforts, Vision: true})
+		out = append(out, core.Model{ID: m.Value, Name: m.DisplayName, Efforts: m.Efforts, Vision: true,
+			ContextWindow: h.ContextWindow(m.Value)})
 	}
 	return out, nil
+}
+
+// ContextWindow is Claude Code's window for model: 1,000,000 tokens for a
+// model asked for with the "[1m]" suffix, the standard 200,000 for any
+// other Claude model or alias, 0 (unknown) for a name Claude Code does not
+// know as Claude's.
+func (h *Host) ContextWindow(model string) int64 {
+	m := strings.ToLower(strings.TrimSpace(model))
+	if strings.HasSuffix(m, "[1m]") {
+		return 1_000_000
+	}
+	switch {
+	case m == "default", m == "opus", m == "sonnet", m == "haiku", m == "fable", m == "opusplan",
+		strings.HasPrefix(m, "claude-"):
+		return 200_000
+	}
+	return 0
 }
 
 // ArchiveSession is unsupported: Claude Code has no archive operation.

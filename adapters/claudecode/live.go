@@ -34,6 +34,8 @@ type live struct {
 
 	turnMu sync.Mutex // one turn (prompt or compact) at a time
 
+	evidence *evidence // used by the reader goroutine only
+
 	mu          sync.Mutex
 	nativeID    string
 	model       string
@@ -46,7 +48,8 @@ type live struct {
 	initSession string     // session_id of the first system/init
 	stderr      procutil.Tail
 
-	reqSeq atomic.Int64
+	reqSeq  atomic.Int64
+	million atomic.Bool // the model was asked for with the "[1m]" suffix
 
 	done chan struct{}
 	exit core.ExitInfo
@@ -73,7 +76,12 @@ func startLive(cmd *exec.Cmd, req core.CreateRequest, sink core.EventSink) (*liv
 		defer smu.Unlock()
 		user(ev)
 	}
-	l := &live{cmd: cmd, req: req, sink: sink, pending: map[string]chan controlResult{}, done: make(chan struct{})}
+	l := &live{cmd: cmd, req: req, sink: sink, pending: map[string]chan controlResult{}, done: make(chan struct{}), evidence: newEvidence()}
+	model := req.Model
+	if model == "" {
+		model = req.Preset.Model
+	}
+	l.million.Store(strings.HasSuffix(strings.ToLower(model), "[1m]"))
 	cmd.Stderr = &l.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
@@ -153,7 +161,12 @@ func (l *live) handleLine(raw []byte) {
 		l.asks.cancel(m.RequestID)
 		return
 	}
-	for _, ev := range mapStream(&m, raw) {
+	for _, ev := range l.evidence.add(mapStream(&m, raw)) {
+		if ev.Model != "" && l.million.Load() && !strings.HasSuffix(ev.Model, "[1m]") {
+			// system/init names the model without the 1M-window suffix
+			// it was asked for; the record keeps what runs.
+			ev.Model += "[1m]"
+		}
 		l.sink(ev)
 	}
 	l.mu.Lock()
@@ -380,6 +393,7 @@ func (l *live) SelectModel(ctx context.Context, model, effort string) error {
 		l.mu.Lock()
 		l.model = model
 		l.mu.Unlock()
+		l.million.Store(strings.HasSuffix(strings.ToLower(model), "[1m]"))
 	}
 	if effort != "" {
 		if _, err := l.control(ctx, map[string]any{"subtype": "apply_flag_settings",

@@ -302,8 +302,8 @@ func (h *Host) HistoryWindow(ctx context.Context, nativeID string, maxMessages i
 
 // models is what the fake offers.
 var models = []core.Model{
-	{ID: "fake-small", Name: "Fake Small", Efforts: []string{"low", "medium", "high"}},
-	{ID: "fake-large", Name: "Fake Large", Efforts: []string{"low", "medium", "high"}, Vision: true},
+	{ID: "fake-small", Name: "Fake Small", Efforts: []string{"low", "medium", "high"}, ContextWindow: 100000},
+	{ID: "fake-large", Name: "Fake Large", Efforts: []string{"low", "medium", "high"}, Vision: true, ContextWindow: 200000},
 }
 
 // Models lists fake-small and fake-large (the latter sees images).

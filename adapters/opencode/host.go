@@ -53,6 +53,10 @@ type Config struct {
 	// JSON content (passed as OPENCODE_CONFIG_CONTENT) or a file path
 	// (passed as OPENCODE_CONFIG).
 	ConfigJSON string
+	// CopyDir is a private folder (under Bridge's data directory) where
+	// discovery copies OpenCode's database before reading it; "" disables
+	// reading the database.
+	CopyDir string
 	// StartTimeout bounds the wait for a new server to answer (default 90s).
 	StartTimeout time.Duration
 	// TurnGrace bounds how long Prompt and Compact wait, after the server
@@ -322,6 +326,7 @@ func (h *Host) CreateSession(ctx context.Context, req core.CreateRequest, sink c
 	l := h.newLive(s, info.ID, dir, sink)
 	l.mu.Lock()
 	l.provider, l.model, l.agent, l.variant = provider, modelID, agent, effort
+	l.req = req
 	l.mu.Unlock()
 	return l, nil
 }
@@ -368,6 +373,7 @@ func (h *Host) Resume(ctx context.Context, req core.ResumeRequest, sink core.Eve
 	}
 	l.agent = req.Preset.Agent
 	l.variant = req.Effort
+	l.req = req.CreateRequest
 	return l, nil
 }
 
@@ -426,6 +432,9 @@ func (h *Host) Models(ctx context.Context) ([]core.Model, error) {
 					} `json:"input"`
 				} `json:"capabilities"`
 				Variants map[string]json.RawMessage `json:"variants"`
+				Limit    struct {
+					Context int64 `json:"context"`
+				} `json:"limit"`
 			} `json:"models"`
 		} `json:"providers"`
 	}
@@ -439,7 +448,7 @@ func (h *Host) Models(ctx context.Context) ([]core.Model, error) {
 			if id == "" {
 				id = key
 			}
-			mod := core.Model{ID: modelName(p.ID, id), Name: m.Name, Vision: m.Capabilities.Input.Image}
+			mod := core.Model{ID: modelName(p.ID, id), Name: m.Name, Vision: m.Capabilities.Input.Image, ContextWindow: m.Limit.Context}
 			for v := range m.Variants {
 				mod.Efforts = append(mod.Efforts, v)
 			}

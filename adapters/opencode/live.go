@@ -23,7 +23,10 @@ type live struct {
 	evMu   sync.Mutex // serialises event handling (mapper and sink)
 	mapper *eventMapper
 
+	perms permissions // permission requests being decided
+
 	mu                              sync.Mutex
+	req                             core.CreateRequest // the approver permission requests go to
 	provider, model, agent, variant string
 	wait                            *turnWait
 
@@ -83,6 +86,7 @@ func (l *live) onEvent(ev event) {
 		l.sink(e)
 	}
 	l.evMu.Unlock()
+	l.permissionEvent(ev)
 
 	l.mu.Lock()
 	w := l.wait

@@ -399,7 +399,7 @@ func (h *Host) Models(ctx context.Context) ([]core.Model, error) {
 	}
 	out := make([]core.Model, 0, len(res.Models))
 	for _, m := range res.Models {
-		out = append(out, core.Model{ID: m.ID, Name: m.Name, Efforts: m.Efforts, Vision: m.Vision})
+		out = append(out, core.Model{ID: m.ID, Name: m.Name, Efforts: m.Efforts, Vision: m.Vision, ContextWindow: m.ContextWindow})
 	}
 	return out, nil
 }

@@ -48,6 +48,8 @@ type wireMsg struct {
 	Params json.RawMessage `json:"params,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *wireError      `json:"error,omitempty"`
+	// NotesBefore, on a reply, is how many notifications arrived before it.
+	NotesBefore int `json:"-"`
 }
 
 type wireError struct {
@@ -79,6 +81,8 @@ type client struct {
 	noteCh  chan struct{}
 	done    chan struct{}
 	wmu     sync.Mutex
+	// ws, when set, sends one message over a WebSocket instead of stdin.
+	ws func(body []byte)
 	// onRequest, when set, answers the server's requests (result, or an
 	// error); unset, they are answered "method not found".
 	onRequest func(m wireMsg) (any, *wireError)
@@ -156,10 +160,19 @@ func (c *client) readLoop(r *bufio.Reader) {
 		if _, err := io.ReadFull(r, body); err != nil {
 			return
 		}
+		if !c.deliver(body) {
+			return
+		}
+	}
+}
+
+// deliver files one message from the server; false when it is not JSON.
+func (c *client) deliver(body []byte) bool {
+	{
 		var m wireMsg
 		if err := json.Unmarshal(body, &m); err != nil {
 			c.t.Errorf("server sent invalid JSON: %v: %s", err, body)
-			return
+			return false
 		}
 		c.mu.Lock()
 		if m.Method != "" && len(m.ID) == 0 {
@@ -190,6 +203,7 @@ func (c *client) readLoop(r *bufio.Reader) {
 				go c.writeRaw(mustJSON(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "not supported by the test client"}}))
 			}
 		} else {
+			m.NotesBefore = len(c.notes)
 			ch := c.replies[string(m.ID)]
 			if ch == nil {
 				ch = make(chan wireMsg, 1)
@@ -199,6 +213,7 @@ func (c *client) readLoop(r *bufio.Reader) {
 		}
 		c.mu.Unlock()
 	}
+	return true
 }
 
 func mustJSON(v any) []byte {
@@ -213,6 +228,10 @@ func mustJSON(v any) []byte {
 func (c *client) writeRaw(body []byte) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if c.ws != nil {
+		c.ws(body)
+		return
+	}
 	fmt.Fprintf(c.stdin, "Content-Length: %d\r\n\r\n", len(body))
 	c.stdin.Write(body)
 }

@@ -274,7 +274,7 @@ func (a *app) history(ctx context.Context, args []string) error {
 		}
 		entries, more := res.Entries, res.HasMore
 		for _, en := range entries {
-			fmt.Fprintf(a.stdout, "%6d  %s  %-20s %s\n", en.Seq, en.CreatedAt.Local().Format(time.TimeOnly), en.Kind, brief(en.Payload))
+			fmt.Fprintf(a.stdout, "%6d  %s  %-20s %s\n", en.Seq, en.CreatedAt.Local().Format(time.TimeOnly), en.Kind, describe(en.Kind, en.Payload))
 		}
 		if more && len(entries) > 0 {
 			fmt.Fprintf(a.stdout, "… older entries: bridge history %s --before %d\n", pos[0], entries[0].Seq)
@@ -294,12 +294,24 @@ func brief(p []byte) string {
 
 func (a *app) importCmd(ctx context.Context, args []string) error {
 	fs, asJSON := a.flags("import")
-	harness := fs.String("harness", "", "claude-code, codex, opencode, …")
+	harness := fs.String("harness", "", "claude-code, codex, opencode, …, or bridge (an export); with --discover, only this harness")
+	discover := fs.Bool("discover", false, "find and import every harness's new or changed transcripts")
 	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if *harness == "" {
+	if *discover {
+		if len(pos) > 0 {
+			return usageError{fmt.Sprintf("--discover takes no PATH (got %q)", pos[0])}
+		}
+		return a.discover(ctx, *harness, *asJSON)
+	}
+	switch {
+	case len(pos) == 0:
+		return usageError{"missing PATH (or --discover)"}
+	case len(pos) > 1:
+		return usageError{fmt.Sprintf("unexpected argument %q", pos[1])}
+	case *harness == "":
 		return usageError{"missing --harness (claude-code, codex, opencode, …)"}
 	}
 	return a.withEnv(ctx, func(e *env) error {

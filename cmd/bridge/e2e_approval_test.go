@@ -204,6 +204,18 @@ func TestE2EApprovalsWithoutTheCapabilityAreRejected(t *testing.T) {
 				!strings.Contains(res[0]["reason"].(string), "requestPermission") {
 				t.Fatalf("approval.resolved %v", res)
 			}
+			// bridge history renders both entries in words.
+			if code := c.exit(true); code != 0 {
+				t.Fatalf("bridge exit code %d", code)
+			}
+			out, errOut, code := runCLI(t, nil, "--data-dir", h.dataDir, "history", sid)
+			if code != 0 {
+				t.Fatalf("bridge history: exit %d: %s", code, errOut)
+			}
+			if !strings.Contains(out, "approval.requested") || !strings.Contains(out, "asks to run ") ||
+				!strings.Contains(out, "rejected (reject_once) by policy: the client did not declare") {
+				t.Errorf("bridge history output:\n%s", out)
+			}
 		})
 	}
 }

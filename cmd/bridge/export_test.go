@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bridge-dev/bridge/storage"
 )
 
 // onePixelPNG is a 1×1 PNG.
@@ -102,8 +105,8 @@ next json {"summary": "the picture was looked at; next, the tests", "decisions":
 		!strings.Contains(mdSrc, "<details><summary>Tool: ls") || !strings.Contains(mdSrc, "(attachments/") {
 		t.Fatalf("markdown differs or lacks boundaries/tools/images:\n%s\n---\n%s", mdSrc, mdDst)
 	}
-	if _, err := os.Stat(filepath.Join(dst, "attachments", parsed.Attachments[0].SHA256+".png")); err != nil {
-		t.Fatalf("image not restored: %v", err)
+	if n := attachmentCount(t, dst); n != 1 {
+		t.Fatalf("image not restored: %d attachments in the record", n)
 	}
 	// Again: nothing new.
 	out, _, code = runCLI(t, nil, "--data-dir", dst, "import", "--harness", "bridge", doc, "--json")
@@ -129,7 +132,22 @@ next json {"summary": "the picture was looked at; next, the tests", "decisions":
 	if list, _, _ := runCLI(t, nil, "--data-dir", other, "sessions", "--json"); strings.Contains(list, sid) {
 		t.Fatalf("a refused import left a session: %s", list)
 	}
-	if files, _ := os.ReadDir(filepath.Join(other, "attachments")); len(files) != 0 {
-		t.Fatalf("a refused import left images: %v", files)
+	if n := attachmentCount(t, other); n != 0 {
+		t.Fatalf("a refused import left %d images", n)
 	}
+}
+
+// attachmentCount is how many images the record in dataDir keeps.
+func attachmentCount(t *testing.T, dataDir string) int {
+	t.Helper()
+	db, err := storage.Open(context.Background(), filepath.Join(dataDir, DatabaseFile), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.SQL().QueryRow(`SELECT count(*) FROM attachments`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -189,3 +189,37 @@ func (a *app) forkCmd(ctx context.Context, args []string) error {
 		return nil
 	})
 }
+
+// discover is `bridge import --discover [--harness H]`: a progress line on
+// a terminal, then one summary line per harness.
+func (a *app) discover(ctx context.Context, harness string, asJSON bool) error {
+	return a.withEnv(ctx, func(e *env) error {
+		tty := !asJSON && stderrIsTerminal(a.stderr)
+		if tty {
+			ctx = service.WithProgress(ctx, func(done, total int64, msg string) {
+				fmt.Fprintf(a.stderr, "\r\033[Kdiscover: %d/%d %s", done, total, oneLine(msg, 60))
+			})
+		}
+		out, err := e.svc.SessionImport(ctx, schema.SessionImportParams{Discover: true, Harness: harness})
+		if tty {
+			fmt.Fprint(a.stderr, "\r\033[K")
+		}
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(a.stdout, out)
+		}
+		for _, d := range out.Discovered {
+			fmt.Fprintf(a.stdout, "%-12s %d transcripts: %d imported, %d unchanged, %d failed; %d entries added\n",
+				d.Harness, d.Files, d.Imported, d.Unchanged, len(d.Failed), d.Entries)
+			for _, f := range d.Failed {
+				fmt.Fprintf(a.stdout, "  failed %s: %s\n", f.Path, oneLine(f.Error, 200))
+			}
+			if d.Files == 0 {
+				fmt.Fprintf(a.stdout, "  (looked in %s)\n", strings.Join(d.Roots, ", "))
+			}
+		}
+		return nil
+	})
+}

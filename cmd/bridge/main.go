@@ -1,7 +1,8 @@
 // Command bridge is the Bridge sidecar and its command line.
 //
 // An editor extension or WebUI server launches `bridge` (or `bridge serve`)
-// and speaks JSON-RPC 2.0 to it over stdio in LSP framing. People use the
+// and speaks JSON-RPC 2.0 to it over stdio in LSP framing; `bridge web`
+// serves the WebUI and the same contract over WebSocket. People use the
 // other subcommands: version, doctor, sessions, history, import, search, export, fork, checkpoint,
 // migrate, schema. Every subcommand takes --json for machine-readable output
 // and the global --data-dir.
@@ -74,6 +75,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	switch cmd {
 	case "serve":
 		return a.serve(ctx, cargs)
+	case "web":
+		return a.web(ctx, cargs)
 	case "help":
 		return a.help(ctx, cargs)
 	case "version":

@@ -118,6 +118,9 @@ func (l *liveSession) approve(ctx context.Context, req core.ApprovalRequest) cor
 	if remembered {
 		resolved["remembered"] = true
 	}
+	if d.Cancelled {
+		resolved["cancelled"] = true
+	}
 	if _, err := l.appendInOrder(rec, core.NewEntry{Kind: core.KindApprovalResolved,
 		NativeID: "approval:" + req.ID + ":resolved", Payload: core.Payload(resolved)}); err != nil {
 		l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not record approval.resolved: %v", l.sessionID, err))
@@ -159,7 +162,9 @@ func (l *liveSession) decide(ctx context.Context, req core.ApprovalRequest) (cor
 		cause := context.Cause(tctx)
 		switch {
 		case errors.Is(cause, errTurnCancelled), errors.Is(cause, errSessionClosed):
-			return core.PolicyDecision(l.preset, req, core.DecidedByPolicy, cause.Error()), false
+			d := core.PolicyDecision(l.preset, req, core.DecidedByPolicy, cause.Error())
+			d.Cancelled = true
+			return d, false
 		case ctx.Err() != nil:
 			return core.PolicyDecision(l.preset, req, core.DecidedByPolicy, "the harness withdrew the request"), false
 		case errors.Is(cause, context.DeadlineExceeded):

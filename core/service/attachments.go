@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -15,11 +16,10 @@ import (
 // allowedImageTypes are the image types Bridge keeps and forwards.
 var allowedImageTypes = map[string]string{"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp", "image/gif": ".gif"}
 
-// keepAttachment checks an image block and stores its bytes under
-// <data dir>/attachments/<sha256><ext> (0600), once per content.
-func (s *Service) keepAttachment(c core.Content) (core.Attachment, error) {
-	ext, ok := allowedImageTypes[strings.ToLower(c.MediaType)]
-	if !ok {
+// keepAttachment checks an image block and keeps its bytes in the record,
+// once per content.
+func (s *Service) keepAttachment(ctx context.Context, c core.Content) (core.Attachment, error) {
+	if _, ok := allowedImageTypes[strings.ToLower(c.MediaType)]; !ok {
 		return core.Attachment{}, core.Errorf(core.CodeInvalid, "image mediaType %q is not one of image/png, image/jpeg, image/webp, image/gif", c.MediaType)
 	}
 	b, err := base64.StdEncoding.DecodeString(c.Data)
@@ -28,34 +28,27 @@ func (s *Service) keepAttachment(c core.Content) (core.Attachment, error) {
 	}
 	sum := sha256.Sum256(b)
 	a := core.Attachment{SHA256: hex.EncodeToString(sum[:]), MediaType: strings.ToLower(c.MediaType), Bytes: len(b)}
-	if s.opts.DataDir == "" {
-		return a, nil
-	}
-	dir := filepath.Join(s.opts.DataDir, "attachments")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return core.Attachment{}, core.E(core.CodePersistence, "create the attachments folder", err)
-	}
-	path := filepath.Join(dir, a.SHA256+ext)
-	if _, err := os.Stat(path); err == nil {
-		return a, nil
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return core.Attachment{}, core.E(core.CodePersistence, "keep the image", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return core.Attachment{}, core.E(core.CodePersistence, "keep the image", err)
+	if err := s.opts.Store.PutAttachment(ctx, a, b); err != nil {
+		return core.Attachment{}, fmt.Errorf("keep the image: %w", err)
 	}
 	return a, nil
 }
 
-// loadAttachment reads a kept image back as a content block.
-func (s *Service) loadAttachment(a core.Attachment) (core.Content, error) {
+// loadAttachment reads a kept image back as a content block: from the
+// record, or from the attachments folder where Bridge kept images before
+// they moved into the record.
+func (s *Service) loadAttachment(ctx context.Context, a core.Attachment) (core.Content, error) {
 	ext, ok := allowedImageTypes[a.MediaType]
 	if !ok || len(a.SHA256) != 64 || strings.ContainsAny(a.SHA256, `/\.`) {
 		return core.Content{}, fmt.Errorf("attachment %q (%s) is not one Bridge keeps", a.SHA256, a.MediaType)
 	}
-	b, err := os.ReadFile(filepath.Join(s.opts.DataDir, "attachments", a.SHA256+ext))
+	_, b, err := s.opts.Store.GetAttachment(ctx, a.SHA256)
+	if core.ErrorCode(err) == core.CodeNotFound && s.opts.DataDir != "" {
+		var ferr error
+		if b, ferr = os.ReadFile(filepath.Join(s.opts.DataDir, "attachments", a.SHA256+ext)); ferr == nil {
+			err = nil
+		}
+	}
 	if err != nil {
 		return core.Content{}, fmt.Errorf("attachment %s: %w", a.SHA256, err)
 	}

@@ -130,6 +130,20 @@ func (s *Service) SessionCheckpoint(ctx context.Context, p schema.SessionCheckpo
 
 // SessionImport brings an existing harness transcript into the record.
 func (s *Service) SessionImport(ctx context.Context, p schema.SessionImportParams) (schema.SessionImportResult, error) {
+	if p.Discover {
+		if p.Path != "" {
+			return schema.SessionImportResult{}, invalidField("path", "session/import: discover and path do not go together")
+		}
+		sums, err := s.Discover(ctx, p.Harness)
+		if err != nil {
+			return schema.SessionImportResult{}, err
+		}
+		out := schema.SessionImportResult{Discovered: sums}
+		for _, d := range sums {
+			out.Entries += d.Entries
+		}
+		return out, nil
+	}
 	r, err := s.importFile(ctx, p.Harness, p.Path)
 	if err != nil {
 		return schema.SessionImportResult{}, err

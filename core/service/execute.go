@@ -2,10 +2,10 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/bridge-dev/bridge/core"
@@ -22,23 +22,22 @@ import (
 // goal.clear is tried, the target is cancelled and no kickoff is sent. A
 // kickoff whose delivery is uncertain is never retried.
 func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExecuteParams) (schema.MigrationExecuteResult, error) {
-	s.previews.mu.Lock()
-	p := s.previews.m[req.PreviewID]
-	if p == nil {
-		if p = s.loadPreview(ctx, req.PreviewID); p != nil {
-			if s.previews.m == nil {
-				s.previews.m = map[string]*pendingPreview{}
-			}
-			s.previews.m[p.id] = p
-		}
+	p, err := s.opts.Store.GetPreview(ctx, req.PreviewID)
+	if err == nil && s.opts.Now().Sub(p.CreatedAt) > previewTTL {
+		err = core.NotFound("preview", req.PreviewID)
 	}
-	if p != nil && time.Since(p.created) > previewTTL {
-		delete(s.previews.m, req.PreviewID)
-		p = nil
-	}
-	s.previews.mu.Unlock()
-	if p == nil {
+	if core.ErrorCode(err) == core.CodeNotFound {
 		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeNotFound, "preview %q not found or older than 30 minutes: make a new preview", req.PreviewID)
+	}
+	if err != nil {
+		return schema.MigrationExecuteResult{}, err
+	}
+	if !p.ExecutedAt.IsZero() {
+		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeConflict, "preview %s was already executed", p.ID)
+	}
+	var extra previewExtra
+	if err := json.Unmarshal(p.Extra, &extra); err != nil {
+		return schema.MigrationExecuteResult{}, core.E(core.CodeCorrupt, "preview "+p.ID+": its state is unreadable", err)
 	}
 	if req.GoalRounds < 0 {
 		return schema.MigrationExecuteResult{}, invalidField("goalRounds", "goalRounds must not be negative")
@@ -47,80 +46,67 @@ func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExec
 	if rounds == 0 {
 		rounds = 1
 	}
-	path := req.Path
-	if path == "" {
-		path = p.path
-	}
-	b, err := inputfile.ReadFile(ctx, path, "handoff file", MaxHandoffBytes)
+	summary, err := s.handoffText(ctx, req, p.Path)
 	if err != nil {
-		return schema.MigrationExecuteResult{}, err
-	}
-	summary := string(b)
-	if strings.TrimSpace(summary) == "" {
-		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeInvalid, "the preview file %s is empty", core.Quote(path))
-	}
-	if err := checkHandoffText(path, summary); err != nil {
 		return schema.MigrationExecuteResult{}, err
 	}
 	var warnings []string
 	if _, err := handoff.Parse(summary); err != nil {
 		warnings = append(warnings, fmt.Sprintf("the edited handoff does not have the five sections (%v); it is sent as written", err))
 	}
-	src, err := s.session(ctx, p.source.ID)
+	src, err := s.session(ctx, p.SourceSessionID)
 	if err != nil {
 		return schema.MigrationExecuteResult{}, err
 	}
-	_, inject, err := s.checkMigration(ctx, src, p.target, string(req.Inject))
+	_, inject, err := s.checkMigration(ctx, src, schema.MigrationTarget(p.Target), string(req.Inject))
 	if err != nil {
 		return schema.MigrationExecuteResult{}, err
 	}
-	s.previews.mu.Lock()
-	if p.executed {
-		s.previews.mu.Unlock()
-		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeConflict, "preview %s was already executed", p.id)
-	}
-	p.executed = true
-	s.previews.mu.Unlock()
-	if err := s.savePreviewMeta(p); err != nil {
-		s.opts.Notifier.Log(2, "recording the preview as executed: "+err.Error())
+	// Exactly once, however many processes try: one conditional update.
+	if err := s.opts.Store.ClaimPreview(ctx, p.ID, s.opts.Now()); err != nil {
+		return schema.MigrationExecuteResult{}, err
 	}
 
-	model := p.target.Model
-	if model == "" && p.target.Harness == src.Harness {
+	model := p.Target.Model
+	if model == "" && p.Target.Harness == src.Harness {
 		model = src.Model
 	}
-	effort := p.target.Effort
-	if effort == "" && p.target.Harness == src.Harness {
+	effort := p.Target.Effort
+	if effort == "" && p.Target.Harness == src.Harness {
 		effort = src.Effort
 	}
 	title := src.Title
 	if title == "" {
 		title = src.ID
 	}
-	target, err := s.create(ctx, schema.SessionCreateParams{Harness: p.target.Harness, Cwd: src.Cwd, Preset: p.target.Preset,
+	target, err := s.create(ctx, schema.SessionCreateParams{Harness: p.Target.Harness, Cwd: src.Cwd, Preset: p.Target.Preset,
 		Model: model, Effort: effort})
 	if err != nil {
+		// Nothing was created: the preview can be executed again.
+		if rerr := s.opts.Store.ReleasePreview(context.WithoutCancel(ctx), p.ID); rerr != nil {
+			s.opts.Notifier.Log(2, "releasing the preview after a failed execution: "+rerr.Error())
+		}
 		return schema.MigrationExecuteResult{}, fmt.Errorf("create the target session: %w", err)
 	}
 	out := schema.MigrationExecuteResult{TargetSessionID: target.ID}
 	if model != "" {
 		out.ModelTransferred = true
 	} else if src.Model != "" {
-		warnings = append(warnings, fmt.Sprintf("source model %q is not carried across harnesses (%s → %s); the target uses its default", src.Model, src.Harness, p.target.Harness))
+		warnings = append(warnings, fmt.Sprintf("source model %q is not carried across harnesses (%s → %s); the target uses its default", src.Model, src.Harness, p.Target.Harness))
 	}
 	l := s.liveFor(target.ID)
 	if l == nil {
 		return out, core.Errorf(core.CodeHarness, "the target session %s stopped right after it started", target.ID)
 	}
-	to := p.target.Preset
+	to := p.Target.Preset
 	if to == "" {
-		to = p.target.Harness
+		to = p.Target.Harness
 	}
 	if err := s.rename(ctx, target.ID, title+" → "+to); err != nil {
 		warnings = append(warnings, "rename the target: "+err.Error())
 	}
 	if _, err := s.appendEntries(ctx, target.ID, core.NewEntry{Kind: core.KindMigrationHandoff, Payload: core.Payload(map[string]any{
-		"sourceSessionId": src.ID, "summary": summary, "previewId": p.id, "sourceHarness": src.Harness, "sourcePreset": src.Preset})}); err != nil {
+		"sourceSessionId": src.ID, "summary": summary, "previewId": p.ID, "sourceHarness": src.Harness, "sourcePreset": src.Preset})}); err != nil {
 		return out, err
 	}
 
@@ -133,8 +119,8 @@ func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExec
 			return out, nil
 		}
 	}
-	kick := handoff.Kickoff(p.lang, summary, req.Continue)
-	images, ws := s.unresolvedImages(ctx, p, target)
+	kick := handoff.Kickoff(p.Lang, summary, req.Continue)
+	images, ws := s.unresolvedImages(ctx, extra.Unresolved, src, target)
 	warnings = append(warnings, ws...)
 	content := append(images, core.Content{Type: "text", Text: kick})
 	if inject == "prompt" || inject == "both" || !out.GoalCreated {
@@ -202,37 +188,70 @@ func (s *Service) auditMigration(ctx context.Context, src, target core.Session, 
 }
 
 // unresolvedImages recovers the images of the source's unanswered image
-// messages for a vision-capable target; otherwise it says why the target
+// messages for a vision-capable target: those Bridge kept from the
+// prompts, else those the source's harness kept (its session.attachment,
+// for a session Bridge did not create). Otherwise it says why the target
 // gets the text handoff only.
-func (s *Service) unresolvedImages(ctx context.Context, p *pendingPreview, target core.Session) ([]core.Content, []string) {
-	if len(p.visual.Unresolved) == 0 {
+func (s *Service) unresolvedImages(ctx context.Context, unresolved []unresolvedMeta, source, target core.Session) ([]core.Content, []string) {
+	if len(unresolved) == 0 {
 		return nil, nil
 	}
 	var atts []core.Attachment
+	var refs []core.HostImage
 	images := 0
-	for _, b := range p.visual.Unresolved {
-		atts = append(atts, b.Attachments...)
+	for _, b := range unresolved {
+		if len(b.Attachments) > 0 {
+			atts = append(atts, b.Attachments...)
+		} else {
+			refs = append(refs, b.HostImages...)
+		}
 		images += b.Images
 	}
-	n := len(p.visual.Unresolved)
-	if len(atts) == 0 {
-		return nil, []string{fmt.Sprintf("%d unresolved image message(s) (%d image(s)) were not kept by Bridge (an imported session?): the target gets the text handoff only", n, images)}
+	n := len(unresolved)
+	var from core.AttachmentSource
+	if len(refs) > 0 && source.NativeSessionID != "" {
+		if h, err := s.host(source.Harness); err == nil && s.capabilities(ctx, h).Has(core.CapAttachment) {
+			from, _ = h.(core.AttachmentSource)
+		}
+	}
+	if from == nil {
+		refs = nil
+	}
+	if len(atts) == 0 && len(refs) == 0 {
+		return nil, []string{fmt.Sprintf("%d unresolved image message(s) (%d image(s)) were kept neither by Bridge nor by a harness it can read them from: the target gets the text handoff only", n, images)}
 	}
 	if ok, why := s.hasVision(ctx, target); !ok {
-		return nil, []string{fmt.Sprintf("%d unresolved image(s) are not sent: %s; the target gets the text handoff only", len(atts), why)}
+		return nil, []string{fmt.Sprintf("%d unresolved image(s) are not sent: %s; the target gets the text handoff only", len(atts)+len(refs), why)}
 	}
 	var out []core.Content
 	var warnings []string
 	for _, a := range atts {
-		c, err := s.loadAttachment(a)
+		c, err := s.loadAttachment(ctx, a)
 		if err != nil {
 			warnings = append(warnings, "an unresolved image could not be recovered: "+err.Error())
 			continue
 		}
 		out = append(out, c)
 	}
+	fromHost := 0
+	for _, r := range refs {
+		c, err := from.Attachment(ctx, source.NativeSessionID, r.Ref)
+		if err == nil && (c.Type != "image" || c.Data == "" || c.MediaType == "") {
+			err = core.Errorf(core.CodeHarness, "%s returned no image data for %s", source.Harness, r.Ref)
+		}
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("an unresolved image could not be recovered from %s: %v", source.Harness, err))
+			continue
+		}
+		out = append(out, c)
+		fromHost++
+	}
 	if len(out) > 0 {
-		warnings = append(warnings, fmt.Sprintf("%d unresolved image(s) sent with the kickoff to the vision-capable target", len(out)))
+		w := fmt.Sprintf("%d unresolved image(s) sent with the kickoff to the vision-capable target", len(out))
+		if fromHost > 0 {
+			w += fmt.Sprintf(" (%d recovered from %s's session.attachment)", fromHost, source.Harness)
+		}
+		warnings = append(warnings, w)
 	}
 	return out, warnings
 }
@@ -266,12 +285,40 @@ func (s *Service) hasVision(ctx context.Context, target core.Session) (bool, str
 // (it becomes the kickoff prompt, one entry of the record).
 const MaxHandoffBytes = 4 << 20
 
-// checkHandoffText refuses a file that is not an edited handoff: text that
-// is not UTF-8, holds NUL bytes, or has none of the five section headings.
-// A handoff missing some sections is still sent (with a warning).
-func checkHandoffText(path, text string) error {
+// handoffText is the handoff migration/execute sends: req.Summary when
+// given, else the file req.Path, else the preview's own file (previewPath).
+// Inline text and a file are checked the same way.
+func (s *Service) handoffText(ctx context.Context, req schema.MigrationExecuteParams, previewPath string) (string, error) {
+	if req.Summary != "" {
+		if req.Path != "" {
+			return "", invalidField("summary", "give path or summary, not both")
+		}
+		if len(req.Summary) > MaxHandoffBytes {
+			return "", core.Errorf(core.CodeInvalid, "summary is %d bytes, more than the %d bytes a handoff may have", len(req.Summary), MaxHandoffBytes)
+		}
+		return req.Summary, checkHandoffText("summary", req.Summary)
+	}
+	path := req.Path
+	if path == "" {
+		path = previewPath
+	}
+	b, err := inputfile.ReadFile(ctx, path, "handoff file", MaxHandoffBytes)
+	if err != nil {
+		return "", err
+	}
+	return string(b), checkHandoffText("handoff file "+core.Quote(path), string(b))
+}
+
+// checkHandoffText refuses text (what names it: the file, or "summary")
+// that is not an edited handoff: empty, not UTF-8, holding NUL bytes, or
+// with none of the five section headings. A handoff missing some sections
+// is still sent (with a warning).
+func checkHandoffText(what, text string) error {
+	if strings.TrimSpace(text) == "" {
+		return core.Errorf(core.CodeInvalid, "%s is empty", what)
+	}
 	if !utf8.ValidString(text) || strings.ContainsRune(text, 0) {
-		return core.Errorf(core.CodeInvalid, "handoff file %s is not UTF-8 text", core.Quote(path))
+		return core.Errorf(core.CodeInvalid, "%s is not UTF-8 text", what)
 	}
 	_, secs := handoff.SplitSections(text)
 	for _, sec := range secs {
@@ -279,5 +326,5 @@ func checkHandoffText(path, text string) error {
 			return nil
 		}
 	}
-	return core.Errorf(core.CodeInvalid, "handoff file %s is not a handoff: it has none of the sections (## Goal, ## Current state, …)", core.Quote(path))
+	return core.Errorf(core.CodeInvalid, "%s is not a handoff: it has none of the sections (## Goal, ## Current state, …)", what)
 }

@@ -101,7 +101,7 @@ func (s *Service) exportJSON(ctx context.Context, sessionID string) (string, err
 				continue
 			}
 			seen[a.SHA256] = true
-			c, err := s.loadAttachment(a)
+			c, err := s.loadAttachment(ctx, a)
 			if err != nil {
 				return "", core.E(core.CodeNotFound, fmt.Sprintf("export %s: image %s of entry %s is not in the data directory", sessionID, a.SHA256, e.ID), err)
 			}
@@ -170,7 +170,7 @@ func (s *Service) importExport(ctx context.Context, path string) (ImportOutcome,
 		}
 	}
 	for _, a := range doc.Attachments {
-		if _, err := s.keepAttachment(core.Content{Type: "image", MediaType: a.MediaType, Data: a.Data}); err != nil {
+		if _, err := s.keepAttachment(ctx, core.Content{Type: "image", MediaType: a.MediaType, Data: a.Data}); err != nil {
 			return ImportOutcome{}, core.E(core.CodeInvalid, fmt.Sprintf("%s: image %s", path, a.SHA256), err)
 		}
 	}

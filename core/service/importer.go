@@ -55,7 +55,17 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 			return ImportOutcome{}, err
 		}
 	}
+	return s.recordImported(ctx, harness, is, "imported: "+filepath.Base(abs), filepath.Base(abs),
+		func(done, total int64) { progress(done, total, "recording entries") })
+}
+
+// recordImported records a session read from a harness (a transcript file,
+// or the harness's own history): the session found by its native id, else a
+// new one titled is.Title or title, and the entries not yet recorded (by
+// their native ids).
+func (s *Service) recordImported(ctx context.Context, harness string, is core.ImportedSession, title, what string, progress func(done, total int64)) (ImportOutcome, error) {
 	var sess core.Session
+	var err error
 	if is.NativeID != "" {
 		sess, err = s.opts.Store.FindSessionByNative(ctx, harness, is.NativeID)
 		if err != nil && core.ErrorCode(err) != core.CodeNotFound {
@@ -63,9 +73,8 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 		}
 	}
 	if sess.ID == "" {
-		title := is.Title
-		if title == "" {
-			title = "imported: " + filepath.Base(abs)
+		if is.Title != "" {
+			title = is.Title
 		}
 		sess, err = s.opts.Store.CreateSession(ctx, core.Session{ID: core.NewID("s_"), Harness: harness,
 			Cwd: is.Cwd, Title: title, Model: is.Model, NativeSessionID: is.NativeID})
@@ -89,10 +98,10 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 			return err
 		})
 		if err != nil {
-			return ImportOutcome{}, fmt.Errorf("import %s entries %d-%d: %w", filepath.Base(abs), i, end, err)
+			return ImportOutcome{}, fmt.Errorf("import %s entries %d-%d: %w", what, i, end, err)
 		}
 		out.Entries += len(added)
-		progress(int64(end), total, "recording entries")
+		progress(int64(end), total)
 	}
 	return out, nil
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
@@ -22,30 +21,11 @@ const previewTTL = 30 * time.Minute
 // workerTimeout bounds the summary worker's turn.
 const workerTimeout = 5 * time.Minute
 
-// pendingPreview is a preview kept for execution. It is also written next
-// to the preview file (as <id>.json), so `bridge migrate execute` in another
-// process can run a preview made by `bridge migrate preview`.
-type pendingPreview struct {
-	id       string
-	source   core.Session
-	target   schema.MigrationTarget
-	lang     string
-	path     string
-	created  time.Time
-	visual   handoff.Visual
-	executed bool
-}
-
-// previewMeta is the on-disk form of a pending preview.
-type previewMeta struct {
-	ID         string                 `json:"id"`
-	SourceID   string                 `json:"sourceSessionId"`
-	Target     schema.MigrationTarget `json:"target"`
-	Lang       string                 `json:"lang"`
-	Path       string                 `json:"path"`
-	Created    time.Time              `json:"created"`
-	Unresolved []unresolvedMeta       `json:"unresolvedImages,omitempty"`
-	Executed   bool                   `json:"executed"`
+// previewExtra is what the service keeps with a preview beyond the core
+// fields: the unanswered image messages, whose images a vision-capable
+// target receives with the kickoff.
+type previewExtra struct {
+	Unresolved []unresolvedMeta `json:"unresolvedImages,omitempty"`
 }
 
 // unresolvedMeta is an image message nobody answered, as a preview keeps it.
@@ -53,49 +33,7 @@ type unresolvedMeta struct {
 	EntryID     string            `json:"entryId"`
 	Images      int               `json:"images"`
 	Attachments []core.Attachment `json:"attachments,omitempty"`
-}
-
-// savePreviewMeta writes p's metadata beside its file, owner-only.
-func (s *Service) savePreviewMeta(p *pendingPreview) error {
-	m := previewMeta{ID: p.id, SourceID: p.source.ID, Target: p.target, Lang: p.lang, Path: p.path,
-		Created: p.created, Executed: p.executed}
-	for _, b := range p.visual.Unresolved {
-		m.Unresolved = append(m.Unresolved, unresolvedMeta{EntryID: b.EntryID, Images: b.Images, Attachments: b.Attachments})
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(s.opts.DataDir, "previews", p.id+".json"), b, 0o600)
-}
-
-// loadPreview finds a preview made by another process.
-func (s *Service) loadPreview(ctx context.Context, id string) *pendingPreview {
-	if s.opts.DataDir == "" || id == "" || strings.ContainsAny(id, `/\.`) {
-		return nil
-	}
-	b, err := os.ReadFile(filepath.Join(s.opts.DataDir, "previews", id+".json"))
-	if err != nil {
-		return nil
-	}
-	var m previewMeta
-	if json.Unmarshal(b, &m) != nil || m.ID != id {
-		return nil
-	}
-	src, err := s.opts.Store.GetSession(ctx, m.SourceID)
-	if err != nil {
-		return nil
-	}
-	p := &pendingPreview{id: m.ID, source: src, target: m.Target, lang: m.Lang, path: m.Path, created: m.Created, executed: m.Executed}
-	for _, u := range m.Unresolved {
-		p.visual.Unresolved = append(p.visual.Unresolved, handoff.EvidenceBlock{EntryID: u.EntryID, Images: u.Images, Attachments: u.Attachments})
-	}
-	return p
-}
-
-type previews struct {
-	mu sync.Mutex
-	m  map[string]*pendingPreview
+	HostImages  []core.HostImage  `json:"hostImages,omitempty"`
 }
 
 // migrationNeeds lists the capabilities a migration needs of the source
@@ -158,7 +96,7 @@ func (s *Service) checkMigration(ctx context.Context, src core.Session, t schema
 // the five-part handoff and writes it to an editable file. The worker is
 // always archived; the source and any target are left untouched.
 func (s *Service) MigrationPreview(ctx context.Context, req schema.MigrationPreviewParams) (schema.MigrationPreviewResult, error) {
-	src, err := s.session(ctx, req.SessionID)
+	src, err := s.sourceSession(ctx, req)
 	if err != nil {
 		return schema.MigrationPreviewResult{}, err
 	}
@@ -225,20 +163,17 @@ func (s *Service) MigrationPreview(ctx context.Context, req schema.MigrationPrev
 	if err != nil {
 		return schema.MigrationPreviewResult{}, err
 	}
-	s.previews.mu.Lock()
-	if s.previews.m == nil {
-		s.previews.m = map[string]*pendingPreview{}
+	var extra previewExtra
+	for _, b := range vis.Unresolved {
+		extra.Unresolved = append(extra.Unresolved, unresolvedMeta{EntryID: b.EntryID, Images: b.Images, Attachments: b.Attachments, HostImages: b.HostImages})
 	}
-	for k, p := range s.previews.m {
-		if time.Since(p.created) > previewTTL {
-			delete(s.previews.m, k)
-		}
+	xb, err := json.Marshal(extra)
+	if err != nil {
+		return schema.MigrationPreviewResult{}, err
 	}
-	pp := &pendingPreview{id: id, source: src, target: t, lang: fold.Lang, path: path, created: time.Now(), visual: vis}
-	s.previews.m[id] = pp
-	s.previews.mu.Unlock()
-	if err := s.savePreviewMeta(pp); err != nil {
-		return schema.MigrationPreviewResult{}, core.E(core.CodePersistence, "write the preview's metadata", err)
+	if err := s.opts.Store.SavePreview(ctx, core.Preview{ID: id, SourceSessionID: src.ID, Target: core.MigrationTarget(t),
+		Lang: fold.Lang, Path: path, Summary: summary, Extra: xb, CreatedAt: s.opts.Now()}); err != nil {
+		return schema.MigrationPreviewResult{}, fmt.Errorf("record the preview: %w", err)
 	}
 	progress(3, 3, "preview written")
 	var secs []schema.HandoffSection

@@ -40,6 +40,21 @@ type Options struct {
 	ApprovalTimeout time.Duration
 	// Now is the clock (default time.Now).
 	Now core.Clock
+
+	// SuspendAfter is how long a live session may stay idle before it is
+	// checkpointed (before_suspend) and its process stopped (0: 30 min;
+	// negative: never).
+	SuspendAfter time.Duration
+	// ShutdownCheckpoint bounds, in total, the before_shutdown checkpoints
+	// Close writes (0: 20 s).
+	ShutdownCheckpoint time.Duration
+	// NoShutdownCheckpoint turns the before_shutdown checkpoints off.
+	NoShutdownCheckpoint bool
+	// RiskyResumeEntries: a native resume of a session whose last boundary
+	// is more than this many entries behind its head is preceded by a
+	// before_native_resume checkpoint (0: 200; negative: never on this
+	// ground).
+	RiskyResumeEntries int
 }
 
 // Service is Bridge's orchestration. It is safe for concurrent use.
@@ -52,8 +67,11 @@ type Service struct {
 	live map[string]*liveSession // by Bridge session id
 
 	probes       map[string]cachedProbe // by harness; see capabilities
-	previews     previews
-	inCheckpoint map[string]bool // sessions with a checkpoint being written
+	inCheckpoint map[string]bool        // sessions with a checkpoint being written
+
+	life     context.Context // ends when Close begins to stop sessions
+	stopLife context.CancelFunc
+	bg       sync.WaitGroup // controller goroutines
 }
 
 // New returns a Service; call Close when done.
@@ -68,6 +86,7 @@ func New(opts Options) (*Service, error) {
 		opts.CheckpointTimeout = 30 * time.Second
 	}
 	s := &Service{opts: opts, hosts: map[string]core.BridgeHost{}, live: map[string]*liveSession{}}
+	s.life, s.stopLife = context.WithCancel(context.Background())
 	s.startedAt = opts.Now()
 	for _, h := range opts.Hosts {
 		s.hosts[h.Harness()] = h
@@ -124,7 +143,7 @@ func (s *Service) capabilities(ctx context.Context, h core.BridgeHost) core.Prob
 	s.mu.Lock()
 	c, ok := s.probes[h.Harness()]
 	s.mu.Unlock()
-	if ok && time.Since(c.at) < probeTTL {
+	if ok && s.opts.Now().Sub(c.at) < probeTTL {
 		return c.p
 	}
 	p := probe(ctx, h)
@@ -133,7 +152,7 @@ func (s *Service) capabilities(ctx context.Context, h core.BridgeHost) core.Prob
 		if s.probes == nil {
 			s.probes = map[string]cachedProbe{}
 		}
-		s.probes[h.Harness()] = cachedProbe{p: p, at: time.Now()}
+		s.probes[h.Harness()] = cachedProbe{p: p, at: s.opts.Now()}
 		s.mu.Unlock()
 	}
 	return p
@@ -186,9 +205,16 @@ func (s *Service) announce(es ...core.Entry) {
 	}
 }
 
-// Close stops every live harness session and every adapter that keeps a
-// process of its own.
+// Close is the graceful end of the service, for the shutdown request and
+// the signals alike: every live session with meaningful work since its last
+// boundary gets a before_shutdown checkpoint (in parallel, bounded by
+// Options.ShutdownCheckpoint; Options.NoShutdownCheckpoint turns it off),
+// then every live harness session and every adapter that keeps a process of
+// its own is stopped.
 func (s *Service) Close(ctx context.Context) error {
+	s.shutdownCheckpoints(ctx)
+	s.stopLife()
+	s.waitBackground()
 	s.mu.Lock()
 	lives := make([]*liveSession, 0, len(s.live))
 	for _, l := range s.live {
@@ -210,4 +236,15 @@ func (s *Service) Close(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// waitBackground waits, boundedly, for controller goroutines (cancelled by
+// then) to return.
+func (s *Service) waitBackground() {
+	done := make(chan struct{})
+	go func() { s.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(shutdownGrace):
+	}
 }

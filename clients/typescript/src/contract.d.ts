@@ -254,6 +254,52 @@ export interface ContextCompactedNotification {
   trigger: CompactionTrigger;
 }
 /**
+ * DiscoverFailure is one transcript discovery could not import.
+ */
+export interface DiscoverFailure {
+  /**
+   * Error says why.
+   */
+  error: string;
+  /**
+   * Path is the transcript.
+   */
+  path: string;
+}
+/**
+ * DiscoverSummary is what discovery did for one harness.
+ */
+export interface DiscoverSummary {
+  /**
+   * Entries is the number of entries added.
+   */
+  entries: number;
+  /**
+   * Failed lists transcripts that could not be imported, with why.
+   */
+  failed?: DiscoverFailure[];
+  /**
+   * Files is the number of transcripts found.
+   */
+  files: number;
+  /**
+   * Harness is the harness whose transcripts were looked at.
+   */
+  harness: string;
+  /**
+   * Imported is the number of transcripts that added entries.
+   */
+  imported: number;
+  /**
+   * Roots are the folders searched.
+   */
+  roots: string[];
+  /**
+   * Unchanged is the number of transcripts skipped because they did not change since the last discovery.
+   */
+  unchanged: number;
+}
+/**
  * DoctorParams asks for the capability report.
  */
 export interface DoctorParams {
@@ -920,6 +966,10 @@ export interface MigrationExecuteParams {
    */
   previewId: string;
   /**
+   * Summary is the edited handoff itself, given inline instead of in a file (a WebUI's editor); it is checked exactly as an edited file is (UTF-8 text without NUL bytes, at most 4 MiB, at least one of the five section headings; missing sections only warn). Give path or summary, not both.
+   */
+  summary?: string;
+  /**
    * WorkDoneToken, when set, is the token Bridge reports $/progress with.
    */
   workDoneToken?: ProgressToken;
@@ -962,9 +1012,13 @@ export interface MigrationPreviewParams {
    */
   lang?: "en" | "zh";
   /**
-   * SessionID is the source session.
+   * SessionID is the source session; absent when Source names one.
    */
-  sessionId: string;
+  sessionId?: string;
+  /**
+   * Source, instead of SessionID, names a session Bridge did not create (it exists only on its harness). Bridge reads the window the fold needs from the harness (session.historyWindow in one read where served, else session.history) and records it as an imported session (a session Bridge already records is folded from its record); the harness's session is not changed.
+   */
+  source?: MigrationSource;
   /**
    * SummaryCharBudget bounds the handoff summary (default 2,400).
    */
@@ -1010,6 +1064,19 @@ export interface MigrationPreviewResult {
   warnings: string[];
 }
 /**
+ * MigrationSource names a session on a harness by the harness's own id.
+ */
+export interface MigrationSource {
+  /**
+   * Harness is the harness that holds the session.
+   */
+  harness: string;
+  /**
+   * NativeSessionID is the harness's own session id.
+   */
+  nativeSessionId: string;
+}
+/**
  * MigrationTarget names where a migrated task goes.
  */
 export interface MigrationTarget {
@@ -1034,6 +1101,10 @@ export interface MigrationTarget {
  * Model is a model a host offers.
  */
 export interface Model {
+  /**
+   * ContextWindow is the model's context window in tokens, when known.
+   */
+  contextWindow?: number;
   /**
    * Efforts lists the reasoning efforts the model accepts.
    */
@@ -1544,17 +1615,21 @@ export interface SessionHistoryResult {
   hasMore: boolean;
 }
 /**
- * SessionImportParams brings an existing harness transcript into the record. Importing the same file twice adds nothing.
+ * SessionImportParams brings an existing harness transcript into the record. Importing the same file twice adds nothing. With discover, Bridge finds the transcripts each installed harness keeps in its usual places and imports what is new or grown since the last discovery.
  */
 export interface SessionImportParams {
   /**
-   * Harness is the harness that wrote the transcript.
+   * Discover searches every harness's usual transcript folders instead of importing one file.
    */
-  harness: string;
+  discover?: boolean;
   /**
-   * Path is the transcript file.
+   * Harness is the harness that wrote the transcript ("bridge" for a `session/export` JSON document). With discover it limits discovery to this harness.
    */
-  path: string;
+  harness?: string;
+  /**
+   * Path is the transcript file; required unless discover is set.
+   */
+  path?: string;
   /**
    * WorkDoneToken, when set, is the token Bridge reports $/progress with.
    */
@@ -1568,6 +1643,10 @@ export interface SessionImportResult {
    * ContextCompacted is the number of context.compacted entries in the imported session.
    */
   contextCompacted: number;
+  /**
+   * Discovered has one summary per harness after a discovery (sessionId is then "" and entries counts every harness's).
+   */
+  discovered?: DiscoverSummary[];
   /**
    * Entries is the number of entries this import added.
    */
@@ -1659,6 +1738,32 @@ export interface SessionListResult {
    * NextCursor fetches the next page; absent on the last page.
    */
   nextCursor?: string;
+}
+/**
+ * SessionModelsParams asks which models a session's harness offers.
+ */
+export interface SessionModelsParams {
+  /**
+   * SessionID is the session.
+   */
+  sessionId: string;
+}
+/**
+ * SessionModelsResult lists the models on offer and the session's current model and effort.
+ */
+export interface SessionModelsResult {
+  /**
+   * Effort is the session's current reasoning effort ("" when the default).
+   */
+  effort?: string;
+  /**
+   * Model is the session's current model ("" when the harness default).
+   */
+  model?: string;
+  /**
+   * Models are the models the session's harness offers, with their context window where the harness says.
+   */
+  models: Model[];
 }
 /**
  * SessionPromptParams runs one turn; entries stream as session/update meanwhile.
@@ -1818,6 +1923,74 @@ export interface SessionSearchResult {
    * NextCursor fetches the next page; absent on the last one.
    */
   nextCursor?: string;
+}
+/**
+ * SessionSelectModelParams switches a live session's model and/or effort. A switch to a model with a smaller context window, or to a lower effort, is a downgrade: a before_downgrade checkpoint is written first, on the old model. A harness that cannot switch live is refused (unavailable) before anything changes.
+ */
+export interface SessionSelectModelParams {
+  /**
+   * Effort is the reasoning effort to switch to ("" keeps the effort).
+   */
+  effort?: string;
+  /**
+   * Model is the model to switch to ("" keeps the model).
+   */
+  model?: string;
+  /**
+   * SessionID is the session.
+   */
+  sessionId: string;
+}
+/**
+ * SessionSelectModelResult says what the session runs with now.
+ */
+export interface SessionSelectModelResult {
+  /**
+   * CheckpointEntryID is the before_downgrade checkpoint written first.
+   */
+  checkpointEntryId?: string;
+  /**
+   * CheckpointNote says why a downgrade wrote no checkpoint (the usual decision suppressed it).
+   */
+  checkpointNote?: string;
+  /**
+   * Downgrade is true when the switch lowered the context window or the effort.
+   */
+  downgrade?: boolean;
+  /**
+   * Effort is the session's effort after the switch.
+   */
+  effort?: string;
+  /**
+   * Model is the session's model after the switch.
+   */
+  model?: string;
+}
+/**
+ * SessionSuspendParams asks Bridge to suspend a live session (an editor closing its tab): a before_suspend checkpoint when the decision allows, then its harness process is stopped. The next session/prompt or session/resume brings it back, natively where the harness can.
+ */
+export interface SessionSuspendParams {
+  /**
+   * SessionID is the session to suspend.
+   */
+  sessionId: string;
+}
+/**
+ * SessionSuspendResult says what the suspension did.
+ */
+export interface SessionSuspendResult {
+  /**
+   * CheckpointEntryID is the before_suspend checkpoint, when one was written.
+   */
+  checkpointEntryId?: string;
+  /**
+   * Suppressed names the rule that stopped the checkpoint (no_new_work, worker_done, direct_chat), when one did.
+   */
+  suppressed?: string;
+  /**
+   * Suspended is true when a running harness process was stopped; false when none was running (nothing changed).
+   */
+  suspended: boolean;
 }
 /**
  * SessionUpdateNotification tells the client a new entry was recorded (session/update).
@@ -2075,6 +2248,8 @@ export interface BridgeMethods {
   "session/import": { direction: "clientToServer"; params: SessionImportParams; result: SessionImportResult };
   /** Page the sessions Bridge knows. */
   "session/list": { direction: "clientToServer"; params: SessionListParams; result: SessionListResult };
+  /** List the models the session's harness offers. */
+  "session/models": { direction: "clientToServer"; params: SessionModelsParams; result: SessionModelsResult };
   /** Run one turn; entries stream as session/update. */
   "session/prompt": { direction: "clientToServer"; params: SessionPromptParams; result: SessionPromptResult };
   /** Rename a session. */
@@ -2089,6 +2264,14 @@ export interface BridgeMethods {
   "session/resume": { direction: "clientToServer"; params: SessionResumeParams; result: SessionResumeResult };
   /** Search the text of every session, best hits first. */
   "session/search": { direction: "clientToServer"; params: SessionSearchParams; result: SessionSearchResult };
+  /** Switch a live session's model and/or effort. */
+  "session/selectModel": {
+    direction: "clientToServer";
+    params: SessionSelectModelParams;
+    result: SessionSelectModelResult;
+  };
+  /** Checkpoint a live session and stop its process; the next prompt brings it back. */
+  "session/suspend": { direction: "clientToServer"; params: SessionSuspendParams; result: SessionSuspendResult };
   /** Stop serving; exit follows. */
   shutdown: { direction: "clientToServer"; params: undefined; result: null };
   /** Create a progress token. */

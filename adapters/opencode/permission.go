@@ -1,0 +1,146 @@
+package opencode
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// asked is the properties of a permission.asked event: OpenCode's
+// permission config says "ask" for what a tool call wants to do.
+type asked struct {
+	ID         string          `json:"id"`
+	SessionID  string          `json:"sessionID"`
+	Permission string          `json:"permission"`
+	Patterns   []string        `json:"patterns"`
+	Metadata   json.RawMessage `json:"metadata"`
+	Tool       *struct {
+		MessageID string `json:"messageID"`
+		CallID    string `json:"callID"`
+	} `json:"tool"`
+}
+
+// permissions tracks the permission requests being decided, so a
+// permission.replied (another client answered, or the session was
+// aborted) withdraws one.
+type permissions struct {
+	mu   sync.Mutex
+	open map[string]context.CancelFunc
+}
+
+func (p *permissions) add(id string, c context.CancelFunc) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.open == nil {
+		p.open = map[string]context.CancelFunc{}
+	}
+	if _, dup := p.open[id]; dup {
+		return false
+	}
+	p.open[id] = c
+	return true
+}
+
+func (p *permissions) remove(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.open, id)
+}
+
+func (p *permissions) cancel(id string) {
+	p.mu.Lock()
+	c := p.open[id]
+	delete(p.open, id)
+	p.mu.Unlock()
+	if c != nil {
+		c()
+	}
+}
+
+// permissionKind maps an OpenCode permission to ACP's tool kinds.
+func permissionKind(p string) string {
+	switch p {
+	case "edit", "write", "patch":
+		return "edit"
+	case "bash":
+		return "execute"
+	case "read":
+		return "read"
+	case "glob", "grep", "list", "codesearch":
+		return "search"
+	case "webfetch", "websearch":
+		return "fetch"
+	}
+	return "other"
+}
+
+// permissionEvent relays permission.asked to the session's approver off the
+// event stream and answers OpenCode (POST /permission/{id}/reply: once,
+// always or reject); permission.replied withdraws a request still open.
+func (l *live) permissionEvent(ev event) {
+	switch ev.Type {
+	case "permission.replied":
+		var p struct {
+			RequestID string `json:"requestID"`
+		}
+		if json.Unmarshal(ev.Properties, &p) == nil && p.RequestID != "" {
+			l.perms.cancel(p.RequestID)
+		}
+		return
+	case "permission.asked":
+	default:
+		return
+	}
+	var a asked
+	if err := json.Unmarshal(ev.Properties, &a); err != nil || a.ID == "" {
+		return
+	}
+	r := core.ApprovalRequest{ID: a.ID, Kind: permissionKind(a.Permission), Key: "opencode:" + a.Permission,
+		Title: strings.TrimSpace(a.Permission + ": " + strings.Join(a.Patterns, ", "))}
+	if a.Tool != nil {
+		r.ToolCallID = a.Tool.CallID
+	}
+	if len(a.Metadata) > 0 && json.Valid(a.Metadata) {
+		r.RawInput = a.Metadata
+	}
+	ctx, cancel := context.WithCancel(l.srv.ctx)
+	if !l.perms.add(a.ID, cancel) {
+		cancel() // the same request seen twice (a stream reconnect)
+		return
+	}
+	l.mu.Lock()
+	req := l.req
+	l.mu.Unlock()
+	go func() {
+		defer cancel()
+		go func() {
+			select {
+			case <-l.closed:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		d := req.Approval(ctx, r)
+		l.perms.remove(a.ID)
+		if ctx.Err() != nil {
+			return // answered elsewhere, or the session or server ended
+		}
+		reply := "reject"
+		switch {
+		case d.Kind == core.AllowAlways:
+			reply = "always"
+		case d.Allowed():
+			reply = "once"
+		}
+		body := map[string]any{"reply": reply}
+		if reply == "reject" && d.By != core.DecidedByUser && d.Reason != "" {
+			body["message"] = "Permission refused: " + d.Reason
+		}
+		_ = l.h.do(l.srv.ctx, l.srv, http.MethodPost, "/permission/"+url.PathEscape(a.ID)+"/reply", dirQuery(l.dir), body, nil)
+	}()
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bridge-dev/bridge/storage"
+)
+
+// handoffLines makes the fake's next session (the summary worker) answer
+// with a five-part handoff.
+const handoffLines = "say noted\n" +
+	"worker say ## Goal\nworker say Finish the parser.\n" +
+	"worker say ## Current state\nworker say The tests pass.\n" +
+	"worker say ## Key decisions & conventions\nworker say One transaction per write.\n" +
+	"worker say ## Key files\nworker say - src/commit.go\n" +
+	"worker say ## Next step\nworker say Ship it."
+
+// TestPreviewExecutesOnce: 20 trials of two processes executing one
+// preview at the same moment create exactly one target; the other is
+// refused as already executed, and so is the process that made the
+// preview when it is asked next.
+func TestPreviewExecutesOnce(t *testing.T) {
+	dir := t.TempDir()
+	a := startBridge(t, dir)
+	a.initialize(nil)
+	src := createFake(t, a)
+	ctx := context.Background()
+	for trial := range 20 {
+		a.mustCall("session/prompt", map[string]any{"sessionId": src, "content": prompt(handoffLines)}, nil)
+		var p struct {
+			PreviewID string `json:"previewId"`
+		}
+		a.mustCall("migration/preview", map[string]any{"sessionId": src, "target": map[string]any{"model": "fake-small"}}, &p)
+		if p.PreviewID == "" {
+			t.Fatalf("trial %d: no preview id", trial)
+		}
+		type run struct {
+			cmd      *exec.Cmd
+			out, err bytes.Buffer
+		}
+		runs := []*run{{}, {}}
+		for _, r := range runs {
+			r.cmd = exec.Command(binPath, "--data-dir", dir, "migrate", "execute", p.PreviewID, "--json")
+			r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.err
+		}
+		for _, r := range runs {
+			if err := r.cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ok, refused := 0, 0
+		for _, r := range runs {
+			err := r.cmd.Wait()
+			switch {
+			case err == nil:
+				ok++
+			case strings.Contains(r.out.String(), `"conflict"`) && strings.Contains(r.out.String(), "already executed"):
+				refused++
+			default:
+				t.Fatalf("trial %d: execute failed otherwise: %v\n%s\n%s", trial, err, r.out.String(), r.err.String())
+			}
+		}
+		if ok != 1 || refused != 1 {
+			t.Fatalf("trial %d: %d executions succeeded and %d were refused, want 1 and 1", trial, ok, refused)
+		}
+		if e := a.call("migration/execute", map[string]any{"previewId": p.PreviewID}, nil); e == nil || e.dataCode() != "conflict" {
+			t.Fatalf("trial %d: the process that made the preview executed it again (error %+v)", trial, e)
+		}
+		db, err := storage.Open(ctx, filepath.Join(dir, DatabaseFile), storage.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var targets int
+		err = db.SQL().QueryRowContext(ctx, `SELECT count(DISTINCT session_id) FROM entries WHERE kind = 'migration.handoff' AND payload LIKE ?`,
+			`%"previewId":"`+p.PreviewID+`"%`).Scan(&targets)
+		db.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if targets != 1 {
+			t.Fatalf("trial %d: preview %s created %d target sessions, want exactly 1", trial, p.PreviewID, targets)
+		}
+	}
+}

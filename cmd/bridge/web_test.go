@@ -1,0 +1,332 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// webProc is a running `bridge web`.
+type webProc struct {
+	cmd    *exec.Cmd
+	line   string // the first stdout line
+	base   string // http://127.0.0.1:PORT
+	token  string
+	stderr *lockedWriter
+}
+
+var webLine = regexp.MustCompile(`^Bridge WebUI: (http://127\.0\.0\.1:[0-9]+)/#token=([0-9A-Za-z_-]+)$`)
+
+// startWeb runs `bridge web` on dataDir and reads its first line.
+func startWeb(t testing.TB, dataDir string, env ...string) *webProc {
+	t.Helper()
+	cmd := exec.Command(binPath, "web", "--data-dir", dataDir, "--listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &webProc{cmd: cmd, stderr: &lockedWriter{b: &strings.Builder{}}}
+	cmd.Stderr = w.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	lines := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		lines <- line
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case line := <-lines:
+		w.line = strings.TrimRight(line, "\n")
+	case <-time.After(60 * time.Second):
+		t.Fatalf("bridge web printed no line; stderr:\n%s", w.stderrText())
+	}
+	m := webLine.FindStringSubmatch(w.line)
+	if m == nil {
+		t.Fatalf("first line %q is not \"Bridge WebUI: URL\" with a loopback URL and a token; stderr:\n%s", w.line, w.stderrText())
+	}
+	w.base, w.token = m[1], m[2]
+	return w
+}
+
+func (w *webProc) stderrText() string {
+	w.stderr.mu.Lock()
+	defer w.stderr.mu.Unlock()
+	return w.stderr.b.String()
+}
+
+// wsURL is the /rpc address with token tok.
+func (w *webProc) wsURL(tok string) string {
+	return "ws" + strings.TrimPrefix(w.base, "http") + "/rpc?token=" + tok
+}
+
+// dial opens /rpc with the right token and returns a JSON-RPC client on it.
+func (w *webProc) dial(t testing.TB) *client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, resp, err := websocket.Dial(ctx, w.wsURL(w.token), nil)
+	if err != nil {
+		t.Fatalf("dial /rpc: %v (%v)", err, resp)
+	}
+	conn.SetReadLimit(-1)
+	c := &client{t: t, stderr: &strings.Builder{}, replies: map[string]chan wireMsg{},
+		noteCh: make(chan struct{}, 1), done: make(chan struct{})}
+	c.ws = func(body []byte) {
+		if err := conn.Write(context.Background(), websocket.MessageText, body); err != nil {
+			t.Logf("websocket write: %v", err)
+		}
+	}
+	go func() {
+		defer close(c.done)
+		for {
+			typ, data, err := conn.Read(context.Background())
+			if err != nil {
+				return
+			}
+			if typ != websocket.MessageText {
+				t.Errorf("server sent a non-text WebSocket message")
+				return
+			}
+			if !c.deliver(data) {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { _ = conn.CloseNow() })
+	return c
+}
+
+// httpStatus sends a GET (or an upgrade when upgrade is set) and returns
+// the status code.
+func httpStatus(t *testing.T, url string, header map[string]string, upgrade bool) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if upgrade {
+		req.Header.Set("Connection", "Upgrade")
+		req.Header.Set("Upgrade", "websocket")
+		req.Header.Set("Sec-WebSocket-Version", "13")
+		req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+	}
+	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		return resp.StatusCode, resp.Header, "" // the body is the WebSocket
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, resp.Header, string(body)
+}
+
+// TestWebSecurity: the token, the Origin and the Host rules, and a
+// non-loopback --listen refused.
+func TestWebSecurity(t *testing.T) {
+	w := startWeb(t, t.TempDir())
+	rpcURL := w.base + "/rpc"
+
+	code, h, body := httpStatus(t, w.base+"/", nil, false)
+	if code != 200 || !strings.Contains(h.Get("Content-Security-Policy"), "script-src 'self'") {
+		t.Fatalf("GET /: %d, CSP %q", code, h.Get("Content-Security-Policy"))
+	}
+	if strings.Contains(body, w.token) {
+		t.Fatal("the page carries the token: static files must carry no data")
+	}
+	for name, url := range map[string]string{
+		"no token":    rpcURL,
+		"empty token": rpcURL + "?token=",
+		"wrong token": rpcURL + "?token=" + strings.Repeat("0", len(w.token)),
+		"prefix":      rpcURL + "?token=" + w.token[:len(w.token)-1],
+	} {
+		if code, _, _ := httpStatus(t, url, nil, true); code != http.StatusUnauthorized {
+			t.Errorf("/rpc with %s: %d, want 401", name, code)
+		}
+	}
+	good := rpcURL + "?token=" + w.token
+	port := w.base[strings.LastIndex(w.base, ":")+1:]
+	for _, origin := range []string{"http://evil.example", "http://127.0.0.1:1", "https://127.0.0.1:" + port, "null"} {
+		if code, _, _ := httpStatus(t, good, map[string]string{"Origin": origin}, true); code != http.StatusForbidden {
+			t.Errorf("upgrade with Origin %q: %d, want 403", origin, code)
+		}
+	}
+	for _, origin := range []string{"", w.base, "http://localhost:" + port} {
+		hdr := map[string]string{}
+		if origin != "" {
+			hdr["Origin"] = origin
+		}
+		if code, _, _ := httpStatus(t, good, hdr, true); code != http.StatusSwitchingProtocols {
+			t.Errorf("upgrade with the token and Origin %q: %d, want 101", origin, code)
+		}
+	}
+	// DNS rebinding: a name that resolves to 127.0.0.1 but is not ours.
+	for _, host := range []string{"evil.example:" + port, "evil.example", "10.0.0.1:" + port} {
+		for _, url := range []string{w.base + "/", good} {
+			if code, _, _ := httpStatus(t, url, map[string]string{"Host": host}, url == good); code != http.StatusForbidden {
+				t.Errorf("GET %s with Host %q: %d, want 403", url, host, code)
+			}
+		}
+	}
+	if code, _, _ := httpStatus(t, w.base+"/", map[string]string{"Host": "localhost:" + port}, false); code != 200 {
+		t.Errorf("Host localhost: %d, want 200", code)
+	}
+
+	for _, addr := range []string{"0.0.0.0:0", "192.0.2.1:8080", "[::]:0", "example.com:80"} {
+		out, errOut, code := runCLI(t, nil, "web", "--data-dir", t.TempDir(), "--listen", addr)
+		if code != 2 || !strings.Contains(errOut, "loopback") || out != "" {
+			t.Errorf("--listen %s: exit %d, stdout %q, stderr %q; want exit 2 naming loopback", addr, code, out, errOut)
+		}
+	}
+}
+
+// TestWebTokenFromEnvironment: BRIDGE_WEB_TOKEN fixes the token.
+func TestWebTokenFromEnvironment(t *testing.T) {
+	w := startWeb(t, t.TempDir(), "BRIDGE_WEB_TOKEN=my-fixed-token_1")
+	if w.token != "my-fixed-token_1" {
+		t.Fatalf("token %q, want BRIDGE_WEB_TOKEN's", w.token)
+	}
+	c := w.dial(t)
+	c.initialize(nil)
+	c.mustCall("session/list", map[string]any{}, nil)
+}
+
+// TestWebRPC: the stdio contract over WebSocket, two tabs sharing one
+// service and database; shutdown and exit end one connection only.
+func TestWebRPC(t *testing.T) {
+	w := startWeb(t, t.TempDir())
+	a, b := w.dial(t), w.dial(t)
+	if e := a.call("session/list", map[string]any{}, nil); e == nil || e.Code != -32002 {
+		t.Fatalf("request before initialize: %+v, want -32002", e)
+	}
+	a.initialize(nil)
+	b.initialize(nil)
+
+	// Bad messages are answered and the connection carries on.
+	a.writeRaw([]byte(`{"jsonrpc":"2.0","id":77,"method":`))
+	if m := a.wait("null"); m.Error == nil || m.Error.Code != -32700 {
+		t.Fatalf("malformed JSON: %+v, want -32700", m)
+	}
+	a.writeRaw([]byte(`[{"jsonrpc":"2.0","id":78,"method":"session/list"}]`))
+	if m := a.wait("null"); m.Error == nil || m.Error.Code != -32600 {
+		t.Fatalf("batch: %+v, want -32600", m)
+	}
+	if e := a.call("no/such", map[string]any{}, nil); e == nil || e.Code != -32601 {
+		t.Fatalf("unknown method: %+v, want -32601", e)
+	}
+	if e := a.call("session/history", map[string]any{"sessionId": "s_missing"}, nil); e == nil || e.dataCode() != "not_found" {
+		t.Fatalf("unknown session: %+v, want data.code not_found", e)
+	}
+
+	sid := createFake(t, a)
+	var pr struct {
+		StopReason string `json:"stopReason"`
+	}
+	a.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say hello from tab a")}, &pr)
+	if pr.StopReason != "end_turn" {
+		t.Fatalf("stopReason %q", pr.StopReason)
+	}
+	// The other tab sees the same session live and in the same database.
+	b.awaitNote("session/update from tab a's prompt", func(m wireMsg) bool {
+		return m.Method == "session/update" && strings.Contains(string(m.Params), "hello from tab a")
+	})
+	var list struct {
+		Items []struct {
+			SessionID string `json:"sessionId"`
+		} `json:"items"`
+	}
+	b.mustCall("session/list", map[string]any{}, &list)
+	if len(list.Items) != 1 || list.Items[0].SessionID != sid {
+		t.Fatalf("tab b lists %+v, want tab a's session %s", list.Items, sid)
+	}
+
+	// Cancellation, as on stdio.
+	a.sendWithID(`9001`, "session/prompt", map[string]any{"sessionId": sid, "content": prompt("hang")})
+	a.mustCall("session/list", map[string]any{}, nil)
+	a.notify("$/cancelRequest", map[string]any{"id": 9001})
+	if m := a.wait(`9001`); m.Error == nil || m.Error.Code != -32800 {
+		t.Fatalf("cancelled request: %+v, want -32800", m)
+	}
+
+	// shutdown and exit end tab a's connection only.
+	a.mustCall("shutdown", nil, nil)
+	if e := a.call("session/list", map[string]any{}, nil); e == nil || e.Code != -32600 {
+		t.Fatalf("request after shutdown: %+v, want -32600", e)
+	}
+	a.notify("exit", nil)
+	select {
+	case <-a.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("exit did not close tab a's WebSocket")
+	}
+	var hist struct {
+		Entries []entryWire `json:"entries"`
+	}
+	b.mustCall("session/history", map[string]any{"sessionId": sid}, &hist)
+	if len(hist.Entries) < 2 {
+		t.Fatalf("tab b after tab a left: %d entries", len(hist.Entries))
+	}
+	// A new tab still works: the service outlives every connection.
+	c := w.dial(t)
+	c.initialize(nil)
+	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say again")}, &pr)
+}
+
+// TestWebBinaryMessage: a binary WebSocket message is answered, not obeyed.
+func TestWebBinaryMessage(t *testing.T) {
+	w := startWeb(t, t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, w.wsURL(w.token), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	if err := conn.Write(ctx, websocket.MessageBinary, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, data, err := conn.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m wireMsg
+	if err := json.Unmarshal(data, &m); err != nil || m.Error == nil || m.Error.Code != -32600 || !strings.Contains(m.Error.Message, "text") {
+		t.Fatalf("binary message: %s, want -32600 asking for text", data)
+	}
+	if err := conn.Close(websocket.StatusNormalClosure, ""); err != nil && !errors.Is(err, io.EOF) && websocket.CloseStatus(err) == -1 {
+		t.Logf("close: %v", err)
+	}
+}
