@@ -151,8 +151,13 @@ func serveTransport(ctx context.Context, stream transport, cfg Config, log *slog
 
 	if s.exitCode() != 0 {
 		// No shutdown came first: running requests are cancelled, so
-		// that they answer now.
-		stop()
+		// that they answer now. (Not by ending life: the connection must
+		// read and write until their replies are out.)
+		s.cmu.Lock()
+		for _, r := range s.inflight {
+			r.cancel()
+		}
+		s.cmu.Unlock()
 	}
 	// After shutdown this waits for its close to finish.
 	s.closeBackend(context.WithoutCancel(ctx))

@@ -40,6 +40,7 @@ type lspStream struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	closed    chan struct{} // closed by Close
 
 	// done is closed when Read meets a fatal error (end of input or a
 	// transport failure); readErr holds it.
@@ -61,6 +62,7 @@ func newLSPStream(in io.Reader, out io.Writer, max int64, log *slog.Logger, clos
 		max:    max,
 		log:    log,
 		done:   make(chan struct{}),
+		closed: make(chan struct{}),
 	}
 }
 
@@ -75,6 +77,10 @@ type frameError struct {
 
 // Read returns the next well-formed message. Bad frames are answered on the
 // write side and skipped; only transport failures and end of input end it.
+// Their error is returned only once the stream is closed: jsonrpc2 writes
+// nothing after a read error, and the replies still owed for requests read
+// before the end of input must reach the client (done tells Serve the input
+// ended).
 func (s *lspStream) Read(ctx context.Context) (jsonrpc2.Message, int64, error) {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -83,6 +89,9 @@ func (s *lspStream) Read(ctx context.Context) (jsonrpc2.Message, int64, error) {
 		msg, n, ferr, err := s.readOne()
 		if err != nil {
 			s.finish(err)
+			// Not ctx: Serve cancels the connection's context before it
+			// has written the last replies.
+			<-s.closed
 			return nil, 0, err
 		}
 		if ferr != nil {
@@ -343,6 +352,7 @@ func (s *lspStream) Write(_ context.Context, msg jsonrpc2.Message) (int64, error
 // Close releases the transport once.
 func (s *lspStream) Close() error {
 	s.closeOnce.Do(func() {
+		close(s.closed)
 		if s.closer != nil {
 			s.closeErr = s.closer()
 		}
