@@ -156,7 +156,7 @@ func norm(t time.Time) time.Time { return unix(nanos(t)) }
 func (w *txWriter) createSession(ctx context.Context, s core.Session) (core.Session, error) {
 	now := w.db.now()
 	if s.ID == "" {
-		s.ID = newID("s_", now)
+		s.ID = w.db.ids.New("s_")
 	}
 	if s.CreatedAt.IsZero() {
 		s.CreatedAt = now
@@ -301,7 +301,7 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 		}
 		id := ne.ID
 		if id == "" {
-			id = newID("e_", now)
+			id = w.db.ids.New("e_")
 		} else {
 			var n int
 			if err := w.q.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE id = ?`, id).Scan(&n); err != nil {

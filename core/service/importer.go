@@ -76,7 +76,7 @@ func (s *Service) recordImported(ctx context.Context, harness string, is core.Im
 		if is.Title != "" {
 			title = is.Title
 		}
-		sess, err = s.opts.Store.CreateSession(ctx, core.Session{ID: core.NewID("s_"), Harness: harness,
+		sess, err = s.opts.Store.CreateSession(ctx, core.Session{ID: s.opts.IDs.New("s_"), Harness: harness,
 			Cwd: is.Cwd, Title: title, Model: is.Model, NativeSessionID: is.NativeID})
 		if err != nil {
 			return ImportOutcome{}, fmt.Errorf("record imported session: %w", err)

@@ -966,6 +966,10 @@ export interface MigrationExecuteParams {
    */
   previewId: string;
   /**
+   * Summary is the edited handoff itself, given inline instead of in a file (a WebUI's editor); it is checked exactly as an edited file is (UTF-8 text without NUL bytes, at most 4 MiB, at least one of the five section headings; missing sections only warn). Give path or summary, not both.
+   */
+  summary?: string;
+  /**
    * WorkDoneToken, when set, is the token Bridge reports $/progress with.
    */
   workDoneToken?: ProgressToken;
@@ -1963,6 +1967,32 @@ export interface SessionSelectModelResult {
   model?: string;
 }
 /**
+ * SessionSuspendParams asks Bridge to suspend a live session (an editor closing its tab): a before_suspend checkpoint when the decision allows, then its harness process is stopped. The next session/prompt or session/resume brings it back, natively where the harness can.
+ */
+export interface SessionSuspendParams {
+  /**
+   * SessionID is the session to suspend.
+   */
+  sessionId: string;
+}
+/**
+ * SessionSuspendResult says what the suspension did.
+ */
+export interface SessionSuspendResult {
+  /**
+   * CheckpointEntryID is the before_suspend checkpoint, when one was written.
+   */
+  checkpointEntryId?: string;
+  /**
+   * Suppressed names the rule that stopped the checkpoint (no_new_work, worker_done, direct_chat), when one did.
+   */
+  suppressed?: string;
+  /**
+   * Suspended is true when a running harness process was stopped; false when none was running (nothing changed).
+   */
+  suspended: boolean;
+}
+/**
  * SessionUpdateNotification tells the client a new entry was recorded (session/update).
  */
 export interface SessionUpdateNotification {
@@ -2240,6 +2270,8 @@ export interface BridgeMethods {
     params: SessionSelectModelParams;
     result: SessionSelectModelResult;
   };
+  /** Checkpoint a live session and stop its process; the next prompt brings it back. */
+  "session/suspend": { direction: "clientToServer"; params: SessionSuspendParams; result: SessionSuspendResult };
   /** Stop serving; exit follows. */
   shutdown: { direction: "clientToServer"; params: undefined; result: null };
   /** Create a progress token. */
