@@ -11,12 +11,13 @@ import (
 	"github.com/bridge-dev/bridge/schema"
 )
 
-// shapes lists, per contract type, its wire members: the ones DESIGN §9.1
-// fixes, spelled as there, and the ones added since; "?" marks an optional
+// shapes lists, per contract type, its wire members: before "|" the ones
+// the contract started with, after it the ones added since (ARCHITECTURE.md,
+// The client contract: added freely, never renamed); "?" marks an optional
 // member. A renamed or dropped member, or a new one not listed here, fails
 // TestShapes.
 var shapes = map[string]string{
-	// DESIGN §9.1, with additions after "|".
+	// The first shapes, with additions after "|".
 	"InitializeParams":             "processId? clientInfo? capabilities initializationOptions? | locale?",
 	"InitializationOptions":        "dataDir? harnesses? | hostsSessions? hostHarness? hostCapabilities?",
 	"InitializeResult":             "serverInfo capabilities",
