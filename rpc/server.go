@@ -12,6 +12,7 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
+	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -296,7 +297,7 @@ func (s *server) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 	}
 	m, ok := methodTable[method]
 	if !ok {
-		return nil, jsonrpc2.Errorf(CodeMethodNotFound, "method not found: %q", method)
+		return nil, jsonrpc2.Errorf(CodeMethodNotFound, "method not found: %s", core.Quote(method))
 	}
 	s.handlers.Add(1)
 	defer s.handlers.Done()

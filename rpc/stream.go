@@ -177,6 +177,12 @@ func decodeBody(body []byte) (jsonrpc2.Message, *frameError) {
 			"invalid request: batches are not supported over this connection")}
 	}
 	msg, err := jsonrpc2.DecodeMessage(body)
+	if _, isNote := msg.(*jsonrpc2.Notification); err == nil && isNote && hasNullID(body) {
+		// JSON-RPC 2.0 discourages a null id and LSP forbids it; taken for
+		// a notification it would never be answered.
+		return nil, &frameError{err: jsonrpc2.NewError(jsonrpc2.InvalidRequest,
+			"invalid request: id must be an integer or a string, not null")}
+	}
 	if err != nil {
 		var probe struct {
 			ID json.RawMessage `json:"id"`
@@ -186,6 +192,18 @@ func decodeBody(body []byte) (jsonrpc2.Message, *frameError) {
 			"invalid request: not a JSON-RPC 2.0 message (need jsonrpc \"2.0\", a string method and an integer or string id)")}
 	}
 	return msg, nil
+}
+
+// hasNullID tells whether a message body has an "id" member whose value is
+// null (a notification has no id member at all).
+func hasNullID(body []byte) bool {
+	if !bytes.Contains(body, []byte(`"id"`)) {
+		return false
+	}
+	var probe struct {
+		ID json.RawMessage `json:"id"`
+	}
+	return json.Unmarshal(body, &probe) == nil && string(probe.ID) == "null"
 }
 
 // wireID turns a raw id into a jsonrpc2.ID, or the null id when it is not an
