@@ -418,12 +418,5 @@ func (h *Host) ArchiveSession(ctx context.Context, nativeID string) error {
 
 // Presets lists the configured presets for this harness.
 func (h *Host) Presets(ctx context.Context) ([]core.Preset, error) {
-	var out []core.Preset
-	for _, p := range h.cfg.Presets {
-		if p.Harness == "" || p.Harness == Harness {
-			p.Harness = Harness
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return core.PresetsFor(h.cfg.Presets, Harness), nil
 }
