@@ -122,13 +122,17 @@ func (db *DB) validateAll(entries []core.NewEntry) error {
 		}
 		if err != nil {
 			if len(entries) > 1 {
-				return core.E(core.CodeInvalid, fmt.Sprintf("entry %d of %d", i+1, len(entries)), err)
+				return &core.Error{Code: core.ErrorCode(err), Message: fmt.Sprintf("entry %d of %d: %v", i+1, len(entries), err)}
 			}
 			return err
 		}
 	}
 	return nil
 }
+
+// CheckEntries tells whether Append would refuse any of entries (its size
+// or shape) without writing anything.
+func (db *DB) CheckEntries(entries []core.NewEntry) error { return db.validateAll(entries) }
 
 func (db *DB) checkSize(e core.NewEntry) error {
 	if db.maxEntry > 0 && len(e.Payload) > db.maxEntry {
