@@ -165,7 +165,7 @@ type Workspace struct {
 	Name string `json:"name,omitempty"`
 }
 
-// BridgeHost is the port every harness adapter implements (DESIGN §8). A
+// BridgeHost is the port every harness adapter implements (ARCHITECTURE.md, Capabilities and doctor). A
 // method whose capability the adapter does not have returns an error
 // wrapping ErrUnsupported, and Probe says so. Optional capabilities are
 // separate interfaces (NativeResumer on the host; Compactor, GoalHost,
@@ -303,5 +303,5 @@ type ImportedSession struct {
 	Entries  []NewEntry
 }
 
-// Clock and IDs are injected so tests can control time and identifiers.
+// Clock is injected (with IDs) so tests control time and identifiers.
 type Clock func() time.Time

@@ -82,6 +82,12 @@ type MigrationExecuteParams struct {
 	// Path is the (possibly edited) preview file; absent means the
 	// preview's own, read back verbatim.
 	Path string `json:"path,omitempty"`
+	// Summary is the edited handoff itself, given inline instead of in a
+	// file (a WebUI's editor); it is checked exactly as an edited file is
+	// (UTF-8 text without NUL bytes, at most 4 MiB, at least one of the five
+	// section headings; missing sections only warn). Give path or summary,
+	// not both.
+	Summary string `json:"summary,omitempty"`
 	// Continue lets the target continue after restating; by default it
 	// restates and waits.
 	Continue bool `json:"continue,omitempty"`

@@ -36,7 +36,7 @@ func TestConformance(t *testing.T) {
 			core.CapSessionList, core.CapSessionCreate, core.CapSessionHistory, core.CapSessionModels,
 			core.CapSessionSelect, core.CapSessionPrompt, core.CapSessionCancel, core.CapSessionRename,
 			core.CapWorkspaceList, core.CapWorkspaceArchive, core.CapPresetList,
-			core.CapNativeResume, core.CapCompactCommand,
+			core.CapNativeResume, core.CapCompactCommand, core.CapContextGauge,
 		},
 	})
 }

@@ -53,6 +53,10 @@ type Config struct {
 	// JSON content (passed as OPENCODE_CONFIG_CONTENT) or a file path
 	// (passed as OPENCODE_CONFIG).
 	ConfigJSON string
+	// CopyDir is a private folder (under Bridge's data directory) where
+	// discovery copies OpenCode's database before reading it; "" disables
+	// reading the database.
+	CopyDir string
 	// StartTimeout bounds the wait for a new server to answer (default 90s).
 	StartTimeout time.Duration
 	// TurnGrace bounds how long Prompt and Compact wait, after the server
@@ -71,6 +75,30 @@ type Host struct {
 	srv     *server
 	lives   map[string]map[*live]struct{} // native session id -> live sessions
 	closed  bool
+
+	limitsMu sync.Mutex
+	limits   map[string]int64 // "provider/model" -> limit.context, once read
+}
+
+// contextLimit returns a model's context window ("provider/model") from
+// OpenCode's provider configuration (GET /config/providers, read once per
+// Host), or 0 when it is not known.
+func (h *Host) contextLimit(model string) int64 {
+	h.limitsMu.Lock()
+	defer h.limitsMu.Unlock()
+	if h.limits == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		models, err := h.Models(ctx)
+		cancel()
+		if err != nil {
+			return 0
+		}
+		h.limits = map[string]int64{}
+		for _, m := range models {
+			h.limits[m.ID] = m.ContextWindow
+		}
+	}
+	return h.limits[model]
 }
 
 var (

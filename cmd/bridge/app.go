@@ -78,7 +78,10 @@ func (a *app) openStore(ctx context.Context, initDataDir string) (store, error) 
 	if err != nil {
 		return store{}, core.E(core.CodeInvalid, "configuration", err)
 	}
-	db, err := storage.Open(ctx, filepath.Join(dir, DatabaseFile), storage.Options{})
+	if cfg.MaxEntryBytes < 0 {
+		return store{}, core.Errorf(core.CodeInvalid, "configuration: maxEntryBytes must be positive")
+	}
+	db, err := storage.Open(ctx, filepath.Join(dir, DatabaseFile), storage.Options{MaxEntryBytes: cfg.MaxEntryBytes})
 	if err != nil {
 		return store{}, core.E(core.CodePersistence, "open the database", err)
 	}

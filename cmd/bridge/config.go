@@ -36,6 +36,9 @@ type Config struct {
 	// ApprovalTimeoutSeconds bounds the wait for the client's answer to a
 	// session/requestPermission; then the preset's policy answers.
 	ApprovalTimeoutSeconds int `json:"approvalTimeoutSeconds,omitempty"`
+	// MaxEntryBytes bounds the payload of one recorded entry (default
+	// 32 MiB); a larger one is refused with an error naming the limit.
+	MaxEntryBytes int `json:"maxEntryBytes,omitempty"`
 	// SuspendAfterMinutes: a live session idle this long is checkpointed
 	// (before_suspend) and its harness process stopped (default 30;
 	// fractions allowed; 0 means the default, negative never).

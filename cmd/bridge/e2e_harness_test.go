@@ -12,8 +12,8 @@ import (
 )
 
 // These tests drive the real Claude Code program through the bridge binary
-// against the fake model server: checkpoints (DESIGN §5) and restoration
-// from them (DESIGN §6).
+// against the fake model server: checkpoints (ARCHITECTURE.md, Checkpoints) and restoration
+// from them (ARCHITECTURE.md, Restoration).
 
 // checkpointMarker is the request text the fake model recognises as
 // Bridge's checkpoint request.

@@ -28,8 +28,8 @@ func (s *Service) checkpointNow(ctx context.Context, sessionID, reason string) (
 	return s.checkpoint(ctx, sessionID, r, "")
 }
 
-// checkpoint runs the whole flow of DESIGN §5 for one session; a session
-// that is running a turn refuses with busy.
+// checkpoint runs the whole flow (ARCHITECTURE.md, Checkpoints) for one
+// session; a session that is running a turn refuses with busy.
 func (s *Service) checkpoint(ctx context.Context, sessionID string, reason checkpoint.Reason, focus string) (CheckpointOutcome, error) {
 	return s.runCheckpoint(ctx, sessionID, reason, focus, false)
 }
@@ -98,7 +98,7 @@ func (s *Service) runCheckpoint(ctx context.Context, sessionID string, reason ch
 
 	ev := checkpoint.ScanEvidence(branch)
 	plan := checkpoint.PlanRetention(branch, retainPolicy)
-	first, marker := plan.FirstRetainedEntryID, core.NewID("e_")
+	first, marker := plan.FirstRetainedEntryID, s.opts.IDs.New("e_")
 	if first == "" {
 		first = marker
 	}
@@ -183,7 +183,7 @@ func (s *Service) commitCheckpoint(ctx context.Context, l *liveSession, sessionI
 	if err := cp.Validate(); err != nil {
 		return nil, core.E(core.CodeSummary, "the assembled checkpoint is invalid", err)
 	}
-	cpID := core.NewID("e_")
+	cpID := s.opts.IDs.New("e_")
 	if l != nil {
 		l.flush()
 		l.order.Lock()
@@ -221,7 +221,7 @@ func (s *Service) recoveryCheckpoint(ctx context.Context, sess core.Session, bra
 		}
 	}
 	plan := checkpoint.PlanRetention(branch, retainPolicy)
-	first, marker := plan.FirstRetainedEntryID, core.NewID("e_")
+	first, marker := plan.FirstRetainedEntryID, s.opts.IDs.New("e_")
 	if first == "" {
 		first = marker
 	}

@@ -46,19 +46,8 @@ func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExec
 	if rounds == 0 {
 		rounds = 1
 	}
-	path := req.Path
-	if path == "" {
-		path = p.Path
-	}
-	b, err := inputfile.ReadFile(ctx, path, "handoff file", MaxHandoffBytes)
+	summary, err := s.handoffText(ctx, req, p.Path)
 	if err != nil {
-		return schema.MigrationExecuteResult{}, err
-	}
-	summary := string(b)
-	if strings.TrimSpace(summary) == "" {
-		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeInvalid, "the preview file %s is empty", core.Quote(path))
-	}
-	if err := checkHandoffText(path, summary); err != nil {
 		return schema.MigrationExecuteResult{}, err
 	}
 	var warnings []string
@@ -296,12 +285,40 @@ func (s *Service) hasVision(ctx context.Context, target core.Session) (bool, str
 // (it becomes the kickoff prompt, one entry of the record).
 const MaxHandoffBytes = 4 << 20
 
-// checkHandoffText refuses a file that is not an edited handoff: text that
-// is not UTF-8, holds NUL bytes, or has none of the five section headings.
-// A handoff missing some sections is still sent (with a warning).
-func checkHandoffText(path, text string) error {
+// handoffText is the handoff migration/execute sends: req.Summary when
+// given, else the file req.Path, else the preview's own file (previewPath).
+// Inline text and a file are checked the same way.
+func (s *Service) handoffText(ctx context.Context, req schema.MigrationExecuteParams, previewPath string) (string, error) {
+	if req.Summary != "" {
+		if req.Path != "" {
+			return "", invalidField("summary", "give path or summary, not both")
+		}
+		if len(req.Summary) > MaxHandoffBytes {
+			return "", core.Errorf(core.CodeInvalid, "summary is %d bytes, more than the %d bytes a handoff may have", len(req.Summary), MaxHandoffBytes)
+		}
+		return req.Summary, checkHandoffText("summary", req.Summary)
+	}
+	path := req.Path
+	if path == "" {
+		path = previewPath
+	}
+	b, err := inputfile.ReadFile(ctx, path, "handoff file", MaxHandoffBytes)
+	if err != nil {
+		return "", err
+	}
+	return string(b), checkHandoffText("handoff file "+core.Quote(path), string(b))
+}
+
+// checkHandoffText refuses text (what names it: the file, or "summary")
+// that is not an edited handoff: empty, not UTF-8, holding NUL bytes, or
+// with none of the five section headings. A handoff missing some sections
+// is still sent (with a warning).
+func checkHandoffText(what, text string) error {
+	if strings.TrimSpace(text) == "" {
+		return core.Errorf(core.CodeInvalid, "%s is empty", what)
+	}
 	if !utf8.ValidString(text) || strings.ContainsRune(text, 0) {
-		return core.Errorf(core.CodeInvalid, "handoff file %s is not UTF-8 text", core.Quote(path))
+		return core.Errorf(core.CodeInvalid, "%s is not UTF-8 text", what)
 	}
 	_, secs := handoff.SplitSections(text)
 	for _, sec := range secs {
@@ -309,5 +326,5 @@ func checkHandoffText(path, text string) error {
 			return nil
 		}
 	}
-	return core.Errorf(core.CodeInvalid, "handoff file %s is not a handoff: it has none of the sections (## Goal, ## Current state, …)", core.Quote(path))
+	return core.Errorf(core.CodeInvalid, "%s is not a handoff: it has none of the sections (## Goal, ## Current state, …)", what)
 }

@@ -158,7 +158,7 @@ func (s *Service) MigrationPreview(ctx context.Context, req schema.MigrationPrev
 	if app := vis.Appendix(fold.Lang); app != "" {
 		summary = strings.TrimRight(summary, "\n") + "\n\n" + app
 	}
-	id := core.NewID("p_")
+	id := s.opts.IDs.New("p_")
 	path, err := s.writePreview(id, summary)
 	if err != nil {
 		return schema.MigrationPreviewResult{}, err

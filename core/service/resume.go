@@ -10,7 +10,7 @@ import (
 	"github.com/bridge-dev/bridge/core/checkpoint"
 )
 
-// resume brings a session back and reports honestly how (DESIGN §6):
+// resume brings a session back and reports honestly how (ARCHITECTURE.md, Restoration):
 // hot when its harness process is still running; native when the harness
 // resumed and proved its own stored session; checkpoint_restored when a
 // fresh process was given the projection of the latest valid checkpoint;

@@ -38,8 +38,11 @@ type Options struct {
 	// ApprovalTimeout bounds the wait for the client's answer (default
 	// 5 minutes); then the preset's policy answers.
 	ApprovalTimeout time.Duration
-	// Now is the clock (default time.Now).
+	// Now is the clock (default time.Now): TTLs and recorded times read it.
 	Now core.Clock
+	// IDs makes the ids of sessions, entries and previews (default
+	// core.DefaultIDs).
+	IDs *core.IDs
 
 	// SuspendAfter is how long a live session may stay idle before it is
 	// checkpointed (before_suspend) and its process stopped (0: 30 min;
@@ -81,6 +84,9 @@ func New(opts Options) (*Service, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.IDs == nil {
+		opts.IDs = core.DefaultIDs
 	}
 	if opts.CheckpointTimeout <= 0 {
 		opts.CheckpointTimeout = 30 * time.Second

@@ -38,7 +38,7 @@ func (s *Service) create(ctx context.Context, p schema.SessionCreateParams) (cor
 	if effort == "" {
 		effort = preset.Effort
 	}
-	sess := core.Session{ID: core.NewID("s_"), Harness: p.Harness, Cwd: p.Cwd, Title: p.Title,
+	sess := core.Session{ID: s.opts.IDs.New("s_"), Harness: p.Harness, Cwd: p.Cwd, Title: p.Title,
 		Preset: preset.Name, Model: model, Effort: effort}
 	l, err := s.startLive(ctx, h, sess, preset, "", false)
 	if err != nil {

@@ -121,6 +121,10 @@ export interface AdapterReport {
    */
   ok: boolean;
   /**
+   * Presets names the presets session/create accepts for this adapter (the configuration file's, then the harness's own); absent when none or the harness is not installed.
+   */
+  presets?: string[];
+  /**
    * Version is the harness program's version.
    */
   version?: string;
@@ -965,6 +969,10 @@ export interface MigrationExecuteParams {
    * PreviewID names the preview.
    */
   previewId: string;
+  /**
+   * Summary is the edited handoff itself, given inline instead of in a file (a WebUI's editor); it is checked exactly as an edited file is (UTF-8 text without NUL bytes, at most 4 MiB, at least one of the five section headings; missing sections only warn). Give path or summary, not both.
+   */
+  summary?: string;
   /**
    * WorkDoneToken, when set, is the token Bridge reports $/progress with.
    */
