@@ -51,8 +51,10 @@ type liveSession struct {
 	stepsCompleted int
 	// idleTimer suspends the session when it stays idle.
 	idleTimer *time.Timer
-	// autoRunning counts controller checkpoints under way.
+	// autoRunning counts controller checkpoints and idle suspensions under
+	// way; turns counts the prompts begun.
 	autoRunning int
+	turns       int
 }
 
 // newLive returns a liveSession for sessionID; recorded says whether its

@@ -108,24 +108,13 @@ func (s *Service) prompt(ctx context.Context, sessionID string, content []core.C
 	if sess.Archived {
 		return core.TurnResult{}, core.Errorf(core.CodeInvalid, "session %s is archived", sessionID)
 	}
-	l, err := s.ensureLive(ctx, sess)
+	l, err := s.lockLive(ctx, sess)
 	if err != nil {
 		return core.TurnResult{}, err
 	}
-	if !l.turn.TryLock() {
-		l.mu.Lock()
-		auto := l.autoRunning > 0
-		l.mu.Unlock()
-		if !auto {
-			return core.TurnResult{}, core.Errorf(core.CodeBusy, "session %s is already running a turn", sessionID)
-		}
-		// An automatic checkpoint holds the session: wait for it.
-		if err := lockTurn(ctx, l); err != nil {
-			return core.TurnResult{}, err
-		}
-	}
 	l.mu.Lock()
 	l.stepsCompleted = 0
+	l.turns++
 	l.mu.Unlock()
 	res, err := s.runTurn(ctx, l, content)
 	l.mu.Lock()
@@ -137,6 +126,35 @@ func (s *Service) prompt(ctx context.Context, sessionID string, content []core.C
 	}
 	s.afterTurn(l, steps)
 	return res, err
+}
+
+// lockLive returns the session's running harness, resumed when needed,
+// with its turn held. While the controller holds the session (an automatic
+// checkpoint or an idle suspension) the prompt waits for it, and when that
+// stopped the process, starts it again; another turn is busy.
+func (s *Service) lockLive(ctx context.Context, sess core.Session) (*liveSession, error) {
+	for attempt := 0; ; attempt++ {
+		l, err := s.ensureLive(ctx, sess)
+		if err != nil {
+			return nil, err
+		}
+		if l.turn.TryLock() {
+			return l, nil
+		}
+		l.mu.Lock()
+		auto := l.autoRunning > 0
+		l.mu.Unlock()
+		if !auto || attempt > 0 {
+			return nil, core.Errorf(core.CodeBusy, "session %s is already running a turn", sess.ID)
+		}
+		if err := lockTurn(ctx, l); err != nil {
+			return nil, err
+		}
+		if s.liveFor(sess.ID) == l {
+			return l, nil
+		}
+		l.turn.Unlock() // suspended meanwhile: start it again
+	}
 }
 
 // runTurn records the user message and runs the turn; the caller holds
