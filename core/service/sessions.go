@@ -181,9 +181,24 @@ func (s *Service) runTurn(ctx context.Context, l *liveSession, content []core.Co
 	if _, err := l.appendInOrder(ctx, core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(payload)}); err != nil {
 		return core.TurnResult{}, err
 	}
+	cancelled := l.beginTurn()
+	defer l.endTurn()
 	res, err := l.live.Prompt(ctx, content)
-	// The adapter has reported the turn's events; have them recorded.
-	l.flush()
+	// The adapter has reported the turn's events; have them recorded. A
+	// cancelled turn is answered at once: its backlog is recorded after the
+	// answer, quietly (see cancelmute.go).
+	if l.flushOrCancel(ctx, cancelled) {
+		if ctx.Err() != nil {
+			l.cancelTurn()
+		}
+		select {
+		case <-cancelled:
+			if err == nil || ctx.Err() == nil {
+				return core.TurnResult{StopReason: "cancelled"}, nil
+			}
+		default:
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			// Stop the harness too: an abandoned turn would otherwise keep
@@ -234,7 +249,11 @@ func (s *Service) cancel(ctx context.Context, sessionID string) error {
 	// Open permission requests get the policy's answer (and the client a
 	// $/cancelRequest) before the harness is interrupted.
 	l.approvals.cancelAll(errTurnCancelled)
-	if err := l.live.Cancel(ctx); err != nil {
+	// The harness is stopped first; then what it already reported stops
+	// being announced, and the prompt is answered without waiting for it.
+	err := l.live.Cancel(ctx)
+	l.cancelTurn()
+	if err != nil {
 		return wrapHarness(l.host.Harness(), err)
 	}
 	return nil
