@@ -519,13 +519,7 @@ func (h *Host) ArchiveSession(ctx context.Context, nativeID string) error {
 // Presets lists the configured presets, then the server's selectable agents
 // (GET /agent: primary agents that are not hidden) as presets.
 func (h *Host) Presets(ctx context.Context) ([]core.Preset, error) {
-	var out []core.Preset
-	for _, p := range h.cfg.Presets {
-		if p.Harness == "" || p.Harness == harnessName {
-			p.Harness = harnessName
-			out = append(out, p)
-		}
-	}
+	out := core.PresetsFor(h.cfg.Presets, harnessName)
 	s, err := h.ensureServer(ctx)
 	if err != nil {
 		return nil, err
