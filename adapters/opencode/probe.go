@@ -102,5 +102,6 @@ func capabilities(ok bool, why string) []core.Capability {
 		c(core.CapCompactCommand, ok, detail("POST /session/{id}/summarize")),
 		c(core.CapCompactionFocus, false, "summarize takes no focus"),
 		c(core.CapContextGauge, false, "not reported as a gauge; OpenCode compacts its own context"),
+		c(core.CapApprovalRelay, ok, detail("permission.asked events answered with POST /permission/{id}/reply (asked where OpenCode's permission config says ask)")),
 	}
 }
