@@ -53,7 +53,11 @@ func TestConformance(t *testing.T) {
 			in, _ := json.Marshal(map[string]string{"filePath": filepath.Join(t.TempDir(), "conformance.txt"), "content": "x\n"})
 			var once sync.Once
 			model.Responder(func(r fakemodel.Request) (fakemodel.Reply, bool) {
-				if !strings.Contains(r.LastUserText, "write the conformance file") || strings.Contains(string(r.Body), `"role":"tool"`) {
+				body := string(r.Body)
+				if strings.Contains(strings.ToLower(body), "title generator") {
+					return fakemodel.Reply{Text: "A title"}, true
+				}
+				if !strings.Contains(r.LastUserText, "write the conformance file") || strings.Contains(body, `"role":"tool"`) {
 					return fakemodel.Reply{}, false
 				}
 				reply := fakemodel.Reply{Text: "done"}

@@ -37,9 +37,21 @@ var (
 // approvals is a live session's open permission requests and its "always"
 // answers.
 type approvals struct {
-	mu     sync.Mutex
-	open   map[*struct{}]context.CancelCauseFunc
-	always map[string]core.ApprovalOption // by request key
+	mu      sync.Mutex
+	pending int // requests being decided (asked or not)
+	open    map[*struct{}]context.CancelCauseFunc
+	always  map[string]core.ApprovalOption // by request key
+}
+
+// begin and end count a request being decided.
+func (a *approvals) begin() { a.mu.Lock(); a.pending++; a.mu.Unlock() }
+func (a *approvals) end()   { a.mu.Lock(); a.pending--; a.mu.Unlock() }
+
+// busy reports whether a request is being decided.
+func (a *approvals) busy() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pending > 0
 }
 
 // register tracks a pending request; the returned function releases it.
@@ -104,11 +116,14 @@ func (l *liveSession) approve(ctx context.Context, req core.ApprovalRequest) cor
 	if len(req.RawInput) > 0 {
 		requested["rawInput"] = req.RawInput
 	}
-	rec := context.WithoutCancel(ctx)
-	if _, err := l.appendInOrder(rec, core.NewEntry{Kind: core.KindApprovalRequested,
-		NativeID: "approval:" + req.ID + ":requested", Payload: core.Payload(requested)}); err != nil {
-		l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not record approval.requested: %v", l.sessionID, err))
-	}
+	// Both entries go through the session's event queue: recorded in
+	// order with the harness's own events (after what it reported before
+	// asking, before the tool's result), without a commit on the way of the
+	// answer. Meanwhile the open request itself suppresses checkpoints.
+	l.approvals.begin()
+	defer l.approvals.end()
+	l.sink(core.Event{Entry: &core.NewEntry{Kind: core.KindApprovalRequested,
+		NativeID: "approval:" + req.ID + ":requested", Payload: core.Payload(requested)}})
 	d, remembered := l.decide(ctx, req)
 	resolved := map[string]any{"approvalId": req.ID, "optionId": d.OptionID, "optionKind": d.Kind,
 		"allowed": d.Allowed(), "by": d.By}
@@ -121,10 +136,8 @@ func (l *liveSession) approve(ctx context.Context, req core.ApprovalRequest) cor
 	if d.Cancelled {
 		resolved["cancelled"] = true
 	}
-	if _, err := l.appendInOrder(rec, core.NewEntry{Kind: core.KindApprovalResolved,
-		NativeID: "approval:" + req.ID + ":resolved", Payload: core.Payload(resolved)}); err != nil {
-		l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not record approval.resolved: %v", l.sessionID, err))
-	}
+	l.sink(core.Event{Entry: &core.NewEntry{Kind: core.KindApprovalResolved,
+		NativeID: "approval:" + req.ID + ":resolved", Payload: core.Payload(resolved)}})
 	return d
 }
 
