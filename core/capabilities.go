@@ -28,6 +28,13 @@ const (
 	CapApprovalRelay = "approval.relay"
 )
 
+// ClientHosted is implemented by hosts whose sessions a client hosts
+// itself (host-over-RPC): their harness's permission requests arrive as
+// hosted/requestPermission.
+type ClientHosted interface {
+	ClientHosted() bool
+}
+
 // Capabilities lists every capability once, in report order.
 var Capabilities = []string{CapSessionCreate, CapSessionPrompt, CapSessionCancel,
 	CapSessionList, CapSessionHistory, CapSessionModels, CapSessionSelect, CapSessionRename,
