@@ -99,8 +99,8 @@ type Harness struct {
 //     of an unknown session and Attachment of an unknown ref fail.
 //   - approvals: when approval.relay is claimed, a turn needing a
 //     permission (Harness.Approval) asks CreateRequest.Approve with a well
-//     formed request, and "allow once" and "reject once" both end the turn
-//     normally; unclaimed, the approver is never asked.
+//     formed request; "allow once" ends the turn with end_turn and "reject
+//     once" without an error; unclaimed, the approver is never asked.
 //   - resume: resuming a bogus id yields a *core.ResumeError with the
 //     harness's text and no Live; resuming a session just created and
 //     closed yields a Live whose NativeID is the requested one, which

@@ -14,8 +14,8 @@ var approvalKinds = map[string]bool{"read": true, "edit": true, "delete": true, 
 
 // checkApprovals runs the approvals part of the suite: when approval.relay
 // is claimed, a turn that needs a permission asks the session's approver,
-// whose "allow once" and "reject once" both end the turn normally, with a
-// request that is well formed. An adapter that does not claim it must not
+// whose "allow once" ends the turn normally and "reject once" ends it
+// without an error, with a request that is well formed. An adapter that does not claim it must not
 // call the approver.
 func (s *suite) testApprovals(t *testing.T) {
 	e := s.setup(t)
@@ -72,8 +72,10 @@ func (s *suite) testApprovals(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Prompt after %s: %v", kind, err)
 			}
-			if res.StopReason != "end_turn" {
-				t.Errorf("Prompt after %s: stop reason %q, want end_turn", kind, res.StopReason)
+			// A refusal may end the harness's loop early (OpenCode stops
+			// at a rejected permission): any stop but an error.
+			if (kind == core.AllowOnce && res.StopReason != "end_turn") || res.StopReason == "error" || res.StopReason == "" {
+				t.Errorf("Prompt after %s: stop reason %q", kind, res.StopReason)
 			}
 			if len(asked) == 0 {
 				t.Fatalf("%s is claimed available, but the turn never asked the approver (the tool ran or was refused without asking)", core.CapApprovalRelay)
