@@ -21,6 +21,13 @@ type TranscriptList struct {
 	Files []string
 }
 
+// MultiImporter is implemented by adapters whose harness keeps many
+// sessions in one file (OpenCode's SQLite database): ImportAll reads every
+// session in it. Discovery prefers it to Importer.
+type MultiImporter interface {
+	ImportAll(ctx context.Context, path string) ([]ImportedSession, error)
+}
+
 // DiscoveredFile is what the last discovery saw of one transcript.
 type DiscoveredFile struct {
 	Path      string

@@ -165,7 +165,7 @@ type Workspace struct {
 	Name string `json:"name,omitempty"`
 }
 
-// BridgeHost is the port every harness adapter implements (DESIGN §8). A
+// BridgeHost is the port every harness adapter implements (ARCHITECTURE.md, Capabilities and doctor). A
 // method whose capability the adapter does not have returns an error
 // wrapping ErrUnsupported, and Probe says so. Optional capabilities are
 // separate interfaces (NativeResumer on the host; Compactor, GoalHost,
@@ -279,6 +279,14 @@ type AttachmentSource interface {
 	Attachment(ctx context.Context, nativeID, ref string) (Content, error)
 }
 
+// HistoryWindower is implemented by hosts that read the newest part of a
+// session's history in one call (session.historyWindow): at most
+// maxMessages user and assistant messages, with what comes between them;
+// moreBefore says whether older history was left out.
+type HistoryWindower interface {
+	HistoryWindow(ctx context.Context, nativeID string, maxMessages int) (entries []NewEntry, moreBefore bool, err error)
+}
+
 // Importer is implemented by adapters that can read a harness transcript
 // file into entries (session/import). Each entry carries a NativeID so that
 // importing the same file twice adds nothing.
@@ -295,5 +303,5 @@ type ImportedSession struct {
 	Entries  []NewEntry
 }
 
-// Clock and IDs are injected so tests can control time and identifiers.
+// Clock is injected (with IDs) so tests control time and identifiers.
 type Clock func() time.Time

@@ -212,6 +212,14 @@ type IntegrityReport struct {
 // Clean reports whether no problem was found.
 func (r IntegrityReport) Clean() bool { return len(r.Problems) == 0 }
 
+// HostImage is an image a harness keeps for a session it recorded; a
+// user.message payload lists them as "hostImages". Ref is the harness's own
+// id for it (AttachmentSource recovers the bytes).
+type HostImage struct {
+	MediaType string `json:"mediaType,omitempty"`
+	Ref       string `json:"ref"`
+}
+
 // Attachment is an image Bridge received in a prompt and keeps under its
 // data directory; a user.message payload lists them as "attachments".
 type Attachment struct {

@@ -195,3 +195,51 @@ func BenchmarkParamsDecode(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkFrameWrite compares writing one framed message with the
+// server's stream (which also notes the id of each response, for reply
+// ordering) against jsonrpc2's own header stream, the baseline: a response
+// carrying a history page, and a small notification.
+func BenchmarkFrameWrite(b *testing.B) {
+	pageJSON, err := json.Marshal(page())
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs := []struct {
+		name string
+		msg  jsonrpc2.Message
+	}{
+		{"page", jsonrpc2.NewResponse(jsonrpc2.NewNumberID(42), pageJSON, nil)},
+		{"note", jsonrpc2.NewNotification("session/update", jsonrpc2.RawMessage(`{"sessionId":"01JNKSESSION0000000000000","entry":{"kind":"assistant.delta","payload":{"text":"ok"}}}`))},
+	}
+	for _, m := range msgs {
+		b.Run(m.name+"/bridge", func(b *testing.B) {
+			s := newLSPStream(nil, io.Discard, 0, discardLogger(), nil)
+			s.replied = func(jsonrpc2.ID) {}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.Write(ctx, m.msg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(m.name+"/jsonrpc2", func(b *testing.B) {
+			s := jsonrpc2.NewHeaderStream(discardRWC{})
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.Write(ctx, m.msg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// discardRWC is an io.ReadWriteCloser that drops what is written.
+type discardRWC struct{}
+
+func (discardRWC) Read([]byte) (int, error)    { return 0, io.EOF }
+func (discardRWC) Write(p []byte) (int, error) { return len(p), nil }
+func (discardRWC) Close() error                { return nil }

@@ -115,6 +115,9 @@ func (f *fakeBackend) SessionCheckpoint(ctx context.Context, p schema.SessionChe
 func (f *fakeBackend) SessionImport(ctx context.Context, p schema.SessionImportParams) (schema.SessionImportResult, error) {
 	return serve[schema.SessionImportParams, schema.SessionImportResult](f, ctx, p, nil)
 }
+func (f *fakeBackend) SessionSuspend(ctx context.Context, p schema.SessionSuspendParams) (schema.SessionSuspendResult, error) {
+	return serve[schema.SessionSuspendParams, schema.SessionSuspendResult](f, ctx, p, nil)
+}
 func (f *fakeBackend) SessionModels(ctx context.Context, p schema.SessionModelsParams) (schema.SessionModelsResult, error) {
 	return serve[schema.SessionModelsParams, schema.SessionModelsResult](f, ctx, p, nil)
 }

@@ -41,8 +41,9 @@ func replyIndex(msgs []wireMsg, id int) int {
 }
 
 // TestShutdownReplyNeverOvertakes sends a request, shutdown and exit back to
-// back (one write) 200 times: the request's reply is never lost and always
-// comes before shutdown's, and the exit code is 0.
+// back (one write, and every other time the end of input right after) 200
+// times: the request's reply is never lost and always comes before
+// shutdown's, and the exit code is 0.
 func TestShutdownReplyNeverOvertakes(t *testing.T) {
 	for run := range 200 {
 		fake := newFake()
@@ -66,6 +67,9 @@ func TestShutdownReplyNeverOvertakes(t *testing.T) {
 			batch = append(batch, frame(b)...)
 		}
 		c.sendRaw(batch)
+		if run%2 == 1 {
+			c.w.Close() // and the input ends at once (a client that writes and closes)
+		}
 		if r := c.waitExit(); r.code != 0 || r.err != nil {
 			t.Fatalf("run %d: exit code %d err %v, want 0 nil", run, r.code, r.err)
 		}
@@ -101,6 +105,9 @@ func TestImmediateExitKeepsEarlierReply(t *testing.T) {
 			batch = append(batch, frame(b)...)
 		}
 		c.sendRaw(batch)
+		if run%2 == 1 {
+			c.w.Close()
+		}
 		if r := c.waitExit(); r.code != 1 {
 			t.Fatalf("run %d: exit code %d, want 1 (no shutdown)", run, r.code)
 		}
@@ -152,5 +159,32 @@ func TestStopTakesTheShutdownPath(t *testing.T) {
 	}
 	if i := replyIndex(c.drained(), slow); i < 0 {
 		t.Fatal("the running prompt was not answered")
+	}
+}
+
+// TestEndOfInputKeepsReplies: a client that writes requests and closes its
+// end (bridge < requests) still gets every reply.
+func TestEndOfInputKeepsReplies(t *testing.T) {
+	fake := newFake()
+	c := startServer(t, fake, nil)
+	c.initialize()
+	var batch []byte
+	var ids []int
+	for range 5 {
+		id := c.nextID()
+		ids = append(ids, id)
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "session/list", "params": map[string]any{}})
+		batch = append(batch, frame(b)...)
+	}
+	c.sendRaw(batch)
+	c.w.Close()
+	if r := c.waitExit(); r.code != 1 || r.err != nil {
+		t.Fatalf("end of input before shutdown: code %d err %v, want 1 nil", r.code, r.err)
+	}
+	msgs := c.drained()
+	for _, id := range ids {
+		if replyIndex(msgs, id) < 0 {
+			t.Fatalf("the reply to %d was lost", id)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
+	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -150,8 +151,13 @@ func serveTransport(ctx context.Context, stream transport, cfg Config, log *slog
 
 	if s.exitCode() != 0 {
 		// No shutdown came first: running requests are cancelled, so
-		// that they answer now.
-		stop()
+		// that they answer now. (Not by ending life: the connection must
+		// read and write until their replies are out.)
+		s.cmu.Lock()
+		for _, r := range s.inflight {
+			r.cancel()
+		}
+		s.cmu.Unlock()
 	}
 	// After shutdown this waits for its close to finish.
 	s.closeBackend(context.WithoutCancel(ctx))
@@ -291,7 +297,7 @@ func (s *server) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 	}
 	m, ok := methodTable[method]
 	if !ok {
-		return nil, jsonrpc2.Errorf(CodeMethodNotFound, "method not found: %q", method)
+		return nil, jsonrpc2.Errorf(CodeMethodNotFound, "method not found: %s", core.Quote(method))
 	}
 	s.handlers.Add(1)
 	defer s.handlers.Done()

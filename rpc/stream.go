@@ -40,6 +40,7 @@ type lspStream struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	closed    chan struct{} // closed by Close
 
 	// done is closed when Read meets a fatal error (end of input or a
 	// transport failure); readErr holds it.
@@ -61,6 +62,7 @@ func newLSPStream(in io.Reader, out io.Writer, max int64, log *slog.Logger, clos
 		max:    max,
 		log:    log,
 		done:   make(chan struct{}),
+		closed: make(chan struct{}),
 	}
 }
 
@@ -75,6 +77,10 @@ type frameError struct {
 
 // Read returns the next well-formed message. Bad frames are answered on the
 // write side and skipped; only transport failures and end of input end it.
+// Their error is returned only once the stream is closed: jsonrpc2 writes
+// nothing after a read error, and the replies still owed for requests read
+// before the end of input must reach the client (done tells Serve the input
+// ended).
 func (s *lspStream) Read(ctx context.Context) (jsonrpc2.Message, int64, error) {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -83,6 +89,9 @@ func (s *lspStream) Read(ctx context.Context) (jsonrpc2.Message, int64, error) {
 		msg, n, ferr, err := s.readOne()
 		if err != nil {
 			s.finish(err)
+			// Not ctx: Serve cancels the connection's context before it
+			// has written the last replies.
+			<-s.closed
 			return nil, 0, err
 		}
 		if ferr != nil {
@@ -168,6 +177,12 @@ func decodeBody(body []byte) (jsonrpc2.Message, *frameError) {
 			"invalid request: batches are not supported over this connection")}
 	}
 	msg, err := jsonrpc2.DecodeMessage(body)
+	if _, isNote := msg.(*jsonrpc2.Notification); err == nil && isNote && hasNullID(body) {
+		// JSON-RPC 2.0 discourages a null id and LSP forbids it; taken for
+		// a notification it would never be answered.
+		return nil, &frameError{err: jsonrpc2.NewError(jsonrpc2.InvalidRequest,
+			"invalid request: id must be an integer or a string, not null")}
+	}
 	if err != nil {
 		var probe struct {
 			ID json.RawMessage `json:"id"`
@@ -177,6 +192,18 @@ func decodeBody(body []byte) (jsonrpc2.Message, *frameError) {
 			"invalid request: not a JSON-RPC 2.0 message (need jsonrpc \"2.0\", a string method and an integer or string id)")}
 	}
 	return msg, nil
+}
+
+// hasNullID tells whether a message body has an "id" member whose value is
+// null (a notification has no id member at all).
+func hasNullID(body []byte) bool {
+	if !bytes.Contains(body, []byte(`"id"`)) {
+		return false
+	}
+	var probe struct {
+		ID json.RawMessage `json:"id"`
+	}
+	return json.Unmarshal(body, &probe) == nil && string(probe.ID) == "null"
 }
 
 // wireID turns a raw id into a jsonrpc2.ID, or the null id when it is not an
@@ -325,6 +352,7 @@ func (s *lspStream) Write(_ context.Context, msg jsonrpc2.Message) (int64, error
 // Close releases the transport once.
 func (s *lspStream) Close() error {
 	s.closeOnce.Do(func() {
+		close(s.closed)
 		if s.closer != nil {
 			s.closeErr = s.closer()
 		}

@@ -23,6 +23,7 @@ func TestStreamOneByteAtATime(t *testing.T) {
 		string(frame([]byte(`{"jsonrpc":"2.0","id":"s","method":"c","params":{"x":[1,2]}}`)))
 	var out bytes.Buffer
 	s := newLSPStream(iotest.OneByteReader(strings.NewReader(input)), &out, 0, discardLogger(), nil)
+	s.Close() // the end of input is returned only once the stream is closed
 	var methods []string
 	for {
 		msg, _, err := s.Read(context.Background())
@@ -53,6 +54,7 @@ func TestStreamOneByteAtATime(t *testing.T) {
 // TestStreamTruncatedBody reports a body cut short as a transport error.
 func TestStreamTruncatedBody(t *testing.T) {
 	s := newLSPStream(strings.NewReader("Content-Length: 50\r\n\r\n{\"jsonrpc\""), io.Discard, 0, discardLogger(), nil)
+	s.Close()
 	if _, _, err := s.Read(context.Background()); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("err %v, want io.ErrUnexpectedEOF", err)
 	}

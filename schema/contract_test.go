@@ -158,7 +158,7 @@ func TestMethodTable(t *testing.T) {
 	if _, ok := schema.MethodByName("session/nope"); ok {
 		t.Error("MethodByName found an unknown method")
 	}
-	// DESIGN §9: every method and notification it names.
+	// ARCHITECTURE.md, The client contract: every method and notification it names.
 	for _, name := range []string{"initialize", "initialized", "shutdown", "exit", "$/cancelRequest",
 		"$/progress", "window/showMessage", "window/logMessage", "window/workDoneProgress/create",
 		"bridge/doctor", "session/list", "session/create", "session/prompt", "session/cancel",

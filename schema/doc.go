@@ -1,5 +1,5 @@
 // Package schema is Bridge's client contract: the Go types of every JSON-RPC
-// method and notification a client and Bridge exchange (DESIGN §9, §9.1), the
+// method and notification a client and Bridge exchange (ARCHITECTURE.md, The client contract), the
 // method table that ties each name to its params and result types, and the
 // generator that turns those types into JSON Schema files.
 //

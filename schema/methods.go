@@ -126,6 +126,7 @@ type Backend interface {
 	SessionResume(ctx context.Context, p SessionResumeParams) (SessionResumeResult, error)
 	SessionCompact(ctx context.Context, p SessionCompactParams) (SessionCompactResult, error)
 	SessionCheckpoint(ctx context.Context, p SessionCheckpointParams) (SessionCheckpointResult, error)
+	SessionSuspend(ctx context.Context, p SessionSuspendParams) (SessionSuspendResult, error)
 	SessionImport(ctx context.Context, p SessionImportParams) (SessionImportResult, error)
 	SessionModels(ctx context.Context, p SessionModelsParams) (SessionModelsResult, error)
 	SessionSelectModel(ctx context.Context, p SessionSelectModelParams) (SessionSelectModelResult, error)
@@ -167,6 +168,7 @@ var Methods = []Method{
 	call("session/resume", Backend.SessionResume, "", "Resume a session and report the mode."),
 	call("session/compact", Backend.SessionCompact, "Compact", "Forward /compact or fall back to a checkpoint."),
 	call("session/checkpoint", Backend.SessionCheckpoint, "Checkpoint", "Write a Bridge checkpoint now."),
+	call("session/suspend", Backend.SessionSuspend, "", "Checkpoint a live session and stop its process; the next prompt brings it back."),
 	call("session/import", Backend.SessionImport, "Import", "Bring a harness transcript into the record."),
 	call("session/models", Backend.SessionModels, "", "List the models the session's harness offers."),
 	call("session/selectModel", Backend.SessionSelectModel, "", "Switch a live session's model and/or effort."),

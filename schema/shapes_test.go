@@ -11,12 +11,13 @@ import (
 	"github.com/bridge-dev/bridge/schema"
 )
 
-// shapes lists, per contract type, its wire members: the ones DESIGN §9.1
-// fixes, spelled as there, and the ones added since; "?" marks an optional
+// shapes lists, per contract type, its wire members: before "|" the ones
+// the contract started with, after it the ones added since (ARCHITECTURE.md,
+// The client contract: added freely, never renamed); "?" marks an optional
 // member. A renamed or dropped member, or a new one not listed here, fails
 // TestShapes.
 var shapes = map[string]string{
-	// DESIGN §9.1, with additions after "|".
+	// The first shapes, with additions after "|".
 	"InitializeParams":             "processId? clientInfo? capabilities initializationOptions? | locale?",
 	"InitializationOptions":        "dataDir? harnesses? | hostsSessions? hostHarness? hostCapabilities?",
 	"InitializeResult":             "serverInfo capabilities",
@@ -37,17 +38,20 @@ var shapes = map[string]string{
 	"SessionCompactResult":         "by focusApplied focusNote? entryId?",
 	"SessionCheckpointParams":      "sessionId reason? | workDoneToken?",
 	"SessionCheckpointResult":      "entryId provenance reason",
+	"SessionSuspendParams":         "sessionId",
+	"SessionSuspendResult":         "suspended checkpointEntryId? suppressed?",
 	"SessionImportParams":          "harness? path? | workDoneToken? discover?",
 	"SessionImportResult":          "sessionId entries contextCompacted | discovered?",
 	"DoctorParams":                 "harness?",
 	"DoctorResult":                 "adapters dataDir schemaVersion | database?",
 	"AdapterReport":                "harness ok binary? version? capabilities missing | installed",
 	"Capability":                   "name required available detail? | need reason",
-	"MigrationPreviewParams":       "sessionId target summaryCharBudget? lang? | workDoneToken?",
+	"MigrationPreviewParams":       "sessionId? target summaryCharBudget? lang? | source? workDoneToken?",
+	"MigrationSource":              "harness nativeSessionId",
 	"MigrationTarget":              "harness? preset? model? | effort?",
 	"MigrationPreviewResult":       "previewId path summary sections stats warnings",
 	"HandoffSection":               "title body",
-	"MigrationExecuteParams":       "previewId path? continue? inject? goalRounds? | workDoneToken?",
+	"MigrationExecuteParams":       "previewId path? summary? continue? inject? goalRounds? | workDoneToken?",
 	"MigrationExecuteResult":       "targetSessionId modelTransferred goalCreated goalPaused kickoffSent warnings",
 	"SessionUpdateNotification":    "sessionId entry",
 	"ContextCompactedNotification": "sessionId entryId harness trigger preTokens? postTokens? estimated?",

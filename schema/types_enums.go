@@ -179,7 +179,7 @@ const (
 // CheckpointReason is why a Bridge checkpoint was written.
 type CheckpointReason string
 
-// Checkpoint reasons (DESIGN §5).
+// Checkpoint reasons (ARCHITECTURE.md, Checkpoints).
 const (
 	ReasonPhaseBoundary      CheckpointReason = "phase_boundary"
 	ReasonBeforeSuspend      CheckpointReason = "before_suspend"

@@ -5,15 +5,30 @@ import "encoding/json"
 // MigrationPreviewParams folds a session into an editable five-part handoff
 // for a clean target session.
 type MigrationPreviewParams struct {
-	// SessionID is the source session.
-	SessionID string `json:"sessionId"`
+	// SessionID is the source session; absent when Source names one.
+	SessionID string `json:"sessionId,omitempty"`
 	// Target names where the task goes; empty fields keep the source's.
 	Target MigrationTarget `json:"target"`
 	// SummaryCharBudget bounds the handoff summary (default 2,400).
 	SummaryCharBudget int `json:"summaryCharBudget,omitempty" jsonschema:"minimum=0"`
 	// Lang is "en" or "zh"; absent means by the source's language.
 	Lang string `json:"lang,omitempty" jsonschema:"enum=en,enum=zh"`
+	// Source, instead of SessionID, names a session Bridge did not create
+	// (it exists only on its harness). Bridge reads the window the fold
+	// needs from the harness (session.historyWindow in one read where
+	// served, else session.history) and records it as an imported session
+	// (a session Bridge already records is folded from its record); the
+	// harness's session is not changed.
+	Source *MigrationSource `json:"source,omitempty"`
 	WorkDoneProgressParams
+}
+
+// MigrationSource names a session on a harness by the harness's own id.
+type MigrationSource struct {
+	// Harness is the harness that holds the session.
+	Harness string `json:"harness"`
+	// NativeSessionID is the harness's own session id.
+	NativeSessionID string `json:"nativeSessionId"`
 }
 
 // MigrationTarget names where a migrated task goes.
@@ -67,6 +82,12 @@ type MigrationExecuteParams struct {
 	// Path is the (possibly edited) preview file; absent means the
 	// preview's own, read back verbatim.
 	Path string `json:"path,omitempty"`
+	// Summary is the edited handoff itself, given inline instead of in a
+	// file (a WebUI's editor); it is checked exactly as an edited file is
+	// (UTF-8 text without NUL bytes, at most 4 MiB, at least one of the five
+	// section headings; missing sections only warn). Give path or summary,
+	// not both.
+	Summary string `json:"summary,omitempty"`
 	// Continue lets the target continue after restating; by default it
 	// restates and waits.
 	Continue bool `json:"continue,omitempty"`

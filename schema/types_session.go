@@ -295,6 +295,28 @@ type SessionCheckpointResult struct {
 	Reason CheckpointReason `json:"reason"`
 }
 
+// SessionSuspendParams asks Bridge to suspend a live session (an editor
+// closing its tab): a before_suspend checkpoint when the decision allows,
+// then its harness process is stopped. The next session/prompt or
+// session/resume brings it back, natively where the harness can.
+type SessionSuspendParams struct {
+	// SessionID is the session to suspend.
+	SessionID string `json:"sessionId"`
+}
+
+// SessionSuspendResult says what the suspension did.
+type SessionSuspendResult struct {
+	// Suspended is true when a running harness process was stopped; false
+	// when none was running (nothing changed).
+	Suspended bool `json:"suspended"`
+	// CheckpointEntryID is the before_suspend checkpoint, when one was
+	// written.
+	CheckpointEntryID string `json:"checkpointEntryId,omitempty"`
+	// Suppressed names the rule that stopped the checkpoint (no_new_work,
+	// worker_done, direct_chat), when one did.
+	Suppressed string `json:"suppressed,omitempty"`
+}
+
 // SessionImportParams brings an existing harness transcript into the
 // record. Importing the same file twice adds nothing. With discover, Bridge
 // finds the transcripts each installed harness keeps in its usual places

@@ -75,6 +75,10 @@ type Options struct {
 	// (synchronous=FULL); the default (NORMAL) is crash-safe for the
 	// process but a power cut may lose the last commits.
 	FullSync bool
+
+	// IDs makes the ids of sessions and entries stored without one
+	// (default core.DefaultIDs).
+	IDs *core.IDs
 }
 
 // DefaultMaxEntryBytes is the default Options.MaxEntryBytes: 32 MiB, well
@@ -89,6 +93,7 @@ type DB struct {
 	path string
 	hook func(string)
 	now  func() time.Time
+	ids  *core.IDs
 
 	// noIndex turns off writing the search index (benchmarks measure what
 	// the index costs).
@@ -170,11 +175,15 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if opts.MaxEntryBytes == 0 {
 		opts.MaxEntryBytes = DefaultMaxEntryBytes
 	}
+	if opts.IDs == nil {
+		opts.IDs = core.DefaultIDs
+	}
 	db := &DB{
 		sql:      sdb,
 		path:     abs,
 		hook:     opts.Hook,
 		now:      func() time.Time { return time.Now().UTC() },
+		ids:      opts.IDs,
 		maxEntry: opts.MaxEntryBytes,
 		reqs:     make(chan *writeReq, 256),
 		stmts:    map[string]*sql.Stmt{},

@@ -122,13 +122,17 @@ func (db *DB) validateAll(entries []core.NewEntry) error {
 		}
 		if err != nil {
 			if len(entries) > 1 {
-				return core.E(core.CodeInvalid, fmt.Sprintf("entry %d of %d", i+1, len(entries)), err)
+				return &core.Error{Code: core.ErrorCode(err), Message: fmt.Sprintf("entry %d of %d: %v", i+1, len(entries), err)}
 			}
 			return err
 		}
 	}
 	return nil
 }
+
+// CheckEntries tells whether Append would refuse any of entries (its size
+// or shape) without writing anything.
+func (db *DB) CheckEntries(entries []core.NewEntry) error { return db.validateAll(entries) }
 
 func (db *DB) checkSize(e core.NewEntry) error {
 	if db.maxEntry > 0 && len(e.Payload) > db.maxEntry {
@@ -156,7 +160,7 @@ func norm(t time.Time) time.Time { return unix(nanos(t)) }
 func (w *txWriter) createSession(ctx context.Context, s core.Session) (core.Session, error) {
 	now := w.db.now()
 	if s.ID == "" {
-		s.ID = newID("s_", now)
+		s.ID = w.db.ids.New("s_")
 	}
 	if s.CreatedAt.IsZero() {
 		s.CreatedAt = now
@@ -301,7 +305,7 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 		}
 		id := ne.ID
 		if id == "" {
-			id = newID("e_", now)
+			id = w.db.ids.New("e_")
 		} else {
 			var n int
 			if err := w.q.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE id = ?`, id).Scan(&n); err != nil {

@@ -81,7 +81,8 @@ type mapper struct {
 	haveCommands  bool
 	started       map[string]bool
 	finished      map[string]bool
-	toolKinds     map[string]string // tool call id -> ACP tool kind (permission requests may omit it)
+	edits         map[string][]string // files of open tool calls of kind edit
+	toolKinds     map[string]string   // tool call id -> ACP tool kind (permission requests may omit it)
 	compactions   map[string]*compactionState
 	pendingCompct *core.Compacted
 }
@@ -93,8 +94,8 @@ type compactionState struct {
 
 func newMapper(harness, sessionID, nonce string, mode mapMode) *mapper {
 	return &mapper{harness: harness, sessionID: sessionID, nonce: nonce, mode: mode,
-		started: map[string]bool{}, finished: map[string]bool{}, compactions: map[string]*compactionState{},
-		toolKinds: map[string]string{}}
+		started: map[string]bool{}, finished: map[string]bool{}, edits: map[string][]string{},
+		compactions: map[string]*compactionState{}, toolKinds: map[string]string{}}
 }
 
 // nativeID returns a fresh id, unique across processes (nonce) and within
@@ -160,6 +161,24 @@ func (m *mapper) update(raw json.RawMessage) []core.Event {
 		}
 	case "tool_call", "tool_call_update":
 		return m.tool(head.SessionUpdate, raw)
+	case "plan":
+		var u struct {
+			Entries []struct {
+				Content string `json:"content"`
+				Status  string `json:"status"`
+			} `json:"entries"`
+		}
+		if err := json.Unmarshal(raw, &u); err == nil && u.Entries != nil {
+			out := m.flush()
+			if !m.emitting() {
+				return out
+			}
+			plan := core.Plan{Source: "plan", Steps: []core.PlanStep{}}
+			for _, e := range u.Entries {
+				plan.Steps = append(plan.Steps, core.PlanStep{Text: e.Content, Status: core.NormalizePlanStatus(e.Status)})
+			}
+			return append(out, m.entry(core.KindPlanUpdated, "plan", plan))
+		}
 	}
 	out := m.flush()
 	if m.emitting() {
@@ -347,6 +366,9 @@ func (m *mapper) tool(kind string, raw json.RawMessage) []core.Event {
 		RawInput   json.RawMessage `json:"rawInput,omitempty"`
 		RawOutput  json.RawMessage `json:"rawOutput,omitempty"`
 		Content    json.RawMessage `json:"content,omitempty"`
+		Locations  []struct {
+			Path string `json:"path"`
+		} `json:"locations,omitempty"`
 	}
 	out := m.flush()
 	if err := json.Unmarshal(raw, &u); err != nil || u.ToolCallID == "" {
@@ -368,6 +390,18 @@ func (m *mapper) tool(kind string, raw json.RawMessage) []core.Event {
 			p["input"] = u.RawInput
 		}
 		out = append(out, m.entry(core.KindToolStarted, "tool-start", p))
+		if u.Kind == "edit" {
+			m.edits[u.ToolCallID] = []string{}
+		}
+	}
+	if files, ok := m.edits[u.ToolCallID]; ok {
+		for _, l := range u.Locations {
+			files = appendPath(files, l.Path)
+		}
+		for _, p := range diffPaths(u.Content) {
+			files = appendPath(files, p)
+		}
+		m.edits[u.ToolCallID] = files
 	}
 	if (u.Status == "completed" || u.Status == "failed") && !m.finished[u.ToolCallID] {
 		m.finished[u.ToolCallID] = true
@@ -382,8 +416,45 @@ func (m *mapper) tool(kind string, raw json.RawMessage) []core.Event {
 			p["content"] = u.Content
 		}
 		out = append(out, m.entry(core.KindToolCompleted, "tool-done", p))
+		if u.Status == "completed" {
+			for _, f := range m.edits[u.ToolCallID] {
+				out = append(out, m.entry(core.KindArtifactCreated, "artifact",
+					map[string]any{"path": f, "toolId": u.ToolCallID, "toolKind": "edit"}))
+			}
+		}
+		delete(m.edits, u.ToolCallID)
 	}
 	return out
+}
+
+// diffPaths returns the paths of the diff items of a tool call's content.
+func diffPaths(content json.RawMessage) []string {
+	var items []struct {
+		Type string `json:"type"`
+		Path string `json:"path"`
+	}
+	if !present(content) || json.Unmarshal(content, &items) != nil {
+		return nil
+	}
+	var out []string
+	for _, it := range items {
+		if it.Type == "diff" && it.Path != "" {
+			out = append(out, it.Path)
+		}
+	}
+	return out
+}
+
+func appendPath(list []string, p string) []string {
+	if p == "" {
+		return list
+	}
+	for _, x := range list {
+		if x == p {
+			return list
+		}
+	}
+	return append(list, p)
 }
 
 // compactCommand returns the advertised compact command, if any.

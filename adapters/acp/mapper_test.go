@@ -233,7 +233,7 @@ func TestMapToolsUsageAndCompaction(t *testing.T) {
 	for _, e := range es {
 		kinds = append(kinds, string(e.Kind))
 	}
-	want := "assistant.message,tool.started,tool.completed,harness.event,context.compacted,harness.event,harness.event,harness.event"
+	want := "assistant.message,tool.started,tool.completed,plan.updated,context.compacted,harness.event,harness.event,harness.event"
 	if strings.Join(kinds, ",") != want {
 		t.Fatalf("kinds = %v\nwant %s", kinds, want)
 	}
@@ -271,5 +271,33 @@ func TestMapCompactionWithoutReadingAfter(t *testing.T) {
 	_ = json.Unmarshal(es[1].Payload, &c)
 	if c.PreTokens != nil || c.PostTokens != nil {
 		t.Errorf("tokens invented: pre %v post %v", c.PreTokens, c.PostTokens)
+	}
+}
+
+// TestMapEditToolCreatesArtifacts: a completed tool_call of kind edit names
+// its files (locations and diff content) as artifact.created; a failed one
+// and other kinds do not.
+func TestMapEditToolCreatesArtifacts(t *testing.T) {
+	m := newMapper("my-acp", "sess-1", "n6", modeLive)
+	var evs []core.Event
+	evs = append(evs, upd(t, m, `{"sessionUpdate":"tool_call","toolCallId":"e1","title":"Edit a.go","kind":"edit","status":"pending","locations":[{"path":"/p/a.go"}]}`)...)
+	evs = append(evs, upd(t, m, `{"sessionUpdate":"tool_call_update","toolCallId":"e1","status":"completed","content":[{"type":"diff","path":"/p/b.go","oldText":"x","newText":"y"}]}`)...)
+	evs = append(evs, upd(t, m, `{"sessionUpdate":"tool_call","toolCallId":"e2","title":"Edit c.go","kind":"edit","status":"pending","locations":[{"path":"/p/c.go"}]}`)...)
+	evs = append(evs, upd(t, m, `{"sessionUpdate":"tool_call_update","toolCallId":"e2","status":"failed"}`)...)
+	evs = append(evs, upd(t, m, `{"sessionUpdate":"tool_call","toolCallId":"r1","title":"Read d.go","kind":"read","status":"completed","locations":[{"path":"/p/d.go"}]}`)...)
+	es := entriesOf(evs)
+	checkValidUnique(t, es)
+	var paths []string
+	for _, e := range es {
+		if e.Kind == core.KindArtifactCreated {
+			var p struct {
+				Path string `json:"path"`
+			}
+			json.Unmarshal(e.Payload, &p)
+			paths = append(paths, p.Path)
+		}
+	}
+	if strings.Join(paths, ",") != "/p/a.go,/p/b.go" {
+		t.Fatalf("artifacts %v, want /p/a.go and /p/b.go", paths)
 	}
 }

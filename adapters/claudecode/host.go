@@ -74,7 +74,12 @@ func (h *Host) binary() (string, error) {
 
 // environ is the process environment for the CLI.
 func (h *Host) environ() []string {
-	env := append(os.Environ(), h.cfg.Env...)
+	// Claude Code leaves its plan tools (TaskCreate, TaskUpdate) out of
+	// headless sessions unless asked; Bridge's sessions are interactive and
+	// their plan updates mark phase boundaries. The user's environment and
+	// Config.Env come later and win.
+	env := append([]string{"CLAUDE_CODE_ENABLE_TODO_TOOLS=1"}, os.Environ()...)
+	env = append(env, h.cfg.Env...)
 	if h.cfg.ConfigDir != "" {
 		env = append(env, "CLAUDE_CONFIG_DIR="+h.cfg.ConfigDir)
 	}

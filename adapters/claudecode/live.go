@@ -34,6 +34,8 @@ type live struct {
 
 	turnMu sync.Mutex // one turn (prompt or compact) at a time
 
+	evidence *evidence // used by the reader goroutine only
+
 	mu          sync.Mutex
 	nativeID    string
 	model       string
@@ -74,7 +76,7 @@ func startLive(cmd *exec.Cmd, req core.CreateRequest, sink core.EventSink) (*liv
 		defer smu.Unlock()
 		user(ev)
 	}
-	l := &live{cmd: cmd, req: req, sink: sink, pending: map[string]chan controlResult{}, done: make(chan struct{})}
+	l := &live{cmd: cmd, req: req, sink: sink, pending: map[string]chan controlResult{}, done: make(chan struct{}), evidence: newEvidence()}
 	model := req.Model
 	if model == "" {
 		model = req.Preset.Model
@@ -159,7 +161,7 @@ func (l *live) handleLine(raw []byte) {
 		l.asks.cancel(m.RequestID)
 		return
 	}
-	for _, ev := range mapStream(&m, raw) {
+	for _, ev := range l.evidence.add(mapStream(&m, raw)) {
 		if ev.Model != "" && l.million.Load() && !strings.HasSuffix(ev.Model, "[1m]") {
 			// system/init names the model without the 1M-window suffix
 			// it was asked for; the record keeps what runs.

@@ -305,6 +305,77 @@ func assistantEvents(msg *apiMessage, id string, parentTool *string, apiErr json
 	return out
 }
 
+// planOf reads a plan update from a successful call of Claude Code's plan
+// tools, from its input and its result text: TodoWrite (the whole list:
+// todos [{content, status}]), TaskCreate (one new pending task: subject;
+// the result "Task #N created" gives its id) and TaskUpdate (one task's
+// change: taskId, status; the result "Updated task #N …"). Other tools,
+// inputs that do not parse and results that say nothing changed ("Task not
+// found") are not plan updates.
+func planOf(name string, input json.RawMessage, result string) (core.Plan, bool) {
+	switch name {
+	case "TodoWrite":
+		var in struct {
+			Todos []struct {
+				ID      string `json:"id"`
+				Content string `json:"content"`
+				Status  string `json:"status"`
+			} `json:"todos"`
+		}
+		if json.Unmarshal(input, &in) != nil || in.Todos == nil {
+			return core.Plan{}, false
+		}
+		p := core.Plan{Source: name, Steps: []core.PlanStep{}}
+		for _, t := range in.Todos {
+			p.Steps = append(p.Steps, core.PlanStep{ID: t.ID, Text: t.Content, Status: core.NormalizePlanStatus(t.Status)})
+		}
+		return p, true
+	case "TaskCreate":
+		var in struct {
+			Subject string `json:"subject"`
+		}
+		id, ok := taskNumber(result, "Task #")
+		if json.Unmarshal(input, &in) != nil || strings.TrimSpace(in.Subject) == "" || !ok {
+			return core.Plan{}, false
+		}
+		return core.Plan{Source: name, Partial: true, Steps: []core.PlanStep{{ID: id, Text: in.Subject, Status: core.PlanPending}}}, true
+	case "TaskUpdate":
+		var in struct {
+			TaskID  string `json:"taskId"`
+			Subject string `json:"subject"`
+			Status  string `json:"status"`
+		}
+		if json.Unmarshal(input, &in) != nil || in.TaskID == "" || in.Status == "" {
+			return core.Plan{}, false
+		}
+		if _, ok := taskNumber(result, "Updated task #"); !ok {
+			return core.Plan{}, false
+		}
+		return core.Plan{Source: name, Partial: true, Steps: []core.PlanStep{{ID: in.TaskID, Text: in.Subject, Status: core.NormalizePlanStatus(in.Status)}}}, true
+	}
+	return core.Plan{}, false
+}
+
+// planTools are the tools planOf reads.
+var planTools = map[string]bool{"TodoWrite": true, "TaskCreate": true, "TaskUpdate": true}
+
+// taskNumber reads the task number after prefix at the start of a tool
+// result ("Task #12 created…" with prefix "Task #" is "12").
+func taskNumber(result, prefix string) (string, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(result), prefix)
+	if !ok {
+		return "", false
+	}
+	n := 0
+	for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+		n++
+	}
+	if n == 0 {
+		return "", false
+	}
+	return rest[:n], true
+}
+
 // userEvents maps a user message: tool results become tool.completed;
 // text the harness replays (local command output, the compaction summary)
 // becomes a harness.event, since the user did not type it; other text is a

@@ -43,6 +43,7 @@ type importer struct {
 	out       core.ImportedSession
 	lastComp  int // index in out.Entries of the last context.compacted, or -1
 	summaryAt int // index of the entry the last compact summary was folded into
+	evidence  *evidence
 }
 
 // add maps one transcript line.
@@ -96,7 +97,10 @@ func (im *importer) add(raw []byte) {
 	default:
 		evs = mapStream(&t.streamMsg, raw)
 	}
-	for _, ev := range evs {
+	if im.evidence == nil {
+		im.evidence = newEvidence()
+	}
+	for _, ev := range im.evidence.add(evs) {
 		if ev.Entry != nil {
 			im.out.Entries = append(im.out.Entries, *ev.Entry)
 		}

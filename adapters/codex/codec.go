@@ -15,7 +15,7 @@ import (
 )
 
 // Codex app-server speaks JSON-RPC 2.0 without the "jsonrpc" member, one
-// JSON object per line (DESIGN §2). jsonrpc2 v1's NDJSON stream rejects such
+// JSON object per line. jsonrpc2 v1's NDJSON stream rejects such
 // messages, so this file is a small codec of its own: requests
 // {"method","id","params"}, responses {"id","result"|"error"}, notifications
 // {"method","params"} (plus the envelope field "emittedAtMs").

@@ -237,6 +237,24 @@ func (m *mapper) notification(method string, params json.RawMessage, raw []byte)
 			g.Size = *p.TokenUsage.ModelContextWindow
 		}
 		out.Events = append(out.Events, core.Event{Gauge: g})
+	case "turn/plan/updated":
+		var p struct {
+			TurnID string `json:"turnId"`
+			Plan   []struct {
+				Step   string `json:"step"`
+				Status string `json:"status"`
+			} `json:"plan"`
+		}
+		if err := json.Unmarshal(params, &p); err != nil || p.Plan == nil {
+			out.Events = append(out.Events, harnessEvent(method, params, raw))
+			break
+		}
+		plan := core.Plan{Source: method, Steps: []core.PlanStep{}}
+		for _, st := range p.Plan {
+			plan.Steps = append(plan.Steps, core.PlanStep{Text: st.Step, Status: core.NormalizePlanStatus(st.Status)})
+		}
+		e := plan.Entry(rawID(method, raw))
+		out.Events = append(out.Events, core.Event{Entry: &e})
 	case "item/started":
 		m.itemStarted(params, raw, &out)
 	case "item/completed":

@@ -152,3 +152,23 @@ func TestForeignUserMessageIsRecorded(t *testing.T) {
 		t.Errorf("user messages = %v", users)
 	}
 }
+
+// TestPlanUpdatedBecomesPlanEntry: turn/plan/updated is a plan.updated entry
+// with Bridge's step statuses.
+func TestPlanUpdatedBecomesPlanEntry(t *testing.T) {
+	m := newMapper()
+	evs := feed(m, `{"method":"turn/plan/updated","params":{"threadId":"th","turnId":"t1","explanation":null,"plan":[{"step":"write the parser","status":"completed"},{"step":"add tests","status":"inProgress"},{"step":"ship","status":"pending"}]}}`)
+	ps := entriesOf(evs, core.KindPlanUpdated)
+	if len(ps) != 1 {
+		t.Fatalf("plan.updated entries: %v", evs)
+	}
+	p, ok := core.ParsePlan(ps[0].Payload)
+	if !ok || len(p.Steps) != 3 || p.Steps[0].Status != "completed" || p.Steps[1].Status != "in_progress" || p.Steps[2].Text != "ship" || p.Partial {
+		t.Fatalf("plan %+v", p)
+	}
+	var tr core.PlanTracker
+	if n := tr.Apply(p); n != 1 {
+		t.Errorf("completed steps %d, want 1", n)
+	}
+	checkEntries(t, ps)
+}

@@ -65,6 +65,7 @@ var (
 	_ core.NativeResumer    = (*Host)(nil)
 	_ core.Importer         = (*Host)(nil)
 	_ core.AttachmentSource = (*Host)(nil)
+	_ core.HistoryWindower  = (*Host)(nil)
 )
 
 // New returns a Host talking to the DSH web server at cfg.BaseURL.
@@ -299,6 +300,23 @@ func (h *Host) History(ctx context.Context, nativeID string) ([]core.NewEntry, e
 		m.feed(ev)
 	}
 	return out, nil
+}
+
+// HistoryWindow (session.historyWindow, served by DSH after rc.8) reads
+// the newest maxMessages messages of a session in one call, mapped to
+// entries; moreBefore is DSH's hasMore. A server without the route answers
+// with an error wrapping core.ErrUnsupported.
+func (h *Host) HistoryWindow(ctx context.Context, nativeID string, maxMessages int) ([]core.NewEntry, bool, error) {
+	var hv historyValue
+	if err := h.rpc.call(ctx, "session.historyWindow", map[string]any{"sessionId": nativeID, "maxMessages": maxMessages}, &hv); err != nil {
+		return nil, false, err
+	}
+	var out []core.NewEntry
+	m := newMapper(nativeID, func(e core.NewEntry) { out = append(out, e) })
+	for _, e := range hv.Events {
+		m.feed(e.Event)
+	}
+	return out, hv.HasMore, nil
 }
 
 // Attachment (session.attachment) recovers an image DSH stored for a

@@ -248,6 +248,12 @@ type contentBlock struct {
 	Args         json.RawMessage `json:"args"`
 	MediaType    string          `json:"mediaType"`
 	AttachmentID string          `json:"attachmentId"`
+	// Attachment is where rc.8 puts an image's durable reference
+	// ({attachmentId, mediaType, width, height, bytes}).
+	Attachment *struct {
+		AttachmentID string `json:"attachmentId"`
+		MediaType    string `json:"mediaType"`
+	} `json:"attachment"`
 }
 
 func joinText(blocks []contentBlock, kind string) string {
@@ -294,14 +300,22 @@ func (m *mapper) userMessage(ev Event) {
 		return
 	}
 	p := map[string]any{"text": text, "source": d.Source.Kind}
-	var images []map[string]string
+	// Images: their count, and DSH's references to the bytes it keeps
+	// (recovered through session.attachment when a migration needs them).
+	var images []core.HostImage
 	for _, c := range d.Content {
 		if c.Type == "image" {
-			images = append(images, map[string]string{"mediaType": c.MediaType, "ref": firstNonEmpty(c.AttachmentID, c.ID)})
+			img := core.HostImage{MediaType: c.MediaType, Ref: firstNonEmpty(c.AttachmentID, c.ID)}
+			if a := c.Attachment; a != nil {
+				img.Ref = firstNonEmpty(a.AttachmentID, img.Ref)
+				img.MediaType = firstNonEmpty(a.MediaType, img.MediaType)
+			}
+			images = append(images, img)
 		}
 	}
 	if len(images) > 0 {
-		p["images"] = images
+		p["images"] = len(images)
+		p["hostImages"] = images
 	}
 	if replaced != nil {
 		p["replaces"] = replaced

@@ -49,7 +49,7 @@
 //
 // # Capabilities
 //
-// Every capability of DESIGN §8 is available unless named in
+// Every capability (core.Capabilities) is available unless named in
 // Options.Missing (compaction.focus also needs Options.CompactFocus, and
 // context.gauge Options.Gauge). A capability switched off is reported by
 // Probe as unavailable with a detail, and its method returns an error

@@ -146,6 +146,23 @@ func (m *eventMapper) handle(ev event) []core.Event {
 			id = m.lastAssistant + ":error"
 		}
 		add(entry(core.KindSessionStatus, id, payload))
+	case "todo.updated":
+		var p struct {
+			Todos []struct {
+				ID      string `json:"id"`
+				Content string `json:"content"`
+				Status  string `json:"status"`
+			} `json:"todos"`
+		}
+		if err := json.Unmarshal(ev.Properties, &p); err != nil || p.Todos == nil {
+			keep()
+			return out
+		}
+		plan := core.Plan{Source: ev.Type, Steps: []core.PlanStep{}}
+		for _, t := range p.Todos {
+			plan.Steps = append(plan.Steps, core.PlanStep{ID: t.ID, Text: t.Content, Status: core.NormalizePlanStatus(t.Status)})
+		}
+		add(plan.Entry(nativeOr(ev.ID, ev.Type)))
 	case "session.status":
 		var p struct {
 			Status struct {

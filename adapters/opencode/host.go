@@ -53,6 +53,10 @@ type Config struct {
 	// JSON content (passed as OPENCODE_CONFIG_CONTENT) or a file path
 	// (passed as OPENCODE_CONFIG).
 	ConfigJSON string
+	// CopyDir is a private folder (under Bridge's data directory) where
+	// discovery copies OpenCode's database before reading it; "" disables
+	// reading the database.
+	CopyDir string
 	// StartTimeout bounds the wait for a new server to answer (default 90s).
 	StartTimeout time.Duration
 	// TurnGrace bounds how long Prompt and Compact wait, after the server

@@ -245,7 +245,7 @@ func TestMapErrorsRecording(t *testing.T) {
 func TestMapUnknownIsKept(t *testing.T) {
 	m := newEventMapper("ses_a")
 	evs := []event{
-		{ID: "evt_u1", Type: "todo.updated", Properties: json.RawMessage(`{"sessionID":"ses_a","todos":[]}`), Raw: json.RawMessage(`{"x":1}`)},
+		{ID: "evt_u1", Type: "permission.asked", Properties: json.RawMessage(`{"sessionID":"ses_a","path":"a.go"}`), Raw: json.RawMessage(`{"x":1}`)},
 		{ID: "evt_u2", Type: "message.part.updated", Properties: json.RawMessage(`{"sessionID":"ses_a","part":{"id":"prt_r","messageID":"msg_1","type":"retry","attempt":2}}`)},
 		{ID: "evt_u3", Type: "message.part.updated", Properties: json.RawMessage(`{"sessionID":"ses_a","part":"not a part"}`)},
 		{ID: "evt_u4", Type: "message.updated", Properties: json.RawMessage(`{"sessionID":"ses_a"}`)},
@@ -262,7 +262,7 @@ func TestMapUnknownIsKept(t *testing.T) {
 	if got := strings.Join(kinds(es), ","); got != "harness.event,harness.event,harness.event,harness.event" {
 		t.Fatalf("kinds = %s", got)
 	}
-	if p := payload(t, es[0]); p["type"] != "todo.updated" || es[0].NativeID != "evt_u1" {
+	if p := payload(t, es[0]); p["type"] != "permission.asked" || es[0].NativeID != "evt_u1" {
 		t.Errorf("unknown event = %v", p)
 	}
 	if p := payload(t, es[1]); p["type"] != "part.retry" || es[1].NativeID != "prt_r" {
@@ -334,5 +334,30 @@ func TestMapOrphanTextKeptAtIdle(t *testing.T) {
 	out = m.handle(event{ID: "evt_2", Type: "session.idle", Properties: json.RawMessage(`{"sessionID":"ses_a"}`)})
 	if len(out) != 1 || out[0].Entry.Kind != core.KindHarnessEvent || out[0].Entry.NativeID != "prt_o" {
 		t.Fatalf("at idle: %v", out)
+	}
+}
+
+// TestTodoUpdatedBecomesPlan: OpenCode's todo.updated is a plan.updated
+// entry (cancelled todos included, by Bridge's spelling).
+func TestTodoUpdatedBecomesPlan(t *testing.T) {
+	m := newEventMapper("ses_a")
+	var es []core.NewEntry
+	for _, ev := range []event{
+		{ID: "evt_t1", Type: "todo.updated", Properties: json.RawMessage(`{"sessionID":"ses_a","todos":[{"id":"1","content":"parse","status":"in_progress","priority":"high"}]}`)},
+		{ID: "evt_t2", Type: "todo.updated", Properties: json.RawMessage(`{"sessionID":"ses_a","todos":[{"id":"1","content":"parse","status":"completed","priority":"high"},{"id":"2","content":"old","status":"cancelled","priority":"low"}]}`)},
+	} {
+		for _, o := range m.handle(ev) {
+			es = append(es, *o.Entry)
+		}
+	}
+	checkEntries(t, es)
+	if len(es) != 2 || es[0].Kind != core.KindPlanUpdated || es[1].Kind != core.KindPlanUpdated {
+		t.Fatalf("entries %v", kinds(es))
+	}
+	var tr core.PlanTracker
+	p0, _ := core.ParsePlan(es[0].Payload)
+	p1, _ := core.ParsePlan(es[1].Payload)
+	if tr.Apply(p0) != 0 || tr.Apply(p1) != 1 || p1.Steps[1].Status != core.PlanCancelled {
+		t.Fatalf("plans %+v then %+v: want one step completed by the second", p0, p1)
 	}
 }

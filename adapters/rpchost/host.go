@@ -1,5 +1,5 @@
 // Package rpchost is the adapter for a client that hosts sessions itself
-// (DESIGN §9): the editor or WebUI server that launched Bridge implements the
+// (ARCHITECTURE.md, The client contract): the editor or WebUI server that launched Bridge implements the
 // BridgeHost port on its side, and Bridge drives it by sending requests named
 // host/<capability> back over the same JSON-RPC connection. The client pushes
 // each live session's events with the host/event notification, which the rpc

@@ -52,6 +52,9 @@ type openOptions struct {
 	// permissions relays tool approvals to the client; nil when it did
 	// not declare capabilities.session.requestPermission.
 	permissions service.PermissionAsker
+	// serve: the sidecar, whose shutdown checkpoints its live sessions; a
+	// one-shot command does not.
+	serve bool
 }
 
 // store is an opened data directory: its configuration file and database.
@@ -75,7 +78,10 @@ func (a *app) openStore(ctx context.Context, initDataDir string) (store, error) 
 	if err != nil {
 		return store{}, core.E(core.CodeInvalid, "configuration", err)
 	}
-	db, err := storage.Open(ctx, filepath.Join(dir, DatabaseFile), storage.Options{})
+	if cfg.MaxEntryBytes < 0 {
+		return store{}, core.Errorf(core.CodeInvalid, "configuration: maxEntryBytes must be positive")
+	}
+	db, err := storage.Open(ctx, filepath.Join(dir, DatabaseFile), storage.Options{MaxEntryBytes: cfg.MaxEntryBytes})
 	if err != nil {
 		return store{}, core.E(core.CodePersistence, "open the database", err)
 	}
@@ -111,9 +117,17 @@ func (a *app) build(st store, o openOptions) (*env, error) {
 	if n == nil {
 		n = &cliNotifier{w: a.stderr}
 	}
-	svc, err := service.New(service.Options{Store: st.db, Hosts: hosts, Notifier: n, Presets: cfg.Presets,
+	so := service.Options{Store: st.db, Hosts: hosts, Notifier: n, Presets: cfg.Presets,
 		DataDir: st.dir, Database: st.db.Path(), CheckpointTimeout: cfg.CheckpointTimeout(), RepoStatus: gitStatus,
-		Permissions: o.permissions, ApprovalTimeout: cfg.ApprovalTimeout()})
+		Permissions: o.permissions, ApprovalTimeout: cfg.ApprovalTimeout()}
+	if err := cfg.controller(&so); err != nil {
+		st.db.Close()
+		return nil, core.E(core.CodeInvalid, "configuration", err)
+	}
+	if !o.serve {
+		so.NoShutdownCheckpoint, so.SuspendAfter = true, -1
+	}
+	svc, err := service.New(so)
 	if err != nil {
 		st.db.Close()
 		return nil, err

@@ -48,6 +48,8 @@ type wireMsg struct {
 	Params json.RawMessage `json:"params,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *wireError      `json:"error,omitempty"`
+	// NotesBefore, on a reply, is how many notifications arrived before it.
+	NotesBefore int `json:"-"`
 }
 
 type wireError struct {
@@ -201,6 +203,7 @@ func (c *client) deliver(body []byte) bool {
 				go c.writeRaw(mustJSON(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "not supported by the test client"}}))
 			}
 		} else {
+			m.NotesBefore = len(c.notes)
 			ch := c.replies[string(m.ID)]
 			if ch == nil {
 				ch = make(chan wireMsg, 1)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/service"
 )
 
 // ConfigFile is the name of the configuration file in the data directory.
@@ -35,6 +36,40 @@ type Config struct {
 	// ApprovalTimeoutSeconds bounds the wait for the client's answer to a
 	// session/requestPermission; then the preset's policy answers.
 	ApprovalTimeoutSeconds int `json:"approvalTimeoutSeconds,omitempty"`
+	// MaxEntryBytes bounds the payload of one recorded entry (default
+	// 32 MiB); a larger one is refused with an error naming the limit.
+	MaxEntryBytes int `json:"maxEntryBytes,omitempty"`
+	// SuspendAfterMinutes: a live session idle this long is checkpointed
+	// (before_suspend) and its harness process stopped (default 30;
+	// fractions allowed; 0 means the default, negative never).
+	SuspendAfterMinutes float64 `json:"suspendAfterMinutes,omitempty"`
+	// ShutdownCheckpointSeconds bounds, in total, the before_shutdown
+	// checkpoints written on shutdown (default 20).
+	ShutdownCheckpointSeconds float64 `json:"shutdownCheckpointSeconds,omitempty"`
+	// CheckpointOnShutdown: false turns the before_shutdown checkpoints
+	// off (default true).
+	CheckpointOnShutdown *bool `json:"checkpointOnShutdown,omitempty"`
+	// RiskyResumeEntries: a native resume of a session whose last boundary
+	// is more than this many entries behind its newest is preceded by a
+	// before_native_resume checkpoint (default 200; negative never).
+	RiskyResumeEntries int `json:"riskyResumeEntries,omitempty"`
+}
+
+// controller returns the checkpoint controller's settings of c.
+func (c Config) controller(o *service.Options) error {
+	switch {
+	case c.SuspendAfterMinutes < 0:
+		o.SuspendAfter = -1
+	case c.SuspendAfterMinutes > 0:
+		o.SuspendAfter = time.Duration(c.SuspendAfterMinutes * float64(time.Minute))
+	}
+	if c.ShutdownCheckpointSeconds < 0 {
+		return fmt.Errorf("config: shutdownCheckpointSeconds %v is negative", c.ShutdownCheckpointSeconds)
+	}
+	o.ShutdownCheckpoint = time.Duration(c.ShutdownCheckpointSeconds * float64(time.Second))
+	o.NoShutdownCheckpoint = c.CheckpointOnShutdown != nil && !*c.CheckpointOnShutdown
+	o.RiskyResumeEntries = c.RiskyResumeEntries
+	return nil
 }
 
 // HarnessConfig says how to start one harness program.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -59,6 +60,8 @@ func harnessHomes(t *testing.T, root string) (env []string, claudeFile string) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	openCodeDB(t, filepath.Join(home, ".local", "share", "opencode", "opencode.db"),
+		filepath.Join(td, "opencode", "export-after-summarize.recorded.json"))
 	return []string{"HOME=" + home, "CLAUDE_CONFIG_DIR=" + claude, "CODEX_HOME=" + codexHome, "DSH_HOME=" + dshHome,
 		"XDG_DATA_HOME=" + filepath.Join(home, ".local", "share")}, claudeFile
 }
@@ -115,7 +118,8 @@ func TestDiscoverImportsOnceThenOnlyWhatGrew(t *testing.T) {
 		"claude-code": {1, importedEntries(t, "claude-code", claudeFile)},
 		"codex": {2, importedEntries(t, "codex", filepath.Join("..", "..", "testdata", "codex", "rollout-tools.recorded.jsonl")) +
 			importedEntries(t, "codex", filepath.Join("..", "..", "testdata", "codex", "rollout-manual-compact.recorded.jsonl"))},
-		"dsh": {1, -1},
+		"dsh":      {1, -1},
+		"opencode": {1, importedEntries(t, "opencode", filepath.Join("..", "..", "testdata", "opencode", "export-after-summarize.recorded.json"))},
 	}
 	for h, w := range want {
 		d := first[h]
@@ -177,7 +181,7 @@ func TestDiscoverImportsOnceThenOnlyWhatGrew(t *testing.T) {
 	if d := third["claude-code"]; d.Imported != 1 || d.Entries != added {
 		t.Fatalf("third discovery, claude-code: %+v; want exactly the %d entries the appended lines hold", d, added)
 	}
-	for _, h := range []string{"codex", "dsh"} {
+	for _, h := range []string{"codex", "dsh", "opencode"} {
 		if d := third[h]; d.Unchanged != want[h].files || d.Entries != 0 {
 			t.Errorf("third discovery, %s: %+v; want unchanged", h, d)
 		}
@@ -195,6 +199,69 @@ func TestDiscoverImportsOnceThenOnlyWhatGrew(t *testing.T) {
 	text, stderr, code := runCLI(t, env, "--data-dir", dir, "import", "--discover")
 	if code != 0 || !strings.Contains(text, "claude-code") || !strings.Contains(text, "1 unchanged") {
 		t.Fatalf("text summary: exit %d\n%s\n%s", code, text, stderr)
+	}
+}
+
+// openCodeDB writes an OpenCode database (its session, message and part
+// tables, as the pinned OpenCode creates them) holding the session of an
+// `opencode export` document.
+func openCodeDB(t *testing.T, path, export string) {
+	t.Helper()
+	var doc struct {
+		Info     map[string]any `json:"info"`
+		Messages []struct {
+			Info  map[string]any   `json:"info"`
+			Parts []map[string]any `json:"parts"`
+		} `json:"messages"`
+	}
+	b, err := os.ReadFile(export)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec("CREATE TABLE `session` (`id` text PRIMARY KEY, `project_id` text NOT NULL, `parent_id` text, `slug` text NOT NULL, `directory` text NOT NULL, `title` text NOT NULL, `version` text NOT NULL, `share_url` text, `summary_additions` integer, `summary_deletions` integer, `summary_files` integer, `summary_diffs` text, `revert` text, `permission` text, `time_created` integer NOT NULL, `time_updated` integer NOT NULL, `time_compacting` integer, `time_archived` integer)")
+	exec("CREATE TABLE `message` (`id` text PRIMARY KEY, `session_id` text NOT NULL, `time_created` integer NOT NULL, `time_updated` integer NOT NULL, `data` text NOT NULL)")
+	exec("CREATE TABLE `part` (`id` text PRIMARY KEY, `message_id` text NOT NULL, `session_id` text NOT NULL, `time_created` integer NOT NULL, `time_updated` integer NOT NULL, `data` text NOT NULL)")
+	sid, _ := doc.Info["id"].(string)
+	exec("INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated) VALUES (?, 'global', 'slug', ?, ?, '1.18.33', 1, 1)",
+		sid, doc.Info["directory"], doc.Info["title"])
+	strip := func(m map[string]any, keys ...string) string {
+		c := map[string]any{}
+		for k, v := range m {
+			c[k] = v
+		}
+		for _, k := range keys {
+			delete(c, k)
+		}
+		out, _ := json.Marshal(c)
+		return string(out)
+	}
+	n := 0
+	for _, m := range doc.Messages {
+		n++
+		mid, _ := m.Info["id"].(string)
+		exec("INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, ?, ?)", mid, sid, n, n, strip(m.Info, "id", "sessionID"))
+		for _, p := range m.Parts {
+			n++
+			pid, _ := p["id"].(string)
+			exec("INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, ?, ?, ?)", pid, mid, sid, n, n, strip(p, "id", "sessionID", "messageID"))
+		}
 	}
 }
 

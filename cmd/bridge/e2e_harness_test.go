@@ -12,8 +12,8 @@ import (
 )
 
 // These tests drive the real Claude Code program through the bridge binary
-// against the fake model server: checkpoints (DESIGN §5) and restoration
-// from them (DESIGN §6).
+// against the fake model server: checkpoints (ARCHITECTURE.md, Checkpoints) and restoration
+// from them (ARCHITECTURE.md, Restoration).
 
 // checkpointMarker is the request text the fake model recognises as
 // Bridge's checkpoint request.
@@ -374,6 +374,13 @@ func TestE2EClaudeRestore(t *testing.T) {
 	}
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("bridge exit code %d", code)
+	}
+	// That turn was new work: the shutdown wrote a before_shutdown
+	// checkpoint, the newest one to restore from.
+	if notes, _ := savedNotes(c, sid, "before_shutdown"); len(notes) != 1 {
+		t.Fatalf("before_shutdown notifications %+v, want one", notes)
+	} else {
+		cp.EntryID = notes[0].EntryID
 	}
 
 	// Claude Code loses its transcript; the next bridge process restores

@@ -11,7 +11,7 @@ import (
 )
 
 // These tests migrate a task between the real Claude Code and Codex
-// programs through the bridge binary (DESIGN §7): a summary worker on the
+// programs through the bridge binary (ARCHITECTURE.md, Migration): a summary worker on the
 // source harness writes the five-part handoff, the user edits the preview
 // file, and the target's first model request carries the edited handoff.
 

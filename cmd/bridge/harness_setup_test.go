@@ -41,6 +41,7 @@ type harnessEnv struct {
 
 	mu      sync.Mutex
 	replies []scriptedReply
+	config  map[string]any // what config.json holds
 }
 
 // scriptedReply answers requests whose last user text contains match
@@ -54,6 +55,8 @@ type scriptedReply struct {
 type harnessOptions struct {
 	// CheckpointTimeoutSeconds is written to config.json (0: the default).
 	CheckpointTimeoutSeconds int
+	// Config holds more top-level config.json keys.
+	Config map[string]any
 	// CodexArgs are extra `codex app-server` arguments.
 	CodexArgs []string
 
@@ -61,6 +64,9 @@ type harnessOptions struct {
 	// against the same fake model server and configures the dsh harness
 	// with its URL.
 	DSH bool
+	// DSHURL configures the dsh harness with this server instead (a fake
+	// DSH web server).
+	DSHURL string
 }
 
 // newHarnessEnv finds claude and codex (failing the test if either is
@@ -115,11 +121,18 @@ func newHarnessEnv(t *testing.T, o harnessOptions) *harnessEnv {
 	}
 	if o.DSH {
 		h.dsh = dshtest.StartReal(t, srv.URL)
-		cfg["harnesses"].(map[string]any)["dsh"] = map[string]any{"options": map[string]any{"url": h.dsh.URL, "pollMs": 50}}
+		o.DSHURL = h.dsh.URL
+	}
+	if o.DSHURL != "" {
+		cfg["harnesses"].(map[string]any)["dsh"] = map[string]any{"options": map[string]any{"url": o.DSHURL, "pollMs": 20}}
 	}
 	if o.CheckpointTimeoutSeconds > 0 {
 		cfg["checkpointTimeoutSeconds"] = o.CheckpointTimeoutSeconds
 	}
+	for k, v := range o.Config {
+		cfg[k] = v
+	}
+	h.config = cfg
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -348,4 +361,16 @@ func sessionNative(t *testing.T, db *storage.DB, sid string) string {
 		t.Fatalf("session %s has no native session id recorded", sid)
 	}
 	return s.NativeSessionID
+}
+
+// writeConfig rewrites config.json from h.config.
+func (h *harnessEnv) writeConfig(t *testing.T) {
+	t.Helper()
+	b, err := json.MarshalIndent(h.config, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.dataDir, ConfigFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }

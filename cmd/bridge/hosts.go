@@ -58,7 +58,7 @@ var factories = map[string]adapterFactory{
 		}
 		return codex.New(codex.Config{Command: hc.Command, Args: hc.Args, Env: hc.EnvList(), Presets: presets, CodexHome: o.CodexHome}), nil
 	},
-	"opencode": func(hc HarnessConfig, _ string, presets []core.Preset) (core.BridgeHost, error) {
+	"opencode": func(hc HarnessConfig, stateDir string, presets []core.Preset) (core.BridgeHost, error) {
 		var o struct {
 			// Home isolates the program's HOME and XDG folders.
 			Home string `json:"home"`
@@ -68,7 +68,8 @@ var factories = map[string]adapterFactory{
 		if err := hc.decodeOptions(&o); err != nil {
 			return nil, err
 		}
-		return opencode.New(opencode.Config{Command: hc.Command, Args: hc.Args, Env: hc.EnvList(), Presets: presets, Home: o.Home, ConfigJSON: o.ConfigJSON}), nil
+		return opencode.New(opencode.Config{Command: hc.Command, Args: hc.Args, Env: hc.EnvList(), Presets: presets, Home: o.Home, ConfigJSON: o.ConfigJSON,
+			CopyDir: stateDir}), nil
 	},
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 // importers are the harnesses whose adapters import transcripts.
-var importers = []string{"claude-code", "codex", "opencode", "fake", "dsh"}
+var importers = []string{"claude-code", "codex", "opencode", "fake", "dsh", "bridge"}
 
 // runWatched is runCLI with a watchdog: a command that blocks (on a FIFO,
 // on /dev/zero) is killed after a minute and reported as hanging, rather

@@ -82,7 +82,7 @@ func (a *app) serve(ctx context.Context, args []string) int {
 			if h != nil {
 				extra = append(extra, h)
 			}
-			o := openOptions{initDataDir: opts.DataDir, harnesses: opts.Harnesses, notifier: n, extraHosts: extra}
+			o := openOptions{initDataDir: opts.DataDir, harnesses: opts.Harnesses, notifier: n, extraHosts: extra, serve: true}
 			if opts.RequestPermission {
 				o.permissions = rpc.PermissionAsker(client)
 			}

@@ -1,7 +1,13 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,5 +44,56 @@ func TestSignalShutsDownCleanly(t *testing.T) {
 				t.Fatalf("history after %v: exit %d\n%s\n%s", sig, code, out, stderr)
 			}
 		})
+	}
+}
+
+// TestBackToBackShutdownThroughTheBinary writes initialize, a request,
+// shutdown and exit in one go to a fresh bridge process, many times: every
+// reply arrives, in order, and the exit status is 0.
+func TestBackToBackShutdownThroughTheBinary(t *testing.T) {
+	dir := t.TempDir()
+	var in bytes.Buffer
+	for _, m := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}`,
+		`{"jsonrpc":"2.0","method":"initialized","params":{}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"session/list","params":{}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"shutdown"}`,
+		`{"jsonrpc":"2.0","method":"exit"}`,
+	} {
+		fmt.Fprintf(&in, "Content-Length: %d\r\n\r\n%s", len(m), m)
+	}
+	for run := range 50 {
+		cmd := exec.Command(binPath, "--data-dir", dir, "serve")
+		cmd.Stdin = bytes.NewReader(in.Bytes())
+		var out, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("run %d: %v\n%s", run, err, stderr.String())
+		}
+		var ids []string
+		r := bufio.NewReader(&out)
+		for {
+			var n int
+			if _, err := fmt.Fscanf(r, "Content-Length: %d\r\n\r\n", &n); err != nil {
+				break
+			}
+			body := make([]byte, n)
+			if _, err := io.ReadFull(r, body); err != nil {
+				t.Fatalf("run %d: %v", run, err)
+			}
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if err := json.Unmarshal(body, &m); err != nil {
+				t.Fatalf("run %d: %s: %v", run, body, err)
+			}
+			if m.Method == "" {
+				ids = append(ids, string(m.ID))
+			}
+		}
+		if strings.Join(ids, ",") != "1,2,3" {
+			t.Fatalf("run %d: replies %v, want 1,2,3 in that order\nstderr: %s", run, ids, stderr.String())
+		}
 	}
 }

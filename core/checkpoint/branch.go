@@ -31,6 +31,10 @@ type Activity struct {
 	// worker result or an artifact appeared since the boundary, outside a
 	// failed or repaired checkpoint exchange.
 	MeaningfulWork bool
+	// WorkerDone: the work since the boundary ends with a worker.result
+	// whose status is completed (a sub-agent's final result, say): that
+	// result is the durable record, and nothing came after it to save.
+	WorkerDone bool
 }
 
 // Apply copies the record-derived facts into s.
@@ -38,6 +42,7 @@ func (a Activity) Apply(s State) State {
 	s.ToolInFlight = len(a.ToolsInFlight) > 0
 	s.ApprovalPending = len(a.ApprovalsPending) > 0
 	s.MeaningfulWork = a.MeaningfulWork
+	s.WorkerDone = s.WorkerDone || a.WorkerDone
 	return s
 }
 
@@ -59,6 +64,7 @@ func BranchActivity(branch []core.Entry) Activity {
 			provisional = true
 		} else {
 			a.MeaningfulWork = true
+			a.WorkerDone = false
 		}
 	}
 	for _, e := range branch[a.BoundaryIndex+1:] {
@@ -72,8 +78,13 @@ func BranchActivity(branch []core.Entry) Activity {
 			approvals.open(approvalID(e.Payload))
 		case core.KindApprovalResolved:
 			approvals.close(approvalID(e.Payload))
-		case core.KindUserMessage, core.KindAssistantMessage, core.KindWorkerResult, core.KindArtifactCreated:
+		case core.KindUserMessage, core.KindAssistantMessage, core.KindArtifactCreated:
 			work()
+		case core.KindWorkerResult:
+			work()
+			if !open {
+				a.WorkerDone = memberString(e.Payload, "status") == "completed"
+			}
 		case core.KindCompactionRequest:
 			if open && requestAttempt(e.Payload) == 0 && provisional {
 				a.MeaningfulWork = true // the earlier request's process died; that was real work

@@ -1,5 +1,5 @@
 // Package checkpoint holds the pure algorithms of Bridge checkpoints and
-// restoration (DESIGN §5 and §6). It does no I/O: callers pass in the active
+// restoration (ARCHITECTURE.md, Checkpoints and Restoration). It does no I/O: callers pass in the active
 // branch (core.Store.ActiveBranch, root first), the model's reply text, the
 // repository status text and the time the process started, and get back
 // values to append, prompts to send and projections to inject.
@@ -159,7 +159,7 @@ type boundaryPayload struct {
 //
 // When the retention plan kept nothing before the checkpoint, pass
 // markerID = c.FirstRetainedEntryID (the marker is then the first retained
-// entry, as DESIGN §5 says); otherwise FirstRetainedEntryID names an existing
+// entry, as ARCHITECTURE.md, Checkpoints says); otherwise FirstRetainedEntryID names an existing
 // entry and markerID must be a fresh id. Project reads either layout.
 // The session head's LatestCheckpointID is checkpointID.
 func CommitEntries(c Checkpoint, checkpointID, markerID string) []core.NewEntry {

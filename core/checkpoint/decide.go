@@ -5,7 +5,7 @@ import "fmt"
 // Reason is why a checkpoint is written.
 type Reason string
 
-// The reasons of DESIGN §5.
+// The reasons of ARCHITECTURE.md, Checkpoints.
 const (
 	ReasonPhaseBoundary      Reason = "phase_boundary"
 	ReasonBeforeSuspend      Reason = "before_suspend"
@@ -100,7 +100,7 @@ type Decision struct {
 
 // Decide says whether reason fires in state s. The rules, in order:
 //
-//  1. the four suppressions of DESIGN §5, in its order: a short-lived worker
+//  1. the four suppressions of ARCHITECTURE.md, Checkpoints, in its order: a short-lived worker
 //     that already has a valid final result; a tool call in flight; an
 //     approval pending; no meaningful work since the last boundary (a
 //     tool left open by a process that is no longer running is not in

@@ -156,6 +156,19 @@ func TestBranchActivity(t *testing.T) {
 			b.add(core.KindCompactionRequest, Request{Reason: ReasonManual})
 			b.add(core.KindCompactionFailed, map[string]any{"reason": "manual"})
 		}, Activity{BoundaryIndex: 1, MeaningfulWork: true}},
+		{"work ending with a completed worker result: worker done", func(b *branchBuilder) {
+			b.user("review it")
+			b.toolDone("task")
+			b.add(core.KindWorkerResult, map[string]any{"status": "completed", "result": "nothing to change"})
+			b.add(core.KindSessionStatus, map[string]any{"status": "turn_completed"})
+		}, Activity{BoundaryIndex: -1, MeaningfulWork: true, WorkerDone: true}},
+		{"work after the worker result: not done", func(b *branchBuilder) {
+			b.add(core.KindWorkerResult, map[string]any{"status": "completed"})
+			b.assistant("the reviewer found nothing; next I will ship")
+		}, Activity{BoundaryIndex: -1, MeaningfulWork: true}},
+		{"a failed worker is not done", func(b *branchBuilder) {
+			b.add(core.KindWorkerResult, map[string]any{"status": "failed"})
+		}, Activity{BoundaryIndex: -1, MeaningfulWork: true}},
 		{"only after the boundary; no work since", func(b *branchBuilder) {
 			b.user("go")
 			b.toolStart("old") // the process died; a reconstruction closed the span

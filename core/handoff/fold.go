@@ -11,7 +11,7 @@ import (
 	"github.com/bridge-dev/bridge/core/checkpoint"
 )
 
-// Fold limits (DESIGN §7).
+// Fold limits (ARCHITECTURE.md, Migration).
 const (
 	MaxMessages        = 240   // user/assistant messages read from the source
 	SourceCharBudget   = 60000 // characters of folded source

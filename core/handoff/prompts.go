@@ -77,6 +77,9 @@ type EvidenceBlock struct {
 	Images        int
 	// Attachments are the images Bridge kept (none for imported sessions).
 	Attachments []core.Attachment
+	// HostImages are the harness's own references to the images it kept
+	// (recoverable through its session.attachment).
+	HostImages []core.HostImage
 }
 
 // Cost is the block's charge against the visual evidence budget.
@@ -104,6 +107,7 @@ func CollectVisual(branch []core.Entry, budget int) Visual {
 			Text        string            `json:"text"`
 			Images      int               `json:"images"`
 			Attachments []core.Attachment `json:"attachments"`
+			HostImages  []core.HostImage  `json:"hostImages"`
 		}
 		switch e.Kind {
 		case core.KindUserMessage:
@@ -113,7 +117,7 @@ func CollectVisual(branch []core.Entry, budget int) Visual {
 				cur = nil
 			}
 			if p.Images > 0 {
-				cur = &EvidenceBlock{EntryID: e.ID, UserText: p.Text, Images: p.Images, Attachments: p.Attachments}
+				cur = &EvidenceBlock{EntryID: e.ID, UserText: p.Text, Images: p.Images, Attachments: p.Attachments, HostImages: p.HostImages}
 			}
 		case core.KindAssistantMessage:
 			if cur != nil {

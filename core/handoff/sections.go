@@ -1,4 +1,4 @@
-// Package handoff holds the pure parts of migration (DESIGN §7): folding a
+// Package handoff holds the pure parts of migration (ARCHITECTURE.md, Migration): folding a
 // source session into a bounded text, the summary worker's instruction, the
 // five-part handoff's parser and validator, visual evidence, and the
 // kickoff text. It does no I/O; core/service runs the flow.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/checkpoint"
@@ -27,14 +28,30 @@ func (s *Service) checkpointNow(ctx context.Context, sessionID, reason string) (
 	return s.checkpoint(ctx, sessionID, r, "")
 }
 
-// checkpoint runs the whole flow of DESIGN §5 for one session.
+// checkpoint runs the whole flow (ARCHITECTURE.md, Checkpoints) for one
+// session; a session that is running a turn refuses with busy.
 func (s *Service) checkpoint(ctx context.Context, sessionID string, reason checkpoint.Reason, focus string) (CheckpointOutcome, error) {
+	return s.runCheckpoint(ctx, sessionID, reason, focus, false)
+}
+
+// runCheckpoint is checkpoint; with wait, a running turn is waited for
+// (until ctx ends) instead of refused.
+func (s *Service) runCheckpoint(ctx context.Context, sessionID string, reason checkpoint.Reason, focus string, wait bool) (CheckpointOutcome, error) {
 	sess, err := s.session(ctx, sessionID)
 	if err != nil {
 		return CheckpointOutcome{}, err
 	}
-	if !s.beginCheckpoint(sessionID) {
-		return CheckpointOutcome{}, core.Errorf(core.CodeBusy, "a checkpoint of session %s is already being written", sessionID)
+	for !s.beginCheckpoint(sessionID) {
+		if !wait {
+			return CheckpointOutcome{}, core.Errorf(core.CodeBusy, "a checkpoint of session %s is already being written", sessionID)
+		}
+		// The controller waits for the checkpoint under way (then decides
+		// afresh: it may have saved the work already).
+		select {
+		case <-ctx.Done():
+			return CheckpointOutcome{}, core.E(core.CodeBusy, fmt.Sprintf("a checkpoint of session %s is still being written", sessionID), ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 	defer s.endCheckpoint(sessionID)
 
@@ -63,14 +80,28 @@ func (s *Service) checkpoint(ctx context.Context, sessionID string, reason check
 	if l == nil {
 		return s.recoveryCheckpoint(ctx, sess, branch, reason)
 	}
-	if !l.turn.TryLock() {
+	if wait {
+		if err := lockTurn(ctx, l); err != nil {
+			return CheckpointOutcome{}, err
+		}
+		// The turn waited for may have added to the record.
+		if branch, err = s.opts.Store.ActiveBranch(ctx, sessionID); err != nil {
+			l.turn.Unlock()
+			return CheckpointOutcome{}, err
+		}
+		if d := checkpoint.Decide(reason, checkpoint.BranchActivity(branch).Apply(state)); !d.Fire {
+			l.turn.Unlock()
+			return CheckpointOutcome{}, &core.Error{Code: core.CodeInvalid, Message: "checkpoint not written: " + d.Detail,
+				Data: map[string]any{"suppressed": d.Suppressed}}
+		}
+	} else if !l.turn.TryLock() {
 		return CheckpointOutcome{}, core.Errorf(core.CodeBusy, "session %s is running a turn; checkpoint after it ends", sessionID)
 	}
 	defer l.turn.Unlock()
 
 	ev := checkpoint.ScanEvidence(branch)
 	plan := checkpoint.PlanRetention(branch, retainPolicy)
-	first, marker := plan.FirstRetainedEntryID, core.NewID("e_")
+	first, marker := plan.FirstRetainedEntryID, s.opts.IDs.New("e_")
 	if first == "" {
 		first = marker
 	}
@@ -155,7 +186,7 @@ func (s *Service) commitCheckpoint(ctx context.Context, l *liveSession, sessionI
 	if err := cp.Validate(); err != nil {
 		return nil, core.E(core.CodeSummary, "the assembled checkpoint is invalid", err)
 	}
-	cpID := core.NewID("e_")
+	cpID := s.opts.IDs.New("e_")
 	if l != nil {
 		l.flush()
 		l.order.Lock()
@@ -193,7 +224,7 @@ func (s *Service) recoveryCheckpoint(ctx context.Context, sess core.Session, bra
 		}
 	}
 	plan := checkpoint.PlanRetention(branch, retainPolicy)
-	first, marker := plan.FirstRetainedEntryID, core.NewID("e_")
+	first, marker := plan.FirstRetainedEntryID, s.opts.IDs.New("e_")
 	if first == "" {
 		first = marker
 	}

@@ -100,20 +100,43 @@ func (s *Service) discoverOne(ctx context.Context, dl core.DiscoveryLog, harness
 	if !st.Mode().IsRegular() {
 		return 0, fmt.Errorf("%s is not a regular file", path)
 	}
+	size, mtime := st.Size(), st.ModTime().UTC()
+	// A database in WAL mode (OpenCode's) changes in its -wal file first.
+	if wal, err := os.Lstat(path + "-wal"); err == nil && wal.Mode().IsRegular() {
+		size += wal.Size()
+		if wal.ModTime().After(mtime) {
+			mtime = wal.ModTime().UTC()
+		}
+	}
 	prev, ok, err := dl.DiscoveredFile(ctx, harness, path)
 	if err != nil {
 		return 0, err
 	}
-	if ok && prev.Size == st.Size() && prev.ModTime.Equal(st.ModTime().UTC()) {
+	if ok && prev.Size == size && prev.ModTime.Equal(mtime) {
 		return -1, nil
 	}
 	// The progress of one file is not passed on: discovery reports files.
-	r, err := s.importFile(WithProgress(ctx, nil), harness, path)
-	if err != nil {
+	quiet := WithProgress(ctx, nil)
+	var r ImportOutcome
+	if mi, ok := s.hosts[harness].(core.MultiImporter); ok {
+		// One file holding many sessions (OpenCode's database).
+		sessions, err := mi.ImportAll(quiet, path)
+		if err != nil {
+			return 0, err
+		}
+		for _, is := range sessions {
+			label := harness + " session " + is.NativeID
+			one, err := s.recordImported(quiet, harness, is, "imported: "+label, label, func(int64, int64) {})
+			if err != nil {
+				return r.Entries, err
+			}
+			r.Entries += one.Entries
+		}
+	} else if r, err = s.importFile(quiet, harness, path); err != nil {
 		return 0, err
 	}
-	if err := dl.RecordDiscovered(ctx, core.DiscoveredFile{Harness: harness, Path: path, Size: st.Size(),
-		ModTime: st.ModTime().UTC(), SessionID: r.SessionID}); err != nil {
+	if err := dl.RecordDiscovered(ctx, core.DiscoveredFile{Harness: harness, Path: path, Size: size,
+		ModTime: mtime, SessionID: r.SessionID}); err != nil {
 		return r.Entries, err
 	}
 	return r.Entries, nil

@@ -46,19 +46,8 @@ func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExec
 	if rounds == 0 {
 		rounds = 1
 	}
-	path := req.Path
-	if path == "" {
-		path = p.Path
-	}
-	b, err := inputfile.ReadFile(ctx, path, "handoff file", MaxHandoffBytes)
+	summary, err := s.handoffText(ctx, req, p.Path)
 	if err != nil {
-		return schema.MigrationExecuteResult{}, err
-	}
-	summary := string(b)
-	if strings.TrimSpace(summary) == "" {
-		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeInvalid, "the preview file %s is empty", core.Quote(path))
-	}
-	if err := checkHandoffText(path, summary); err != nil {
 		return schema.MigrationExecuteResult{}, err
 	}
 	var warnings []string
@@ -131,7 +120,7 @@ func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExec
 		}
 	}
 	kick := handoff.Kickoff(p.Lang, summary, req.Continue)
-	images, ws := s.unresolvedImages(ctx, extra.Unresolved, target)
+	images, ws := s.unresolvedImages(ctx, extra.Unresolved, src, target)
 	warnings = append(warnings, ws...)
 	content := append(images, core.Content{Type: "text", Text: kick})
 	if inject == "prompt" || inject == "both" || !out.GoalCreated {
@@ -199,24 +188,40 @@ func (s *Service) auditMigration(ctx context.Context, src, target core.Session, 
 }
 
 // unresolvedImages recovers the images of the source's unanswered image
-// messages for a vision-capable target; otherwise it says why the target
+// messages for a vision-capable target: those Bridge kept from the
+// prompts, else those the source's harness kept (its session.attachment,
+// for a session Bridge did not create). Otherwise it says why the target
 // gets the text handoff only.
-func (s *Service) unresolvedImages(ctx context.Context, unresolved []unresolvedMeta, target core.Session) ([]core.Content, []string) {
+func (s *Service) unresolvedImages(ctx context.Context, unresolved []unresolvedMeta, source, target core.Session) ([]core.Content, []string) {
 	if len(unresolved) == 0 {
 		return nil, nil
 	}
 	var atts []core.Attachment
+	var refs []core.HostImage
 	images := 0
 	for _, b := range unresolved {
-		atts = append(atts, b.Attachments...)
+		if len(b.Attachments) > 0 {
+			atts = append(atts, b.Attachments...)
+		} else {
+			refs = append(refs, b.HostImages...)
+		}
 		images += b.Images
 	}
 	n := len(unresolved)
-	if len(atts) == 0 {
-		return nil, []string{fmt.Sprintf("%d unresolved image message(s) (%d image(s)) were not kept by Bridge (an imported session?): the target gets the text handoff only", n, images)}
+	var from core.AttachmentSource
+	if len(refs) > 0 && source.NativeSessionID != "" {
+		if h, err := s.host(source.Harness); err == nil && s.capabilities(ctx, h).Has(core.CapAttachment) {
+			from, _ = h.(core.AttachmentSource)
+		}
+	}
+	if from == nil {
+		refs = nil
+	}
+	if len(atts) == 0 && len(refs) == 0 {
+		return nil, []string{fmt.Sprintf("%d unresolved image message(s) (%d image(s)) were kept neither by Bridge nor by a harness it can read them from: the target gets the text handoff only", n, images)}
 	}
 	if ok, why := s.hasVision(ctx, target); !ok {
-		return nil, []string{fmt.Sprintf("%d unresolved image(s) are not sent: %s; the target gets the text handoff only", len(atts), why)}
+		return nil, []string{fmt.Sprintf("%d unresolved image(s) are not sent: %s; the target gets the text handoff only", len(atts)+len(refs), why)}
 	}
 	var out []core.Content
 	var warnings []string
@@ -228,8 +233,25 @@ func (s *Service) unresolvedImages(ctx context.Context, unresolved []unresolvedM
 		}
 		out = append(out, c)
 	}
+	fromHost := 0
+	for _, r := range refs {
+		c, err := from.Attachment(ctx, source.NativeSessionID, r.Ref)
+		if err == nil && (c.Type != "image" || c.Data == "" || c.MediaType == "") {
+			err = core.Errorf(core.CodeHarness, "%s returned no image data for %s", source.Harness, r.Ref)
+		}
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("an unresolved image could not be recovered from %s: %v", source.Harness, err))
+			continue
+		}
+		out = append(out, c)
+		fromHost++
+	}
 	if len(out) > 0 {
-		warnings = append(warnings, fmt.Sprintf("%d unresolved image(s) sent with the kickoff to the vision-capable target", len(out)))
+		w := fmt.Sprintf("%d unresolved image(s) sent with the kickoff to the vision-capable target", len(out))
+		if fromHost > 0 {
+			w += fmt.Sprintf(" (%d recovered from %s's session.attachment)", fromHost, source.Harness)
+		}
+		warnings = append(warnings, w)
 	}
 	return out, warnings
 }
@@ -263,12 +285,40 @@ func (s *Service) hasVision(ctx context.Context, target core.Session) (bool, str
 // (it becomes the kickoff prompt, one entry of the record).
 const MaxHandoffBytes = 4 << 20
 
-// checkHandoffText refuses a file that is not an edited handoff: text that
-// is not UTF-8, holds NUL bytes, or has none of the five section headings.
-// A handoff missing some sections is still sent (with a warning).
-func checkHandoffText(path, text string) error {
+// handoffText is the handoff migration/execute sends: req.Summary when
+// given, else the file req.Path, else the preview's own file (previewPath).
+// Inline text and a file are checked the same way.
+func (s *Service) handoffText(ctx context.Context, req schema.MigrationExecuteParams, previewPath string) (string, error) {
+	if req.Summary != "" {
+		if req.Path != "" {
+			return "", invalidField("summary", "give path or summary, not both")
+		}
+		if len(req.Summary) > MaxHandoffBytes {
+			return "", core.Errorf(core.CodeInvalid, "summary is %d bytes, more than the %d bytes a handoff may have", len(req.Summary), MaxHandoffBytes)
+		}
+		return req.Summary, checkHandoffText("summary", req.Summary)
+	}
+	path := req.Path
+	if path == "" {
+		path = previewPath
+	}
+	b, err := inputfile.ReadFile(ctx, path, "handoff file", MaxHandoffBytes)
+	if err != nil {
+		return "", err
+	}
+	return string(b), checkHandoffText("handoff file "+core.Quote(path), string(b))
+}
+
+// checkHandoffText refuses text (what names it: the file, or "summary")
+// that is not an edited handoff: empty, not UTF-8, holding NUL bytes, or
+// with none of the five section headings. A handoff missing some sections
+// is still sent (with a warning).
+func checkHandoffText(what, text string) error {
+	if strings.TrimSpace(text) == "" {
+		return core.Errorf(core.CodeInvalid, "%s is empty", what)
+	}
 	if !utf8.ValidString(text) || strings.ContainsRune(text, 0) {
-		return core.Errorf(core.CodeInvalid, "handoff file %s is not UTF-8 text", core.Quote(path))
+		return core.Errorf(core.CodeInvalid, "%s is not UTF-8 text", what)
 	}
 	_, secs := handoff.SplitSections(text)
 	for _, sec := range secs {
@@ -276,5 +326,5 @@ func checkHandoffText(path, text string) error {
 			return nil
 		}
 	}
-	return core.Errorf(core.CodeInvalid, "handoff file %s is not a handoff: it has none of the sections (## Goal, ## Current state, …)", core.Quote(path))
+	return core.Errorf(core.CodeInvalid, "%s is not a handoff: it has none of the sections (## Goal, ## Current state, …)", what)
 }

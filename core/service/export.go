@@ -7,12 +7,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/internal/inputfile"
 )
 
 // ExportFormat names the form Export renders a session in.
@@ -138,7 +137,7 @@ func (s *Service) importExport(ctx context.Context, path string) (ImportOutcome,
 	if err != nil {
 		return ImportOutcome{}, err
 	}
-	b, err := readBounded(path, maxExportFile)
+	b, err := inputfile.ReadFile(ctx, path, "Bridge session export", maxExportFile)
 	if err != nil {
 		return ImportOutcome{}, err
 	}
@@ -189,34 +188,4 @@ func (s *Service) importExport(ctx context.Context, path string) (ImportOutcome,
 		}
 	}
 	return out, nil
-}
-
-// readBounded reads a regular file of at most limit bytes.
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, core.E(core.CodeNotFound, fmt.Sprintf("%s does not exist", path), err)
-		}
-		return nil, core.E(core.CodeInvalid, fmt.Sprintf("open %s", path), err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, core.E(core.CodeInvalid, fmt.Sprintf("stat %s", path), err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, core.Errorf(core.CodeInvalid, "%s is not a regular file", path)
-	}
-	if st.Size() > limit {
-		return nil, core.Errorf(core.CodeInvalid, "%s is %d bytes; the limit is %d", path, st.Size(), limit)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, core.E(core.CodeInvalid, fmt.Sprintf("read %s", path), err)
-	}
-	if int64(len(b)) > limit {
-		return nil, core.Errorf(core.CodeInvalid, "%s is over the %d-byte limit", path, limit)
-	}
-	return b, nil
 }

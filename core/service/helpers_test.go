@@ -33,6 +33,15 @@ type rigOptions struct {
 	timeout time.Duration
 	db      *storage.DB
 	dir     string
+	// shutdownCheckpoints keeps Close's before_shutdown checkpoints on; the
+	// rig turns them off by default, where Close stands for a process going
+	// away. suspendAfter and riskyEntries set the controller's options.
+	shutdownCheckpoints bool
+	shutdownLimit       time.Duration
+	suspendAfter        time.Duration
+	riskyEntries        int
+	// wrap replaces the fake host (a different version, say).
+	wrap func(*fake.Host) core.BridgeHost
 	// permissions and approvalTimeout are service.Options'.
 	permissions     service.PermissionAsker
 	approvalTimeout time.Duration
@@ -48,10 +57,16 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	hosts := append([]core.BridgeHost{fake.New(o.fake)}, o.extra...)
+	var main core.BridgeHost = fake.New(o.fake)
+	if o.wrap != nil {
+		main = o.wrap(main.(*fake.Host))
+	}
+	hosts := append([]core.BridgeHost{main}, o.extra...)
 	rec := servicetest.NewRecorder()
 	svc, err := service.New(service.Options{Store: db, Hosts: hosts, Notifier: rec, DataDir: dir,
 		Presets: o.presets, CheckpointTimeout: o.timeout, Permissions: o.permissions, ApprovalTimeout: o.approvalTimeout,
+		NoShutdownCheckpoint: !o.shutdownCheckpoints, ShutdownCheckpoint: o.shutdownLimit,
+		SuspendAfter: o.suspendAfter, RiskyResumeEntries: o.riskyEntries,
 		RepoStatus: func(ctx context.Context, cwd string) (string, error) { return " M src/changed.go\n", nil }})
 	if err != nil {
 		t.Fatal(err)

@@ -55,23 +55,39 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 			return ImportOutcome{}, err
 		}
 	}
+	return s.recordImported(ctx, harness, is, "imported: "+filepath.Base(abs), filepath.Base(abs),
+		func(done, total int64) { progress(done, total, "recording entries") })
+}
+
+// recordImported records a session read from a harness (a transcript file,
+// or the harness's own history): the session found by its native id, else a
+// new one titled is.Title or title, and the entries not yet recorded (by
+// their native ids).
+func (s *Service) recordImported(ctx context.Context, harness string, is core.ImportedSession, title, what string, progress func(done, total int64)) (ImportOutcome, error) {
 	var sess core.Session
+	var err error
 	if is.NativeID != "" {
 		sess, err = s.opts.Store.FindSessionByNative(ctx, harness, is.NativeID)
 		if err != nil && core.ErrorCode(err) != core.CodeNotFound {
 			return ImportOutcome{}, err
 		}
 	}
+	// Every entry is checked before anything is written: a transcript with
+	// one entry the store would refuse adds nothing, not a part.
+	if c, ok := s.opts.Store.(entryChecker); ok {
+		if err := c.CheckEntries(is.Entries); err != nil {
+			return ImportOutcome{}, fmt.Errorf("import %s: %w", core.Quote(what), err)
+		}
+	}
+	var newSess *core.Session
 	if sess.ID == "" {
-		title := is.Title
-		if title == "" {
-			title = "imported: " + filepath.Base(abs)
+		if is.Title != "" {
+			title = is.Title
 		}
-		sess, err = s.opts.Store.CreateSession(ctx, core.Session{ID: core.NewID("s_"), Harness: harness,
-			Cwd: is.Cwd, Title: title, Model: is.Model, NativeSessionID: is.NativeID})
-		if err != nil {
-			return ImportOutcome{}, fmt.Errorf("record imported session: %w", err)
-		}
+		// Created with the first batch, in its transaction.
+		newSess = &core.Session{ID: s.opts.IDs.New("s_"), Harness: harness,
+			Cwd: is.Cwd, Title: title, Model: is.Model, NativeSessionID: is.NativeID}
+		sess.ID = newSess.ID
 	}
 	out := ImportOutcome{SessionID: sess.ID}
 	for _, e := range is.Entries {
@@ -80,21 +96,33 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 		}
 	}
 	total := int64(len(is.Entries))
-	for i := 0; i < len(is.Entries); i += importBatch {
+	for i := 0; i < len(is.Entries) || newSess != nil; i += importBatch {
 		end := min(i+importBatch, len(is.Entries))
 		var added []core.Entry
 		err := s.opts.Store.Update(ctx, func(w core.Writer) error {
+			if newSess != nil {
+				if _, err := w.CreateSession(ctx, *newSess); err != nil {
+					return fmt.Errorf("record imported session: %w", err)
+				}
+			}
 			var err error
 			added, err = w.Append(ctx, sess.ID, is.Entries[i:end]...)
 			return err
 		})
 		if err != nil {
-			return ImportOutcome{}, fmt.Errorf("import %s entries %d-%d: %w", filepath.Base(abs), i, end, err)
+			return ImportOutcome{}, fmt.Errorf("import %s entries %d-%d: %w", core.Quote(what), i, end, err)
 		}
+		newSess = nil
 		out.Entries += len(added)
-		progress(int64(end), total, "recording entries")
+		progress(int64(end), total)
 	}
 	return out, nil
+}
+
+// entryChecker is implemented by stores that can tell, before writing,
+// whether entries would be refused (storage.DB: the per-entry size limit).
+type entryChecker interface {
+	CheckEntries(entries []core.NewEntry) error
 }
 
 // ContentIDPrefix starts the native session id Bridge gives an imported

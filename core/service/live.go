@@ -44,6 +44,14 @@ type liveSession struct {
 	// openTools are the tool calls recorded as started and not completed,
 	// in start order; closed as abandoned when the process ends.
 	openTools []string
+	// plan follows the harness's plan; stepsCompleted counts the steps
+	// completed since the current prompt began.
+	plan           core.PlanTracker
+	stepsCompleted int
+	// idleTimer suspends the session when it stays idle.
+	idleTimer *time.Timer
+	// autoRunning counts controller checkpoints under way.
+	autoRunning int
 }
 
 // newLive returns a liveSession for sessionID; recorded says whether its
@@ -113,6 +121,7 @@ func (l *liveSession) markRecorded() {
 	}
 	l.flush()
 	go l.watch()
+	l.svc.startIdleClock(l)
 }
 
 // appendInOrder appends entries after every event already reported, then
@@ -170,6 +179,10 @@ func (l *liveSession) appendRun(run []core.NewEntry) {
 			l.openTools = append(l.openTools, memberString(e.Payload, "toolId"))
 		case core.KindToolCompleted:
 			l.openTools = removeFirst(l.openTools, memberString(e.Payload, "toolId"))
+		case core.KindPlanUpdated:
+			if p, ok := core.ParsePlan(e.Payload); ok {
+				l.stepsCompleted += l.plan.Apply(p)
+			}
 		}
 		if e.Kind == core.KindAssistantMessage && l.capture != nil {
 			l.capture.WriteString(payloadText(e.Payload))
@@ -250,6 +263,11 @@ func (l *liveSession) alive() bool {
 }
 
 func (l *liveSession) close(ctx context.Context) error {
+	l.mu.Lock()
+	if l.idleTimer != nil {
+		l.idleTimer.Stop()
+	}
+	l.mu.Unlock()
 	l.approvals.cancelAll(errSessionClosed)
 	l.svc.mu.Lock()
 	l.closing = true
@@ -381,7 +399,9 @@ func (s *Service) startLive(ctx context.Context, h core.BridgeHost, sess core.Se
 	s.mu.Unlock()
 	if recorded {
 		go l.watch()
+		s.startIdleClock(l)
 	}
+	s.recordHarnessVersion(ctx, h, sess.ID)
 	return l, nil
 }
 

@@ -33,6 +33,7 @@ type unresolvedMeta struct {
 	EntryID     string            `json:"entryId"`
 	Images      int               `json:"images"`
 	Attachments []core.Attachment `json:"attachments,omitempty"`
+	HostImages  []core.HostImage  `json:"hostImages,omitempty"`
 }
 
 // migrationNeeds lists the capabilities a migration needs of the source
@@ -95,7 +96,7 @@ func (s *Service) checkMigration(ctx context.Context, src core.Session, t schema
 // the five-part handoff and writes it to an editable file. The worker is
 // always archived; the source and any target are left untouched.
 func (s *Service) MigrationPreview(ctx context.Context, req schema.MigrationPreviewParams) (schema.MigrationPreviewResult, error) {
-	src, err := s.session(ctx, req.SessionID)
+	src, err := s.sourceSession(ctx, req)
 	if err != nil {
 		return schema.MigrationPreviewResult{}, err
 	}
@@ -157,14 +158,14 @@ func (s *Service) MigrationPreview(ctx context.Context, req schema.MigrationPrev
 	if app := vis.Appendix(fold.Lang); app != "" {
 		summary = strings.TrimRight(summary, "\n") + "\n\n" + app
 	}
-	id := core.NewID("p_")
+	id := s.opts.IDs.New("p_")
 	path, err := s.writePreview(id, summary)
 	if err != nil {
 		return schema.MigrationPreviewResult{}, err
 	}
 	var extra previewExtra
 	for _, b := range vis.Unresolved {
-		extra.Unresolved = append(extra.Unresolved, unresolvedMeta{EntryID: b.EntryID, Images: b.Images, Attachments: b.Attachments})
+		extra.Unresolved = append(extra.Unresolved, unresolvedMeta{EntryID: b.EntryID, Images: b.Images, Attachments: b.Attachments, HostImages: b.HostImages})
 	}
 	xb, err := json.Marshal(extra)
 	if err != nil {

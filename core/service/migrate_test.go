@@ -352,3 +352,46 @@ func TestMigrationExecuteReadsOnlyAHandoff(t *testing.T) {
 // maxHandoffBytes mirrors service.MaxHandoffBytes (this file does not
 // import the package under its name).
 const maxHandoffBytes = 4 << 20
+
+// TestMigrationExecuteSummary: migration/execute with the edited handoff
+// inline (summary) sends that text, and refuses what it would refuse in a
+// file, before anything starts.
+func TestMigrationExecuteSummary(t *testing.T) {
+	ctx := context.Background()
+	var prompts []string
+	r, src := migrationRig(t, fake.Options{}, &prompts)
+	p, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Preset: "reviewer"}})
+	if err != nil {
+		t.Fatalf("preview: %v", err)
+	}
+	prompts = nil
+	sessionsBefore, _, _ := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true})
+	for name, params := range map[string]schema.MigrationExecuteParams{
+		"NUL":         {Summary: "## Goal\nx\x00y"},
+		"not UTF-8":   {Summary: "## Goal\n\xff\xfe"},
+		"no headings": {Summary: "just some words"},
+		"blank":       {Summary: " \n\t"},
+		"too big":     {Summary: "## Goal\n" + strings.Repeat("x", maxHandoffBytes)},
+		"both":        {Summary: "## Goal\nx", Path: "/tmp/x.md"},
+	} {
+		params.PreviewID = p.PreviewID
+		_, err := r.svc.MigrationExecute(ctx, params)
+		if core.ErrorCode(err) != core.CodeInvalid || len(err.Error()) > 400 {
+			t.Errorf("%s: want a short invalid error, got %v", name, err)
+		}
+	}
+	if after, _, _ := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true}); len(after) != len(sessionsBefore) || len(prompts) != 0 {
+		t.Fatalf("a refused execute started something: %d sessions (was %d), prompts %q", len(after), len(sessionsBefore), prompts)
+	}
+	edited := strings.Replace(p.Summary, "## Goal\n", "## Goal\nThe budget is 4242 requests per second.\n", 1)
+	if edited == p.Summary {
+		t.Fatalf("preview has no Goal heading:\n%s", p.Summary)
+	}
+	res, err := r.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID, Summary: edited})
+	if err != nil {
+		t.Fatalf("execute with summary: %v", err)
+	}
+	if res.TargetSessionID == "" || len(prompts) == 0 || !strings.Contains(strings.Join(prompts, "\n"), "4242 requests per second") {
+		t.Fatalf("the target's kickoff does not carry the edit: result %+v, prompts %q", res, prompts)
+	}
+}

@@ -10,7 +10,7 @@ import (
 	"github.com/bridge-dev/bridge/core/checkpoint"
 )
 
-// resume brings a session back and reports honestly how (DESIGN §6):
+// resume brings a session back and reports honestly how (ARCHITECTURE.md, Restoration):
 // hot when its harness process is still running; native when the harness
 // resumed and proved its own stored session; checkpoint_restored when a
 // fresh process was given the projection of the latest valid checkpoint;
@@ -57,6 +57,18 @@ func (s *Service) resume(ctx context.Context, sessionID string, fresh bool) (Res
 	case !canResume || !s.capabilities(ctx, h).Has(core.CapNativeResume):
 		reason = fmt.Sprintf("harness %s has no native resume", h.Harness())
 	default:
+		// Before a risky native attempt, a checkpoint rebuilt from the
+		// record, so that a failed native resume falls back to a current
+		// projection.
+		if why := s.riskyResume(ctx, h, sess); why != "" {
+			s.opts.Notifier.Log(3, fmt.Sprintf("session %s: native resume is risky (%s)", sessionID, why))
+			if _, err := s.autoCheckpoint(ctx, sessionID, checkpoint.ReasonBeforeNativeResume); err != nil && suppressed(err) == "" {
+				return Restored{}, err
+			}
+			if sess, err = s.session(ctx, sessionID); err != nil {
+				return Restored{}, err
+			}
+		}
 		_, err := s.startLive(ctx, h, sess, preset, sess.NativeSessionID, true)
 		if err == nil {
 			return s.restored(ctx, Restored{SessionID: sessionID, Mode: core.ModeNative})

@@ -38,8 +38,26 @@ type Options struct {
 	// ApprovalTimeout bounds the wait for the client's answer (default
 	// 5 minutes); then the preset's policy answers.
 	ApprovalTimeout time.Duration
-	// Now is the clock (default time.Now).
+	// Now is the clock (default time.Now): TTLs and recorded times read it.
 	Now core.Clock
+	// IDs makes the ids of sessions, entries and previews (default
+	// core.DefaultIDs).
+	IDs *core.IDs
+
+	// SuspendAfter is how long a live session may stay idle before it is
+	// checkpointed (before_suspend) and its process stopped (0: 30 min;
+	// negative: never).
+	SuspendAfter time.Duration
+	// ShutdownCheckpoint bounds, in total, the before_shutdown checkpoints
+	// Close writes (0: 20 s).
+	ShutdownCheckpoint time.Duration
+	// NoShutdownCheckpoint turns the before_shutdown checkpoints off.
+	NoShutdownCheckpoint bool
+	// RiskyResumeEntries: a native resume of a session whose last boundary
+	// is more than this many entries behind its head is preceded by a
+	// before_native_resume checkpoint (0: 200; negative: never on this
+	// ground).
+	RiskyResumeEntries int
 }
 
 // Service is Bridge's orchestration. It is safe for concurrent use.
@@ -53,6 +71,10 @@ type Service struct {
 
 	probes       map[string]cachedProbe // by harness; see capabilities
 	inCheckpoint map[string]bool        // sessions with a checkpoint being written
+
+	life     context.Context // ends when Close begins to stop sessions
+	stopLife context.CancelFunc
+	bg       sync.WaitGroup // controller goroutines
 }
 
 // New returns a Service; call Close when done.
@@ -63,10 +85,14 @@ func New(opts Options) (*Service, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.IDs == nil {
+		opts.IDs = core.DefaultIDs
+	}
 	if opts.CheckpointTimeout <= 0 {
 		opts.CheckpointTimeout = 30 * time.Second
 	}
 	s := &Service{opts: opts, hosts: map[string]core.BridgeHost{}, live: map[string]*liveSession{}}
+	s.life, s.stopLife = context.WithCancel(context.Background())
 	s.startedAt = opts.Now()
 	for _, h := range opts.Hosts {
 		s.hosts[h.Harness()] = h
@@ -185,9 +211,16 @@ func (s *Service) announce(es ...core.Entry) {
 	}
 }
 
-// Close stops every live harness session and every adapter that keeps a
-// process of its own.
+// Close is the graceful end of the service, for the shutdown request and
+// the signals alike: every live session with meaningful work since its last
+// boundary gets a before_shutdown checkpoint (in parallel, bounded by
+// Options.ShutdownCheckpoint; Options.NoShutdownCheckpoint turns it off),
+// then every live harness session and every adapter that keeps a process of
+// its own is stopped.
 func (s *Service) Close(ctx context.Context) error {
+	s.shutdownCheckpoints(ctx)
+	s.stopLife()
+	s.waitBackground()
 	s.mu.Lock()
 	lives := make([]*liveSession, 0, len(s.live))
 	for _, l := range s.live {
@@ -209,4 +242,15 @@ func (s *Service) Close(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// waitBackground waits, boundedly, for controller goroutines (cancelled by
+// then) to return.
+func (s *Service) waitBackground() {
+	done := make(chan struct{})
+	go func() { s.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(shutdownGrace):
+	}
 }

@@ -38,7 +38,7 @@ func (s *Service) create(ctx context.Context, p schema.SessionCreateParams) (cor
 	if effort == "" {
 		effort = preset.Effort
 	}
-	sess := core.Session{ID: core.NewID("s_"), Harness: p.Harness, Cwd: p.Cwd, Title: p.Title,
+	sess := core.Session{ID: s.opts.IDs.New("s_"), Harness: p.Harness, Cwd: p.Cwd, Title: p.Title,
 		Preset: preset.Name, Model: model, Effort: effort}
 	l, err := s.startLive(ctx, h, sess, preset, "", false)
 	if err != nil {
@@ -115,10 +115,30 @@ func (s *Service) prompt(ctx context.Context, sessionID string, content []core.C
 		return core.TurnResult{}, err
 	}
 	if !l.turn.TryLock() {
-		return core.TurnResult{}, core.Errorf(core.CodeBusy, "session %s is already running a turn", sessionID)
+		l.mu.Lock()
+		auto := l.autoRunning > 0
+		l.mu.Unlock()
+		if !auto {
+			return core.TurnResult{}, core.Errorf(core.CodeBusy, "session %s is already running a turn", sessionID)
+		}
+		// An automatic checkpoint holds the session: wait for it.
+		if err := lockTurn(ctx, l); err != nil {
+			return core.TurnResult{}, err
+		}
 	}
-	defer l.turn.Unlock()
-	return s.runTurn(ctx, l, content)
+	l.mu.Lock()
+	l.stepsCompleted = 0
+	l.mu.Unlock()
+	res, err := s.runTurn(ctx, l, content)
+	l.mu.Lock()
+	steps := l.stepsCompleted
+	l.mu.Unlock()
+	l.turn.Unlock()
+	if err != nil {
+		steps = 0
+	}
+	s.afterTurn(l, steps)
+	return res, err
 }
 
 // runTurn records the user message and runs the turn; the caller holds

@@ -2,12 +2,14 @@ package dshtest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -299,3 +301,49 @@ func (w *tail) String() string {
 }
 
 var _ io.Writer = (*tail)(nil)
+
+// Call sends one RPC to the server (a client-request envelope) and
+// decodes the value of an {ok:true} answer into out; an {ok:false} answer
+// is an error carrying DSH's code and message.
+func (r *Real) Call(method string, payload, out any) error {
+	body, err := json.Marshal(map[string]any{"type": "client-request", "rpcId": fmt.Sprintf("dshtest-%d", time.Now().UnixNano()),
+		"method": method, "payload": payload})
+	if err != nil {
+		return err
+	}
+	resp, err := http.Post(r.URL+"/"+method, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var env struct {
+		Result *struct {
+			OK    bool            `json:"ok"`
+			Value json.RawMessage `json:"value"`
+			Error json.RawMessage `json:"error"`
+		} `json:"result"`
+	}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err := json.Unmarshal(raw, &env); err != nil || env.Result == nil {
+		return fmt.Errorf("dsh %s: HTTP %d: %.200s", method, resp.StatusCode, raw)
+	}
+	if !env.Result.OK {
+		return fmt.Errorf("dsh %s: %s", method, env.Result.Error)
+	}
+	if out != nil {
+		return json.Unmarshal(env.Result.Value, out)
+	}
+	return nil
+}
+
+// EnableImages declares DSH's DeepSeek models image-capable in its
+// settings (settings.update of llm-deepseek models, as a user would in
+// DSH's settings), so prompts may carry images; rc.8's defaults are
+// text-only.
+func (r *Real) EnableImages() error {
+	models := []map[string]any{
+		{"id": "deepseek-v4-flash", "name": "DeepSeek-V4-Flash", "contextWindow": 1000000, "inputModalities": []string{"text", "image"}},
+		{"id": "deepseek-v4-pro", "name": "DeepSeek-V4-Pro", "contextWindow": 1000000, "inputModalities": []string{"text", "image"}},
+	}
+	return r.Call("settings.update", map[string]any{"ns": "llm-deepseek", "patch": map[string]any{"models": models}}, nil)
+}

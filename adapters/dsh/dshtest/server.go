@@ -42,6 +42,9 @@ type Options struct {
 	TurnDelay time.Duration
 	// HoldTurns keeps every turn open until session.cancel ends it.
 	HoldTurns bool
+	// HistoryWindow serves session.historyWindow (a later DSH's one-read
+	// window: the newest maxMessages messages), which rc.8 does not.
+	HistoryWindow bool
 	// StalePauses is how many goal.pause calls find the goal moved on by a
 	// round first (its revision bumped), whatever the goal's state.
 	StalePauses int
@@ -219,6 +222,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 type handler func(rpcID string, payload json.RawMessage) (any, *rpcError)
 
 func (s *Server) handlers() map[string]handler {
+	hs := s.routes()
+	if s.opts.HistoryWindow {
+		hs["session.historyWindow"] = s.sessionHistory
+	}
+	return hs
+}
+
+func (s *Server) routes() map[string]handler {
 	return map[string]handler{
 		"session.list":             s.sessionList,
 		"session.create":           s.sessionCreate,

@@ -311,7 +311,7 @@ func (s *Server) sessionAttachment(_ string, payload json.RawMessage) (any, *rpc
 	if !ok {
 		return nil, errf("session/attachment-invalid", "attachment %q not found in %s", p.AttachmentID, ss.id)
 	}
-	return map[string]any{"attachment": map[string]any{"id": p.AttachmentID, "mediaType": a.mediaType}, "data": a.data}, nil
+	return map[string]any{"attachment": map[string]any{"attachmentId": p.AttachmentID, "mediaType": a.mediaType}, "data": a.data}, nil
 }
 
 func (s *Server) workspaceArchive(_ string, payload json.RawMessage) (any, *rpcError) {

@@ -43,7 +43,7 @@ func (s *Server) sessionPrompt(rpcID string, payload json.RawMessage) (any, *rpc
 			}
 			id := fmt.Sprintf("att-%d", len(ss.attachments)+1)
 			ss.attachments[id] = attachment{mediaType: mt, data: data}
-			content = append(content, block{"type": "image", "mediaType": mt, "attachmentId": id})
+			content = append(content, block{"type": "image", "attachment": block{"attachmentId": id, "mediaType": mt, "bytes": len(data) * 3 / 4}})
 		default:
 			return nil, errf("invalid-argument", "content block %d has unknown type %v", i, b["type"])
 		}

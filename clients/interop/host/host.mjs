@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // A small session host written with vscode-jsonrpc: the client side of
-// Bridge's host/* contract (DESIGN §9), for interop tests. It speaks JSON-RPC
+// Bridge's host/* contract (ARCHITECTURE.md, The client contract), for interop tests. It speaks JSON-RPC
 // 2.0 with LSP (Content-Length) framing on stdin/stdout, keeps its sessions in
 // memory, and answers every host/<capability> request Bridge may send. The
 // "model" is scripted:

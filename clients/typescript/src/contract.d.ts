@@ -992,6 +992,10 @@ export interface MigrationExecuteParams {
    */
   previewId: string;
   /**
+   * Summary is the edited handoff itself, given inline instead of in a file (a WebUI's editor); it is checked exactly as an edited file is (UTF-8 text without NUL bytes, at most 4 MiB, at least one of the five section headings; missing sections only warn). Give path or summary, not both.
+   */
+  summary?: string;
+  /**
    * WorkDoneToken, when set, is the token Bridge reports $/progress with.
    */
   workDoneToken?: ProgressToken;
@@ -1034,9 +1038,13 @@ export interface MigrationPreviewParams {
    */
   lang?: "en" | "zh";
   /**
-   * SessionID is the source session.
+   * SessionID is the source session; absent when Source names one.
    */
-  sessionId: string;
+  sessionId?: string;
+  /**
+   * Source, instead of SessionID, names a session Bridge did not create (it exists only on its harness). Bridge reads the window the fold needs from the harness (session.historyWindow in one read where served, else session.history) and records it as an imported session (a session Bridge already records is folded from its record); the harness's session is not changed.
+   */
+  source?: MigrationSource;
   /**
    * SummaryCharBudget bounds the handoff summary (default 2,400).
    */
@@ -1080,6 +1088,19 @@ export interface MigrationPreviewResult {
    * Warnings tell what was dropped or could not be carried.
    */
   warnings: string[];
+}
+/**
+ * MigrationSource names a session on a harness by the harness's own id.
+ */
+export interface MigrationSource {
+  /**
+   * Harness is the harness that holds the session.
+   */
+  harness: string;
+  /**
+   * NativeSessionID is the harness's own session id.
+   */
+  nativeSessionId: string;
 }
 /**
  * MigrationTarget names where a migrated task goes.
@@ -1972,6 +1993,32 @@ export interface SessionSelectModelResult {
   model?: string;
 }
 /**
+ * SessionSuspendParams asks Bridge to suspend a live session (an editor closing its tab): a before_suspend checkpoint when the decision allows, then its harness process is stopped. The next session/prompt or session/resume brings it back, natively where the harness can.
+ */
+export interface SessionSuspendParams {
+  /**
+   * SessionID is the session to suspend.
+   */
+  sessionId: string;
+}
+/**
+ * SessionSuspendResult says what the suspension did.
+ */
+export interface SessionSuspendResult {
+  /**
+   * CheckpointEntryID is the before_suspend checkpoint, when one was written.
+   */
+  checkpointEntryId?: string;
+  /**
+   * Suppressed names the rule that stopped the checkpoint (no_new_work, worker_done, direct_chat), when one did.
+   */
+  suppressed?: string;
+  /**
+   * Suspended is true when a running harness process was stopped; false when none was running (nothing changed).
+   */
+  suspended: boolean;
+}
+/**
  * SessionUpdateNotification tells the client a new entry was recorded (session/update).
  */
 export interface SessionUpdateNotification {
@@ -2255,6 +2302,8 @@ export interface BridgeMethods {
     params: SessionSelectModelParams;
     result: SessionSelectModelResult;
   };
+  /** Checkpoint a live session and stop its process; the next prompt brings it back. */
+  "session/suspend": { direction: "clientToServer"; params: SessionSuspendParams; result: SessionSuspendResult };
   /** Stop serving; exit follows. */
   shutdown: { direction: "clientToServer"; params: undefined; result: null };
   /** Create a progress token. */

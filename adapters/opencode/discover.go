@@ -1,0 +1,218 @@
+package opencode
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/internal/findfiles"
+	"github.com/bridge-dev/bridge/internal/inputfile"
+
+	// The database/sql driver "sqlite3", to read OpenCode's database.
+	_ "github.com/ncruces/go-sqlite3/driver"
+)
+
+var (
+	_ core.TranscriptSource = (*Host)(nil)
+	_ core.MultiImporter    = (*Host)(nil)
+)
+
+// databaseName is the file OpenCode keeps its sessions in, under its data
+// folder.
+const databaseName = "opencode.db"
+
+// dataDir is OpenCode's data folder: <Home>/.local/share/opencode when Home
+// is configured, else $XDG_DATA_HOME/opencode (from Config.Env or the
+// environment), else ~/.local/share/opencode.
+func (h *Host) dataDir() string {
+	if h.cfg.Home != "" {
+		return filepath.Join(h.cfg.Home, ".local", "share", "opencode")
+	}
+	if x := findfiles.Env(h.cfg.Env, "XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "opencode")
+	}
+	return filepath.Join(findfiles.Home(h.cfg.Env), ".local", "share", "opencode")
+}
+
+// Transcripts lists OpenCode's database, which holds all its sessions.
+func (h *Host) Transcripts(ctx context.Context) (core.TranscriptList, error) {
+	root := h.dataDir()
+	files, err := findfiles.Under(ctx, root, 1, func(rel string) bool { return rel == databaseName })
+	return core.TranscriptList{Roots: []string{root}, Files: files}, err
+}
+
+// ImportAll reads every session of OpenCode's database at path. The
+// database (and its write-ahead log, when there is one) is first copied to
+// a private folder under Bridge's data directory and read there, so that
+// nothing of OpenCode's is opened for writing or locked. Each session maps
+// to entries exactly as an `opencode export` of it would.
+func (h *Host) ImportAll(ctx context.Context, path string) ([]core.ImportedSession, error) {
+	if h.cfg.CopyDir == "" {
+		return nil, core.Errorf(core.CodeUnsupported, "opencode: no private folder to copy the database into")
+	}
+	if err := os.MkdirAll(h.cfg.CopyDir, 0o700); err != nil {
+		return nil, fmt.Errorf("opencode: %w", err)
+	}
+	tmp, err := os.MkdirTemp(h.cfg.CopyDir, "db-copy-")
+	if err != nil {
+		return nil, fmt.Errorf("opencode: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	copyDB := filepath.Join(tmp, databaseName)
+	if err := copyFile(ctx, path, copyDB, true); err != nil {
+		return nil, err
+	}
+	if err := copyFile(ctx, path+"-wal", copyDB+"-wal", false); err != nil {
+		return nil, err
+	}
+	dsn := (&url.URL{Scheme: "file", OmitHost: true, Path: copyDB, RawQuery: "_pragma=busy_timeout(5000)"}).String()
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("opencode: open the database copy: %w", err)
+	}
+	defer db.Close()
+	return readSessions(ctx, db)
+}
+
+// copyFile copies src (a regular file, bounded) to dst with mode 0600; a
+// missing src is an error only when required.
+func copyFile(ctx context.Context, src, dst string, required bool) error {
+	in, err := inputfile.Open(ctx, src, "opencode database", 0)
+	if err != nil {
+		if !required && errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if !required && core.ErrorCode(err) == core.CodeNotFound {
+			return nil
+		}
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("opencode: copy the database: %w", err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("opencode: copy the database: %w", err)
+	}
+	return out.Close()
+}
+
+// readSessions maps every session of the database (OpenCode's tables
+// session, message and part; message and part rows keep their object in
+// data, without their ids) to imported sessions, oldest first.
+func readSessions(ctx context.Context, db *sql.DB) ([]core.ImportedSession, error) {
+	rows, err := db.QueryContext(ctx, `SELECT id, directory, title FROM session ORDER BY time_created, id`)
+	if err != nil {
+		return nil, core.E(core.CodeInvalid, "opencode: not an OpenCode database (no session table)", err)
+	}
+	type sess struct{ id, dir, title string }
+	var ss []sess
+	for rows.Next() {
+		var s sess
+		if err := rows.Scan(&s.id, &s.dir, &s.title); err != nil {
+			rows.Close()
+			return nil, core.E(core.CodeInvalid, "opencode: read sessions", err)
+		}
+		ss = append(ss, s)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, core.E(core.CodeInvalid, "opencode: read sessions", err)
+	}
+	out := make([]core.ImportedSession, 0, len(ss))
+	for _, s := range ss {
+		msgs, model, err := readMessages(ctx, db, s.id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, core.ImportedSession{NativeID: s.id, Cwd: s.dir, Title: s.title, Model: model,
+			Entries: messagesEntries(msgs)})
+	}
+	return out, nil
+}
+
+// readMessages rebuilds a session's messages with their parts, in the
+// shape `opencode export` writes, and the model of its newest assistant
+// message.
+func readMessages(ctx context.Context, db *sql.DB, sessionID string) ([]storedMessage, string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id`, sessionID)
+	if err != nil {
+		return nil, "", core.E(core.CodeInvalid, "opencode: read messages", err)
+	}
+	var msgs []storedMessage
+	index := map[string]int{}
+	model := ""
+	for rows.Next() {
+		var id, data string
+		if err := rows.Scan(&id, &data); err != nil {
+			rows.Close()
+			return nil, "", core.E(core.CodeInvalid, "opencode: read messages", err)
+		}
+		info, err := withIDs(data, map[string]string{"id": id, "sessionID": sessionID})
+		if err != nil {
+			rows.Close()
+			return nil, "", core.E(core.CodeInvalid, fmt.Sprintf("opencode: message %s", id), err)
+		}
+		var m struct {
+			Role       string `json:"role"`
+			ModelID    string `json:"modelID"`
+			ProviderID string `json:"providerID"`
+		}
+		if json.Unmarshal(info, &m) == nil && m.Role == "assistant" && m.ModelID != "" {
+			model = modelName(m.ProviderID, m.ModelID)
+		}
+		index[id] = len(msgs)
+		msgs = append(msgs, storedMessage{Info: info})
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, "", core.E(core.CodeInvalid, "opencode: read messages", err)
+	}
+	prow, err := db.QueryContext(ctx, `SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY time_created, id`, sessionID)
+	if err != nil {
+		return nil, "", core.E(core.CodeInvalid, "opencode: read parts", err)
+	}
+	defer prow.Close()
+	for prow.Next() {
+		var id, mid, data string
+		if err := prow.Scan(&id, &mid, &data); err != nil {
+			return nil, "", core.E(core.CodeInvalid, "opencode: read parts", err)
+		}
+		i, ok := index[mid]
+		if !ok {
+			continue // a part of a message that is gone
+		}
+		p, err := withIDs(data, map[string]string{"id": id, "sessionID": sessionID, "messageID": mid})
+		if err != nil {
+			return nil, "", core.E(core.CodeInvalid, fmt.Sprintf("opencode: part %s", id), err)
+		}
+		msgs[i].Parts = append(msgs[i].Parts, p)
+	}
+	if err := prow.Err(); err != nil {
+		return nil, "", core.E(core.CodeInvalid, "opencode: read parts", err)
+	}
+	return msgs, model, nil
+}
+
+// withIDs adds the id members a row keeps in columns to its data object.
+func withIDs(data string, ids map[string]string) (json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(data), &obj); err != nil || obj == nil {
+		return nil, fmt.Errorf("data is not a JSON object: %v", err)
+	}
+	for k, v := range ids {
+		b, _ := json.Marshal(v)
+		obj[k] = b
+	}
+	return json.Marshal(obj)
+}

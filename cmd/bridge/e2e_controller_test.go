@@ -1,0 +1,334 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bridge-dev/bridge/adapters/fakemodel"
+)
+
+// These tests drive the real Claude Code (and Codex) through the bridge
+// binary against the fake model server: checkpoints Bridge raises on its
+// own, at a phase boundary, on shutdown (and SIGTERM), when a session is
+// idle and before a risky native resume.
+
+// savedNotes returns the session/checkpointSaved notifications of sid with
+// reason, in arrival order, with their index among all notifications.
+func savedNotes(c *client, sid, reason string) (notes []checkpointSavedNote, at []int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, m := range c.notes {
+		if m.Method != "session/checkpointSaved" {
+			continue
+		}
+		var n checkpointSavedNote
+		if json.Unmarshal(m.Params, &n) == nil && n.SessionID == sid && n.Reason == reason {
+			notes = append(notes, n)
+			at = append(at, i)
+		}
+	}
+	return notes, at
+}
+
+// awaitSaved waits for a session/checkpointSaved of sid with reason.
+func awaitSaved(t *testing.T, c *client, sid, reason string) checkpointSavedNote {
+	t.Helper()
+	var n checkpointSavedNote
+	c.awaitNote("session/checkpointSaved "+reason, func(m wireMsg) bool {
+		var x checkpointSavedNote
+		if m.Method != "session/checkpointSaved" || json.Unmarshal(m.Params, &x) != nil || x.SessionID != sid || x.Reason != reason {
+			return false
+		}
+		n = x
+		return true
+	})
+	return n
+}
+
+// checkpointOf returns the payload of the checkpoint entry id in the record.
+func checkpointOf(t *testing.T, c *client, sid, id string) map[string]any {
+	t.Helper()
+	for _, e := range history(t, c, sid) {
+		if e.ID == id {
+			if e.Kind != "checkpoint" {
+				t.Fatalf("entry %s is a %s", id, e.Kind)
+			}
+			return payloadOf(t, e)
+		}
+	}
+	t.Fatalf("checkpoint %s is not on the record of %s", id, sid)
+	return nil
+}
+
+// TestE2EClaudePhaseBoundary: in one turn Claude Code creates a task and
+// completes it with its plan tools (TaskCreate, TaskUpdate); the record
+// holds plan.updated, and after the turn Bridge writes a phase_boundary
+// checkpoint by the session's own agent.
+func TestE2EClaudePhaseBoundary(t *testing.T) {
+	t.Parallel()
+	h := newHarnessEnv(t, harnessOptions{})
+	const summary = "PHASE-4711: the parser is written; tests are next"
+	h.onText(checkpointMarker, inProse(checkpointJSON(summary)))
+	var step atomic.Int32
+	h.on("PLAN-STEP-TURN", func(fakemodel.Request) fakemodel.Reply {
+		step.Store(1)
+		return fakemodel.Reply{Text: "Tracking the work.", ToolCall: &fakemodel.ToolCall{ID: "toolu_plan_1", Name: "TaskCreate",
+			Input: json.RawMessage(`{"subject":"Write the parser","description":"The parser for port 55837","activeForm":"Writing the parser"}`)}}
+	})
+	h.fake.Responder(func(r fakemodel.Request) (fakemodel.Reply, bool) {
+		if rep, ok := h.respond(r); ok {
+			return rep, true
+		}
+		switch step.Load() {
+		case 1:
+			step.Store(2)
+			return fakemodel.Reply{Text: "Parser written.", ToolCall: &fakemodel.ToolCall{ID: "toolu_plan_2", Name: "TaskUpdate",
+				Input: json.RawMessage(`{"taskId":"1","status":"completed"}`)}}, true
+		case 2:
+			step.Store(3)
+			return fakemodel.Reply{Text: "The parser is done; tests are next."}, true
+		}
+		return fakemodel.Reply{}, false
+	})
+	c := h.start(t)
+	sid := h.create(t, c, "claude-code", "phase")
+	say(t, c, sid, "PLAN-STEP-TURN: write the parser (port 55837, internal/server/listen.go), then track the plan.")
+	n := awaitSaved(t, c, sid, "phase_boundary")
+	if !n.Hot || (n.Provenance != "agent" && n.Provenance != "agent+controller") {
+		t.Errorf("session/checkpointSaved %+v: want the session's own agent, hot", n)
+	}
+	es := history(t, c, sid)
+	plan, turnEnd, req := -1, -1, -1
+	var plans []string
+	for i, e := range es {
+		switch e.Kind {
+		case "plan.updated":
+			plan = i
+			plans = append(plans, string(e.Payload))
+		case "session.status":
+			if payloadOf(t, e)["status"] == "turn_completed" && req < 0 {
+				turnEnd = i
+			}
+		case "compaction.requested":
+			if req < 0 {
+				req = i
+				if payloadOf(t, e)["reason"] != "phase_boundary" {
+					t.Errorf("request %s", e.Payload)
+				}
+			}
+		}
+	}
+	if len(plans) != 2 || !strings.Contains(plans[0], `"source":"TaskCreate"`) || !strings.Contains(plans[0], "Write the parser") ||
+		!strings.Contains(plans[1], `"source":"TaskUpdate"`) || !strings.Contains(plans[1], `"id":"1"`) || !strings.Contains(plans[1], `"completed"`) {
+		t.Errorf("plan.updated entries %v: want task 1 created, then completed", plans)
+	}
+	if plan < 0 || turnEnd < plan || req < turnEnd {
+		t.Fatalf("plan.updated at %d, the turn's end at %d, the phase_boundary request at %d: want them in this order (%v)", plan, turnEnd, req, kinds(es))
+	}
+	if cp := checkpointOf(t, c, sid, n.EntryID); cp["summary"] != summary || cp["reason"] != "phase_boundary" {
+		t.Errorf("checkpoint %v", cp)
+	}
+	if code := c.exit(true); code != 0 {
+		t.Errorf("bridge exit code %d", code)
+	}
+}
+
+// TestE2EClaudeShutdownCheckpoint: shutdown after a turn writes a
+// before_shutdown checkpoint, told to the client before the shutdown reply;
+// a new process that cannot resume natively (the transcript is gone)
+// restores from it.
+func TestE2EClaudeShutdownCheckpoint(t *testing.T) {
+	t.Parallel()
+	h := newHarnessEnv(t, harnessOptions{})
+	const summary = "SHUTDOWN-8080: the server moves to port 55837 in internal/server/listen.go"
+	h.onText(checkpointMarker, inProse(checkpointJSON(summary)))
+	h.onText("port 55837", "Noted, port 55837.")
+	c := h.start(t)
+	sid := h.create(t, c, "claude-code", "shutdown")
+	say(t, c, sid, "The server must listen on port 55837; the listener is in internal/server/listen.go.")
+	reply := c.wait(c.send("shutdown", nil))
+	if reply.Error != nil {
+		t.Fatalf("shutdown: %+v", reply.Error)
+	}
+	notes, at := savedNotes(c, sid, "before_shutdown")
+	if len(notes) != 1 || at[0] >= reply.NotesBefore {
+		t.Fatalf("before_shutdown notifications %+v at %v; the shutdown reply came after %d notifications: want one, before it", notes, at, reply.NotesBefore)
+	}
+	c.notify("exit", nil)
+	if code := waitExit(t, c); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	db := h.openDB(t)
+	native := sessionNative(t, db, sid)
+	if err := os.Remove(h.findTranscript(t, native)); err != nil {
+		t.Fatal(err)
+	}
+	c = h.start(t)
+	res, _ := resume(t, c, sid)
+	if res.Mode != "checkpoint_restored" || res.CheckpointEntryID != notes[0].EntryID {
+		t.Fatalf("session/resume = %+v, want checkpoint_restored from the before_shutdown checkpoint %s", res, notes[0].EntryID)
+	}
+	if cp := checkpointOf(t, c, sid, notes[0].EntryID); cp["summary"] != summary || cp["reason"] != "before_shutdown" {
+		t.Errorf("checkpoint %v", cp)
+	}
+	if code := c.exit(true); code != 0 {
+		t.Errorf("bridge exit code %d", code)
+	}
+}
+
+// waitExit waits for the bridge process to end and returns its exit code.
+func waitExit(t *testing.T, c *client) int {
+	t.Helper()
+	select {
+	case <-c.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("bridge did not exit; stderr:\n%s", c.stderr.String())
+	}
+	err := c.cmd.Wait()
+	if err == nil {
+		return 0
+	}
+	var code = -1
+	fmt.Sscanf(strings.TrimPrefix(err.Error(), "exit status "), "%d", &code)
+	return code
+}
+
+// TestE2EClaudeIdleSuspend: a Claude Code session idle for the configured
+// time is checkpointed (before_suspend) and its process stopped; the record
+// says suspended, and the next prompt brings it back natively.
+func TestE2EClaudeIdleSuspend(t *testing.T) {
+	t.Parallel()
+	h := newHarnessEnv(t, harnessOptions{Config: map[string]any{"suspendAfterMinutes": 0.04}})
+	const summary = "IDLE-5150: port 55837 decided, listener next"
+	h.onText(checkpointMarker, inProse(checkpointJSON(summary)))
+	h.onText("port 55837", "Noted, port 55837.")
+	h.onText("what port", "Port 55837, as you said.")
+	c := h.start(t)
+	sid := h.create(t, c, "claude-code", "idle")
+	say(t, c, sid, "The server must listen on port 55837; the listener is in internal/server/listen.go.")
+	n := awaitSaved(t, c, sid, "before_suspend")
+	c.awaitNote("session.status suspended", func(m wireMsg) bool {
+		var u struct {
+			SessionID string    `json:"sessionId"`
+			Entry     entryWire `json:"entry"`
+		}
+		return m.Method == "session/update" && json.Unmarshal(m.Params, &u) == nil &&
+			strings.Contains(string(m.Params), `"suspended"`) && strings.Contains(string(m.Params), sid)
+	})
+	if cp := checkpointOf(t, c, sid, n.EntryID); cp["summary"] != summary || cp["reason"] != "before_suspend" {
+		t.Errorf("checkpoint %v", cp)
+	}
+	before := len(h.fake.Requests())
+	say(t, c, sid, "Remind me: what port?")
+	var note restoredResult
+	c.awaitNote("session/restored", func(m wireMsg) bool {
+		return m.Method == "session/restored" && json.Unmarshal(m.Params, &note) == nil && note.SessionID == sid
+	})
+	if note.Mode != "native" {
+		t.Errorf("session/restored %+v, want native", note)
+	}
+	rs := h.requestsSince(before)
+	if len(rs) == 0 || !strings.Contains(requestText(rs[len(rs)-1]), "listen on port 55837") {
+		t.Errorf("the turn after the suspension lost the conversation")
+	}
+	if code := c.exit(true); code != 0 {
+		t.Errorf("bridge exit code %d", code)
+	}
+}
+
+// TestE2EClaudeVersionChangeCheckpoint: when the claude program's version
+// differs from the one that last ran the session, resume writes a
+// before_native_resume checkpoint (rebuilt from the record) before the
+// native attempt.
+func TestE2EClaudeVersionChangeCheckpoint(t *testing.T) {
+	t.Parallel()
+	h := newHarnessEnv(t, harnessOptions{Config: map[string]any{"checkpointOnShutdown": false}})
+	h.onText("port 55837", "Noted, port 55837.")
+	c := h.start(t)
+	sid := h.create(t, c, "claude-code", "upgrade")
+	say(t, c, sid, "The server must listen on port 55837; the listener is in internal/server/listen.go.")
+	if code := c.exit(true); code != 0 {
+		t.Fatalf("bridge exit code %d", code)
+	}
+	// The same program, reporting another version.
+	wrapper := filepath.Join(t.TempDir(), "claude-upgraded")
+	script := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = \"--version\" ]; then echo '9.9.9 (Claude Code)'; exit 0; fi\nexec %q \"$@\"\n", h.claudeBin)
+	if err := os.WriteFile(wrapper, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	hs := h.config["harnesses"].(map[string]any)
+	cc := hs["claude-code"].(map[string]any)
+	cc["command"] = wrapper
+	h.writeConfig(t)
+
+	c = h.start(t)
+	res, _ := resume(t, c, sid)
+	if res.Mode != "native" {
+		t.Fatalf("session/resume = %+v, want native", res)
+	}
+	notes, at := savedNotes(c, sid, "before_native_resume")
+	if len(notes) != 1 || notes[0].Provenance != "reconstructed" || notes[0].Hot {
+		t.Fatalf("before_native_resume notifications %+v: want one, reconstructed", notes)
+	}
+	restoredAt := -1
+	c.mu.Lock()
+	for i, m := range c.notes {
+		if m.Method == "session/restored" {
+			restoredAt = i
+		}
+	}
+	c.mu.Unlock()
+	if restoredAt < at[0] {
+		t.Errorf("the checkpoint (notification %d) must come before the restoration (%d)", at[0], restoredAt)
+	}
+	cp := checkpointOf(t, c, sid, notes[0].EntryID)
+	if cp["reason"] != "before_native_resume" || !strings.Contains(fmt.Sprint(cp["summary"]), "55837") {
+		t.Errorf("checkpoint %v: want the rebuilt record", cp)
+	}
+	if code := c.exit(true); code != 0 {
+		t.Errorf("bridge exit code %d", code)
+	}
+}
+
+// TestE2EClaudeSIGTERM: SIGTERM mid-session takes the shutdown path: the
+// before_shutdown checkpoint is written, the process exits 0 and says
+// nothing on stderr at error level.
+func TestE2EClaudeSIGTERM(t *testing.T) {
+	t.Parallel()
+	h := newHarnessEnv(t, harnessOptions{})
+	const summary = "SIGTERM-1999: port 55837 decided"
+	h.onText(checkpointMarker, inProse(checkpointJSON(summary)))
+	h.onText("port 55837", "Noted, port 55837.")
+	c := h.start(t)
+	sid := h.create(t, c, "claude-code", "sigterm")
+	say(t, c, sid, "The server must listen on port 55837; the listener is in internal/server/listen.go.")
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, c); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM; stderr:\n%s", code, c.stderr.String())
+	}
+	if s := c.stderr.String(); strings.Contains(s, "level=ERROR") || strings.Contains(strings.ToLower(s), "error:") {
+		t.Errorf("stderr after SIGTERM has an error line:\n%s", s)
+	}
+	db := h.openDB(t)
+	sess, err := db.GetSession(context.Background(), sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.LatestCheckpointID == "" {
+		t.Fatal("SIGTERM wrote no before_shutdown checkpoint")
+	}
+	e, err := db.GetEntry(context.Background(), sess.LatestCheckpointID)
+	if err != nil || !strings.Contains(string(e.Payload), `"reason":"before_shutdown"`) || !strings.Contains(string(e.Payload), summary) {
+		t.Fatalf("latest checkpoint %s %v", e.Payload, err)
+	}
+}
