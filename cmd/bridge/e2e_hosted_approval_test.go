@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -39,6 +40,9 @@ func TestE2EHostedApprovalRelayed(t *testing.T) {
 				case "host/session.close", "host/session.cancel":
 					return map[string]any{}, nil
 				case "host/session.prompt":
+					if !strings.Contains(string(m.Params), "deploy it") {
+						return map[string]any{"stopReason": "end_turn"}, nil // Bridge's own prompts
+					}
 					// The hosted harness wants to run a tool: ask Bridge.
 					var out struct {
 						Outcome map[string]any `json:"outcome"`
