@@ -305,3 +305,17 @@ type ImportedSession struct {
 
 // Clock is injected (with IDs) so tests control time and identifiers.
 type Clock func() time.Time
+
+// PresetsFor is the one rule for which configured presets apply to a
+// harness: those that name it and those that name no harness. The copies
+// returned name the harness.
+func PresetsFor(presets []Preset, harness string) []Preset {
+	var out []Preset
+	for _, p := range presets {
+		if p.Harness == "" || p.Harness == harness {
+			p.Harness = harness
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -390,6 +390,10 @@ type AdapterReport struct {
 	Capabilities []Capability `json:"capabilities"`
 	// Missing names the required capabilities that are not available.
 	Missing []string `json:"missing"`
+	// Presets names the presets session/create accepts for this adapter
+	// (the configuration file's, then the harness's own); absent when none
+	// or the harness is not installed.
+	Presets []string `json:"presets,omitempty"`
 }
 
 // MarshalJSON writes empty lists as [] rather than null.

@@ -12,12 +12,19 @@ import (
 
 	"github.com/bridge-dev/bridge/adapters/acp"
 	"github.com/bridge-dev/bridge/core"
+
+	"github.com/bridge-dev/bridge/adapters/adaptertest"
 )
 
 // scriptAgentBin is the scripted ACP agent, built once by TestMain.
 var scriptAgentBin string
 
 func TestMain(m *testing.M) {
+	cleanupHome, err := adaptertest.IsolateHome()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "isolating the test home:", err)
+		os.Exit(1)
+	}
 	dir, err := os.MkdirTemp("", "acp-scriptagent")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -33,6 +40,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	cleanupHome()
 	os.Exit(code)
 }
 

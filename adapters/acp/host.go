@@ -506,15 +506,7 @@ func (h *Host) ArchiveSession(ctx context.Context, nativeID string) error {
 
 // Presets returns the configured presets for this harness.
 func (h *Host) Presets(ctx context.Context) ([]core.Preset, error) {
-	out := []core.Preset{}
-	for _, p := range h.cfg.Presets {
-		if p.Harness != "" && p.Harness != h.cfg.Name {
-			continue
-		}
-		p.Harness = h.cfg.Name
-		out = append(out, p)
-	}
-	return out, nil
+	return append([]core.Preset{}, core.PresetsFor(h.cfg.Presets, h.cfg.Name)...), nil
 }
 
 // absDir returns dir as an absolute path (ACP requires one), or the current

@@ -391,16 +391,16 @@ func (l *live) run(ctx context.Context, blocks []contentBlock) (core.TurnResult,
 	select {
 	case r := <-ch:
 		l.endTurn()
-		if r.err != nil {
+		if r.Err != nil {
 			var re *rpcError
-			if errors.As(r.err, &re) {
-				return core.TurnResult{}, core.E(core.CodeHarness, "acp: the agent failed the prompt", r.err)
+			if errors.As(r.Err, &re) {
+				return core.TurnResult{}, core.E(core.CodeHarness, "acp: the agent failed the prompt", r.Err)
 			}
-			return core.TurnResult{}, core.E(core.CodeHarness, "acp: session/prompt: agent process ended"+l.a.tailNote(), r.err)
+			return core.TurnResult{}, core.E(core.CodeHarness, "acp: session/prompt: agent process ended"+l.a.tailNote(), r.Err)
 		}
 		var res promptResult
-		if err := json.Unmarshal(r.result, &res); err != nil || res.StopReason == "" {
-			return core.TurnResult{}, core.Errorf(core.CodeHarness, "acp: session/prompt result has no stopReason: %s", r.result)
+		if err := json.Unmarshal(r.Result, &res); err != nil || res.StopReason == "" {
+			return core.TurnResult{}, core.Errorf(core.CodeHarness, "acp: session/prompt result has no stopReason: %s", r.Result)
 		}
 		return core.TurnResult{StopReason: res.StopReason}, nil
 	case <-ctx.Done():

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"sync"
 	"time"
 
 	"github.com/bridge-dev/bridge/adapters/internal/procutil"
@@ -17,14 +16,9 @@ import (
 
 // agent is one running agent process and its connection.
 type agent struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	conn   *conn
-	stderr *procutil.Tail
-	done   chan struct{}
-
-	mu   sync.Mutex
-	exit core.ExitInfo
+	*procutil.Process
+	conn *conn
+	done <-chan struct{}
 
 	init initializeResult
 }
@@ -54,43 +48,15 @@ func (h *Host) spawn(ctx context.Context, cwd string, handler connHandler) (*age
 	if cwd == "" {
 		cwd = h.cfg.Cwd
 	}
-	cmd := exec.Command(prog, h.cfg.Args...)
-	cmd.Dir = cwd
-	cmd.Env = append(os.Environ(), h.cfg.Env...)
-	procutil.SetProcessGroup(cmd)
-	cmd.WaitDelay = 3 * time.Second
-	a := &agent{cmd: cmd, stderr: &procutil.Tail{}, done: make(chan struct{})}
-	cmd.Stderr = a.stderr
-	a.stdin, err = cmd.StdinPipe()
+	a := &agent{}
+	a.Process, err = procutil.Start(procutil.Spec{Path: prog, Args: h.cfg.Args, Dir: cwd, Env: append(os.Environ(), h.cfg.Env...),
+		Stdin:  true,
+		Setup:  func(p *procutil.Process) { a.conn = newConn(p.Stdin, handler) },
+		Stdout: func(r io.Reader) { a.conn.serve(r) }})
 	if err != nil {
-		return nil, fmt.Errorf("acp: stdin pipe: %w", err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("acp: stdout pipe: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, core.E(core.CodeUnavailable, fmt.Sprintf("acp harness %q: start %s", h.cfg.Name, prog), err)
 	}
-	a.conn = newConn(a.stdin, handler)
-	served := make(chan struct{})
-	go func() {
-		a.conn.serve(stdout)
-		close(served)
-	}()
-	go func() {
-		werr := cmd.Wait()
-		<-served
-		procutil.SignalGroup(cmd, true) // children the agent left behind
-		a.mu.Lock()
-		a.exit = core.ExitInfo{Code: cmd.ProcessState.ExitCode(), StderrTail: a.stderr.String()}
-		var ee *exec.ExitError
-		if werr != nil && !errors.As(werr, &ee) {
-			a.exit.Err = werr.Error()
-		}
-		a.mu.Unlock()
-		close(a.done)
-	}()
+	a.done = a.Done()
 	if err := a.initialize(ctx, h.cfg.Name); err != nil {
 		a.stop(context.Background())
 		return nil, err
@@ -148,44 +114,15 @@ func (a *agent) tailNote() string {
 	case <-a.done:
 	case <-time.After(500 * time.Millisecond):
 	}
-	if s := a.stderr.String(); s != "" {
+	if s := a.Stderr.String(); s != "" {
 		return " (stderr: " + s + ")"
 	}
 	return ""
 }
 
 // exitInfo returns how the process ended (valid once done is closed).
-func (a *agent) exitInfo() core.ExitInfo {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.exit
-}
+func (a *agent) exitInfo() core.ExitInfo { return a.Exit() }
 
 // stop ends the process: closing stdin asks it to go, then SIGTERM, then
 // SIGKILL to its process group. It waits for the process unless ctx ends.
-func (a *agent) stop(ctx context.Context) {
-	_ = a.stdin.Close()
-	steps := []struct {
-		do   func()
-		wait time.Duration
-	}{
-		{func() {}, time.Second},
-		{func() { procutil.SignalGroup(a.cmd, false) }, 2 * time.Second},
-		{func() { procutil.SignalGroup(a.cmd, true) }, 2 * time.Second},
-	}
-	for _, st := range steps {
-		st.do()
-		select {
-		case <-a.done:
-			return
-		case <-ctx.Done():
-			procutil.SignalGroup(a.cmd, true)
-			return
-		case <-time.After(st.wait):
-		}
-	}
-	select {
-	case <-a.done:
-	case <-ctx.Done():
-	}
-}
+func (a *agent) stop(ctx context.Context) { a.Stop(ctx, 2*time.Second) }

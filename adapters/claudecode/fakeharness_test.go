@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/bridge-dev/bridge/adapters/adaptertest"
 )
 
 // The test binary doubles as a fake `claude` when CLAUDECODE_FAKE names a
@@ -17,7 +19,7 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv("CLAUDECODE_FAKE"); mode != "" {
 		os.Exit(fakeClaude(mode))
 	}
-	os.Exit(m.Run())
+	adaptertest.Main(m)
 }
 
 // fakeCommand returns a Config that runs this test binary as a fake claude

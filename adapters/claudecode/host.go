@@ -240,10 +240,7 @@ func (h *Host) start(ctx context.Context, req core.CreateRequest, sessionFlag, i
 			return nil, core.E(core.CodeInvalid, fmt.Sprintf("claude-code: working directory %q is not a directory", req.Cwd), err)
 		}
 	}
-	cmd := exec.Command(bin, h.args(req, sessionFlag, id)...)
-	cmd.Dir = req.Cwd
-	cmd.Env = h.environ()
-	l, err := startLive(cmd, req, sink)
+	l, err := startLive(procutil.Spec{Path: bin, Args: h.args(req, sessionFlag, id), Dir: req.Cwd, Env: h.environ()}, req, sink)
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +320,7 @@ func (l *live) failureText() string {
 	if r != nil && len(r.Errors) > 0 {
 		return strings.Join(r.Errors, "; ")
 	}
-	if t := strings.TrimSpace(l.stderr.String()); t != "" {
+	if t := strings.TrimSpace(l.proc.Stderr.String()); t != "" {
 		return lastLines(t, 5)
 	}
 	if r != nil && r.Result != "" {
@@ -362,10 +359,8 @@ func (h *Host) Models(ctx context.Context) ([]core.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, append([]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--no-session-persistence"}, h.cfg.Args...)...)
-	cmd.Env = h.environ()
-	cmd.Dir = os.TempDir()
-	l, err := startLive(cmd, core.CreateRequest{}, nil)
+	l, err := startLive(procutil.Spec{Path: bin, Args: append([]string{"-p", "--input-format", "stream-json", "--output-format",
+		"stream-json", "--verbose", "--no-session-persistence"}, h.cfg.Args...), Dir: os.TempDir(), Env: h.environ()}, core.CreateRequest{}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -419,12 +414,5 @@ func (h *Host) ArchiveSession(ctx context.Context, nativeID string) error {
 
 // Presets lists the configured presets for this harness.
 func (h *Host) Presets(ctx context.Context) ([]core.Preset, error) {
-	var out []core.Preset
-	for _, p := range h.cfg.Presets {
-		if p.Harness == "" || p.Harness == Harness {
-			p.Harness = Harness
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return core.PresetsFor(h.cfg.Presets, Harness), nil
 }

@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/bridge-dev/bridge/adapters/internal/procutil"
@@ -24,7 +22,7 @@ const closeGrace = 5 * time.Second
 // live is one long-lived `claude -p --input-format stream-json` process.
 // It implements core.Live and core.Compactor.
 type live struct {
-	cmd  *exec.Cmd
+	proc *procutil.Process
 	sink core.EventSink
 	req  core.CreateRequest // the preset and approver permission requests go to
 	asks asks               // can_use_tool requests being decided
@@ -46,12 +44,11 @@ type live struct {
 	pending     map[string]chan controlResult
 	lastResult  *streamMsg // the last result line seen
 	initSession string     // session_id of the first system/init
-	stderr      procutil.Tail
 
 	reqSeq  atomic.Int64
 	million atomic.Bool // the model was asked for with the "[1m]" suffix
 
-	done chan struct{}
+	done <-chan struct{}
 	exit core.ExitInfo
 }
 
@@ -61,9 +58,9 @@ type controlResult struct {
 	err  error
 }
 
-// startLive starts the process described by cmd and begins reading its
-// stdout. The caller has set cmd's Path, Args, Dir and Env.
-func startLive(cmd *exec.Cmd, req core.CreateRequest, sink core.EventSink) (*live, error) {
+// startLive starts the program spec describes (its Path, Args, Dir and
+// Env) and begins reading its stdout.
+func startLive(spec procutil.Spec, req core.CreateRequest, sink core.EventSink) (*live, error) {
 	if sink == nil {
 		sink = func(core.Event) {}
 	}
@@ -76,43 +73,28 @@ func startLive(cmd *exec.Cmd, req core.CreateRequest, sink core.EventSink) (*liv
 		defer smu.Unlock()
 		user(ev)
 	}
-	l := &live{cmd: cmd, req: req, sink: sink, pending: map[string]chan controlResult{}, done: make(chan struct{}), evidence: newEvidence()}
+	l := &live{req: req, sink: sink, pending: map[string]chan controlResult{}, evidence: newEvidence()}
 	model := req.Model
 	if model == "" {
 		model = req.Preset.Model
 	}
 	l.million.Store(strings.HasSuffix(strings.ToLower(model), "[1m]"))
-	cmd.Stderr = &l.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdin, err := cmd.StdinPipe()
+	spec.Stdin = true
+	spec.Setup = func(p *procutil.Process) { l.stdin = p.Stdin }
+	// The end of output, a read error or an endless line all end the
+	// session; the exit tells how the process ended.
+	spec.Stdout = func(r io.Reader) { _ = procutil.ReadLines(r, l.handleLine) }
+	spec.Exited = l.exited
+	p, err := procutil.Start(spec)
 	if err != nil {
-		return nil, fmt.Errorf("claude-code: stdin pipe: %w", err)
+		return nil, core.E(core.CodeUnavailable, "claude-code: cannot start "+spec.Path, err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("claude-code: stdout pipe: %w", err)
-	}
-	l.stdin = stdin
-	if err := cmd.Start(); err != nil {
-		return nil, core.E(core.CodeUnavailable, "claude-code: cannot start "+cmd.Path, err)
-	}
-	go l.run(stdout)
+	l.proc, l.done = p, p.Done()
 	return l, nil
 }
 
-// run reads stdout until EOF, then waits for the process and closes done.
-func (l *live) run(stdout io.Reader) {
-	// The end of output, a read error or an endless line all end the
-	// session; Wait below tells how the process ended.
-	_ = procutil.ReadLines(stdout, l.handleLine)
-	werr := l.cmd.Wait()
-	info := core.ExitInfo{Code: 0, StderrTail: l.stderr.String()}
-	if l.cmd.ProcessState != nil {
-		info.Code = l.cmd.ProcessState.ExitCode()
-	}
-	if werr != nil {
-		info.Err = werr.Error()
-	}
+// exited records how the process ended and fails what was waiting on it.
+func (l *live) exited(info core.ExitInfo) {
 	l.asks.cancelAll()
 	l.mu.Lock()
 	l.exit = info
@@ -121,7 +103,6 @@ func (l *live) run(stdout io.Reader) {
 		delete(l.pending, id)
 	}
 	l.mu.Unlock()
-	close(l.done)
 }
 
 // exitErr describes the process's end as a harness error.
@@ -475,12 +456,7 @@ func (l *live) Close(ctx context.Context) error {
 }
 
 // kill ends the process group.
-func (l *live) kill() {
-	if p := l.cmd.Process; p != nil {
-		syscall.Kill(-p.Pid, syscall.SIGKILL)
-		p.Kill()
-	}
-}
+func (l *live) kill() { l.proc.Signal(true) }
 
 // initialize sends the initialize control request that the Agent SDK sends
 // first; it makes the CLI load its settings (and, with --resume, the

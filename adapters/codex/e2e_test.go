@@ -105,11 +105,29 @@ func TestE2ETurnResumeAndManualCompaction(t *testing.T) {
 	if !sawSummary {
 		t.Error("codex never asked the model for a summary")
 	}
-	// The turn after compaction still works.
+	// The turn after compaction still works, and the token count Codex
+	// reports next is recorded as the compacted context's size.
 	if res, err := l2.Prompt(ctx, text("still there?")); err != nil || res.StopReason != "end_turn" {
 		t.Fatalf("Prompt after compaction = %+v, %v", res, err)
 	}
 	checkEntries(t, c2.Entries())
+	var after []core.NewEntry
+	compAt, afterAt := -1, -1
+	for i, e := range c2.Entries() {
+		if e.NativeID == comps[0].NativeID {
+			compAt = i
+		}
+		if e.Kind == core.KindContextUsage {
+			after = append(after, e)
+			afterAt = i
+		}
+	}
+	if len(after) != 1 || afterAt < compAt {
+		t.Fatalf("context.usage entries after the compaction: %v (compaction at %d, usage at %d)", after, compAt, afterAt)
+	}
+	if p := payloadOf(t, after[0]); p["afterCompaction"] != cp.NativeID || p["used"].(float64) <= 0 {
+		t.Errorf("context.usage after the compaction = %s", after[0].Payload)
+	}
 
 	// History reads the thread's rollout: the same native ids as live.
 	hist, err := New(env.cfg).History(ctx, thread)

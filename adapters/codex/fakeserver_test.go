@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv("BRIDGE_FAKE_CODEX"); mode != "" {
 		os.Exit(fakeServer(mode))
 	}
-	os.Exit(m.Run())
+	adaptertest.Main(m)
 }
 
 // fakeHost returns a Host whose program is this test binary in mode.

@@ -70,14 +70,7 @@ func (h *Host) Harness() string { return Harness }
 
 // Presets lists the configured presets usable with Codex.
 func (h *Host) Presets(ctx context.Context) ([]core.Preset, error) {
-	var out []core.Preset
-	for _, p := range h.cfg.Presets {
-		if p.Harness == "" || p.Harness == Harness {
-			p.Harness = Harness
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return core.PresetsFor(h.cfg.Presets, Harness), nil
 }
 
 // withProc runs f against a short-lived app-server process.

@@ -182,9 +182,16 @@ func TestReplayAutoCompaction(t *testing.T) {
 			kinds = append(kinds, string(e.Kind))
 		}
 	}
-	want := "assistant.message context.compacted assistant.message"
+	// The token count Codex reports after the compaction (the second
+	// turn's) is recorded as context.usage.
+	want := "assistant.message context.compacted assistant.message context.usage"
 	if got := strings.Join(kinds, " "); got != want {
 		t.Errorf("kinds = %s\nwant    %s", got, want)
+	}
+	if us := c.OfKind(core.KindContextUsage); len(us) == 1 {
+		if p := payloadOf(t, us[0]); p["afterCompaction"] != "01a22a77-d48c-7e53-86da-14a70615b8c5" || p["used"].(float64) <= 0 {
+			t.Errorf("context.usage after the compaction = %s", us[0].Payload)
+		}
 	}
 	comps := c.OfKind(core.KindContextCompacted)
 	if len(comps) != 1 {

@@ -48,6 +48,10 @@ type mapper struct {
 	toolsStarted    map[string]bool
 	activeTurn      string
 	prompts         []string // texts sent by Prompt, not to be echoed back
+	// afterCompaction is the native id of the last reported compaction
+	// while Codex has not yet reported the next token count (the context's
+	// size after it), which is then recorded as context.usage.
+	afterCompaction string
 }
 
 func newMapper() *mapper {
@@ -216,6 +220,7 @@ func (m *mapper) notification(method string, params json.RawMessage, raw []byte)
 		out.TurnEnded = end
 	case "thread/tokenUsage/updated":
 		var p struct {
+			TurnID     string `json:"turnId"`
 			TokenUsage struct {
 				Last struct {
 					TotalTokens int64 `json:"totalTokens"`
@@ -237,6 +242,16 @@ func (m *mapper) notification(method string, params json.RawMessage, raw []byte)
 			g.Size = *p.TokenUsage.ModelContextWindow
 		}
 		out.Events = append(out.Events, core.Event{Gauge: g})
+		if id := m.afterCompaction; id != "" && len(m.compPre) == 0 {
+			// The first count Codex reports after a compaction: the tokens
+			// the compacted context holds.
+			m.afterCompaction = ""
+			pl := map[string]any{"used": n, "afterCompaction": id, "turnId": p.TurnID}
+			if g.Size > 0 {
+				pl["size"] = g.Size
+			}
+			out.Events = append(out.Events, entryEvent(core.KindContextUsage, id+":tokens-after", pl))
+		}
 	case "turn/plan/updated":
 		var p struct {
 			TurnID string `json:"turnId"`
@@ -271,6 +286,7 @@ func (m *mapper) notification(method string, params json.RawMessage, raw []byte)
 		c := m.compacted(p.TurnID, rawID(method, raw), params, m.lastTotal)
 		out.Events = append(out.Events, core.Event{Entry: ptr(c.Entry())})
 		out.Compacted = p.TurnID
+		m.afterCompaction = c.NativeID
 	case "error":
 		var p struct {
 			Error struct {
@@ -400,6 +416,7 @@ func (m *mapper) itemCompleted(params json.RawMessage, raw []byte, out *mapOut) 
 		c.PostTokens = post
 		out.Events = append(out.Events, core.Event{Entry: ptr(c.Entry())})
 		out.Compacted = p.TurnID
+		m.afterCompaction = c.NativeID
 	default:
 		if !toolItems[h.Type] {
 			out.Events = append(out.Events, entryEvent(core.KindHarnessEvent, h.ID+":completed",

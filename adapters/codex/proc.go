@@ -16,14 +16,11 @@ import (
 
 // proc is one running `codex app-server` process and its connection.
 type proc struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	conn   *conn
-	stderr *procutil.Tail
-	done   chan struct{}
+	*procutil.Process
+	conn *conn
+	done <-chan struct{}
 
-	mu   sync.Mutex
-	exit core.ExitInfo
+	mu sync.Mutex
 }
 
 // binary resolves the configured command on PATH.
@@ -55,39 +52,15 @@ func (h *Host) startProc(ctx context.Context, hd handler) (*proc, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, core.E(core.CodeCancelled, "codex: not started", errors.Join(core.ErrCancelled, err))
 	}
-	args := append([]string{"app-server"}, h.cfg.Args...)
-	cmd := exec.Command(bin, args...)
-	cmd.Env = h.environ()
-	procutil.SetProcessGroup(cmd)
-	stdin, err := cmd.StdinPipe()
+	p := &proc{}
+	p.Process, err = procutil.Start(procutil.Spec{Path: bin, Args: append([]string{"app-server"}, h.cfg.Args...),
+		Env: h.environ(), Stdin: true,
+		Setup:  func(pp *procutil.Process) { p.conn = newConn(pp.Stdin, hd) },
+		Stdout: func(r io.Reader) { p.conn.readLoop(r) }})
 	if err != nil {
-		return nil, fmt.Errorf("codex: stdin pipe: %w", err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("codex: stdout pipe: %w", err)
-	}
-	p := &proc{cmd: cmd, stdin: stdin, stderr: &procutil.Tail{}, done: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	p.conn = newConn(stdin, hd)
-	if err := cmd.Start(); err != nil {
 		return nil, core.E(core.CodeUnavailable, fmt.Sprintf("codex program %q could not start", bin), err)
 	}
-	go func() {
-		p.conn.readLoop(stdout)
-		werr := cmd.Wait()
-		info := core.ExitInfo{Code: -1, StderrTail: p.stderr.String()}
-		if cmd.ProcessState != nil {
-			info.Code = cmd.ProcessState.ExitCode()
-		}
-		if werr != nil {
-			info.Err = werr.Error()
-		}
-		p.mu.Lock()
-		p.exit = info
-		p.mu.Unlock()
-		close(p.done)
-	}()
+	p.done = p.Done()
 
 	ictx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -109,23 +82,12 @@ func (h *Host) startProc(ctx context.Context, hd handler) (*proc, error) {
 	return p, nil
 }
 
-// Exit tells how the process ended (valid after done is closed).
-func (p *proc) Exit() core.ExitInfo {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.exit
-}
-
-func (p *proc) kill() {
-	if p.cmd.Process != nil {
-		procutil.SignalGroup(p.cmd, true)
-	}
-}
+func (p *proc) kill() { p.Signal(true) }
 
 // close ends the process: stdin is closed (app-server exits on end of
 // input), then it is killed if it has not gone within the grace period.
 func (p *proc) close(ctx context.Context) error {
-	_ = p.stdin.Close()
+	_ = p.Stdin.Close()
 	t := time.NewTimer(3 * time.Second)
 	defer t.Stop()
 	select {

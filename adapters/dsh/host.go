@@ -278,13 +278,7 @@ func (h *Host) Presets(ctx context.Context) ([]core.Preset, error) {
 		desc = strings.Trim(desc, ": ")
 		out = append(out, core.Preset{Name: p.ID, Harness: harnessName, Agent: p.ID, Description: desc})
 	}
-	for _, p := range h.cfg.Presets {
-		if p.Harness == "" || p.Harness == harnessName {
-			p.Harness = harnessName
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return append(out, core.PresetsFor(h.cfg.Presets, harnessName)...), nil
 }
 
 // History (session.history) reads the whole stored history of a DSH

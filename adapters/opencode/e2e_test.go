@@ -287,7 +287,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		h2.mu.Lock()
-		pid := h2.srv.cmd.Process.Pid
+		pid := h2.srv.proc.Cmd.Process.Pid
 		h2.mu.Unlock()
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)

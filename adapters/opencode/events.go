@@ -36,6 +36,11 @@ type eventMapper struct {
 	summaryText   map[string]string
 	lastAssistant string
 	model         string
+	// limit, when set, gives a model's context window ("provider/model");
+	// 0 when unknown. With it, each finished assistant step reports a
+	// context gauge.
+	limit  func(model string) int64
+	gauged map[string]bool
 }
 
 func newEventMapper(sessionID string) *eventMapper {
@@ -46,7 +51,28 @@ func newEventMapper(sessionID string) *eventMapper {
 		emitted:     map[string]bool{},
 		started:     map[string]bool{},
 		summaryText: map[string]string{},
+		gauged:      map[string]bool{},
 	}
+}
+
+// gauge reads a finished assistant step's token usage against its model's
+// context window, counted as OpenCode counts it for its own overflow check
+// (input + cache read + output); nil when either is unknown.
+func (m *eventMapper) gauge(info messageInfo) *core.Gauge {
+	if m.limit == nil || info.Role != "assistant" || info.isSummary() || info.Tokens == nil ||
+		info.Time.Completed == 0 || m.gauged[info.ID] {
+		return nil
+	}
+	used := info.Tokens.Input + info.Tokens.Cache.Read + info.Tokens.Output
+	if used <= 0 {
+		return nil
+	}
+	size := m.limit(modelName(info.ProviderID, info.ModelID))
+	if size <= 0 {
+		return nil
+	}
+	m.gauged[info.ID] = true
+	return &core.Gauge{Used: used, Size: size}
 }
 
 // handle maps one event of this session; it never fails: what it cannot
@@ -87,6 +113,9 @@ func (m *eventMapper) handle(ev event) []core.Event {
 			if name := modelName(info.ProviderID, info.ModelID); name != "" && name != m.model {
 				m.model = name
 				out = append(out, core.Event{Model: name})
+			}
+			if g := m.gauge(info); g != nil {
+				out = append(out, core.Event{Gauge: g})
 			}
 		}
 		if pend := m.pendingText[info.ID]; len(pend) > 0 {

@@ -75,6 +75,30 @@ type Host struct {
 	srv     *server
 	lives   map[string]map[*live]struct{} // native session id -> live sessions
 	closed  bool
+
+	limitsMu sync.Mutex
+	limits   map[string]int64 // "provider/model" -> limit.context, once read
+}
+
+// contextLimit returns a model's context window ("provider/model") from
+// OpenCode's provider configuration (GET /config/providers, read once per
+// Host), or 0 when it is not known.
+func (h *Host) contextLimit(model string) int64 {
+	h.limitsMu.Lock()
+	defer h.limitsMu.Unlock()
+	if h.limits == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		models, err := h.Models(ctx)
+		cancel()
+		if err != nil {
+			return 0
+		}
+		h.limits = map[string]int64{}
+		for _, m := range models {
+			h.limits[m.ID] = m.ContextWindow
+		}
+	}
+	return h.limits[model]
 }
 
 var (
@@ -495,13 +519,7 @@ func (h *Host) ArchiveSession(ctx context.Context, nativeID string) error {
 // Presets lists the configured presets, then the server's selectable agents
 // (GET /agent: primary agents that are not hidden) as presets.
 func (h *Host) Presets(ctx context.Context) ([]core.Preset, error) {
-	var out []core.Preset
-	for _, p := range h.cfg.Presets {
-		if p.Harness == "" || p.Harness == harnessName {
-			p.Harness = harnessName
-			out = append(out, p)
-		}
-	}
+	out := core.PresetsFor(h.cfg.Presets, harnessName)
 	s, err := h.ensureServer(ctx)
 	if err != nil {
 		return nil, err

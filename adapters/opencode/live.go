@@ -63,6 +63,7 @@ func (h *Host) newLive(s *server, id, dir string, sink core.EventSink) *live {
 	}
 	l := &live{h: h, srv: s, id: id, dir: dir, sink: sink, mapper: newEventMapper(id),
 		closed: make(chan struct{}), done: make(chan struct{})}
+	l.mapper.limit = h.contextLimit
 	h.register(l)
 	go func() {
 		select {

@@ -11,11 +11,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/bridge-dev/bridge/adapters/internal/procutil"
@@ -26,10 +24,10 @@ import (
 // speaks its HTTP API).
 type server struct {
 	base   string
-	cmd    *exec.Cmd
+	proc   *procutil.Process
 	stderr *procutil.Tail
-	done   chan struct{} // closed when the process has exited
-	exit   core.ExitInfo // valid after done
+	done   <-chan struct{} // closed when the process has exited
+	exit   core.ExitInfo   // valid after done
 	ctx    context.Context
 	cancel context.CancelFunc // stops the event stream and in-flight calls
 }
@@ -112,29 +110,18 @@ func (h *Host) startServer(ctx context.Context) (*server, error) {
 		return nil, core.E(core.CodeUnavailable, "opencode: no free loopback port", err)
 	}
 	args := append([]string{"serve", "--hostname", "127.0.0.1", "--port", strconv.Itoa(port)}, h.cfg.Args...)
-	cmd := exec.Command(bin, args...)
-	cmd.Env = env
-	cmd.Dir = h.cfg.Home
-	cmd.Stdout = io.Discard
-	st := &procutil.Tail{}
-	cmd.Stderr = st
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	sctx, cancel := context.WithCancel(context.Background())
+	s := &server{base: "http://127.0.0.1:" + strconv.Itoa(port), ctx: sctx, cancel: cancel}
+	s.proc, err = procutil.Start(procutil.Spec{Path: bin, Args: args, Dir: h.cfg.Home, Env: env,
+		Exited: func(x core.ExitInfo) {
+			s.exit = x
+			cancel()
+		}})
+	if err != nil {
+		cancel()
 		return nil, core.E(core.CodeUnavailable, fmt.Sprintf("opencode: cannot start %q", bin), err)
 	}
-	sctx, cancel := context.WithCancel(context.Background())
-	s := &server{base: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, stderr: st,
-		done: make(chan struct{}), ctx: sctx, cancel: cancel}
-	go func() {
-		werr := cmd.Wait()
-		x := core.ExitInfo{Code: cmd.ProcessState.ExitCode(), StderrTail: st.String()}
-		if werr != nil {
-			x.Err = werr.Error()
-		}
-		s.exit = x
-		cancel()
-		close(s.done)
-	}()
+	s.stderr, s.done = s.proc.Stderr, s.proc.Done()
 	if err := h.waitReady(ctx, s); err != nil {
 		s.kill(context.Background())
 		return nil, err
@@ -174,11 +161,10 @@ func (h *Host) waitReady(ctx context.Context, s *server) error {
 // has not exited when ctx ends or after five seconds.
 func (s *server) kill(ctx context.Context) {
 	s.cancel()
-	if s.cmd == nil || s.cmd.Process == nil {
+	if s.proc == nil {
 		return
 	}
-	pid := s.cmd.Process.Pid
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	s.proc.Signal(false)
 	t := time.NewTimer(5 * time.Second)
 	defer t.Stop()
 	select {
@@ -187,7 +173,7 @@ func (s *server) kill(ctx context.Context) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	s.proc.Signal(true)
 	<-s.done
 }
 

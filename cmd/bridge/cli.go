@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 
 	"golang.org/x/term"
@@ -124,12 +125,37 @@ type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
+// flagOfField names the command-line flag behind each request field the
+// service may refuse, so that the message names what the person typed.
+var flagOfField = map[string]string{
+	"goalRounds": "--goal-rounds", "summaryCharBudget": "--budget", "lang": "--lang", "inject": "--inject",
+	"reason": "--reason", "maxMessages": "--max", "beforeSeq": "--before", "limit": "--limit", "format": "--format",
+	"entryId": "--entry", "model": "--model", "effort": "--effort", "harness": "--harness", "cwd": "--cwd",
+}
+
+// asFlagError turns the service's refusal of a field that a flag sets into
+// a usage error naming the flag; other errors are returned as they are.
+func asFlagError(err error) error {
+	var ce *core.Error
+	if !errors.As(err, &ce) || ce.Code != core.CodeInvalid {
+		return err
+	}
+	field, _ := ce.Data["field"].(string)
+	flag, ok := flagOfField[field]
+	if !ok {
+		return err
+	}
+	words := regexp.MustCompile(`\b` + regexp.QuoteMeta(field) + `\b`)
+	return usageError{words.ReplaceAllLiteralString(userMessage(ce), flag)}
+}
+
 // report prints a command's failure once: a line on stderr, or with --json
 // a JSON object on stdout. It returns the exit status.
 func (a *app) report(cmd string, err error) int {
 	if q := (quietError{}); errors.As(err, &q) {
 		return 1
 	}
+	err = asFlagError(err)
 	var ue usageError
 	isUsage := errors.As(err, &ue)
 	code, status := string(core.ErrorCode(err)), 1
@@ -172,8 +198,12 @@ func userMessage(err error) string {
 	for _, s := range []error{core.ErrNotFound, core.ErrCancelled, core.ErrUnsupported} {
 		msg = strings.ReplaceAll(msg, ": "+s.Error(), "")
 	}
-	return msg
+	return wireMethodPrefix.ReplaceAllString(msg, "")
 }
+
+// wireMethodPrefix is a JSON-RPC method name prefixed to a message
+// ("session/search: "), which means nothing at the command line.
+var wireMethodPrefix = regexp.MustCompile(`\b(session|migration|bridge)/[A-Za-z.]+: `)
 
 // isTerminal reports whether r is a terminal (not merely a character
 // device: /dev/null is one too).

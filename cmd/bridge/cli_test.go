@@ -203,3 +203,36 @@ func TestEveryCommandIsDescribed(t *testing.T) {
 		t.Fatalf("found only %d commands in main.go's switch", n)
 	}
 }
+
+// TestCLIFlagValues: a flag value the service refuses is a usage error
+// (exit 2) that names the flag as typed, not the request field behind it.
+func TestCLIFlagValues(t *testing.T) {
+	dir := t.TempDir()
+	c := startBridge(t, dir)
+	c.initialize(nil)
+	sid := createFake(t, c)
+	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("hello")}, nil)
+	if code := c.exit(true); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	env := []string{"BRIDGE_DATA_DIR=" + dir}
+	for _, cc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"migrate", "preview", sid, "--model", "other", "--budget", "-5"}, "--budget"},
+		{[]string{"migrate", "preview", sid, "--model", "other", "--lang", "xx"}, "--lang"},
+		{[]string{"checkpoint", sid, "--reason", "bogus"}, "--reason"},
+		{[]string{"history", sid, "--max", "-1"}, "--max"},
+	} {
+		out, stderr, code := runCLI(t, env, cc.args...)
+		if code != 2 || out != "" || !strings.Contains(stderr, cc.flag) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 naming %s", cc.args, code, out, stderr, cc.flag)
+		}
+		for _, internal := range []string{"summaryCharBudget", "maxMessages", "migration/", "session/"} {
+			if strings.Contains(stderr, internal) {
+				t.Errorf("%v: the message names %q: %s", cc.args, internal, stderr)
+			}
+		}
+	}
+}

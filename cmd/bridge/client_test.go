@@ -13,12 +13,19 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bridge-dev/bridge/adapters/adaptertest"
 )
 
 // binPath is the bridge binary built once for the end-to-end tests.
 var binPath string
 
 func TestMain(m *testing.M) {
+	cleanupHome, err := adaptertest.IsolateHome()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "isolating the test home:", err)
+		os.Exit(1)
+	}
 	dir, err := os.MkdirTemp("", "bridge-e2e-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -38,6 +45,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	cleanupHome()
 	os.Exit(code)
 }
 

@@ -138,12 +138,7 @@ func buildHosts(cfg Config, dataDir string) ([]core.BridgeHost, error) {
 		if err := os.MkdirAll(state, 0o700); err != nil {
 			return nil, fmt.Errorf("adapter %s: state folder: %w", name, err)
 		}
-		var presets []core.Preset
-		for _, p := range cfg.Presets {
-			if p.Harness == "" || p.Harness == name {
-				presets = append(presets, p)
-			}
-		}
+		presets := core.PresetsFor(cfg.Presets, name)
 		h, err := factories[name](hc, state, presets)
 		if err != nil {
 			return nil, fmt.Errorf("adapter %s: %w", name, err)

@@ -30,9 +30,38 @@ func (s *Service) BridgeDoctor(ctx context.Context, p schema.DoctorParams) (sche
 	}
 	rep.SchemaVersion = v
 	for _, h := range hosts {
-		rep.Adapters = append(rep.Adapters, adapterReport(probe(ctx, h)))
+		r := adapterReport(probe(ctx, h))
+		if r.Installed {
+			r.Presets = s.presetNames(ctx, h)
+		}
+		rep.Adapters = append(rep.Adapters, r)
 	}
 	return rep, nil
+}
+
+// presetNames lists the presets session/create accepts for h: the
+// configuration file's, then the host's own (a host that cannot list them
+// contributes none).
+func (s *Service) presetNames(ctx context.Context, h core.BridgeHost) []string {
+	var names []string
+	seen := map[string]bool{}
+	add := func(n string) {
+		if n != "" && !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	for _, p := range s.opts.Presets {
+		if p.Harness == "" || p.Harness == h.Harness() {
+			add(p.Name)
+		}
+	}
+	if ps, err := h.Presets(ctx); err == nil {
+		for _, p := range ps {
+			add(p.Name)
+		}
+	}
+	return names
 }
 
 // adapterReport is a probe judged by core.Assess, in the contract's types.

@@ -60,9 +60,9 @@ func (s *Service) preset(ctx context.Context, h core.BridgeHost, name string) (c
 	if name == "" {
 		return core.Preset{Harness: h.Harness()}, nil
 	}
-	for _, p := range s.opts.Presets {
-		if p.Name == name && (p.Harness == "" || p.Harness == h.Harness()) {
-			p.Harness = h.Harness()
+	configured := core.PresetsFor(s.opts.Presets, h.Harness())
+	for _, p := range configured {
+		if p.Name == name {
 			return p, nil
 		}
 	}
@@ -78,10 +78,8 @@ func (s *Service) preset(ctx context.Context, h core.BridgeHost, name string) (c
 		}
 		names = append(names, p.Name)
 	}
-	for _, p := range s.opts.Presets {
-		if p.Harness == "" || p.Harness == h.Harness() {
-			names = append(names, p.Name)
-		}
+	for _, p := range configured {
+		names = append(names, p.Name)
 	}
 	return core.Preset{}, core.Errorf(core.CodeNotFound, "preset %q not found for harness %s (have: %s)", name, h.Harness(), strings.Join(names, ", "))
 }

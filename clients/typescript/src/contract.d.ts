@@ -121,6 +121,10 @@ export interface AdapterReport {
    */
   ok: boolean;
   /**
+   * Presets names the presets session/create accepts for this adapter (the configuration file's, then the harness's own); absent when none or the harness is not installed.
+   */
+  presets?: string[];
+  /**
    * Version is the harness program's version.
    */
   version?: string;

@@ -1,0 +1,248 @@
+// The Bridge WebUI: sessions, a session's live view, migration with the
+// handoff editor, and the doctor matrix, over bridge web's /rpc. It holds
+// no data of its own: everything comes over the WebSocket.
+
+import { connectWebSocket, type BridgeClient, type DoctorResult, type SessionListItem } from "../../typescript/src/browser.js";
+import { h, append, clear, when } from "./dom.js";
+import { SessionView } from "./session.js";
+import { renderDoctor } from "./doctor.js";
+
+/** App is the page's state. */
+export class App {
+  client!: BridgeClient;
+  doctor: DoctorResult | undefined;
+  sessions: SessionListItem[] = [];
+  current: SessionView | undefined;
+  running = new Set<string>();
+
+  readonly status = h("p", { id: "status", role: "status", "aria-live": "polite" });
+  readonly list = h("ul", { id: "session-list", "aria-label": "Session list" });
+  readonly main = h("main", { id: "main", "aria-label": "Session" });
+  readonly doctorRegion = h("section", { id: "doctor", "aria-label": "Doctor", hidden: true });
+  readonly showArchived = h("input", { type: "checkbox", id: "show-archived" });
+  readonly harnessSelect = h("select", { id: "new-harness", "aria-label": "Harness", required: true });
+  readonly presetSelect = h("select", { id: "new-preset", "aria-label": "Preset" });
+  readonly cwdInput = h("input", { id: "new-cwd", "aria-label": "Working directory", placeholder: "/path/to/project", required: true });
+  readonly titleInput = h("input", { id: "new-title", "aria-label": "Title", placeholder: "title (optional)" });
+
+  mount(root: HTMLElement): void {
+    const create = h(
+      "form",
+      { id: "new-session", "aria-label": "New session", onsubmit: (e: Event) => (e.preventDefault(), void this.create()) },
+      h("h2", {}, "New session"),
+      this.harnessSelect,
+      this.presetSelect,
+      this.cwdInput,
+      this.titleInput,
+      h("button", { type: "submit" }, "Create"),
+    );
+    this.harnessSelect.addEventListener("change", () => this.fillPresets());
+    this.showArchived.addEventListener("change", () => void this.refresh());
+    append(
+      root,
+      h(
+        "header",
+        {},
+        h("h1", {}, "Bridge"),
+        h(
+          "nav",
+          { "aria-label": "Views" },
+          h("button", { type: "button", id: "show-sessions", onclick: () => this.showView("session") }, "Sessions"),
+          h("button", { type: "button", id: "show-doctor", onclick: () => this.showView("doctor") }, "Doctor"),
+        ),
+        this.status,
+      ),
+      h(
+        "nav",
+        { id: "sessions", "aria-label": "Sessions" },
+        h("h2", {}, "Sessions"),
+        h("label", {}, this.showArchived, " show archived"),
+        this.list,
+        create,
+      ),
+      this.main,
+      this.doctorRegion,
+    );
+    append(this.main, h("p", { class: "hint" }, "Pick a session, or create one."));
+  }
+
+  say(text: string, error = false): void {
+    this.status.textContent = text;
+    this.status.className = error ? "error" : "";
+  }
+
+  showView(which: "session" | "doctor"): void {
+    this.main.hidden = which !== "session";
+    this.doctorRegion.hidden = which !== "doctor";
+    if (which === "doctor") void this.loadDoctor();
+  }
+
+  async start(): Promise<void> {
+    const token = new URLSearchParams(location.hash.slice(1)).get("token") ?? "";
+    const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/rpc?token=${encodeURIComponent(token)}`;
+    try {
+      this.client = await connectWebSocket(url);
+    } catch {
+      this.say(
+        token
+          ? "Cannot reach Bridge at /rpc: the token is wrong or bridge web has stopped. Open the URL bridge web printed."
+          : "No access token: open the exact URL bridge web printed (it ends with #token=…).",
+        true,
+      );
+      document.body.dataset.state = "unauthorized";
+      return;
+    }
+    this.client.connection.onClose(() => {
+      this.say("Disconnected from Bridge.", true);
+      document.body.dataset.state = "disconnected";
+    });
+    await this.client.initialize({ clientInfo: { name: "bridge-webui" }, capabilities: { window: { workDoneProgress: true } } } as never);
+    this.client.onNotification("session/update", (u) => {
+      this.touch(u.sessionId, u.entry.createdAt);
+      if (this.current?.id === u.sessionId) this.current.onEntry(u.entry);
+    });
+    this.client.onNotification("session/contextCompacted", (n) => {
+      if (this.current?.id === n.sessionId) this.current.onCompacted(n);
+    });
+    this.client.onNotification("session/checkpointSaved", (n) => {
+      if (this.current?.id === n.sessionId) this.current.onCheckpoint(n);
+    });
+    this.client.onNotification("session/restored", (n) => {
+      if (this.current?.id === n.sessionId) this.current.banner(n.mode, n.reason, n.nativeError);
+    });
+    this.client.onNotification("$/progress", (p) => this.current?.onProgress(p));
+    this.client.connection.onRequest("window/workDoneProgress/create", () => null);
+    document.body.dataset.state = "connected";
+    await Promise.all([this.refresh(), this.loadDoctor(false)]);
+    performance.mark("bridge:sessions-shown");
+    this.say("Connected.");
+  }
+
+  async refresh(): Promise<void> {
+    const res = await this.client.request("session/list", { includeArchived: this.showArchived.checked, limit: 200 });
+    this.sessions = res.items;
+    this.renderList();
+  }
+
+  touch(sessionId: string, at: string): void {
+    const s = this.sessions.find((x) => x.sessionId === sessionId);
+    if (s) {
+      s.updatedAt = at;
+      this.renderList();
+    }
+  }
+
+  renderList(): void {
+    clear(this.list);
+    for (const s of this.sessions) {
+      const status = s.archived ? "archived" : this.running.has(s.sessionId) ? "running" : s.restoreMode ?? "idle";
+      const title = s.title || s.sessionId;
+      const open = h("button", { type: "button", class: "open", "aria-label": `Open ${title}`, onclick: () => void this.open(s.sessionId) }, title);
+      const item = h(
+        "li",
+        { "data-session": s.sessionId, class: this.current?.id === s.sessionId ? "current" : "" },
+        open,
+        h("span", { class: "harness" }, s.harness),
+        h("span", { class: "cwd" }, s.cwd ?? ""),
+        h("span", { class: "state" }, status),
+        h("time", { datetime: s.updatedAt }, when(s.updatedAt)),
+        h("button", { type: "button", class: "rename", "aria-label": `Rename ${title}`, onclick: () => this.rename(s, item) }, "Rename"),
+        s.archived ? null : h("button", { type: "button", class: "archive", "aria-label": `Archive ${title}`, onclick: () => void this.archive(s) }, "Archive"),
+      );
+      this.list.appendChild(item);
+    }
+    if (this.sessions.length === 0) this.list.appendChild(h("li", { class: "empty" }, "No sessions yet."));
+  }
+
+  rename(s: SessionListItem, item: HTMLElement): void {
+    const input = h("input", { "aria-label": "New title", value: s.title ?? "" });
+    const form = h(
+      "form",
+      {
+        class: "rename-form",
+        onsubmit: async (e: Event) => {
+          e.preventDefault();
+          await this.guard(this.client.request("session/rename", { sessionId: s.sessionId, title: input.value }));
+          await this.refresh();
+          if (this.current?.id === s.sessionId) this.current.setTitle(input.value);
+        },
+      },
+      input,
+      h("button", { type: "submit" }, "Save"),
+    );
+    item.appendChild(form);
+    input.focus();
+  }
+
+  async archive(s: SessionListItem): Promise<void> {
+    await this.guard(this.client.request("session/archive", { sessionId: s.sessionId }));
+    await this.refresh();
+  }
+
+  async loadDoctor(render = true): Promise<void> {
+    const rep = await this.guard(this.client.request("bridge/doctor", {}));
+    if (!rep) return;
+    this.doctor = rep;
+    const chosen = this.harnessSelect.value;
+    clear(this.harnessSelect);
+    for (const a of rep.adapters) {
+      if (a.installed) this.harnessSelect.appendChild(h("option", { value: a.harness }, a.harness));
+    }
+    if (chosen) this.harnessSelect.value = chosen;
+    else if (rep.adapters.some((a) => a.harness === "fake" && a.installed)) this.harnessSelect.value = "fake";
+    this.fillPresets();
+    if (render) renderDoctor(this.doctorRegion, rep);
+  }
+
+  fillPresets(): void {
+    clear(this.presetSelect);
+    this.presetSelect.appendChild(h("option", { value: "" }, "(default preset)"));
+    const a = this.doctor?.adapters.find((x) => x.harness === this.harnessSelect.value);
+    for (const p of a?.presets ?? []) this.presetSelect.appendChild(h("option", { value: p }, p));
+  }
+
+  async create(): Promise<void> {
+    const res = await this.guard(
+      this.client.request("session/create", {
+        harness: this.harnessSelect.value,
+        cwd: this.cwdInput.value,
+        ...(this.presetSelect.value ? { preset: this.presetSelect.value } : {}),
+        ...(this.titleInput.value ? { title: this.titleInput.value } : {}),
+      }),
+    );
+    if (!res) return;
+    await this.refresh();
+    await this.open(res.sessionId);
+  }
+
+  async open(sessionId: string): Promise<void> {
+    performance.clearMarks("bridge:open-start");
+    performance.clearMarks("bridge:newest-shown");
+    performance.mark("bridge:open-start");
+    this.showView("session");
+    this.current?.close();
+    const item = this.sessions.find((s) => s.sessionId === sessionId);
+    this.current = new SessionView(this, sessionId, item);
+    clear(this.main);
+    this.main.appendChild(this.current.root);
+    this.renderList();
+    await this.current.load();
+    performance.mark("bridge:newest-shown");
+  }
+
+  /** guard runs a request and reports its failure in the status line. */
+  async guard<T>(p: Promise<T>): Promise<T | undefined> {
+    try {
+      return await p;
+    } catch (err) {
+      const e = err as { message?: string; data?: { code?: string } };
+      this.say(`Error${e.data?.code ? ` (${e.data.code})` : ""}: ${e.message ?? String(err)}`, true);
+      return undefined;
+    }
+  }
+}
+
+const app = new App();
+(globalThis as { bridgeApp?: App }).bridgeApp = app;
+app.mount(document.getElementById("app") ?? document.body);
+void app.start();

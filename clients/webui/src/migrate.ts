@@ -1,0 +1,160 @@
+// Migration: preview (target harness, preset, model, effort) with progress,
+// then the five-part handoff in a lossless editor (Text, and a rendered
+// Markdown view) whose headings are checked live by the client package's
+// parser, then execute with the edited text inline, and open the target.
+
+import { handoffHeadings, parseHandoff, type MigrationPreviewResult, type ProgressParams } from "../../typescript/src/browser.js";
+import type { App } from "./main.js";
+import type { SessionView } from "./session.js";
+import { clear, h } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
+
+let tokens = 0;
+
+export class MigrationPanel {
+  readonly root = h("section", { id: "migration", "aria-label": "Migration", hidden: true });
+  private readonly harness = h("select", { id: "mig-harness", "aria-label": "Target harness" });
+  private readonly preset = h("select", { id: "mig-preset", "aria-label": "Target preset" });
+  private readonly model = h("input", { id: "mig-model", "aria-label": "Target model", placeholder: "model (optional)" });
+  private readonly effort = h("input", { id: "mig-effort", "aria-label": "Target effort", placeholder: "effort (optional)" });
+  private readonly progress = h("progress", { id: "mig-progress", "aria-label": "Preview progress", hidden: true });
+  private readonly progressText = h("span", { id: "mig-progress-text", role: "status" });
+  private readonly editor = h("section", { id: "handoff", "aria-label": "Handoff", hidden: true });
+  private readonly textArea = h("textarea", { id: "handoff-text", "aria-label": "Handoff text", rows: 18, spellcheck: false });
+  private readonly rendered = h("div", { id: "handoff-rendered", "aria-label": "Rendered handoff", role: "document", hidden: true });
+  private readonly checks = h("ul", { id: "handoff-checks", "aria-label": "Handoff sections" });
+  private readonly cont = h("input", { type: "checkbox", id: "mig-continue" });
+  private readonly warnings = h("ul", { id: "mig-warnings", "aria-label": "Migration warnings" });
+  private preview: MigrationPreviewResult | undefined;
+  private token = "";
+
+  constructor(
+    private readonly app: App,
+    private readonly session: SessionView,
+  ) {
+    this.harness.addEventListener("change", () => this.fillPresets());
+    this.textArea.addEventListener("input", () => this.check());
+    const tabText = h("button", { type: "button", role: "tab", id: "tab-text", "aria-selected": "true" }, "Text");
+    const tabRendered = h("button", { type: "button", role: "tab", id: "tab-rendered", "aria-selected": "false" }, "Rendered");
+    const select = (rendered: boolean) => {
+      tabText.setAttribute("aria-selected", String(!rendered));
+      tabRendered.setAttribute("aria-selected", String(rendered));
+      this.textArea.hidden = rendered;
+      this.rendered.hidden = !rendered;
+      if (rendered) {
+        clear(this.rendered);
+        this.rendered.appendChild(renderMarkdown(this.textArea.value));
+      }
+    };
+    tabText.addEventListener("click", () => select(false));
+    tabRendered.addEventListener("click", () => select(true));
+    this.editor.append(
+      h("h3", {}, "Handoff"),
+      h("div", { role: "tablist", "aria-label": "Handoff view" }, tabText, tabRendered),
+      this.textArea,
+      this.rendered,
+      this.checks,
+      this.warnings,
+      h("label", {}, this.cont, " let the target continue after restating (otherwise it restates and waits)"),
+      h("button", { type: "button", id: "mig-execute", onclick: () => void this.execute() }, "Execute migration"),
+    );
+    this.root.append(
+      h("h3", {}, "Migrate this task"),
+      h(
+        "form",
+        { id: "mig-form", "aria-label": "Migration target", onsubmit: (e: Event) => (e.preventDefault(), void this.runPreview()) },
+        this.harness,
+        this.preset,
+        this.model,
+        this.effort,
+        h("button", { type: "submit", id: "mig-preview" }, "Preview"),
+        this.progress,
+        this.progressText,
+      ),
+      this.editor,
+    );
+  }
+
+  toggle(): void {
+    this.root.hidden = !this.root.hidden;
+    if (!this.root.hidden) this.fillHarnesses();
+  }
+
+  private fillHarnesses(): void {
+    const keep = this.harness.value;
+    clear(this.harness);
+    this.harness.appendChild(h("option", { value: "" }, "(same harness)"));
+    for (const a of this.app.doctor?.adapters ?? []) if (a.installed) this.harness.appendChild(h("option", { value: a.harness }, a.harness));
+    this.harness.value = keep;
+    this.fillPresets();
+  }
+
+  private fillPresets(): void {
+    clear(this.preset);
+    this.preset.appendChild(h("option", { value: "" }, "(default preset)"));
+    const a = this.app.doctor?.adapters.find((x) => x.harness === this.harness.value);
+    for (const p of a?.presets ?? []) this.preset.appendChild(h("option", { value: p }, p));
+  }
+
+  onProgress(p: ProgressParams): void {
+    if (String(p.token) !== this.token) return;
+    const v = p.value as { kind?: string; message?: string; percentage?: number; title?: string };
+    this.progress.hidden = v.kind === "end";
+    if (typeof v.percentage === "number") this.progress.value = v.percentage / 100;
+    this.progressText.textContent = v.kind === "end" ? "" : v.message ?? v.title ?? "";
+  }
+
+  async runPreview(): Promise<void> {
+    this.token = `webui-migration-${++tokens}`;
+    this.progress.hidden = false;
+    this.progress.removeAttribute("value");
+    this.progressText.textContent = "Writing the handoff…";
+    const target = {
+      ...(this.harness.value ? { harness: this.harness.value } : {}),
+      ...(this.preset.value ? { preset: this.preset.value } : {}),
+      ...(this.model.value ? { model: this.model.value } : {}),
+      ...(this.effort.value ? { effort: this.effort.value } : {}),
+    };
+    const res = await this.app.guard(
+      this.app.client.request("migration/preview", { sessionId: this.session.id, target, workDoneToken: this.token }),
+    );
+    this.progress.hidden = true;
+    this.progressText.textContent = res ? "Preview ready: review and edit the handoff." : "Preview failed.";
+    if (!res) return;
+    this.preview = res;
+    this.textArea.value = res.summary;
+    clear(this.warnings);
+    for (const w of res.warnings) this.warnings.appendChild(h("li", {}, w));
+    this.editor.hidden = false;
+    this.check();
+  }
+
+  /** check shows, live, which of the five headings the text has. */
+  check(): void {
+    const parsed = parseHandoff(this.textArea.value);
+    clear(this.checks);
+    const lang = parsed.lang === "zh" ? "zh" : "en";
+    const parts = ["goal", "currentState", "keyDecisions", "keyFiles", "nextStep"] as const;
+    parts.forEach((part, i) => {
+      const ok = parsed.sections[part] !== undefined && parsed.sections[part]!.body !== "";
+      this.checks.appendChild(h("li", { class: ok ? "ok" : "bad", "data-part": part }, ok ? "✓ " : "✗ ", handoffHeadings[lang][i]));
+    });
+    for (const p of parsed.problems) this.checks.appendChild(h("li", { class: "problem" }, p));
+    this.editor.dataset.valid = String(parsed.problems.length === 0);
+  }
+
+  async execute(): Promise<void> {
+    if (!this.preview) return;
+    const res = await this.app.guard(
+      this.app.client.request("migration/execute", {
+        previewId: this.preview.previewId,
+        summary: this.textArea.value,
+        ...(this.cont.checked ? { continue: true } : {}),
+      }),
+    );
+    if (!res) return;
+    this.app.say(`Migrated to ${res.targetSessionId}${res.warnings.length ? ` (${res.warnings.join("; ")})` : ""}.`);
+    await this.app.refresh();
+    await this.app.open(res.targetSessionId);
+  }
+}

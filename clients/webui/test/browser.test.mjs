@@ -1,0 +1,262 @@
+// The WebUI in real Chromium (Debian's chromium, driven by playwright-core)
+// against the real bridge binary. Run by `go test ./clients/webui`, which
+// builds the binary and sets BRIDGE_BIN, CHROMIUM and, for the Claude Code
+// flow, CLAUDE_DATA_DIR and CLAUDE_CWD (a data directory whose config.json
+// points claude-code at a fake model server) and CLAUDE_REPLY.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, test } from "node:test";
+import { chromium } from "playwright-core";
+
+const bin = process.env.BRIDGE_BIN;
+const chromiumPath = process.env.CHROMIUM;
+if (!bin || !chromiumPath) throw new Error("BRIDGE_BIN and CHROMIUM must be set (go test ./clients/webui sets them)");
+const tmp = () => mkdtempSync(path.join(tmpdir(), "bridge-webui-test-"));
+
+/** startWeb runs bridge web and resolves to its printed URL. */
+export function startWeb(dataDir, env = {}) {
+  const child = spawn(bin, ["web", "--data-dir", dataDir, "--listen", "127.0.0.1:0"], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, ...env },
+  });
+  after(() => child.kill("SIGTERM"));
+  return new Promise((resolve, reject) => {
+    let buf = "";
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (d) => {
+      buf += d;
+      if (!buf.includes("\n")) return;
+      const m = /^Bridge WebUI: ((http:\/\/127\.0\.0\.1:\d+)\/#token=\S+)$/.exec(buf.split("\n")[0]);
+      if (m) resolve({ url: m[1], base: m[2] });
+      else reject(new Error(`unexpected first line ${JSON.stringify(buf.split("\n")[0])}`));
+    });
+    child.on("exit", (code) => reject(new Error(`bridge web exited ${code}`)));
+  });
+}
+
+let browser;
+before(async () => {
+  browser = await chromium.launch({ executablePath: chromiumPath, args: ["--no-sandbox"] });
+});
+after(async () => {
+  await browser?.close();
+});
+
+/** openPage opens url and collects page errors and dialogs (any would mean script ran). */
+async function openPage(url) {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("dialog", async (d) => {
+    errors.push(`dialog: ${d.message()}`);
+    await d.dismiss();
+  });
+  await page.goto(url);
+  return { page, errors };
+}
+
+async function createFake(page, title) {
+  await page.getByRole("form", { name: "New session" }).waitFor();
+  await page.locator("#new-harness").selectOption("fake");
+  await page.locator("#new-cwd").fill(tmp());
+  await page.locator("#new-title").fill(title);
+  await page.getByRole("button", { name: "Create" }).click();
+  await page.waitForFunction((t) => document.getElementById("session-title")?.textContent === t, title);
+}
+
+async function promptText(page, text) {
+  await page.getByRole("textbox", { name: "Prompt text" }).fill(text);
+  await page.getByRole("button", { name: "Send", exact: true }).click();
+}
+
+test("a fake session: create, prompt, entries stream; landmarks are named", async () => {
+  const web = await startWeb(tmp());
+  const { page, errors } = await openPage(web.url);
+  for (const [role, name] of [
+    ["navigation", "Sessions"],
+    ["main", "Session"],
+    ["form", "New session"],
+    ["navigation", "Views"],
+  ]) {
+    assert.equal(await page.getByRole(role, { name, exact: true }).count(), 1, `landmark ${role} "${name}"`);
+  }
+  await createFake(page, "stream me");
+  assert.equal(await page.getByRole("form", { name: "Prompt" }).count(), 1);
+  assert.equal(await page.getByRole("log", { name: "History" }).count(), 1);
+  await promptText(page, "say first words\nstream 5\ntool ls /tmp");
+  await page.locator("#history .kind-tool-completed").waitFor();
+  assert.ok((await page.locator("#history .kind-assistant-message").count()) >= 6, "streamed assistant entries");
+  assert.match(await page.locator("#history").innerText(), /first words/);
+  // The list shows harness, title, cwd, status and last activity.
+  const item = page.locator("#session-list li").first();
+  assert.match(await item.innerText(), /stream me[\s\S]*fake[\s\S]*bridge-webui-test-/);
+  // Rename and archive.
+  await page.getByRole("button", { name: "Rename stream me" }).click();
+  await page.getByRole("textbox", { name: "New title" }).fill("renamed one");
+  await page.getByRole("button", { name: "Save" }).click();
+  await page.getByRole("button", { name: "Open renamed one" }).waitFor();
+  await page.getByRole("button", { name: "Archive renamed one" }).click();
+  await page.locator("#session-list li.empty").waitFor();
+  assert.deepEqual(errors, []);
+});
+
+test("Context compacted and Checkpoint saved are two different cards, each from its notification", async () => {
+  const web = await startWeb(tmp());
+  const { page, errors } = await openPage(web.url);
+  await createFake(page, "cards");
+  await promptText(page, 'say working on it\ncompact manual 9000 900\nnext json {"summary": "the parser is half done"}');
+  const compacted = page.locator("#history .card-compacted");
+  await compacted.waitFor();
+  assert.match(await compacted.innerText(), /Context compacted/);
+  assert.equal(await page.locator("#history .card-checkpoint").count(), 0, "no checkpoint card from a compaction");
+  await page.getByRole("button", { name: "Checkpoint now" }).click();
+  const saved = page.locator("#history .card-checkpoint");
+  await saved.waitFor();
+  assert.match(await saved.innerText(), /Checkpoint saved/);
+  assert.doesNotMatch(await saved.innerText(), /Context compacted/);
+  assert.equal(await page.locator("#history .card-compacted").count(), 1, "the checkpoint added no compaction card");
+  const styles = await page.evaluate(() =>
+    [".card-compacted", ".card-checkpoint"].map((s) => {
+      const st = getComputedStyle(document.querySelector(s));
+      return `${st.backgroundColor} ${st.borderStyle}`;
+    }),
+  );
+  assert.notEqual(styles[0], styles[1], "the two cards look different");
+  // /compact with a focus the fake ignores says so.
+  await page.getByRole("textbox", { name: "Compaction focus" }).fill("keep the parser");
+  await page.getByRole("button", { name: "Compact" }).click();
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /focus not applied/ }).waitFor();
+  // Resume names its mode.
+  await page.getByRole("button", { name: "Resume" }).click();
+  const banner = page.getByRole("status", { name: "Resume" });
+  await banner.waitFor();
+  assert.match(await banner.innerText(), /hot|native|checkpoint_restored|fresh/);
+  assert.deepEqual(errors, []);
+});
+
+test("migration: preview, edit a number in the handoff editor, execute; the target's first prompt carries the edit", async () => {
+  const web = await startWeb(tmp());
+  const { page, errors } = await openPage(web.url);
+  await createFake(page, "source");
+  await promptText(
+    page,
+    "say I edit src/commit.go; the budget is 4096 tokens\n" +
+      "worker say ## Goal\nworker say Keep the budget at 4096 tokens.\n" +
+      "worker say ## Current state\nworker say The tests pass.\n" +
+      "worker say ## Key decisions & conventions\nworker say One transaction per write.\n" +
+      "worker say ## Key files\nworker say - src/commit.go\n" +
+      "worker say ## Next step\nworker say Ship it.",
+  );
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Turn ended/ }).waitFor();
+  await page.getByRole("button", { name: "Migrate…" }).click();
+  await page.getByRole("form", { name: "Migration target" }).waitFor();
+  await page.locator("#mig-harness").selectOption("fake");
+  await page.locator("#mig-preset").selectOption("readonly");
+  await page.getByRole("button", { name: "Preview" }).click();
+  const editor = page.getByRole("region", { name: "Handoff" });
+  await editor.waitFor();
+  const text = page.getByRole("textbox", { name: "Handoff text" });
+  const original = await text.inputValue();
+  assert.match(original, /4096/);
+  assert.equal(await page.locator("#handoff-checks li.ok").count(), 5);
+  // A broken heading is caught live by the client package's parser…
+  await text.fill(original.replace("## Key files", "## Files"));
+  await page.locator('#handoff-checks li.bad[data-part="keyFiles"]').waitFor();
+  // …and the rendered view shows Markdown.
+  await page.getByRole("tab", { name: "Rendered" }).click();
+  assert.ok((await page.locator("#handoff-rendered h3").count()) >= 4);
+  await page.getByRole("tab", { name: "Text" }).click();
+  await text.fill(original.replace("4096", "8192"));
+  assert.equal(await page.locator("#handoff-checks li.ok").count(), 5);
+  await page.getByRole("button", { name: "Execute migration" }).click();
+  // The target opens; its first prompt (the kickoff) carries the edit.
+  await page.locator("#history .kind-user-message", { hasText: "8192" }).first().waitFor();
+  assert.doesNotMatch(await page.locator("#history .kind-user-message").first().innerText(), /4096 tokens\./);
+  assert.deepEqual(errors, []);
+});
+
+test("the doctor page lists every adapter with the reason for each missing capability", async () => {
+  const web = await startWeb(tmp());
+  const { page, errors } = await openPage(web.url);
+  await page.getByRole("button", { name: "Doctor" }).click();
+  const region = page.getByRole("region", { name: "Doctor" });
+  await region.waitFor();
+  await page.locator("#doctor-matrix").waitFor();
+  const adapters = await page.locator("#doctor-matrix thead th[data-adapter]").evaluateAll((els) => els.map((e) => e.dataset.adapter));
+  // Every adapter this bridge serves (rpchost only exists for a client that hosts sessions).
+  for (const a of ["claude-code", "codex", "opencode", "acp", "dsh", "fake"]) {
+    assert.ok(adapters.includes(a), `doctor lists ${a} (has ${adapters})`);
+  }
+  const missing = page.locator("#doctor-matrix td.no");
+  assert.ok((await missing.count()) > 0, "some capability is missing somewhere");
+  for (const cell of await missing.all()) {
+    assert.ok((await cell.locator(".why").innerText()).trim().length > 0, "a missing capability says why");
+  }
+  assert.deepEqual(errors, []);
+});
+
+test("a page without the token cannot reach /rpc", async () => {
+  const web = await startWeb(tmp());
+  for (const url of [`${web.base}/`, `${web.base}/#token=wrong`]) {
+    const { page } = await openPage(url);
+    await page.waitForFunction(() => document.body.dataset.state === "unauthorized");
+    assert.match(await page.locator("#status").innerText(), /token/);
+    assert.equal(await page.locator("#session-list li").count(), 0);
+    const outcome = await page.evaluate(
+      (u) =>
+        new Promise((resolve) => {
+          const ws = new WebSocket(u);
+          ws.onopen = () => resolve("open");
+          ws.onerror = () => resolve("refused");
+        }),
+      `ws${web.base.slice(4)}/rpc`,
+    );
+    assert.equal(outcome, "refused");
+  }
+});
+
+test("markup in a session's text runs no script", async () => {
+  const web = await startWeb(tmp());
+  const { page, errors } = await openPage(web.url);
+  await page.evaluate(() => {
+    window.__pwned = 0;
+  });
+  await createFake(page, '<img src=x onerror="window.__pwned=1">');
+  const payloads = [
+    '<img src=x onerror="window.__pwned=2;alert(2)">',
+    "<script>window.__pwned=3</script>",
+    "[click](javascript:window.__pwned=4)",
+    '<svg onload="window.__pwned=5"></svg>',
+  ];
+  await promptText(page, payloads.map((p) => `say ${p}`).join("\n"));
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Turn ended/ }).waitFor();
+  await page.waitForTimeout(300); // let any injected image fail to load
+  assert.equal(await page.evaluate(() => window.__pwned), 0);
+  assert.equal(await page.locator("#history img, #history script, #history svg, #session-list img").count(), 0);
+  assert.equal(await page.locator('#history a[href^="javascript"]').count(), 0);
+  assert.match(await page.locator("#history").innerText(), /<img src=x onerror=/);
+  assert.deepEqual(errors, []);
+});
+
+test("real Claude Code through the page", { skip: false }, async () => {
+  const dataDir = process.env.CLAUDE_DATA_DIR;
+  const cwd = process.env.CLAUDE_CWD;
+  const reply = process.env.CLAUDE_REPLY;
+  assert.ok(dataDir && cwd && reply, "CLAUDE_DATA_DIR, CLAUDE_CWD and CLAUDE_REPLY must be set (go test ./clients/webui sets them)");
+  const web = await startWeb(dataDir);
+  const { page, errors } = await openPage(web.url);
+  await page.getByRole("form", { name: "New session" }).waitFor();
+  await page.locator('#new-harness option[value="claude-code"]').waitFor({ state: "attached" });
+  await page.locator("#new-harness").selectOption("claude-code");
+  await page.locator("#new-cwd").fill(cwd);
+  await page.locator("#new-title").fill("claude in the page");
+  await page.getByRole("button", { name: "Create" }).click();
+  await page.waitForFunction(() => document.getElementById("session-title")?.textContent === "claude in the page", null, { timeout: 120000 });
+  await promptText(page, "Say hello to the page.");
+  await page.locator("#history .kind-assistant-message", { hasText: reply }).waitFor({ timeout: 180000 });
+  assert.match(await page.locator("#history .kind-user-message").first().innerText(), /Say hello to the page/);
+  assert.deepEqual(errors, []);
+});
