@@ -26,7 +26,11 @@ func TestConformance(t *testing.T) {
 	adaptertest.Run(t, adaptertest.Harness{
 		New: func(t *testing.T) core.BridgeHost {
 			h := New(primary.cfg)
-			if _, err := h.attach(ctx, srv.base); err != nil {
+			// Each subtest attaches with its own bound: the suite as a whole
+			// may take longer than one bound on a loaded machine.
+			actx, acancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer acancel()
+			if _, err := h.attach(actx, srv.base); err != nil {
 				t.Fatalf("attach: %v", err)
 			}
 			t.Cleanup(func() { h.Close(context.Background()) })
