@@ -127,6 +127,9 @@ func (s *Service) suspend(ctx context.Context, sessionID, by string, wait bool) 
 		return SuspendOutcome{}, nil
 	}
 	var out SuspendOutcome
+	l.mu.Lock()
+	turns := l.turns
+	l.mu.Unlock()
 	cp, err := s.runCheckpoint(ctx, sessionID, checkpoint.ReasonBeforeSuspend, "", wait)
 	switch {
 	case err == nil:
@@ -149,6 +152,12 @@ func (s *Service) suspend(ctx context.Context, sessionID, by string, wait bool) 
 	defer l.turn.Unlock()
 	if s.liveFor(sessionID) != l {
 		return out, nil // stopped meanwhile
+	}
+	l.mu.Lock()
+	promptedSince := l.turns != turns
+	l.mu.Unlock()
+	if promptedSince && by == "idle" {
+		return SuspendOutcome{}, core.Errorf(core.CodeBusy, "session %s was prompted meanwhile; no longer idle", sessionID)
 	}
 	if err := l.close(ctx); err != nil {
 		s.opts.Notifier.Log(2, fmt.Sprintf("session %s: stopping the harness to suspend: %v", sessionID, err))
@@ -208,9 +217,17 @@ func (s *Service) idle(l *liveSession) {
 	l.turn.Unlock()
 	s.bg.Add(1)
 	defer s.bg.Done()
+	l.mu.Lock()
+	l.autoRunning++ // a prompt arriving now waits, then starts the process again
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.autoRunning--
+		l.mu.Unlock()
+	}()
 	ctx, cancel := context.WithTimeout(s.life, 2*s.opts.CheckpointTimeout+10*time.Second)
 	defer cancel()
-	out, err := s.suspend(ctx, l.sessionID, "idle", false)
+	out, err := s.suspend(ctx, l.sessionID, "idle", true)
 	switch {
 	case err != nil && core.ErrorCode(err) == core.CodeBusy:
 		l.touch() // a turn began meanwhile; try again later

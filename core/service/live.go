@@ -34,6 +34,7 @@ type liveSession struct {
 	queue    []core.Event // events not recorded yet
 	recorded bool         // the session row exists; events can be recorded
 	draining bool         // a drainer goroutine is running
+	mute     muteState    // on qmu: which queued events are not announced (see cancelmute.go)
 
 	mu          sync.Mutex // guards the fields below
 	capture     *strings.Builder
@@ -50,8 +51,10 @@ type liveSession struct {
 	stepsCompleted int
 	// idleTimer suspends the session when it stays idle.
 	idleTimer *time.Timer
-	// autoRunning counts controller checkpoints under way.
+	// autoRunning counts controller checkpoints and idle suspensions under
+	// way; turns counts the prompts begun.
 	autoRunning int
+	turns       int
 }
 
 // newLive returns a liveSession for sessionID; recorded says whether its
@@ -69,6 +72,7 @@ func newLive(s *Service, sessionID string, h core.BridgeHost, recorded bool) *li
 func (l *liveSession) sink(ev core.Event) {
 	l.qmu.Lock()
 	l.queue = append(l.queue, ev)
+	l.mute.queued++
 	start := l.recorded && !l.draining
 	if start {
 		l.draining = true
@@ -91,9 +95,10 @@ func (l *liveSession) drain() {
 			l.qmu.Unlock()
 			return
 		}
+		first := l.mute.take(len(batch))
 		l.qmu.Unlock()
 		l.order.Lock()
-		l.record(batch)
+		l.record(batch, first)
 		l.order.Unlock()
 	}
 }
@@ -134,25 +139,32 @@ func (l *liveSession) appendInOrder(ctx context.Context, es ...core.NewEntry) ([
 }
 
 // record handles a batch of events in order: each run of entries is
-// appended in one transaction.
-func (l *liveSession) record(batch []core.Event) {
+// appended in one transaction. first numbers the batch's first event (see
+// muteState).
+func (l *liveSession) record(batch []core.Event, first int64) {
 	var run []core.NewEntry
-	for _, ev := range batch {
+	runFirst := first
+	for i, ev := range batch {
+		if len(run) == 0 {
+			runFirst = first + int64(i)
+		}
 		if ev.Entry != nil {
 			run = append(run, *ev.Entry)
 		}
 		if ev.Entry == nil || ev.Model != "" {
-			l.appendRun(run)
+			l.appendRun(run, runFirst)
 			run = nil
 			l.handle(ev)
 		}
 	}
-	l.appendRun(run)
+	l.appendRun(run, runFirst)
 }
 
 // appendRun appends entries in one transaction; when that fails (one bad
-// entry), each is appended alone so the others are kept.
-func (l *liveSession) appendRun(run []core.NewEntry) {
+// entry), each is appended alone so the others are kept. The client is told
+// of each, unless it belongs to a cancelled turn's backlog (first numbers
+// the run's first event).
+func (l *liveSession) appendRun(run []core.NewEntry, first int64) {
 	if len(run) == 0 {
 		return
 	}
@@ -193,7 +205,12 @@ func (l *liveSession) appendRun(run []core.NewEntry) {
 		}
 	}
 	l.mu.Unlock()
-	l.svc.announce(out...)
+	for i, e := range out {
+		if l.quiet(first + int64(i)) {
+			continue
+		}
+		l.svc.announce(e)
+	}
 }
 
 // handle records an event that is not an entry (gauge, native id, model).

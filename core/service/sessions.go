@@ -108,24 +108,13 @@ func (s *Service) prompt(ctx context.Context, sessionID string, content []core.C
 	if sess.Archived {
 		return core.TurnResult{}, core.Errorf(core.CodeInvalid, "session %s is archived", sessionID)
 	}
-	l, err := s.ensureLive(ctx, sess)
+	l, err := s.lockLive(ctx, sess)
 	if err != nil {
 		return core.TurnResult{}, err
 	}
-	if !l.turn.TryLock() {
-		l.mu.Lock()
-		auto := l.autoRunning > 0
-		l.mu.Unlock()
-		if !auto {
-			return core.TurnResult{}, core.Errorf(core.CodeBusy, "session %s is already running a turn", sessionID)
-		}
-		// An automatic checkpoint holds the session: wait for it.
-		if err := lockTurn(ctx, l); err != nil {
-			return core.TurnResult{}, err
-		}
-	}
 	l.mu.Lock()
 	l.stepsCompleted = 0
+	l.turns++
 	l.mu.Unlock()
 	res, err := s.runTurn(ctx, l, content)
 	l.mu.Lock()
@@ -137,6 +126,35 @@ func (s *Service) prompt(ctx context.Context, sessionID string, content []core.C
 	}
 	s.afterTurn(l, steps)
 	return res, err
+}
+
+// lockLive returns the session's running harness, resumed when needed,
+// with its turn held. While the controller holds the session (an automatic
+// checkpoint or an idle suspension) the prompt waits for it, and when that
+// stopped the process, starts it again; another turn is busy.
+func (s *Service) lockLive(ctx context.Context, sess core.Session) (*liveSession, error) {
+	for attempt := 0; ; attempt++ {
+		l, err := s.ensureLive(ctx, sess)
+		if err != nil {
+			return nil, err
+		}
+		if l.turn.TryLock() {
+			return l, nil
+		}
+		l.mu.Lock()
+		auto := l.autoRunning > 0
+		l.mu.Unlock()
+		if !auto || attempt > 0 {
+			return nil, core.Errorf(core.CodeBusy, "session %s is already running a turn", sess.ID)
+		}
+		if err := lockTurn(ctx, l); err != nil {
+			return nil, err
+		}
+		if s.liveFor(sess.ID) == l {
+			return l, nil
+		}
+		l.turn.Unlock() // suspended meanwhile: start it again
+	}
 }
 
 // runTurn records the user message and runs the turn; the caller holds
@@ -163,9 +181,24 @@ func (s *Service) runTurn(ctx context.Context, l *liveSession, content []core.Co
 	if _, err := l.appendInOrder(ctx, core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(payload)}); err != nil {
 		return core.TurnResult{}, err
 	}
+	cancelled := l.beginTurn()
+	defer l.endTurn()
 	res, err := l.live.Prompt(ctx, content)
-	// The adapter has reported the turn's events; have them recorded.
-	l.flush()
+	// The adapter has reported the turn's events; have them recorded. A
+	// cancelled turn is answered at once: its backlog is recorded after the
+	// answer, quietly (see cancelmute.go).
+	if l.flushOrCancel(ctx, cancelled) {
+		if ctx.Err() != nil {
+			l.cancelTurn()
+		}
+		select {
+		case <-cancelled:
+			if err == nil || ctx.Err() == nil {
+				return core.TurnResult{StopReason: "cancelled"}, nil
+			}
+		default:
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			// Stop the harness too: an abandoned turn would otherwise keep
@@ -216,7 +249,11 @@ func (s *Service) cancel(ctx context.Context, sessionID string) error {
 	// Open permission requests get the policy's answer (and the client a
 	// $/cancelRequest) before the harness is interrupted.
 	l.approvals.cancelAll(errTurnCancelled)
-	if err := l.live.Cancel(ctx); err != nil {
+	// The harness is stopped first; then what it already reported stops
+	// being announced, and the prompt is answered without waiting for it.
+	err := l.live.Cancel(ctx)
+	l.cancelTurn()
+	if err != nil {
 		return wrapHarness(l.host.Harness(), err)
 	}
 	return nil

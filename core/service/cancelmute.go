@@ -1,0 +1,96 @@
+package service
+
+import (
+	"context"
+	"sync"
+)
+
+// muteState decides which of a live session's queued events are recorded
+// without being announced: the backlog of a cancelled turn. A harness can
+// report far faster than Bridge records and announces (a flood of entries);
+// once the user cancels, what is still queued is recorded (nothing is lost)
+// but not sent to the client as if it were happening now, and the cancel
+// and the prompt are answered without waiting for it. Guarded by
+// liveSession.qmu.
+type muteState struct {
+	queued int64 // events ever queued
+	taken  int64 // events handed to the drainer
+	// all mutes every event until the cancelled turn ends; below mutes
+	// the events numbered below it (the cancelled turn's).
+	all   bool
+	below int64
+	// cancelled is closed when the running turn is cancelled.
+	cancelled chan struct{}
+	once      *sync.Once
+}
+
+// take numbers the next n events for the drainer; it returns the number
+// of the first.
+func (m *muteState) take(n int) int64 {
+	first := m.taken
+	m.taken += int64(n)
+	return first
+}
+
+// quiet tells whether event number i (see muteState.take) is to be
+// recorded without being announced. It is asked as each entry is about to
+// be announced, so a cancel silences a batch already being recorded.
+func (l *liveSession) quiet(i int64) bool {
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	return l.mute.all || i < l.mute.below
+}
+
+// beginTurn starts a turn that cancelTurn can end; it returns the channel
+// closed on cancellation.
+func (l *liveSession) beginTurn() <-chan struct{} {
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	l.mute.all = false
+	l.mute.cancelled = make(chan struct{})
+	l.mute.once = new(sync.Once)
+	return l.mute.cancelled
+}
+
+// cancelTurn marks the running turn cancelled: from now until the turn
+// ends, what the harness reported is recorded quietly, and the prompt
+// stops waiting for it.
+func (l *liveSession) cancelTurn() {
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	if l.mute.cancelled == nil {
+		return // no turn under way
+	}
+	l.mute.all = true
+	l.mute.once.Do(func() { close(l.mute.cancelled) })
+}
+
+// endTurn ends the turn begun by beginTurn. After a cancel, every event
+// queued by then stays quiet; later events are announced again.
+func (l *liveSession) endTurn() {
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	if l.mute.all {
+		l.mute.below = l.mute.queued
+		l.mute.all = false
+	}
+	l.mute.cancelled = nil
+	l.mute.once = nil
+}
+
+// flushOrCancel waits until every queued event is recorded, the turn is
+// cancelled or ctx ends; it tells whether the wait was cut short.
+func (l *liveSession) flushOrCancel(ctx context.Context, cancelled <-chan struct{}) bool {
+	done := make(chan struct{})
+	go func() {
+		l.flush()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return false
+	case <-cancelled:
+	case <-ctx.Done():
+	}
+	return true
+}
