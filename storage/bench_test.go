@@ -54,13 +54,38 @@ func BenchmarkIngest(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.N*ingestBatch)/time.Since(start).Seconds(), "entries/s")
 	})
-	b.Run("raw", func(b *testing.B) {
+	b.Run("store-noindex", func(b *testing.B) {
+		db := openBench(b)
+		storage.DisableSearchIndex(db)
+		s := newSession(b, db)
+		batch := ingestEntries(ingestBatch)
+		b.ResetTimer()
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			if _, err := db.Append(ctx, s.ID, batch...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N*ingestBatch)/time.Since(start).Seconds(), "entries/s")
+	})
+	b.Run("raw-indexed", func(b *testing.B) { rawIngest(b, true) })
+	b.Run("raw", func(b *testing.B) { rawIngest(b, false) })
+}
+
+// rawIngest is the baseline of BenchmarkIngest: plain batched INSERTs of
+// the same rows in one transaction, and with indexed also the search index
+// rows of the same text (computed before the clock starts).
+func rawIngest(b *testing.B, indexed bool) {
+	ctx := context.Background()
+	{
 		db := openBench(b)
 		s := newSession(b, db)
 		batch := ingestEntries(ingestBatch)
 		payloads := make([]string, len(batch))
+		texts := make([]string, len(batch))
 		for i, e := range batch {
 			payloads[i] = string(e.Payload)
+			texts[i] = storage.SearchText(e.Kind, e.Payload)
 		}
 		sqlDB := db.SQL()
 		seq := 0
@@ -78,6 +103,10 @@ func BenchmarkIngest(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			idx, err := tx.PrepareContext(ctx, `INSERT INTO entry_search (text, entry_id) VALUES (?, ?)`)
+			if err != nil {
+				b.Fatal(err)
+			}
 			for j, e := range batch {
 				seq++
 				id := fmt.Sprintf("e_%026d", seq)
@@ -89,6 +118,11 @@ func BenchmarkIngest(b *testing.B) {
 					e.TokenEstimate, time.Now().UnixNano()); err != nil {
 					b.Fatal(err)
 				}
+				if indexed && texts[j] != "" {
+					if _, err := idx.ExecContext(ctx, texts[j], id); err != nil {
+						b.Fatal(err)
+					}
+				}
 				parent = id
 			}
 			if err := tx.Commit(); err != nil {
@@ -96,7 +130,7 @@ func BenchmarkIngest(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(b.N*ingestBatch)/time.Since(start).Seconds(), "entries/s")
-	})
+	}
 }
 
 // BenchmarkHistoryPage100k reads one 60-message page of a 100,000-entry

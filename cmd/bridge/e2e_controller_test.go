@@ -332,3 +332,113 @@ func TestE2EClaudeSIGTERM(t *testing.T) {
 		t.Fatalf("latest checkpoint %s %v", e.Payload, err)
 	}
 }
+
+// TestE2EClaudeEditEvidence: a file Claude Code writes with its Write tool
+// becomes artifact.created, and the next checkpoint request names it as
+// evidence the reply must account for.
+func TestE2EClaudeEditEvidence(t *testing.T) {
+	t.Parallel()
+	h := newHarnessEnv(t, harnessOptions{Config: map[string]any{
+		"presets": []map[string]any{{"name": "writer", "harness": "claude-code", "permissionMode": "acceptEdits"}}}})
+	file := filepath.Join(h.cwd, "listen.go")
+	input, _ := json.Marshal(map[string]string{"file_path": file, "content": "package server\n\nconst Port = 55837\n"})
+	var wrote atomic.Bool
+	h.on("EVIDENCE-TURN", func(fakemodel.Request) fakemodel.Reply {
+		if wrote.Swap(true) {
+			return fakemodel.Reply{Text: "Written."}
+		}
+		return fakemodel.Reply{Text: "Writing it.", ToolCall: &fakemodel.ToolCall{ID: "toolu_write_1", Name: "Write", Input: input}}
+	})
+	h.fake.Responder(func(r fakemodel.Request) (fakemodel.Reply, bool) {
+		if rep, ok := h.respond(r); ok {
+			return rep, true
+		}
+		if wrote.Load() {
+			return fakemodel.Reply{Text: "Written."}, true
+		}
+		return fakemodel.Reply{}, false
+	})
+	h.onText(checkpointMarker, inProse(checkpointJSON("EVIDENCE-3: the port constant is written")))
+	c := h.start(t)
+	var cs struct {
+		SessionID string `json:"sessionId"`
+	}
+	c.mustCall("session/create", map[string]any{"harness": "claude-code", "cwd": h.cwd, "title": "evidence", "preset": "writer"}, &cs)
+	sid := cs.SessionID
+	say(t, c, sid, "EVIDENCE-TURN: write the port constant to listen.go.")
+	if b, err := os.ReadFile(file); err != nil || !strings.Contains(string(b), "55837") {
+		t.Fatalf("Claude Code did not write %s: %v", file, err)
+	}
+	var art bool
+	for _, e := range history(t, c, sid) {
+		if e.Kind == "artifact.created" {
+			p := payloadOf(t, e)
+			art = art || (p["path"] == file && p["tool"] == "Write")
+		}
+	}
+	if !art {
+		t.Fatalf("no artifact.created for %s: %v", file, kinds(history(t, c, sid)))
+	}
+	var res checkpointResult
+	c.mustCall("session/checkpoint", map[string]any{"sessionId": sid}, &res)
+	var req string
+	for _, r := range h.fake.Requests() {
+		if strings.Contains(r.LastUserText, checkpointMarker) {
+			req = r.LastUserText
+		}
+	}
+	if !strings.Contains(req, file) {
+		t.Errorf("the checkpoint request does not name the written file as evidence:\n%s", req)
+	}
+	if cp := checkpointOf(t, c, sid, res.EntryID); !strings.Contains(fmt.Sprint(cp["filesTouched"]), file) {
+		t.Errorf("checkpoint filesTouched %v lacks %s", cp["filesTouched"], file)
+	}
+	if code := c.exit(true); code != 0 {
+		t.Errorf("bridge exit code %d", code)
+	}
+}
+
+// TestE2EClaudeSubAgentWorkerResult: a Claude Code sub-agent's (Agent
+// tool) final result becomes worker.result. Claude Code 2.1.328 runs it in
+// the background: the tool result only says it was launched, and the final
+// report arrives in a system/task_notification.
+func TestE2EClaudeSubAgentWorkerResult(t *testing.T) {
+	t.Parallel()
+	h := newHarnessEnv(t, harnessOptions{})
+	input, _ := json.Marshal(map[string]string{"description": "Review the listener", "prompt": "SUBAGENT-TASK: review internal/server/listen.go and report.", "subagent_type": "general-purpose"})
+	var asked atomic.Bool
+	h.on("SUBAGENT-TASK", func(fakemodel.Request) fakemodel.Reply {
+		return fakemodel.Reply{Text: "SUBAGENT-RESULT-77: the listener is fine, nothing to change."}
+	})
+	h.on("WORKER-TURN", func(fakemodel.Request) fakemodel.Reply {
+		if asked.Swap(true) {
+			return fakemodel.Reply{Text: "The reviewer found nothing to change."}
+		}
+		return fakemodel.Reply{Text: "Asking a reviewer.", ToolCall: &fakemodel.ToolCall{ID: "toolu_agent_1", Name: "Agent", Input: input}}
+	})
+	c := h.start(t)
+	sid := h.create(t, c, "claude-code", "worker")
+	say(t, c, sid, "WORKER-TURN: have a sub-agent review the listener.")
+	es := history(t, c, sid)
+	var found, launched int
+	for _, e := range es {
+		if e.Kind == "worker.result" {
+			p := payloadOf(t, e)
+			if p["status"] == "completed" && strings.Contains(fmt.Sprint(p["result"]), "SUBAGENT-RESULT-77") && p["toolId"] == "toolu_agent_1" {
+				found++
+			}
+			if strings.Contains(fmt.Sprint(p["result"]), "Async agent launched") {
+				launched++
+			}
+		}
+	}
+	if found != 1 || launched != 0 {
+		for _, e := range es {
+			t.Logf("%s %s", e.Kind, e.Payload)
+		}
+		t.Fatalf("%d worker.result entries carry the sub-agent's final result (want 1), %d its launch notice (want 0)", found, launched)
+	}
+	if code := c.exit(true); code != 0 {
+		t.Errorf("bridge exit code %d", code)
+	}
+}

@@ -409,3 +409,38 @@ func suppressedOf(err error) string {
 	s, _ := e.Data["suppressed"].(string)
 	return s
 }
+
+// TestPromptDuringIdleSuspension: a prompt that arrives while an idle
+// suspension is checkpointing is not refused: it waits, and runs on a
+// running process (the suspension gave way, or the session came back).
+func TestPromptDuringIdleSuspension(t *testing.T) {
+	ctx := context.Background()
+	slow := []fake.Step{{Op: fake.OpSleep, Wait: 400 * time.Millisecond}, jsonStep(`{"summary": "idle checkpoint"}`)}
+	r := newRig(t, rigOptions{suspendAfter: 100 * time.Millisecond, timeout: time.Minute,
+		fake: fake.Options{Script: scriptFor(map[string][]fake.Step{"Bridge checkpoint request": slow})}})
+	s := r.create()
+	r.prompt(s.ID, "say work before the idle time")
+	r.rec.Await(t, "the idle checkpoint request", func() bool {
+		for _, e := range r.rec.Entries {
+			if e.SessionID == s.ID && e.Kind == core.KindCompactionRequest {
+				return true
+			}
+		}
+		return false
+	})
+	out, err := r.svc.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: s.ID, Content: []schema.Content{{Type: "text", Text: "say during the suspension"}}})
+	if err != nil {
+		t.Fatalf("prompt during an idle suspension: %v", err)
+	}
+	if out.StopReason != "end_turn" {
+		t.Fatalf("stop reason %q", out.StopReason)
+	}
+	b := r.branch(s.ID)
+	found := false
+	for _, e := range b {
+		found = found || (e.Kind == core.KindAssistantMessage && strings.Contains(string(e.Payload), "during the suspension"))
+	}
+	if !found {
+		t.Fatalf("the prompt's turn is not on the record: %v", kinds(b))
+	}
+}
