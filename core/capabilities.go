@@ -23,13 +23,23 @@ const (
 	CapCompactCommand   = "compaction.command"
 	CapCompactionFocus  = "compaction.focus"
 	CapContextGauge     = "context.gauge"
+	// CapApprovalRelay: the harness's tool permission requests reach
+	// CreateRequest.Approve (and so the client's user).
+	CapApprovalRelay = "approval.relay"
 )
+
+// ClientHosted is implemented by hosts whose sessions a client hosts
+// itself (host-over-RPC): their harness's permission requests arrive as
+// hosted/requestPermission.
+type ClientHosted interface {
+	ClientHosted() bool
+}
 
 // Capabilities lists every capability once, in report order.
 var Capabilities = []string{CapSessionCreate, CapSessionPrompt, CapSessionCancel,
 	CapSessionList, CapSessionHistory, CapSessionModels, CapSessionSelect, CapSessionRename,
 	CapWorkspaceList, CapWorkspaceArchive, CapPresetList, CapAttachment, CapHistoryWindow,
-	CapNativeResume, CapCompactCommand, CapCompactionFocus, CapContextGauge,
+	CapNativeResume, CapCompactCommand, CapCompactionFocus, CapContextGauge, CapApprovalRelay,
 	CapGoalCreate, CapGoalPause, CapGoalClear}
 
 // RequiredCapabilities are those without which Bridge cannot drive a
@@ -87,6 +97,7 @@ var without = map[string]string{
 	CapCompactCommand:   "session/compact writes a Bridge checkpoint instead",
 	CapCompactionFocus:  "a compaction focus is reported as not applied",
 	CapContextGauge:     "Bridge estimates the context window from the record",
+	CapApprovalRelay:    "the harness decides its own tool permissions; the client is never asked",
 	CapGoalCreate:       "a migration sends the handoff as the target's first prompt",
 	CapGoalPause:        "a migration sends the handoff as the target's first prompt",
 	CapGoalClear:        "a goal is paused, never cleared",
