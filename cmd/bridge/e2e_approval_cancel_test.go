@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestE2EApprovalCancelledTurn: with real Claude Code, the client is asked
@@ -40,7 +41,14 @@ func TestE2EApprovalCancelledTurn(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(h.cwd, "cancelled.txt")); !os.IsNotExist(err) {
 		t.Errorf("the tool ran although its turn was cancelled: %v", err)
 	}
-	_, res, _ := approvalsOf(t, c, sid)
+	// A cancelled prompt is answered without waiting for the turn's queued
+	// events; the record catches up.
+	var res []map[string]any
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, res, _ = approvalsOf(t, c, sid); len(res) > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if len(res) != 1 || res[0]["by"] != "policy" || res[0]["allowed"] != false || res[0]["cancelled"] != true ||
 		!strings.Contains(res[0]["reason"].(string), "cancelled") {
 		t.Fatalf("approval.resolved %v", res)
