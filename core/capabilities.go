@@ -23,13 +23,23 @@ const (
 	CapCompactCommand   = "compaction.command"
 	CapCompactionFocus  = "compaction.focus"
 	CapContextGauge     = "context.gauge"
+	// CapApprovalRelay: the harness's tool permission requests reach
+	// CreateRequest.Approve (and so the client's user).
+	CapApprovalRelay = "approval.relay"
 )
+
+// ClientHosted is implemented by hosts whose sessions a client hosts
+// itself (host-over-RPC): their harness's permission requests arrive as
+// hosted/requestPermission.
+type ClientHosted interface {
+	ClientHosted() bool
+}
 
 // Capabilities lists every capability once, in report order.
 var Capabilities = []string{CapSessionCreate, CapSessionPrompt, CapSessionCancel,
 	CapSessionList, CapSessionHistory, CapSessionModels, CapSessionSelect, CapSessionRename,
 	CapWorkspaceList, CapWorkspaceArchive, CapPresetList, CapAttachment, CapHistoryWindow,
-	CapNativeResume, CapCompactCommand, CapCompactionFocus, CapContextGauge,
+	CapNativeResume, CapCompactCommand, CapCompactionFocus, CapContextGauge, CapApprovalRelay,
 	CapGoalCreate, CapGoalPause, CapGoalClear}
 
 // RequiredCapabilities are those without which Bridge cannot drive a
@@ -87,6 +97,7 @@ var without = map[string]string{
 	CapCompactCommand:   "session/compact writes a Bridge checkpoint instead",
 	CapCompactionFocus:  "a compaction focus is reported as not applied",
 	CapContextGauge:     "Bridge estimates the context window from the record",
+	CapApprovalRelay:    "the harness decides its own tool permissions; the client is never asked",
 	CapGoalCreate:       "a migration sends the handoff as the target's first prompt",
 	CapGoalPause:        "a migration sends the handoff as the target's first prompt",
 	CapGoalClear:        "a goal is paused, never cleared",
@@ -175,4 +186,28 @@ func Assess(p Probe) Assessment {
 	}
 	a.OK = a.Installed && len(a.Missing) == 0
 	return a
+}
+
+// hostInterfaces are the capabilities a host provides through an optional
+// interface of its own (live-session capabilities are checked when a
+// session runs).
+var hostInterfaces = map[string]func(BridgeHost) bool{
+	CapNativeResume: func(h BridgeHost) bool { _, ok := h.(NativeResumer); return ok },
+	CapAttachment:   func(h BridgeHost) bool { _, ok := h.(AttachmentSource); return ok },
+}
+
+// Confirm makes p say a host-level capability is available only when the
+// adapter also implements it: a capability is available exactly when the
+// adapter implements it and its probe confirms it.
+func Confirm(h BridgeHost, p Probe) Probe {
+	caps := make([]Capability, len(p.Capabilities))
+	copy(caps, p.Capabilities)
+	for i, c := range caps {
+		if implements, ok := hostInterfaces[c.Name]; ok && c.Available && !implements(h) {
+			caps[i].Available = false
+			caps[i].Detail = "the adapter does not implement it (its probe claimed it)"
+		}
+	}
+	p.Capabilities = caps
+	return p
 }

@@ -124,6 +124,9 @@ func (f *fakeBackend) SessionModels(ctx context.Context, p schema.SessionModelsP
 func (f *fakeBackend) SessionSelectModel(ctx context.Context, p schema.SessionSelectModelParams) (schema.SessionSelectModelResult, error) {
 	return serve[schema.SessionSelectModelParams, schema.SessionSelectModelResult](f, ctx, p, nil)
 }
+func (f *fakeBackend) HostedRequestPermission(ctx context.Context, p schema.HostedRequestPermissionParams) (schema.HostedRequestPermissionResult, error) {
+	return serve[schema.HostedRequestPermissionParams, schema.HostedRequestPermissionResult](f, ctx, p, nil)
+}
 func (f *fakeBackend) SessionSearch(ctx context.Context, p schema.SessionSearchParams) (schema.SessionSearchResult, error) {
 	return serve[schema.SessionSearchParams, schema.SessionSearchResult](f, ctx, p, nil)
 }

@@ -130,6 +130,7 @@ type Backend interface {
 	SessionImport(ctx context.Context, p SessionImportParams) (SessionImportResult, error)
 	SessionModels(ctx context.Context, p SessionModelsParams) (SessionModelsResult, error)
 	SessionSelectModel(ctx context.Context, p SessionSelectModelParams) (SessionSelectModelResult, error)
+	HostedRequestPermission(ctx context.Context, p HostedRequestPermissionParams) (HostedRequestPermissionResult, error)
 	SessionSearch(ctx context.Context, p SessionSearchParams) (SessionSearchResult, error)
 	SessionExport(ctx context.Context, p SessionExportParams) (SessionExportResult, error)
 	SessionFork(ctx context.Context, p SessionForkParams) (SessionForkResult, error)
@@ -208,6 +209,7 @@ var Methods = []Method{
 	host("goal.pause", HostGoalParams{}, HostAck{}, "Pause a goal."),
 	host("goal.clear", HostGoalParams{}, HostAck{}, "Clear a goal."),
 	note("host/event", ClientToServer, HostEventNotification{}, "An event of a live hosted session."),
+	call("hosted/requestPermission", Backend.HostedRequestPermission, "", "Relay a hosted harness's permission request; Bridge decides."),
 }
 
 var methodIndex = func() map[string]int {

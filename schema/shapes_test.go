@@ -72,6 +72,8 @@ var shapes = map[string]string{
 	"PermissionToolCall":             "toolCallId title? kind? rawInput?",
 	"PermissionOption":               "optionId name kind",
 	"SessionRequestPermissionResult": "outcome",
+	"HostedRequestPermissionParams":  "nativeId toolCall options?",
+	"HostedRequestPermissionResult":  "outcome",
 	"PermissionOutcome":              "outcome optionId?",
 	"WindowClientCapabilities":       "workDoneProgress? showMessage?",
 	"ServerCapabilities":             "methods notifications harnesses? hostMethods? experimental?",

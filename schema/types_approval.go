@@ -86,3 +86,26 @@ const (
 	OutcomeSelected  PermissionOutcomeKind = "selected"
 	OutcomeCancelled PermissionOutcomeKind = "cancelled"
 )
+
+// HostedRequestPermissionParams is a client that hosts sessions relaying its
+// harness's permission request to Bridge (hosted/requestPermission): Bridge
+// records it, asks the user (session/requestPermission, when the client
+// declared it) or applies the preset's policy, and answers with the
+// outcome.
+type HostedRequestPermissionParams struct {
+	// NativeID is the hosted session whose harness asks.
+	NativeID string `json:"nativeId"`
+	// ToolCall is the tool call the harness wants to make; toolCallId is
+	// required.
+	ToolCall PermissionToolCall `json:"toolCall"`
+	// Options are the answers the harness offers; absent means Bridge's
+	// four (allow_once, allow_always, reject_once, reject_always).
+	Options []PermissionOption `json:"options,omitempty"`
+}
+
+// HostedRequestPermissionResult is the decision: an option selected, or
+// cancelled (the turn was cancelled or the session closed).
+type HostedRequestPermissionResult struct {
+	// Outcome is the option selected, or cancelled.
+	Outcome PermissionOutcome `json:"outcome"`
+}

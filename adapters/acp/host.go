@@ -319,6 +319,7 @@ func capabilities(k knowledge, why string, found bool) []core.Capability {
 		add(core.CapCompactCommand, false, "no session of this agent has advertised a compact command")
 		add(core.CapCompactionFocus, false, "no compact command advertised")
 	}
+	add(core.CapApprovalRelay, true, "session/request_permission, with the agent's own options")
 	if k.sawGauge {
 		add(core.CapContextGauge, true, "usage_update")
 	} else {

@@ -32,7 +32,10 @@ func warm(t *testing.T, h *acp.Host) {
 
 var scriptedClaims = []string{core.CapSessionList, core.CapSessionCreate, core.CapSessionHistory,
 	core.CapSessionModels, core.CapSessionSelect, core.CapSessionPrompt, core.CapSessionCancel,
-	core.CapPresetList, core.CapNativeResume, core.CapContextGauge}
+	core.CapPresetList, core.CapNativeResume, core.CapContextGauge, core.CapApprovalRelay}
+
+// permissionTurn makes the script agent ask session/request_permission.
+func permissionTurn(t *testing.T) []core.Content { return text("permission") }
 
 func TestConformanceScriptedAgent(t *testing.T) {
 	adaptertest.Run(t, adaptertest.Harness{
@@ -41,8 +44,9 @@ func TestConformanceScriptedAgent(t *testing.T) {
 			warm(t, h)
 			return h
 		},
-		Claims:  scriptedClaims,
-		Timeout: time.Minute,
+		Claims:   scriptedClaims,
+		Approval: permissionTurn,
+		Timeout:  time.Minute,
 	})
 }
 
@@ -53,8 +57,9 @@ func TestConformanceScriptedAgentWithCompaction(t *testing.T) {
 			warm(t, h)
 			return h
 		},
-		Claims:  append([]string{core.CapCompactCommand, core.CapCompactionFocus}, scriptedClaims...),
-		Timeout: time.Minute,
+		Claims:   append([]string{core.CapCompactCommand, core.CapCompactionFocus}, scriptedClaims...),
+		Approval: permissionTurn,
+		Timeout:  time.Minute,
 	})
 }
 

@@ -60,6 +60,14 @@ type Harness struct {
 	// available. nil takes Probe's word, which is then still checked for
 	// truthfulness. Set it: it is how a capability silently lost fails.
 	Claims []string
+	// Approval, when approval.relay is claimed, scripts a turn that needs a
+	// permission (a tool call the harness asks about) and returns the
+	// prompt to send; it is called once per turn (allow once, reject once).
+	Approval func(t *testing.T) []core.Content
+	// ReportsModel is true when the adapter reports the model it runs
+	// (core.Event.Model) under the id SelectModel was given: the suite then
+	// checks a switch really happened.
+	ReportsModel bool
 	// Timeout bounds each subtest's calls so that a hang fails instead of
 	// blocking the run; it guards, it does not measure (default 3 minutes).
 	Timeout time.Duration
@@ -89,6 +97,10 @@ type Harness struct {
 //   - fail-closed: a cancelled CreateSession creates nothing, a content
 //     block of unknown type and a Prompt after Close are refused, History
 //     of an unknown session and Attachment of an unknown ref fail.
+//   - approvals: when approval.relay is claimed, a turn needing a
+//     permission (Harness.Approval) asks CreateRequest.Approve with a well
+//     formed request; "allow once" ends the turn with end_turn and "reject
+//     once" without an error; unclaimed, the approver is never asked.
 //   - resume: resuming a bogus id yields a *core.ResumeError with the
 //     harness's text and no Live; resuming a session just created and
 //     closed yields a Live whose NativeID is the requested one, which
@@ -108,6 +120,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("entries", s.testEntries)
 	t.Run("fail-closed", s.testFailClosed)
 	t.Run("resume", s.testResume)
+	t.Run("approvals", s.testApprovals)
 }
 
 type suite struct{ h Harness }

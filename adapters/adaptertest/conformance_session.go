@@ -74,7 +74,22 @@ func (s *suite) testSessionCalls(t *testing.T) {
 			t.Logf("no model listed (%v): nothing to select", err)
 			return
 		}
-		checkWorks(t, core.CapSessionSelect, "SelectModel", live.SelectModel(e.ctx, models[0].ID, ""))
+		// Switch to a model the session is not reported to run.
+		target := models[0].ID
+		for _, m := range models {
+			if !reportedModel(rec, m.ID) {
+				target = m.ID
+				break
+			}
+		}
+		checkWorks(t, core.CapSessionSelect, "SelectModel", live.SelectModel(e.ctx, target, ""))
+		if s.h.ReportsModel {
+			s.hello(t, e, live, rec)
+			if !reportedModel(rec, target) {
+				t.Errorf("%s is claimed available and SelectModel(%q) returned nil, but the session never reported running %q",
+					core.CapSessionSelect, target, target)
+			}
+		}
 	})
 	t.Run("cancel-idle", func(t *testing.T) {
 		err := live.Cancel(e.ctx)
@@ -103,6 +118,16 @@ func (s *suite) testSessionCalls(t *testing.T) {
 			checkRefused(t, core.CapWorkspaceArchive, "ArchiveSession", err)
 		}
 	})
+}
+
+// reportedModel says whether the session reported running model.
+func reportedModel(rec *recorder, model string) bool {
+	for _, ev := range rec.All() {
+		if ev.Model == model {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *suite) checkGoals(t *testing.T, e *env, live core.Live) {

@@ -34,6 +34,11 @@ func (l *liar) Probe(ctx context.Context) core.Probe {
 }
 
 func (l *liar) CreateSession(ctx context.Context, req core.CreateRequest, sink core.EventSink) (core.Live, error) {
+	if l.lie == "approval-ignored" {
+		// Claims approval.relay, but decides by itself: the approver is
+		// dropped and the preset's policy answers.
+		req.Approve = nil
+	}
 	live, err := l.Host.CreateSession(ctx, req, sink)
 	if err != nil {
 		return nil, err
@@ -53,6 +58,13 @@ type lyingLive struct {
 	*fake.Live
 	lie  string
 	sink core.EventSink
+}
+
+func (l *lyingLive) SelectModel(ctx context.Context, model, effort string) error {
+	if l.lie == "select-ignored" {
+		return nil // says yes, switches nothing
+	}
+	return l.Live.SelectModel(ctx, model, effort)
 }
 
 func (l *lyingLive) Prompt(ctx context.Context, content []core.Content) (core.TurnResult, error) {
@@ -78,6 +90,10 @@ func TestLiarHelper(t *testing.T) {
 		New: func(t *testing.T) core.BridgeHost {
 			return &liar{Host: fake.New(fake.Options{Missing: []string{core.CapGoalPause}}), lie: lie}
 		},
+		Approval: func(t *testing.T) []core.Content {
+			return []core.Content{{Type: "text", Text: "ask Bash make test"}}
+		},
+		ReportsModel: true,
 	})
 }
 
@@ -85,11 +101,13 @@ func TestLiarHelper(t *testing.T) {
 // lie with the message that names it.
 func TestSuiteCatchesLies(t *testing.T) {
 	for lie, want := range map[string]string{
-		"pause-claimed":   "goal.pause is claimed available, but PauseGoal refused it",
-		"probe-duplicate": "times, want once",
-		"resume-fresh":    "want a *core.ResumeError",
-		"echo-user":       "emitted the prompt back as user.message",
-		"invalid-entry":   `payload is missing "text"`,
+		"pause-claimed":    "goal.pause is claimed available, but PauseGoal refused it",
+		"probe-duplicate":  "times, want once",
+		"resume-fresh":     "want a *core.ResumeError",
+		"echo-user":        "emitted the prompt back as user.message",
+		"invalid-entry":    `payload is missing "text"`,
+		"approval-ignored": "approval.relay is claimed available, but the turn never asked the approver",
+		"select-ignored":   "returned nil, but the session never reported running",
 	} {
 		t.Run(lie, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestLiarHelper$", "-test.v", "-test.count=1")

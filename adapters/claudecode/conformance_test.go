@@ -1,6 +1,7 @@
 package claudecode
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -35,6 +36,14 @@ func TestConformance(t *testing.T) {
 		Claims: []string{core.CapSessionList, core.CapSessionCreate, core.CapSessionHistory, core.CapSessionModels,
 			core.CapSessionSelect, core.CapSessionPrompt, core.CapSessionCancel, core.CapSessionRename,
 			core.CapWorkspaceList, core.CapPresetList, core.CapNativeResume, core.CapCompactCommand,
-			core.CapCompactionFocus},
+			core.CapCompactionFocus, core.CapApprovalRelay},
+		// A Write the default permission mode does not allow: Claude Code
+		// asks (can_use_tool).
+		Approval: func(t *testing.T) []core.Content {
+			in, _ := json.Marshal(map[string]string{"file_path": filepath.Join(t.TempDir(), "conformance.txt"), "content": "x\n"})
+			current.Enqueue(fakemodel.Reply{ToolCall: &fakemodel.ToolCall{ID: "toolu_conf_1", Name: "Write", Input: in}},
+				fakemodel.Reply{Text: "done"})
+			return []core.Content{{Type: "text", Text: "write the conformance file"}}
+		},
 	})
 }

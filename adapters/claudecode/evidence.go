@@ -1,7 +1,9 @@
 package claudecode
 
 import (
+	"bytes"
 	"encoding/json"
+	"strings"
 
 	"github.com/bridge-dev/bridge/core"
 )
@@ -87,6 +89,11 @@ func (v *evidence) add(evs []core.Event) []core.Event {
 			if !ok {
 				continue
 			}
+			if workerTools[t.name] && !p.IsError && strings.HasPrefix(p.Output, asyncAgentPrefix) {
+				// A background sub-agent: its final result comes later, in
+				// a system/task_notification.
+				continue
+			}
 			delete(v.open, p.ToolID)
 			if p.IsError {
 				continue
@@ -118,9 +125,54 @@ func (v *evidence) add(evs []core.Event) []core.Event {
 				out = append(out, core.Event{Entry: &core.NewEntry{Kind: core.KindWorkerResult,
 					Payload: core.Payload(w), NativeID: e.NativeID + ":worker"}})
 			}
+		case core.KindHarnessEvent:
+			if w, ok := v.taskNotification(e.Payload); ok {
+				out = append(out, core.Event{Entry: &core.NewEntry{Kind: core.KindWorkerResult,
+					Payload: core.Payload(w), NativeID: e.NativeID + ":worker"}})
+			}
 		}
 	}
 	return out
+}
+
+// asyncAgentPrefix begins the tool result of a sub-agent Claude Code runs
+// in the background.
+const asyncAgentPrefix = "Async agent launched"
+
+// taskNotification reads a system/task_notification (a background
+// sub-agent ended) kept as a harness.event: its summary is the sub-agent's
+// final report.
+func (v *evidence) taskNotification(payload json.RawMessage) (map[string]any, bool) {
+	if !bytes.Contains(payload, []byte("task_notification")) {
+		return nil, false
+	}
+	var h struct {
+		Type string `json:"type"`
+		Raw  struct {
+			TaskID    string `json:"task_id"`
+			ToolUseID string `json:"tool_use_id"`
+			Status    string `json:"status"`
+			Summary   string `json:"summary"`
+		} `json:"raw"`
+	}
+	if json.Unmarshal(payload, &h) != nil || h.Type != "system/task_notification" || h.Raw.Status == "" {
+		return nil, false
+	}
+	t := v.open[h.Raw.ToolUseID]
+	delete(v.open, h.Raw.ToolUseID)
+	text := h.Raw.Summary
+	if r := []rune(text); len(r) > maxWorkerResult {
+		text = string(r[:maxWorkerResult])
+	}
+	w := map[string]any{"status": h.Raw.Status, "result": text, "taskId": h.Raw.TaskID,
+		"filesChanged": nonNilStrings(t.files)}
+	if h.Raw.ToolUseID != "" {
+		w["toolId"] = h.Raw.ToolUseID
+	}
+	if t.name != "" {
+		w["tool"] = t.name
+	}
+	return w, true
 }
 
 func appendNew(list []string, s string) []string {

@@ -97,3 +97,23 @@ func TestPlanAndEvidenceFromClaudeTools(t *testing.T) {
 		}
 	}
 }
+
+// TestBackgroundAgentResult: a sub-agent Claude Code runs in the background
+// reports "Async agent launched" as its tool result; the worker.result is
+// its final report from the later system/task_notification.
+func TestBackgroundAgentResult(t *testing.T) {
+	es := mapClaudeLines(t,
+		`{"type":"assistant","uuid":"a1","message":{"role":"assistant","content":[{"type":"tool_use","id":"ag1","name":"Agent","input":{"description":"review","prompt":"review it","subagent_type":"general-purpose"}}]}}`,
+		`{"type":"user","uuid":"u1","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"ag1","content":"Async agent launched successfully.\nagentId: a1 (internal ID)"}]}}`,
+		`{"type":"assistant","uuid":"a2","parent_tool_use_id":"ag1","message":{"role":"assistant","content":[{"type":"tool_use","id":"w1","name":"Write","input":{"file_path":"/p/report.md","content":"x"}}]}}`,
+		`{"type":"user","uuid":"u2","parent_tool_use_id":"ag1","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"w1","content":"ok"}]}}`,
+		`{"type":"system","subtype":"task_notification","task_id":"a1","tool_use_id":"ag1","status":"completed","summary":"FINAL: nothing to change","uuid":"n1","session_id":"s"}`,
+	)
+	ws := ofKind(es, core.KindWorkerResult)
+	if len(ws) != 1 || ws[0]["result"] != "FINAL: nothing to change" || ws[0]["status"] != "completed" || ws[0]["toolId"] != "ag1" {
+		t.Fatalf("worker.result %v: want one, with the notification's summary", ws)
+	}
+	if fc, _ := json.Marshal(ws[0]["filesChanged"]); string(fc) != `["/p/report.md"]` {
+		t.Errorf("filesChanged %s", fc)
+	}
+}

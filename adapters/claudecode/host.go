@@ -161,6 +161,7 @@ func (h *Host) Probe(ctx context.Context) core.Probe {
 		core.CapCompactCommand:   proc(core.CapCompactCommand, "/compact"),
 		core.CapCompactionFocus:  proc(core.CapCompactionFocus, "/compact <instructions>"),
 		core.CapContextGauge:     no(core.CapContextGauge, "Claude Code compacts its own window; Bridge does not gauge it"),
+		core.CapApprovalRelay:    proc(core.CapApprovalRelay, "can_use_tool control requests (--permission-prompt-tool stdio) for tools the preset does not allow"),
 	}
 	if c := caps[core.CapSessionCreate]; len(h.cfg.Env) > 0 {
 		c.Detail += envNote(h.cfg.Env)

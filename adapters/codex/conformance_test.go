@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
@@ -26,6 +27,14 @@ func TestConformance(t *testing.T) {
 			core.CapSessionSelect, core.CapSessionPrompt, core.CapSessionCancel, core.CapSessionRename,
 			core.CapWorkspaceList, core.CapWorkspaceArchive, core.CapPresetList, core.CapGoalCreate,
 			core.CapGoalPause, core.CapGoalClear, core.CapNativeResume, core.CapCompactCommand, core.CapContextGauge,
+			core.CapApprovalRelay,
+		},
+		// A command Codex does not trust: it asks (untrusted policy).
+		Approval: func(t *testing.T) []core.Content {
+			args, _ := json.Marshal(map[string]any{"cmd": "touch conformance.txt"})
+			env.model.Enqueue(fakemodel.Reply{ToolCall: &fakemodel.ToolCall{ID: "call_conf_1", Name: "exec_command", Input: args}},
+				fakemodel.Reply{Text: "done"})
+			return []core.Content{{Type: "text", Text: "touch the conformance file"}}
 		},
 	})
 }

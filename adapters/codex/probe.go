@@ -176,6 +176,9 @@ func (h *Host) capabilities(methods map[string]bool, why string) []core.Capabili
 			c.Detail = "configured presets (Codex profiles)"
 		case core.CapContextGauge:
 			c.Available = methods["turn/start"]
+		case core.CapApprovalRelay:
+			c.Available = methods["thread/start"]
+			c.Detail = "item/commandExecution/requestApproval and item/fileChange/requestApproval (threads run with approvalPolicy untrusted)"
 		case core.CapCompactionFocus:
 			c.Detail = "thread/compact/start takes no focus"
 		case core.CapAttachment:

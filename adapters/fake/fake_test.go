@@ -28,8 +28,15 @@ func TestConformanceAllCapabilities(t *testing.T) {
 		New: func(t *testing.T) core.BridgeHost {
 			return fake.New(fake.Options{StateDir: t.TempDir(), CompactFocus: true, Gauge: true, Window: 1000})
 		},
-		Claims: allCaps(),
+		Claims:       allCaps(),
+		Approval:     askBash,
+		ReportsModel: true,
 	})
+}
+
+// askBash is a turn whose tool needs a permission.
+func askBash(t *testing.T) []core.Content {
+	return []core.Content{{Type: "text", Text: "ask Bash make test"}}
 }
 
 func TestConformanceMissingGoalPause(t *testing.T) {
@@ -37,7 +44,8 @@ func TestConformanceMissingGoalPause(t *testing.T) {
 		New: func(t *testing.T) core.BridgeHost {
 			return fake.New(fake.Options{Missing: []string{core.CapGoalPause}, CompactFocus: true, Gauge: true})
 		},
-		Claims: allCaps(core.CapGoalPause),
+		Claims:   allCaps(core.CapGoalPause),
+		Approval: askBash,
 	})
 }
 
@@ -47,8 +55,9 @@ func TestConformanceNoNativeResume(t *testing.T) {
 			return fake.New(fake.Options{Missing: []string{core.CapNativeResume}})
 		},
 		// Without CompactFocus and Gauge the focus and the gauge are off too.
-		Claims: allCaps(core.CapNativeResume, core.CapCompactionFocus, core.CapContextGauge),
-		Prompt: []core.Content{{Type: "text", Text: "say hello there\ntool Read a.go"}},
+		Claims:   allCaps(core.CapNativeResume, core.CapCompactionFocus, core.CapContextGauge),
+		Approval: askBash,
+		Prompt:   []core.Content{{Type: "text", Text: "say hello there\ntool Read a.go"}},
 		Expect: func(t *testing.T, entries []core.NewEntry) {
 			kinds := []core.Kind{}
 			for _, e := range entries {

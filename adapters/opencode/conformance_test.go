@@ -2,10 +2,15 @@ package opencode
 
 import (
 	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
+	"github.com/bridge-dev/bridge/adapters/fakemodel"
 	"github.com/bridge-dev/bridge/core"
 )
 
@@ -16,7 +21,13 @@ import (
 func TestConformance(t *testing.T) {
 	bin := adaptertest.FindBinary(t, "opencode")
 	model := startModel(t)
-	primary := realHost(t, bin, t.TempDir(), model)
+	// Edits are asked about, so approval.relay can be shown.
+	primary := New(Config{Command: bin, Home: t.TempDir(), ConfigJSON: askingConfig(model.URL), Env: offlineEnv})
+	t.Cleanup(func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer ccancel()
+		primary.Close(cctx)
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	srv, err := primary.ensureServer(ctx)
@@ -40,7 +51,26 @@ func TestConformance(t *testing.T) {
 			core.CapSessionList, core.CapSessionCreate, core.CapSessionHistory, core.CapSessionModels,
 			core.CapSessionSelect, core.CapSessionPrompt, core.CapSessionCancel, core.CapSessionRename,
 			core.CapWorkspaceList, core.CapWorkspaceArchive, core.CapPresetList,
-			core.CapNativeResume, core.CapCompactCommand, core.CapContextGauge,
+			core.CapNativeResume, core.CapCompactCommand, core.CapContextGauge, core.CapApprovalRelay,
+		},
+		Approval: func(t *testing.T) []core.Content {
+			in, _ := json.Marshal(map[string]string{"filePath": filepath.Join(t.TempDir(), "conformance.txt"), "content": "x\n"})
+			var once sync.Once
+			model.Responder(func(r fakemodel.Request) (fakemodel.Reply, bool) {
+				body := string(r.Body)
+				if strings.Contains(strings.ToLower(body), "title generator") {
+					return fakemodel.Reply{Text: "A title"}, true
+				}
+				if !strings.Contains(r.LastUserText, "write the conformance file") || strings.Contains(body, `"role":"tool"`) {
+					return fakemodel.Reply{}, false
+				}
+				reply := fakemodel.Reply{Text: "done"}
+				once.Do(func() {
+					reply = fakemodel.Reply{ToolCall: &fakemodel.ToolCall{ID: "call_conf_1", Name: "write", Input: in}}
+				})
+				return reply, true
+			})
+			return []core.Content{{Type: "text", Text: "write the conformance file"}}
 		},
 	})
 }

@@ -135,6 +135,10 @@ func New(c Caller, harness string, capabilities []string, opts ...Option) *Host 
 // Harness names the client's harness.
 func (h *Host) Harness() string { return h.harness }
 
+// ClientHosted is true: the client hosts these sessions, and relays their
+// permission requests as hosted/requestPermission.
+func (h *Host) ClientHosted() bool { return true }
+
 // Probe asks the client (host/probe, bounded by the probe timeout) and
 // reports a capability available only when the client both advertised it in
 // initialize and reports it available now. A failing probe call counts

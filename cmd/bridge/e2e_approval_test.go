@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
 )
 
@@ -23,9 +24,12 @@ import (
 func toolOnce(h *harnessEnv, match string, call *fakemodel.ToolCall) {
 	var mu sync.Mutex
 	used := false
-	h.on(match, func(fakemodel.Request) fakemodel.Reply {
+	h.on(match, func(r fakemodel.Request) fakemodel.Reply {
 		mu.Lock()
 		defer mu.Unlock()
+		if strings.Contains(strings.ToLower(string(r.Body)), "title generator") {
+			return fakemodel.Reply{Text: "A title"} // OpenCode names the session first
+		}
 		if used {
 			return fakemodel.Reply{Text: "Finished."}
 		}
@@ -93,8 +97,15 @@ type approvalCase struct {
 	harness string
 	// call returns the model's tool call that creates file in the project.
 	call func(h *harnessEnv, name string) *fakemodel.ToolCall
-	// refusal is text the harness's tool result shows for a refusal.
+	// refusal is text the harness shows the model for a refusal ("" when
+	// the harness stops its loop instead; toolRefused then checks the
+	// recorded tool result).
 	refusal string
+	// toolRefused, when set, says whether a recorded tool.completed
+	// payload is the harness's refusal.
+	toolRefused func(p map[string]any) bool
+	// setup adds the harness to the environment's configuration.
+	setup func(t *testing.T, h *harnessEnv)
 }
 
 var approvalCases = []approvalCase{
@@ -106,6 +117,53 @@ var approvalCases = []approvalCase{
 		in, _ := json.Marshal(map[string]any{"cmd": "touch " + name, "workdir": h.cwd})
 		return &fakemodel.ToolCall{ID: "call_" + strings.TrimSuffix(name, ".txt"), Name: "exec_command", Input: in}
 	}},
+	{harness: "acp", setup: addACP, call: func(h *harnessEnv, name string) *fakemodel.ToolCall {
+		in, _ := json.Marshal(map[string]string{"file_path": filepath.Join(h.cwd, name), "content": "approved\n"})
+		return &fakemodel.ToolCall{ID: "toolu_acp_" + strings.TrimSuffix(name, ".txt"), Name: "Write", Input: in}
+	}, toolRefused: func(p map[string]any) bool {
+		return p["status"] == "failed" && strings.Contains(string(mustJSON(p)), "refused permission")
+	}},
+	{harness: "opencode", setup: addOpenCode, call: func(h *harnessEnv, name string) *fakemodel.ToolCall {
+		in, _ := json.Marshal(map[string]string{"filePath": filepath.Join(h.cwd, name), "content": "approved\n"})
+		return &fakemodel.ToolCall{ID: "call_oc_" + strings.TrimSuffix(name, ".txt"), Name: "write", Input: in}
+	}, toolRefused: func(p map[string]any) bool {
+		return p["status"] == "error" && strings.Contains(string(mustJSON(p)), "rejected permission")
+	}},
+}
+
+// setHarness adds or replaces one harness section of the environment's
+// config.json.
+func setHarness(t *testing.T, h *harnessEnv, name string, section map[string]any) {
+	t.Helper()
+	h.config["harnesses"].(map[string]any)[name] = section
+	h.writeConfig(t)
+}
+
+// addACP configures the real claude-code-acp against the fake model.
+func addACP(t *testing.T, h *harnessEnv) {
+	setHarness(t, h, "acp", map[string]any{"command": adaptertest.FindBinary(t, "claude-code-acp"),
+		"env": map[string]string{"ANTHROPIC_BASE_URL": h.fake.URL, "ANTHROPIC_API_KEY": "sk-ant-dummy-for-tests",
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
+			"DISABLE_ERROR_REPORTING": "1", "HOME": h.home, "IS_SANDBOX": "1"}})
+}
+
+// addOpenCode configures the real opencode against the fake model, with
+// edits asked about (OpenCode's permission config).
+func addOpenCode(t *testing.T, h *harnessEnv) {
+	oc := map[string]any{
+		"provider": map[string]any{"fake": map[string]any{
+			"npm": "@ai-sdk/openai-compatible", "name": "Fake",
+			"options": map[string]any{"baseURL": h.fake.URL + "/v1", "apiKey": "sk-dummy"},
+			"models": map[string]any{"fake-model": map[string]any{"name": "Fake Model",
+				"limit": map[string]any{"context": 100000, "output": 4096}}},
+		}},
+		"model": "fake/fake-model", "small_model": "fake/fake-model", "autoupdate": false, "share": "disabled",
+		"permission": map[string]any{"edit": "ask", "bash": "ask"},
+	}
+	setHarness(t, h, "opencode", map[string]any{"command": adaptertest.FindBinary(t, "opencode"),
+		"env": map[string]string{"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
+			"OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_SHARE": "1"},
+		"options": map[string]any{"home": filepath.Join(h.home, "opencode"), "configJson": string(mustJSON(oc))}})
 }
 
 // approvals returns the approval.resolved payloads and the tool.completed
@@ -129,6 +187,9 @@ func TestE2EApprovalsRelayedToTheClient(t *testing.T) {
 	for _, tc := range approvalCases {
 		t.Run(tc.harness, func(t *testing.T) {
 			h := newHarnessEnv(t, harnessOptions{CodexArgs: []string{"-c", `sandbox_mode="workspace-write"`}})
+			if tc.setup != nil {
+				tc.setup(t, h)
+			}
 			toolOnce(h, "create first.txt", tc.call(h, "first.txt"))
 			toolOnce(h, "create second.txt", tc.call(h, "second.txt"))
 			user := &answering{kinds: []string{"allow_once", "reject_once"}}
@@ -163,20 +224,33 @@ func TestE2EApprovalsRelayedToTheClient(t *testing.T) {
 				t.Fatalf("the allowed tool's result was not recorded: %v", tools)
 			}
 
-			say(t, c, sid, "create second.txt")
+			// A refusal may stop the harness's loop (OpenCode): any stop but an error.
+			var pr struct {
+				StopReason string `json:"stopReason"`
+			}
+			c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("create second.txt")}, &pr)
+			if pr.StopReason == "error" {
+				t.Fatalf("the refused turn ended with an error")
+			}
 			if _, err := os.Stat(filepath.Join(h.cwd, "second.txt")); !os.IsNotExist(err) {
 				t.Errorf("a refused tool ran: %v", err)
 			}
-			_, res, _ = approvalsOf(t, c, sid)
+			_, res, tools = approvalsOf(t, c, sid)
 			if len(res) != 2 || res[1]["by"] != "user" || res[1]["allowed"] != false || res[1]["optionKind"] != "reject_once" {
 				t.Fatalf("approval.resolved %v", res)
 			}
-			var told string
-			for _, r := range h.fake.Requests() {
-				told += requestText(r) + "\n"
-			}
-			if !strings.Contains(strings.ToLower(told), tc.refusal) {
-				t.Errorf("the model was not told of the refusal (%q)", tc.refusal)
+			if tc.toolRefused != nil {
+				if len(tools) < 2 || !tc.toolRefused(tools[len(tools)-1]) {
+					t.Errorf("the harness did not record the refusal: %v", tools)
+				}
+			} else {
+				var told string
+				for _, r := range h.fake.Requests() {
+					told += requestText(r) + "\n"
+				}
+				if !strings.Contains(strings.ToLower(told), tc.refusal) {
+					t.Errorf("the model was not told of the refusal (%q)", tc.refusal)
+				}
 			}
 		})
 	}
@@ -186,6 +260,9 @@ func TestE2EApprovalsWithoutTheCapabilityAreRejected(t *testing.T) {
 	for _, tc := range approvalCases {
 		t.Run(tc.harness, func(t *testing.T) {
 			h := newHarnessEnv(t, harnessOptions{CodexArgs: []string{"-c", `sandbox_mode="workspace-write"`}})
+			if tc.setup != nil {
+				tc.setup(t, h)
+			}
 			toolOnce(h, "create third.txt", tc.call(h, "third.txt"))
 			user := &answering{kinds: []string{"allow_once"}}
 			c := startBridge(t, h.dataDir)

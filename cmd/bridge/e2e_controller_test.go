@@ -397,3 +397,48 @@ func TestE2EClaudeEditEvidence(t *testing.T) {
 		t.Errorf("bridge exit code %d", code)
 	}
 }
+
+// TestE2EClaudeSubAgentWorkerResult: a Claude Code sub-agent's (Agent
+// tool) final result becomes worker.result. Claude Code 2.1.328 runs it in
+// the background: the tool result only says it was launched, and the final
+// report arrives in a system/task_notification.
+func TestE2EClaudeSubAgentWorkerResult(t *testing.T) {
+	t.Parallel()
+	h := newHarnessEnv(t, harnessOptions{})
+	input, _ := json.Marshal(map[string]string{"description": "Review the listener", "prompt": "SUBAGENT-TASK: review internal/server/listen.go and report.", "subagent_type": "general-purpose"})
+	var asked atomic.Bool
+	h.on("SUBAGENT-TASK", func(fakemodel.Request) fakemodel.Reply {
+		return fakemodel.Reply{Text: "SUBAGENT-RESULT-77: the listener is fine, nothing to change."}
+	})
+	h.on("WORKER-TURN", func(fakemodel.Request) fakemodel.Reply {
+		if asked.Swap(true) {
+			return fakemodel.Reply{Text: "The reviewer found nothing to change."}
+		}
+		return fakemodel.Reply{Text: "Asking a reviewer.", ToolCall: &fakemodel.ToolCall{ID: "toolu_agent_1", Name: "Agent", Input: input}}
+	})
+	c := h.start(t)
+	sid := h.create(t, c, "claude-code", "worker")
+	say(t, c, sid, "WORKER-TURN: have a sub-agent review the listener.")
+	es := history(t, c, sid)
+	var found, launched int
+	for _, e := range es {
+		if e.Kind == "worker.result" {
+			p := payloadOf(t, e)
+			if p["status"] == "completed" && strings.Contains(fmt.Sprint(p["result"]), "SUBAGENT-RESULT-77") && p["toolId"] == "toolu_agent_1" {
+				found++
+			}
+			if strings.Contains(fmt.Sprint(p["result"]), "Async agent launched") {
+				launched++
+			}
+		}
+	}
+	if found != 1 || launched != 0 {
+		for _, e := range es {
+			t.Logf("%s %s", e.Kind, e.Payload)
+		}
+		t.Fatalf("%d worker.result entries carry the sub-agent's final result (want 1), %d its launch notice (want 0)", found, launched)
+	}
+	if code := c.exit(true); code != 0 {
+		t.Errorf("bridge exit code %d", code)
+	}
+}

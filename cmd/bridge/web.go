@@ -80,6 +80,13 @@ func (a *app) web(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.report("web", err)
 	}
+	if path := os.Getenv("BRIDGE_CPUPROFILE"); path != "" {
+		stop, err := startCPUProfile(path)
+		if err != nil {
+			return a.report("web", usageError{fmt.Sprintf("BRIDGE_CPUPROFILE: %v", err)})
+		}
+		defer stop()
+	}
 	fmt.Fprintf(a.stdout, "Bridge WebUI: %s\n", srv.URL(ln.Addr()))
 	if err := srv.Serve(ctx, ln); err != nil {
 		return a.report("web", err)

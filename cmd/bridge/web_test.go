@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -103,16 +104,21 @@ func (w *webProc) dial(t testing.TB) *client {
 	}
 	go func() {
 		defer close(c.done)
+		var buf bytes.Buffer // reused: deliver copies what it keeps
 		for {
-			typ, data, err := conn.Read(context.Background())
+			typ, r, err := conn.Reader(context.Background())
 			if err != nil {
+				return
+			}
+			buf.Reset()
+			if _, err := buf.ReadFrom(r); err != nil {
 				return
 			}
 			if typ != websocket.MessageText {
 				t.Errorf("server sent a non-text WebSocket message")
 				return
 			}
-			if !c.deliver(data) {
+			if !c.deliver(buf.Bytes()) {
 				return
 			}
 		}

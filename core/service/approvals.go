@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // PermissionAsker asks the client's user whether a harness may run a tool
@@ -37,9 +38,21 @@ var (
 // approvals is a live session's open permission requests and its "always"
 // answers.
 type approvals struct {
-	mu     sync.Mutex
-	open   map[*struct{}]context.CancelCauseFunc
-	always map[string]core.ApprovalOption // by request key
+	mu      sync.Mutex
+	pending int // requests being decided (asked or not)
+	open    map[*struct{}]context.CancelCauseFunc
+	always  map[string]core.ApprovalOption // by request key
+}
+
+// begin and end count a request being decided.
+func (a *approvals) begin() { a.mu.Lock(); a.pending++; a.mu.Unlock() }
+func (a *approvals) end()   { a.mu.Lock(); a.pending--; a.mu.Unlock() }
+
+// busy reports whether a request is being decided.
+func (a *approvals) busy() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pending > 0
 }
 
 // register tracks a pending request; the returned function releases it.
@@ -104,11 +117,14 @@ func (l *liveSession) approve(ctx context.Context, req core.ApprovalRequest) cor
 	if len(req.RawInput) > 0 {
 		requested["rawInput"] = req.RawInput
 	}
-	rec := context.WithoutCancel(ctx)
-	if _, err := l.appendInOrder(rec, core.NewEntry{Kind: core.KindApprovalRequested,
-		NativeID: "approval:" + req.ID + ":requested", Payload: core.Payload(requested)}); err != nil {
-		l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not record approval.requested: %v", l.sessionID, err))
-	}
+	// Both entries go through the session's event queue: recorded in
+	// order with the harness's own events (after what it reported before
+	// asking, before the tool's result), without a commit on the way of the
+	// answer. Meanwhile the open request itself suppresses checkpoints.
+	l.approvals.begin()
+	defer l.approvals.end()
+	l.sink(core.Event{Entry: &core.NewEntry{Kind: core.KindApprovalRequested,
+		NativeID: "approval:" + req.ID + ":requested", Payload: core.Payload(requested)}})
 	d, remembered := l.decide(ctx, req)
 	resolved := map[string]any{"approvalId": req.ID, "optionId": d.OptionID, "optionKind": d.Kind,
 		"allowed": d.Allowed(), "by": d.By}
@@ -121,10 +137,8 @@ func (l *liveSession) approve(ctx context.Context, req core.ApprovalRequest) cor
 	if d.Cancelled {
 		resolved["cancelled"] = true
 	}
-	if _, err := l.appendInOrder(rec, core.NewEntry{Kind: core.KindApprovalResolved,
-		NativeID: "approval:" + req.ID + ":resolved", Payload: core.Payload(resolved)}); err != nil {
-		l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not record approval.resolved: %v", l.sessionID, err))
-	}
+	l.sink(core.Event{Entry: &core.NewEntry{Kind: core.KindApprovalResolved,
+		NativeID: "approval:" + req.ID + ":resolved", Payload: core.Payload(resolved)}})
 	return d
 }
 
@@ -186,4 +200,57 @@ func (l *liveSession) decide(ctx context.Context, req core.ApprovalRequest) (cor
 	}
 	return core.PolicyDecision(l.preset, req, core.DecidedByPolicy,
 		fmt.Sprintf("the client chose %q, which is not one of the options", optionID)), false
+}
+
+// HostedRequestPermission decides a permission request of a session the
+// client hosts itself: the same path as any harness's (recorded, the user
+// asked or the preset's policy applied).
+func (s *Service) HostedRequestPermission(ctx context.Context, p schema.HostedRequestPermissionParams) (schema.HostedRequestPermissionResult, error) {
+	if p.NativeID == "" {
+		return schema.HostedRequestPermissionResult{}, invalidField("nativeId", "nativeId is required")
+	}
+	if p.ToolCall.ToolCallID == "" {
+		return schema.HostedRequestPermissionResult{}, invalidField("toolCall.toolCallId", "toolCall.toolCallId is required")
+	}
+	req := core.ApprovalRequest{ID: p.ToolCall.ToolCallID, ToolCallID: p.ToolCall.ToolCallID, Title: p.ToolCall.Title,
+		Kind: p.ToolCall.Kind, RawInput: p.ToolCall.RawInput, Key: "host:" + p.ToolCall.Kind}
+	if req.Kind == "" {
+		req.Key = "host:" + p.ToolCall.Title
+	}
+	seen := map[string]bool{}
+	for i, o := range p.Options {
+		switch o.Kind {
+		case schema.AllowOnce, schema.AllowAlways, schema.RejectOnce, schema.RejectAlways:
+		default:
+			return schema.HostedRequestPermissionResult{}, invalidField(fmt.Sprintf("options[%d].kind", i),
+				"option kind %q is not allow_once, allow_always, reject_once or reject_always", o.Kind)
+		}
+		if o.OptionID == "" || seen[o.OptionID] {
+			return schema.HostedRequestPermissionResult{}, invalidField(fmt.Sprintf("options[%d].optionId", i), "option ids must be unique and non-empty")
+		}
+		seen[o.OptionID] = true
+		req.Options = append(req.Options, core.ApprovalOption{ID: o.OptionID, Name: o.Name, Kind: string(o.Kind)})
+	}
+	l := s.hostedLive(p.NativeID)
+	if l == nil {
+		return schema.HostedRequestPermissionResult{}, core.NotFound("live hosted session", p.NativeID)
+	}
+	d := l.approve(ctx, req)
+	if d.Cancelled {
+		return schema.HostedRequestPermissionResult{Outcome: schema.PermissionOutcome{Outcome: schema.OutcomeCancelled}}, nil
+	}
+	return schema.HostedRequestPermissionResult{Outcome: schema.PermissionOutcome{Outcome: schema.OutcomeSelected, OptionID: d.OptionID}}, nil
+}
+
+// hostedLive is the live session, hosted by the client, whose native id is
+// nativeID.
+func (s *Service) hostedLive(nativeID string) *liveSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.live {
+		if ch, ok := l.host.(core.ClientHosted); ok && ch.ClientHosted() && l.live != nil && l.live.NativeID() == nativeID {
+			return l
+		}
+	}
+	return nil
 }

@@ -195,10 +195,14 @@ func TestApprovalPendingSuppressesCheckpointsAndCancelRejects(t *testing.T) {
 		done <- out{res, err}
 	}()
 	<-a.waiting
-	// approval.requested is recorded before the client is asked.
-	req, res, _ := approvalEntries(t, r, s.ID)
-	if len(req) != 1 || len(res) != 0 {
-		t.Fatalf("while pending: requested %v resolved %v", req, res)
+	// approval.requested is recorded while the client is asked (through
+	// the session's event queue, so it may take a moment).
+	r.rec.Await(t, "approval.requested", func() bool {
+		req, _, _ := approvalEntries(t, r, s.ID)
+		return len(req) == 1
+	})
+	if _, res, _ := approvalEntries(t, r, s.ID); len(res) != 0 {
+		t.Fatalf("resolved while pending: %v", res)
 	}
 	_, err := r.svc.SessionCheckpoint(context.Background(), schema.SessionCheckpointParams{SessionID: s.ID, Reason: schema.ReasonManual})
 	var ce *core.Error

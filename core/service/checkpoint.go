@@ -65,6 +65,9 @@ func (s *Service) runCheckpoint(ctx context.Context, sessionID string, reason ch
 	}
 	l := s.liveFor(sessionID)
 	state := checkpoint.BranchActivity(branch).Apply(s.controllerState(ctx, sess, l, reason == checkpoint.ReasonContextPressure || reason == checkpoint.ReasonResponseReserve))
+	if l != nil && l.approvals.busy() {
+		state.ApprovalPending = true // asked, perhaps not recorded yet
+	}
 	state.Dead = l == nil
 	if d := checkpoint.Decide(reason, state); !d.Fire {
 		code := core.CodeInvalid

@@ -847,6 +847,32 @@ export interface HostWorkspaceListResult {
   workspaces: Workspace[];
 }
 /**
+ * HostedRequestPermissionParams is a client that hosts sessions relaying its harness's permission request to Bridge (hosted/requestPermission): Bridge records it, asks the user (session/requestPermission, when the client declared it) or applies the preset's policy, and answers with the outcome.
+ */
+export interface HostedRequestPermissionParams {
+  /**
+   * NativeID is the hosted session whose harness asks.
+   */
+  nativeId: string;
+  /**
+   * Options are the answers the harness offers; absent means Bridge's four (allow_once, allow_always, reject_once, reject_always).
+   */
+  options?: PermissionOption[];
+  /**
+   * ToolCall is the tool call the harness wants to make; toolCallId is required.
+   */
+  toolCall: PermissionToolCall;
+}
+/**
+ * HostedRequestPermissionResult is the decision: an option selected, or cancelled (the turn was cancelled or the session closed).
+ */
+export interface HostedRequestPermissionResult {
+  /**
+   * Outcome is the option selected, or cancelled.
+   */
+  outcome: PermissionOutcome;
+}
+/**
  * ImageContent is an image block of a prompt.
  */
 export interface ImageContent {
@@ -2221,6 +2247,12 @@ export interface BridgeMethods {
     direction: "serverToClient";
     params: HostWorkspaceListParams;
     result: HostWorkspaceListResult;
+  };
+  /** Relay a hosted harness's permission request; Bridge decides. */
+  "hosted/requestPermission": {
+    direction: "clientToServer";
+    params: HostedRequestPermissionParams;
+    result: HostedRequestPermissionResult;
   };
   /** Open the session; the first request. */
   initialize: { direction: "clientToServer"; params: InitializeParams; result: InitializeResult };

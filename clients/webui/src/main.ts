@@ -113,8 +113,11 @@ export class App {
     this.client.onNotification("$/progress", (p) => this.current?.onProgress(p));
     this.client.connection.onRequest("window/workDoneProgress/create", () => null);
     document.body.dataset.state = "connected";
-    await Promise.all([this.refresh(), this.loadDoctor(false)]);
+    // The doctor probes every adapter (it starts their programs): ask for
+    // it once the list is shown, so the two do not compete.
+    await this.refresh();
     performance.mark("bridge:sessions-shown");
+    await this.loadDoctor(false);
     this.say("Connected.");
   }
 
