@@ -187,3 +187,27 @@ func Assess(p Probe) Assessment {
 	a.OK = a.Installed && len(a.Missing) == 0
 	return a
 }
+
+// hostInterfaces are the capabilities a host provides through an optional
+// interface of its own (live-session capabilities are checked when a
+// session runs).
+var hostInterfaces = map[string]func(BridgeHost) bool{
+	CapNativeResume: func(h BridgeHost) bool { _, ok := h.(NativeResumer); return ok },
+	CapAttachment:   func(h BridgeHost) bool { _, ok := h.(AttachmentSource); return ok },
+}
+
+// Confirm makes p say a host-level capability is available only when the
+// adapter also implements it: a capability is available exactly when the
+// adapter implements it and its probe confirms it.
+func Confirm(h BridgeHost, p Probe) Probe {
+	caps := make([]Capability, len(p.Capabilities))
+	copy(caps, p.Capabilities)
+	for i, c := range caps {
+		if implements, ok := hostInterfaces[c.Name]; ok && c.Available && !implements(h) {
+			caps[i].Available = false
+			caps[i].Detail = "the adapter does not implement it (its probe claimed it)"
+		}
+	}
+	p.Capabilities = caps
+	return p
+}

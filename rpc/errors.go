@@ -82,10 +82,30 @@ func toWire(log *slog.Logger, method string, err error) *jsonrpc2.Error {
 	data := errorData{Code: schema.ErrorCode(code), Missing: missingOf(ce.Data)}
 	data.Field, _ = ce.Data["field"].(string)
 	data.Detail, _ = ce.Data["detail"].(string)
+	if data.Detail == "" && ce.Err != nil && detailCodes[code] && !isSentinel(ce.Err) {
+		data.Detail = truncate([]byte(ce.Err.Error()), 400)
+	}
 	if ce.Err != nil {
 		log.Debug("rpc: domain error", "method", method, "code", string(code), "error", err)
 	}
 	return wireError(wc, ce.Message, data)
+}
+
+// detailCodes are the failures whose cause is said in data.detail: input
+// the caller can look at. A harness's or the store's own words (which may
+// name paths or environment of the machine) stay in the log.
+var detailCodes = map[core.Code]bool{core.CodeInvalid: true, core.CodeNotFound: true, core.CodeConflict: true,
+	core.CodeTimeout: true}
+
+// isSentinel reports whether err is one of core's bare sentinel errors,
+// which say nothing the code does not.
+func isSentinel(err error) bool {
+	for _, s := range []error{core.ErrNotFound, core.ErrCancelled, core.ErrUnsupported} {
+		if err == s {
+			return true
+		}
+	}
+	return false
 }
 
 // missingOf reads data["missing"] as a list of names.

@@ -189,6 +189,11 @@ func TestDomainErrors(t *testing.T) {
 		{errors.New("sqlite: disk I/O error at /home/secret/db"), int(CodeInternal), core.CodeInternal, "internal error", nil},
 		{core.E(core.CodeInternal, "store broke at /home/secret", nil), int(CodeInternal), core.CodeInternal, "internal error", nil},
 	}
+	// An invalid input's cause is said in data.detail (the schema's member).
+	next = core.E(core.CodeInvalid, "read the handoff file", errors.New("open edited.md: no such file or directory"))
+	if d := wantError(t, c.call("session/history", map[string]any{"sessionId": "s1"}), int(CodeInvalidParams)).errData(t); d.Detail != "open edited.md: no such file or directory" {
+		t.Errorf("detail %q", d.Detail)
+	}
 	for _, tc := range cases {
 		next = tc.err
 		e := wantError(t, c.call("session/history", map[string]any{"sessionId": "s1"}), tc.code)

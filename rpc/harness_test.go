@@ -23,6 +23,10 @@ import (
 // fakeBackend is a Backend with a function field for some methods; a nil
 // field answers with a zero value. Every call's params are recorded.
 type fakeBackend struct {
+	// Backend answers the methods the fake does not define (none yet; a
+	// new row's method panics here until a test needs it: the panic fails
+	// only that request).
+	schema.Backend
 	create     func(ctx context.Context, p schema.SessionCreateParams) (schema.SessionCreateResult, error)
 	prompt     func(ctx context.Context, p schema.SessionPromptParams) (schema.SessionPromptResult, error)
 	history    func(ctx context.Context, p schema.SessionHistoryParams) (schema.SessionHistoryResult, error)

@@ -46,6 +46,10 @@ func (m *method) decode(raw json.RawMessage) (any, error) {
 // tests can observe the reporter the backend receives.
 var attachProgress = service.WithProgress
 
+// callBackend calls a row's Backend method; a variable so that a test can
+// see the params every row hands on without a Backend implementing them.
+var callBackend = func(ctx context.Context, m *method, b Backend, p any) (any, error) { return m.Call(ctx, b, p) }
+
 // lifecycleMethods are the requests the server answers itself.
 var lifecycleMethods = []string{"initialize", "shutdown"}
 
@@ -85,7 +89,7 @@ func (s *server) run(ctx context.Context, m *method, b Backend, raw json.RawMess
 			ctx = attachProgress(ctx, prog.report)
 		}
 	}
-	res, err = m.Call(ctx, b, p)
+	res, err = callBackend(ctx, m, b, p)
 	if prog != nil {
 		if err != nil && ctx.Err() != nil {
 			// Cancelled, whatever the backend made of it: the reply is

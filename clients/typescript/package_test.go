@@ -97,7 +97,7 @@ const typedCalls = `
 `
 
 // TestPackInstallCompile: npm pack, then install into ESM (nodenext),
-// CommonJS (node16) and bundler projects; each compiles with tsc, and the
+// CommonJS (node16, and classic node10 resolution) and bundler projects; each compiles with tsc, and the
 // two Node ones run typed calls against the real binary.
 func TestPackInstallCompile(t *testing.T) {
 	tscPath := tsc(t)
@@ -136,6 +136,8 @@ main().catch((e) => { console.error(e); process.exit(1); });
 			tsconfig: `{"compilerOptions": {"module": "nodenext", "moduleResolution": "nodenext", ` + base + `}}`},
 		{name: "cjs-node16", pkgType: "commonjs", file: "index.ts", source: cjsMain, run: "out/index.js",
 			tsconfig: `{"compilerOptions": {"module": "node16", "moduleResolution": "node16", ` + base + `}}`},
+		{name: "cjs-node10", pkgType: "commonjs", file: "index.ts", source: cjsMain, run: "out/index.js",
+			tsconfig: `{"compilerOptions": {"module": "commonjs", "moduleResolution": "node10", "esModuleInterop": true, ` + base + `}}`},
 		{name: "bundler", pkgType: "module", file: "index.ts", source: esmMain,
 			tsconfig: `{"compilerOptions": {"module": "esnext", "moduleResolution": "bundler", "noEmit": true, ` + base + `}}`},
 	} {

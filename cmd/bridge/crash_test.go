@@ -8,18 +8,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bridge-dev/bridge/internal/campaign"
 	"github.com/bridge-dev/bridge/storage"
 )
 
 // TestCrashWhileStreaming kills the server with SIGKILL at random moments
-// while the fake harness streams entries, 50 times on one data directory.
+// while the fake harness streams entries, 50 times on one data directory
+// (200 with BRIDGE_CAMPAIGN=nightly).
 // After each kill the record must be sound and hold every entry that a
 // session/update announced.
 func TestCrashWhileStreaming(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(1, 2))
 	announcedTotal := 0
-	for trial := 0; trial < 50; trial++ {
+	trials := campaign.Count(50, 200)
+	for trial := 0; trial < trials; trial++ {
 		c := startBridge(t, dir)
 		c.initialize(nil)
 		sid := createFake(t, c)
@@ -61,8 +64,8 @@ func TestCrashWhileStreaming(t *testing.T) {
 		}
 		db.Close()
 	}
-	if announcedTotal < 50 {
-		t.Fatalf("only %d entries announced over 50 trials: the kills came too early to test anything", announcedTotal)
+	if announcedTotal < trials {
+		t.Fatalf("only %d entries announced over %d trials: the kills came too early to test anything", announcedTotal, trials)
 	}
 	// The data directory still serves after the last kill.
 	c := startBridge(t, dir)
@@ -71,8 +74,8 @@ func TestCrashWhileStreaming(t *testing.T) {
 		Items []json.RawMessage `json:"items"`
 	}
 	c.mustCall("session/list", map[string]any{}, &list)
-	if len(list.Items) != 50 {
-		t.Fatalf("after 50 killed runs, %d sessions listed, want 50", len(list.Items))
+	if len(list.Items) != trials {
+		t.Fatalf("after %d killed runs, %d sessions listed, want %d", trials, len(list.Items), trials)
 	}
 	c.exit(true)
 }

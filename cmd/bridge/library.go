@@ -151,7 +151,7 @@ func (a *app) exportCmd(ctx context.Context, args []string) error {
 			return nil
 		}
 		if *asJSON {
-			return printJSON(a.stdout, map[string]any{"format": *format, "content": content})
+			return printJSON(a.stdout, schema.SessionExportResult{Format: schema.ExportFormat(*format), Content: content})
 		}
 		_, err = fmt.Fprint(a.stdout, content)
 		return err

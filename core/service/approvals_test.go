@@ -219,8 +219,9 @@ func TestApprovalPendingSuppressesCheckpointsAndCancelRejects(t *testing.T) {
 	if o.err != nil {
 		t.Fatalf("prompt: %v", o.err)
 	}
-	// A cancelled prompt is answered without waiting for the turn's queued
-	// events; they are recorded all the same.
+	// A cancelled turn is answered at once and its backlog (the
+	// approval.resolved among it) is recorded after the answer (see
+	// cancelmute.go): wait for it.
 	r.rec.Await(t, "approval.resolved", func() bool {
 		_, res, _ := approvalEntries(t, r, s.ID)
 		return len(res) > 0

@@ -6,8 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bridge-dev/bridge/adapters/fake"
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/core/service/servicetest"
 	"github.com/bridge-dev/bridge/schema"
+	"github.com/bridge-dev/bridge/storage/storagetest"
 )
 
 // TestContractRefusesBadValues checks that values the contract does not
@@ -90,5 +94,37 @@ func TestEntryIDsSortBySeq(t *testing.T) {
 	}
 	if s.ID[:2] != "s_" || branch[0].ID[:2] != "e_" {
 		t.Fatalf("prefixes: %s %s", s.ID, branch[0].ID)
+	}
+}
+
+// hiding wraps a host, hiding its optional interfaces (NativeResumer,
+// AttachmentSource) while its probe still claims them.
+type hiding struct{ core.BridgeHost }
+
+// TestCapabilityNeedsTheImplementation: a capability is available only
+// when the adapter implements it and its probe confirms it.
+func TestCapabilityNeedsTheImplementation(t *testing.T) {
+	h := fake.New(fake.Options{})
+	if !h.Probe(context.Background()).Has(core.CapNativeResume) {
+		t.Fatal("the fake's probe does not claim native.resume")
+	}
+	for _, c := range []struct {
+		host core.BridgeHost
+		want bool
+	}{{h, true}, {hiding{h}, false}} {
+		svc, err := service.New(service.Options{Store: storagetest.Open(t), Hosts: []core.BridgeHost{c.host}, Notifier: servicetest.NewRecorder()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := svc.BridgeDoctor(context.Background(), schema.DoctorParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cp := range rep.Adapters[0].Capabilities {
+			if cp.Name == core.CapNativeResume && cp.Available != c.want {
+				t.Errorf("%T: native.resume available %v, want %v (%s)", c.host, cp.Available, c.want, cp.Detail)
+			}
+		}
+		svc.Close(context.Background())
 	}
 }

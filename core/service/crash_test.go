@@ -15,6 +15,7 @@ import (
 	"github.com/bridge-dev/bridge/core/checkpoint"
 	"github.com/bridge-dev/bridge/core/service"
 	"github.com/bridge-dev/bridge/core/service/servicetest"
+	"github.com/bridge-dev/bridge/internal/campaign"
 	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/storage"
 )
@@ -67,7 +68,7 @@ func crashChild(t *testing.T) {
 
 // TestCheckpointCommitCrash kills the process at every write step of a
 // checkpoint (the request, the exchange with the session, each statement of
-// the commit transaction), 50 trials, and checks the reopened record: the
+// the commit transaction), 50 trials (200 with BRIDGE_CAMPAIGN=nightly), and checks the reopened record: the
 // whole checkpoint (checkpoint, boundary, marker as head, latest checkpoint,
 // evidence audit row) or none of it, and a clean integrity report.
 func TestCheckpointCommitCrash(t *testing.T) {
@@ -98,7 +99,7 @@ func TestCheckpointCommitCrash(t *testing.T) {
 		t.Fatalf("a checkpoint passed only %d write points", points)
 	}
 	outcomes := map[bool]int{}
-	for trial := 0; trial < 50; trial++ {
+	for trial := 0; trial < campaign.Count(50, 200); trial++ {
 		point := 1 + trial%(points+1) // points+1: the run that does not die
 		path, code := run(point)
 		outcomes[checkAllOrNothing(t, path, point, code)]++

@@ -131,7 +131,7 @@ func probe(ctx context.Context, h core.BridgeHost) (p core.Probe) {
 			}
 		}
 	}()
-	return h.Probe(ctx)
+	return core.Confirm(h, h.Probe(ctx))
 }
 
 // probeTTL is how long a probe answers capability checks. Probes can be

@@ -103,6 +103,49 @@ test("a fake session: create, prompt, entries stream; landmarks are named", asyn
   assert.deepEqual(errors, []);
 });
 
+test("history pages backwards as the user scrolls; pasted images go with the prompt; cancel ends a turn", async () => {
+  const web = await startWeb(tmp());
+  const { page, errors } = await openPage(web.url);
+  await createFake(page, "long one");
+  await promptText(page, "stream 150");
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Turn ended/ }).waitFor();
+  // Opened afresh, the session shows its newest page only…
+  await page.getByRole("button", { name: "Open long one" }).click();
+  await page.locator("#history li.entry").first().waitFor();
+  const first = await page.locator("#history li.entry").count();
+  assert.ok(first > 0 && first < 100, `newest page has ${first} entries`);
+  assert.match(await page.locator("#history li.entry").last().innerText(), /149|stream/);
+  // …and scrolling up brings the older pages.
+  for (let i = 0; i < 10 && (await page.locator("#history li.entry").count()) <= first; i++) {
+    await page.locator(".scroller").evaluate((el) => (el.scrollTop = 0));
+    await page.waitForTimeout(200);
+  }
+  assert.ok((await page.locator("#history li.entry").count()) > first, "older entries were prepended");
+
+  // A pasted image is shown, then sent with the prompt.
+  await page.getByRole("textbox", { name: "Prompt text" }).evaluate(async (ta) => {
+    const png = Uint8Array.from(
+      atob("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="),
+      (c) => c.charCodeAt(0),
+    );
+    const dt = new DataTransfer();
+    dt.items.add(new File([png], "dot.png", { type: "image/png" }));
+    ta.dispatchEvent(new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true }));
+  });
+  await page.locator(".thumbs img").waitFor();
+  await promptText(page, "what is in this picture?");
+  await page.locator("#history .kind-user-message", { hasText: "1 image(s)" }).waitFor();
+  assert.equal(await page.locator(".thumbs img").count(), 0, "the thumbnail went with the prompt");
+
+  // Cancel ends a running turn.
+  await promptText(page, "hang");
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Running/ }).waitFor();
+  await page.getByRole("button", { name: "Cancel" }).click();
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Turn ended: cancelled|Turn failed/ }).waitFor();
+  assert.match(await page.getByRole("status", { name: "Session status" }).innerText(), /cancelled/);
+  assert.deepEqual(errors, []);
+});
+
 test("Context compacted and Checkpoint saved are two different cards, each from its notification", async () => {
   const web = await startWeb(tmp());
   const { page, errors } = await openPage(web.url);
