@@ -297,6 +297,8 @@ func checkNotRefused(t *testing.T, capName, call string, err error) {
 
 func (s *suite) testProbe(t *testing.T) {
 	e := s.setup(t)
+	// The run's output names the program and version it ran against.
+	t.Logf("conformance: harness %s, program %s, version %s", e.probe.Harness, orNone(e.probe.Binary), orNone(e.probe.Version))
 	checkProbeShape(t, e.probe)
 	if e.probe.Harness != e.host.Harness() {
 		t.Errorf("Probe().Harness = %q, Harness() = %q", e.probe.Harness, e.host.Harness())
@@ -430,4 +432,11 @@ func needLive(t *testing.T, e *env) bool {
 	}
 	t.Logf("session.create or session.prompt is claimed unavailable: nothing to drive")
 	return false
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(not reported)"
+	}
+	return s
 }

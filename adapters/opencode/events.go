@@ -60,7 +60,7 @@ func newEventMapper(sessionID string) *eventMapper {
 // (input + cache read + output); nil when either is unknown.
 func (m *eventMapper) gauge(info messageInfo) *core.Gauge {
 	if m.limit == nil || info.Role != "assistant" || info.isSummary() || info.Tokens == nil ||
-		info.Time.Completed == 0 || m.gauged[info.ID] {
+		(info.Time.Completed == 0 && info.Finish == "") || m.gauged[info.ID] {
 		return nil
 	}
 	used := info.Tokens.Input + info.Tokens.Cache.Read + info.Tokens.Output

@@ -82,12 +82,13 @@ type Host struct {
 
 // contextLimit returns a model's context window ("provider/model") from
 // OpenCode's provider configuration (GET /config/providers, read once per
-// Host), or 0 when it is not known.
+// Host; a failed read is tried again on the next call), or 0 when it is
+// not known.
 func (h *Host) contextLimit(model string) int64 {
 	h.limitsMu.Lock()
 	defer h.limitsMu.Unlock()
 	if h.limits == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		models, err := h.Models(ctx)
 		cancel()
 		if err != nil {

@@ -64,6 +64,9 @@ func (h *Host) newLive(s *server, id, dir string, sink core.EventSink) *live {
 	l := &live{h: h, srv: s, id: id, dir: dir, sink: sink, mapper: newEventMapper(id),
 		closed: make(chan struct{}), done: make(chan struct{})}
 	l.mapper.limit = h.contextLimit
+	// Read the models' limits now, off the event stream, so that the first
+	// finished step's gauge does not wait for them.
+	go h.contextLimit("")
 	h.register(l)
 	go func() {
 		select {

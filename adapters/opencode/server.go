@@ -94,9 +94,48 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
+// pickPort chooses the port for a new server; a variable for tests.
+var pickPort = freePort
+
+// startAttempts bounds the tries startServer makes when the port it picked
+// was taken before the server could bind it (another program may bind a
+// port between freePort's close and the server's listen).
+const startAttempts = 3
+
 // startServer starts `opencode serve` on a free loopback port and waits
-// until it answers. The process outlives ctx; only the wait honours it.
+// until it answers, trying another port when the server could not listen on
+// the one picked. The process outlives ctx; only the wait honours it.
 func (h *Host) startServer(ctx context.Context) (*server, error) {
+	for attempt := 1; ; attempt++ {
+		s, err := h.startServerOnce(ctx)
+		if err == nil {
+			return s, nil
+		}
+		if attempt == startAttempts || !s.bindFailed() {
+			return nil, err
+		}
+	}
+}
+
+// bindFailed reports whether a server that failed to start exited because
+// it could not listen ("ServeError" is what opencode prints then).
+func (s *server) bindFailed() bool {
+	if s == nil || s.done == nil {
+		return false
+	}
+	select {
+	case <-s.done:
+	default:
+		return false
+	}
+	tail := s.exit.StderrTail
+	return strings.Contains(tail, "ServeError") || strings.Contains(tail, "EADDRINUSE") ||
+		strings.Contains(tail, "address already in use")
+}
+
+// startServerOnce is one attempt of startServer. On failure it returns the
+// stopped server too (nil when no process started), for bindFailed.
+func (h *Host) startServerOnce(ctx context.Context) (*server, error) {
 	bin, err := h.binary()
 	if err != nil {
 		return nil, err
@@ -105,7 +144,7 @@ func (h *Host) startServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := pickPort()
 	if err != nil {
 		return nil, core.E(core.CodeUnavailable, "opencode: no free loopback port", err)
 	}
@@ -124,7 +163,7 @@ func (h *Host) startServer(ctx context.Context) (*server, error) {
 	s.stderr, s.done = s.proc.Stderr, s.proc.Done()
 	if err := h.waitReady(ctx, s); err != nil {
 		s.kill(context.Background())
-		return nil, err
+		return s, err
 	}
 	return s, nil
 }

@@ -336,3 +336,57 @@ func TestWebBinaryMessage(t *testing.T) {
 		t.Logf("close: %v", err)
 	}
 }
+
+// TestReadmeRunCommand: README's run command (under <!-- run-command -->)
+// is `bridge web`, and run as written (the built binary for `go run
+// ./cmd/bridge`, a fresh data directory) it prints the URL and serves a page
+// whose /rpc works with the printed token.
+func TestReadmeRunCommand(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "<!-- run-command -->\n```\n")
+	if !ok {
+		t.Fatal("README.md has no run command under <!-- run-command -->")
+	}
+	cmdLine, _, _ := strings.Cut(rest, "\n")
+	args := strings.Fields(cmdLine)
+	if len(args) < 4 || strings.Join(args[:3], " ") != "go run ./cmd/bridge" || args[3] != "web" {
+		t.Fatalf("README's run command %q is not `go run ./cmd/bridge web …`", cmdLine)
+	}
+	args = args[3:]
+	for i := range args {
+		if i > 0 && args[i-1] == "--data-dir" {
+			args[i] = t.TempDir()
+		}
+	}
+	args = append(args, "--listen", "127.0.0.1:0")
+	cmd := exec.Command(binPath, args...)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	m := webLine.FindStringSubmatch(strings.TrimRight(line, "\n"))
+	if m == nil {
+		t.Fatalf("first line %q", line)
+	}
+	w := &webProc{base: m[1], token: m[2], stderr: &lockedWriter{b: &strings.Builder{}}}
+	if code, _, body := httpStatus(t, w.base+"/", nil, false); code != 200 || !strings.Contains(body, "app.js") {
+		t.Fatalf("GET /: %d %q", code, body)
+	}
+	c := w.dial(t)
+	c.initialize(nil)
+	var rep struct {
+		Adapters []struct {
+			Harness string `json:"harness"`
+			OK      bool   `json:"ok"`
+		} `json:"adapters"`
+	}
+	c.mustCall("bridge/doctor", map[string]any{"harness": "fake"}, &rep)
+	if len(rep.Adapters) != 1 || !rep.Adapters[0].OK {
+		t.Fatalf("the fake harness is not usable: %+v", rep)
+	}
+}

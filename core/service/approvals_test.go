@@ -219,6 +219,13 @@ func TestApprovalPendingSuppressesCheckpointsAndCancelRejects(t *testing.T) {
 	if o.err != nil {
 		t.Fatalf("prompt: %v", o.err)
 	}
+	// A cancelled turn is answered at once and its backlog (the
+	// approval.resolved among it) is recorded after the answer (see
+	// cancelmute.go): wait for it.
+	r.rec.Await(t, "approval.resolved", func() bool {
+		_, res, _ := approvalEntries(t, r, s.ID)
+		return len(res) > 0
+	})
 	_, res, tools := approvalEntries(t, r, s.ID)
 	if len(res) != 1 || res[0]["by"] != core.DecidedByPolicy || res[0]["allowed"] != false ||
 		!strings.Contains(res[0]["reason"].(string), "cancelled") {

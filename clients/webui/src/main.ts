@@ -6,6 +6,7 @@ import { connectWebSocket, type BridgeClient, type DoctorResult, type SessionLis
 import { h, append, clear, when } from "./dom.js";
 import { SessionView } from "./session.js";
 import { renderDoctor } from "./doctor.js";
+import { SearchPanel } from "./search.js";
 
 /** App is the page's state. */
 export class App {
@@ -24,6 +25,10 @@ export class App {
   readonly presetSelect = h("select", { id: "new-preset", "aria-label": "Preset" });
   readonly cwdInput = h("input", { id: "new-cwd", "aria-label": "Working directory", placeholder: "/path/to/project", required: true });
   readonly titleInput = h("input", { id: "new-title", "aria-label": "Title", placeholder: "title (optional)" });
+  readonly search = new SearchPanel(
+    () => this.client,
+    (id) => this.open(id),
+  );
 
   mount(root: HTMLElement): void {
     const create = h(
@@ -56,6 +61,7 @@ export class App {
         "nav",
         { id: "sessions", "aria-label": "Sessions" },
         h("h2", {}, "Sessions"),
+        this.search.root,
         h("label", {}, this.showArchived, " show archived"),
         this.list,
         create,
@@ -231,6 +237,18 @@ export class App {
     this.renderList();
     await this.current.load();
     performance.mark("bridge:newest-shown");
+  }
+
+  /** forkFrom starts a session on the harness chosen under "New session" from a session's record up to entryId, and opens it. */
+  async forkFrom(sessionId: string, entryId: string): Promise<void> {
+    this.say("Forking…");
+    const res = await this.guard(
+      this.client.request("session/fork", { sessionId, entryId, target: this.harnessSelect.value ? { harness: this.harnessSelect.value } : {} }),
+    );
+    if (!res) return;
+    this.say(`Forked into ${res.harness} session ${res.sessionId} (${res.projectedEntries} entries carried).`);
+    await this.refresh();
+    await this.open(res.sessionId);
   }
 
   /** guard runs a request and reports its failure in the status line. */

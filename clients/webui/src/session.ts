@@ -187,6 +187,13 @@ export class SessionView {
     }
     const images = Array.isArray(p.images) ? p.images.length : Array.isArray(p.attachments) ? p.attachments.length : 0;
     if (images > 0) li.appendChild(h("span", { class: "images" }, `${images} image(s)`));
+    if (e.kind === "user.message" || e.kind === "assistant.message") {
+      // A new session (on the harness chosen under "New session") that
+      // starts from this session's record up to this entry.
+      li.appendChild(
+        h("button", { type: "button", class: "fork", "aria-label": `Fork from entry ${e.seq}`, onclick: () => void this.app.forkFrom(this.id, e.id) }, "Fork from here"),
+      );
+    }
     return li;
   }
 

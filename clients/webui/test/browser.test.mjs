@@ -303,3 +303,36 @@ test("real Claude Code through the page", { skip: false }, async () => {
   assert.match(await page.locator("#history .kind-user-message").first().innerText(), /Say hello to the page/);
   assert.deepEqual(errors, []);
 });
+
+test("search finds a word across sessions, marks it, and opens the session; a bad query says why", async () => {
+  const web = await startWeb(tmp());
+  const { page, errors } = await openPage(web.url);
+  await createFake(page, "first");
+  await promptText(page, "say the zanzibar quokka <b>was</b> here");
+  await page.locator("#history .kind-assistant-message", { hasText: "quokka" }).waitFor();
+  await createFake(page, "second");
+  await promptText(page, "say nothing to see");
+  await page.locator("#history .kind-assistant-message", { hasText: "nothing" }).waitFor();
+  await page.getByRole("searchbox", { name: "Search query" }).fill("zanzibar quokka");
+  await page.getByRole("button", { name: "Search", exact: true }).click();
+  const hit = page.locator("#search-results li").first();
+  await hit.waitFor();
+  assert.match(await hit.innerText(), /first[\s\S]*fake/);
+  const marks = await hit.locator("mark").allInnerTexts();
+  assert.deepEqual(marks.join(" ").toLowerCase().split(/\s+/), ["zanzibar", "quokka"]);
+  assert.equal(await hit.locator("b").count(), 0, "the snippet's markup stays text");
+  await hit.getByRole("button").click();
+  await page.waitForFunction(() => document.getElementById("session-title")?.textContent === "first");
+  // Fork from the user's message: a new session (on the harness chosen
+  // under New session, the fake) whose record starts with its origin.
+  const user = page.locator("#history .kind-user-message", { hasText: "zanzibar" });
+  await user.getByRole("button", { name: /^Fork from entry/ }).click();
+  await page.waitForFunction(() => document.getElementById("session-title")?.textContent === "fork of first");
+  await page.locator("#history .kind-session-forked").waitFor();
+  assert.match(await page.getByRole("status").first().innerText(), /Forked into fake session/);
+  await page.getByRole("searchbox", { name: "Search query" }).fill('"unbalanced');
+  await page.getByRole("button", { name: "Search", exact: true }).click();
+  await page.locator("#search-results li.error").waitFor();
+  assert.match(await page.locator("#search-results li.error").innerText(), /not valid/);
+  assert.deepEqual(errors, []);
+});

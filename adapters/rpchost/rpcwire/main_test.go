@@ -1,0 +1,12 @@
+package rpcwire_test
+
+import (
+	"testing"
+
+	"github.com/bridge-dev/bridge/adapters/adaptertest"
+)
+
+// TestMain runs the package's tests with HOME and the XDG directories in a
+// temporary folder: no test, and no program a test starts, writes into the
+// real home.
+func TestMain(m *testing.M) { adaptertest.Main(m) }

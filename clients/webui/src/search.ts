@@ -1,0 +1,73 @@
+// Search across every session (session/search): a query box above the
+// session list, hits with the session, harness, kind, time and a snippet
+// whose matched words are marked; choosing a hit opens its session.
+
+import type { BridgeClient, SearchHit, TextSpan } from "../../typescript/src/browser.js";
+import { h, append, clear, when } from "./dom.js";
+
+/** SearchPanel is the search form and its results. */
+export class SearchPanel {
+  readonly input = h("input", { type: "search", id: "search-query", "aria-label": "Search query", placeholder: "search every session" });
+  readonly results = h("ol", { id: "search-results", "aria-label": "Search results" });
+  readonly root: HTMLElement;
+
+  constructor(
+    private readonly client: () => BridgeClient,
+    private readonly open: (sessionId: string) => Promise<void>,
+  ) {
+    this.root = h(
+      "form",
+      { id: "search", role: "search", "aria-label": "Search", onsubmit: (e: Event) => (e.preventDefault(), void this.run()) },
+      this.input,
+      h("button", { type: "submit" }, "Search"),
+      this.results,
+    );
+  }
+
+  async run(): Promise<void> {
+    const query = this.input.value.trim();
+    clear(this.results);
+    if (!query) return;
+    let hits: SearchHit[];
+    try {
+      hits = (await this.client().request("session/search", { query, limit: 50 })).hits;
+    } catch (err) {
+      // A query FTS5 cannot parse comes back as -32602 with a message
+      // saying what is wrong: show it as text.
+      this.results.appendChild(h("li", { class: "error" }, (err as { message?: string }).message ?? String(err)));
+      return;
+    }
+    if (hits.length === 0) this.results.appendChild(h("li", { class: "empty" }, "No matches."));
+    for (const hit of hits) {
+      const title = hit.sessionTitle || hit.sessionId;
+      this.results.appendChild(
+        h(
+          "li",
+          { "data-session": hit.sessionId, "data-entry": hit.entryId },
+          h("button", { type: "button", class: "open-hit", "aria-label": `Open ${title} at entry ${hit.seq}`, onclick: () => void this.open(hit.sessionId) }, title),
+          h("span", { class: "harness" }, hit.harness),
+          h("span", { class: "kind" }, hit.kind),
+          h("time", { datetime: hit.createdAt }, when(hit.createdAt)),
+          h("p", { class: "snippet" }, ...marked(hit.snippet, hit.highlights)),
+        ),
+      );
+    }
+  }
+}
+
+/** marked splits a snippet into text and <mark> nodes; highlights count code points. */
+export function marked(snippet: string, highlights: TextSpan[]): Node[] {
+  const cps = Array.from(snippet);
+  const out: Node[] = [];
+  let at = 0;
+  for (const s of highlights) {
+    if (s.start < at || s.end > cps.length || s.end <= s.start) continue;
+    if (s.start > at) out.push(document.createTextNode(cps.slice(at, s.start).join("")));
+    const m = h("mark", {});
+    append(m, cps.slice(s.start, s.end).join(""));
+    out.push(m);
+    at = s.end;
+  }
+  if (at < cps.length) out.push(document.createTextNode(cps.slice(at).join("")));
+  return out;
+}
