@@ -87,4 +87,3 @@ func pct(xs []float64, p float64) float64 {
 	i := int(float64(len(s))*p/100+0.5) - 1
 	return s[min(max(i, 0), len(s)-1)]
 }
-

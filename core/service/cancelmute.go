@@ -25,7 +25,7 @@ type muteState struct {
 	// turn had not begun (its user message was being recorded); the turn
 	// begins cancelled.
 	pending bool
-	once      *sync.Once
+	once    *sync.Once
 }
 
 // take numbers the next n events for the drainer; it returns the number
