@@ -16,6 +16,13 @@ import (
 var binPath string
 
 func TestMain(m *testing.M) {
+	// Chromium and npm write under HOME (dconf, caches): give them a
+	// temporary one.
+	cleanupHome, err := adaptertest.IsolateHome()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "isolating the test home:", err)
+		os.Exit(1)
+	}
 	dir, err := os.MkdirTemp("", "bridge-webui-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -28,6 +35,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	cleanupHome()
 	os.Exit(code)
 }
 

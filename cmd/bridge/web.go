@@ -12,7 +12,7 @@ import (
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/service"
 	"github.com/bridge-dev/bridge/rpc"
-	"github.com/bridge-dev/bridge/web"
+	"github.com/bridge-dev/bridge/rpc/web"
 )
 
 // webBackend is one WebSocket connection's view of the shared service.

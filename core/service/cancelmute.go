@@ -21,7 +21,11 @@ type muteState struct {
 	below int64
 	// cancelled is closed when the running turn is cancelled.
 	cancelled chan struct{}
-	once      *sync.Once
+	// pending: a cancel arrived while a prompt held the session but its
+	// turn had not begun (its user message was being recorded); the turn
+	// begins cancelled.
+	pending bool
+	once    *sync.Once
 }
 
 // take numbers the next n events for the drainer; it returns the number
@@ -49,6 +53,11 @@ func (l *liveSession) beginTurn() <-chan struct{} {
 	l.mute.all = false
 	l.mute.cancelled = make(chan struct{})
 	l.mute.once = new(sync.Once)
+	if l.mute.pending {
+		l.mute.pending = false
+		l.mute.all = true
+		l.mute.once.Do(func() { close(l.mute.cancelled) })
+	}
 	return l.mute.cancelled
 }
 
@@ -59,7 +68,14 @@ func (l *liveSession) cancelTurn() {
 	l.qmu.Lock()
 	defer l.qmu.Unlock()
 	if l.mute.cancelled == nil {
-		return // no turn under way
+		// No turn under way; if a prompt holds the session, its turn is
+		// about to begin: it begins cancelled.
+		if l.turn.TryLock() {
+			l.turn.Unlock()
+		} else {
+			l.mute.pending = true
+		}
+		return
 	}
 	l.mute.all = true
 	l.mute.once.Do(func() { close(l.mute.cancelled) })
@@ -76,6 +92,15 @@ func (l *liveSession) endTurn() {
 	}
 	l.mute.cancelled = nil
 	l.mute.once = nil
+	l.mute.pending = false
+}
+
+// clearPending forgets a cancel that arrived for a prompt that ended before
+// its turn began.
+func (l *liveSession) clearPending() {
+	l.qmu.Lock()
+	l.mute.pending = false
+	l.qmu.Unlock()
 }
 
 // flushOrCancel waits until every queued event is recorded, the turn is

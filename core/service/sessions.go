@@ -160,6 +160,7 @@ func (s *Service) lockLive(ctx context.Context, sess core.Session) (*liveSession
 // runTurn records the user message and runs the turn; the caller holds
 // l.turn.
 func (s *Service) runTurn(ctx context.Context, l *liveSession, content []core.Content) (core.TurnResult, error) {
+	defer l.clearPending()
 	var text []string
 	var kept []core.Attachment
 	for _, c := range content {
@@ -183,21 +184,25 @@ func (s *Service) runTurn(ctx context.Context, l *liveSession, content []core.Co
 	}
 	cancelled := l.beginTurn()
 	defer l.endTurn()
+	select {
+	case <-cancelled:
+		// Cancelled while its user message was being recorded.
+		return core.TurnResult{StopReason: "cancelled"}, nil
+	default:
+	}
 	res, err := l.live.Prompt(ctx, content)
-	// The adapter has reported the turn's events; have them recorded. A
-	// cancelled turn is answered at once: its backlog is recorded after the
-	// answer, quietly (see cancelmute.go).
+	// The adapter has reported the turn's events; have them recorded. Once
+	// the turn is cancelled, its backlog is recorded quietly, without being
+	// announced (see cancelmute.go): after session/cancel (answered at once)
+	// the prompt ends when the backlog is recorded; after the prompt's own
+	// request was cancelled, it is answered at once and the backlog is
+	// recorded after the answer.
 	if l.flushOrCancel(ctx, cancelled) {
-		if ctx.Err() != nil {
-			l.cancelTurn()
+		if ctx.Err() == nil {
+			l.flush()
+			return core.TurnResult{StopReason: "cancelled"}, nil
 		}
-		select {
-		case <-cancelled:
-			if err == nil || ctx.Err() == nil {
-				return core.TurnResult{StopReason: "cancelled"}, nil
-			}
-		default:
-		}
+		l.cancelTurn()
 	}
 	if err != nil {
 		if ctx.Err() != nil {
