@@ -26,6 +26,10 @@ import (
 //	approval                 ask for a command approval at turn/start
 //	flood:<n>[:<gap µs>]     emit n agentMessage items at turn/start
 //	noise                    emit bad lines and unknown methods, then finish the turn
+//	compact-race             at thread/compact/start, first start a goal turn that the
+//	                         compaction interrupts, then run the compaction turn; a second
+//	                         thread/compact/start is refused
+//	compact-fail             at thread/compact/start, fail the compaction turn
 func TestMain(m *testing.M) {
 	if mode := os.Getenv("BRIDGE_FAKE_CODEX"); mode != "" {
 		os.Exit(fakeServer(mode))
@@ -96,6 +100,7 @@ func fakeServer(mode string) int {
 		return fakeReplay(parts[1], sec, read, out)
 	}
 	const thread = "01a22a77-4374-7260-be16-6aa724b7bc90"
+	compacts := 0
 	for {
 		m, ok := read()
 		if !ok {
@@ -151,6 +156,11 @@ func fakeServer(mode string) int {
 				fakeAgent(out, "turn-1", "msg-noise", "still fine")
 			}
 			out.send(map[string]any{"method": "turn/completed", "params": map[string]any{"threadId": thread, "turn": map[string]any{"id": "turn-1", "status": "completed"}}})
+		case "thread/compact/start":
+			compacts++
+			if !fakeCompact(mode, compacts, m.ID, thread, out) {
+				out.send(map[string]any{"id": m.ID, "result": map[string]any{}})
+			}
 		default:
 			if len(m.ID) > 0 {
 				out.send(map[string]any{"id": m.ID, "result": map[string]any{}})
@@ -247,4 +257,39 @@ func fakeReplay(file string, section int, read func() (fakeMsg, bool), out fakeO
 		}
 		next = found + 1
 	}
+}
+
+// fakeCompact answers thread/compact/start n in the compact-* modes, in the
+// order the real app-server was seen to report a goal turn racing a
+// compaction (it reports false in other modes).
+func fakeCompact(mode string, n int, id json.RawMessage, thread string, out fakeOut) bool {
+	turn := func(method, id, status string, err any) {
+		t := map[string]any{"id": id, "items": []any{}, "status": status, "error": err}
+		out.send(map[string]any{"method": method, "params": map[string]any{"threadId": thread, "turn": t}})
+	}
+	item := func(method string) {
+		out.send(map[string]any{"method": method, "params": map[string]any{"threadId": thread, "turnId": "turn-compact",
+			"item": map[string]any{"type": "contextCompaction", "id": "cc-race"}}})
+	}
+	switch {
+	case mode == "compact-race" && n > 1:
+		out.send(map[string]any{"id": id, "error": map[string]any{"code": -32600, "message": "fake: a second thread/compact/start"}})
+	case mode == "compact-race":
+		// The goal-continuation turn Codex was starting reports
+		// turn/started only now; the compaction interrupts it.
+		turn("turn/started", "turn-goal", "inProgress", nil)
+		out.send(map[string]any{"id": id, "result": map[string]any{}})
+		turn("turn/completed", "turn-goal", "interrupted", nil)
+		turn("turn/started", "turn-compact", "inProgress", nil)
+		item("item/started")
+		item("item/completed")
+		turn("turn/completed", "turn-compact", "completed", nil)
+	case mode == "compact-fail":
+		out.send(map[string]any{"id": id, "result": map[string]any{}})
+		turn("turn/started", "turn-compact", "inProgress", nil)
+		turn("turn/completed", "turn-compact", "failed", map[string]any{"message": "fake: the compaction model call failed"})
+	default:
+		return false
+	}
+	return true
 }

@@ -31,8 +31,18 @@ type live struct {
 	waiters     map[string]chan turnEnd
 	finished    map[string]turnEnd
 	compactedIn map[string]bool // turns in which a compaction was reported
-	compactTurn chan string     // set while Compact waits for its turn to start
+	compact     *compactWait    // set while Compact waits for its turn
+	interrupted map[string]bool // turns Cancel sent turn/interrupt for
 	promptTurn  string          // the turn Prompt is waiting for
+}
+
+// compactWait is what Compact learns while it waits for the turn its
+// thread/compact/start started.
+type compactWait struct {
+	turn  chan string     // the compaction turn, once its compaction item began
+	ended chan turnEnd    // a turn started meanwhile ended without a compaction, not replaced by it
+	since map[string]bool // turns started while waiting
+	found string          // the compaction turn ("" while unknown)
 }
 
 var (
@@ -47,7 +57,8 @@ func newLive(h *Host, preset core.Preset, sink core.EventSink) *live {
 		sink = func(core.Event) {}
 	}
 	return &live{h: h, sink: sink, m: newMapper(), preset: preset,
-		waiters: map[string]chan turnEnd{}, finished: map[string]turnEnd{}, compactedIn: map[string]bool{}}
+		waiters: map[string]chan turnEnd{}, finished: map[string]turnEnd{}, compactedIn: map[string]bool{},
+		interrupted: map[string]bool{}}
 }
 
 // NativeID is the Codex thread id.
@@ -73,9 +84,8 @@ func (l *live) notification(method string, params json.RawMessage, raw []byte) {
 	if out.Compacted != "" {
 		l.compactedIn[out.Compacted] = true
 	}
-	if out.TurnStarted != "" && l.compactTurn != nil && l.m.isManual(out.TurnStarted) {
-		l.compactTurn <- out.TurnStarted
-		l.compactTurn = nil
+	if c := l.compact; c != nil {
+		l.noteCompaction(c, out)
 	}
 	if e := out.TurnEnded; e != nil {
 		if ch, ok := l.waiters[e.TurnID]; ok {
@@ -86,6 +96,29 @@ func (l *live) notification(method string, params json.RawMessage, raw []byte) {
 				l.finished = map[string]turnEnd{}
 			}
 			l.finished[e.TurnID] = *e
+		}
+	}
+}
+
+// noteCompaction follows the turns a waiting Compact may be waiting for
+// (caller holds l.mu). The compaction turn is the one whose compaction item
+// began; a turn that started meanwhile and ended interrupted without one,
+// not by Cancel, is a turn the compaction replaced (Codex interrupts the
+// running turn, e.g. a goal's continuation, to compact) and is passed over.
+func (l *live) noteCompaction(c *compactWait, out mapOut) {
+	if out.TurnStarted != "" {
+		c.since[out.TurnStarted] = true
+	}
+	if out.ManualTurn != "" && c.found == "" {
+		c.found = out.ManualTurn
+		c.turn <- out.ManualTurn
+	}
+	if e := out.TurnEnded; e != nil && c.found == "" && c.since[e.TurnID] && !l.compactedIn[e.TurnID] {
+		if e.Status != "interrupted" || l.interrupted[e.TurnID] {
+			select {
+			case c.ended <- *e:
+			default:
+			}
 		}
 	}
 }
@@ -306,6 +339,12 @@ func (l *live) Cancel(ctx context.Context) error {
 	if turn == "" {
 		return nil
 	}
+	l.mu.Lock()
+	if len(l.interrupted) > 256 {
+		l.interrupted = map[string]bool{}
+	}
+	l.interrupted[turn] = true
+	l.mu.Unlock()
 	err := l.p.conn.call(ctx, "turn/interrupt", map[string]any{"threadId": l.thread(), "turnId": turn}, nil)
 	if err != nil {
 		return l.callErr("turn/interrupt", err)
@@ -341,70 +380,69 @@ func (l *live) Rename(ctx context.Context, title string) error {
 // Compact runs thread/compact/start and returns once the compaction turn it
 // starts has completed; the context.compacted entry (trigger manual) has
 // reached the sink by then. The command takes no focus.
+//
+// The compaction turn is recognised by its contextCompaction item, not as
+// "the next turn to start": a goal-continuation turn can report
+// turn/started after the request was sent and is then interrupted by the
+// compaction, which runs in a turn of its own.
 func (l *live) Compact(ctx context.Context, focus string) (core.CompactResult, error) {
-	res, interrupted, err := l.compactOnce(ctx, focus)
-	if interrupted {
-		// Another turn (a goal's, just paused) took the slot and was
-		// interrupted with no compaction in it: start the compaction again,
-		// once.
-		res, _, err = l.compactOnce(ctx, focus)
-	}
-	return res, err
-}
-
-// compactOnce runs thread/compact/start and waits for its turn; interrupted
-// says the turn it saw ended interrupted without a contextCompaction item.
-func (l *live) compactOnce(ctx context.Context, focus string) (core.CompactResult, bool, error) {
 	res := core.CompactResult{FocusApplied: false}
 	if focus != "" {
 		res.FocusNote = focusNote
 	}
-	started := make(chan string, 1)
+	c := &compactWait{turn: make(chan string, 1), ended: make(chan turnEnd, 1), since: map[string]bool{}}
 	l.mu.Lock()
-	if l.compactTurn != nil {
+	if l.compact != nil {
 		l.mu.Unlock()
-		return res, false, core.Errorf(core.CodeBusy, "a codex compaction is already running")
+		return res, core.Errorf(core.CodeBusy, "a codex compaction is already running")
 	}
-	l.compactTurn = started
+	l.compact = c
 	l.mu.Unlock()
-	release := func() {
+	defer func() {
 		l.mu.Lock()
-		if l.compactTurn == started {
-			l.compactTurn = nil
+		if l.compact == c {
+			l.compact = nil
 		}
 		l.mu.Unlock()
-	}
+	}()
 	l.m.expectManual()
 	if err := l.p.conn.call(ctx, "thread/compact/start", map[string]any{"threadId": l.thread()}, nil); err != nil {
 		l.m.cancelManual()
-		release()
-		return res, false, l.callErr("thread/compact/start", err)
+		return res, l.callErr("thread/compact/start", err)
 	}
 	var turn string
 	select {
-	case turn = <-started:
+	case turn = <-c.turn:
+	case e := <-c.ended:
+		l.m.cancelManual()
+		return res, compactFailed(e)
 	case <-l.p.done:
-		release()
-		return res, false, l.exitedErr("thread/compact/start")
+		return res, l.exitedErr("thread/compact/start")
 	case <-ctx.Done():
-		release()
-		return res, false, l.callErr("thread/compact/start", ctx.Err())
+		l.m.cancelManual()
+		return res, l.callErr("thread/compact/start", ctx.Err())
 	}
 	end, err := l.awaitTurn(ctx, turn)
 	if err != nil {
-		return res, false, err
+		return res, err
 	}
 	l.mu.Lock()
 	ok := l.compactedIn[turn]
 	l.mu.Unlock()
 	if !ok {
-		msg := end.Message
-		if msg == "" {
-			msg = "the compaction turn ended (" + end.Status + ") without a contextCompaction item"
-		}
-		return res, end.Status == "interrupted", core.E(core.CodeHarness, "codex compaction failed: "+msg, nil)
+		return res, compactFailed(end)
 	}
-	return res, false, nil
+	return res, nil
+}
+
+// compactFailed is the error for a compaction turn that ended without a
+// completed contextCompaction item.
+func compactFailed(end turnEnd) error {
+	msg := end.Message
+	if msg == "" {
+		msg = "the compaction turn ended (" + end.Status + ") without a contextCompaction item"
+	}
+	return core.E(core.CodeHarness, "codex compaction failed: "+msg, nil)
 }
 
 // CreateGoal sets the thread's goal (thread/goal/set, status active). A

@@ -350,3 +350,48 @@ func TestMissingBinaryIsUnavailable(t *testing.T) {
 		t.Errorf("missing = %v", got)
 	}
 }
+
+// TestCompactionWaitsForItsOwnTurn: a goal-continuation turn that reports
+// turn/started after thread/compact/start was sent, and is then
+// interrupted by the compaction, is not taken for the compaction turn:
+// Compact sends one request, waits for the turn that carries the
+// contextCompaction item, and records it as a manual compaction.
+func TestCompactionWaitsForItsOwnTurn(t *testing.T) {
+	ctx := ctxT(t)
+	var c adaptertest.Events
+	l, err := fakeHost(t, "compact-race").CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir()}, c.Sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeLive(t, l)
+	if _, err := l.(core.Compactor).Compact(ctx, ""); err != nil {
+		t.Fatalf("Compact: %v", err)
+	}
+	comps := c.OfKind(core.KindContextCompacted)
+	if len(comps) != 1 {
+		t.Fatalf("want one context.compacted, got %d", len(comps))
+	}
+	if cp := compactedOf(t, comps[0]); cp.Trigger != core.TriggerManual || cp.NativeID != "cc-race" {
+		t.Errorf("compacted = %s", comps[0].Payload)
+	}
+	checkEntries(t, c.Entries())
+}
+
+// TestCompactionTurnFailureIsReported: a compaction turn that fails without
+// a contextCompaction item ends Compact with Codex's message.
+func TestCompactionTurnFailureIsReported(t *testing.T) {
+	ctx := ctxT(t)
+	var c adaptertest.Events
+	l, err := fakeHost(t, "compact-fail").CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir()}, c.Sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeLive(t, l)
+	_, err = l.(core.Compactor).Compact(ctx, "")
+	if err == nil || !strings.Contains(err.Error(), "fake: the compaction model call failed") {
+		t.Fatalf("Compact = %v, want the turn's failure", err)
+	}
+	if comps := c.OfKind(core.KindContextCompacted); len(comps) != 0 {
+		t.Errorf("a failed compaction was recorded: %v", comps)
+	}
+}

@@ -31,6 +31,9 @@ type mapOut struct {
 	// Compacted is set when a contextCompaction item completed, with the
 	// turn it belonged to.
 	Compacted string
+	// ManualTurn is set when a turn was identified as the one a pending
+	// thread/compact/start started (its compaction item began).
+	ManualTurn string
 }
 
 // mapper turns app-server notifications into Bridge events. It keeps the
@@ -62,7 +65,11 @@ func newMapper() *mapper {
 }
 
 // expectManual notes that thread/compact/start is about to be sent: the next
-// turn to start is a manual compaction turn.
+// turn to carry a contextCompaction item is the manual compaction turn. The
+// next turn to start is not necessarily it: a goal-continuation turn Codex
+// was about to start can report turn/started after the request was sent
+// (the compaction then interrupts it), so the marker is claimed by the
+// compaction item, not by turn/started.
 func (m *mapper) expectManual() {
 	m.mu.Lock()
 	m.manualPending++
@@ -99,11 +106,16 @@ func (m *mapper) cancelManual() {
 	m.mu.Unlock()
 }
 
-// isManual reports whether turn was started by thread/compact/start.
-func (m *mapper) isManual(turn string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.manualTurns[turn]
+// claimManual marks turn, whose compaction item just began or completed, as
+// the manual compaction turn when a thread/compact/start is pending and the
+// turn is not marked yet (caller holds m.mu).
+func (m *mapper) claimManual(turn string, out *mapOut) {
+	if turn == "" || m.manualTurns[turn] || m.manualPending == 0 {
+		return
+	}
+	m.manualPending--
+	m.manualTurns[turn] = true
+	out.ManualTurn = turn
 }
 
 // active returns the id of the turn in progress ("" when idle).
@@ -195,10 +207,6 @@ func (m *mapper) notification(method string, params json.RawMessage, raw []byte)
 		_ = json.Unmarshal(params, &p)
 		m.activeTurn = p.Turn.ID
 		out.TurnStarted = p.Turn.ID
-		if m.manualPending > 0 && p.Turn.ID != "" {
-			m.manualPending--
-			m.manualTurns[p.Turn.ID] = true
-		}
 	case "turn/completed":
 		var p struct {
 			Turn struct {
@@ -283,6 +291,7 @@ func (m *mapper) notification(method string, params json.RawMessage, raw []byte)
 			break // already reported from the contextCompaction item
 		}
 		m.deprecatedTurns[p.TurnID] = true
+		m.claimManual(p.TurnID, &out)
 		c := m.compacted(p.TurnID, rawID(method, raw), params, m.lastTotal)
 		out.Events = append(out.Events, core.Event{Entry: ptr(c.Entry())})
 		out.Compacted = p.TurnID
@@ -328,6 +337,7 @@ func (m *mapper) itemStarted(params json.RawMessage, raw []byte, out *mapOut) {
 	}
 	switch {
 	case h.Type == "contextCompaction":
+		m.claimManual(p.TurnID, out)
 		m.compPre[h.ID] = m.lastTotal
 		m.usageSince[h.ID] = false
 	case toolItems[h.Type]:
@@ -398,6 +408,7 @@ func (m *mapper) itemCompleted(params json.RawMessage, raw []byte, out *mapOut) 
 		}
 		out.Events = append(out.Events, entryEvent(core.KindAssistantMessage, h.ID, pl))
 	case "contextCompaction":
+		m.claimManual(p.TurnID, out)
 		m.itemCompactions[p.TurnID]++
 		if m.deprecatedTurns[p.TurnID] {
 			return // already reported from thread/compacted

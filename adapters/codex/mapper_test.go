@@ -172,3 +172,46 @@ func TestPlanUpdatedBecomesPlanEntry(t *testing.T) {
 	}
 	checkEntries(t, ps)
 }
+
+// TestManualMarkerIsClaimedByTheCompactionItem: a turn that starts after
+// thread/compact/start was sent but carries no compaction (a goal turn the
+// compaction interrupts) does not take the manual marker; the turn with the
+// contextCompaction item does.
+func TestManualMarkerIsClaimedByTheCompactionItem(t *testing.T) {
+	m := newMapper()
+	m.expectManual()
+	var manual []string
+	for _, l := range []string{
+		`{"method":"turn/started","params":{"threadId":"th","turn":{"id":"turn-goal"}}}`,
+		`{"method":"turn/completed","params":{"threadId":"th","turn":{"id":"turn-goal","status":"interrupted"}}}`,
+		`{"method":"turn/started","params":{"threadId":"th","turn":{"id":"turn-c"}}}`,
+		`{"method":"item/started","params":{"item":{"type":"contextCompaction","id":"cc-9"},"threadId":"th","turnId":"turn-c"}}`,
+		`{"method":"item/completed","params":{"item":{"type":"contextCompaction","id":"cc-9"},"threadId":"th","turnId":"turn-c"}}`,
+		`{"method":"item/started","params":{"item":{"type":"contextCompaction","id":"cc-10"},"threadId":"th","turnId":"turn-later"}}`,
+		`{"method":"item/completed","params":{"item":{"type":"contextCompaction","id":"cc-10"},"threadId":"th","turnId":"turn-later"}}`,
+	} {
+		var msg message
+		if err := jsonUnmarshal(l, &msg); err != nil {
+			t.Fatal(err)
+		}
+		out := m.notification(msg.Method, msg.Params, []byte(l))
+		if out.ManualTurn != "" {
+			manual = append(manual, out.ManualTurn)
+		}
+		for _, e := range out.Events {
+			if e.Entry == nil || e.Entry.Kind != core.KindContextCompacted {
+				continue
+			}
+			want := core.TriggerManual
+			if e.Entry.NativeID == "cc-10" {
+				want = core.TriggerAuto
+			}
+			if cp := compactedOf(t, *e.Entry); cp.Trigger != want {
+				t.Errorf("%s: trigger %q, want %q", e.Entry.NativeID, cp.Trigger, want)
+			}
+		}
+	}
+	if len(manual) != 1 || manual[0] != "turn-c" {
+		t.Errorf("manual turns = %v, want [turn-c]", manual)
+	}
+}
