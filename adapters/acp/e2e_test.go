@@ -256,15 +256,17 @@ func TestRealAgentToolPermission(t *testing.T) {
 	}
 }
 
-// TestRealAgentCompactFocus: the real agent advertises compact with an input
-// hint, so Compact sends "/compact <focus>" and the focus reaches the
-// model's summarisation request. (claude-code-acp 0.16.2 sends no
-// compaction_update, so no context.compacted comes from it over ACP.)
-func TestRealAgentCompactFocus(t *testing.T) {
+// TestRealAgentCompactRefused: claude-code-acp 0.16.2 lists a compact
+// command but reports no compaction over ACP (no compaction_update, no
+// sessionCapabilities.compaction), so Bridge could not record one: the
+// probe says compaction.command is unavailable and why, and Compact is
+// refused with ErrUnsupported without sending anything to the agent.
+func TestRealAgentCompactRefused(t *testing.T) {
 	r := newRealAgent(t)
 	ctx := testCtx(t)
 	r.answer("Say hello", "Hello!")
-	l, err := acp.New(r.cfg).CreateSession(ctx, core.CreateRequest{Cwd: r.cwd}, nil)
+	h := acp.New(r.cfg)
+	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: r.cwd}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,19 +274,18 @@ func TestRealAgentCompactFocus(t *testing.T) {
 	if _, err := l.Prompt(ctx, text("Say hello")); err != nil {
 		t.Fatal(err)
 	}
-	before := len(r.fake.Requests())
-	res, err := l.(core.Compactor).Compact(ctx, "keep the word ZEBRA-55")
-	if err != nil || !res.FocusApplied {
-		t.Fatalf("Compact: %+v %v", res, err)
-	}
-	sent := false
-	for _, req := range r.fake.Requests()[before:] {
-		if strings.Contains(string(req.Body), "keep the word ZEBRA-55") {
-			sent = true
+	for _, c := range h.Probe(ctx).Capabilities {
+		if c.Name == core.CapCompactCommand && (c.Available || !strings.Contains(c.Detail, "reports no compaction")) {
+			t.Errorf("probe: %+v, want unavailable because the agent reports no compaction", c)
 		}
 	}
-	if !sent {
-		t.Error("the compaction focus never reached the model")
+	before := len(r.fake.Requests())
+	_, err = l.(core.Compactor).Compact(ctx, "keep the word ZEBRA-55")
+	if !errors.Is(err, core.ErrUnsupported) {
+		t.Fatalf("Compact: %v, want ErrUnsupported", err)
+	}
+	if n := len(r.fake.Requests()) - before; n != 0 {
+		t.Errorf("a refused Compact sent %d model requests", n)
 	}
 }
 

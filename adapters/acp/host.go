@@ -52,16 +52,20 @@ type Config struct {
 type Host struct {
 	cfg Config
 
-	mu           sync.Mutex
-	init         *initializeResult
-	initErr      string
-	initErrAt    time.Time
-	sawCompact   bool
-	compactInput bool
-	compactHint  string
-	sawGauge     bool
-	models       []core.Model
-	canSelect    bool
+	mu         sync.Mutex
+	init       *initializeResult
+	initErr    string
+	initErrAt  time.Time
+	sawCompact bool
+	// reportsCompaction: the agent advertised
+	// sessionCapabilities.compaction or a session of it has sent a
+	// compaction_update — what makes a compaction observable to Bridge.
+	reportsCompaction bool
+	compactInput      bool
+	compactHint       string
+	sawGauge          bool
+	models            []core.Model
+	canSelect         bool
 }
 
 // New returns an ACP host for cfg.
@@ -103,6 +107,9 @@ func (h *Host) learnSession(m *mapper, setup *sessionSetup) {
 		}
 		if m.sawGauge {
 			h.sawGauge = true
+		}
+		if m.sawCompaction {
+			h.reportsCompaction = true
 		}
 	}
 	if setup != nil {
@@ -153,6 +160,7 @@ type knowledge struct {
 	init                  *initializeResult
 	initErr               string
 	sawCompact, compactIn bool
+	reportsCompaction     bool
 	compactHint           string
 	sawGauge, canSelect   bool
 	models                []core.Model
@@ -162,8 +170,22 @@ func (h *Host) known() knowledge {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return knowledge{init: h.init, initErr: h.initErr, sawCompact: h.sawCompact, compactIn: h.compactInput,
-		compactHint: h.compactHint, sawGauge: h.sawGauge, canSelect: h.canSelect,
+		compactHint: h.compactHint, reportsCompaction: h.compactionReported(), sawGauge: h.sawGauge, canSelect: h.canSelect,
 		models: append([]core.Model(nil), h.models...)}
+}
+
+// compactionReported says whether Bridge can observe this agent's
+// compactions: the agent advertises sessionCapabilities.compaction, or one
+// of its sessions has sent a compaction_update. The caller holds h.mu.
+func (h *Host) compactionReported() bool {
+	return h.reportsCompaction || (h.init != nil && present(h.init.AgentCapabilities.SessionCapabilities.Compaction))
+}
+
+// canCompact says whether Compact may send the agent's compact command.
+func (h *Host) canCompact() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.compactionReported()
 }
 
 // ensureInit runs initialize once in a throwaway process when nothing is
@@ -308,7 +330,11 @@ func capabilities(k knowledge, why string, found bool) []core.Capability {
 	default:
 		add(core.CapNativeResume, false, "the agent advertises neither loadSession nor sessionCapabilities.resume")
 	}
-	if k.sawCompact {
+	if k.sawCompact && !k.reportsCompaction {
+		add(core.CapCompactCommand, false, "the agent lists a compact command but reports no compaction over ACP "+
+			"(no sessionCapabilities.compaction, no compaction_update seen): Bridge could not record it")
+		add(core.CapCompactionFocus, false, "no observable compaction")
+	} else if k.sawCompact {
 		add(core.CapCompactCommand, true, "the agent's compact command, sent as a /compact prompt")
 		if k.compactIn {
 			add(core.CapCompactionFocus, true, "passed as the compact command's input ("+k.compactHint+")")

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/bridge-dev/bridge/core"
 )
@@ -482,6 +483,9 @@ func (l *live) Compact(ctx context.Context, focus string) (core.CompactResult, e
 	if !ok {
 		return core.CompactResult{}, unsupported("the agent advertised no compact command")
 	}
+	if !l.h.canCompact() {
+		return core.CompactResult{}, unsupported("the agent reports no compaction over ACP (no sessionCapabilities.compaction, no compaction_update seen), so Bridge could not record one")
+	}
 	_, takesInput := cmd.hint()
 	text := "/" + cmd.Name
 	res := core.CompactResult{}
@@ -516,5 +520,17 @@ func (l *live) Close(ctx context.Context) error {
 	l.closed = true
 	l.mu.Unlock()
 	l.a.stop(ctx)
-	return nil
+	// When ctx ended first the group got SIGKILL; wait (bounded) for the
+	// process to be reaped so that Done is closed once Close returns.
+	t := time.NewTimer(killWait)
+	defer t.Stop()
+	select {
+	case <-l.a.done:
+		return nil
+	case <-t.C:
+		return core.Errorf(core.CodeHarness, "acp: the agent process did not exit %v after SIGKILL", killWait)
+	}
 }
+
+// killWait bounds how long Close waits for a killed agent to be reaped.
+const killWait = 10 * time.Second

@@ -73,9 +73,10 @@ type mapper struct {
 	text, thought, user strings.Builder
 	messageID           string
 
-	used, size int64
-	haveUsage  bool
-	sawGauge   bool
+	used, size    int64
+	haveUsage     bool
+	sawGauge      bool
+	sawCompaction bool // a compaction_update arrived
 
 	commands      []command
 	haveCommands  bool
@@ -314,6 +315,7 @@ func (m *mapper) compaction(raw json.RawMessage) []core.Event {
 		}
 		return nil
 	}
+	m.sawCompaction = true
 	out := m.flush()
 	st := m.compactionState(u.CompactionID)
 	switch u.Status {

@@ -62,6 +62,9 @@ type sessionCapabilities struct {
 	Resume json.RawMessage `json:"resume,omitempty"`
 	Delete json.RawMessage `json:"delete,omitempty"`
 	Close  json.RawMessage `json:"close,omitempty"`
+	// Compaction (unstable): the agent reports its compactions through
+	// compaction_update.
+	Compaction json.RawMessage `json:"compaction,omitempty"`
 }
 
 func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }

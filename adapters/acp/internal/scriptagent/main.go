@@ -158,7 +158,7 @@ func (a *agent) handle(m message) {
 		a.clientCmp = len(p.ClientCapabilities.Session.Compaction) > 0 && string(p.ClientCapabilities.Session.Compaction) != "null"
 		a.reply(m.ID, map[string]any{"protocolVersion": 1,
 			"agentCapabilities": map[string]any{"loadSession": true, "promptCapabilities": map[string]any{"image": false},
-				"sessionCapabilities": map[string]any{"list": map[string]any{}}},
+				"sessionCapabilities": a.sessionCaps()},
 			"agentInfo":   map[string]any{"name": "bridge-scriptagent", "title": "Bridge script agent", "version": "1.0.0"},
 			"authMethods": []any{}})
 	case "session/new":
@@ -388,4 +388,14 @@ func (a *agent) compactNow(id json.RawMessage, s *session, focus string) {
 	a.save(s)
 	a.update(s.ID, map[string]any{"sessionUpdate": "usage_update", "used": s.Used, "size": a.window})
 	a.reply(id, map[string]any{"stopReason": "end_turn"})
+}
+
+// sessionCaps is the agent's sessionCapabilities: list, and with
+// SCRIPTAGENT_COMPACT=1 the unstable compaction contract.
+func (a *agent) sessionCaps() map[string]any {
+	c := map[string]any{"list": map[string]any{}}
+	if a.compact {
+		c["compaction"] = map[string]any{}
+	}
+	return c
 }
