@@ -86,7 +86,16 @@ func (h *Host) Resume(ctx context.Context, req core.ResumeRequest, sink core.Eve
 	l.m.mode = modeSilent
 	l.m.sessionID = req.NativeID
 	l.mu.Unlock()
-	raw, err := l.a.call(ctx, method, loadSessionParams{SessionID: req.NativeID, Cwd: absDir(l.cwd(req.Cwd)), McpServers: []any{}})
+	cwd := l.cwd(req.Cwd)
+	if present(caps.SessionCapabilities.List) {
+		// Agents key stored sessions by working directory (claude-code-acp
+		// finds the file anywhere, but Claude Code then resumes only in the
+		// session's own folder): load it where the agent says it lives.
+		if dir := l.a.sessionCwd(ctx, req.NativeID); dir != "" {
+			cwd = dir
+		}
+	}
+	raw, err := l.a.call(ctx, method, loadSessionParams{SessionID: req.NativeID, Cwd: absDir(cwd), McpServers: []any{}})
 	l.mu.Lock()
 	l.m.flush() // the replay's last message, unrecorded
 	l.m.mode = modeLive

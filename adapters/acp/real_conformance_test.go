@@ -1,6 +1,10 @@
 package acp_test
 
 import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,7 +36,26 @@ func TestRealAgentsConformance(t *testing.T) {
 		ver := npmVersion(t, a.pkg)
 		t.Run(a.bin+"@"+ver, func(t *testing.T) {
 			t.Logf("target: %s %s (%s)", a.pkg, ver, bin)
+			// The approval turn: the fake model asks for a Write in the
+			// session's folder, which the agent relays as a permission.
+			var (
+				mu       sync.Mutex
+				cwd      string
+				approval int
+			)
 			adaptertest.Run(t, adaptertest.Harness{
+				Cwd: func(t *testing.T) string {
+					mu.Lock()
+					defer mu.Unlock()
+					cwd = t.TempDir()
+					return cwd
+				},
+				Approval: func(t *testing.T) []core.Content {
+					mu.Lock()
+					defer mu.Unlock()
+					approval++
+					return text(fmt.Sprintf("Write the approval file %d", approval))
+				},
 				New: func(t *testing.T) core.BridgeHost {
 					fake, err := fakemodel.Start()
 					if err != nil {
@@ -40,6 +63,18 @@ func TestRealAgentsConformance(t *testing.T) {
 					}
 					t.Cleanup(func() { _ = fake.Close() })
 					fake.Responder(func(r fakemodel.Request) (fakemodel.Reply, bool) {
+						mu.Lock()
+						n, dir := approval, cwd
+						mu.Unlock()
+						id := fmt.Sprintf("toolu_write_%d", n)
+						switch {
+						case n > 0 && strings.Contains(string(r.Body), id):
+							return fakemodel.Reply{Text: "Finished with the file."}, true
+						case n > 0 && strings.Contains(r.LastUserText, fmt.Sprintf("Write the approval file %d", n)):
+							path := filepath.Join(dir, fmt.Sprintf("approved-%d.txt", n))
+							input := []byte(`{"file_path":` + strconvQuote(path) + `,"content":"written after approval\n"}`)
+							return fakemodel.Reply{ToolCall: &fakemodel.ToolCall{ID: id, Name: "Write", Input: input}}, true
+						}
 						if r.IsSummaryRequest() {
 							return fakemodel.Reply{Text: "summary of the conversation"}, true
 						}
