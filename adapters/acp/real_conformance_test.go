@@ -25,6 +25,11 @@ var realConformanceAgents = []struct {
 	{realACPAgents[0], []string{core.CapSessionList, core.CapSessionCreate, core.CapSessionHistory,
 		core.CapSessionModels, core.CapSessionSelect, core.CapSessionPrompt, core.CapSessionCancel,
 		core.CapPresetList, core.CapNativeResume, core.CapApprovalRelay}},
+	// claude-agent-acp reports usage (a gauge) but, like claude-code-acp,
+	// no compaction.
+	{realACPAgents[1], []string{core.CapSessionList, core.CapSessionCreate, core.CapSessionHistory,
+		core.CapSessionModels, core.CapSessionSelect, core.CapSessionPrompt, core.CapSessionCancel,
+		core.CapPresetList, core.CapNativeResume, core.CapApprovalRelay, core.CapContextGauge}},
 }
 
 // TestRealAgentsConformance runs the shared conformance suite on each real
