@@ -67,7 +67,7 @@ func npmVersion(t *testing.T, pkg string) string {
 // TestRealAgentsTurn drives each real ACP agent pinned in package.json
 // through one turn: a new session answers a prompt with the fake model's
 // text, and the probe names the program's version. (The whole conformance
-// suite does not pass on the real agents yet; see the issue notes.)
+// suite runs on them in TestRealAgentsConformance.)
 func TestRealAgentsTurn(t *testing.T) {
 	for _, a := range realACPAgents {
 		a := a

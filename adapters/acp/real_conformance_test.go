@@ -1,7 +1,9 @@
 package acp_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,17 +21,24 @@ import (
 var realConformanceAgents = []struct {
 	agent  realACPAgent
 	claims []string
+	// untrusted asks Codex to ask before running commands (its
+	// approval_policy "untrusted"); the fake model's tool call is then
+	// exec_command instead of Claude's Write.
+	untrusted bool
 }{
 	// claude-code-acp lists a compact command but reports no compaction
 	// over ACP, and sends no usage_update: neither is claimed.
 	{realACPAgents[0], []string{core.CapSessionList, core.CapSessionCreate, core.CapSessionHistory,
 		core.CapSessionModels, core.CapSessionSelect, core.CapSessionPrompt, core.CapSessionCancel,
-		core.CapPresetList, core.CapNativeResume, core.CapApprovalRelay}},
+		core.CapPresetList, core.CapNativeResume, core.CapApprovalRelay}, false},
 	// claude-agent-acp reports usage (a gauge) but, like claude-code-acp,
 	// no compaction.
 	{realACPAgents[1], []string{core.CapSessionList, core.CapSessionCreate, core.CapSessionHistory,
 		core.CapSessionModels, core.CapSessionSelect, core.CapSessionPrompt, core.CapSessionCancel,
-		core.CapPresetList, core.CapNativeResume, core.CapApprovalRelay, core.CapContextGauge}},
+		core.CapPresetList, core.CapNativeResume, core.CapApprovalRelay, core.CapContextGauge}, false},
+	{realACPAgents[2], []string{core.CapSessionList, core.CapSessionCreate, core.CapSessionHistory,
+		core.CapSessionModels, core.CapSessionSelect, core.CapSessionPrompt, core.CapSessionCancel,
+		core.CapPresetList, core.CapNativeResume, core.CapApprovalRelay, core.CapContextGauge}, true},
 }
 
 // TestRealAgentsConformance runs the shared conformance suite on each real
@@ -77,6 +86,10 @@ func TestRealAgentsConformance(t *testing.T) {
 							return fakemodel.Reply{Text: "Finished with the file."}, true
 						case n > 0 && strings.Contains(r.LastUserText, fmt.Sprintf("Write the approval file %d", n)):
 							path := filepath.Join(dir, fmt.Sprintf("approved-%d.txt", n))
+							if rc.untrusted {
+								args, _ := json.Marshal(map[string]any{"cmd": "touch " + path, "workdir": dir})
+								return fakemodel.Reply{ToolCall: &fakemodel.ToolCall{ID: id, Name: "exec_command", Input: args}}, true
+							}
 							input := []byte(`{"file_path":` + strconvQuote(path) + `,"content":"written after approval\n"}`)
 							return fakemodel.Reply{ToolCall: &fakemodel.ToolCall{ID: id, Name: "Write", Input: input}}, true
 						}
@@ -87,6 +100,17 @@ func TestRealAgentsConformance(t *testing.T) {
 					})
 					home := t.TempDir()
 					env := append([]string{"HOME=" + home}, a.env(t, fake, home)...)
+					if rc.untrusted {
+						cfg := filepath.Join(home, ".codex", "config.toml")
+						b, err := os.ReadFile(cfg)
+						if err != nil {
+							t.Fatal(err)
+						}
+						b = []byte(strings.Replace(string(b), `approval_policy = "never"`, `approval_policy = "untrusted"`, 1))
+						if err := os.WriteFile(cfg, b, 0o600); err != nil {
+							t.Fatal(err)
+						}
+					}
 					h := acp.New(acp.Config{Name: "acp", Command: bin, Env: env})
 					warm(t, h)
 					return h
