@@ -102,7 +102,7 @@ next json {"summary": "the picture was looked at; next, the tests", "decisions":
 	mdSrc, _, _ := runCLI(t, nil, "--data-dir", src, "export", sid)
 	mdDst, _, _ := runCLI(t, nil, "--data-dir", dst, "export", sid)
 	if mdSrc != mdDst || !strings.Contains(mdSrc, "**Context compacted**") || !strings.Contains(mdSrc, "**Checkpoint**") ||
-		!strings.Contains(mdSrc, "<details><summary>Tool: ls") || !strings.Contains(mdSrc, "(attachments/") {
+		!strings.Contains(mdSrc, "<details><summary>Tool: ls") || !strings.Contains(mdSrc, "*Image 1: image/png") || strings.Contains(mdSrc, "(attachments/") {
 		t.Fatalf("markdown differs or lacks boundaries/tools/images:\n%s\n---\n%s", mdSrc, mdDst)
 	}
 	if n := attachmentCount(t, dst); n != 1 {

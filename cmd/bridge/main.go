@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 )
@@ -24,6 +25,7 @@ import (
 var version = "0.1.0-dev"
 
 func main() {
+	tuneGC()
 	ctx, cancel := context.WithCancel(context.Background())
 	// The first SIGINT or SIGTERM ends ctx: `bridge serve` then takes the
 	// path a shutdown request takes (whatever the service does when it
@@ -186,4 +188,20 @@ func flagMessage(err error) string {
 	msg = strings.Replace(msg, "flag -", "flag --", 1)
 	msg = strings.Replace(msg, "argument: -", "argument: --", 1)
 	return msg
+}
+
+// tuneGC makes the collector run a quarter as often as Go's default
+// (GOGC=400) unless the environment sets GOGC: a sidecar's live heap is
+// small, and each collection puts a pause of its own into the path of a
+// harness event or an approval on a 2-core machine (BENCHMARKS.md, "Tool
+// approvals"). A soft memory limit of 1 GiB, unless GOMEMLIMIT says
+// otherwise, brings collections back when the heap does grow (a large
+// import).
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(1 << 30)
+	}
 }

@@ -17,7 +17,7 @@ const ExportHarness = "bridge"
 // exportMarkdown renders the active branch of a session for reading: the
 // messages in order, each tool call folded into a <details> block,
 // compaction and checkpoint boundaries marked as such, images referenced by
-// their kept file.
+// their digest (the bytes are in the record, and in the JSON export).
 func (s *Service) exportMarkdown(ctx context.Context, sessionID string) (string, error) {
 	sess, err := s.session(ctx, sessionID)
 	if err != nil {
@@ -54,8 +54,9 @@ func (s *Service) exportMarkdown(ctx context.Context, sessionID string) (string,
 			}
 			fmt.Fprintf(&b, "\n## %s\n\n%s\n", who, strings.TrimSpace(str("text")))
 			for i, a := range entryAttachments(e) {
-				ext := allowedImageTypes[a.MediaType]
-				fmt.Fprintf(&b, "\n[image %d: %s, %d bytes](attachments/%s%s)\n", i+1, a.MediaType, a.Bytes, a.SHA256, ext)
+				// No link: the image is kept in the record, not as a file
+				// beside the export; the JSON form carries its bytes.
+				fmt.Fprintf(&b, "\n*Image %d: %s, %d bytes, sha256 %s (in the JSON export).*\n", i+1, a.MediaType, a.Bytes, a.SHA256)
 			}
 		case core.KindToolStarted:
 			tools[str("toolId")] = e
