@@ -85,37 +85,13 @@ func RenderFork(src ForkSource, p Projection) string {
 		fmt.Fprintf(&b, ", %q", oneLine(src.Title))
 	}
 	fmt.Fprintf(&b, "), as it stood at entry %s. Treat it as your own memory of the work and carry on from there; do not redo finished work, and wait for the user's next request.\n", src.EntryID)
+	heading := "Conversation so far"
 	if p.CheckpointEntryID != "" {
-		c := p.Checkpoint
 		b.WriteString("\n## Summary\n\n")
-		b.WriteString(strings.TrimSpace(c.Summary))
-		b.WriteString("\n")
-		section(&b, "Decisions", c.Decisions)
-		section(&b, "Files touched", c.FilesTouched)
-		section(&b, "Open work", c.OpenWork)
+		writeCheckpoint(&b, p.Checkpoint)
+		heading = "Conversation after the summary"
 	}
-	if p.Model != "" || p.Effort != "" {
-		b.WriteString("\n## Model of the source\n\n")
-		if p.Model != "" {
-			fmt.Fprintf(&b, "- model: %s\n", p.Model)
-		}
-		if p.Effort != "" {
-			fmt.Fprintf(&b, "- reasoning effort: %s\n", p.Effort)
-		}
-	}
-	if len(p.Retained) > 0 || p.Omitted > 0 {
-		if p.CheckpointEntryID != "" {
-			b.WriteString("\n## Conversation after the summary\n\n")
-		} else {
-			b.WriteString("\n## Conversation so far\n\n")
-		}
-		if p.Omitted > 0 {
-			fmt.Fprintf(&b, "(%d earlier entries omitted)\n", p.Omitted)
-		}
-		for _, e := range p.Retained {
-			b.WriteString(renderEntry(e))
-			b.WriteString("\n")
-		}
-	}
+	writeModel(&b, "Model of the source", p)
+	writeRetained(&b, heading, p)
 	return b.String()
 }

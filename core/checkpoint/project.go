@@ -290,31 +290,52 @@ func Render(p Projection) string {
 	}
 	b.WriteString(". Treat it as your own memory of the session and continue from it; do not redo finished work.\n\n")
 	b.WriteString("## Summary\n\n")
+	writeCheckpoint(&b, c)
+	writeModel(&b, "Model", p)
+	writeRetained(&b, "Activity after the checkpoint", p)
+	return b.String()
+}
+
+// writeCheckpoint writes a checkpoint's summary and its decision, file and
+// open-work sections (the summary's heading is the caller's).
+func writeCheckpoint(b *strings.Builder, c Checkpoint) {
 	b.WriteString(strings.TrimSpace(c.Summary))
 	b.WriteString("\n")
-	section(&b, "Decisions", c.Decisions)
-	section(&b, "Files touched", c.FilesTouched)
-	section(&b, "Open work", c.OpenWork)
-	if p.Model != "" || p.Effort != "" {
-		b.WriteString("\n## Model\n\n")
-		if p.Model != "" {
-			fmt.Fprintf(&b, "- model: %s\n", p.Model)
-		}
-		if p.Effort != "" {
-			fmt.Fprintf(&b, "- reasoning effort: %s\n", p.Effort)
-		}
+	section(b, "Decisions", c.Decisions)
+	section(b, "Files touched", c.FilesTouched)
+	section(b, "Open work", c.OpenWork)
+}
+
+// writeModel writes the projection's model and effort under heading, if
+// either is known.
+func writeModel(b *strings.Builder, heading string, p Projection) {
+	if p.Model == "" && p.Effort == "" {
+		return
 	}
-	if len(p.Retained) > 0 || p.Omitted > 0 {
-		b.WriteString("\n## Activity after the checkpoint\n\n")
-		if p.Omitted > 0 {
-			fmt.Fprintf(&b, "(%d earlier entries omitted)\n", p.Omitted)
-		}
-		for _, e := range p.Retained {
-			b.WriteString(renderEntry(e))
-			b.WriteString("\n")
-		}
+	fmt.Fprintf(b, "\n## %s\n\n", heading)
+	if p.Model != "" {
+		fmt.Fprintf(b, "- model: %s\n", p.Model)
 	}
-	return b.String()
+	if p.Effort != "" {
+		fmt.Fprintf(b, "- reasoning effort: %s\n", p.Effort)
+	}
+}
+
+// writeRetained writes the retained entries under heading, one a line,
+// after a note of how many earlier ones were omitted; nothing when there
+// are none.
+func writeRetained(b *strings.Builder, heading string, p Projection) {
+	if len(p.Retained) == 0 && p.Omitted == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n## %s\n\n", heading)
+	if p.Omitted > 0 {
+		fmt.Fprintf(b, "(%d earlier entries omitted)\n", p.Omitted)
+	}
+	for _, e := range p.Retained {
+		b.WriteString(renderEntry(e))
+		b.WriteString("\n")
+	}
 }
 
 func section(b *strings.Builder, title string, items []string) {
