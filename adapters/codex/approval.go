@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 
 	"github.com/bridge-dev/bridge/core"
 )
@@ -14,39 +13,6 @@ import (
 // item/fileChange/requestApproval) before running anything it does not
 // trust, and Bridge relays the question (core.CreateRequest.Approve).
 const askingPolicy = "untrusted"
-
-// pendingAsks are the approval requests being decided, by the JSON text of
-// the request id, so serverRequest/resolved can withdraw one.
-type pendingAsks struct {
-	mu   sync.Mutex
-	open map[string]context.CancelFunc
-}
-
-func (p *pendingAsks) add(id string, c context.CancelFunc) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.open == nil {
-		p.open = map[string]context.CancelFunc{}
-	}
-	p.open[id] = c
-}
-
-func (p *pendingAsks) remove(id string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.open, id)
-}
-
-// cancel withdraws request id (Codex resolved it itself).
-func (p *pendingAsks) cancel(id string) {
-	p.mu.Lock()
-	c := p.open[id]
-	delete(p.open, id)
-	p.mu.Unlock()
-	if c != nil {
-		c()
-	}
-}
 
 // approvalParams is the part of Codex's approval request params Bridge
 // reads (command execution, file change, and the legacy v1 pair).
@@ -122,7 +88,7 @@ func (l *live) approvalRequest(id json.RawMessage, method string, params json.Ra
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	key := string(id)
-	l.asks.add(key, cancel)
+	l.asks.Add(key, cancel)
 	go func() {
 		select {
 		case <-l.p.done:
@@ -133,7 +99,7 @@ func (l *live) approvalRequest(id json.RawMessage, method string, params json.Ra
 	go func() {
 		defer cancel()
 		d := l.approval(ctx, r)
-		l.asks.remove(key)
+		l.asks.Remove(key)
 		if ctx.Err() != nil {
 			return // Codex resolved it itself, or the process ended
 		}
@@ -163,6 +129,6 @@ func (l *live) serverRequestResolved(params json.RawMessage) {
 		RequestID json.RawMessage `json:"requestId"`
 	}
 	if json.Unmarshal(params, &p) == nil && len(p.RequestID) > 0 {
-		l.asks.cancel(string(p.RequestID))
+		l.asks.Cancel(string(p.RequestID))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/bridge-dev/bridge/adapters/internal/pending"
 	"github.com/bridge-dev/bridge/core"
 )
 
@@ -22,7 +23,7 @@ type live struct {
 	m      *mapper
 	preset core.Preset
 	req    core.CreateRequest // the approver permission requests go to
-	asks   pendingAsks        // approvals being decided
+	asks   pending.Set        // approvals being decided, by the JSON text of the request id
 
 	mu          sync.Mutex
 	threadID    string

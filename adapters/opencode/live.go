@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bridge-dev/bridge/adapters/internal/pending"
 	"github.com/bridge-dev/bridge/core"
 )
 
@@ -23,7 +24,7 @@ type live struct {
 	evMu   sync.Mutex // serialises event handling (mapper and sink)
 	mapper *eventMapper
 
-	perms permissions // permission requests being decided
+	perms pending.Set // permission requests being decided; permission.replied withdraws one
 
 	mu                              sync.Mutex
 	req                             core.CreateRequest // the approver permission requests go to

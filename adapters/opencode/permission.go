@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 
 	"github.com/bridge-dev/bridge/core"
 )
@@ -23,43 +22,6 @@ type asked struct {
 		MessageID string `json:"messageID"`
 		CallID    string `json:"callID"`
 	} `json:"tool"`
-}
-
-// permissions tracks the permission requests being decided, so a
-// permission.replied (another client answered, or the session was
-// aborted) withdraws one.
-type permissions struct {
-	mu   sync.Mutex
-	open map[string]context.CancelFunc
-}
-
-func (p *permissions) add(id string, c context.CancelFunc) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.open == nil {
-		p.open = map[string]context.CancelFunc{}
-	}
-	if _, dup := p.open[id]; dup {
-		return false
-	}
-	p.open[id] = c
-	return true
-}
-
-func (p *permissions) remove(id string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.open, id)
-}
-
-func (p *permissions) cancel(id string) {
-	p.mu.Lock()
-	c := p.open[id]
-	delete(p.open, id)
-	p.mu.Unlock()
-	if c != nil {
-		c()
-	}
 }
 
 // permissionKind maps an OpenCode permission to ACP's tool kinds.
@@ -89,7 +51,7 @@ func (l *live) permissionEvent(ev event) {
 			RequestID string `json:"requestID"`
 		}
 		if json.Unmarshal(ev.Properties, &p) == nil && p.RequestID != "" {
-			l.perms.cancel(p.RequestID)
+			l.perms.Cancel(p.RequestID)
 		}
 		return
 	case "permission.asked":
@@ -109,7 +71,7 @@ func (l *live) permissionEvent(ev event) {
 		r.RawInput = a.Metadata
 	}
 	ctx, cancel := context.WithCancel(l.srv.ctx)
-	if !l.perms.add(a.ID, cancel) {
+	if !l.perms.Add(a.ID, cancel) {
 		cancel() // the same request seen twice (a stream reconnect)
 		return
 	}
@@ -126,7 +88,7 @@ func (l *live) permissionEvent(ev event) {
 			}
 		}()
 		d := req.Approval(ctx, r)
-		l.perms.remove(a.ID)
+		l.perms.Remove(a.ID)
 		if ctx.Err() != nil {
 			return // answered elsewhere, or the session or server ended
 		}
