@@ -447,3 +447,43 @@ func refDiscriminator(e *jsonschema.ValidationError) (*jsonschema.ValidationErro
 	}
 	return first, want
 }
+
+// TestSplitDefsMatchesDecoding: the scanner that finds the bundle's
+// definitions without decoding them finds the same ones encoding/json
+// does, and refuses truncated or malformed text instead of panicking.
+func TestSplitDefsMatchesDecoding(t *testing.T) {
+	var doc struct {
+		Defs map[string]json.RawMessage `json:"$defs"`
+	}
+	if err := json.Unmarshal(schema.Bundle(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	got, err := splitDefs(schema.Bundle())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(doc.Defs) {
+		t.Fatalf("%d definitions, encoding/json finds %d", len(got), len(doc.Defs))
+	}
+	for name, raw := range doc.Defs {
+		if !bytes.Equal(bytes.TrimSpace(got[name]), bytes.TrimSpace(raw)) {
+			t.Errorf("%s: scanned %.60q, decoded %.60q", name, got[name], raw)
+		}
+	}
+	small := []byte(`{"a":[1,{"}":"]"}],"$defs":{"X":{"type":"string","description":"a \"quoted\" \\ brace }"},"Y":true,"Z":3}}`)
+	defs, err := splitDefs(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(defs["X"]) != `{"type":"string","description":"a \"quoted\" \\ brace }"}` || string(defs["Y"]) != "true" || string(defs["Z"]) != "3" {
+		t.Errorf("defs = %q", defs)
+	}
+	for i := 0; i < len(small); i++ {
+		splitDefs(small[:i]) // must not panic
+	}
+	for _, bad := range []string{``, `[]`, `{"$defs":}`, `{"$defs":{"X" {}}}`, `{"a":1}`, `{"$defs":{"X":{}}`} {
+		if _, err := splitDefs([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
