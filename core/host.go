@@ -305,8 +305,10 @@ type Importer interface {
 
 // ImportSink receives one batch of an import: part.Entries are the next
 // entries, and the other fields the session's header as known so far. An
-// error stops the import and is returned by ImportStream. The sink must not
-// keep part.Entries after it returns (the importer reuses the slice).
+// error stops the import and is returned by ImportStream. The sink may keep
+// part.Entries (an importer does not reuse a batch it handed out) and may be
+// called from the importer's goroutine while the caller writes the
+// previous batch.
 type ImportSink func(part ImportedSession) error
 
 // ImportBatch is the most entries an Importer hands to its sink at once.

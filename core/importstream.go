@@ -68,14 +68,13 @@ func (b *ImportBatcher) send(n int) error {
 		k := min(n, ImportBatch)
 		part := b.Head
 		part.Entries = b.buf[:k:k]
+		// The batch is the sink's to keep: the rest moves to a new slice.
+		b.buf = append(make([]NewEntry, 0, ImportBatch+64), b.buf[k:]...)
 		if err := b.Sink(part); err != nil {
 			b.err = err
 			return err
 		}
 		b.sent = true
-		rest := copy(b.buf, b.buf[k:])
-		clear(b.buf[rest:])
-		b.buf = b.buf[:rest]
 		n -= k
 	}
 	return nil

@@ -115,7 +115,7 @@ func (s *Service) recordStream(ctx context.Context, harness string, read core.Im
 			created, out.SessionID = &sess, sess.ID
 			return nil
 		}
-		final, err := read(func(part core.ImportedSession) error {
+		final, err := pipeline(ctx, read, func(part core.ImportedSession) error {
 			if out.SessionID == "" {
 				if err := open(part); err != nil {
 					return err
@@ -163,6 +163,51 @@ func (s *Service) recordStream(ctx context.Context, harness string, read core.Im
 		return ImportOutcome{}, err
 	}
 	return out, nil
+}
+
+// pipelineDepth is how many batches the reader may map ahead of the
+// writer: reading and mapping the next batches overlaps with writing one,
+// and at most pipelineDepth+2 batches are in memory.
+const pipelineDepth = 2
+
+// pipeline runs read on its own goroutine, handing each batch it yields to
+// write on this one (inside the caller's transaction). It returns read's
+// final header, or the first error of either side; an error of write stops
+// read.
+func pipeline(ctx context.Context, read core.ImportReader, write core.ImportSink) (core.ImportedSession, error) {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	parts := make(chan core.ImportedSession, pipelineDepth)
+	var final core.ImportedSession
+	var rerr error
+	go func() {
+		defer close(parts)
+		defer func() {
+			if r := recover(); r != nil {
+				rerr = core.Errorf(core.CodeInternal, "import: reading the transcript failed: %v", r)
+			}
+		}()
+		final, rerr = read(func(part core.ImportedSession) error {
+			select {
+			case parts <- part:
+				return nil
+			case <-rctx.Done():
+				return core.E(core.CodeCancelled, "import", rctx.Err())
+			}
+		})
+	}()
+	var werr error
+	for part := range parts {
+		if werr == nil {
+			if werr = write(part); werr != nil {
+				cancel() // the reader stops at its next batch; parts drains
+			}
+		}
+	}
+	if werr != nil {
+		return core.ImportedSession{}, werr
+	}
+	return final, rerr
 }
 
 // bulkDone is implemented by stores that can give back what a bulk write
