@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ncruces/go-sqlite3"
 	sqlite "github.com/ncruces/go-sqlite3/driver"
@@ -45,6 +46,10 @@ import (
 // searchFormat is the shape of the index file; a file of another format is
 // rebuilt.
 const searchFormat = 1
+
+// indexDelay is how long the indexer lets commits gather before it
+// indexes them.
+const indexDelay = 20 * time.Millisecond
 
 // indexBatchEntries and indexBatchBytes bound one index transaction.
 const (
@@ -193,6 +198,16 @@ func (ix *searchIndex) setup(ctx context.Context) error {
 	if _, err := tx.ExecContext(ctx, searchSchema); err != nil {
 		return fmt.Errorf("storage: search index %s: %w", ix.path, err)
 	}
+	// Merge 16 segments of a level at a time (FTS5's default is 4): each
+	// indexed token is then rewritten half as many times (measured: 12.5
+	// -> 8.9 µs per entry over 200,000 entries in batches of 5,000); a
+	// query reads a few more segments.
+	for _, q := range []string{`INSERT INTO entry_search (entry_search, rank) VALUES ('automerge', 16)`,
+		`INSERT INTO entry_search (entry_search, rank) VALUES ('crisismerge', 64)`} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("storage: search index %s: %w", ix.path, err)
+		}
+	}
 	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO search_state (id, format, indexed_to, last_entry) VALUES (1, ?, 0, '')`,
 		searchFormat); err != nil {
 		return fmt.Errorf("storage: search index %s: %w", ix.path, err)
@@ -235,6 +250,14 @@ func (db *DB) indexer() {
 		}
 		if db.noIndex.Load() {
 			continue
+		}
+		// Let a few more commits come: FTS5 costs less per entry in large
+		// batches (fewer segments to write and merge). Search does not wait
+		// for this: it catches up itself.
+		select {
+		case <-ix.stop:
+			return
+		case <-time.After(indexDelay):
 		}
 		if err := db.catchUp(context.Background(), -1, ix.stop); err != nil {
 			ix.err.Store(&err)
