@@ -79,6 +79,11 @@ type Options struct {
 	// IDs makes the ids of sessions and entries stored without one
 	// (default core.DefaultIDs).
 	IDs *core.IDs
+
+	// IndexHook is Hook for the search indexer's transactions (which run
+	// on their own goroutine, in the index file): "index.insert" after each
+	// index row, "index.commit.before" before each commit.
+	IndexHook func(point string)
 }
 
 // DefaultMaxEntryBytes is the default Options.MaxEntryBytes: 32 MiB, well
@@ -95,9 +100,13 @@ type DB struct {
 	now  func() time.Time
 	ids  *core.IDs
 
-	// noIndex turns off writing the search index (benchmarks measure what
-	// the index costs).
-	noIndex bool
+	// noIndex turns off the search indexer (benchmarks measure what the
+	// index costs).
+	noIndex atomic.Bool
+
+	busy      time.Duration // Options.BusyTimeout resolved
+	indexHook func(string)
+	search    *searchIndex
 
 	maxEntry int // Options.MaxEntryBytes resolved; <= 0: no limit
 
@@ -183,15 +192,17 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		opts.IDs = core.DefaultIDs
 	}
 	db := &DB{
-		sql:      sdb,
-		path:     abs,
-		hook:     opts.Hook,
-		now:      func() time.Time { return time.Now().UTC() },
-		ids:      opts.IDs,
-		maxEntry: opts.MaxEntryBytes,
-		reqs:     make(chan *writeReq, 256),
-		stmts:    map[string]*sql.Stmt{},
-		done:     make(chan struct{}),
+		sql:       sdb,
+		path:      abs,
+		hook:      opts.Hook,
+		busy:      busy,
+		indexHook: opts.IndexHook,
+		now:       func() time.Time { return time.Now().UTC() },
+		ids:       opts.IDs,
+		maxEntry:  opts.MaxEntryBytes,
+		reqs:      make(chan *writeReq, 256),
+		stmts:     map[string]*sql.Stmt{},
+		done:      make(chan struct{}),
 	}
 	if err := db.migrateRetrying(ctx); err != nil {
 		sdb.Close()
@@ -199,6 +210,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	// The first connection created -wal and -shm; make them private too.
 	if err := chmodFiles(abs); err != nil {
+		sdb.Close()
+		return nil, err
+	}
+	if err := db.openSearch(ctx); err != nil {
 		sdb.Close()
 		return nil, err
 	}
@@ -355,6 +370,7 @@ func (db *DB) Close() error {
 	close(db.reqs)
 	db.closeMu.Unlock()
 	<-db.done
+	db.stopSearch()
 	close(db.stopCheckpoints)
 	<-db.checkpointsDone
 	db.closeStmts()
@@ -405,6 +421,7 @@ func (db *DB) Update(ctx context.Context, fn func(w core.Writer) error) (err err
 		return fmt.Errorf("storage: commit: %w", err)
 	}
 	committed = true
+	db.kickIndex()
 	return nil
 }
 

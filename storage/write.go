@@ -350,12 +350,7 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 		if branches {
 			st.branched = true
 		}
-		w.db.fire("entry.insert")
-		if !w.db.noIndex {
-			if err := indexEntry(ctx, w.q, e.ID, e.Kind, e.Payload); err != nil {
-				return nil, err
-			}
-		}
+		w.db.fire("entry.insert") // indexed for search by the indexer after the commit (searchindex.go)
 		out = append(out, e)
 		parentID, parentSeq = id, seq
 	}
