@@ -132,8 +132,23 @@ func (ix *searchIndex) open(ctx context.Context, db *DB) error {
 	}
 	w.SetMaxOpenConns(1)
 	ix.w = w
-	if err := ix.setup(ctx); err != nil {
-		return err
+	// As for the record (migrateRetrying): another process creating the
+	// same file at the same moment holds the lock that turning it to WAL
+	// mode needs, before busy_timeout can help.
+	deadline := time.Now().Add(db.busy)
+	for {
+		err := ix.setup(ctx)
+		if err == nil {
+			break
+		}
+		if !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("storage: open %s: %w", ix.path, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 	if err := chmodFiles(ix.path); err != nil {
 		return err
