@@ -18,3 +18,5 @@ func MigrationCount() int {
 	}
 	return len(ms)
 }
+
+
