@@ -18,5 +18,3 @@ func MigrationCount() int {
 	}
 	return len(ms)
 }
-
-
