@@ -51,6 +51,13 @@ const searchFormat = 1
 // indexes them.
 const indexDelay = 20 * time.Millisecond
 
+// After mergeIdle without writes, the indexer merges the index's segments,
+// mergePages pages (of about 4 KiB) per transaction.
+const (
+	mergeIdle  = 500 * time.Millisecond
+	mergePages = 1000
+)
+
 // indexBatchEntries and indexBatchBytes bound one index transaction.
 const (
 	indexBatchEntries = 5000
@@ -217,8 +224,13 @@ func (ix *searchIndex) setup(ctx context.Context) error {
 	// indexed token is then rewritten half as many times (measured: 12.5
 	// -> 8.9 µs per entry over 200,000 entries in batches of 5,000); a
 	// query reads a few more segments.
+	// When writing pauses, the indexer merges further (mergeStep): every
+	// level with two segments or more (usermerge 2), so that a query reads
+	// few segments (measured over 1,000,000 entries: 19 segments, p99
+	// 38.8 ms; one segment, 11 ms, same run).
 	for _, q := range []string{`INSERT INTO entry_search (entry_search, rank) VALUES ('automerge', 16)`,
-		`INSERT INTO entry_search (entry_search, rank) VALUES ('crisismerge', 64)`} {
+		`INSERT INTO entry_search (entry_search, rank) VALUES ('crisismerge', 64)`,
+		`INSERT INTO entry_search (entry_search, rank) VALUES ('usermerge', 2)`} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("storage: search index %s: %w", ix.path, err)
 		}
@@ -253,14 +265,28 @@ func (db *DB) kickIndex() {
 	}
 }
 
-// indexer is the goroutine that keeps the index up with the record.
+// indexer is the goroutine that keeps the index up with the record, and
+// merges its segments once writing pauses.
 func (db *DB) indexer() {
 	ix := db.search
 	defer close(ix.done)
+	ctx := context.Background()
+	merged := false
 	for {
+		var idle <-chan time.Time
+		if !merged && !db.noIndex.Load() {
+			idle = time.After(mergeIdle)
+		}
 		select {
 		case <-ix.stop:
 			return
+		case <-idle:
+			more, err := db.mergeStep(ctx)
+			if err != nil {
+				ix.err.Store(&err)
+			}
+			merged = err != nil || !more
+			continue
 		case <-ix.kick:
 		}
 		if db.noIndex.Load() {
@@ -274,11 +300,56 @@ func (db *DB) indexer() {
 			return
 		case <-time.After(indexDelay):
 		}
-		if err := db.catchUp(context.Background(), -1, ix.stop); err != nil {
+		if err := db.catchUp(ctx, -1, ix.stop); err != nil {
 			ix.err.Store(&err)
 			continue // tried again at the next write or search
 		}
 		ix.err.Store(nil)
+		merged = false
+	}
+}
+
+// mergeStep merges segments of the index (up to mergePages pages written)
+// in one transaction of the index file, and tells whether there may be more
+// to merge. It runs when writing pauses; search never waits for it.
+func (db *DB) mergeStep(ctx context.Context) (more bool, err error) {
+	ix := db.search
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	tx, err := ix.w.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("storage: search index: merge: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	var before, after int64
+	if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&before); err != nil {
+		return false, fmt.Errorf("storage: search index: merge: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO entry_search (entry_search, rank) VALUES ('merge', ?)`, mergePages); err != nil {
+		return false, fmt.Errorf("storage: search index: merge: %w", err)
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&after); err != nil {
+		return false, fmt.Errorf("storage: search index: merge: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("storage: search index: merge: %w", err)
+	}
+	// FTS5: a merge that found nothing to do changes fewer than two rows.
+	return after-before >= 2, nil
+}
+
+// SettleSearch catches the index up and merges it as the indexer does
+// once writing pauses, returning when there is nothing left to merge. For
+// benchmarks that measure search on a settled index.
+func (db *DB) SettleSearch(ctx context.Context) error {
+	if err := db.CatchUpSearch(ctx); err != nil {
+		return err
+	}
+	for {
+		more, err := db.mergeStep(ctx)
+		if err != nil || !more {
+			return err
+		}
 	}
 }
 
