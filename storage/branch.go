@@ -216,7 +216,7 @@ func history(ctx context.Context, q querier, sessionID string, beforeSeq int64, 
 		// Seek the page's first entry by the jump pointers of
 		// entry_links; walk from the head only when they cannot tell.
 		var ok bool
-		start, ok, err = linkedEntryBefore(ctx, q, sessionID, st.headSeq.Int64, beforeSeq)
+		start, ok, _, err = linkedEntryBefore(ctx, q, sessionID, st.headSeq.Int64, beforeSeq)
 		if err == nil && !ok {
 			start, err = branchEntryBefore(ctx, w, st.headID, beforeSeq)
 		}

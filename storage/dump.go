@@ -95,6 +95,7 @@ func (db *DB) Restore(ctx context.Context, d core.SessionDump) (added int, err e
 			db.fire("session.insert")
 		}
 		seqOf := map[string]int64{}
+		lk := newLinker(w.q, s.ID)
 		branched := false
 		for _, e := range d.Entries {
 			var owner string
@@ -122,6 +123,9 @@ func (db *DB) Restore(ctx context.Context, d core.SessionDump) (added int, err e
 			} else if e.Seq > 1 {
 				branched = true
 			}
+			if err := lk.add(ctx, e.Seq, seqOf[e.ParentID]); err != nil {
+				return err
+			}
 			if _, err := w.q.ExecContext(ctx, insertEntrySQL, e.ID, s.ID, nullStr(e.ParentID), e.Seq, string(e.Kind),
 				string(e.Payload), nullStr(e.NativeID), e.TokenEstimate, nanos(e.CreatedAt)); err != nil {
 				return core.E(core.CodeConflict, fmt.Sprintf("restore: entry %s", e.ID), err)
@@ -132,6 +136,9 @@ func (db *DB) Restore(ctx context.Context, d core.SessionDump) (added int, err e
 			}
 			seqOf[e.ID] = e.Seq
 			added++
+		}
+		if err := lk.flush(ctx); err != nil {
+			return err
 		}
 		if added == 0 && exists > 0 {
 			return nil

@@ -31,7 +31,8 @@ func MigrationCount() int {
 	return len(ms)
 }
 
-// LinkedEntryBefore is the jump-pointer seek of a branched history page.
-func LinkedEntryBefore(ctx context.Context, db *DB, sessionID string, headSeq, beforeSeq int64) (string, bool, error) {
+// LinkedEntryBefore is the jump-pointer seek of a branched history page
+// (the entry found, whether the links could tell, how many it followed).
+func LinkedEntryBefore(ctx context.Context, db *DB, sessionID string, headSeq, beforeSeq int64) (string, bool, int, error) {
 	return linkedEntryBefore(ctx, db.sql, sessionID, headSeq, beforeSeq)
 }

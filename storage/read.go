@@ -60,7 +60,11 @@ func (db *DB) ListSessions(ctx context.Context, q core.ListQuery) ([]core.Sessio
 	if err != nil {
 		return nil, "", err
 	}
-	rows, err := db.sql.QueryContext(ctx, query, args...)
+	stmt, err := db.prepared(ctx, query) // one of eight shapes, compiled once
+	if err != nil {
+		return nil, "", fmt.Errorf("storage: list sessions: %w", err)
+	}
+	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("storage: list sessions: %w", err)
 	}

@@ -3,6 +3,7 @@ package storage_test
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -372,7 +373,7 @@ func TestBranchedPagesMatchTheReference(t *testing.T) {
 		head := branch[len(branch)-1]
 		for before := int64(1); before <= head.Seq; before++ {
 			_, wantStart, _ := refPage(branch, before, 1)
-			got, ok, err := storage.LinkedEntryBefore(ctx, db, s.ID, head.Seq, before)
+			got, ok, _, err := storage.LinkedEntryBefore(ctx, db, s.ID, head.Seq, before)
 			if err != nil || !ok || got != wantStart {
 				t.Fatalf("%s: seek before %d = %q ok=%v %v, want %q", label, before, got, ok, err, wantStart)
 			}
@@ -422,9 +423,9 @@ func TestBranchedPageSeekIsIndexed(t *testing.T) {
 	}
 }
 
-// TestMigrationBackfillsLinks opens a database last written by a Bridge
-// before migration 6 (its objects dropped, entries appended without them,
-// one session with a broken parent link) and checks that the upgrade gives
+// TestMigrationBackfillsLinks opens a database as a Bridge before
+// migration 6 left it (branched and linear sessions, one session with a
+// broken parent link, migration 6's objects dropped) and checks that the upgrade gives
 // every sound entry its entry_links row by the same rule as the trigger,
 // none to the broken ones, and that pages are right on both.
 func TestMigrationBackfillsLinks(t *testing.T) {
@@ -441,15 +442,7 @@ func TestMigrationBackfillsLinks(t *testing.T) {
 	r2.add(mustAppend(t, db, linear.ID, user("l1"), assistant("l2"), tool("l3"), user("l4")))
 	empty := newSession(t, db)
 
-	for _, q := range []string{`DROP TRIGGER entries_link`, `DROP TABLE entry_links`,
-		`DROP INDEX sessions_list`, `DROP INDEX sessions_harness_list`,
-		`CREATE INDEX sessions_updated ON sessions (updated_at DESC, id DESC)`,
-		`DELETE FROM schema_migrations WHERE version = 6`} {
-		if _, err := db.SQL().Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	// Written by the old schema: more of the tree, and a linear session.
+	// More of the tree, and of the linear session.
 	es, err := db.AppendTo(ctx, s1.ID, r1.order[len(r1.order)/2].ID, user("old1"), assistant("old2"))
 	if err != nil {
 		t.Fatal(err)
@@ -479,6 +472,15 @@ func TestMigrationBackfillsLinks(t *testing.T) {
 		}
 	}
 	conn.Close()
+	// Back to the schema before migration 6 (the entries table is the same).
+	for _, q := range []string{`DROP TABLE entry_links`,
+		`DROP INDEX sessions_list`, `DROP INDEX sessions_harness_list`,
+		`CREATE INDEX sessions_updated ON sessions (updated_at DESC, id DESC)`,
+		`DELETE FROM schema_migrations WHERE version = 6`} {
+		if _, err := db.SQL().Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -521,4 +523,41 @@ func TestMigrationBackfillsLinks(t *testing.T) {
 	if page, _, err := db.ListSessions(ctx, core.ListQuery{}); err != nil || len(page) != 4 {
 		t.Fatalf("list after the upgrade: %d sessions, %v", len(page), err)
 	}
+}
+
+// TestBranchedSeekStepsGrowWithTheLogOfTheDepth counts the links the seek
+// follows to every point of a 20,000-entry branch: never more than four per
+// doubling of the depth, so a page far back costs about what one at the
+// head costs (the walk it replaces took one step per entry).
+func TestBranchedSeekStepsGrowWithTheLogOfTheDepth(t *testing.T) {
+	ctx := context.Background()
+	db := storagetest.Open(t)
+	storage.DisableSearchIndex(db)
+	s := newSession(t, db)
+	first := mustAppend(t, db, s.ID, user("root"), assistant("a"))
+	if _, err := db.AppendTo(ctx, s.ID, first[0].ID, assistant("branch")); err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]core.NewEntry, 1000)
+	for i := range chunk {
+		chunk[i] = tool("t")
+	}
+	var last []core.Entry
+	for range 20 {
+		last = mustAppend(t, db, s.ID, chunk...)
+	}
+	head := last[len(last)-1].Seq
+	limit := 4 * (bits.Len64(uint64(head)) + 1)
+	worst := 0
+	for before := int64(1); before <= head; before += 1 + before/50 {
+		id, ok, steps, err := storage.LinkedEntryBefore(ctx, db, s.ID, head, before)
+		if err != nil || !ok || (before > 1 && id == "") {
+			t.Fatalf("seek before %d: %q ok=%v %v", before, id, ok, err)
+		}
+		worst = max(worst, steps)
+	}
+	if worst > limit {
+		t.Fatalf("the seek followed up to %d links on a branch of %d entries, want at most %d", worst, head, limit)
+	}
+	t.Logf("at most %d links followed on a branch of %d entries", worst, head)
 }

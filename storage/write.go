@@ -292,6 +292,7 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 	now := w.db.now()
 	out := make([]core.Entry, 0, len(entries))
 	seq := st.maxSeq
+	var lk *linker
 	for _, ne := range entries {
 		if ne.NativeID != "" {
 			var n int
@@ -321,6 +322,12 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 			st.branched = true
 		}
 		seq++
+		if lk == nil {
+			lk = newLinker(w.q, sessionID)
+		}
+		if err := lk.add(ctx, seq, parentSeq); err != nil {
+			return nil, err
+		}
 		e := core.Entry{
 			ID: id, SessionID: sessionID, ParentID: parentID, Seq: seq, Kind: ne.Kind,
 			Payload: ne.Payload, NativeID: ne.NativeID, TokenEstimate: ne.TokenEstimate, CreatedAt: norm(now),
@@ -340,6 +347,9 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 	}
 	if len(out) == 0 {
 		return out, nil
+	}
+	if err := lk.flush(ctx); err != nil {
+		return nil, err
 	}
 	if _, err := w.q.ExecContext(ctx, `UPDATE sessions SET head_id = ?, branched = ?, updated_at = ? WHERE id = ?`,
 		parentID, st.branched, nanos(w.touch(st.updatedAt)), sessionID); err != nil {

@@ -10,15 +10,17 @@ CREATE INDEX sessions_harness_list ON sessions (harness, archived, updated_at, i
 
 -- entry_links is each entry's place in its session's tree: its parent's
 -- seq, its depth (0 for a root) and a jump pointer, the seq of an ancestor
--- chosen by the skew-binary rule (a root jumps to itself; an entry jumps
--- two of its parent's jumps at once when the parent's two jumps span equal
--- depths, else to its parent). Following jumps while they stay at or above
--- a seq finds the newest ancestor below that seq in O(log depth) seeks,
--- because seqs grow from parent to child. Rows are only ever added, one per
--- entry, by the trigger below, so every way of inserting an entry keeps them
--- (appends, restores, imports). An entry whose parent is missing, of another
+-- chosen by the skew-binary rule (a root jumps to itself; an entry jumps to
+-- its parent's jump target's own target when the parent's two jumps span
+-- equal depths, else to its parent). Following jumps while they stay at or
+-- above a seq finds the newest ancestor below that seq in O(log depth)
+-- seeks, because seqs grow from parent to child. Rows are only ever added,
+-- one per entry, in the transaction that adds the entry (storage's linker,
+-- on append and restore). An entry whose parent is missing, of another
 -- session, not older, or itself without a row gets no row; readers then walk
--- the parent links as before, which names the problem.
+-- the parent links as before, which names the problem. Entries recorded
+-- before this migration get their rows from the Go step that runs with it
+-- (storage.backfillLinks).
 CREATE TABLE entry_links (
     session_id TEXT NOT NULL,
     seq        INTEGER NOT NULL,
@@ -27,22 +29,3 @@ CREATE TABLE entry_links (
     jump_seq   INTEGER NOT NULL,
     PRIMARY KEY (session_id, seq)
 ) WITHOUT ROWID;
-
-CREATE TRIGGER entries_link AFTER INSERT ON entries
-BEGIN
-    INSERT OR IGNORE INTO entry_links (session_id, seq, parent_seq, depth, jump_seq)
-    SELECT NEW.session_id, NEW.seq, NULL, 0, NEW.seq
-    WHERE NEW.parent_id IS NULL
-    UNION ALL
-    SELECT NEW.session_id, NEW.seq, p.seq, lp.depth + 1,
-           CASE WHEN lp.depth - lj.depth = lj.depth - ljj.depth THEN lj.jump_seq ELSE p.seq END
-    FROM entries p
-    JOIN entry_links lp ON lp.session_id = p.session_id AND lp.seq = p.seq
-    JOIN entry_links lj ON lj.session_id = p.session_id AND lj.seq = lp.jump_seq
-    JOIN entry_links ljj ON ljj.session_id = p.session_id AND ljj.seq = lj.jump_seq
-    WHERE NEW.parent_id IS NOT NULL AND p.id = NEW.parent_id
-      AND p.session_id = NEW.session_id AND p.seq < NEW.seq;
-END;
-
--- Entries recorded before this migration get their rows from the Go step
--- that runs with it (storage.backfillLinks).
