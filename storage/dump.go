@@ -53,7 +53,8 @@ func (db *DB) Dump(ctx context.Context, sessionID string) (core.SessionDump, err
 
 // Restore implements core.Dumper in one write transaction. Every entry is
 // checked (known kind, payload, parent in the same session and earlier)
-// before it is written; entries are indexed for search like any append.
+// before it is written; the search indexer picks the entries up after the
+// commit, like any append's (their rowids follow every earlier entry's).
 func (db *DB) Restore(ctx context.Context, d core.SessionDump) (added int, err error) {
 	s := d.Session
 	if s.ID == "" {
@@ -131,9 +132,6 @@ func (db *DB) Restore(ctx context.Context, d core.SessionDump) (added int, err e
 				return core.E(core.CodeConflict, fmt.Sprintf("restore: entry %s", e.ID), err)
 			}
 			db.fire("entry.insert")
-			if err := indexEntry(ctx, w.q, e.ID, e.Kind, e.Payload); err != nil {
-				return err
-			}
 			seqOf[e.ID] = e.Seq
 			added++
 		}

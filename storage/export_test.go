@@ -14,7 +14,7 @@ func Queued(db *DB) int64 { return db.queued.Load() }
 func GroupStats(db *DB) (groups, calls int64) { return db.groups.Load(), db.calls.Load() }
 
 // DisableSearchIndex stops db from indexing new entries (for benchmarks).
-func DisableSearchIndex(db *DB) { db.noIndex = true }
+func DisableSearchIndex(db *DB) { db.noIndex.Store(true) }
 
 // ListSQL is the query and arguments of one ListSessions page.
 func ListSQL(q core.ListQuery, limit int) (string, []any, error) { return listSQL(q, limit) }
