@@ -97,8 +97,11 @@ func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r cor
 			}
 			db.fire("session.insert")
 		}
-		r := &restorer{ctx: ctx, db: db, w: w, s: s, exists: exists > 0}
+		r := &restorer{ctx: ctx, db: db, w: w, s: s, exists: exists > 0, lk: newLinker(w.q, s.ID)}
 		if err := fill(r); err != nil {
+			return err
+		}
+		if err := r.lk.flush(ctx); err != nil {
 			return err
 		}
 		added = r.added
@@ -141,7 +144,12 @@ type restorer struct {
 	lastSeq  int64
 	branched bool
 	added    int
+	lk       *linker // entry_links rows; a new one every linkEvery entries
 }
+
+// linkEvery bounds the entry_links rows a restore holds before writing
+// them (its linker keeps the rows it computed).
+const linkEvery = 1000
 
 // Entry implements core.Restorer.
 func (r *restorer) Entry(e core.Entry) error {
@@ -178,8 +186,8 @@ func (r *restorer) Entry(e core.Entry) error {
 	case !errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("storage: restore: %w", err)
 	}
+	var pseq int64 // 0: a root
 	if e.ParentID != "" {
-		var pseq int64
 		err := w.q.QueryRowContext(ctx, `SELECT seq FROM entries WHERE id = ? AND session_id = ?`, e.ParentID, s.ID).Scan(&pseq)
 		if errors.Is(err, sql.ErrNoRows) || (err == nil && pseq >= e.Seq) {
 			return core.Errorf(core.CodeInvalid, "restore: entry %s: parent %q is not an earlier entry of the session", e.ID, e.ParentID)
@@ -193,12 +201,30 @@ func (r *restorer) Entry(e core.Entry) error {
 	} else if e.Seq > 1 {
 		r.branched = true
 	}
+	if err := r.link(e.Seq, pseq); err != nil {
+		return err
+	}
 	if _, err := w.q.ExecContext(ctx, insertEntrySQL, e.ID, s.ID, nullStr(e.ParentID), e.Seq, string(e.Kind),
 		string(e.Payload), nullStr(e.NativeID), e.TokenEstimate, nanos(e.CreatedAt)); err != nil {
 		return core.E(core.CodeConflict, fmt.Sprintf("restore: entry %s", e.ID), err)
 	}
 	r.db.fire("entry.insert")
 	r.added++
+	return nil
+}
+
+// link computes the entry_links row of the entry at seq, writing the rows
+// held every linkEvery entries.
+func (r *restorer) link(seq, parentSeq int64) error {
+	if err := r.lk.add(r.ctx, seq, parentSeq); err != nil {
+		return err
+	}
+	if r.added > 0 && r.added%linkEvery == 0 {
+		if err := r.lk.flush(r.ctx); err != nil {
+			return err
+		}
+		r.lk = newLinker(r.w.q, r.s.ID)
+	}
 	return nil
 }
 
