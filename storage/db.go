@@ -284,8 +284,10 @@ func (db *DB) AfterBulk(ctx context.Context) error {
 	}
 	// The indexer would index the bulk write next anyway: done here, its
 	// memory is given back with the import's (the caller frees after).
-	if err := db.CatchUpSearch(ctx); err != nil {
-		return err
+	if !db.noIndex.Load() && db.search != nil {
+		if err := db.CatchUpSearch(ctx); err != nil {
+			return err
+		}
 	}
 	var busy, logFrames, done int
 	if err := db.sql.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done); err != nil {
