@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"reflect"
@@ -16,6 +17,13 @@ import (
 // its checkpoint or something else, and malformed ids.
 func randomBranch(r *rand.Rand, n int) []core.Entry {
 	b := newBranch()
+	addRandom(b, r, n, true)
+	return b.entries
+}
+
+// addRandom appends n random entries to b (commits only when commits).
+func addRandom(b *branchBuilder, r *rand.Rand, n int, commits bool) {
+	n += len(b.entries)
 	ids := []string{"a", "b", "c"}
 	words := []string{"x", " y ", "", "z", "x"}
 	pick := func(l []string) string { return l[r.Intn(len(l))] }
@@ -47,6 +55,9 @@ func randomBranch(r *rand.Rand, n int) []core.Entry {
 		case 10:
 			b.add(core.KindCompactionFailed, map[string]any{"reason": "manual"})
 		case 11:
+			if !commits {
+				continue
+			}
 			cp := b.add(core.KindCheckpoint, map[string]any{"summary": "s", "decisions": []any{pick(words), pick(words)}})
 			ref := cp
 			if r.Intn(5) == 0 {
@@ -63,7 +74,6 @@ func randomBranch(r *rand.Rand, n int) []core.Entry {
 		}
 		b.entries[len(b.entries)-1].TokenEstimate = int64(r.Intn(30))
 	}
-	return b.entries
 }
 
 // TestWindowMatchesWholeBranchScans: on random branches, the window
@@ -237,4 +247,75 @@ func refEvidence(branch []core.Entry) Evidence {
 	}
 	ev.Decisions, ev.Files = decisions, files
 	return ev
+}
+
+// TestProjectTailMatchesProject: on random branches whose newest boundary
+// commits a valid checkpoint (retaining from an earlier entry or from its
+// marker), ProjectTail on any tail of the branch either asks for more or
+// gives exactly Project's projection of the whole branch; the complete tail
+// never asks for more.
+func TestProjectTailMatchesProject(t *testing.T) {
+	for seed := int64(1); seed <= 200; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		b := newBranch()
+		addRandom(b, r, r.Intn(30), true)
+		first := ""
+		if n := len(b.entries); n > 0 && r.Intn(3) > 0 {
+			first = b.entries[r.Intn(n)].ID // perhaps before an older boundary: then Project starts after this one
+		}
+		cpID, marker := "cp", "mk"
+		if first == "" {
+			first = marker
+		}
+		for _, ne := range CommitEntries(Checkpoint{SchemaVersion: 1, Summary: "s", FirstRetainedEntryID: first}, cpID, marker) {
+			id := ne.ID
+			if id == "" {
+				id = fmt.Sprintf("e%d", len(b.entries)+1)
+			}
+			b.addID(id, ne.Kind, json.RawMessage(ne.Payload))
+		}
+		addRandom(b, r, r.Intn(80), false)
+		branch := b.entries
+		for i := range branch {
+			branch[i].TokenEstimate = int64(1 + r.Intn(40))
+		}
+		budget := RetainPolicy{TokenBudget: int64(20 + r.Intn(600))}
+		want, err := Project(branch, ProjectOptions{Budget: budget})
+		if err != nil {
+			t.Fatalf("seed %d: Project: %v", seed, err)
+		}
+		w := WindowOf(branch)
+		bi := LastBoundary(branch)
+		var before []core.Entry
+		for i := 0; i < bi; i++ {
+			if branch[i].ID == first {
+				before = branch[i : bi+1]
+			}
+		}
+		var cp core.Entry
+		for _, e := range branch {
+			if e.ID == cpID {
+				cp = e
+			}
+		}
+		for from := len(branch); from > bi; from-- {
+			in := TailInput{Window: w, Checkpoint: cp, Before: before, Tail: branch[from:], Complete: from == bi+1}
+			got, more, err := ProjectTail(in, ProjectOptions{Budget: budget})
+			if err != nil {
+				t.Fatalf("seed %d, tail from %d: %v", seed, from, err)
+			}
+			if more {
+				if in.Complete {
+					t.Fatalf("seed %d: the complete tail asks for more", seed)
+				}
+				continue
+			}
+			want.Skipped = nil
+			if !reflect.DeepEqual(ids(got.Retained), ids(want.Retained)) || got.Omitted != want.Omitted || got.Widened != want.Widened ||
+				got.Model != want.Model || got.Effort != want.Effort || got.CheckpointEntryID != want.CheckpointEntryID {
+				t.Fatalf("seed %d, tail from %d of %d (boundary at %d):\n got %v omitted %d widened %v\nwant %v omitted %d widened %v",
+					seed, from, len(branch), bi, ids(got.Retained), got.Omitted, got.Widened, ids(want.Retained), want.Omitted, want.Widened)
+			}
+		}
+	}
 }
