@@ -22,11 +22,18 @@ type TranscriptList struct {
 }
 
 // MultiImporter is implemented by adapters whose harness keeps many
-// sessions in one file (OpenCode's SQLite database): ImportAll reads every
-// session in it. Discovery prefers it to Importer.
+// sessions in one file (OpenCode's SQLite database): ImportAll reads the
+// sessions in it one at a time, calling record once per session with a
+// reader that streams that session (as Importer.ImportStream does), so that
+// only one session's batch is in memory at once. An error from record stops
+// ImportAll, which returns it. Discovery prefers it to Importer.
 type MultiImporter interface {
-	ImportAll(ctx context.Context, path string) ([]ImportedSession, error)
+	ImportAll(ctx context.Context, path string, record func(read ImportReader) error) error
 }
+
+// ImportReader streams one session to sink, in batches, and returns its
+// final header (see Importer).
+type ImportReader func(sink ImportSink) (ImportedSession, error)
 
 // DiscoveredFile is what the last discovery saw of one transcript.
 type DiscoveredFile struct {

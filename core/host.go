@@ -288,13 +288,34 @@ type HistoryWindower interface {
 }
 
 // Importer is implemented by adapters that can read a harness transcript
-// file into entries (session/import). Each entry carries a NativeID so that
-// importing the same file twice adds nothing.
+// file into entries (session/import, discovery). Each entry carries a
+// NativeID so that importing the same file twice adds nothing.
+//
+// ImportStream reads the transcript at path and hands its entries to sink
+// as it reads them, in transcript order, in batches of at most ImportBatch
+// entries, so that memory does not grow with the transcript. Each call of
+// sink carries the session's header as known so far; its NativeID is the
+// same in every call ("" when the transcript names no session). The header
+// returned at the end is final (a title or model found late). When
+// ImportStream fails, what sink was given must be discarded: the caller
+// records an import in one transaction.
 type Importer interface {
-	Import(ctx context.Context, path string, progress func(done, total int64)) (ImportedSession, error)
+	ImportStream(ctx context.Context, path string, sink ImportSink, progress func(done, total int64)) (ImportedSession, error)
 }
 
-// ImportedSession is a transcript read from disk.
+// ImportSink receives one batch of an import: part.Entries are the next
+// entries, and the other fields the session's header as known so far. An
+// error stops the import and is returned by ImportStream. The sink may keep
+// part.Entries (an importer does not reuse a batch it handed out) and may be
+// called from the importer's goroutine while the caller writes the
+// previous batch.
+type ImportSink func(part ImportedSession) error
+
+// ImportBatch is the most entries an Importer hands to its sink at once.
+const ImportBatch = 1000
+
+// ImportedSession is a transcript read from disk: its header, and entries
+// (all of them from CollectImport; one batch in an ImportSink call).
 type ImportedSession struct {
 	NativeID string
 	Cwd      string

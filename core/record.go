@@ -8,8 +8,10 @@
 package core
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -122,16 +124,73 @@ func (e NewEntry) Validate() error {
 	if !ok {
 		return E(CodeInvalid, fmt.Sprintf("entry kind %q is unknown", e.Kind), nil)
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(e.Payload, &obj); err != nil || obj == nil {
-		return E(CodeInvalid, fmt.Sprintf("entry %s: payload must be a JSON object", e.Kind), err)
+	if !json.Valid(e.Payload) {
+		var obj map[string]json.RawMessage
+		return E(CodeInvalid, fmt.Sprintf("entry %s: payload must be a JSON object", e.Kind), json.Unmarshal(e.Payload, &obj))
+	}
+	keys, ok := topKeys(e.Payload)
+	if !ok {
+		return E(CodeInvalid, fmt.Sprintf("entry %s: payload must be a JSON object", e.Kind), nil)
 	}
 	for _, f := range req {
-		if _, ok := obj[f]; !ok {
+		if !slices.Contains(keys, f) {
 			return E(CodeInvalid, fmt.Sprintf("entry %s: payload is missing %q", e.Kind, f), nil)
 		}
 	}
 	return nil
+}
+
+// topKeys lists the member names of a valid JSON document that is an
+// object (ok is false for any other value), without decoding the values:
+// Validate runs on every entry written.
+func topKeys(b []byte) (keys []string, ok bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, false
+	}
+	depth := 0
+	for ; i < len(b); i++ {
+		switch c := b[i]; c {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case '"':
+			end := stringEnd(b, i)
+			if depth == 1 {
+				if j := skipSpace(b, end+1); j < len(b) && b[j] == ':' {
+					if raw := b[i+1 : end]; !bytes.ContainsRune(raw, '\\') {
+						keys = append(keys, string(raw))
+					} else if k := ""; json.Unmarshal(b[i:end+1], &k) == nil {
+						keys = append(keys, k)
+					}
+				}
+			}
+			i = end
+		}
+	}
+	return keys, true
+}
+
+// stringEnd returns the index of the quote closing the JSON string that
+// starts at b[i].
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j
+		}
+	}
+	return len(b) - 1
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // Payload marshals v into a payload, panicking only on values that cannot be

@@ -27,3 +27,6 @@ func WriteBundle(w io.Writer) error {
 	}
 	return nil
 }
+
+// Bundle returns the committed bundle's bytes (shared: do not modify them).
+func Bundle() []byte { return bundle }

@@ -161,6 +161,7 @@ func (db *DB) runLocked(taken []*writeReq) {
 			}
 		}
 	}
+	db.kickIndex()
 	finish(nil)
 }
 

@@ -79,6 +79,11 @@ type Options struct {
 	// IDs makes the ids of sessions and entries stored without one
 	// (default core.DefaultIDs).
 	IDs *core.IDs
+
+	// IndexHook is Hook for the search indexer's transactions (which run
+	// on their own goroutine, in the index file): "index.insert" after each
+	// index row, "index.commit.before" before each commit.
+	IndexHook func(point string)
 }
 
 // DefaultMaxEntryBytes is the default Options.MaxEntryBytes: 32 MiB, well
@@ -95,9 +100,13 @@ type DB struct {
 	now  func() time.Time
 	ids  *core.IDs
 
-	// noIndex turns off writing the search index (benchmarks measure what
-	// the index costs).
-	noIndex bool
+	// noIndex turns off the search indexer (benchmarks measure what the
+	// index costs).
+	noIndex atomic.Bool
+
+	busy      time.Duration // Options.BusyTimeout resolved
+	indexHook func(string)
+	search    *searchIndex
 
 	maxEntry int // Options.MaxEntryBytes resolved; <= 0: no limit
 
@@ -158,6 +167,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	// Commits never run a checkpoint (its fsync stalled the writer for
 	// milliseconds); checkpointer does it in the background instead.
 	q.Add("_pragma", "wal_autocheckpoint(0)")
+	// Once a checkpoint has copied the whole log, the next write starts it
+	// again from the top and cuts the file back to this size, so the -wal
+	// file does not stay at the size a burst of writing left it.
+	q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", JournalSizeLimit))
 	q.Set("_txlock", "immediate")
 	dsn := (&url.URL{Scheme: "file", OmitHost: true, Path: abs, RawQuery: q.Encode()}).String()
 
@@ -179,15 +192,17 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		opts.IDs = core.DefaultIDs
 	}
 	db := &DB{
-		sql:      sdb,
-		path:     abs,
-		hook:     opts.Hook,
-		now:      func() time.Time { return time.Now().UTC() },
-		ids:      opts.IDs,
-		maxEntry: opts.MaxEntryBytes,
-		reqs:     make(chan *writeReq, 256),
-		stmts:    map[string]*sql.Stmt{},
-		done:     make(chan struct{}),
+		sql:       sdb,
+		path:      abs,
+		hook:      opts.Hook,
+		busy:      busy,
+		indexHook: opts.IndexHook,
+		now:       func() time.Time { return time.Now().UTC() },
+		ids:       opts.IDs,
+		maxEntry:  opts.MaxEntryBytes,
+		reqs:      make(chan *writeReq, 256),
+		stmts:     map[string]*sql.Stmt{},
+		done:      make(chan struct{}),
 	}
 	if err := db.migrateRetrying(ctx); err != nil {
 		sdb.Close()
@@ -195,6 +210,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	// The first connection created -wal and -shm; make them private too.
 	if err := chmodFiles(abs); err != nil {
+		sdb.Close()
+		return nil, err
+	}
+	if err := db.openSearch(ctx); err != nil {
 		sdb.Close()
 		return nil, err
 	}
@@ -243,6 +262,34 @@ func (db *DB) checkpointer(period time.Duration) {
 			last = now
 		}
 	}
+}
+
+// JournalSizeLimit is the size the write-ahead log is cut back to when
+// SQLite restarts it after a complete checkpoint (PRAGMA
+// journal_size_limit). While a burst of writing goes on the log may grow
+// past it (the checkpointer waits for a pause); AfterBulk truncates it to
+// nothing after an import.
+const JournalSizeLimit = 32 << 20
+
+// AfterBulk runs after a bulk write (an import): a TRUNCATE checkpoint
+// copies the whole write-ahead log into the database and truncates the log
+// file to zero bytes. It waits up to the busy timeout for other writers
+// and for readers of older snapshots; when it cannot finish (a reader
+// still holds an old snapshot), the background checkpointer copies the log
+// later and journal_size_limit bounds the file then.
+func (db *DB) AfterBulk(ctx context.Context) error {
+	if db.isClosed() {
+		return errClosed
+	}
+	var busy, logFrames, done int
+	if err := db.sql.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done); err != nil {
+		return fmt.Errorf("storage: checkpoint: %w", err)
+	}
+	if busy != 0 {
+		return core.Errorf(core.CodeUnavailable, "storage: checkpoint could not finish (%d of %d frames copied)", done, logFrames)
+	}
+	db.checkpointed.Store(db.lastWrite.Load())
+	return nil
 }
 
 // isBusy reports whether err is SQLite's SQLITE_BUSY or SQLITE_LOCKED ("database
@@ -323,6 +370,7 @@ func (db *DB) Close() error {
 	close(db.reqs)
 	db.closeMu.Unlock()
 	<-db.done
+	db.stopSearch()
 	close(db.stopCheckpoints)
 	<-db.checkpointsDone
 	db.closeStmts()
@@ -373,6 +421,7 @@ func (db *DB) Update(ctx context.Context, fn func(w core.Writer) error) (err err
 		return fmt.Errorf("storage: commit: %w", err)
 	}
 	committed = true
+	db.kickIndex()
 	return nil
 }
 

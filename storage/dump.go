@@ -53,7 +53,8 @@ func (db *DB) Dump(ctx context.Context, sessionID string) (core.SessionDump, err
 
 // Restore implements core.Dumper in one write transaction. Every entry is
 // checked (known kind, payload, parent in the same session and earlier)
-// before it is written; entries are indexed for search like any append.
+// before it is written; the search indexer picks the entries up after the
+// commit, like any append's (their rowids follow every earlier entry's).
 func (db *DB) Restore(ctx context.Context, d core.SessionDump) (added int, err error) {
 	s := d.Session
 	if s.ID == "" {
@@ -95,6 +96,7 @@ func (db *DB) Restore(ctx context.Context, d core.SessionDump) (added int, err e
 			db.fire("session.insert")
 		}
 		seqOf := map[string]int64{}
+		lk := newLinker(w.q, s.ID)
 		branched := false
 		for _, e := range d.Entries {
 			var owner string
@@ -122,16 +124,19 @@ func (db *DB) Restore(ctx context.Context, d core.SessionDump) (added int, err e
 			} else if e.Seq > 1 {
 				branched = true
 			}
+			if err := lk.add(ctx, e.Seq, seqOf[e.ParentID]); err != nil {
+				return err
+			}
 			if _, err := w.q.ExecContext(ctx, insertEntrySQL, e.ID, s.ID, nullStr(e.ParentID), e.Seq, string(e.Kind),
 				string(e.Payload), nullStr(e.NativeID), e.TokenEstimate, nanos(e.CreatedAt)); err != nil {
 				return core.E(core.CodeConflict, fmt.Sprintf("restore: entry %s", e.ID), err)
 			}
 			db.fire("entry.insert")
-			if err := indexEntry(ctx, w.q, e.ID, e.Kind, e.Payload); err != nil {
-				return err
-			}
 			seqOf[e.ID] = e.Seq
 			added++
+		}
+		if err := lk.flush(ctx); err != nil {
+			return err
 		}
 		if added == 0 && exists > 0 {
 			return nil

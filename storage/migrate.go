@@ -52,8 +52,10 @@ func loadMigrations() ([]migration, error) {
 
 // goSteps are work a migration needs beyond its SQL, run in the same
 // transaction right after it.
+// (Migration 2 once indexed the existing entries here; the index has since
+// moved to its own file, built from the record by the indexer.)
 var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
-	2: backfillSearch,
+	6: backfillLinks,
 }
 
 // KnownSchemaVersion is the highest schema version this Bridge can apply.
@@ -79,9 +81,13 @@ func (db *DB) migrate(ctx context.Context) error {
 		applied_at INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("storage: create schema_migrations: %w", err)
 	}
-	current, err := db.SchemaVersion(ctx)
+	applied, err := db.appliedVersions(ctx)
 	if err != nil {
 		return err
+	}
+	current := 0
+	for v := range applied {
+		current = max(current, v)
 	}
 	known := 0
 	if len(ms) > 0 {
@@ -92,8 +98,11 @@ func (db *DB) migrate(ctx context.Context) error {
 			"storage: %s has schema version %d but this Bridge knows only up to %d; it was written by a newer Bridge, upgrade Bridge to open it",
 			db.path, current, known)
 	}
+	// Every migration not yet recorded runs, in order, even one numbered
+	// below the highest applied (numbers may land out of order; each
+	// migration stands on its own).
 	for _, m := range ms {
-		if m.version <= current {
+		if applied[m.version] {
 			continue
 		}
 		if err := db.apply(ctx, m); err != nil {
@@ -101,6 +110,27 @@ func (db *DB) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// appliedVersions returns the versions recorded in schema_migrations.
+func (db *DB) appliedVersions(ctx context.Context) (map[int]bool, error) {
+	rows, err := db.sql.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return nil, fmt.Errorf("storage: schema versions: %w", err)
+	}
+	defer rows.Close()
+	out := map[int]bool{}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, fmt.Errorf("storage: schema versions: %w", err)
+		}
+		out[v] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: schema versions: %w", err)
+	}
+	return out, nil
 }
 
 func (db *DB) apply(ctx context.Context, m migration) error {

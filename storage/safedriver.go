@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/ncruces/go-sqlite3"
 	sqlite "github.com/ncruces/go-sqlite3/driver"
 
 	"github.com/bridge-dev/bridge/core"
@@ -47,10 +48,13 @@ func (safeDriver) OpenConnector(name string) (driver.Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return safeConnector{c}, nil
+	return safeConnector{c: c}, nil
 }
 
-type safeConnector struct{ c driver.Connector }
+type safeConnector struct {
+	c    driver.Connector
+	init func(*sqlite3.Conn) error // run on each new connection, after the extensions
+}
 
 func (s safeConnector) Driver() driver.Driver { return safeDriver{} }
 
@@ -64,6 +68,12 @@ func (s safeConnector) Connect(ctx context.Context) (_ driver.Conn, err error) {
 	if err := registerExtensions(c.Raw()); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("storage: register extensions: %w", err)
+	}
+	if s.init != nil {
+		if err := s.init(c.Raw()); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("storage: set up connection: %w", err)
+		}
 	}
 	return &safeConn{c: c}, nil
 }

@@ -8,10 +8,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	sqlitedriver "github.com/ncruces/go-sqlite3/driver"
+	"github.com/ncruces/go-sqlite3/ext/fts5"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/storage"
@@ -173,47 +178,157 @@ func TestSearchSyntaxErrorsAreInvalid(t *testing.T) {
 	}
 }
 
-func TestSearchIndexesEntriesRecordedBeforeTheIndexExisted(t *testing.T) {
+// TestSearchUpgradesA0004Database opens a record written by a Bridge of
+// schema version 4 (search index inside the record, filled by each append)
+// with this one: the old index table is dropped, the index file is built
+// from the entries, and search finds them.
+func TestSearchUpgradesA0004Database(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "bridge.db")
+	old, err := sqlitedriver.Open("file:"+path+"?_pragma=journal_mode(wal)", fts5.Register)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.SetMaxOpenConns(1)
+	for v, name := range []string{"0001_init.sql", "0002_search.sql", "0003_discovered.sql", "0004_previews.sql"} {
+		b, err := os.ReadFile(filepath.Join("migrations", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := old.Exec(string(b)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := old.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)`, v+1, name); err != nil {
+			if _, err := old.Exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := old.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)`, v+1, name); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// What a version-4 Bridge wrote: entries and, with them, their rows in
+	// the record's own index.
+	for _, q := range []string{
+		`INSERT INTO sessions (id, harness, cwd, created_at, updated_at, head_id) VALUES ('s_old', 'codex', '/w', 1, 1, 'e_2')`,
+		`INSERT INTO entries (id, session_id, parent_id, seq, kind, payload, created_at) VALUES
+			('e_1', 's_old', NULL, 1, 'user.message', '{"text":"ancient wombat"}', 1),
+			('e_2', 's_old', 'e_1', 2, 'assistant.message', '{"text":"older numbat"}', 2)`,
+		`INSERT INTO entry_search (text, entry_id) VALUES ('ancient wombat', 'e_1'), ('older numbat', 'e_2')`,
+	} {
+		if _, err := old.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+
+	db, err := storage.Open(ctx, path, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if v, err := db.SchemaVersion(ctx); err != nil || v != storage.KnownSchemaVersion() {
+		t.Fatalf("schema version after the upgrade = %d, %v; want %d", v, err, storage.KnownSchemaVersion())
+	}
+	var n int
+	if err := db.SQL().QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = 'entry_search'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the record still holds the old index table (%d, %v)", n, err)
+	}
+	for _, w := range []string{"wombat", "numbat"} {
+		if p := search(t, db, core.SearchQuery{Query: w}); len(p.Hits) != 1 || p.Hits[0].SessionID != "s_old" {
+			t.Errorf("%s: %+v after the upgrade, want 1 hit in s_old", w, p.Hits)
+		}
+	}
+	// Entries appended after the upgrade are found too.
+	mustAppend(t, db, "s_old", user("newer quokka"))
+	if p := search(t, db, core.SearchQuery{Query: "quokka"}); len(p.Hits) != 1 {
+		t.Errorf("quokka: %d hits, want 1", len(p.Hits))
+	}
+}
+
+// TestSearchRebuildsItsIndex: the index is derived from the record; a
+// missing index file, or one that belongs to another record, is rebuilt.
+func TestSearchRebuildsItsIndex(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bridge.db")
 	db, err := storage.Open(ctx, path, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := newSession(t, db)
-	mustAppend(t, db, s.ID, user("ancient wombat"), assistant("older numbat"))
-	// Make the database look like one written before migration 2.
-	// (Later migrations are undone too, so that migration 2 runs again.)
-	for _, q := range []string{`DROP TABLE entry_search`, `DROP TABLE IF EXISTS discovered_files`,
-		`DROP TABLE IF EXISTS previews`, `DROP TABLE IF EXISTS attachments`,
-		`DELETE FROM schema_migrations WHERE version >= 2`} {
-		if _, err := db.SQL().Exec(q); err != nil {
-			t.Fatal(err)
+	mustAppend(t, db, s.ID, user("lonely axolotl"), assistant("quiet okapi"))
+	if p := search(t, db, core.SearchQuery{Query: "axolotl"}); len(p.Hits) != 1 {
+		t.Fatalf("axolotl: %d hits, want 1", len(p.Hits))
+	}
+	db.Close()
+	for _, suffix := range []string{"-search", "-search-wal", "-search-shm"} {
+		_ = os.Remove(path + suffix)
+	}
+	// Another record, whose index file is then put next to the first one.
+	other := filepath.Join(dir, "other.db")
+	db2, err := storage.Open(ctx, other, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := newSession(t, db2)
+	mustAppend(t, db2, s2.ID, user("stray narwhal"), user("stray narwhal again"))
+	db2.Close()
+
+	db, err = storage.Open(ctx, path, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"axolotl", "okapi"} {
+		if p := search(t, db, core.SearchQuery{Query: w}); len(p.Hits) != 1 {
+			t.Errorf("%s: %d hits after the index file was removed, want 1", w, len(p.Hits))
 		}
 	}
 	db.Close()
+	for _, suffix := range []string{"-search", "-search-wal", "-search-shm"} {
+		b, err := os.ReadFile(other + suffix)
+		if err == nil {
+			err = os.WriteFile(path+suffix, b, 0o600)
+		} else if os.IsNotExist(err) {
+			err = os.Remove(path + suffix)
+			if os.IsNotExist(err) {
+				err = nil
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	db, err = storage.Open(ctx, path, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for _, w := range []string{"wombat", "numbat"} {
-		if p := search(t, db, core.SearchQuery{Query: w}); len(p.Hits) != 1 {
-			t.Errorf("%s: %d hits after the upgrade, want 1", w, len(p.Hits))
-		}
+	if p := search(t, db, core.SearchQuery{Query: "narwhal"}); len(p.Hits) != 0 {
+		t.Errorf("narwhal (only in the other record): %d hits, want 0", len(p.Hits))
+	}
+	if p := search(t, db, core.SearchQuery{Query: "okapi"}); len(p.Hits) != 1 {
+		t.Errorf("okapi: %d hits with another record's index file in place, want 1", len(p.Hits))
+	}
+	if c := storagetest.ReadIndexCounts(t, path); !c.Complete() {
+		t.Errorf("index after the rebuild: %+v", c)
 	}
 }
 
 const searchHelperEnv = "BRIDGE_SEARCH_HELPER"
 
 // TestSearchHelperProcess is not a test: it is the child of
-// TestKillDuringImportKeepsIndexInStep, importing batches until killed.
+// TestKillDuringImportKeepsIndexInStep, importing batches until killed,
+// either inside a transaction of the record (BRIDGE_KILL_AT: at its Nth
+// entry row) or inside one of the index (BRIDGE_KILL_INDEX_AT: at its Nth
+// index row).
 func TestSearchHelperProcess(t *testing.T) {
 	if os.Getenv(searchHelperEnv) == "" {
 		return
 	}
 	ctx := context.Background()
 	at, _ := strconv.Atoi(os.Getenv("BRIDGE_KILL_AT"))
+	indexAt, _ := strconv.Atoi(os.Getenv("BRIDGE_KILL_INDEX_AT"))
 	seen := 0
 	hook := func(point string) {
 		if point != "entry.insert" {
@@ -221,11 +336,16 @@ func TestSearchHelperProcess(t *testing.T) {
 		}
 		seen++
 		if seen == at {
-			// Killed between an entry's row and its index row.
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
 	}
-	db, err := storage.Open(ctx, os.Getenv("BRIDGE_DB"), storage.Options{Hook: hook})
+	var indexed atomic.Int64
+	indexHook := func(point string) {
+		if point == "index.insert" && indexed.Add(1) == int64(indexAt) {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+	}
+	db, err := storage.Open(ctx, os.Getenv("BRIDGE_DB"), storage.Options{Hook: hook, IndexHook: indexHook})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -237,7 +357,7 @@ func TestSearchHelperProcess(t *testing.T) {
 			for i := 0; i < 50; i++ {
 				n := b*50 + i
 				batch = append(batch, core.NewEntry{Kind: core.KindAssistantMessage, NativeID: "n" + strconv.Itoa(n),
-					Payload: core.Payload(map[string]string{"text": fmt.Sprintf("imported pangolin line %d", n)})})
+					Payload: core.Payload(map[string]string{"text": fmt.Sprintf("imported pangolin line %d tag%d", n, n)})})
 			}
 			_, err := w.Append(ctx, sid, batch...)
 			return err
@@ -249,10 +369,26 @@ func TestSearchHelperProcess(t *testing.T) {
 	}
 }
 
+// TestKillDuringImportKeepsIndexInStep kills (SIGKILL) a process importing
+// batches of 50 entries, inside a transaction of the record or inside one of
+// the search index, and counts both in the files left behind: the record
+// holds whole batches; the index holds exactly the entries it says it
+// covers (every entry up to its high-water mark, nothing else), which may
+// be fewer than the record's. Then, reopened, search catches the index up
+// before answering: it finds every entry, the last one included, and the
+// counts agree.
 func TestKillDuringImportKeepsIndexInStep(t *testing.T) {
 	ctx := context.Background()
-	for _, at := range []int{1, 49, 50, 51, 377} {
-		t.Run(strconv.Itoa(at), func(t *testing.T) {
+	cases := []struct {
+		name, env string
+		at        int
+	}{
+		{"record-1", "BRIDGE_KILL_AT", 1}, {"record-49", "BRIDGE_KILL_AT", 49}, {"record-50", "BRIDGE_KILL_AT", 50},
+		{"record-51", "BRIDGE_KILL_AT", 51}, {"record-377", "BRIDGE_KILL_AT", 377}, {"record-2000", "BRIDGE_KILL_AT", 2000},
+		{"index-1", "BRIDGE_KILL_INDEX_AT", 1}, {"index-75", "BRIDGE_KILL_INDEX_AT", 75}, {"index-1200", "BRIDGE_KILL_INDEX_AT", 1200},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "bridge.db")
 			db, err := storage.Open(ctx, path, storage.Options{})
 			if err != nil {
@@ -262,36 +398,42 @@ func TestKillDuringImportKeepsIndexInStep(t *testing.T) {
 			db.Close()
 			cmd := exec.Command(os.Args[0], "-test.run=^TestSearchHelperProcess$", "-test.count=1")
 			cmd.Env = append(os.Environ(), searchHelperEnv+"=1", "BRIDGE_DB="+path, "BRIDGE_SESSION="+s.ID,
-				"BRIDGE_KILL_AT="+strconv.Itoa(at))
+				c.env+"="+strconv.Itoa(c.at))
 			out, err := cmd.CombinedOutput()
 			if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 				t.Fatalf("child did not die by SIGKILL: %v\n%s", err, out)
 			}
+			before := storagetest.ReadIndexCounts(t, path)
+			if before.Entries%50 != 0 || !before.InStep() {
+				t.Fatalf("after the kill: %+v; want whole batches of 50 in the record and the index in step with its mark", before)
+			}
+			if c.env == "BRIDGE_KILL_AT" && before.Entries != (c.at-1)/50*50 {
+				t.Fatalf("after a kill at entry %d: %d entries, want %d", c.at, before.Entries, (c.at-1)/50*50)
+			}
+			if c.env == "BRIDGE_KILL_INDEX_AT" && (before.Covered >= before.Searchable || before.Entries < c.at) {
+				t.Fatalf("after a kill inside the index at row %d: %+v; want the index behind the record", c.at, before)
+			}
+			t.Logf("left behind: %d entries, index covers %d", before.Entries, before.Covered)
+
 			db, err = storage.Open(ctx, path, storage.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			var entries, indexed, orphans int
-			q := db.SQL()
-			if err := q.QueryRow(`SELECT count(*) FROM entries`).Scan(&entries); err != nil {
-				t.Fatal(err)
-			}
-			if err := q.QueryRow(`SELECT count(*) FROM entry_search`).Scan(&indexed); err != nil {
-				t.Fatal(err)
-			}
-			if err := q.QueryRow(`SELECT count(*) FROM entry_search WHERE entry_id NOT IN (SELECT id FROM entries)`).Scan(&orphans); err != nil {
-				t.Fatal(err)
-			}
-			want := (at - 1) / 50 * 50 // whole batches committed before the kill
-			if entries != want || indexed != want || orphans != 0 {
-				t.Fatalf("after kill at entry %d: entries %d, index rows %d (orphans %d); want %d and %d", at, entries, indexed, orphans, want, want)
-			}
+			want := before.Entries
 			if want > 0 {
 				p := search(t, db, core.SearchQuery{Query: "pangolin", Limit: 200})
 				if len(p.Hits) != min(want, 200) {
 					t.Fatalf("search finds %d, want %d", len(p.Hits), min(want, 200))
 				}
+				last := fmt.Sprintf("tag%d", want-1)
+				if p := search(t, db, core.SearchQuery{Query: last}); len(p.Hits) != 1 {
+					t.Fatalf("%s (the last entry recorded): %d hits, want 1", last, len(p.Hits))
+				}
+			}
+			db.Close()
+			if after := storagetest.ReadIndexCounts(t, path); !after.Complete() || after.Entries != want {
+				t.Fatalf("after search: %+v; want the index complete over %d entries", after, want)
 			}
 		})
 	}
@@ -314,5 +456,106 @@ func TestSearchTextReadsEveryStringButIdentifiers(t *testing.T) {
 	long := `{"text":"` + strings.Repeat("é", 40000) + `"}`
 	if got := storage.SearchText(core.KindUserMessage, []byte(long)); len(got) > 64<<10 || !utf8.ValidString(got) {
 		t.Fatalf("long text: %d bytes, valid %v", len(got), utf8.ValidString(got))
+	}
+}
+
+// TestEntryRowidsIncrease checks what the search indexer relies on: every
+// entry committed gets a rowid above every entry committed before it,
+// whatever wrote it (Append, AppendTo onto an older entry, Update, group
+// commits with a failing call rolled back to its savepoint, Restore of a
+// dump), so "indexed up to rowid N" never misses a later entry.
+func TestEntryRowidsIncrease(t *testing.T) {
+	ctx := context.Background()
+	db := storagetest.Open(t)
+	s := newSession(t, db)
+	var order []string // entry ids in commit order
+	add := func(es []core.Entry) {
+		for _, e := range es {
+			order = append(order, e.ID)
+		}
+	}
+	first := mustAppend(t, db, s.ID, user("one"), assistant("two"))
+	add(first)
+	es, err := db.AppendTo(ctx, s.ID, first[0].ID, assistant("branch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(es)
+	if err := db.Update(ctx, func(w core.Writer) error {
+		a, err := w.Append(ctx, s.ID, user("three"))
+		if err != nil {
+			return err
+		}
+		add(a)
+		b, err := w.AppendTo(ctx, s.ID, "", user("new root"))
+		add(b)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Concurrent calls, grouped by the writer; every other one fails and is
+	// rolled back to its savepoint after its entry row was written.
+	var wg sync.WaitGroup
+	results := make([][]core.Entry, 16)
+	for i := range results {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if i%2 == 1 {
+				_, _ = db.Append(ctx, s.ID, user("doomed"), core.NewEntry{Kind: core.KindUserMessage, ID: first[0].ID,
+					Payload: core.Payload(map[string]string{"text": "duplicate id"})})
+				return
+			}
+			results[i], _ = db.Append(ctx, s.ID, user(fmt.Sprintf("concurrent %d", i)))
+		}(i)
+	}
+	wg.Wait()
+	// Restore of another record's session.
+	other := storagetest.Open(t)
+	os2 := newSession(t, other)
+	mustAppend(t, other, os2.ID, user("restored one"), assistant("restored two"))
+	d, err := other.Dump(ctx, os2.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Restore(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	last := mustAppend(t, db, s.ID, user("after restore"))
+
+	rowid := func(id string) int64 {
+		var r int64
+		if err := db.SQL().QueryRow(`SELECT rowid FROM entries WHERE id = ?`, id).Scan(&r); err != nil {
+			t.Fatalf("rowid of %s: %v", id, err)
+		}
+		return r
+	}
+	prev := int64(0)
+	for _, id := range order {
+		r := rowid(id)
+		if r <= prev {
+			t.Fatalf("entry %s has rowid %d, not above the previous entry's %d", id, r, prev)
+		}
+		prev = r
+	}
+	var maxConcurrent int64
+	for _, es := range results {
+		for _, e := range es {
+			if r := rowid(e.ID); r <= prev {
+				t.Fatalf("concurrent entry %s: rowid %d, not above %d", e.ID, r, prev)
+			} else {
+				maxConcurrent = max(maxConcurrent, r)
+			}
+		}
+	}
+	var minRestored, maxRestored int64
+	if err := db.SQL().QueryRow(`SELECT min(rowid), max(rowid) FROM entries WHERE session_id = ?`, os2.ID).Scan(&minRestored, &maxRestored); err != nil {
+		t.Fatal(err)
+	}
+	if minRestored <= maxConcurrent || rowid(last[0].ID) <= maxRestored {
+		t.Fatalf("rowids: concurrent up to %d, restored %d..%d, then %d", maxConcurrent, minRestored, maxRestored, rowid(last[0].ID))
+	}
+	if p := search(t, db, core.SearchQuery{Query: "restored"}); len(p.Hits) != 2 {
+		t.Fatalf("restored entries: %d hits, want 2", len(p.Hits))
 	}
 }

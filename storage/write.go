@@ -28,6 +28,11 @@ const insertEntrySQL = `INSERT INTO entries
 	(id, session_id, parent_id, seq, kind, payload, native_id, token_estimate, created_at)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
+// insertEntryOrSkipSQL inserts an entry unless the session already has one
+// with its native id (then it changes nothing).
+const insertEntryOrSkipSQL = insertEntrySQL + `
+	ON CONFLICT (session_id, native_id) WHERE native_id IS NOT NULL DO NOTHING`
+
 var _ core.Writer = (*txWriter)(nil)
 
 var errTxDone = core.Errorf(core.CodeInvalid, "storage: writer used after its transaction ended")
@@ -292,21 +297,22 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 	now := w.db.now()
 	out := make([]core.Entry, 0, len(entries))
 	seq := st.maxSeq
+	var lk *linker
 	for _, ne := range entries {
-		if ne.NativeID != "" {
-			var n int
-			if err := w.q.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE session_id = ? AND native_id = ?`,
-				sessionID, ne.NativeID).Scan(&n); err != nil {
-				return nil, fmt.Errorf("storage: check native id: %w", err)
-			}
-			if n > 0 {
-				continue // already imported: skipped by contract
-			}
-		}
 		id := ne.ID
 		if id == "" {
 			id = w.db.ids.New("e_")
 		} else {
+			if ne.NativeID != "" {
+				var n int
+				if err := w.q.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE session_id = ? AND native_id = ?`,
+					sessionID, ne.NativeID).Scan(&n); err != nil {
+					return nil, fmt.Errorf("storage: check native id: %w", err)
+				}
+				if n > 0 {
+					continue // already recorded: skipped by contract
+				}
+			}
 			var n int
 			if err := w.q.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE id = ?`, id).Scan(&n); err != nil {
 				return nil, fmt.Errorf("storage: check entry id: %w", err)
@@ -317,29 +323,49 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 		}
 		// A new child under an entry that is not the newest, or a second
 		// root, starts a branch.
-		if (parentID == "" && seq > 0) || (parentID != "" && parentSeq < seq) {
-			st.branched = true
-		}
-		seq++
+		branches := (parentID == "" && seq > 0) || (parentID != "" && parentSeq < seq)
 		e := core.Entry{
-			ID: id, SessionID: sessionID, ParentID: parentID, Seq: seq, Kind: ne.Kind,
+			ID: id, SessionID: sessionID, ParentID: parentID, Seq: seq + 1, Kind: ne.Kind,
 			Payload: ne.Payload, NativeID: ne.NativeID, TokenEstimate: ne.TokenEstimate, CreatedAt: norm(now),
 		}
-		if _, err := w.q.ExecContext(ctx, insertEntrySQL, e.ID, e.SessionID, nullStr(e.ParentID), e.Seq, string(e.Kind),
-			string(e.Payload), nullStr(e.NativeID), e.TokenEstimate, nanos(e.CreatedAt)); err != nil {
+		// An entry whose native id the session already has is skipped by
+		// contract: the unique index (session_id, native_id) finds it, in
+		// the same statement as the insert.
+		stmt := insertEntrySQL
+		if ne.NativeID != "" {
+			stmt = insertEntryOrSkipSQL
+		}
+		res, err := w.q.ExecContext(ctx, stmt, e.ID, e.SessionID, nullStr(e.ParentID), e.Seq, string(e.Kind),
+			string(e.Payload), nullStr(e.NativeID), e.TokenEstimate, nanos(e.CreatedAt))
+		if err != nil {
 			return nil, fmt.Errorf("storage: insert entry: %w", err)
 		}
-		w.db.fire("entry.insert")
-		if !w.db.noIndex {
-			if err := indexEntry(ctx, w.q, e.ID, e.Kind, e.Payload); err != nil {
-				return nil, err
+		if ne.NativeID != "" {
+			if n, err := res.RowsAffected(); err != nil {
+				return nil, fmt.Errorf("storage: insert entry: %w", err)
+			} else if n == 0 {
+				continue // already imported: skipped by contract
 			}
 		}
+		seq++
+		if branches {
+			st.branched = true
+		}
+		if lk == nil {
+			lk = newLinker(w.q, sessionID)
+		}
+		if err := lk.add(ctx, seq, parentSeq); err != nil {
+			return nil, err
+		}
+		w.db.fire("entry.insert") // indexed for search by the indexer after the commit (searchindex.go)
 		out = append(out, e)
 		parentID, parentSeq = id, seq
 	}
 	if len(out) == 0 {
 		return out, nil
+	}
+	if err := lk.flush(ctx); err != nil {
+		return nil, err
 	}
 	if _, err := w.q.ExecContext(ctx, `UPDATE sessions SET head_id = ?, branched = ?, updated_at = ? WHERE id = ?`,
 		parentID, st.branched, nanos(w.touch(st.updatedAt)), sessionID); err != nil {

@@ -38,33 +38,39 @@ var bookkeeping = map[string]bool{
 	"control_response": true, "control_request": true, "keep_alive": true, "stream_event": true,
 }
 
-// importer accumulates entries from transcript lines.
+// importer maps transcript lines and hands their entries to a sink in
+// batches (core.ImportBatcher).
 type importer struct {
-	out       core.ImportedSession
-	lastComp  int // index in out.Entries of the last context.compacted, or -1
-	summaryAt int // index of the entry the last compact summary was folded into
-	evidence  *evidence
+	b core.ImportBatcher
+	// fallbackID is the session id used when no line has named one by the
+	// time the first batch goes out (the transcript's file name).
+	fallbackID string
+	lastComp   int  // index in b.Pending() of the last context.compacted, or -1
+	folded     bool // whether a summary was folded into it
+	evidence   *evidence
 }
 
-// add maps one transcript line.
-func (im *importer) add(raw []byte) {
+// add maps one transcript line and tells whether it is a Claude Code
+// record: a JSON object whose "type" is one Claude Code writes, or that
+// carries a Claude Code session id or uuid.
+func (im *importer) add(raw []byte) (record bool, err error) {
 	var t transcriptLine
-	if err := json.Unmarshal(raw, &t); err != nil {
-		e := harnessEvent("malformed", lineID(raw), raw)
-		im.out.Entries = append(im.out.Entries, *e)
-		return
+	if raw[0] != '{' || json.Unmarshal(raw, &t) != nil {
+		return false, im.emit(*harnessEvent("malformed", lineID(raw), raw))
 	}
-	if sid := firstNonEmpty(t.SessionIDC, t.SessionID); sid != "" && im.out.NativeID == "" {
-		im.out.NativeID = sid
+	record = t.Type != "" && (recordTypes[t.Type] || bookkeeping[t.Type] || t.SessionIDC != "" || t.SessionID != "" || t.UUID != "")
+	head := &im.b.Head
+	if sid := firstNonEmpty(t.SessionIDC, t.SessionID); sid != "" && head.NativeID == "" {
+		head.NativeID = sid
 	}
-	if t.Cwd != "" && im.out.Cwd == "" {
-		im.out.Cwd = t.Cwd
+	if t.Cwd != "" && head.Cwd == "" {
+		head.Cwd = t.Cwd
 	}
 	if t.Type == "custom-title" && t.CustomTitle != "" {
-		im.out.Title = t.CustomTitle
+		head.Title = t.CustomTitle
 	}
 	if bookkeeping[t.Type] {
-		return
+		return record, nil
 	}
 	id := msgID(t.UUID, raw)
 	var evs []core.Event
@@ -75,23 +81,22 @@ func (im *importer) add(raw []byte) {
 			meta = t.CompactMetaC
 		}
 		c := compacted(id, meta, raw)
-		im.lastComp = len(im.out.Entries)
-		e := c.Entry()
-		evs = []core.Event{{Entry: &e}}
+		return record, im.emit(c.Entry())
 	case t.Type == "system" && t.Subtype == "init":
-		if t.Model != "" && im.out.Model == "" {
-			im.out.Model = t.Model
+		if t.Model != "" && head.Model == "" {
+			head.Model = t.Model
 		}
-		return
+		return record, nil
 	case t.Type == "user" && t.Message != nil:
-		summary := t.IsCompactSummary || strings.HasPrefix(flattenText(t.Message.Content), "This session is being continued from a previous conversation")
-		if summary && im.lastComp >= 0 && im.foldSummary(flattenText(t.Message.Content)) {
-			return
+		text := flattenText(t.Message.Content)
+		summary := t.IsCompactSummary || strings.HasPrefix(text, "This session is being continued from a previous conversation")
+		if summary && im.lastComp >= 0 && im.foldSummary(text) {
+			return record, nil
 		}
 		evs = userEvents(t.Message, id, t.IsReplay || t.IsMeta, summary)
 	case t.Type == "assistant" && t.Message != nil:
-		if t.Message.Model != "" && im.out.Model == "" && t.Message.Model != "<synthetic>" {
-			im.out.Model = t.Message.Model
+		if t.Message.Model != "" && head.Model == "" && t.Message.Model != "<synthetic>" {
+			head.Model = t.Message.Model
 		}
 		evs = assistantEvents(t.Message, id, t.ParentToolUseID, t.Error)
 	default:
@@ -102,25 +107,74 @@ func (im *importer) add(raw []byte) {
 	}
 	for _, ev := range im.evidence.add(evs) {
 		if ev.Entry != nil {
-			im.out.Entries = append(im.out.Entries, *ev.Entry)
+			if err := im.emit(*ev.Entry); err != nil {
+				return record, err
+			}
 		}
 	}
+	return record, nil
+}
+
+// emit queues one entry and hands out a batch once core.ImportBatch are
+// waiting. The last context.compacted stays queued while its summary may
+// still follow (a batch's worth of entries), so that it can be folded in;
+// the first batch waits for a line naming the session, up to
+// core.MaxHold entries.
+func (im *importer) emit(e core.NewEntry) error {
+	if err := im.b.Err(); err != nil {
+		return err
+	}
+	im.b.Queue(e)
+	if e.Kind == core.KindContextCompacted {
+		im.lastComp, im.folded = len(im.b.Pending())-1, false
+	}
+	if len(im.b.Pending()) < core.ImportBatch {
+		return nil
+	}
+	return im.flush(false)
+}
+
+// flush hands out what is queued (all of it at the end).
+func (im *importer) flush(end bool) error {
+	n := len(im.b.Pending())
+	if !end && im.b.Ready != nil && !im.b.Ready() && n < core.MaxHold {
+		return nil
+	}
+	if im.b.Head.NativeID == "" {
+		im.b.Head.NativeID = im.fallbackID
+	}
+	if end {
+		return im.b.Flush()
+	}
+	keep := 0
+	if im.lastComp >= 0 && !im.folded && n-im.lastComp < core.ImportBatch {
+		keep = n - im.lastComp
+	}
+	if err := im.b.FlushUpTo(n - keep); err != nil {
+		return err
+	}
+	if keep > 0 {
+		im.lastComp = 0
+	} else {
+		im.lastComp = -1
+	}
+	return nil
 }
 
 // foldSummary puts a compaction summary into the last context.compacted
 // entry, once.
 func (im *importer) foldSummary(text string) bool {
-	if im.summaryAt == im.lastComp {
+	if im.folded {
 		return false
 	}
-	e := &im.out.Entries[im.lastComp]
+	e := &im.b.Pending()[im.lastComp]
 	var c core.Compacted
 	if json.Unmarshal(e.Payload, &c) != nil {
 		return false
 	}
 	c.Summary = text
 	e.Payload = core.Payload(c)
-	im.summaryAt = im.lastComp
+	im.folded = true
 	return true
 }
 
@@ -133,13 +187,16 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
-// readTranscript reads a transcript from r, calling progress with bytes
-// read so far and total. A line longer than inputfile.MaxLineBytes fails
-// the read. Input in which no line is a Claude Code record (a JSON object
-// with a "type"), or fewer lines are records than not, is refused: it is
-// not a transcript, and nothing of it is returned.
-func readTranscript(ctx context.Context, r io.Reader, total int64, progress func(done, total int64)) (core.ImportedSession, error) {
-	im := &importer{lastComp: -1, summaryAt: -1}
+// readTranscript reads a transcript from r, handing its entries to sink in
+// batches and calling progress with bytes read so far and total. A line
+// longer than inputfile.MaxLineBytes fails the read. Input in which no
+// line is a Claude Code record (a JSON object with a "type"), or fewer
+// lines are records than not, is refused: it is not a transcript (what
+// sink was given must then be discarded). fallbackID is the session id
+// when no line names one.
+func readTranscript(ctx context.Context, r io.Reader, total int64, fallbackID string, sink core.ImportSink, progress func(done, total int64)) (core.ImportedSession, error) {
+	im := &importer{lastComp: -1, fallbackID: fallbackID, b: core.ImportBatcher{Sink: sink}}
+	im.b.Ready = func() bool { return im.b.Head.NativeID != "" }
 	lines := inputfile.NewLines(r, "claude-code transcript", 0)
 	var records, other int
 	for {
@@ -154,12 +211,15 @@ func readTranscript(ctx context.Context, r io.Reader, total int64, progress func
 			return core.ImportedSession{}, core.E(core.CodeHarness, "claude-code: reading transcript", err)
 		}
 		if t := bytes.TrimSpace(line); len(t) > 0 {
-			if isRecord(t) {
+			record, err := im.add(t)
+			if err != nil {
+				return core.ImportedSession{}, err
+			}
+			if record {
 				records++
 			} else {
 				other++
 			}
-			im.add(t)
 		}
 		if n := lines.Line(); n%4096 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -175,29 +235,13 @@ func readTranscript(ctx context.Context, r io.Reader, total int64, progress func
 			"not a Claude Code transcript: %d of %d non-empty lines are Claude Code records",
 			records, records+other)
 	}
+	if err := im.flush(true); err != nil {
+		return core.ImportedSession{}, err
+	}
 	if progress != nil {
 		progress(lines.Done(), total)
 	}
-	return im.out, nil
-}
-
-// isRecord tells whether a line is a Claude Code transcript or stream-json
-// record: a JSON object whose "type" is one Claude Code writes, or that
-// carries a Claude Code session id or uuid.
-func isRecord(line []byte) bool {
-	if len(line) == 0 || line[0] != '{' {
-		return false
-	}
-	var head struct {
-		Type       string `json:"type"`
-		SessionID  string `json:"sessionId"`
-		SessionID2 string `json:"session_id"`
-		UUID       string `json:"uuid"`
-	}
-	if json.Unmarshal(line, &head) != nil || head.Type == "" {
-		return false
-	}
-	return recordTypes[head.Type] || bookkeeping[head.Type] || head.SessionID != "" || head.SessionID2 != "" || head.UUID != ""
+	return im.b.Head, nil
 }
 
 // recordTypes are the conversation line types of transcripts and
@@ -205,25 +249,30 @@ func isRecord(line []byte) bool {
 var recordTypes = map[string]bool{"user": true, "assistant": true, "system": true, "result": true,
 	"control_cancel_request": true}
 
-// Import reads a Claude Code transcript (on-disk JSONL or saved stream-json
-// output) into entries. Every entry carries a NativeID derived from the
-// line's uuid (plus the block index), or a hash of a line that has none, so
-// importing the same file twice adds nothing. Only a regular file within
+// ImportStream reads a Claude Code transcript (on-disk JSONL or saved
+// stream-json output) into entries, handed to sink in batches
+// (core.Importer). Every entry carries a NativeID derived from the line's
+// uuid (plus the block index), or a hash of a line that has none, so
+// importing the same file twice adds nothing. The session id is the first
+// one a line names, else the file's name. Only a regular file within
 // inputfile.DefaultMaxBytes is read.
-func (h *Host) Import(ctx context.Context, path string, progress func(done, total int64)) (core.ImportedSession, error) {
+func (h *Host) ImportStream(ctx context.Context, path string, sink core.ImportSink, progress func(done, total int64)) (core.ImportedSession, error) {
 	f, err := inputfile.Open(ctx, path, "claude-code transcript", 0)
 	if err != nil {
 		return core.ImportedSession{}, err
 	}
 	defer f.Close()
-	out, err := readTranscript(ctx, f, f.Size(), progress)
+	out, err := readTranscript(ctx, f, f.Size(), strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), sink, progress)
 	if err != nil {
 		return out, fmt.Errorf("%s: %w", core.Quote(filepath.Base(path)), err)
 	}
-	if out.NativeID == "" {
-		out.NativeID = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	}
 	return out, nil
+}
+
+// Import reads a whole transcript into memory (core.CollectImport): for
+// reading one session's history and for tests; imports stream.
+func (h *Host) Import(ctx context.Context, path string, progress func(done, total int64)) (core.ImportedSession, error) {
+	return core.CollectImport(ctx, h, path, progress)
 }
 
 // projectDirName is the folder Claude Code keeps a cwd's transcripts in:

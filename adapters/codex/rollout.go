@@ -51,50 +51,88 @@ func (it rolloutItem) text() string {
 	return strings.Join(parts, "\n")
 }
 
-// Import reads a Codex rollout file into entries: messages, function calls
-// and their outputs, and one context.compacted per compaction (the
-// `compacted` line merged with its ContextCompaction item). Lines it cannot
-// read are kept as harness.event entries.
-func (h *Host) Import(ctx context.Context, path string, progress func(done, total int64)) (core.ImportedSession, error) {
-	f, err := inputfile.Open(ctx, path, "codex rollout file", 0)
+// ImportStream reads a Codex rollout file into entries, handed to sink in
+// batches (core.Importer): messages, function calls and their outputs, and
+// one context.compacted per compaction (the `compacted` line merged with
+// its ContextCompaction item). Lines it cannot read are kept as
+// harness.event entries. The file is read twice, neither time whole: a
+// first pass checks it is a rollout and learns what the mapping needs to
+// know ahead (the session id, which turns carry a user message), the second
+// maps it.
+func (h *Host) ImportStream(ctx context.Context, path string, sink core.ImportSink, progress func(done, total int64)) (core.ImportedSession, error) {
+	m := &rolloutMapper{turnsWithUser: map[string]bool{}, legacyMessages: true}
+	var records, other int
+	err := eachRolloutLine(ctx, path, nil, func(_ int, t []byte) error {
+		if !isRolloutLine(t) {
+			other++
+			return nil
+		}
+		records++
+		m.scan(t)
+		return nil
+	})
 	if err != nil {
 		return core.ImportedSession{}, err
-	}
-	defer f.Close()
-	total := f.Size()
-	var lines [][]byte
-	var records, other int
-	lr := inputfile.NewLines(f, "codex rollout file "+core.Quote(filepath.Base(path)), 0)
-	for {
-		line, err := lr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return core.ImportedSession{}, err
-		}
-		if t := bytes.TrimSpace(line); len(t) > 0 {
-			if isRolloutLine(t) {
-				records++
-			} else {
-				other++
-			}
-			lines = append(lines, append([]byte(nil), t...))
-		}
-		if progress != nil && len(lines)%200 == 0 {
-			progress(lr.Done(), total)
-		}
 	}
 	if records == 0 || other > records {
 		return core.ImportedSession{}, core.Errorf(core.CodeInvalid,
 			"%s is not a codex rollout file: %d of %d non-empty lines are rollout records ({\"type\",\"payload\"} objects)",
 			core.Quote(filepath.Base(path)), records, records+other)
 	}
-	s := mapRollout(lines)
+	m.b = core.ImportBatcher{Sink: sink, Head: core.ImportedSession{NativeID: m.id, Cwd: m.cwd}}
+	err = eachRolloutLine(ctx, path, progress, func(i int, t []byte) error {
+		m.line(i, t)
+		return m.b.Err()
+	})
+	if err == nil {
+		m.flush()
+		err = m.b.Flush()
+	}
+	if err != nil {
+		return core.ImportedSession{}, err
+	}
+	return m.b.Head, nil
+}
+
+// Import reads a whole rollout into memory (core.CollectImport): for
+// reading one thread's history and for tests; imports stream.
+func (h *Host) Import(ctx context.Context, path string, progress func(done, total int64)) (core.ImportedSession, error) {
+	return core.CollectImport(ctx, h, path, progress)
+}
+
+// eachRolloutLine calls fn with each non-empty line of the rollout file at
+// path (trimmed; valid until fn returns) and its index among them.
+func eachRolloutLine(ctx context.Context, path string, progress func(done, total int64), fn func(i int, line []byte) error) error {
+	f, err := inputfile.Open(ctx, path, "codex rollout file", 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	total := f.Size()
+	lr := inputfile.NewLines(f, "codex rollout file "+core.Quote(filepath.Base(path)), 0)
+	i := 0
+	for {
+		line, err := lr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			if err := fn(i, t); err != nil {
+				return err
+			}
+			i++
+		}
+		if progress != nil && i%200 == 0 {
+			progress(lr.Done(), total)
+		}
+	}
 	if progress != nil {
 		progress(total, total)
 	}
-	return s, nil
+	return nil
 }
 
 // rolloutTypes are the line types a rollout file holds.
@@ -113,13 +151,15 @@ func isRolloutLine(line []byte) bool {
 
 // rolloutMapper holds the state of one mapping pass.
 type rolloutMapper struct {
-	s              core.ImportedSession
+	b              core.ImportBatcher
+	id, cwd        string // the session_meta the first pass found last
 	turnsWithUser  map[string]bool
 	legacyMessages bool
 	lastTotal      *int64
 	turnStartTotal *int64
 	turn           string
 	pending        *pendingCompaction
+	nativeID       string // the session id as of the line being mapped
 }
 
 type pendingCompaction struct {
@@ -130,39 +170,63 @@ type pendingCompaction struct {
 	turn    string
 }
 
-// mapRollout maps the lines of a rollout file.
+// mapRollout maps the lines of a rollout file held in memory (tests).
 func mapRollout(lines [][]byte) core.ImportedSession {
 	m := &rolloutMapper{turnsWithUser: map[string]bool{}, legacyMessages: true}
-	// First pass: which turns carry a user message (a compaction inside one
-	// ran before it, automatically), and whether messages come as items.
 	for _, raw := range lines {
-		var l rolloutLine
-		if json.Unmarshal(raw, &l) != nil || l.Type != "event_msg" {
-			continue
-		}
-		var ev rolloutItemEvent
-		if json.Unmarshal(l.Payload, &ev) != nil || ev.Type != "item_completed" {
-			continue
-		}
-		var it rolloutItem
-		_ = json.Unmarshal(ev.Item, &it)
-		switch it.Type {
-		case "UserMessage":
-			m.turnsWithUser[ev.TurnID] = true
-			m.legacyMessages = false
-		case "AgentMessage":
-			m.legacyMessages = false
-		}
+		m.scan(raw)
 	}
+	var all []core.NewEntry
+	m.b = core.ImportBatcher{Head: core.ImportedSession{NativeID: m.id, Cwd: m.cwd},
+		Sink: func(part core.ImportedSession) error { all = append(all, part.Entries...); return nil }}
 	for i, raw := range lines {
 		m.line(i, raw)
 	}
 	m.flush()
-	return m.s
+	_ = m.b.Flush()
+	out := m.b.Head
+	out.Entries = all
+	return out
+}
+
+// scan is the first pass over one line: which turns carry a user message
+// (a compaction inside one ran before it, automatically), whether messages
+// come as items, and the session's id and cwd.
+func (m *rolloutMapper) scan(raw []byte) {
+	var l rolloutLine
+	if json.Unmarshal(raw, &l) != nil {
+		return
+	}
+	if l.Type == "session_meta" {
+		var p struct {
+			ID  string `json:"id"`
+			Cwd string `json:"cwd"`
+		}
+		if json.Unmarshal(l.Payload, &p) == nil {
+			m.id, m.cwd = p.ID, p.Cwd
+		}
+		return
+	}
+	if l.Type != "event_msg" {
+		return
+	}
+	var ev rolloutItemEvent
+	if json.Unmarshal(l.Payload, &ev) != nil || ev.Type != "item_completed" {
+		return
+	}
+	var it rolloutItem
+	_ = json.Unmarshal(ev.Item, &it)
+	switch it.Type {
+	case "UserMessage":
+		m.turnsWithUser[ev.TurnID] = true
+		m.legacyMessages = false
+	case "AgentMessage":
+		m.legacyMessages = false
+	}
 }
 
 func (m *rolloutMapper) add(kind core.Kind, nativeID string, payload any) {
-	m.s.Entries = append(m.s.Entries, core.NewEntry{Kind: kind, Payload: core.Payload(payload), NativeID: nativeID})
+	_ = m.b.Add(core.NewEntry{Kind: kind, Payload: core.Payload(payload), NativeID: nativeID}) // its error stops the pass (Err)
 }
 
 func (m *rolloutMapper) line(i int, raw []byte) {
@@ -187,14 +251,14 @@ func (m *rolloutMapper) line(i int, raw []byte) {
 			Cwd string `json:"cwd"`
 		}
 		if json.Unmarshal(l.Payload, &p) == nil {
-			m.s.NativeID, m.s.Cwd = p.ID, p.Cwd
+			m.nativeID = p.ID
 		}
 	case "turn_context":
 		var p struct {
 			Model string `json:"model"`
 		}
 		if json.Unmarshal(l.Payload, &p) == nil && p.Model != "" {
-			m.s.Model = p.Model
+			m.b.Head.Model = p.Model
 		}
 	case "compacted":
 		m.flush()
@@ -258,8 +322,8 @@ func (m *rolloutMapper) event(key string, payload json.RawMessage, raw []byte) {
 		if head.Type == "agent_message" {
 			kind = core.KindAssistantMessage
 		}
-		if kind == core.KindUserMessage && m.s.Title == "" {
-			m.s.Title = title(head.Message)
+		if kind == core.KindUserMessage && m.b.Head.Title == "" {
+			m.b.Head.Title = title(head.Message)
 		}
 		m.add(kind, "rollout:"+head.Type+":"+key, map[string]any{"text": head.Message})
 	case "context_compacted":
@@ -272,8 +336,8 @@ func (m *rolloutMapper) event(key string, payload json.RawMessage, raw []byte) {
 		}
 		switch it.Type {
 		case "UserMessage":
-			if m.s.Title == "" {
-				m.s.Title = title(it.text())
+			if m.b.Head.Title == "" {
+				m.b.Head.Title = title(it.text())
 			}
 			m.add(core.KindUserMessage, it.ID, map[string]any{"text": it.text(), "turnId": ev.TurnID})
 		case "AgentMessage":
@@ -330,7 +394,7 @@ func (m *rolloutMapper) compaction(nativeID, turn string, itemRaw json.RawMessag
 	}
 	c.PostTokens = m.lastTotal
 	c.Raw = core.Payload(raw)
-	m.s.Entries = append(m.s.Entries, c.Entry())
+	_ = m.b.Add(c.Entry())
 }
 
 // flush reports a compacted line that no ContextCompaction item followed
@@ -341,12 +405,12 @@ func (m *rolloutMapper) flush() {
 		return
 	}
 	m.pending = nil
-	c := core.Compacted{Harness: Harness, Trigger: core.TriggerUnknown, NativeID: "rollout:compacted:" + m.s.NativeID + ":" + p.key,
+	c := core.Compacted{Harness: Harness, Trigger: core.TriggerUnknown, NativeID: "rollout:compacted:" + m.nativeID + ":" + p.key,
 		Summary: p.message, PreTokens: p.pre, Estimated: true}
 	if p.raw != nil {
 		c.Raw = core.Payload(map[string]json.RawMessage{"compacted": p.raw})
 	}
-	m.s.Entries = append(m.s.Entries, c.Entry())
+	_ = m.b.Add(c.Entry())
 }
 
 func (m *rolloutMapper) responseItem(payload json.RawMessage) {

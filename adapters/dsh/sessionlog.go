@@ -1,12 +1,14 @@
 package dsh
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 
 	"github.com/klauspost/compress/zstd"
@@ -55,154 +57,240 @@ func ReadLog(path string, progress func(done, total int64)) (*Log, error) {
 
 // ReadLogContext is ReadLog that ctx cancels. Only a regular file within
 // inputfile.DefaultMaxBytes is read; its decoded content is bounded by the
-// same limit, and each line by inputfile.MaxLineBytes.
+// same limit, and each line by inputfile.MaxLineBytes. It holds the whole
+// log: imports stream it instead (Host.ImportStream).
 func ReadLogContext(ctx context.Context, path string, progress func(done, total int64)) (*Log, error) {
-	data, err := inputfile.ReadFile(ctx, path, "dsh session log", 0)
-	if err != nil {
+	log := &Log{}
+	err := streamLog(ctx, path, progress, logVisitor{
+		header: func(h Header) { log.Header = h },
+		event:  func(ev Event) error { log.Events = append(log.Events, ev); return nil },
+		bad:    func(b BadLine) error { log.Unreadable = append(log.Unreadable, b); return nil },
+	}, &log.Frames)
+	if err != nil && core.ErrorCode(err) != core.CodeCorrupt {
 		return nil, err
 	}
+	return log, err
+}
+
+// logVisitor receives what streamLog reads, line by line.
+type logVisitor struct {
+	header func(Header)
+	event  func(Event) error
+	bad    func(BadLine) error
+}
+
+// streamLog reads a DSH session log (zstd frames or plain JSONL) from disk
+// a frame or a buffer at a time, handing each line to v. On a truncated or
+// corrupt frame it returns a core.CodeCorrupt error naming the frame's byte
+// offset, after v has seen every line before the frame. Input that is not
+// a session log is refused at the end (CodeInvalid). frames counts the
+// zstd frames decoded.
+func streamLog(ctx context.Context, path string, progress func(done, total int64), v logVisitor, frames *int) error {
+	f, err := inputfile.Open(ctx, path, "dsh session log", 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
 	if progress == nil {
 		progress = func(int64, int64) {}
 	}
-	lr := &lineReader{log: &Log{}}
-	total := int64(len(data))
-	if !bytes.HasPrefix(data, zstdMagic) {
-		lr.write(data)
+	total := f.Size()
+	br := bufio.NewReaderSize(f, 256<<10)
+	lr := &lineReader{v: v}
+	if magic, _ := br.Peek(4); !bytes.Equal(magic, zstdMagic) {
+		buf := make([]byte, 256<<10)
+		var done int64
+		for lr.err == nil {
+			if err := ctx.Err(); err != nil {
+				return core.E(core.CodeCancelled, "dsh import cancelled", errors.Join(core.ErrCancelled, err))
+			}
+			n, rerr := br.Read(buf)
+			done += int64(n)
+			lr.write(buf[:n])
+			if rerr == io.EOF {
+				break
+			}
+			if rerr != nil {
+				return core.E(core.CodeHarness, "dsh session log: read", rerr)
+			}
+			progress(done, total)
+		}
 		lr.flush()
 		progress(total, total)
 		return lr.result(path)
 	}
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(inputfile.DefaultMaxBytes)))
 	if err != nil {
-		return nil, core.E(core.CodeInternal, "zstd decoder", err)
+		return core.E(core.CodeInternal, "zstd decoder", err)
 	}
 	defer dec.Close()
-	var buf []byte
+	var frame, buf []byte
 	var decoded int64
-	for off := 0; off < len(data); {
+	off := 0
+	for {
 		if err := ctx.Err(); err != nil {
-			return nil, core.E(core.CodeCancelled, "dsh import cancelled", errors.Join(core.ErrCancelled, err))
+			return core.E(core.CodeCancelled, "dsh import cancelled", errors.Join(core.ErrCancelled, err))
 		}
-		n, skippable, ferr := frameLen(data[off:])
+		if _, err := br.Peek(1); err == io.EOF {
+			break
+		}
+		var skippable bool
+		var ferr error
+		frame, skippable, ferr = readFrame(br, frame[:0])
 		if ferr == nil && !skippable {
-			buf, ferr = dec.DecodeAll(data[off:off+n], buf[:0])
+			buf, ferr = dec.DecodeAll(frame, buf[:0])
 		}
 		if ferr != nil {
 			lr.flush()
-			log, _ := lr.result(path)
-			return log, &core.Error{Code: core.CodeCorrupt,
+			if lr.err != nil {
+				return lr.err
+			}
+			return &core.Error{Code: core.CodeCorrupt,
 				Message: fmt.Sprintf("dsh session log %s: zstd frame %d at byte offset %d of %d is truncated or corrupt (%d events read before it are kept)",
-					core.Quote(filepath.Base(path)), lr.log.Frames+1, off, total, len(log.Events)),
+					core.Quote(filepath.Base(path)), *frames+1, off, total, lr.events),
 				Data: map[string]any{"offset": off, "path": path}, Err: ferr}
 		}
 		if !skippable {
 			decoded += int64(len(buf))
 			if decoded > inputfile.DefaultMaxBytes {
-				return nil, core.Errorf(core.CodeInvalid, "dsh session log %s decompresses to more than the limit of %d bytes",
+				return core.Errorf(core.CodeInvalid, "dsh session log %s decompresses to more than the limit of %d bytes",
 					core.Quote(filepath.Base(path)), inputfile.DefaultMaxBytes)
 			}
-			lr.log.Frames++
+			*frames++
 			lr.write(buf)
 		}
 		if lr.err != nil {
-			return nil, lr.err
+			return lr.err
 		}
-		off += n
+		off += len(frame)
 		progress(int64(off), total)
 	}
 	lr.flush()
 	return lr.result(path)
 }
 
-// frameLen returns the length of the zstd (or skippable) frame at the start
-// of b, walking its block headers without decompressing.
-func frameLen(b []byte) (n int, skippable bool, err error) {
-	if len(b) < 8 {
-		return 0, false, fmt.Errorf("frame header truncated (%d bytes left)", len(b))
-	}
-	if m := binary.LittleEndian.Uint32(b); m&0xFFFFFFF0 == 0x184D2A50 {
-		size := int(binary.LittleEndian.Uint32(b[4:]))
-		if 8+size > len(b) {
-			return 0, true, fmt.Errorf("skippable frame truncated")
+// readFrame reads the zstd (or skippable) frame at the head of br into buf,
+// walking its block headers without decompressing. A frame that is cut
+// short is an error (io.ErrUnexpectedEOF wrapped with what was missing).
+func readFrame(br *bufio.Reader, buf []byte) (frame []byte, skippable bool, err error) {
+	need := func(n int, what string) error {
+		start := len(buf)
+		buf = append(buf, make([]byte, n)...)
+		if _, err := io.ReadFull(br, buf[start:]); err != nil {
+			buf = buf[:start]
+			return fmt.Errorf("%s truncated: %w", what, io.ErrUnexpectedEOF)
 		}
-		return 8 + size, true, nil
+		return nil
 	}
-	if !bytes.HasPrefix(b, zstdMagic) {
-		return 0, false, fmt.Errorf("no zstd frame magic (found % x)", b[:4])
+	if err := need(4, "frame header"); err != nil {
+		return buf, false, err
 	}
-	fhd := b[4]
+	if m := binary.LittleEndian.Uint32(buf); m&0xFFFFFFF0 == 0x184D2A50 {
+		if err := need(4, "skippable frame"); err != nil {
+			return buf, true, err
+		}
+		size := int(binary.LittleEndian.Uint32(buf[4:]))
+		if size > inputfile.MaxLineBytes {
+			return buf, true, fmt.Errorf("skippable frame of %d bytes is over the limit", size)
+		}
+		return buf, true, need(size, "skippable frame")
+	}
+	if !bytes.Equal(buf[:4], zstdMagic) {
+		return buf, false, fmt.Errorf("no zstd frame magic (found % x)", buf[:4])
+	}
+	if err := need(1, "frame header"); err != nil {
+		return buf, false, err
+	}
+	fhd := buf[4]
 	single := fhd&0x20 != 0
-	pos := 5
+	hdr := 0
 	if !single {
-		pos++
+		hdr++
 	}
-	pos += []int{0, 1, 2, 4}[fhd&3]
+	hdr += []int{0, 1, 2, 4}[fhd&3]
 	switch fhd >> 6 {
 	case 0:
 		if single {
-			pos++
+			hdr++
 		}
 	case 1:
-		pos += 2
+		hdr += 2
 	case 2:
-		pos += 4
+		hdr += 4
 	case 3:
-		pos += 8
+		hdr += 8
+	}
+	if err := need(hdr, "frame header"); err != nil {
+		return buf, false, err
 	}
 	for {
-		if pos+3 > len(b) {
-			return 0, false, fmt.Errorf("block header truncated")
+		if err := need(3, "block header"); err != nil {
+			return buf, false, err
 		}
-		h := uint32(b[pos]) | uint32(b[pos+1])<<8 | uint32(b[pos+2])<<16
-		pos += 3
+		b := buf[len(buf)-3:]
+		h := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16
 		size := int(h >> 3)
 		switch (h >> 1) & 3 {
 		case 1: // RLE: one byte repeated
 			size = 1
 		case 3:
-			return 0, false, fmt.Errorf("reserved block type")
+			return buf, false, fmt.Errorf("reserved block type")
 		}
-		if pos+size > len(b) {
-			return 0, false, fmt.Errorf("block truncated (needs %d bytes, %d left)", size, len(b)-pos)
+		if err := need(size, "block"); err != nil {
+			return buf, false, err
 		}
-		pos += size
+		if len(buf) > inputfile.MaxLineBytes+(1<<20) {
+			return buf, false, fmt.Errorf("frame of more than %d bytes", len(buf))
+		}
 		if h&1 != 0 {
 			break
 		}
 	}
 	if fhd&0x04 != 0 {
-		if pos+4 > len(b) {
-			return 0, false, fmt.Errorf("content checksum truncated")
+		if err := need(4, "content checksum"); err != nil {
+			return buf, false, err
 		}
-		pos += 4
 	}
-	return pos, false, nil
+	return buf, false, nil
 }
 
-// lineReader splits decoded bytes into lines across frame boundaries.
+// lineReader splits decoded bytes into lines across frame boundaries and
+// hands them to its visitor.
 type lineReader struct {
-	log   *Log
-	carry []byte
-	line  int
-	err   error // a line over inputfile.MaxLineBytes
+	v          logVisitor
+	carry      []byte
+	line       int
+	header     bool // a session header was read
+	events     int
+	unreadable int
+	err        error // a line over inputfile.MaxLineBytes, or the visitor's
 }
 
 func (r *lineReader) write(b []byte) {
-	r.carry = append(r.carry, b...)
-	for {
-		i := bytes.IndexByte(r.carry, '\n')
+	if r.err != nil {
+		return
+	}
+	for r.err == nil {
+		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
+			r.carry = append(r.carry, b...)
 			if len(r.carry) > inputfile.MaxLineBytes {
 				r.tooLong()
 			}
 			return
 		}
-		if i > inputfile.MaxLineBytes {
+		line := b[:i]
+		if len(r.carry) > 0 {
+			r.carry = append(r.carry, line...)
+			line = r.carry
+		}
+		if len(line) > inputfile.MaxLineBytes {
 			r.tooLong()
 			return
 		}
-		r.take(r.carry[:i])
-		r.carry = r.carry[i+1:]
+		r.take(line)
+		r.carry = r.carry[:0]
+		b = b[i+1:]
 	}
 }
 
@@ -213,7 +301,7 @@ func (r *lineReader) tooLong() {
 
 // flush takes a final line that has no newline.
 func (r *lineReader) flush() {
-	if len(bytes.TrimSpace(r.carry)) > 0 {
+	if r.err == nil && len(bytes.TrimSpace(r.carry)) > 0 {
 		r.take(r.carry)
 	}
 	r.carry = nil
@@ -225,10 +313,11 @@ func (r *lineReader) take(line []byte) {
 	if len(line) == 0 {
 		return
 	}
-	if r.line == 1 || (len(r.log.Events) == 0 && r.log.Header.Type == "" && bytes.Contains(line, []byte(`"type":"session"`))) {
+	if r.line == 1 || (r.events == 0 && !r.header && bytes.Contains(line, []byte(`"type":"session"`))) {
 		var h Header
 		if json.Unmarshal(line, &h) == nil && h.Type == "session" {
-			r.log.Header = h
+			r.header = true
+			r.v.header(h)
 			return
 		}
 	}
@@ -238,21 +327,23 @@ func (r *lineReader) take(line []byte) {
 		if err != nil {
 			msg = err.Error()
 		}
-		r.log.Unreadable = append(r.log.Unreadable, BadLine{Line: r.line, Text: string(line), Err: msg})
+		r.unreadable++
+		r.err = r.v.bad(BadLine{Line: r.line, Text: string(line), Err: msg})
 		return
 	}
-	r.log.Events = append(r.log.Events, ev)
+	r.events++
+	r.err = r.v.event(ev)
 }
 
-func (r *lineReader) result(path string) (*Log, error) {
+func (r *lineReader) result(path string) error {
 	if r.err != nil {
-		return nil, r.err
+		return r.err
 	}
-	if r.log.Header.Type == "" && (len(r.log.Events) == 0 || len(r.log.Unreadable) > len(r.log.Events)) {
-		return nil, core.Errorf(core.CodeInvalid, "%s is not a DSH session log (no session header, and %d of %d lines are events)",
-			core.Quote(filepath.Base(path)), len(r.log.Events), len(r.log.Events)+len(r.log.Unreadable))
+	if !r.header && (r.events == 0 || r.unreadable > r.events) {
+		return core.Errorf(core.CodeInvalid, "%s is not a DSH session log (no session header, and %d of %d lines are events)",
+			core.Quote(filepath.Base(path)), r.events, r.events+r.unreadable)
 	}
-	return r.log, nil
+	return nil
 }
 
 // Mapped is a session log mapped to entries.
@@ -276,26 +367,90 @@ func MapLog(log *Log) Mapped {
 		m.feed(ev)
 	}
 	for _, b := range log.Unreadable {
-		out.Entries = append(out.Entries, core.NewEntry{Kind: core.KindHarnessEvent,
-			NativeID: fmt.Sprintf("%s#line:%d", m.prefix(), b.Line),
-			Payload:  core.Payload(map[string]any{"type": "dsh/unreadable-line", "line": b.Line, "text": b.Text, "error": b.Err})})
+		m.emitBad(b)
 	}
 	out.Title, out.Model, out.Surface, out.StaleBrackets = m.title, m.model, m.Surface(), m.stale
 	return out
 }
 
-// Import reads a DSH session log (session.jsonl.zstd or plain .jsonl) into
-// entries (core.Importer). On a corrupt frame it returns what was read with
-// the error.
-func (h *Host) Import(ctx context.Context, path string, progress func(done, total int64)) (core.ImportedSession, error) {
+// ImportStream reads a DSH session log (session.jsonl.zstd or plain .jsonl)
+// a frame at a time and hands its entries to sink in batches
+// (core.Importer). Lines that are not events are kept as harness.event
+// entries where they occur. A corrupt frame fails the import after sink
+// was given what was read before it (which the caller then discards).
+func (h *Host) ImportStream(ctx context.Context, path string, sink core.ImportSink, progress func(done, total int64)) (core.ImportedSession, error) {
 	if err := ctx.Err(); err != nil {
 		return core.ImportedSession{}, core.E(core.CodeCancelled, "dsh import cancelled", errors.Join(core.ErrCancelled, err))
 	}
-	log, err := ReadLogContext(ctx, path, progress)
-	if log == nil {
-		return core.ImportedSession{}, err
+	b := &core.ImportBatcher{Sink: sink}
+	var m *mapper
+	var held []BadLine // lines read before the session header or first event
+	start := func() error {
+		m = newMapper(b.Head.NativeID, func(e core.NewEntry) { _ = b.Add(e) })
+		for _, l := range held {
+			m.emitBad(l)
+		}
+		held = nil
+		return b.Err()
 	}
-	mp := MapLog(log)
-	is := core.ImportedSession{NativeID: log.Header.ID, Cwd: log.Header.Cwd, Model: mp.Model, Title: mp.Title, Entries: mp.Entries}
-	return is, err
+	var frames int
+	err := streamLog(ctx, path, progress, logVisitor{
+		header: func(hd Header) {
+			if m == nil {
+				b.Head.NativeID, b.Head.Cwd = hd.ID, hd.Cwd
+			}
+		},
+		event: func(ev Event) error {
+			if m == nil {
+				if err := start(); err != nil {
+					return err
+				}
+			}
+			m.feed(ev)
+			b.Head.Title, b.Head.Model = m.title, m.model
+			return b.Err()
+		},
+		bad: func(l BadLine) error {
+			if m == nil && len(held) < core.ImportBatch {
+				held = append(held, l)
+				return nil
+			}
+			if m == nil {
+				if err := start(); err != nil {
+					return err
+				}
+			}
+			m.emitBad(l)
+			return b.Err()
+		},
+	}, &frames)
+	if (err == nil || core.ErrorCode(err) == core.CodeCorrupt) && m == nil {
+		if serr := start(); serr != nil {
+			return core.ImportedSession{}, serr
+		}
+	}
+	if err == nil || core.ErrorCode(err) == core.CodeCorrupt {
+		// On a corrupt frame, what was read before it is handed out too
+		// (CollectImport returns it with the error; an import discards it).
+		if ferr := b.Flush(); ferr != nil {
+			return core.ImportedSession{}, ferr
+		}
+	}
+	if err != nil {
+		return b.Head, err
+	}
+	return b.Head, nil
+}
+
+// emitBad keeps a line that was not an event as a harness.event entry.
+func (m *mapper) emitBad(b BadLine) {
+	m.emit(core.NewEntry{Kind: core.KindHarnessEvent,
+		NativeID: fmt.Sprintf("%s#line:%d", m.prefix(), b.Line),
+		Payload:  core.Payload(map[string]any{"type": "dsh/unreadable-line", "line": b.Line, "text": b.Text, "error": b.Err})})
+}
+
+// Import reads a whole session log into memory (core.CollectImport): for
+// tests; imports stream.
+func (h *Host) Import(ctx context.Context, path string, progress func(done, total int64)) (core.ImportedSession, error) {
+	return core.CollectImport(ctx, h, path, progress)
 }

@@ -310,9 +310,29 @@ func (h *Host) all() ([]*record, error) {
 	return out, nil
 }
 
-// Import reads a fake transcript (see "Persistence and import" in the
-// package doc) into entries. It is how session/import is tested without a
-// real harness; a file from StateDir imports as it is.
+// ImportStream reads a fake transcript (see "Persistence and import" in the
+// package doc) and hands its entries to sink in batches (core.Importer). It
+// is how session/import is tested without a real harness; a file from
+// StateDir imports as it is. Unlike the real harnesses' importers it reads
+// the whole (small, test-sized) transcript first: the fake's transcript is
+// also its own state file.
+func (h *Host) ImportStream(ctx context.Context, path string, sink core.ImportSink, progress func(done, total int64)) (core.ImportedSession, error) {
+	is, err := h.Import(ctx, path, progress)
+	if err != nil {
+		return core.ImportedSession{}, err
+	}
+	b := &core.ImportBatcher{Sink: sink, Head: is}
+	b.Head.Entries = nil
+	if err := b.Add(is.Entries...); err != nil {
+		return core.ImportedSession{}, err
+	}
+	if err := b.Flush(); err != nil {
+		return core.ImportedSession{}, err
+	}
+	return b.Head, nil
+}
+
+// Import reads a fake transcript into memory, whole.
 func (h *Host) Import(ctx context.Context, path string, progress func(done, total int64)) (core.ImportedSession, error) {
 	if err := ctx.Err(); err != nil {
 		return core.ImportedSession{}, fmt.Errorf("fake import: %w", err)

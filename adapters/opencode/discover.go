@@ -49,37 +49,38 @@ func (h *Host) Transcripts(ctx context.Context) (core.TranscriptList, error) {
 	return core.TranscriptList{Roots: []string{root}, Files: files}, err
 }
 
-// ImportAll reads every session of OpenCode's database at path. The
-// database (and its write-ahead log, when there is one) is first copied to
-// a private folder under Bridge's data directory and read there, so that
-// nothing of OpenCode's is opened for writing or locked. Each session maps
-// to entries exactly as an `opencode export` of it would.
-func (h *Host) ImportAll(ctx context.Context, path string) ([]core.ImportedSession, error) {
+// ImportAll reads every session of OpenCode's database at path, one at a
+// time, streaming each to record (core.MultiImporter). The database (and
+// its write-ahead log, when there is one) is first copied to a private
+// folder under Bridge's data directory and read there, so that nothing of
+// OpenCode's is opened for writing or locked. Each session maps to entries
+// exactly as an `opencode export` of it would.
+func (h *Host) ImportAll(ctx context.Context, path string, record func(read core.ImportReader) error) error {
 	if h.cfg.CopyDir == "" {
-		return nil, core.Errorf(core.CodeUnsupported, "opencode: no private folder to copy the database into")
+		return core.Errorf(core.CodeUnsupported, "opencode: no private folder to copy the database into")
 	}
 	if err := os.MkdirAll(h.cfg.CopyDir, 0o700); err != nil {
-		return nil, fmt.Errorf("opencode: %w", err)
+		return fmt.Errorf("opencode: %w", err)
 	}
 	tmp, err := os.MkdirTemp(h.cfg.CopyDir, "db-copy-")
 	if err != nil {
-		return nil, fmt.Errorf("opencode: %w", err)
+		return fmt.Errorf("opencode: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	copyDB := filepath.Join(tmp, databaseName)
 	if err := copyFile(ctx, path, copyDB, true); err != nil {
-		return nil, err
+		return err
 	}
 	if err := copyFile(ctx, path+"-wal", copyDB+"-wal", false); err != nil {
-		return nil, err
+		return err
 	}
 	dsn := (&url.URL{Scheme: "file", OmitHost: true, Path: copyDB, RawQuery: "_pragma=busy_timeout(5000)"}).String()
 	db, err := sql.Open("sqlite3", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("opencode: open the database copy: %w", err)
+		return fmt.Errorf("opencode: open the database copy: %w", err)
 	}
 	defer db.Close()
-	return readSessions(ctx, db)
+	return readSessions(ctx, db, record)
 }
 
 // copyFile copies src (a regular file, bounded) to dst with mode 0600; a
@@ -109,11 +110,12 @@ func copyFile(ctx context.Context, src, dst string, required bool) error {
 
 // readSessions maps every session of the database (OpenCode's tables
 // session, message and part; message and part rows keep their object in
-// data, without their ids) to imported sessions, oldest first.
-func readSessions(ctx context.Context, db *sql.DB) ([]core.ImportedSession, error) {
+// data, without their ids), oldest first, handing each to record as a
+// reader that streams it a message at a time.
+func readSessions(ctx context.Context, db *sql.DB, record func(read core.ImportReader) error) error {
 	rows, err := db.QueryContext(ctx, `SELECT id, directory, title FROM session ORDER BY time_created, id`)
 	if err != nil {
-		return nil, core.E(core.CodeInvalid, "opencode: not an OpenCode database (no session table)", err)
+		return core.E(core.CodeInvalid, "opencode: not an OpenCode database (no session table)", err)
 	}
 	type sess struct{ id, dir, title string }
 	var ss []sess
@@ -121,47 +123,65 @@ func readSessions(ctx context.Context, db *sql.DB) ([]core.ImportedSession, erro
 		var s sess
 		if err := rows.Scan(&s.id, &s.dir, &s.title); err != nil {
 			rows.Close()
-			return nil, core.E(core.CodeInvalid, "opencode: read sessions", err)
+			return core.E(core.CodeInvalid, "opencode: read sessions", err)
 		}
 		ss = append(ss, s)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, core.E(core.CodeInvalid, "opencode: read sessions", err)
+		return core.E(core.CodeInvalid, "opencode: read sessions", err)
 	}
-	out := make([]core.ImportedSession, 0, len(ss))
+	// The copy is Bridge's own: an index lets each message's parts be read
+	// on their own (best effort; without it the reads only take longer).
+	_, _ = db.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS bridge_part_message ON part (message_id, time_created, id)`)
 	for _, s := range ss {
-		msgs, model, err := readMessages(ctx, db, s.id)
+		err := record(func(sink core.ImportSink) (core.ImportedSession, error) {
+			b := &core.ImportBatcher{Sink: sink, Head: core.ImportedSession{NativeID: s.id, Cwd: s.dir, Title: s.title}}
+			mm := newMessageMapper(func(e core.NewEntry) { _ = b.Add(e) })
+			model, err := streamMessages(ctx, db, s.id, func(sm storedMessage) error {
+				mm.message(sm)
+				return b.Err()
+			})
+			if err != nil {
+				return core.ImportedSession{}, err
+			}
+			b.Head.Model = model
+			if err := b.Flush(); err != nil {
+				return core.ImportedSession{}, err
+			}
+			return b.Head, nil
+		})
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, core.ImportedSession{NativeID: s.id, Cwd: s.dir, Title: s.title, Model: model,
-			Entries: messagesEntries(msgs)})
 	}
-	return out, nil
+	return nil
 }
 
-// readMessages rebuilds a session's messages with their parts, in the
-// shape `opencode export` writes, and the model of its newest assistant
-// message.
-func readMessages(ctx context.Context, db *sql.DB, sessionID string) ([]storedMessage, string, error) {
+// streamMessages rebuilds a session's messages with their parts, in the
+// shape `opencode export` writes, one message at a time, and returns the
+// model of its newest assistant message.
+func streamMessages(ctx context.Context, db *sql.DB, sessionID string, fn func(storedMessage) error) (string, error) {
 	rows, err := db.QueryContext(ctx, `SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id`, sessionID)
 	if err != nil {
-		return nil, "", core.E(core.CodeInvalid, "opencode: read messages", err)
+		return "", core.E(core.CodeInvalid, "opencode: read messages", err)
 	}
-	var msgs []storedMessage
-	index := map[string]int{}
+	type msg struct {
+		id   string
+		info json.RawMessage
+	}
+	var msgs []msg // message heads only; parts are read one message at a time
 	model := ""
 	for rows.Next() {
 		var id, data string
 		if err := rows.Scan(&id, &data); err != nil {
 			rows.Close()
-			return nil, "", core.E(core.CodeInvalid, "opencode: read messages", err)
+			return "", core.E(core.CodeInvalid, "opencode: read messages", err)
 		}
 		info, err := withIDs(data, map[string]string{"id": id, "sessionID": sessionID})
 		if err != nil {
 			rows.Close()
-			return nil, "", core.E(core.CodeInvalid, fmt.Sprintf("opencode: message %s", id), err)
+			return "", core.E(core.CodeInvalid, fmt.Sprintf("opencode: message %s", id), err)
 		}
 		var m struct {
 			Role       string `json:"role"`
@@ -171,37 +191,43 @@ func readMessages(ctx context.Context, db *sql.DB, sessionID string) ([]storedMe
 		if json.Unmarshal(info, &m) == nil && m.Role == "assistant" && m.ModelID != "" {
 			model = modelName(m.ProviderID, m.ModelID)
 		}
-		index[id] = len(msgs)
-		msgs = append(msgs, storedMessage{Info: info})
+		msgs = append(msgs, msg{id, info})
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, "", core.E(core.CodeInvalid, "opencode: read messages", err)
+		return "", core.E(core.CodeInvalid, "opencode: read messages", err)
 	}
-	prow, err := db.QueryContext(ctx, `SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY time_created, id`, sessionID)
-	if err != nil {
-		return nil, "", core.E(core.CodeInvalid, "opencode: read parts", err)
-	}
-	defer prow.Close()
-	for prow.Next() {
-		var id, mid, data string
-		if err := prow.Scan(&id, &mid, &data); err != nil {
-			return nil, "", core.E(core.CodeInvalid, "opencode: read parts", err)
+	for _, m := range msgs {
+		if err := ctx.Err(); err != nil {
+			return "", core.E(core.CodeCancelled, "opencode: read messages", err)
 		}
-		i, ok := index[mid]
-		if !ok {
-			continue // a part of a message that is gone
-		}
-		p, err := withIDs(data, map[string]string{"id": id, "sessionID": sessionID, "messageID": mid})
+		sm := storedMessage{Info: m.info}
+		prow, err := db.QueryContext(ctx, `SELECT id, data FROM part WHERE session_id = ? AND message_id = ? ORDER BY time_created, id`, sessionID, m.id)
 		if err != nil {
-			return nil, "", core.E(core.CodeInvalid, fmt.Sprintf("opencode: part %s", id), err)
+			return "", core.E(core.CodeInvalid, "opencode: read parts", err)
 		}
-		msgs[i].Parts = append(msgs[i].Parts, p)
+		for prow.Next() {
+			var id, data string
+			if err := prow.Scan(&id, &data); err != nil {
+				prow.Close()
+				return "", core.E(core.CodeInvalid, "opencode: read parts", err)
+			}
+			p, err := withIDs(data, map[string]string{"id": id, "sessionID": sessionID, "messageID": m.id})
+			if err != nil {
+				prow.Close()
+				return "", core.E(core.CodeInvalid, fmt.Sprintf("opencode: part %s", id), err)
+			}
+			sm.Parts = append(sm.Parts, p)
+		}
+		prow.Close()
+		if err := prow.Err(); err != nil {
+			return "", core.E(core.CodeInvalid, "opencode: read parts", err)
+		}
+		if err := fn(sm); err != nil {
+			return "", err
+		}
 	}
-	if err := prow.Err(); err != nil {
-		return nil, "", core.E(core.CodeInvalid, "opencode: read parts", err)
-	}
-	return msgs, model, nil
+	return model, nil
 }
 
 // withIDs adds the id members a row keeps in columns to its data object.

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"text/tabwriter"
@@ -313,6 +314,13 @@ func (a *app) importCmd(ctx context.Context, args []string) error {
 		return usageError{fmt.Sprintf("unexpected argument %q", pos[1])}
 	case *harness == "":
 		return usageError{"missing --harness (claude-code, codex, opencode, …)"}
+	}
+	if path := os.Getenv("BRIDGE_CPUPROFILE"); path != "" {
+		stop, err := startCPUProfile(path)
+		if err != nil {
+			return usageError{fmt.Sprintf("BRIDGE_CPUPROFILE: %v", err)}
+		}
+		defer stop()
 	}
 	return a.withEnv(ctx, func(e *env) error {
 		if !*asJSON && stderrIsTerminal(a.stderr) {

@@ -11,42 +11,15 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/storage"
+	"github.com/bridge-dev/bridge/storage/storagetest"
 )
 
-// searchCounts returns the entries of the record, those with searchable
-// text, and the rows of the search index (plus index rows whose entry is
-// missing).
-func searchCounts(t *testing.T, q *sql.DB) (entries, searchable, indexed, orphans int) {
-	t.Helper()
-	rows, err := q.Query(`SELECT kind, payload FROM entries`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var kind, payload string
-		if err := rows.Scan(&kind, &payload); err != nil {
-			t.Fatal(err)
-		}
-		entries++
-		if storage.SearchText(coreKind(kind), []byte(payload)) != "" {
-			searchable++
-		}
-	}
-	rows.Close()
-	if err := q.QueryRow(`SELECT count(*) FROM entry_search`).Scan(&indexed); err != nil {
-		t.Fatal(err)
-	}
-	if err := q.QueryRow(`SELECT count(*) FROM entry_search WHERE entry_id NOT IN (SELECT id FROM entries)`).Scan(&orphans); err != nil {
-		t.Fatal(err)
-	}
-	return
-}
-
 // TestKillDuringImportIndexInStep: `bridge import` of a large transcript is
-// killed with SIGKILL once some of its batches are committed. The reopened
-// record is sound and its search index holds exactly one row per entry
-// with text, no more; importing again completes the session, with the index
-// again in step.
+// killed with SIGKILL once some of its batches are committed. The record
+// left behind is sound and its search index (a file of its own, following
+// the record) holds exactly the entries with text it says it covers, no
+// more; once reopened, the index catches up with the whole record; importing
+// again completes the session, with the index again complete.
 func TestKillDuringImportIndexInStep(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "big.jsonl")
 	if err := claudeTranscript(src, "00000001-5436-4b34-8ea1-4bd239b73459", 6<<20); err != nil {
@@ -86,32 +59,31 @@ func TestKillDuringImportIndexInStep(t *testing.T) {
 	if err := <-exited; err == nil {
 		t.Log("the import completed before the kill landed; the counts below still must agree")
 	}
+	before := storagetest.ReadIndexCounts(t, dbPath)
+	if before.Entries == 0 || !before.InStep() {
+		t.Fatalf("after SIGKILL: %+v", before)
+	}
+	t.Logf("killed with %d entries recorded (%d with text, the index covering %d)", before.Entries, before.Searchable, before.Covered)
 	db, err := storage.Open(context.Background(), dbPath, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	entries, searchable, indexed, orphans := searchCounts(t, db.SQL())
-	if entries == 0 || searchable != indexed || orphans != 0 {
-		t.Fatalf("after SIGKILL: %d entries, %d with text, %d index rows, %d orphan rows", entries, searchable, indexed, orphans)
-	}
-	t.Logf("killed with %d entries recorded (%d with text, %d index rows)", entries, searchable, indexed)
 	if rep, err := db.Integrity(context.Background()); err != nil || !rep.Clean() {
 		t.Fatalf("integrity after SIGKILL: %+v %v", rep, err)
 	}
+	if err := db.CatchUpSearch(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	db.Close()
+	if c := storagetest.ReadIndexCounts(t, dbPath); !c.Complete() || c.Entries != before.Entries {
+		t.Fatalf("after catching up: %+v", c)
+	}
 
 	if _, stderr, code := runCLI(t, nil, "--data-dir", dir, "import", "--harness", "claude-code", src); code != 0 {
 		t.Fatalf("import again: exit %d: %s", code, stderr)
 	}
-	db, err = storage.Open(context.Background(), dbPath, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	total, searchable2, indexed2, orphans2 := searchCounts(t, db.SQL())
-	if want := importedEntries(t, "claude-code", src); total != want || searchable2 != indexed2 || orphans2 != 0 {
-		t.Fatalf("after the second import: %d entries (a clean import has %d), %d with text, %d index rows, %d orphans",
-			total, want, searchable2, indexed2, orphans2)
+	if c := storagetest.ReadIndexCounts(t, dbPath); !c.Complete() || c.Entries != importedEntries(t, "claude-code", src) {
+		t.Fatalf("after the second import (a clean import has %d entries): %+v", importedEntries(t, "claude-code", src), c)
 	}
 }
 

@@ -80,7 +80,7 @@ func (s *Service) adopt(ctx context.Context, harness, native string) (core.Sessi
 		title = harness + " " + native
 	}
 	out, err := s.recordImported(ctx, harness, core.ImportedSession{NativeID: native, Cwd: row.Cwd, Title: title, Entries: entries},
-		title, native, func(int64, int64) {})
+		title, native)
 	if err != nil {
 		return core.Session{}, err
 	}

@@ -129,7 +129,10 @@ func (s *Service) SessionCheckpoint(ctx context.Context, p schema.SessionCheckpo
 }
 
 // SessionImport brings an existing harness transcript into the record.
+// Afterwards the store's write-ahead log is truncated and the memory the
+// import used goes back to the operating system (afterBulk).
 func (s *Service) SessionImport(ctx context.Context, p schema.SessionImportParams) (schema.SessionImportResult, error) {
+	defer s.afterBulk(ctx)
 	if p.Discover {
 		if p.Path != "" {
 			return schema.SessionImportResult{}, invalidField("path", "session/import: discover and path do not go together")

@@ -119,18 +119,15 @@ func (s *Service) discoverOne(ctx context.Context, dl core.DiscoveryLog, harness
 	quiet := WithProgress(ctx, nil)
 	var r ImportOutcome
 	if mi, ok := s.hosts[harness].(core.MultiImporter); ok {
-		// One file holding many sessions (OpenCode's database).
-		sessions, err := mi.ImportAll(quiet, path)
-		if err != nil {
-			return 0, err
-		}
-		for _, is := range sessions {
-			label := harness + " session " + is.NativeID
-			one, err := s.recordImported(quiet, harness, is, "imported: "+label, label, func(int64, int64) {})
-			if err != nil {
-				return r.Entries, err
-			}
+		// One file holding many sessions (OpenCode's database), each
+		// recorded on its own as it is read.
+		err := mi.ImportAll(quiet, path, func(read core.ImportReader) error {
+			one, err := s.recordStream(quiet, harness, read, nil, "", harness+" session")
 			r.Entries += one.Entries
+			return err
+		})
+		if err != nil {
+			return r.Entries, err
 		}
 	} else if r, err = s.importFile(quiet, harness, path); err != nil {
 		return 0, err

@@ -7,18 +7,19 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime/debug"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/internal/inputfile"
 )
 
-// importBatch is how many entries one import transaction appends.
-const importBatch = 1000
-
 // importFile brings an existing harness transcript into the record. Entries are
 // keyed by their native ids, so importing the same file twice adds nothing;
 // a transcript of a session already recorded (same native session id) adds
-// only what is new.
+// only what is new. The transcript is read, mapped and written in batches
+// (core.Importer streams it), inside one write transaction: a transcript
+// that fails anywhere (an entry the store refuses, a read error, input that
+// turns out not to be a transcript, cancellation) adds nothing.
 func (s *Service) importFile(ctx context.Context, harness, path string) (ImportOutcome, error) {
 	if harness == "" || path == "" {
 		return ImportOutcome{}, core.Errorf(core.CodeInvalid, "harness and path are required")
@@ -44,85 +45,186 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 		return ImportOutcome{}, err
 	}
 	progress := progressFrom(ctx)
-	is, err := imp.Import(ctx, abs, func(done, total int64) { progress(done, total, "reading "+filepath.Base(abs)) })
-	if err != nil {
-		return ImportOutcome{}, err
+	name := filepath.Base(abs)
+	read := func(sink core.ImportSink) (core.ImportedSession, error) {
+		return imp.ImportStream(ctx, abs, sink, func(done, total int64) { progress(done, total, "importing "+name) })
 	}
-	if is.NativeID == "" {
-		// No readable session id: the file's content is its identity, so
-		// importing the same bytes again finds the same session.
-		if is.NativeID, err = contentID(ctx, abs, harness); err != nil {
-			return ImportOutcome{}, err
-		}
-	}
-	return s.recordImported(ctx, harness, is, "imported: "+filepath.Base(abs), filepath.Base(abs),
-		func(done, total int64) { progress(done, total, "recording entries") })
+	// No readable session id: the file's content is its identity, so
+	// importing the same bytes again finds the same session.
+	fallback := func() (string, error) { return contentID(ctx, abs, harness) }
+	return s.recordStream(ctx, harness, read, fallback, "imported: "+name, name)
 }
 
-// recordImported records a session read from a harness (a transcript file,
-// or the harness's own history): the session found by its native id, else a
-// new one titled is.Title or title, and the entries not yet recorded (by
-// their native ids).
-func (s *Service) recordImported(ctx context.Context, harness string, is core.ImportedSession, title, what string, progress func(done, total int64)) (ImportOutcome, error) {
-	var sess core.Session
-	var err error
-	if is.NativeID != "" {
-		sess, err = s.opts.Store.FindSessionByNative(ctx, harness, is.NativeID)
-		if err != nil && core.ErrorCode(err) != core.CodeNotFound {
-			return ImportOutcome{}, err
+// recordImported records a session held in memory (the newest part of a
+// harness's own history): see recordStream.
+func (s *Service) recordImported(ctx context.Context, harness string, is core.ImportedSession, title, what string) (ImportOutcome, error) {
+	read := func(sink core.ImportSink) (core.ImportedSession, error) {
+		head := is
+		for i := 0; i < len(is.Entries) || i == 0; i += core.ImportBatch {
+			head.Entries = is.Entries[i:min(i+core.ImportBatch, len(is.Entries))]
+			if err := sink(head); err != nil {
+				return core.ImportedSession{}, err
+			}
 		}
+		head.Entries = nil
+		return head, nil
 	}
-	// Every entry is checked before anything is written: a transcript with
-	// one entry the store would refuse adds nothing, not a part.
-	if c, ok := s.opts.Store.(entryChecker); ok {
-		if err := c.CheckEntries(is.Entries); err != nil {
-			return ImportOutcome{}, fmt.Errorf("import %s: %w", core.Quote(what), err)
+	return s.recordStream(ctx, harness, read, nil, title, what)
+}
+
+// recordStream records a session read from a harness as read streams it:
+// the session found by its native id (the first batch's, else fallback's),
+// else a new one titled by the header or title (or after its native id when
+// title is ""), and the entries not yet
+// recorded (by their native ids), batch by batch. Everything happens in one
+// write transaction, so a failure anywhere leaves the record as it was.
+func (s *Service) recordStream(ctx context.Context, harness string, read core.ImportReader, fallback func() (string, error), title, what string) (ImportOutcome, error) {
+	var out ImportOutcome
+	err := s.opts.Store.Update(ctx, func(w core.Writer) error {
+		out = ImportOutcome{}
+		var created *core.Session
+		open := func(head core.ImportedSession) error {
+			native := head.NativeID
+			if native == "" && fallback != nil {
+				var err error
+				if native, err = fallback(); err != nil {
+					return err
+				}
+			}
+			if native != "" {
+				sess, err := s.opts.Store.FindSessionByNative(ctx, harness, native)
+				if err == nil {
+					out.SessionID = sess.ID
+					return nil
+				}
+				if core.ErrorCode(err) != core.CodeNotFound {
+					return err
+				}
+			}
+			t := title
+			if head.Title != "" {
+				t = head.Title
+			} else if t == "" {
+				t = "imported: " + harness + " session " + native
+			}
+			sess, err := w.CreateSession(ctx, core.Session{ID: s.opts.IDs.New("s_"), Harness: harness,
+				Cwd: head.Cwd, Title: t, Model: head.Model, NativeSessionID: native})
+			if err != nil {
+				return fmt.Errorf("record imported session: %w", err)
+			}
+			created, out.SessionID = &sess, sess.ID
+			return nil
 		}
-	}
-	var newSess *core.Session
-	if sess.ID == "" {
-		if is.Title != "" {
-			title = is.Title
+		final, err := pipeline(ctx, read, func(part core.ImportedSession) error {
+			if out.SessionID == "" {
+				if err := open(part); err != nil {
+					return err
+				}
+			}
+			for _, e := range part.Entries {
+				if e.Kind == core.KindContextCompacted {
+					out.ContextCompacted++
+				}
+			}
+			if len(part.Entries) == 0 {
+				return nil
+			}
+			added, err := w.Append(ctx, out.SessionID, part.Entries...)
+			if err != nil {
+				return fmt.Errorf("import %s: %w", core.Quote(what), err)
+			}
+			out.Entries += len(added)
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		// Created with the first batch, in its transaction.
-		newSess = &core.Session{ID: s.opts.IDs.New("s_"), Harness: harness,
-			Cwd: is.Cwd, Title: title, Model: is.Model, NativeSessionID: is.NativeID}
-		sess.ID = newSess.ID
-	}
-	out := ImportOutcome{SessionID: sess.ID}
-	for _, e := range is.Entries {
-		if e.Kind == core.KindContextCompacted {
-			out.ContextCompacted++
+		if out.SessionID == "" {
+			return open(final)
 		}
-	}
-	total := int64(len(is.Entries))
-	for i := 0; i < len(is.Entries) || newSess != nil; i += importBatch {
-		end := min(i+importBatch, len(is.Entries))
-		var added []core.Entry
-		err := s.opts.Store.Update(ctx, func(w core.Writer) error {
-			if newSess != nil {
-				if _, err := w.CreateSession(ctx, *newSess); err != nil {
+		// A title or model read after the session was created.
+		if created != nil {
+			var p core.SessionPatch
+			if final.Title != "" && final.Title != created.Title {
+				p.Title = &final.Title
+			}
+			if final.Model != "" && final.Model != created.Model {
+				p.Model = &final.Model
+			}
+			if p.Title != nil || p.Model != nil {
+				if _, err := w.PatchSession(ctx, created.ID, p); err != nil {
 					return fmt.Errorf("record imported session: %w", err)
 				}
 			}
-			var err error
-			added, err = w.Append(ctx, sess.ID, is.Entries[i:end]...)
-			return err
-		})
-		if err != nil {
-			return ImportOutcome{}, fmt.Errorf("import %s entries %d-%d: %w", core.Quote(what), i, end, err)
 		}
-		newSess = nil
-		out.Entries += len(added)
-		progress(int64(end), total)
+		return nil
+	})
+	if err != nil {
+		return ImportOutcome{}, err
 	}
 	return out, nil
 }
 
-// entryChecker is implemented by stores that can tell, before writing,
-// whether entries would be refused (storage.DB: the per-entry size limit).
-type entryChecker interface {
-	CheckEntries(entries []core.NewEntry) error
+// pipelineDepth is how many batches the reader may map ahead of the
+// writer: reading and mapping the next batches overlaps with writing one,
+// and at most pipelineDepth+2 batches are in memory.
+const pipelineDepth = 2
+
+// pipeline runs read on its own goroutine, handing each batch it yields to
+// write on this one (inside the caller's transaction). It returns read's
+// final header, or the first error of either side; an error of write stops
+// read.
+func pipeline(ctx context.Context, read core.ImportReader, write core.ImportSink) (core.ImportedSession, error) {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	parts := make(chan core.ImportedSession, pipelineDepth)
+	var final core.ImportedSession
+	var rerr error
+	go func() {
+		defer close(parts)
+		defer func() {
+			if r := recover(); r != nil {
+				rerr = core.Errorf(core.CodeInternal, "import: reading the transcript failed: %v", r)
+			}
+		}()
+		final, rerr = read(func(part core.ImportedSession) error {
+			select {
+			case parts <- part:
+				return nil
+			case <-rctx.Done():
+				return core.E(core.CodeCancelled, "import", rctx.Err())
+			}
+		})
+	}()
+	var werr error
+	for part := range parts {
+		if werr == nil {
+			if werr = write(part); werr != nil {
+				cancel() // the reader stops at its next batch; parts drains
+			}
+		}
+	}
+	if werr != nil {
+		return core.ImportedSession{}, werr
+	}
+	return final, rerr
+}
+
+// bulkDone is implemented by stores that can give back what a bulk write
+// left behind (storage.DB: a truncating checkpoint of the write-ahead log).
+type bulkDone interface {
+	AfterBulk(ctx context.Context) error
+}
+
+// afterBulk runs after an import or a discovery: the store truncates its
+// write-ahead log and the Go runtime returns the memory the import used to
+// the operating system, so a long-running sidecar does not keep either at
+// its peak.
+func (s *Service) afterBulk(ctx context.Context) {
+	if b, ok := s.opts.Store.(bulkDone); ok {
+		_ = b.AfterBulk(context.WithoutCancel(ctx)) // best effort: the background checkpointer retries
+	}
+	debug.FreeOSMemory()
 }
 
 // ContentIDPrefix starts the native session id Bridge gives an imported

@@ -1,12 +1,18 @@
 // Package validate checks JSON values against the contract's generated JSON
-// Schema (the bundle `bridge schema` prints) with a maintained JSON Schema
-// 2020-12 validator, and words the first violation for a person, naming
-// the field at fault. The rpc server validates every request's params with
-// it before decoding them; the schema tests validate Go values with it.
+// Schema (the bundle `bridge schema` prints) and words the first violation
+// for a person, naming the field at fault. The rpc server validates every
+// request's params with it before decoding them; the schema tests validate
+// Go values with it.
+//
+// The validator covers the part of JSON Schema 2020-12 the generated bundle
+// uses and refuses to compile any other keyword. Its tests check it against
+// a complete, maintained 2020-12 implementation, which the binary does not
+// link: that library compiles every draft's meta-schema in its package init
+// and validated the whole bundle against them on the first request, which
+// was most of `bridge serve`'s time to answer initialize.
 package validate
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -14,9 +20,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"github.com/bridge-dev/bridge/schema"
 )
@@ -31,55 +34,25 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
-const bundleURL = "urn:bridge:" + schema.BundleFile
-
 var (
-	compileOnce sync.Once
-	compiler    *jsonschema.Compiler
-	compileErr  error
-
-	mu       sync.Mutex
-	compiled = map[string]*jsonschema.Schema{}
+	mu   sync.Mutex
+	comp *compiler
 )
 
-func load() (*jsonschema.Compiler, error) {
-	compileOnce.Do(func() {
-		var buf bytes.Buffer
-		if compileErr = schema.WriteBundle(&buf); compileErr != nil {
-			return
-		}
-		doc, err := jsonschema.UnmarshalJSON(&buf)
-		if err != nil {
-			compileErr = fmt.Errorf("validate: read the schema bundle: %w", err)
-			return
-		}
-		c := jsonschema.NewCompiler()
-		if err := c.AddResource(bundleURL, doc); err != nil {
-			compileErr = fmt.Errorf("validate: load the schema bundle: %w", err)
-			return
-		}
-		compiler = c
-	})
-	return compiler, compileErr
-}
-
-// def returns the compiled schema of the bundle's definition name.
-func def(name string) (*jsonschema.Schema, error) {
-	c, err := load()
-	if err != nil {
-		return nil, err
-	}
+// def returns the compiled definition name, reading the bundle's
+// definitions on the first call: nothing is read before the first
+// validation.
+func def(name string) (*node, error) {
 	mu.Lock()
 	defer mu.Unlock()
-	if s, ok := compiled[name]; ok {
-		return s, nil
+	if comp == nil {
+		c, err := newCompiler(schema.Bundle())
+		if err != nil {
+			return nil, err
+		}
+		comp = c
 	}
-	s, err := c.Compile(bundleURL + "#/$defs/" + name)
-	if err != nil {
-		return nil, fmt.Errorf("validate: compile %s: %w", name, err)
-	}
-	compiled[name] = s
-	return s, nil
+	return comp.def(name)
 }
 
 // DefName is the bundle's definition name of a contract type's value.
@@ -102,19 +75,18 @@ func JSON(name string, raw []byte) error {
 	if err != nil {
 		return err
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	inst, err := decode(raw)
 	if err != nil {
 		return &Error{Message: "not valid JSON: " + err.Error()}
 	}
-	err = s.Validate(inst)
-	if err == nil {
-		return nil
+	if v := s.validate(inst, make([]string, 0, 8)); v != nil {
+		root := v
+		if v.kind != kGroup {
+			root = &violation{kind: kGroup, causes: []*violation{v}}
+		}
+		return describe(root)
 	}
-	ve, ok := err.(*jsonschema.ValidationError)
-	if !ok {
-		return err
-	}
-	return describe(ve)
+	return nil
 }
 
 // Value validates the JSON encoding of v against its type's definition.
@@ -127,57 +99,125 @@ func Value(v any) error {
 }
 
 // describe words the most telling violation of e.
-func describe(e *jsonschema.ValidationError) *Error {
+func describe(e *violation) *Error {
 	leaf := pick(e)
-	field := path(leaf.InstanceLocation)
-	switch k := leaf.ErrorKind.(type) {
-	case *kind.Required:
-		f := join(field, k.Missing[0])
+	field := path(leaf.loc)
+	switch leaf.kind {
+	case kRequired:
+		f := join(field, leaf.names[0])
 		return &Error{Field: f, Message: fmt.Sprintf("missing required field %q", f)}
-	case *kind.Type:
+	case kType:
 		if field == "" {
-			return &Error{Message: fmt.Sprintf("params must be %s", article(k.Want))}
+			return &Error{Message: fmt.Sprintf("params must be %s", article(leaf.types))}
 		}
-		return &Error{Field: field, Message: fmt.Sprintf("field %q must be %s, not %s", field, article(k.Want), k.Got)}
-	case *kind.Enum:
-		return &Error{Field: field, Message: fmt.Sprintf("%s %s is not one of %s", field, show(k.Got), showList(k.Want))}
-	case *kind.Const:
-		return &Error{Field: field, Message: fmt.Sprintf("%s %s is not %s", field, show(k.Got), show(k.Want))}
-	case *kind.MinItems:
-		return &Error{Field: field, Message: fmt.Sprintf("%s must hold at least %d item(s), not %d", field, k.Want, k.Got)}
-	case *kind.MaxItems:
-		return &Error{Field: field, Message: fmt.Sprintf("%s must hold at most %d item(s), not %d", field, k.Want, k.Got)}
-	case *kind.Minimum:
-		return &Error{Field: field, Message: fmt.Sprintf("%s must be at least %s, not %s", field, rat(k.Want), rat(k.Got))}
-	case *kind.Maximum:
-		return &Error{Field: field, Message: fmt.Sprintf("%s must be at most %s, not %s", field, rat(k.Want), rat(k.Got))}
-	case *kind.MinLength:
-		return &Error{Field: field, Message: fmt.Sprintf("%s must be at least %d character(s) long", field, k.Want)}
-	case *kind.MaxLength:
-		return &Error{Field: field, Message: fmt.Sprintf("%s must be at most %d characters long, not %d", field, k.Want, k.Got)}
-	case *kind.AdditionalProperties:
-		return &Error{Field: join(field, k.Properties[0]), Message: fmt.Sprintf("%s is not a known field", join(field, k.Properties[0]))}
-	case *kind.OneOf:
+		return &Error{Field: field, Message: fmt.Sprintf("field %q must be %s, not %s", field, article(leaf.types), leaf.gotType)}
+	case kEnum:
+		return &Error{Field: field, Message: fmt.Sprintf("%s %s is not one of %s", field, show(leaf.got), showList(leaf.wantList))}
+	case kConst:
+		return &Error{Field: field, Message: fmt.Sprintf("%s %s is not %s", field, show(leaf.got), show(leaf.want))}
+	case kMinItems:
+		return &Error{Field: field, Message: fmt.Sprintf("%s must hold at least %d item(s), not %d", field, leaf.wantN, leaf.gotN)}
+	case kMaxItems:
+		return &Error{Field: field, Message: fmt.Sprintf("%s must hold at most %d item(s), not %d", field, leaf.wantN, leaf.gotN)}
+	case kMinimum:
+		return &Error{Field: field, Message: fmt.Sprintf("%s must be at least %s, not %s", field, rat(leaf.wantR), rat(leaf.gotR))}
+	case kMaximum:
+		return &Error{Field: field, Message: fmt.Sprintf("%s must be at most %s, not %s", field, rat(leaf.wantR), rat(leaf.gotR))}
+	case kMinLength:
+		return &Error{Field: field, Message: fmt.Sprintf("%s must be at least %d character(s) long", field, leaf.wantN)}
+	case kMaxLength:
+		return &Error{Field: field, Message: fmt.Sprintf("%s must be at most %d characters long, not %d", field, leaf.wantN, leaf.gotN)}
+	case kAdditional:
+		return &Error{Field: join(field, leaf.names[0]), Message: fmt.Sprintf("%s is not a known field", join(field, leaf.names[0]))}
+	case kOneOf:
 		if tag, want := discriminator(leaf); tag != nil {
-			f := path(tag.InstanceLocation)
-			return &Error{Field: f, Message: fmt.Sprintf("%s %s is not one of %s", f, show(tag.ErrorKind.(*kind.Const).Got), showList(want))}
+			f := path(tag.loc)
+			return &Error{Field: f, Message: fmt.Sprintf("%s %s is not one of %s", f, show(tag.got), showList(want))}
 		}
 	}
-	msg := strings.TrimSpace(leaf.Error())
+	var b strings.Builder
+	display(&b, leaf, 0)
+	msg := strings.TrimSpace(b.String())
 	if field != "" {
 		msg = field + ": " + msg
 	}
 	return &Error{Field: field, Message: msg}
 }
 
+// display writes a violation and its causes, one per line, indented.
+func display(b *strings.Builder, e *violation, indent int) {
+	if !(e.kind == kRef && len(e.causes) == 1) {
+		if indent > 0 {
+			b.WriteByte('\n')
+			b.WriteString(strings.Repeat("  ", indent-1))
+			b.WriteString("- ")
+		}
+		indent++
+		fmt.Fprintf(b, "at %s: %s", quote(pointer(e.loc)), e.text())
+	}
+	for _, c := range e.causes {
+		display(b, c, indent)
+	}
+}
+
+// text is a violation's message on its own (the wording of JSON Schema
+// validators' output), for the violations describe has no sentence for.
+func (e *violation) text() string {
+	switch e.kind {
+	case kFalse:
+		return "false schema"
+	case kType:
+		return fmt.Sprintf("got %s, want %s", e.gotType, strings.Join(e.types, " or "))
+	case kConst:
+		if isComposite(e.want) {
+			return "'const' failed"
+		}
+		return "value must be " + displayValue(e.want)
+	case kEnum:
+		var want []string
+		for _, w := range e.wantList {
+			if isComposite(w) {
+				return "'enum' failed"
+			}
+			want = append(want, displayValue(w))
+		}
+		if len(want) == 1 {
+			return "value must be " + want[0]
+		}
+		return "value must be one of " + strings.Join(want, ", ")
+	case kRequired:
+		return "missing properties " + quoteList(e.names)
+	case kAdditional:
+		return "additional properties " + quoteList(e.names) + " not allowed"
+	case kMinItems:
+		return fmt.Sprintf("minItems: got %d, want %d", e.gotN, e.wantN)
+	case kMaxItems:
+		return fmt.Sprintf("maxItems: got %d, want %d", e.gotN, e.wantN)
+	case kMinLength:
+		return fmt.Sprintf("minLength: got %d, want %d", e.gotN, e.wantN)
+	case kMaxLength:
+		return fmt.Sprintf("maxLength: got %d, want %d", e.gotN, e.wantN)
+	case kMinimum:
+		return "minimum: got " + rat(e.gotR) + ", want " + rat(e.wantR)
+	case kMaximum:
+		return "maximum: got " + rat(e.gotR) + ", want " + rat(e.wantR)
+	case kOneOf:
+		if len(e.matched) == 2 {
+			return fmt.Sprintf("'oneOf' failed, subschemas %d, %d matched", e.matched[0], e.matched[1])
+		}
+		return "'oneOf' failed, none matched"
+	}
+	return "validation failed"
+}
+
 // pick walks down to one leaf violation. Where no branch of a oneOf
 // matched, it follows the branch whose tag (a const) matched; when every
 // branch failed on its tag, the oneOf itself is the leaf.
-func pick(e *jsonschema.ValidationError) *jsonschema.ValidationError {
-	for len(e.Causes) > 0 {
-		if _, ok := e.ErrorKind.(*kind.OneOf); ok {
-			var untagged []*jsonschema.ValidationError
-			for _, c := range e.Causes {
+func pick(e *violation) *violation {
+	for len(e.causes) > 0 {
+		if e.kind == kOneOf {
+			var untagged []*violation
+			for _, c := range e.causes {
 				if constFailure(c) == nil {
 					untagged = append(untagged, c)
 				}
@@ -185,24 +225,24 @@ func pick(e *jsonschema.ValidationError) *jsonschema.ValidationError {
 			switch len(untagged) {
 			case 0:
 				return e
-			case len(e.Causes):
+			case len(e.causes):
 				// No branch has a tag: the first branch's violation.
 			default:
 				e = untagged[0]
 				continue
 			}
 		}
-		e = e.Causes[0]
+		e = e.causes[0]
 	}
 	return e
 }
 
-// constFailure returns the const violation at the shallowest depth in e.
-func constFailure(e *jsonschema.ValidationError) *jsonschema.ValidationError {
-	if _, ok := e.ErrorKind.(*kind.Const); ok {
+// constFailure returns the first const violation in e, depth first.
+func constFailure(e *violation) *violation {
+	if e.kind == kConst {
 		return e
 	}
-	for _, c := range e.Causes {
+	for _, c := range e.causes {
 		if f := constFailure(c); f != nil {
 			return f
 		}
@@ -212,20 +252,61 @@ func constFailure(e *jsonschema.ValidationError) *jsonschema.ValidationError {
 
 // discriminator returns, for a oneOf whose every branch failed on the same
 // tag, one tag violation and the values the branches want.
-func discriminator(e *jsonschema.ValidationError) (*jsonschema.ValidationError, []any) {
-	var first *jsonschema.ValidationError
+func discriminator(e *violation) (*violation, []any) {
+	var first *violation
 	var want []any
-	for _, c := range e.Causes {
+	for _, c := range e.causes {
 		f := constFailure(c)
-		if f == nil || (first != nil && path(f.InstanceLocation) != path(first.InstanceLocation)) {
+		if f == nil || (first != nil && path(f.loc) != path(first.loc)) {
 			return nil, nil
 		}
 		if first == nil {
 			first = f
 		}
-		want = append(want, f.ErrorKind.(*kind.Const).Want)
+		want = append(want, f.want)
 	}
 	return first, want
+}
+
+// pointer is a JSON Pointer to an instance location.
+func pointer(loc []string) string {
+	var b strings.Builder
+	for _, tok := range loc {
+		b.WriteByte('/')
+		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(tok))
+	}
+	return b.String()
+}
+
+// quote single-quotes s for a message.
+func quote(s string) string {
+	s = strconv.Quote(s)
+	s = strings.ReplaceAll(s, `\"`, `"`)
+	s = strings.ReplaceAll(s, `'`, `\'`)
+	return "'" + s[1:len(s)-1] + "'"
+}
+
+func isComposite(v any) bool {
+	switch v.(type) {
+	case []any, map[string]any:
+		return true
+	}
+	return false
+}
+
+func displayValue(v any) string {
+	if s, ok := v.(string); ok {
+		return quote(s)
+	}
+	return fmt.Sprint(v)
+}
+
+func quoteList(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = quote(n)
+	}
+	return strings.Join(out, ", ")
 }
 
 // path renders an instance location: members joined by dots, array

@@ -1,0 +1,139 @@
+package storage
+
+import (
+	"errors"
+	"sort"
+	"strings"
+
+	"github.com/ncruces/go-sqlite3"
+	"github.com/ncruces/go-sqlite3/ext/fts5"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// snippetTokens is how many tokens of an entry's text a snippet shows.
+const snippetTokens = 24
+
+var errEnoughTokens = errors.New("enough tokens")
+
+// snippetFunc is bridge_snippet(entry_search, kind, payload): the part of
+// the entry's searchable text around the best cluster of matches, each
+// match between markOpen and markClose, with "…" where text was cut.
+//
+// The index stores no text (it is contentless, so the text is not kept
+// twice), so FTS5's own snippet() has nothing to cut from: the text is
+// made again from the entry's payload (SearchText is what was indexed) and
+// split by the index's own tokenizer, and the match positions come from
+// the index. Only the tokens up to the end of the chosen window are
+// tokenized.
+func snippetFunc(fts fts5.Context, ctx sqlite3.Context, arg ...sqlite3.Value) {
+	if len(arg) != 2 {
+		ctx.ResultError(errors.New("bridge_snippet: want the table, the entry's kind and its payload"))
+		return
+	}
+	text := SearchText(core.Kind(arg[0].Text()), arg[1].RawText())
+	if text == "" {
+		ctx.ResultNull()
+		return
+	}
+	n, err := fts.InstCount()
+	if err != nil {
+		ctx.ResultError(err)
+		return
+	}
+	type span struct{ phrase, from, to int } // tokens [from, to)
+	spans := make([]span, 0, n)
+	for i := 0; i < n; i++ {
+		phrase, col, off, err := fts.Inst(i)
+		if err != nil {
+			ctx.ResultError(err)
+			return
+		}
+		if col == 0 {
+			spans = append(spans, span{phrase, off, off + max(1, fts.PhraseSize(phrase))})
+		}
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].from < spans[j].from })
+	total, err := fts.ColumnSize(0)
+	if err != nil {
+		ctx.ResultError(err)
+		return
+	}
+	// The window: the one holding the most different phrases, then the
+	// most matches; it starts a few tokens before its first match.
+	start, best := 0, -1
+	for _, s := range spans {
+		c := max(0, min(s.from-4, total-snippetTokens))
+		seen := map[int]bool{}
+		hits := 0
+		for _, t := range spans {
+			if t.from >= c && t.to <= c+snippetTokens {
+				seen[t.phrase] = true
+				hits++
+			}
+		}
+		if score := len(seen)*1000 + hits; score > best {
+			start, best = c, score
+		}
+	}
+	end := start + snippetTokens
+	type tok struct{ from, to int } // bytes of text
+	toks := make([]tok, 0, snippetTokens)
+	i := 0
+	err = fts.Tokenize(text, "", func(_ fts5.TokenFlag, _ string, from, to int) error {
+		if i >= start {
+			toks = append(toks, tok{from, to})
+		}
+		i++
+		if i >= end {
+			return errEnoughTokens
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnoughTokens) && !strings.Contains(err.Error(), errEnoughTokens.Error()) {
+		ctx.ResultError(err)
+		return
+	}
+	if len(toks) == 0 {
+		ctx.ResultNull()
+		return
+	}
+	var b strings.Builder
+	if start > 0 {
+		b.WriteString("…")
+	}
+	// Runs of matched tokens are marked as one span.
+	hit := func(idx int) bool {
+		for _, s := range spans {
+			if idx >= s.from && idx < s.to {
+				return true
+			}
+		}
+		return false
+	}
+	pos := toks[0].from
+	open := false
+	for k, t := range toks {
+		h := hit(start + k)
+		if open && !h {
+			b.WriteString(markClose)
+			open = false
+		}
+		b.WriteString(text[pos:t.from])
+		if h && !open {
+			b.WriteString(markOpen)
+			open = true
+		}
+		b.WriteString(text[t.from:t.to])
+		pos = t.to
+	}
+	if open {
+		b.WriteString(markClose)
+	}
+	if start+len(toks) < total {
+		b.WriteString("…")
+	} else {
+		b.WriteString(text[pos:])
+	}
+	ctx.ResultText(b.String())
+}
