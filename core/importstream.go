@@ -39,6 +39,10 @@ func (b *ImportBatcher) Add(es ...NewEntry) error {
 	return nil
 }
 
+// Queue appends entries without handing any out: for an importer that
+// decides itself when to flush (FlushUpTo).
+func (b *ImportBatcher) Queue(es ...NewEntry) { b.buf = append(b.buf, es...) }
+
 // Pending returns the entries queued and not yet handed out; an importer
 // may change them (e.g. fold a summary into an earlier entry).
 func (b *ImportBatcher) Pending() []NewEntry { return b.buf }

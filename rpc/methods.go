@@ -105,34 +105,14 @@ func (s *server) run(ctx context.Context, m *method, b Backend, raw json.RawMess
 		}
 		return nil, toWire(s.log, m.Name, err)
 	}
+	var out []byte
 	if h, ok := res.(schema.SessionHistoryResult); ok {
-		res = fastHistory(h)
+		out, err = appendHistory(make([]byte, 0, historySize(h)), h)
+	} else {
+		out, err = json.Marshal(res)
 	}
-	out, err := json.Marshal(res)
 	if err != nil {
 		return nil, toWire(s.log, m.Name, err)
 	}
 	return jsonrpc2.RawMessage(out), nil
 }
-
-// fastHistory is the session/history result without the MarshalJSON
-// methods of schema.Entry, which re-encode and re-compact every entry:
-// session/history is the hot read path. The service already fills an
-// absent payload with {}.
-func fastHistory(h schema.SessionHistoryResult) historyResult {
-	out := historyResult{Entries: make([]plainEntry, len(h.Entries)), HasMore: h.HasMore}
-	for i, e := range h.Entries {
-		out.Entries[i] = plainEntry(e)
-	}
-	return out
-}
-
-// historyResult encodes like schema.SessionHistoryResult (a test keeps the
-// two equal).
-type historyResult struct {
-	Entries []plainEntry `json:"entries"`
-	HasMore bool         `json:"hasMore"`
-}
-
-// plainEntry is schema.Entry without its MarshalJSON method.
-type plainEntry schema.Entry

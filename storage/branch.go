@@ -155,7 +155,9 @@ const DefaultHistoryMessages = 60
 // seq < beforeSeq, and stops once maxMessages user/assistant messages are
 // collected; other kinds ride along without counting. Entries come back
 // oldest first; hasMore tells whether the branch goes on before the first.
-// Only the page is read, whatever the length of the session.
+// Only the page is read, whatever the length of the session: an unbranched
+// session is read by seq, and on a branched one the page's first entry is
+// found by the jump pointers of entry_links (O(log depth) seeks).
 func (db *DB) History(ctx context.Context, sessionID string, beforeSeq int64, maxMessages int) (entries []core.Entry, hasMore bool, err error) {
 	if maxMessages <= 0 {
 		maxMessages = DefaultHistoryMessages
@@ -211,7 +213,13 @@ func history(ctx context.Context, q querier, sessionID string, beforeSeq int64, 
 	w := newWalker(q, sessionID)
 	start := st.headID
 	if beforeSeq > 0 && beforeSeq <= st.headSeq.Int64 {
-		start, err = branchEntryBefore(ctx, w, st.headID, beforeSeq)
+		// Seek the page's first entry by the jump pointers of
+		// entry_links; walk from the head only when they cannot tell.
+		var ok bool
+		start, ok, _, err = linkedEntryBefore(ctx, q, sessionID, st.headSeq.Int64, beforeSeq)
+		if err == nil && !ok {
+			start, err = branchEntryBefore(ctx, w, st.headID, beforeSeq)
+		}
 		if err != nil {
 			return nil, false, err
 		}

@@ -1,5 +1,11 @@
 package storage
 
+import (
+	"context"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
 // Queued is the number of writes ever handed to the writer goroutine.
 func Queued(db *DB) int64 { return db.queued.Load() }
 
@@ -10,6 +16,12 @@ func GroupStats(db *DB) (groups, calls int64) { return db.groups.Load(), db.call
 // DisableSearchIndex stops db from indexing new entries (for benchmarks).
 func DisableSearchIndex(db *DB) { db.noIndex.Store(true) }
 
+// ListSQL is the query and arguments of one ListSessions page.
+func ListSQL(q core.ListQuery, limit int) (string, []any, error) { return listSQL(q, limit) }
+
+// LinkBeforeSQL is the query that seeks a branched page's first entry.
+const LinkBeforeSQL = linkBeforeSQL
+
 // MigrationCount is the number of embedded migrations.
 func MigrationCount() int {
 	ms, err := loadMigrations()
@@ -17,4 +29,10 @@ func MigrationCount() int {
 		panic(err)
 	}
 	return len(ms)
+}
+
+// LinkedEntryBefore is the jump-pointer seek of a branched history page
+// (the entry found, whether the links could tell, how many it followed).
+func LinkedEntryBefore(ctx context.Context, db *DB, sessionID string, headSeq, beforeSeq int64) (string, bool, int, error) {
+	return linkedEntryBefore(ctx, db.sql, sessionID, headSeq, beforeSeq)
 }

@@ -54,7 +54,9 @@ func loadMigrations() ([]migration, error) {
 // transaction right after it.
 // (Migration 2 once indexed the existing entries here; the index has since
 // moved to its own file, built from the record by the indexer.)
-var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{}
+var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
+	6: backfillLinks,
+}
 
 // KnownSchemaVersion is the highest schema version this Bridge can apply.
 func KnownSchemaVersion() int {

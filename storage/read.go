@@ -50,32 +50,21 @@ func (db *DB) GetSession(ctx context.Context, id string) (core.Session, error) {
 
 // ListSessions implements core.Store: most recently updated first (ties by
 // id, descending), archived sessions only with IncludeArchived. The cursor
-// is opaque.
+// is opaque. Each page is an index seek (see listSQL).
 func (db *DB) ListSessions(ctx context.Context, q core.ListQuery) ([]core.Session, string, error) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 100
 	}
-	where := []string{"1 = 1"}
-	var args []any
-	if !q.IncludeArchived {
-		where = append(where, "archived = 0")
+	query, args, err := listSQL(q, limit)
+	if err != nil {
+		return nil, "", err
 	}
-	if q.Harness != "" {
-		where = append(where, "harness = ?")
-		args = append(args, q.Harness)
+	stmt, err := db.prepared(ctx, query) // one of eight shapes, compiled once
+	if err != nil {
+		return nil, "", fmt.Errorf("storage: list sessions: %w", err)
 	}
-	if q.Cursor != "" {
-		upd, id, err := decodeCursor(q.Cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		where = append(where, "(updated_at < ? OR (updated_at = ? AND id < ?))")
-		args = append(args, upd, upd, id)
-	}
-	args = append(args, limit+1)
-	rows, err := db.sql.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE `+strings.Join(where, " AND ")+
-		` ORDER BY updated_at DESC, id DESC LIMIT ?`, args...)
+	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("storage: list sessions: %w", err)
 	}
@@ -98,6 +87,39 @@ func (db *DB) ListSessions(ctx context.Context, q core.ListQuery) ([]core.Sessio
 		next = encodeCursor(nanos(last.UpdatedAt), last.ID)
 	}
 	return out, next, nil
+}
+
+// listSQL is the query of one page of ListSessions (limit+1 rows, to tell
+// whether another page follows). Each archived value is one range of the
+// index sessions_list (or sessions_harness_list with a harness), read
+// newest first from the cursor: the row value (updated_at, id) < (?, ?) is
+// a seek, so a page costs the same however many sessions come before or
+// after it. With archived sessions included, the two ranges are merged
+// (UNION ALL under one ORDER BY), still without sorting.
+func listSQL(q core.ListQuery, limit int) (string, []any, error) {
+	cond := ""
+	var condArgs []any
+	if q.Harness != "" {
+		cond += " AND harness = ?"
+		condArgs = append(condArgs, q.Harness)
+	}
+	if q.Cursor != "" {
+		upd, id, err := decodeCursor(q.Cursor)
+		if err != nil {
+			return "", nil, err
+		}
+		cond += " AND (updated_at, id) < (?, ?)"
+		condArgs = append(condArgs, upd, id)
+	}
+	arm := `SELECT ` + sessionCols + ` FROM sessions WHERE archived = ?` + cond
+	query := arm
+	args := append([]any{false}, condArgs...)
+	if q.IncludeArchived {
+		query += ` UNION ALL ` + arm
+		args = append(append(args, true), condArgs...)
+	}
+	query += ` ORDER BY updated_at DESC, id DESC LIMIT ?`
+	return query, append(args, limit+1), nil
 }
 
 func encodeCursor(upd int64, id string) string {

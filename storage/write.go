@@ -297,6 +297,7 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 	now := w.db.now()
 	out := make([]core.Entry, 0, len(entries))
 	seq := st.maxSeq
+	var lk *linker
 	for _, ne := range entries {
 		id := ne.ID
 		if id == "" {
@@ -350,6 +351,12 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 		if branches {
 			st.branched = true
 		}
+		if lk == nil {
+			lk = newLinker(w.q, sessionID)
+		}
+		if err := lk.add(ctx, seq, parentSeq); err != nil {
+			return nil, err
+		}
 		w.db.fire("entry.insert") // indexed for search by the indexer after the commit (searchindex.go)
 		out = append(out, e)
 		parentID, parentSeq = id, seq
@@ -357,11 +364,17 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 	if len(out) == 0 {
 		return out, nil
 	}
+	if err := lk.flush(ctx); err != nil {
+		return nil, err
+	}
 	if _, err := w.q.ExecContext(ctx, `UPDATE sessions SET head_id = ?, branched = ?, updated_at = ? WHERE id = ?`,
 		parentID, st.branched, nanos(w.touch(st.updatedAt)), sessionID); err != nil {
 		return nil, fmt.Errorf("storage: move head: %w", err)
 	}
 	w.db.fire("session.head")
+	if err := w.trackWindow(ctx, sessionID, st.headID, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 

@@ -1,6 +1,7 @@
 package claudecode
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -98,9 +99,15 @@ func contentBlocks(raw json.RawMessage) []block {
 	if len(raw) == 0 {
 		return nil
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return []block{{Type: "text", Text: s}}
+	// Content is a string or an array of blocks: look at its first byte
+	// rather than trying to decode it as a string first (a failed decode
+	// still scans the whole array).
+	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && (t[0] == '"' || t[0] == 'n') {
+		var s string
+		if err := json.Unmarshal(raw, &s); err == nil {
+			return []block{{Type: "text", Text: s}}
+		}
+		return nil
 	}
 	var raws []json.RawMessage
 	if err := json.Unmarshal(raw, &raws); err != nil {

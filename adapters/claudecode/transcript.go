@@ -81,20 +81,16 @@ func (im *importer) add(raw []byte) (record bool, err error) {
 			meta = t.CompactMetaC
 		}
 		c := compacted(id, meta, raw)
-		e := c.Entry()
-		if err := im.emit(e); err != nil {
-			return record, err
-		}
-		im.lastComp, im.folded = len(im.b.Pending())-1, false
-		return record, nil
+		return record, im.emit(c.Entry())
 	case t.Type == "system" && t.Subtype == "init":
 		if t.Model != "" && head.Model == "" {
 			head.Model = t.Model
 		}
 		return record, nil
 	case t.Type == "user" && t.Message != nil:
-		summary := t.IsCompactSummary || strings.HasPrefix(flattenText(t.Message.Content), "This session is being continued from a previous conversation")
-		if summary && im.lastComp >= 0 && im.foldSummary(flattenText(t.Message.Content)) {
+		text := flattenText(t.Message.Content)
+		summary := t.IsCompactSummary || strings.HasPrefix(text, "This session is being continued from a previous conversation")
+		if summary && im.lastComp >= 0 && im.foldSummary(text) {
 			return record, nil
 		}
 		evs = userEvents(t.Message, id, t.IsReplay || t.IsMeta, summary)
@@ -125,8 +121,15 @@ func (im *importer) add(raw []byte) (record bool, err error) {
 // the first batch waits for a line naming the session, up to
 // core.MaxHold entries.
 func (im *importer) emit(e core.NewEntry) error {
-	if err := im.b.Add(e); err != nil || len(im.b.Pending()) < core.ImportBatch {
+	if err := im.b.Err(); err != nil {
 		return err
+	}
+	im.b.Queue(e)
+	if e.Kind == core.KindContextCompacted {
+		im.lastComp, im.folded = len(im.b.Pending())-1, false
+	}
+	if len(im.b.Pending()) < core.ImportBatch {
+		return nil
 	}
 	return im.flush(false)
 }

@@ -266,7 +266,7 @@ func (h *Host) Import(ctx context.Context, path string, progress func(done, tota
 	return is, err
 }
 
-// countingReader reports progress by bytes read, every 4 MiB.
+// countingReader reports progress by bytes read, every 256 KiB.
 type countingReader struct {
 	r           io.Reader
 	done, total int64
@@ -277,7 +277,7 @@ type countingReader struct {
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.done += int64(n)
-	if c.progress != nil && c.done-c.last >= 4<<20 {
+	if c.progress != nil && c.done-c.last >= 256<<10 {
 		c.last = c.done
 		c.progress(c.done, c.total)
 	}

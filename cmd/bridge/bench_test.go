@@ -26,7 +26,7 @@ func buildHelper(b *testing.B, name string) string {
 
 // seedSession writes a session of n entries (every other one a message)
 // straight into a data directory's database.
-func seedSession(b *testing.B, dir string, n int) string {
+func seedSession(b testing.TB, dir string, n int) string {
 	b.Helper()
 	ctx := context.Background()
 	db, err := storage.Open(ctx, filepath.Join(dir, DatabaseFile), storage.Options{})

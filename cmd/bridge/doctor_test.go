@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
+	"github.com/bridge-dev/bridge/storage"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -31,11 +33,15 @@ func runCLI(t *testing.T, env []string, args ...string) (string, string, int) {
 	return out.String(), errb.String(), code
 }
 
-// golden compares got (with the data directory replaced by $DATA) with
-// testdata/golden/name.
+// golden compares got (with the data directory replaced by $DATA, and this
+// Bridge's schema version by $SCHEMA, so that a new migration changes no
+// golden file) with testdata/golden/name.
 func golden(t *testing.T, name, dataDir, got string) {
 	t.Helper()
 	got = strings.ReplaceAll(got, dataDir, "$DATA")
+	v := storage.KnownSchemaVersion()
+	got = strings.ReplaceAll(got, fmt.Sprintf("(schema version %d)", v), "(schema version $SCHEMA)")
+	got = strings.ReplaceAll(got, fmt.Sprintf(`"schemaVersion": %d`, v), `"schemaVersion": "$SCHEMA"`)
 	path := filepath.Join("..", "..", "testdata", "golden", name)
 	if *update {
 		os.MkdirAll(filepath.Dir(path), 0o755)

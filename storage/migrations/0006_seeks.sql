@@ -1,0 +1,31 @@
+-- 0006: a page of the session list and a page of a branched session's
+-- history are index seeks, whatever the number of sessions or the distance
+-- from the head.
+
+-- The session list reads one index range per archived value (and harness),
+-- newest first, from the cursor on: (updated_at, id) < (?, ?) is a seek.
+DROP INDEX IF EXISTS sessions_updated;
+CREATE INDEX sessions_list ON sessions (archived, updated_at, id);
+CREATE INDEX sessions_harness_list ON sessions (harness, archived, updated_at, id);
+
+-- entry_links is each entry's place in its session's tree: its parent's
+-- seq, its depth (0 for a root) and a jump pointer, the seq of an ancestor
+-- chosen by the skew-binary rule (a root jumps to itself; an entry jumps to
+-- its parent's jump target's own target when the parent's two jumps span
+-- equal depths, else to its parent). Following jumps while they stay at or
+-- above a seq finds the newest ancestor below that seq in O(log depth)
+-- seeks, because seqs grow from parent to child. Rows are only ever added,
+-- one per entry, in the transaction that adds the entry (storage's linker,
+-- on append and restore). An entry whose parent is missing, of another
+-- session, not older, or itself without a row gets no row; readers then walk
+-- the parent links as before, which names the problem. Entries recorded
+-- before this migration get their rows from the Go step that runs with it
+-- (storage.backfillLinks).
+CREATE TABLE entry_links (
+    session_id TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    parent_seq INTEGER,
+    depth      INTEGER NOT NULL,
+    jump_seq   INTEGER NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
