@@ -85,8 +85,9 @@ type searchIndex struct {
 	w    *sql.DB // one connection: index writes (BEGIN IMMEDIATE)
 	r    *sql.DB // searches, with the record attached read-only as "rec"
 
-	mu      sync.Mutex // one catch-up at a time in this process
-	checked bool       // the index was checked against the record (under mu)
+	mu      sync.Mutex  // one catch-up at a time in this process
+	checked bool        // the index was checked against the record (under mu)
+	ready   atomic.Bool // checked, readable without mu
 
 	kick chan struct{}
 	stop chan struct{}
@@ -395,6 +396,11 @@ func (db *DB) CatchUpSearch(ctx context.Context) error {
 // closed, ends it between batches.
 func (db *DB) catchUp(ctx context.Context, target int64, stop <-chan struct{}) error {
 	ix := db.search
+	if target == 0 && ix.isCaughtUp(ctx, db) {
+		// Nothing to index: a search does not wait for the indexer's
+		// merging (which holds mu).
+		return nil
+	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if !ix.checked {
@@ -402,6 +408,7 @@ func (db *DB) catchUp(ctx context.Context, target int64, stop <-chan struct{}) e
 			return err
 		}
 		ix.checked = true
+		ix.ready.Store(true)
 	}
 	if target == 0 {
 		head, err := db.recordHead(ctx)
@@ -423,6 +430,23 @@ func (db *DB) catchUp(ctx context.Context, target int64, stop <-chan struct{}) e
 			return err
 		}
 	}
+}
+
+// isCaughtUp reports whether the index, once checked against the record,
+// covers the record's newest entry (false when unsure).
+func (ix *searchIndex) isCaughtUp(ctx context.Context, db *DB) bool {
+	if !ix.ready.Load() {
+		return false
+	}
+	head, err := db.recordHead(ctx)
+	if err != nil {
+		return false
+	}
+	var to int64
+	if err := ix.r.QueryRowContext(ctx, `SELECT indexed_to FROM search_state`).Scan(&to); err != nil {
+		return false
+	}
+	return to >= head
 }
 
 type pendingEntry struct {
