@@ -512,14 +512,15 @@ func (db *DB) indexBatch(ctx context.Context, target int64) (done bool, err erro
 		return false, fmt.Errorf("storage: search index: %w", err)
 	}
 	defer conn.Close()
-	var raced bool
+	// A batch another process indexed first is skipped (writeBatch
+	// reports it); the next one starts from that process's mark.
 	err = conn.Raw(func(dc any) (err error) {
 		sc, ok := dc.(*safeConn)
 		if !ok {
 			return fmt.Errorf("storage: search index: unexpected driver connection %T", dc)
 		}
 		defer recoverInto(&err, &sc.broken)
-		raced, err = db.writeBatch(sc.c.Raw(), from, batch, last)
+		_, err = db.writeBatch(sc.c.Raw(), from, batch, last)
 		if sc.broken.Load() {
 			return driver.ErrBadConn
 		}
@@ -528,7 +529,6 @@ func (db *DB) indexBatch(ctx context.Context, target int64) (done bool, err erro
 	if err != nil {
 		return false, fmt.Errorf("storage: search index: %w", err)
 	}
-	_ = raced // another process indexed these entries first: the next batch starts from its mark
 	return false, nil
 }
 
