@@ -53,6 +53,35 @@ func ProjectTail(in TailInput, opt ProjectOptions) (p Projection, more bool, err
 		return Projection{}, false, core.E(core.CodeNotFound, fmt.Sprintf("checkpoint entry %s is invalid: %v", in.Checkpoint.ID, err), ErrNoCheckpoint)
 	}
 	p = Projection{BoundaryEntryID: w.BoundaryID, CheckpointEntryID: in.Checkpoint.ID, Checkpoint: cp}
+	more = tailRetained(&p, in, opt)
+	return p, more, nil
+}
+
+// ProjectForkTail is ProjectFork of the active branch (a fork at the head)
+// read like ProjectTail: with a boundary, ProjectTail's projection; with
+// none, the whole conversation under the budget, from the newest entries
+// (Before is not used). Either way tool calls whose result is not in the
+// projection are dropped. An unusable checkpoint is ProjectTail's error:
+// the caller uses ProjectFork on the branch.
+func ProjectForkTail(in TailInput, opt ProjectOptions) (p Projection, more bool, err error) {
+	if in.Window.BoundaryID != "" {
+		p, more, err = ProjectTail(in, opt)
+	} else {
+		in.Before = nil
+		more = tailRetained(&p, in, opt)
+	}
+	if err != nil || more {
+		return Projection{}, more, err
+	}
+	p.Retained = closedTools(p.Retained)
+	return p, false, nil
+}
+
+// tailRetained fills p's retained entries, omitted count, widening, model
+// and effort from in (see ProjectTail); it reports more when the tail is
+// too short to know them.
+func tailRetained(p *Projection, in TailInput, opt ProjectOptions) (more bool) {
+	w := in.Window
 	before := conversation(in.Before)
 	var after []core.Entry
 	for _, e := range in.Tail {
@@ -73,12 +102,12 @@ func ProjectTail(in TailInput, opt ProjectOptions) (p Projection, more bool, err
 	}
 	cut := budgetCut(retained, opt.Budget)
 	if partial && cut == 0 {
-		return Projection{}, true, nil
+		return true
 	}
 	if cut > 0 {
 		moved, open := keepToolPairsOpen(retained, 0, cut)
 		if partial && open {
-			return Projection{}, true, nil
+			return true
 		}
 		if moved < cut {
 			p.Widened = true
@@ -94,7 +123,7 @@ func ProjectTail(in TailInput, opt ProjectOptions) (p Projection, more bool, err
 	if p.Effort == "" {
 		p.Effort = w.Effort
 	}
-	return p, false, nil
+	return false
 }
 
 func droppedBy(w core.Window, seq int64) bool {

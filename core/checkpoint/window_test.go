@@ -319,3 +319,60 @@ func TestProjectTailMatchesProject(t *testing.T) {
 		}
 	}
 }
+
+// TestProjectForkTailMatchesProjectFork: on random branches with a valid
+// checkpoint, an invalid one or none, ProjectForkTail on any tail either
+// asks for more, refuses (an unusable checkpoint: the caller reads the
+// branch) or gives exactly ProjectFork's projection of the whole branch.
+func TestProjectForkTailMatchesProjectFork(t *testing.T) {
+	compared := 0
+	for seed := int64(1); seed <= 200; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		b := newBranch()
+		addRandom(b, r, 5+r.Intn(60), seed%3 == 0)
+		if seed%3 == 1 {
+			for _, ne := range CommitEntries(Checkpoint{SchemaVersion: 1, Summary: "s", FirstRetainedEntryID: "mk"}, "cp", "mk") {
+				id := ne.ID
+				if id == "" {
+					id = fmt.Sprintf("e%d", len(b.entries)+1)
+				}
+				b.addID(id, ne.Kind, json.RawMessage(ne.Payload))
+			}
+			addRandom(b, r, r.Intn(40), false)
+		}
+		branch := b.entries
+		for i := range branch {
+			branch[i].TokenEstimate = int64(1 + r.Intn(40))
+		}
+		opt := ProjectOptions{Budget: RetainPolicy{TokenBudget: int64(20 + r.Intn(600))}}
+		want := ProjectFork(branch, opt)
+		w := WindowOf(branch)
+		bi := LastBoundary(branch)
+		var cp core.Entry
+		for _, e := range branch {
+			if e.ID == w.BoundaryCheckpointID {
+				cp = e
+			}
+		}
+		for from := len(branch); from > bi; from-- {
+			in := TailInput{Window: w, Checkpoint: cp, Tail: branch[from:], Complete: from == bi+1}
+			got, more, err := ProjectForkTail(in, opt)
+			if err != nil || more {
+				if more && in.Complete {
+					t.Fatalf("seed %d: the complete tail asks for more", seed)
+				}
+				continue
+			}
+			compared++
+			if !reflect.DeepEqual(ids(got.Retained), ids(want.Retained)) || got.Omitted != want.Omitted || got.Widened != want.Widened ||
+				got.Model != want.Model || got.Effort != want.Effort || got.CheckpointEntryID != want.CheckpointEntryID {
+				t.Fatalf("seed %d, tail from %d of %d (boundary at %d):\n got %v omitted %d widened %v cp %q\nwant %v omitted %d widened %v cp %q",
+					seed, from, len(branch), bi, ids(got.Retained), got.Omitted, got.Widened, got.CheckpointEntryID,
+					ids(want.Retained), want.Omitted, want.Widened, want.CheckpointEntryID)
+			}
+		}
+	}
+	if compared < 500 {
+		t.Fatalf("only %d projections compared", compared)
+	}
+}

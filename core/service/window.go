@@ -113,36 +113,56 @@ func (s *Service) boundaryCheckpoint(ctx context.Context, win core.Window) (chec
 // unusable (or an unusual layout) falls back to Project on the branch,
 // which looks for an older one.
 func (s *Service) projection(ctx context.Context, sess core.Session, opt checkpoint.ProjectOptions) (checkpoint.Projection, error) {
-	win, err := s.opts.Store.Window(ctx, sess.ID)
+	return s.projectTail(ctx, sess.ID, opt, false)
+}
+
+// forkProjection is the projection a fork at the head starts from
+// (checkpoint.ProjectFork's), read the same way.
+func (s *Service) forkProjection(ctx context.Context, sessionID string, opt checkpoint.ProjectOptions) (checkpoint.Projection, error) {
+	return s.projectTail(ctx, sessionID, opt, true)
+}
+
+func (s *Service) projectTail(ctx context.Context, sessionID string, opt checkpoint.ProjectOptions, fork bool) (checkpoint.Projection, error) {
+	win, err := s.opts.Store.Window(ctx, sessionID)
 	if err != nil {
 		return checkpoint.Projection{}, err
 	}
-	if win.BoundaryID == "" {
+	if win.BoundaryID == "" && !fork {
 		return checkpoint.Project(nil, opt)
 	}
 	in := checkpoint.TailInput{Window: win}
-	cp, cpEntry, err := s.boundaryCheckpoint(ctx, win)
-	usable := err == nil
-	in.Checkpoint = cpEntry
-	if usable && cp.FirstRetainedEntryID != "" {
-		in.Before, usable, err = s.retainedBefore(ctx, sess.ID, win, cp.FirstRetainedEntryID)
-		if err != nil {
-			return checkpoint.Projection{}, err
+	usable := true
+	if win.BoundaryID != "" {
+		var cp checkpoint.Checkpoint
+		cp, in.Checkpoint, err = s.boundaryCheckpoint(ctx, win)
+		usable = err == nil
+		if usable && cp.FirstRetainedEntryID != "" {
+			in.Before, usable, err = s.retainedBefore(ctx, sessionID, win, cp.FirstRetainedEntryID)
+			if err != nil {
+				return checkpoint.Projection{}, err
+			}
 		}
 	}
 	if !usable {
-		branch, err := s.opts.Store.ActiveBranch(ctx, sess.ID)
+		branch, err := s.opts.Store.ActiveBranch(ctx, sessionID)
 		if err != nil {
 			return checkpoint.Projection{}, err
 		}
+		if fork {
+			return checkpoint.ProjectFork(branch, opt), nil
+		}
 		return checkpoint.Project(branch, opt)
+	}
+	project := checkpoint.ProjectTail
+	if fork {
+		project = checkpoint.ProjectForkTail
 	}
 	var p checkpoint.Projection
 	var perr error
-	err = s.newest(ctx, sess.ID, win.BoundarySeq, 64, func(page []core.Entry, complete bool) bool {
+	err = s.newest(ctx, sessionID, win.BoundarySeq, 64, func(page []core.Entry, complete bool) bool {
 		in.Tail, in.Complete = page, complete
 		var more bool
-		p, more, perr = checkpoint.ProjectTail(in, opt)
+		p, more, perr = project(in, opt)
 		return perr != nil || !more
 	})
 	if err != nil {

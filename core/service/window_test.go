@@ -81,7 +81,8 @@ func guarded(g *guardStore) func(*storage.DB) core.Store {
 // context-pressure checkpoint, a recovery checkpoint of a crashed session
 // and a restore from the checkpoint all succeed with a store that refuses
 // to read a whole branch (and a markdown export, which is a whole-session
-// operation, shows the refusal is in place).
+// operation, shows the refusal is in place). A fork at the head, which
+// projects the same way, does too.
 func TestLivePathsReadNoWholeSession(t *testing.T) {
 	ctx := context.Background()
 	t.Run("bridge checkpoints and restore", func(t *testing.T) {
@@ -130,6 +131,11 @@ func TestLivePathsReadNoWholeSession(t *testing.T) {
 		res, err := r.svc.SessionResume(ctx, schema.SessionResumeParams{SessionID: s.ID})
 		if err != nil || res.Mode != core.ModeCheckpointRestored || res.CheckpointEntryID != rec.EntryID {
 			t.Fatalf("resume: %+v %v, want checkpoint_restored from %s", res, err, rec.EntryID)
+		}
+		// A fork at the head reads the same way.
+		fork, err := r.svc.SessionFork(ctx, schema.SessionForkParams{SessionID: s.ID})
+		if err != nil || fork.Origin.EntryID == "" {
+			t.Fatalf("fork: %+v %v", fork, err)
 		}
 		if n := g.whole.Load(); n != 0 {
 			t.Fatalf("%d whole-branch reads on the live paths", n)
