@@ -124,7 +124,9 @@ func BenchmarkCLIBranchedHistory(b *testing.B) {
 			return err
 		}
 		sid = s.ID
-		p := func(k core.Kind, m map[string]any) core.NewEntry { return core.NewEntry{Kind: k, Payload: core.Payload(m)} }
+		p := func(k core.Kind, m map[string]any) core.NewEntry {
+			return core.NewEntry{Kind: k, Payload: core.Payload(m)}
+		}
 		pattern := []core.NewEntry{p(core.KindUserMessage, map[string]any{"text": "question"}),
 			p(core.KindToolStarted, map[string]any{"toolId": "t1"}), p(core.KindToolCompleted, map[string]any{"toolId": "t1"}),
 			p(core.KindContextUsage, map[string]any{"used": 1000}), p(core.KindAssistantMessage, map[string]any{"text": "answer"})}
