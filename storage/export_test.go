@@ -16,6 +16,10 @@ func GroupStats(db *DB) (groups, calls int64) { return db.groups.Load(), db.call
 // DisableSearchIndex stops db from indexing new entries (for benchmarks).
 func DisableSearchIndex(db *DB) { db.noIndex.Store(true) }
 
+// DisableLinks stops db's appends from writing entry_links rows (for
+// benchmarks).
+func DisableLinks(db *DB) { db.noLinks.Store(true) }
+
 // ListSQL is the query and arguments of one ListSessions page.
 func ListSQL(q core.ListQuery, limit int) (string, []any, error) { return listSQL(q, limit) }
 

@@ -351,7 +351,7 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 		if branches {
 			st.branched = true
 		}
-		if lk == nil {
+		if lk == nil && !w.db.noLinks.Load() {
 			lk = newLinker(w.q, sessionID)
 		}
 		if err := lk.add(ctx, seq, parentSeq); err != nil {
