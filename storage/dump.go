@@ -98,7 +98,18 @@ func (db *DB) Restore(ctx context.Context, d core.SessionDump) (added int, err e
 		seqOf := map[string]int64{}
 		lk := newLinker(w.q, s.ID)
 		branched := false
+		// entry_links rows (links.go) go to the entries from the first that
+		// branches on; before it the entries are one chain.
+		linked := false
+		if exists > 0 {
+			if err := w.q.QueryRowContext(ctx, `SELECT branched FROM sessions WHERE id = ?`, s.ID).Scan(&linked); err != nil {
+				return fmt.Errorf("storage: restore: %w", err)
+			}
+		}
+		last := int64(0)
 		for _, e := range d.Entries {
+			prev := last
+			last = e.Seq
 			var owner string
 			var seq int64
 			err := w.q.QueryRowContext(ctx, `SELECT session_id, seq FROM entries WHERE id = ?`, e.ID).Scan(&owner, &seq)
@@ -124,8 +135,14 @@ func (db *DB) Restore(ctx context.Context, d core.SessionDump) (added int, err e
 			} else if e.Seq > 1 {
 				branched = true
 			}
-			if err := lk.add(ctx, e.Seq, seqOf[e.ParentID]); err != nil {
-				return err
+			if branched || linked {
+				if !linked {
+					lk.branch(prev)
+				}
+				if err := lk.add(ctx, e.Seq, seqOf[e.ParentID]); err != nil {
+					return err
+				}
+				linked = true
 			}
 			if _, err := w.q.ExecContext(ctx, insertEntrySQL, e.ID, s.ID, nullStr(e.ParentID), e.Seq, string(e.Kind),
 				string(e.Payload), nullStr(e.NativeID), e.TokenEstimate, nanos(e.CreatedAt)); err != nil {

@@ -40,3 +40,6 @@ func MigrationCount() int {
 func LinkedEntryBefore(ctx context.Context, db *DB, sessionID string, headSeq, beforeSeq int64) (string, bool, int, error) {
 	return linkedEntryBefore(ctx, db.sql, sessionID, headSeq, beforeSeq)
 }
+
+// JumpLen is how far back the jump pointer of an entry at depth d reaches.
+func JumpLen(d int64) int64 { return jumpLen(d) }

@@ -200,38 +200,53 @@ func BenchmarkBranchedHistoryPage(b *testing.B) {
 }
 
 // BenchmarkAppendLinks measures what entry_links rows cost an append:
-// batches of 100 entries and single entries appended at the head, with the
-// rows and without them (DisableLinks), in turn in every iteration (search
-// indexing off in both). It reports the medians and their ratio.
+// batches of 100 entries and single entries appended at the head of a
+// session that never branched (no rows: its entries are one chain) and of
+// one that branched (a row per entry), with the rows and without them
+// (DisableLinks), in turn in every iteration (search indexing off in both).
+// It reports the medians and their ratio.
 func BenchmarkAppendLinks(b *testing.B) {
 	ctx := context.Background()
-	for _, size := range []int{100, 1} {
-		b.Run(fmt.Sprint("batch-", size), func(b *testing.B) {
-			with, without := openBench(b), openBench(b)
-			storage.DisableSearchIndex(with)
-			storage.DisableSearchIndex(without)
-			storage.DisableLinks(without)
-			sw, so := newSession(b, with), newSession(b, without)
-			batch := ingestEntries(size)
-			var tw, to []float64
-			for i := 0; i < b.N; i++ {
-				for _, c := range []struct {
-					db  *storage.DB
-					sid string
-					out *[]float64
-				}{{with, sw.ID, &tw}, {without, so.ID, &to}} {
-					t0 := time.Now()
-					for range 100 / size {
-						if _, err := c.db.Append(ctx, c.sid, batch...); err != nil {
+	for _, branched := range []bool{false, true} {
+		for _, size := range []int{100, 1} {
+			b.Run(fmt.Sprintf("branched=%v/batch-%d", branched, size), func(b *testing.B) {
+				with, without := openBench(b), openBench(b)
+				storage.DisableSearchIndex(with)
+				storage.DisableSearchIndex(without)
+				storage.DisableLinks(without)
+				sw, so := newSession(b, with), newSession(b, without)
+				if branched {
+					for _, c := range []struct {
+						db  *storage.DB
+						sid string
+					}{{with, sw.ID}, {without, so.ID}} {
+						es := mustAppend(b, c.db, c.sid, user("u"), assistant("a"))
+						if _, err := c.db.AppendTo(ctx, c.sid, es[0].ID, assistant("a'")); err != nil {
 							b.Fatal(err)
 						}
 					}
-					*c.out = append(*c.out, float64(time.Since(t0).Nanoseconds())/100)
 				}
-			}
-			b.ReportMetric(medianF(tw), "ns/entry-links")
-			b.ReportMetric(medianF(to), "ns/entry-none")
-			b.ReportMetric(medianF(tw)/medianF(to), "links/none")
-		})
+				batch := ingestEntries(size)
+				var tw, to []float64
+				for i := 0; i < b.N; i++ {
+					for _, c := range []struct {
+						db  *storage.DB
+						sid string
+						out *[]float64
+					}{{with, sw.ID, &tw}, {without, so.ID, &to}} {
+						t0 := time.Now()
+						for range 100 / size {
+							if _, err := c.db.Append(ctx, c.sid, batch...); err != nil {
+								b.Fatal(err)
+							}
+						}
+						*c.out = append(*c.out, float64(time.Since(t0).Nanoseconds())/100)
+					}
+				}
+				b.ReportMetric(medianF(tw), "ns/entry-links")
+				b.ReportMetric(medianF(to), "ns/entry-none")
+				b.ReportMetric(medianF(tw)/medianF(to), "links/none")
+			})
+		}
 	}
 }
