@@ -71,4 +71,15 @@ type Dumper interface {
 	// head fields become d's when entries were added. It returns how many
 	// entries were added.
 	Restore(ctx context.Context, d SessionDump) (int, error)
+	// RestoreStream is Restore with the entries (in sequence order) and
+	// audit records handed over one at a time by fill, so that a large
+	// session need not be held in memory; everything fill hands over is
+	// written in one transaction, or nothing is when fill or a check fails.
+	RestoreStream(ctx context.Context, s Session, fill func(r Restorer) error) (int, error)
+}
+
+// Restorer receives the parts of a session being restored (Dumper).
+type Restorer interface {
+	Entry(e Entry) error
+	Audit(a AuditRecord) error
 }

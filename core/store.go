@@ -13,6 +13,7 @@ type Store interface {
 	Writer
 	PreviewStore
 	AttachmentStore
+	WindowReader
 
 	// GetSession returns the head record of session id.
 	GetSession(ctx context.Context, id string) (Session, error)

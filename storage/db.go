@@ -274,15 +274,23 @@ func (db *DB) checkpointer(period time.Duration) {
 // nothing after an import.
 const JournalSizeLimit = 32 << 20
 
-// AfterBulk runs after a bulk write (an import): a TRUNCATE checkpoint
-// copies the whole write-ahead log into the database and truncates the log
-// file to zero bytes. It waits up to the busy timeout for other writers
+// AfterBulk runs after a bulk write (an import): it brings the search
+// index up to the record, then a TRUNCATE checkpoint copies the whole
+// write-ahead log into the database and truncates the log file to zero
+// bytes. It waits up to the busy timeout for other writers
 // and for readers of older snapshots; when it cannot finish (a reader
 // still holds an old snapshot), the background checkpointer copies the log
 // later and journal_size_limit bounds the file then.
 func (db *DB) AfterBulk(ctx context.Context) error {
 	if db.isClosed() {
 		return errClosed
+	}
+	// The indexer would index the bulk write next anyway: done here, its
+	// memory is given back with the import's (the caller frees after).
+	if !db.noIndex.Load() && db.search != nil {
+		if err := db.CatchUpSearch(ctx); err != nil {
+			return err
+		}
 	}
 	var busy, logFrames, done int
 	if err := db.sql.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done); err != nil {

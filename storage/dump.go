@@ -51,33 +51,35 @@ func (db *DB) Dump(ctx context.Context, sessionID string) (core.SessionDump, err
 	return d, nil
 }
 
-// Restore implements core.Dumper in one write transaction. Every entry is
-// checked (known kind, payload, parent in the same session and earlier)
-// before it is written; the search indexer picks the entries up after the
-// commit, like any append's (their rowids follow every earlier entry's).
+// Restore implements core.Dumper in one write transaction (RestoreStream
+// with every entry and audit record of d).
 func (db *DB) Restore(ctx context.Context, d core.SessionDump) (added int, err error) {
-	s := d.Session
+	return db.RestoreStream(ctx, d.Session, func(r core.Restorer) error {
+		for _, e := range d.Entries {
+			if err := r.Entry(e); err != nil {
+				return err
+			}
+		}
+		for _, a := range d.Audit {
+			if err := r.Audit(a); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// RestoreStream implements core.Dumper in one write transaction. Every
+// entry is checked (its session, id and sequence number, known kind,
+// payload, parent in the same session and earlier) before it is written,
+// and any failure rolls the whole restore back; the search indexer picks
+// the entries up after the commit, like any append's (their rowids follow
+// every earlier entry's). Nothing of the session is held in memory: fill
+// hands entries over one at a time, and parents are looked up in the
+// record.
+func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r core.Restorer) error) (added int, err error) {
 	if s.ID == "" {
 		return 0, core.Errorf(core.CodeInvalid, "restore: the session has no id")
-	}
-	for i, e := range d.Entries {
-		if e.SessionID != s.ID {
-			return 0, core.Errorf(core.CodeInvalid, "restore: entry %d (%s) belongs to session %q, not %q", i+1, e.ID, e.SessionID, s.ID)
-		}
-		if e.ID == "" || e.Seq <= 0 {
-			return 0, core.Errorf(core.CodeInvalid, "restore: entry %d has no id or sequence number", i+1)
-		}
-		if i > 0 && e.Seq <= d.Entries[i-1].Seq {
-			return 0, core.Errorf(core.CodeInvalid, "restore: entries are not in sequence order at %s", e.ID)
-		}
-		ne := core.NewEntry{Kind: e.Kind, Payload: e.Payload}
-		err := db.checkSize(ne)
-		if err == nil {
-			err = ne.Validate()
-		}
-		if err != nil {
-			return 0, core.E(core.CodeInvalid, fmt.Sprintf("restore: entry %s", e.ID), err)
-		}
 	}
 	err = db.Update(ctx, func(cw core.Writer) error {
 		w := cw.(*txWriter)
@@ -95,71 +97,28 @@ func (db *DB) Restore(ctx context.Context, d core.SessionDump) (added int, err e
 			}
 			db.fire("session.insert")
 		}
-		seqOf := map[string]int64{}
-		lk := newLinker(w.q, s.ID)
-		branched := false
-		// entry_links rows (links.go) go to the entries from the first that
-		// branches on; before it the entries are one chain.
-		linked := false
+		r := &restorer{ctx: ctx, db: db, w: w, s: s, exists: exists > 0, lk: newLinker(w.q, s.ID)}
 		if exists > 0 {
-			if err := w.q.QueryRowContext(ctx, `SELECT branched FROM sessions WHERE id = ?`, s.ID).Scan(&linked); err != nil {
+			if err := w.q.QueryRowContext(ctx, `SELECT branched FROM sessions WHERE id = ?`, s.ID).Scan(&r.linked); err != nil {
 				return fmt.Errorf("storage: restore: %w", err)
 			}
 		}
-		last := int64(0)
-		for _, e := range d.Entries {
-			prev := last
-			last = e.Seq
-			var owner string
-			var seq int64
-			err := w.q.QueryRowContext(ctx, `SELECT session_id, seq FROM entries WHERE id = ?`, e.ID).Scan(&owner, &seq)
-			switch {
-			case err == nil && owner != s.ID:
-				return core.Errorf(core.CodeConflict, "restore: entry %q already exists in session %s", e.ID, owner)
-			case err == nil && seq != e.Seq:
-				return core.Errorf(core.CodeConflict, "restore: entry %q is already recorded with sequence %d, not %d", e.ID, seq, e.Seq)
-			case err == nil:
-				seqOf[e.ID] = seq
-				continue // already there
-			case !errors.Is(err, sql.ErrNoRows):
-				return fmt.Errorf("storage: restore: %w", err)
-			}
-			if e.ParentID != "" {
-				pseq, ok := seqOf[e.ParentID]
-				if !ok {
-					return core.Errorf(core.CodeInvalid, "restore: entry %s: parent %q is not an earlier entry of the session", e.ID, e.ParentID)
-				}
-				if pseq < e.Seq-1 {
-					branched = true
-				}
-			} else if e.Seq > 1 {
-				branched = true
-			}
-			if branched || linked {
-				if !linked {
-					lk.branch(prev)
-				}
-				if err := lk.add(ctx, e.Seq, seqOf[e.ParentID]); err != nil {
-					return err
-				}
-				linked = true
-			}
-			if _, err := w.q.ExecContext(ctx, insertEntrySQL, e.ID, s.ID, nullStr(e.ParentID), e.Seq, string(e.Kind),
-				string(e.Payload), nullStr(e.NativeID), e.TokenEstimate, nanos(e.CreatedAt)); err != nil {
-				return core.E(core.CodeConflict, fmt.Sprintf("restore: entry %s", e.ID), err)
-			}
-			db.fire("entry.insert")
-			seqOf[e.ID] = e.Seq
-			added++
-		}
-		if err := lk.flush(ctx); err != nil {
+		if err := fill(r); err != nil {
 			return err
 		}
-		if added == 0 && exists > 0 {
+		if err := r.lk.flush(ctx); err != nil {
+			return err
+		}
+		added = r.added
+		if r.added == 0 && exists > 0 {
 			return nil
 		}
 		if s.HeadID != "" {
-			if _, ok := seqOf[s.HeadID]; !ok {
+			var n int
+			if err := w.q.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE id = ? AND session_id = ?`, s.HeadID, s.ID).Scan(&n); err != nil {
+				return fmt.Errorf("storage: restore: %w", err)
+			}
+			if n == 0 {
 				return core.Errorf(core.CodeInvalid, "restore: head %q is not an entry of the session", s.HeadID)
 			}
 		}
@@ -167,18 +126,130 @@ func (db *DB) Restore(ctx context.Context, d core.SessionDump) (added int, err e
 			native_session_id = ?, head_id = ?, restore_mode = ?, latest_checkpoint_id = ?, archived = ?,
 			branched = branched OR ?, updated_at = ? WHERE id = ?`,
 			s.Title, s.Preset, s.Model, s.Effort, s.NativeSessionID, s.HeadID, s.RestoreMode, s.LatestCheckpointID,
-			s.Archived, branched, nanos(s.UpdatedAt), s.ID); err != nil {
+			s.Archived, r.branched, nanos(s.UpdatedAt), s.ID); err != nil {
 			return fmt.Errorf("storage: restore head: %w", err)
 		}
 		db.fire("session.head")
-		if exists == 0 {
-			for _, a := range d.Audit {
-				if err := w.appendAudit(ctx, a); err != nil {
-					return err
-				}
-			}
-		}
 		return nil
 	})
-	return added, err
+	if err != nil {
+		return 0, err
+	}
+	return added, nil
+}
+
+// restorer is core.Restorer inside RestoreStream's transaction.
+type restorer struct {
+	ctx      context.Context
+	db       *DB
+	w        *txWriter
+	s        core.Session
+	exists   bool
+	n        int
+	lastSeq  int64
+	branched bool
+	added    int
+	lk       *linker // entry_links rows; a new one every linkEvery entries
+	// linked: the session has branched, so its entries get entry_links
+	// rows (before the first branch they are one chain; links.go).
+	linked bool
+}
+
+// linkEvery bounds the entry_links rows a restore holds before writing
+// them (its linker keeps the rows it computed).
+const linkEvery = 1000
+
+// Entry implements core.Restorer.
+func (r *restorer) Entry(e core.Entry) error {
+	r.n++
+	s, ctx, w := r.s, r.ctx, r.w
+	if e.SessionID != s.ID {
+		return core.Errorf(core.CodeInvalid, "restore: entry %d (%s) belongs to session %q, not %q", r.n, e.ID, e.SessionID, s.ID)
+	}
+	if e.ID == "" || e.Seq <= 0 {
+		return core.Errorf(core.CodeInvalid, "restore: entry %d has no id or sequence number", r.n)
+	}
+	if e.Seq <= r.lastSeq {
+		return core.Errorf(core.CodeInvalid, "restore: entries are not in sequence order at %s", e.ID)
+	}
+	prev := r.lastSeq
+	r.lastSeq = e.Seq
+	ne := core.NewEntry{Kind: e.Kind, Payload: e.Payload}
+	err := r.db.checkSize(ne)
+	if err == nil {
+		err = ne.Validate()
+	}
+	if err != nil {
+		return core.E(core.CodeInvalid, fmt.Sprintf("restore: entry %s", e.ID), err)
+	}
+	var owner string
+	var seq int64
+	err = w.q.QueryRowContext(ctx, `SELECT session_id, seq FROM entries WHERE id = ?`, e.ID).Scan(&owner, &seq)
+	switch {
+	case err == nil && owner != s.ID:
+		return core.Errorf(core.CodeConflict, "restore: entry %q already exists in session %s", e.ID, owner)
+	case err == nil && seq != e.Seq:
+		return core.Errorf(core.CodeConflict, "restore: entry %q is already recorded with sequence %d, not %d", e.ID, seq, e.Seq)
+	case err == nil:
+		return nil // already there
+	case !errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("storage: restore: %w", err)
+	}
+	var pseq int64 // 0: a root
+	if e.ParentID != "" {
+		err := w.q.QueryRowContext(ctx, `SELECT seq FROM entries WHERE id = ? AND session_id = ?`, e.ParentID, s.ID).Scan(&pseq)
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && pseq >= e.Seq) {
+			return core.Errorf(core.CodeInvalid, "restore: entry %s: parent %q is not an earlier entry of the session", e.ID, e.ParentID)
+		}
+		if err != nil {
+			return fmt.Errorf("storage: restore: %w", err)
+		}
+		if pseq < e.Seq-1 {
+			r.branched = true
+		}
+	} else if e.Seq > 1 {
+		r.branched = true
+	}
+	if err := r.link(prev, e.Seq, pseq); err != nil {
+		return err
+	}
+	if _, err := w.q.ExecContext(ctx, insertEntrySQL, e.ID, s.ID, nullStr(e.ParentID), e.Seq, string(e.Kind),
+		string(e.Payload), nullStr(e.NativeID), e.TokenEstimate, nanos(e.CreatedAt)); err != nil {
+		return core.E(core.CodeConflict, fmt.Sprintf("restore: entry %s", e.ID), err)
+	}
+	r.db.fire("entry.insert")
+	r.added++
+	return nil
+}
+
+// link computes the entry_links row of the entry at seq (prev is the seq
+// before it), from the session's first branch on, writing the rows held
+// every linkEvery entries.
+func (r *restorer) link(prev, seq, parentSeq int64) error {
+	if !r.branched && !r.linked {
+		return nil
+	}
+	if !r.linked {
+		r.lk.branch(prev)
+		r.linked = true
+	}
+	if err := r.lk.add(r.ctx, seq, parentSeq); err != nil {
+		return err
+	}
+	if r.added > 0 && r.added%linkEvery == 0 {
+		if err := r.lk.flush(r.ctx); err != nil {
+			return err
+		}
+		r.lk = newLinker(r.w.q, r.s.ID)
+	}
+	return nil
+}
+
+// Audit implements core.Restorer: the records are kept only when the
+// session is new (a session already present keeps its own).
+func (r *restorer) Audit(a core.AuditRecord) error {
+	if r.exists {
+		return nil
+	}
+	return r.w.appendAudit(r.ctx, a)
 }

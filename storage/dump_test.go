@@ -3,6 +3,7 @@ package storage_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -76,5 +77,38 @@ func TestDumpRestoreKeepsABranchedTree(t *testing.T) {
 	}
 	if _, err := dst.GetSession(ctx, "s_bad"); core.ErrorCode(err) != core.CodeNotFound {
 		t.Fatalf("a refused restore left a session: %v", err)
+	}
+}
+
+// TestRestoreStreamAllOrNothing: RestoreStream takes the entries one at a
+// time; when the last of 3,000 is refused, nothing of the session stays.
+func TestRestoreStreamAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	db := storagetest.Open(t)
+	s := core.Session{ID: "s_big", Harness: "fake"}
+	_, err := db.RestoreStream(ctx, s, func(r core.Restorer) error {
+		parent := ""
+		for i := 1; i <= 3000; i++ {
+			e := core.Entry{ID: fmt.Sprintf("e_%05d", i), SessionID: s.ID, ParentID: parent, Seq: int64(i),
+				Kind: core.KindUserMessage, Payload: core.Payload(map[string]any{"text": "hi"})}
+			if i == 3000 {
+				e.Payload = []byte(`{"no":"text"}`)
+			}
+			if err := r.Entry(e); err != nil {
+				return err
+			}
+			parent = e.ID
+		}
+		return nil
+	})
+	if core.ErrorCode(err) != core.CodeInvalid {
+		t.Fatalf("restore with a bad last entry: %v, want invalid", err)
+	}
+	if _, err := db.GetSession(ctx, s.ID); core.ErrorCode(err) != core.CodeNotFound {
+		t.Fatalf("a refused restore left the session: %v", err)
+	}
+	var n int
+	if err := db.SQL().QueryRow(`SELECT count(*) FROM entries`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("a refused restore left %d entries (%v)", n, err)
 	}
 }

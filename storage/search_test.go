@@ -559,3 +559,26 @@ func TestEntryRowidsIncrease(t *testing.T) {
 		t.Fatalf("restored entries: %d hits, want 2", len(p.Hits))
 	}
 }
+
+// TestSearchInAFolderWithAnAwkwardName: the index file sits next to the
+// record (owner-only, like it) and attaches it by name; quotes, spaces,
+// '#', '?' and '%' in the path are no trouble.
+func TestSearchInAFolderWithAnAwkwardName(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "o'brien's #1 ?data 100%", "bridge.db")
+	db, err := storage.Open(ctx, path, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := newSession(t, db)
+	mustAppend(t, db, s.ID, user("a capybara in the folder"))
+	if p := search(t, db, core.SearchQuery{Query: "capybara", Harness: "claude-code"}); len(p.Hits) != 1 {
+		t.Fatalf("capybara: %d hits, want 1", len(p.Hits))
+	}
+	for _, p := range []string{path + "-search", path + "-search-wal", path + "-search-shm"} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("index file %s: %v, %v; want mode 0600", p, fi, err)
+		}
+	}
+}

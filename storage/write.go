@@ -375,6 +375,9 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 		return nil, fmt.Errorf("storage: move head: %w", err)
 	}
 	w.db.fire("session.head")
+	if err := w.trackWindow(ctx, sessionID, st.headID, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 

@@ -118,15 +118,16 @@ func procStatus(pid int, key string) int64 {
 // BenchmarkServeImportWAL: a running `bridge serve` imports a
 // BRIDGE_BENCH_IMPORT_MB (default 200) megabyte transcript over
 // session/import; once writing has paused (1 s later) it reports the
-// write-ahead log's size (goal ≤ 64 MB) beside the database's, and the
-// sidecar's resident memory before, at its peak, and after.
+// write-ahead log's size (goal ≤ 64 MB) beside the database's and the
+// search index's log, and the sidecar's resident memory before, at its
+// peak, and after.
 func BenchmarkServeImportWAL(b *testing.B) {
 	mb := benchMB("BRIDGE_BENCH_IMPORT_MB", 200)
 	path := filepath.Join(b.TempDir(), "conversation.jsonl")
 	if _, err := conversationTranscript(path, "aaaaaaaa-5436-4b34-8ea1-4bd239b73459", mb<<20); err != nil {
 		b.Fatal(err)
 	}
-	var wal, db, before, peak, after int64
+	var wal, swal, db, before, peak, after int64
 	for i := 0; i < b.N; i++ {
 		dir := filepath.Join(b.TempDir(), strconv.Itoa(i))
 		c := startBridge(b, dir)
@@ -136,11 +137,15 @@ func BenchmarkServeImportWAL(b *testing.B) {
 		c.mustCall("session/import", map[string]any{"harness": "claude-code", "path": path}, nil)
 		time.Sleep(time.Second)
 		wal = walSize(dir)
+		if st, err := os.Stat(filepath.Join(dir, "bridge.db-search-wal")); err == nil {
+			swal = st.Size()
+		}
 		st, _ := os.Stat(filepath.Join(dir, "bridge.db"))
 		db = st.Size()
 		peak, after = procStatus(pid, "VmHWM"), procStatus(pid, "VmRSS")
 	}
 	b.ReportMetric(float64(wal)/(1<<20), "wal-MB")
+	b.ReportMetric(float64(swal)/(1<<20), "search-wal-MB")
 	b.ReportMetric(float64(db)/(1<<20), "db-MB")
 	b.ReportMetric(float64(before)/1024, "rss-before-MiB")
 	b.ReportMetric(float64(peak)/1024, "rss-peak-MiB")

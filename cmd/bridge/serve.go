@@ -110,7 +110,30 @@ func (a *app) serve(ctx context.Context, args []string) int {
 		}
 		defer stop()
 	}
-	code, err := rpc.Serve(ctx, a.stdin, a.stdout, cfg)
+	var code int
+	var err error
+	if pre.ch != nil {
+		// Opening the database is the longest part of answering
+		// initialize: it runs on this goroutine, which is running already,
+		// and a new one reads the client's messages meanwhile (a new
+		// goroutine waits for a thread to run it, at startup a fraction of
+		// a millisecond).
+		type served struct {
+			code int
+			err  error
+		}
+		done := make(chan served, 1)
+		go func() {
+			code, err := rpc.Serve(ctx, a.stdin, a.stdout, cfg)
+			done <- served{code, err}
+		}()
+		st, oerr := a.openStore(ctx, "")
+		pre.ch <- preopenResult{st, oerr}
+		r := <-done
+		code, err = r.code, r.err
+	} else {
+		code, err = rpc.Serve(ctx, a.stdin, a.stdout, cfg)
+	}
 	if err != nil {
 		logger.Error("bridge serve", "error", err)
 	}
@@ -142,18 +165,14 @@ type preopenResult struct {
 	err error
 }
 
-// preopen starts opening the data directory when the flag or the
-// environment already decides it.
+// preopen notes whether the flag or the environment already decides the
+// data directory; serve then opens it while initialize is being read.
 func (a *app) preopen(ctx context.Context) *preopened {
 	p := &preopened{}
 	if a.dataDirFlag == "" && os.Getenv("BRIDGE_DATA_DIR") == "" {
 		return p
 	}
-	p.ch = make(chan preopenResult, 1)
-	go func() {
-		st, err := a.openStore(ctx, "")
-		p.ch <- preopenResult{st, err}
-	}()
+	p.ch = make(chan preopenResult, 1) // serve opens it
 	return p
 }
 

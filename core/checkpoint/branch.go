@@ -49,89 +49,16 @@ func (a Activity) Apply(s State) State {
 // BranchActivity scans the entries after the last boundary: a tool.started
 // without a later tool.completed of the same toolId is in flight, an
 // approval.requested without an approval.resolved of the same approvalId is
-// pending. (A checkpoint is never committed while either is open, so nothing
-// before the boundary can still be open in a live session.) Entries with an
-// unreadable payload count as having an empty id.
+// pending (listed in the order they opened; an id closed as often as it was
+// opened is closed). (A checkpoint is never committed while either is open,
+// so nothing before the boundary can still be open in a live session.)
+// Entries with an unreadable payload count as having an empty id. It is
+// ActivityOf(WindowOf(branch)): the answer a store's window summary gives
+// without reading the branch.
 func BranchActivity(branch []core.Entry) Activity {
-	a := Activity{BoundaryIndex: LastBoundary(branch)}
-	tools := newOpenSet()
-	approvals := newOpenSet()
-	// Work inside a checkpoint exchange (a request answered by a failure or
-	// a repair) is Bridge's own prompt and the model's reply, not work.
-	open, provisional := false, false
-	work := func() {
-		if open {
-			provisional = true
-		} else {
-			a.MeaningfulWork = true
-			a.WorkerDone = false
-		}
-	}
-	for _, e := range branch[a.BoundaryIndex+1:] {
-		switch e.Kind {
-		case core.KindToolStarted:
-			tools.open(toolID(e.Payload))
-		case core.KindToolCompleted:
-			tools.close(toolID(e.Payload))
-			work()
-		case core.KindApprovalRequested:
-			approvals.open(approvalID(e.Payload))
-		case core.KindApprovalResolved:
-			approvals.close(approvalID(e.Payload))
-		case core.KindUserMessage, core.KindAssistantMessage, core.KindArtifactCreated:
-			work()
-		case core.KindWorkerResult:
-			work()
-			if !open {
-				a.WorkerDone = memberString(e.Payload, "status") == "completed"
-			}
-		case core.KindCompactionRequest:
-			if open && requestAttempt(e.Payload) == 0 && provisional {
-				a.MeaningfulWork = true // the earlier request's process died; that was real work
-			}
-			open, provisional = true, false
-		case core.KindCompactionFailed:
-			open, provisional = false, false
-		}
-	}
-	if provisional {
-		a.MeaningfulWork = true
-	}
-	a.ToolsInFlight = tools.list()
-	a.ApprovalsPending = approvals.list()
+	a := ActivityOf(WindowOf(branch))
+	a.BoundaryIndex = LastBoundary(branch)
 	return a
-}
-
-// openSet tracks ids opened and not yet closed, in opening order.
-type openSet struct {
-	order []string
-	count map[string]int // id -> times open
-}
-
-func newOpenSet() *openSet { return &openSet{count: map[string]int{}} }
-
-func (o *openSet) open(id string) {
-	if o.count[id] == 0 {
-		o.order = append(o.order, id)
-	}
-	o.count[id]++
-}
-
-func (o *openSet) close(id string) {
-	if o.count[id] > 0 {
-		o.count[id]--
-	}
-}
-
-func (o *openSet) list() []string {
-	var out []string
-	for _, id := range o.order {
-		if o.count[id] > 0 {
-			out = append(out, id)
-			o.count[id] = 0 // list each id once
-		}
-	}
-	return out
 }
 
 func toolID(raw json.RawMessage) string { return memberString(raw, "toolId") }
@@ -143,15 +70,7 @@ func textOf(raw json.RawMessage) string { return memberString(raw, "text") }
 
 // bookkeepingKind reports whether k belongs to the checkpoint machinery
 // rather than to the conversation (left out of projections and plans).
-func bookkeepingKind(k core.Kind) bool {
-	switch k {
-	case core.KindCompactionRequest, core.KindCheckpoint, core.KindCompaction,
-		core.KindCompactionFailed, core.KindBranchSummary, core.KindSessionRestored,
-		core.KindSessionResumeFail, core.KindContextUsage:
-		return true
-	}
-	return false
-}
+func bookkeepingKind(k core.Kind) bool { return k.Bookkeeping() }
 
 // tokensOf is an entry's token estimate: the stored one, else a quarter of
 // its payload bytes (at least 1).

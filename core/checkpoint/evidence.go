@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"bytes"
 	"strings"
 
 	"github.com/bridge-dev/bridge/core"
@@ -29,41 +28,15 @@ type Evidence struct {
 func (e Evidence) Empty() bool { return len(e.Decisions) == 0 && len(e.Files) == 0 }
 
 // ScanEvidence collects the evidence on branch (root first) after the newest
-// `compaction` entry. Only the payloads of worker.result, artifact.created
-// and checkpoint entries are decoded, so a long branch costs one pass over
-// the kinds. Payload items that are not strings, and payloads that do not
-// parse, are skipped: evidence is what the record clearly states.
-func ScanEvidence(branch []core.Entry) Evidence {
-	b := LastBoundary(branch)
-	var ev Evidence
-	decisions := newDeduper()
-	files := newDeduper()
-	if b >= 0 {
-		ev.BoundaryEntryID = branch[b].ID
-		if ref := memberString(branch[b].Payload, "checkpointEntryId"); ref != "" {
-			if i := findBack(branch, b-1, ref); i >= 0 && branch[i].Kind == core.KindCheckpoint {
-				eachMemberString(branch[i].Payload, "decisions", decisions.addBytes)
-			}
-		}
-	}
-	tail := branch[b+1:]
-	ev.Scanned = len(tail)
-	for i := range tail {
-		e := &tail[i]
-		switch e.Kind {
-		case core.KindWorkerResult:
-			eachMemberString(e.Payload, "decisions", decisions.addBytes)
-			eachMemberString(e.Payload, "filesChanged", files.addBytes)
-		case core.KindArtifactCreated:
-			files.add(memberString(e.Payload, "path"))
-		case core.KindCheckpoint:
-			eachMemberString(e.Payload, "decisions", decisions.addBytes)
-		}
-	}
-	ev.Decisions = decisions.items
-	ev.Files = files.items
-	return ev
-}
+// `compaction` entry, starting with the decisions of the checkpoint that
+// boundary commits (the newest checkpoint entry before it, as a commit
+// writes them; a boundary naming any other entry carries nothing). Only the
+// payloads of worker.result, artifact.created and checkpoint entries are
+// decoded. Payload items that are not strings, and payloads that do not
+// parse, are skipped: evidence is what the record clearly states. It is
+// EvidenceOf(WindowOf(branch)): the answer a store's window summary gives
+// without reading the branch.
+func ScanEvidence(branch []core.Entry) Evidence { return EvidenceOf(WindowOf(branch)) }
 
 // findBack returns the index of the entry with id at or before from, or -1.
 func findBack(branch []core.Entry, from int, id string) int {
@@ -81,8 +54,6 @@ type deduper struct {
 	seen  map[string]struct{}
 }
 
-func newDeduper() *deduper { return &deduper{seen: map[string]struct{}{}} }
-
 func (d *deduper) add(s string) bool {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -94,20 +65,6 @@ func (d *deduper) add(s string) bool {
 	d.seen[s] = struct{}{}
 	d.items = append(d.items, s)
 	return true
-}
-
-// addBytes is add for a byte slice, allocating only for a new item.
-func (d *deduper) addBytes(b []byte) {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		return
-	}
-	if _, ok := d.seen[string(b)]; ok {
-		return
-	}
-	s := string(b)
-	d.seen[s] = struct{}{}
-	d.items = append(d.items, s)
 }
 
 // Dedupe trims each item, drops empty ones and keeps the first occurrence of

@@ -48,18 +48,25 @@ func (l Lock) Err() error {
 // before it was left by a process that died, and is stale.
 func FindPending(branch []core.Entry, processStart time.Time) Lock {
 	for i := len(branch) - 1; i >= 0; i-- {
-		e := branch[i]
-		switch e.Kind {
+		switch branch[i].Kind {
 		case core.KindCompaction, core.KindCompactionFailed:
 			return Lock{State: LockFree}
 		case core.KindCompactionRequest:
-			l := Lock{State: LockBusy, Entry: e}
-			_ = json.Unmarshal(e.Payload, &l.Request) // an unreadable payload still holds the lock
-			if e.CreatedAt.Before(processStart) {
-				l.State = LockStale
-			}
-			return l
+			return pendingLock(&branch[i], processStart)
 		}
 	}
 	return Lock{State: LockFree}
+}
+
+// pendingLock is the lock a pending request entry (nil: none) holds.
+func pendingLock(e *core.Entry, processStart time.Time) Lock {
+	if e == nil {
+		return Lock{State: LockFree}
+	}
+	l := Lock{State: LockBusy, Entry: *e}
+	_ = json.Unmarshal(e.Payload, &l.Request) // an unreadable payload still holds the lock
+	if e.CreatedAt.Before(processStart) {
+		l.State = LockStale
+	}
+	return l
 }

@@ -119,48 +119,88 @@ const (
 // (`git status --porcelain` output; "" when there is no repository). The
 // checkpoint has provenance "reconstructed"; b fills the bookkeeping (an
 // empty reason becomes phase_boundary, as upstream). An open tool call or
-// approval becomes open work.
+// approval becomes open work. It is ReconstructFrom(RecoveryOf(branch), …).
 //
 // A branch with no message, no evidence and no changed file since the last
 // boundary has nothing to recover: a CodeSummary error wrapping
 // ErrEmptySummary.
 func Reconstruct(branch []core.Entry, gitStatus string, b Bookkeeping) (Reconstructed, error) {
+	return ReconstructFrom(RecoveryOf(branch), gitStatus, b)
+}
+
+// Recovery is what a reconstruction reads from the record.
+type Recovery struct {
+	// Evidence is ScanEvidence's (EvidenceOf a window).
+	Evidence Evidence
+	// Activity gives the tool calls and approvals still open.
+	Activity Activity
+	// Goal is the newest user message after the boundary whose text is not
+	// blank (trimmed; "" when none).
+	Goal string
+	// Assistant are the newest non-blank assistant messages after the
+	// boundary (trimmed), newest first, at most RecentAssistant.
+	Assistant []string
+	// Earlier is the newest valid checkpoint on the branch, if any.
+	Earlier *Checkpoint
+}
+
+// RecentAssistant is how many assistant messages a reconstruction quotes.
+const RecentAssistant = recentAssistant
+
+// RecoveryOf reads a Recovery from a whole branch (root first).
+func RecoveryOf(branch []core.Entry) Recovery {
+	in := Recovery{Evidence: ScanEvidence(branch), Activity: BranchActivity(branch)}
+	lo := LastBoundary(branch) + 1
+	for i := len(branch) - 1; i >= lo; i-- {
+		if branch[i].Kind == core.KindUserMessage {
+			if t := strings.TrimSpace(textOf(branch[i].Payload)); t != "" {
+				in.Goal = t
+				break
+			}
+		}
+	}
+	in.Assistant = AssistantTexts(branch[lo:])
+	if prev, err := Project(branch, ProjectOptions{}); err == nil {
+		in.Earlier = &prev.Checkpoint
+	}
+	return in
+}
+
+// AssistantTexts returns the newest non-blank assistant messages of es
+// (oldest first), trimmed, newest first, at most RecentAssistant.
+func AssistantTexts(es []core.Entry) []string {
+	var out []string
+	for i := len(es) - 1; i >= 0 && len(out) < recentAssistant; i-- {
+		if es[i].Kind == core.KindAssistantMessage {
+			if t := strings.TrimSpace(textOf(es[i].Payload)); t != "" {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// ReconstructFrom is Reconstruct from what it reads of the record.
+func ReconstructFrom(in Recovery, gitStatus string, b Bookkeeping) (Reconstructed, error) {
 	var r Reconstructed
 	if b.Reason == "" {
 		b.Reason = ReasonPhaseBoundary
 	}
-	r.Evidence = ScanEvidence(branch)
+	r.Evidence = in.Evidence
 	files, err := ParseGitStatus(gitStatus)
 	if err != nil {
 		r.Warnings = append(r.Warnings, err.Error())
 	}
 	r.GitFiles = files
-
-	lo := LastBoundary(branch) + 1
-	var goal string
-	var assistant []string
-	for i := len(branch) - 1; i >= lo && (goal == "" || len(assistant) < recentAssistant); i-- {
-		switch branch[i].Kind {
-		case core.KindUserMessage:
-			if goal == "" {
-				goal = strings.TrimSpace(textOf(branch[i].Payload))
-			}
-		case core.KindAssistantMessage:
-			if len(assistant) < recentAssistant {
-				if t := strings.TrimSpace(textOf(branch[i].Payload)); t != "" {
-					assistant = append(assistant, t)
-				}
-			}
-		}
-	}
+	goal, assistant := in.Goal, in.Assistant
 	if goal == "" && len(assistant) == 0 && r.Evidence.Empty() && len(files) == 0 {
 		return r, core.E(core.CodeSummary, "checkpoint: nothing to reconstruct since the last boundary", ErrEmptySummary)
 	}
 
 	var s strings.Builder
 	s.WriteString("Reconstructed by Bridge from the record after the harness process ended; the agent did not write this summary.")
-	if prev, perr := Project(branch, ProjectOptions{}); perr == nil {
-		fmt.Fprintf(&s, "\n\nEarlier checkpoint: %s", clip(prev.Checkpoint.Summary))
+	if in.Earlier != nil {
+		fmt.Fprintf(&s, "\n\nEarlier checkpoint: %s", clip(in.Earlier.Summary))
 	}
 	if goal != "" {
 		fmt.Fprintf(&s, "\n\nLast request from the user: %s", clip(goal))
@@ -180,7 +220,7 @@ func Reconstruct(branch []core.Entry, gitStatus string, b Bookkeeping) (Reconstr
 		fileList = append(fileList, f.Path)
 	}
 	var open []string
-	act := BranchActivity(branch)
+	act := in.Activity
 	for _, id := range act.ToolsInFlight {
 		open = append(open, fmt.Sprintf("Tool call %s was still running when the process ended; check its effect.", id))
 	}

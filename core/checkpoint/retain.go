@@ -40,24 +40,42 @@ type RetentionPlan struct {
 // tool.completed has its tool.started before the cut, the cut moves earlier
 // to that tool.started.
 func PlanRetention(branch []core.Entry, p RetainPolicy) RetentionPlan {
+	plan, _ := planRetention(branch, p)
+	return plan
+}
+
+// PlanRetentionTail is PlanRetention on the newest entries of a branch
+// (tail, oldest first; complete when nothing older is on the branch), for
+// callers that do not read the whole branch. more says that older entries
+// could change the plan: the tail holds no boundary, is not complete, and
+// either all of it fits the policy or a kept tool.completed has no
+// tool.started in it; read a longer tail then. Index counts within tail.
+func PlanRetentionTail(tail []core.Entry, complete bool, p RetainPolicy) (plan RetentionPlan, more bool) {
+	plan, open := planRetention(tail, p)
+	return plan, open && !complete && LastBoundary(tail) < 0
+}
+
+// planRetention is PlanRetention; open says the plan reached the start of
+// the entries after the last boundary without the policy stopping it, or
+// left a kept tool.completed without its tool.started.
+func planRetention(branch []core.Entry, p RetainPolicy) (RetentionPlan, bool) {
 	plan := RetentionPlan{Index: -1}
 	if p.KeepMessages <= 0 && p.TokenBudget <= 0 {
-		return plan
+		return plan, false
 	}
 	lo := LastBoundary(branch) + 1
 	cut := len(branch)
 	var msgs int
 	var tokens int64
+	stopped := false
 	for i := len(branch) - 1; i >= lo; i-- {
 		e := branch[i]
 		if bookkeepingKind(e.Kind) {
 			continue
 		}
 		t := tokensOf(e)
-		if p.TokenBudget > 0 && tokens+t > p.TokenBudget {
-			break
-		}
-		if p.KeepMessages > 0 && msgs == p.KeepMessages {
+		if (p.TokenBudget > 0 && tokens+t > p.TokenBudget) || (p.KeepMessages > 0 && msgs == p.KeepMessages) {
+			stopped = true
 			break
 		}
 		tokens += t
@@ -67,9 +85,10 @@ func PlanRetention(branch []core.Entry, p RetainPolicy) RetentionPlan {
 		cut = i
 	}
 	if cut == len(branch) {
-		return plan
+		return plan, !stopped
 	}
-	if moved := keepToolPairs(branch, lo, cut); moved < cut {
+	moved, open := keepToolPairsOpen(branch, lo, cut)
+	if moved < cut {
 		plan.Widened = true
 		cut = moved
 	}
@@ -86,7 +105,7 @@ func PlanRetention(branch []core.Entry, p RetainPolicy) RetentionPlan {
 			plan.Messages++
 		}
 	}
-	return plan
+	return plan, open || !stopped
 }
 
 // keepToolPairs returns the cut (an index into entries, ≥ lo) moved earlier
@@ -99,8 +118,16 @@ func PlanRetention(branch []core.Entry, p RetainPolicy) RetentionPlan {
 // waiting for their start; below holds completions under the current cut,
 // which become kept, and so needed, when the cut moves below them.
 func keepToolPairs(entries []core.Entry, lo, cut int) int {
+	cut, _ = keepToolPairsOpen(entries, lo, cut)
+	return cut
+}
+
+// keepToolPairsOpen is keepToolPairs that also says whether a kept
+// tool.completed found no tool.started in entries[lo:] (so that, on a tail
+// of the branch, older entries may move the cut further).
+func keepToolPairsOpen(entries []core.Entry, lo, cut int) (int, bool) {
 	if cut <= lo || cut >= len(entries) {
-		return cut
+		return cut, false
 	}
 	need := map[string]int{}
 	needN := 0
@@ -140,5 +167,5 @@ func keepToolPairs(entries []core.Entry, lo, cut int) int {
 			}
 		}
 	}
-	return cut
+	return cut, needN > 0
 }

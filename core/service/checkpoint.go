@@ -55,16 +55,16 @@ func (s *Service) runCheckpoint(ctx context.Context, sessionID string, reason ch
 	}
 	defer s.endCheckpoint(sessionID)
 
-	branch, err := s.opts.Store.ActiveBranch(ctx, sessionID)
+	win, err := s.opts.Store.Window(ctx, sessionID)
 	if err != nil {
 		return CheckpointOutcome{}, err
 	}
-	lock := checkpoint.FindPending(branch, s.startedAt)
+	lock := checkpoint.PendingOf(win, s.startedAt)
 	if err := lock.Err(); err != nil {
 		return CheckpointOutcome{}, err
 	}
 	l := s.liveFor(sessionID)
-	state := checkpoint.BranchActivity(branch).Apply(s.controllerState(ctx, sess, l, reason == checkpoint.ReasonContextPressure || reason == checkpoint.ReasonResponseReserve))
+	state := checkpoint.ActivityOf(win).Apply(s.controllerState(ctx, sess, l, reason == checkpoint.ReasonContextPressure || reason == checkpoint.ReasonResponseReserve))
 	if l != nil && l.approvals.busy() {
 		state.ApprovalPending = true // asked, perhaps not recorded yet
 	}
@@ -78,18 +78,18 @@ func (s *Service) runCheckpoint(ctx context.Context, sessionID string, reason ch
 			Data: map[string]any{"suppressed": d.Suppressed}}
 	}
 	if l == nil {
-		return s.recoveryCheckpoint(ctx, sess, branch, reason)
+		return s.recoveryCheckpoint(ctx, sess, win, reason)
 	}
 	if wait {
 		if err := lockTurn(ctx, l); err != nil {
 			return CheckpointOutcome{}, err
 		}
 		// The turn waited for may have added to the record.
-		if branch, err = s.opts.Store.ActiveBranch(ctx, sessionID); err != nil {
+		if win, err = s.opts.Store.Window(ctx, sessionID); err != nil {
 			l.turn.Unlock()
 			return CheckpointOutcome{}, err
 		}
-		if d := checkpoint.Decide(reason, checkpoint.BranchActivity(branch).Apply(state)); !d.Fire {
+		if d := checkpoint.Decide(reason, checkpoint.ActivityOf(win).Apply(state)); !d.Fire {
 			l.turn.Unlock()
 			return CheckpointOutcome{}, &core.Error{Code: core.CodeInvalid, Message: "checkpoint not written: " + d.Detail,
 				Data: map[string]any{"suppressed": d.Suppressed}}
@@ -99,14 +99,17 @@ func (s *Service) runCheckpoint(ctx context.Context, sessionID string, reason ch
 	}
 	defer l.turn.Unlock()
 
-	ev := checkpoint.ScanEvidence(branch)
-	plan := checkpoint.PlanRetention(branch, retainPolicy)
+	ev := checkpoint.EvidenceOf(win)
+	plan, err := s.planRetention(ctx, sessionID, win)
+	if err != nil {
+		return CheckpointOutcome{}, err
+	}
 	first, marker := plan.FirstRetainedEntryID, s.opts.IDs.New("e_")
 	if first == "" {
 		first = marker
 	}
 	book := checkpoint.Bookkeeping{SourceAgent: sessionID, FirstRetainedEntryID: first,
-		TokensBefore: s.tokensBefore(l, branch), Reason: reason}
+		TokensBefore: s.tokensBefore(l, win), Reason: reason}
 	req := checkpoint.Request{Reason: reason, TokensBefore: book.TokensBefore, SourceAgent: sessionID, FirstRetainedEntryID: first}
 	if _, err := s.appendOrdered(ctx, l, checkpoint.RequestEntry(req)); err != nil {
 		return CheckpointOutcome{}, core.E(core.CodePersistence, "record the checkpoint request", err)
@@ -212,8 +215,9 @@ func (s *Service) commitCheckpoint(ctx context.Context, l *liveSession, sessionI
 }
 
 // recoveryCheckpoint reconstructs a checkpoint for a session whose harness
-// is not running, from the record and the repository state of its cwd.
-func (s *Service) recoveryCheckpoint(ctx context.Context, sess core.Session, branch []core.Entry, reason checkpoint.Reason) (CheckpointOutcome, error) {
+// is not running, from the record (its window summary and newest entries)
+// and the repository state of its cwd.
+func (s *Service) recoveryCheckpoint(ctx context.Context, sess core.Session, win core.Window, reason checkpoint.Reason) (CheckpointOutcome, error) {
 	status := ""
 	if s.opts.RepoStatus != nil && sess.Cwd != "" {
 		st, err := s.opts.RepoStatus(ctx, sess.Cwd)
@@ -223,17 +227,20 @@ func (s *Service) recoveryCheckpoint(ctx context.Context, sess core.Session, bra
 			status = st
 		}
 	}
-	plan := checkpoint.PlanRetention(branch, retainPolicy)
+	plan, err := s.planRetention(ctx, sess.ID, win)
+	if err != nil {
+		return CheckpointOutcome{}, err
+	}
 	first, marker := plan.FirstRetainedEntryID, s.opts.IDs.New("e_")
 	if first == "" {
 		first = marker
 	}
-	var tokens int64
-	for _, e := range branch[checkpoint.LastBoundary(branch)+1:] {
-		tokens += e.TokenEstimate
+	in, err := s.recovery(ctx, sess.ID, win)
+	if err != nil {
+		return CheckpointOutcome{}, err
 	}
-	rec, err := checkpoint.Reconstruct(branch, status, checkpoint.Bookkeeping{SourceAgent: sess.ID,
-		FirstRetainedEntryID: first, TokensBefore: tokens, Reason: reason})
+	rec, err := checkpoint.ReconstructFrom(in, status, checkpoint.Bookkeeping{SourceAgent: sess.ID,
+		FirstRetainedEntryID: first, TokensBefore: win.Tokens, Reason: reason})
 	if err != nil {
 		return CheckpointOutcome{}, err
 	}
@@ -248,18 +255,14 @@ func (s *Service) recoveryCheckpoint(ctx context.Context, sess core.Session, bra
 
 // tokensBefore is the context size now: the gauge when there is one, else
 // the sum of the token estimates since the last boundary.
-func (s *Service) tokensBefore(l *liveSession, branch []core.Entry) int64 {
+func (s *Service) tokensBefore(l *liveSession, win core.Window) int64 {
 	l.mu.Lock()
 	g := l.gauge
 	l.mu.Unlock()
 	if g != nil {
 		return g.Used
 	}
-	var n int64
-	for _, e := range branch[checkpoint.LastBoundary(branch)+1:] {
-		n += e.TokenEstimate
-	}
-	return n
+	return win.Tokens
 }
 
 // appendOrdered appends entries in order with the session's harness events.
@@ -286,59 +289,77 @@ func (s *Service) endCheckpoint(id string) {
 	delete(s.inCheckpoint, id)
 }
 
-// onGauge runs the controller on a context gauge reading: where Bridge is
-// the sole owner of the window (a gauge and no compaction of the harness's
-// own), context_pressure at 75% and response_reserve fire a checkpoint in
-// the background.
+// onGauge runs the controller on a context gauge reading, on the
+// goroutine that records the session's events, so it decides from what it
+// holds (the reading, the queued flag, the last capability probe) and
+// reads nothing: where Bridge is the sole owner of the window (a gauge and
+// no compaction of the harness's own), a reading at 75% (context_pressure)
+// or into the response reserve queues one controller checkpoint, unless
+// one is queued already. The queued worker waits for the turn to end and
+// decides with the record (no new work, a tool in flight, a fresh probe
+// that finds a compaction command: suppressed, logged).
 func (s *Service) onGauge(l *liveSession, g core.Gauge) {
-	ctx := context.Background()
+	st := checkpoint.State{HasGauge: true, GaugeUsed: g.Used, GaugeSize: g.Size,
+		ResponseReserve: s.opts.ResponseReserve, MeaningfulWork: true}
+	if p, ok := s.cachedProbe(l.host); ok {
+		st.OwnCompaction = p.Has(core.CapCompactCommand)
+	}
+	var reasons []checkpoint.Reason
+	for _, r := range []checkpoint.Reason{checkpoint.ReasonContextPressure, checkpoint.ReasonResponseReserve} {
+		if checkpoint.Decide(r, st).Fire {
+			reasons = append(reasons, r)
+		}
+	}
+	if len(reasons) == 0 {
+		return
+	}
+	l.mu.Lock()
+	queued := l.controllerQueued
+	l.controllerQueued = true
+	l.mu.Unlock()
+	if queued {
+		return
+	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		defer func() {
+			l.mu.Lock()
+			l.controllerQueued = false
+			l.mu.Unlock()
+		}()
+		ctx, cancel := context.WithTimeout(s.life, 2*s.opts.CheckpointTimeout+10*time.Second)
+		defer cancel()
+		s.controllerCheckpoint(ctx, l, reasons)
+	}()
+}
+
+// controllerCheckpoint is the queued work of onGauge: with a fresh probe
+// and the latest gauge, the first window reason that still fires gets a
+// checkpoint (runCheckpoint waits for the running turn and decides with
+// the record).
+func (s *Service) controllerCheckpoint(ctx context.Context, l *liveSession, reasons []checkpoint.Reason) {
 	sess, err := s.opts.Store.GetSession(ctx, l.sessionID)
 	if err != nil {
 		return
 	}
-	cheap := s.controllerState(ctx, sess, l, false)
-	var state checkpoint.State
-	for _, r := range []checkpoint.Reason{checkpoint.ReasonContextPressure, checkpoint.ReasonResponseReserve} {
-		// The window rules first, on a recent probe and without the record:
-		// most readings stop here. Near the threshold, probe afresh.
-		window := cheap
-		window.MeaningfulWork = true
-		if !checkpoint.Decide(r, window).Fire {
-			continue
-		}
-		if state == (checkpoint.State{}) {
-			state = s.controllerState(ctx, sess, l, true)
-		}
-		branch, err := s.opts.Store.ActiveBranch(ctx, l.sessionID)
-		if err != nil {
+	st := s.controllerState(ctx, sess, l, true)
+	st.MeaningfulWork = true
+	for _, r := range reasons {
+		if checkpoint.Decide(r, st).Fire {
+			_, _ = s.autoCheckpoint(ctx, l.sessionID, r)
 			return
 		}
-		d := checkpoint.Decide(r, checkpoint.BranchActivity(branch).Apply(state))
-		if !d.Fire {
-			continue
-		}
-		l.mu.Lock()
-		queued := l.controllerQueued
-		l.controllerQueued = true
-		l.mu.Unlock()
-		if queued {
-			return
-		}
-		go func() {
-			defer func() {
-				l.mu.Lock()
-				l.controllerQueued = false
-				l.mu.Unlock()
-			}()
-			// Wait for the turn that reported the gauge to end.
-			l.turn.Lock()
-			l.turn.Unlock()
-			if _, err := s.checkpoint(ctx, l.sessionID, r, ""); err != nil {
-				s.opts.Notifier.Log(2, fmt.Sprintf("session %s: %s checkpoint: %v", l.sessionID, r, err))
-			}
-		}()
-		return
 	}
+}
+
+// cachedProbe is the last capability probe of h's harness, if any, without
+// probing.
+func (s *Service) cachedProbe(h core.BridgeHost) (core.Probe, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.probes[h.Harness()]
+	return c.p, ok
 }
 
 // checkNotPending refuses with busy while a checkpoint request opened by
@@ -351,11 +372,11 @@ func (s *Service) checkNotPending(ctx context.Context, sessionID string) error {
 	if busy {
 		return core.Errorf(core.CodeBusy, "a checkpoint of session %s is being written", sessionID)
 	}
-	branch, err := s.opts.Store.ActiveBranch(ctx, sessionID)
+	win, err := s.opts.Store.Window(ctx, sessionID)
 	if err != nil {
 		return err
 	}
-	return checkpoint.FindPending(branch, s.startedAt).Err()
+	return checkpoint.PendingOf(win, s.startedAt).Err()
 }
 
 // controllerState is what the decision function needs to know about a

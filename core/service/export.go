@@ -1,13 +1,14 @@
 package service
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
@@ -131,61 +132,214 @@ func entryAttachments(e core.Entry) []core.Attachment {
 // importExport reads a document written by exportJSON and restores it: its
 // images go back under the data directory (each checked against its hash)
 // and its session is written verbatim. A session already present gets only
-// what it lacks.
+// what it lacks. The document is read three times, never whole: first to
+// check its format, version and every image (before anything is kept),
+// then to keep its images, then to restore its entries and audit records
+// one at a time in one transaction (Dumper.RestoreStream).
 func (s *Service) importExport(ctx context.Context, path string) (ImportOutcome, error) {
 	dm, err := s.dumper()
 	if err != nil {
 		return ImportOutcome{}, err
 	}
-	b, err := inputfile.ReadFile(ctx, path, "Bridge session export", maxExportFile)
+	// Pass 1: the header, the session, and every image checked.
+	var format string
+	var version int
+	var sess core.Session
+	var haveSession bool
+	err = walkExport(ctx, path, func(key string, dec *json.Decoder) error {
+		switch key {
+		case "format":
+			return dec.Decode(&format)
+		case "version":
+			return dec.Decode(&version)
+		case "session":
+			haveSession = true
+			return dec.Decode(&sess)
+		case "attachments":
+			return eachElement(dec, func() error {
+				var a exportAttachment
+				if err := dec.Decode(&a); err != nil {
+					return err
+				}
+				return checkExportImage(path, a)
+			})
+		}
+		return skipValue(dec)
+	})
 	if err != nil {
 		return ImportOutcome{}, err
 	}
-	var doc exportDoc
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&doc); err != nil {
-		return ImportOutcome{}, core.E(core.CodeInvalid, fmt.Sprintf("%s is not a Bridge session export", path), err)
+	if format != exportFormatName {
+		return ImportOutcome{}, core.Errorf(core.CodeInvalid, "%s is not a Bridge session export (format %q)", path, format)
 	}
-	if doc.Format != exportFormatName {
-		return ImportOutcome{}, core.Errorf(core.CodeInvalid, "%s is not a Bridge session export (format %q)", path, doc.Format)
+	if version != exportVersion {
+		return ImportOutcome{}, core.Errorf(core.CodeUnsupported, "%s is export version %d; this Bridge reads version %d", path, version, exportVersion)
 	}
-	if doc.Version != exportVersion {
-		return ImportOutcome{}, core.Errorf(core.CodeUnsupported, "%s is export version %d; this Bridge reads version %d", path, doc.Version, exportVersion)
+	if !haveSession {
+		return ImportOutcome{}, core.Errorf(core.CodeInvalid, "%s is not a Bridge session export (no session)", path)
 	}
-	// Every image is checked before any is kept, and before the record
-	// changes.
-	for _, a := range doc.Attachments {
-		raw, err := base64.StdEncoding.DecodeString(a.Data)
-		if err != nil {
-			return ImportOutcome{}, core.E(core.CodeInvalid, fmt.Sprintf("%s: image %s is not base64", path, a.SHA256), err)
+	// Pass 2: the images are kept before the record changes.
+	err = walkExport(ctx, path, func(key string, dec *json.Decoder) error {
+		if key != "attachments" {
+			return skipValue(dec)
 		}
-		sum := sha256.Sum256(raw)
-		if got := hex.EncodeToString(sum[:]); got != a.SHA256 || len(raw) != a.Bytes {
-			return ImportOutcome{}, core.Errorf(core.CodeInvalid, "%s: image %s does not match its data (sha256 %s, %d bytes)", path, a.SHA256, got, len(raw))
-		}
-		if _, ok := allowedImageTypes[a.MediaType]; !ok {
-			return ImportOutcome{}, core.Errorf(core.CodeInvalid, "%s: image %s has media type %q", path, a.SHA256, a.MediaType)
-		}
-	}
-	for _, a := range doc.Attachments {
-		if _, err := s.keepAttachment(ctx, core.Content{Type: "image", MediaType: a.MediaType, Data: a.Data}); err != nil {
-			return ImportOutcome{}, core.E(core.CodeInvalid, fmt.Sprintf("%s: image %s", path, a.SHA256), err)
-		}
-	}
-	audit := make([]core.AuditRecord, 0, len(doc.Audit))
-	for _, a := range doc.Audit {
-		audit = append(audit, core.AuditRecord{Source: a.Source, Kind: a.Kind, Entity: a.Entity, Body: a.Body, Time: a.Time})
-	}
-	added, err := dm.Restore(ctx, core.SessionDump{Session: doc.Session, Entries: doc.Entries, Audit: audit})
+		return eachElement(dec, func() error {
+			var a exportAttachment
+			if err := dec.Decode(&a); err != nil {
+				return err
+			}
+			if _, err := s.keepAttachment(ctx, core.Content{Type: "image", MediaType: a.MediaType, Data: a.Data}); err != nil {
+				return core.E(core.CodeInvalid, fmt.Sprintf("%s: image %s", path, a.SHA256), err)
+			}
+			return nil
+		})
+	})
 	if err != nil {
 		return ImportOutcome{}, err
 	}
-	out := ImportOutcome{SessionID: doc.Session.ID, Entries: added}
-	for _, e := range doc.Entries {
-		if e.Kind == core.KindContextCompacted {
-			out.ContextCompacted++
-		}
+	// Pass 3: entries and audit records, streamed into one transaction.
+	out := ImportOutcome{SessionID: sess.ID}
+	added, err := dm.RestoreStream(ctx, sess, func(r core.Restorer) error {
+		return walkExport(ctx, path, func(key string, dec *json.Decoder) error {
+			switch key {
+			case "entries":
+				return eachElement(dec, func() error {
+					var e core.Entry
+					if err := dec.Decode(&e); err != nil {
+						return err
+					}
+					if e.Kind == core.KindContextCompacted {
+						out.ContextCompacted++
+					}
+					return r.Entry(e)
+				})
+			case "audit":
+				return eachElement(dec, func() error {
+					var a exportAudit
+					if err := dec.Decode(&a); err != nil {
+						return err
+					}
+					return r.Audit(core.AuditRecord{Source: a.Source, Kind: a.Kind, Entity: a.Entity, Body: a.Body, Time: a.Time})
+				})
+			}
+			return skipValue(dec)
+		})
+	})
+	if err != nil {
+		return ImportOutcome{}, err
 	}
+	out.Entries = added
 	return out, nil
+}
+
+// checkExportImage checks one image of an export against its hash, size
+// and media type.
+func checkExportImage(path string, a exportAttachment) error {
+	raw, err := base64.StdEncoding.DecodeString(a.Data)
+	if err != nil {
+		return core.E(core.CodeInvalid, fmt.Sprintf("%s: image %s is not base64", path, a.SHA256), err)
+	}
+	sum := sha256.Sum256(raw)
+	if got := hex.EncodeToString(sum[:]); got != a.SHA256 || len(raw) != a.Bytes {
+		return core.Errorf(core.CodeInvalid, "%s: image %s does not match its data (sha256 %s, %d bytes)", path, a.SHA256, got, len(raw))
+	}
+	if _, ok := allowedImageTypes[a.MediaType]; !ok {
+		return core.Errorf(core.CodeInvalid, "%s: image %s has media type %q", path, a.SHA256, a.MediaType)
+	}
+	return nil
+}
+
+// exportMembers are the members an export document may have.
+var exportMembers = map[string]bool{"format": true, "version": true, "session": true, "entries": true,
+	"audit": true, "attachments": true}
+
+// walkExport reads the export document at path (a regular file within
+// maxExportFile) as a stream of tokens, calling member with the decoder
+// positioned at the value of each top-level member, which member must
+// consume. A document that is not one JSON object of the format's members
+// is refused as not an export (CodeInvalid); member's own *core.Error
+// comes back as it is.
+func walkExport(ctx context.Context, path string, member func(key string, dec *json.Decoder) error) error {
+	f, err := inputfile.Open(ctx, path, "Bridge session export", maxExportFile)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	notExport := func(err error) error {
+		var ce *core.Error
+		if errors.As(err, &ce) {
+			return err
+		}
+		return core.E(core.CodeInvalid, fmt.Sprintf("%s is not a Bridge session export", path), err)
+	}
+	dec := json.NewDecoder(bufio.NewReaderSize(f, 256<<10))
+	dec.DisallowUnknownFields()
+	if err := expectDelim(dec, '{'); err != nil {
+		return notExport(err)
+	}
+	for dec.More() {
+		if err := ctx.Err(); err != nil {
+			return core.E(core.CodeCancelled, "import", err)
+		}
+		tok, err := dec.Token()
+		if err != nil {
+			return notExport(err)
+		}
+		key, _ := tok.(string)
+		if !exportMembers[key] {
+			return notExport(fmt.Errorf("json: unknown field %q", key))
+		}
+		if err := member(key, dec); err != nil {
+			return notExport(err)
+		}
+	}
+	if err := expectDelim(dec, '}'); err != nil {
+		return notExport(err)
+	}
+	return nil
+}
+
+// eachElement calls fn once per element of the JSON array the decoder is
+// at; fn decodes the element.
+func eachElement(dec *json.Decoder, fn func() error) error {
+	if err := expectDelim(dec, '['); err != nil {
+		return err
+	}
+	for dec.More() {
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+	return expectDelim(dec, ']')
+}
+
+// skipValue reads past the value the decoder is at, one token at a time.
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
+
+func expectDelim(dec *json.Decoder, d json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok != d {
+		return fmt.Errorf("found %v where %v was expected", tok, d)
+	}
+	return nil
 }

@@ -20,11 +20,12 @@ func (s *Service) SessionFork(ctx context.Context, p schema.SessionForkParams) (
 	if err != nil {
 		return schema.SessionForkResult{}, err
 	}
-	path, err := s.pathTo(ctx, src, p.EntryID)
+	opt := checkpoint.ProjectOptions{Model: src.Model, Effort: src.Effort,
+		Budget: checkpoint.RetainPolicy{TokenBudget: projectionTokens}}
+	at, proj, err := s.forkPoint(ctx, src, p.EntryID, opt)
 	if err != nil {
 		return schema.SessionForkResult{}, err
 	}
-	at := path[len(path)-1]
 	harness, preset, model, effort := p.Target.Harness, p.Target.Preset, p.Target.Model, p.Target.Effort
 	if harness == "" {
 		harness = src.Harness
@@ -48,8 +49,6 @@ func (s *Service) SessionFork(ctx context.Context, p schema.SessionForkParams) (
 	}
 	progress := progressFrom(ctx)
 	progress(0, 3, "projecting "+src.ID+" at "+at.ID)
-	proj := checkpoint.ProjectFork(path, checkpoint.ProjectOptions{Model: src.Model, Effort: src.Effort,
-		Budget: checkpoint.RetainPolicy{TokenBudget: projectionTokens}})
 	title := src.Title
 	if title == "" {
 		title = src.ID
@@ -87,19 +86,31 @@ func (s *Service) SessionFork(ctx context.Context, p schema.SessionForkParams) (
 	return out, nil
 }
 
-// pathTo returns the entries from the root of src's tree to entryID
-// (inclusive); entryID "" means the head (the active branch).
-func (s *Service) pathTo(ctx context.Context, src core.Session, entryID string) ([]core.Entry, error) {
+// forkPoint returns the entry a fork starts at and the projection it
+// starts from: at the head (entryID "") read through the window summary
+// and the newest entries; at an older entry, from the path to it.
+func (s *Service) forkPoint(ctx context.Context, src core.Session, entryID string, opt checkpoint.ProjectOptions) (core.Entry, checkpoint.Projection, error) {
 	if entryID == "" {
-		branch, err := s.opts.Store.ActiveBranch(ctx, src.ID)
+		if src.HeadID == "" {
+			return core.Entry{}, checkpoint.Projection{}, invalidField("sessionId", "session %s has no entries to fork from", src.ID)
+		}
+		at, err := s.opts.Store.GetEntry(ctx, src.HeadID)
 		if err != nil {
-			return nil, err
+			return core.Entry{}, checkpoint.Projection{}, err
 		}
-		if len(branch) == 0 {
-			return nil, invalidField("sessionId", "session %s has no entries to fork from", src.ID)
-		}
-		return branch, nil
+		proj, err := s.forkProjection(ctx, src.ID, opt)
+		return at, proj, err
 	}
+	path, err := s.pathTo(ctx, src, entryID)
+	if err != nil {
+		return core.Entry{}, checkpoint.Projection{}, err
+	}
+	return path[len(path)-1], checkpoint.ProjectFork(path, opt), nil
+}
+
+// pathTo returns the entries from the root of src's tree to entryID
+// (inclusive).
+func (s *Service) pathTo(ctx context.Context, src core.Session, entryID string) ([]core.Entry, error) {
 	e, err := s.opts.Store.GetEntry(ctx, entryID)
 	if core.ErrorCode(err) == core.CodeNotFound {
 		return nil, invalidField("entryId", "entry %q does not exist", entryID)

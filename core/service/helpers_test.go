@@ -42,6 +42,9 @@ type rigOptions struct {
 	riskyEntries        int
 	// wrap replaces the fake host (a different version, say).
 	wrap func(*fake.Host) core.BridgeHost
+	// store wraps the database the service is given (tests still read it
+	// directly through rig.db).
+	store func(*storage.DB) core.Store
 	// permissions and approvalTimeout are service.Options'.
 	permissions     service.PermissionAsker
 	approvalTimeout time.Duration
@@ -63,7 +66,11 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	}
 	hosts := append([]core.BridgeHost{main}, o.extra...)
 	rec := servicetest.NewRecorder()
-	svc, err := service.New(service.Options{Store: db, Hosts: hosts, Notifier: rec, DataDir: dir,
+	var st core.Store = db
+	if o.store != nil {
+		st = o.store(db)
+	}
+	svc, err := service.New(service.Options{Store: st, Hosts: hosts, Notifier: rec, DataDir: dir,
 		Presets: o.presets, CheckpointTimeout: o.timeout, Permissions: o.permissions, ApprovalTimeout: o.approvalTimeout,
 		NoShutdownCheckpoint: !o.shutdownCheckpoints, ShutdownCheckpoint: o.shutdownLimit,
 		SuspendAfter: o.suspendAfter, RiskyResumeEntries: o.riskyEntries,

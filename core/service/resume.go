@@ -134,12 +134,11 @@ func (s *Service) restored(ctx context.Context, r Restored) (Restored, error) {
 // checkpoint_restored. With no valid checkpoint the process starts empty:
 // fresh, with the reason.
 func (s *Service) restoreFromCheckpoint(ctx context.Context, h core.BridgeHost, sess core.Session, preset core.Preset) (Restored, error) {
-	branch, err := s.opts.Store.ActiveBranch(ctx, sess.ID)
-	if err != nil {
-		return Restored{}, err
-	}
-	proj, perr := checkpoint.Project(branch, checkpoint.ProjectOptions{Model: sess.Model, Effort: sess.Effort,
+	proj, perr := s.projection(ctx, sess, checkpoint.ProjectOptions{Model: sess.Model, Effort: sess.Effort,
 		Budget: checkpoint.RetainPolicy{TokenBudget: projectionTokens}})
+	if perr != nil && core.ErrorCode(perr) != core.CodeNotFound {
+		return Restored{}, perr
+	}
 	l, err := s.startLive(ctx, h, sess, preset, "", true)
 	if err != nil {
 		return Restored{}, err

@@ -43,6 +43,7 @@ func Run(t *testing.T, open Open) {
 		{"preview-claimed-once", testPreviewClaimedOnce},
 		{"attachments", testAttachments},
 		{"schema-and-integrity", testSchemaAndIntegrity},
+		{"window", testWindow},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st := open(t)
