@@ -581,9 +581,14 @@ func TestSearchInAFolderWithAnAwkwardName(t *testing.T) {
 	}
 	defer db.Close()
 	s := newSession(t, db)
-	mustAppend(t, db, s.ID, user("a capybara in the folder"))
+	mustAppend(t, db, s.ID, user("a capybara in the folder"),
+		core.NewEntry{Kind: core.KindSessionStatus, Payload: core.Payload(map[string]string{"status": "idle capybara"})})
 	if p := search(t, db, core.SearchQuery{Query: "capybara", Harness: "claude-code"}); len(p.Hits) != 1 {
-		t.Fatalf("capybara: %d hits, want 1", len(p.Hits))
+		t.Fatalf("capybara: %d hits, want 1 (a status entry has no searchable text)", len(p.Hits))
+	}
+	// The index covers the status entry too (its mark passed it), without a row.
+	if c := storagetest.ReadIndexCounts(t, path); !c.Complete() || c.Rows != 1 || c.Entries != 2 {
+		t.Fatalf("index: %+v", c)
 	}
 	for _, p := range []string{path + "-search", path + "-search-wal", path + "-search-shm"} {
 		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
