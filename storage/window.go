@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/checkpoint"
@@ -23,41 +25,187 @@ import (
 const upsertWindowSQL = `INSERT INTO session_windows (session_id, head_id, state) VALUES (?, ?, ?)
 	ON CONFLICT (session_id) DO UPDATE SET head_id = excluded.head_id, state = excluded.state`
 
+// The evidence lists of a summary live in session_window_items, one row per
+// item, so that the summary row stays small and an append writes only the
+// items it adds.
+const (
+	listDecisions  = 0
+	listFiles      = 1
+	listCheckpoint = 2 // the decisions of the newest checkpoint
+)
+
+// windowLists returns w's lists by list number.
+func windowLists(w *core.Window) [3]*[]string {
+	return [3]*[]string{&w.Decisions, &w.Files, &w.LastCheckpointDecisions}
+}
+
+// itemsTables notes the databases whose session_window_items table is known
+// to exist. A database that applied migration 5 before the table was part
+// of it gets the table on its first write of a summary.
+var itemsTables sync.Map // *DB -> struct{}
+
+const createItemsSQL = `CREATE TABLE IF NOT EXISTS session_window_items (
+	session_id TEXT NOT NULL, list INTEGER NOT NULL, ord INTEGER NOT NULL, item TEXT NOT NULL,
+	PRIMARY KEY (session_id, list, ord))`
+
+// haveItems reports whether the items table exists (it is created by
+// ensureItems when not).
+func haveItems(ctx context.Context, db *DB, q querier) (bool, error) {
+	if _, ok := itemsTables.Load(db); ok {
+		return true, nil
+	}
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'session_window_items'`).Scan(&n); err != nil {
+		return false, fmt.Errorf("storage: look for the window items: %w", err)
+	}
+	if n > 0 {
+		itemsTables.Store(db, struct{}{})
+	}
+	return n > 0, nil
+}
+
+func ensureItems(ctx context.Context, db *DB, q *stmtTx) error {
+	if ok, err := haveItems(ctx, db, q); err != nil || ok {
+		return err
+	}
+	if _, err := q.ExecContext(ctx, createItemsSQL); err != nil {
+		return fmt.Errorf("storage: create the window items: %w", err)
+	}
+	return nil
+}
+
+// loadWindow reads the summary row of a session: the head it describes and
+// its state (with the lists of a row written before the lists had their
+// own table); found is false when there is none.
+func loadWindow(ctx context.Context, q querier, sessionID string) (head string, win core.Window, found bool, err error) {
+	var state string
+	err = q.QueryRowContext(ctx, `SELECT head_id, state FROM session_windows WHERE session_id = ?`, sessionID).Scan(&head, &state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", core.Window{}, false, nil
+	}
+	if err != nil {
+		return "", core.Window{}, false, fmt.Errorf("storage: read the window of session %s: %w", sessionID, err)
+	}
+	if json.Unmarshal([]byte(state), &win) != nil {
+		return "", core.Window{}, false, nil // unreadable: rebuilt
+	}
+	return head, win, true, nil
+}
+
+// loadItems reads the stored evidence lists of a session into w.
+func loadItems(ctx context.Context, db *DB, q querier, sessionID string, w *core.Window) (bool, error) {
+	if ok, err := haveItems(ctx, db, q); err != nil || !ok {
+		return false, err
+	}
+	rows, err := q.QueryContext(ctx, `SELECT list, item FROM session_window_items WHERE session_id = ? ORDER BY list, ord`, sessionID)
+	if err != nil {
+		return false, fmt.Errorf("storage: read the window items of session %s: %w", sessionID, err)
+	}
+	defer rows.Close()
+	ls := windowLists(w)
+	found := false
+	for rows.Next() {
+		var list int
+		var item string
+		if err := rows.Scan(&list, &item); err != nil {
+			return false, fmt.Errorf("storage: read the window items of session %s: %w", sessionID, err)
+		}
+		if list >= 0 && list < len(ls) {
+			*ls[list] = append(*ls[list], item)
+			found = true
+		}
+	}
+	return found, rows.Err()
+}
+
+// evidenceKind reports whether folding an entry of kind k may change the
+// evidence lists.
+func evidenceKind(k core.Kind) bool {
+	switch k {
+	case core.KindWorkerResult, core.KindArtifactCreated, core.KindCheckpoint, core.KindCompaction:
+		return true
+	}
+	return false
+}
+
 // trackWindow folds out, just appended as a chain, into the session's
 // summary when that chain hangs under prevHead (the head before the append)
 // and the row describes prevHead; a new root starts an empty summary.
 // Otherwise the row is left as it is (stale) and rebuilt when next read.
+// The evidence lists are read and written only when an entry may change
+// them.
 func (w *txWriter) trackWindow(ctx context.Context, sessionID, prevHead string, out []core.Entry) error {
 	if len(out) == 0 || out[0].ParentID != prevHead {
 		return nil
 	}
 	var win core.Window
+	lists := prevHead == "" // a new root: whatever items are stored go
 	if prevHead != "" {
-		var head, state string
-		err := w.q.QueryRowContext(ctx, `SELECT head_id, state FROM session_windows WHERE session_id = ?`, sessionID).Scan(&head, &state)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil // never built: built when read
+		head, state, found, err := loadWindow(ctx, w.q, sessionID)
+		if err != nil || !found || head != prevHead {
+			return err // never built, or stale: built when read
 		}
+		win = state
+		// A row written before the lists had their own table carries them.
+		lists = len(win.Decisions)+len(win.Files)+len(win.LastCheckpointDecisions) > 0
+	}
+	for _, e := range out {
+		lists = lists || evidenceKind(e.Kind)
+	}
+	var stored core.Window
+	if lists {
+		if err := ensureItems(ctx, w.db, w.q); err != nil {
+			return err
+		}
+		found, err := loadItems(ctx, w.db, w.q, sessionID, &stored)
 		if err != nil {
-			return fmt.Errorf("storage: read the window of session %s: %w", sessionID, err)
+			return err
 		}
-		if head != prevHead || json.Unmarshal([]byte(state), &win) != nil {
-			return nil
+		if prevHead != "" && found {
+			win.Decisions, win.Files, win.LastCheckpointDecisions = stored.Decisions, stored.Files, stored.LastCheckpointDecisions
 		}
 	}
 	for _, e := range out {
 		checkpoint.Track(&win, e)
 	}
-	return saveWindow(ctx, w.q, sessionID, win)
+	return saveWindow(ctx, w.db, w.q, sessionID, win, stored, lists)
 }
 
-func saveWindow(ctx context.Context, q *stmtTx, sessionID string, win core.Window) error {
-	b, err := json.Marshal(win)
+// saveWindow writes win's state and, with lists, its evidence lists as
+// changes against stored (the lists as the table holds them): items added
+// at the end are inserted; a list that changed otherwise is written again.
+func saveWindow(ctx context.Context, db *DB, q *stmtTx, sessionID string, win, stored core.Window, lists bool) error {
+	state := win
+	state.Decisions, state.Files, state.LastCheckpointDecisions = nil, nil, nil
+	b, err := json.Marshal(state)
 	if err != nil {
 		return fmt.Errorf("storage: encode the window of session %s: %w", sessionID, err)
 	}
 	if _, err := q.ExecContext(ctx, upsertWindowSQL, sessionID, win.HeadID, string(b)); err != nil {
 		return fmt.Errorf("storage: save the window of session %s: %w", sessionID, err)
+	}
+	if !lists {
+		return nil
+	}
+	if err := ensureItems(ctx, db, q); err != nil {
+		return err
+	}
+	now, was := windowLists(&win), windowLists(&stored)
+	for list := range now {
+		n, o := *now[list], *was[list]
+		from := len(o)
+		if len(n) < len(o) || !slices.Equal(n[:len(o)], o) {
+			if _, err := q.ExecContext(ctx, `DELETE FROM session_window_items WHERE session_id = ? AND list = ?`, sessionID, list); err != nil {
+				return fmt.Errorf("storage: save the window items of session %s: %w", sessionID, err)
+			}
+			from = 0
+		}
+		for i := from; i < len(n); i++ {
+			if _, err := q.ExecContext(ctx, `INSERT INTO session_window_items (session_id, list, ord, item) VALUES (?, ?, ?, ?)`,
+				sessionID, list, i, n[i]); err != nil {
+				return fmt.Errorf("storage: save the window items of session %s: %w", sessionID, err)
+			}
+		}
 	}
 	return nil
 }
@@ -78,12 +226,20 @@ func (db *DB) Window(ctx context.Context, sessionID string) (core.Window, error)
 		if st.headID == "" {
 			return nil
 		}
-		var head, state string
-		err = tx.QueryRowContext(ctx, `SELECT head_id, state FROM session_windows WHERE session_id = ?`, sessionID).Scan(&head, &state)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("storage: read the window of session %s: %w", sessionID, err)
+		head, state, found, err := loadWindow(ctx, tx, sessionID)
+		if err != nil {
+			return err
 		}
-		if err == nil && head == st.headID && json.Unmarshal([]byte(state), &win) == nil {
+		if found && head == st.headID {
+			var items core.Window
+			ok, err := loadItems(ctx, db, tx, sessionID, &items)
+			if err != nil {
+				return err
+			}
+			win = state
+			if ok {
+				win.Decisions, win.Files, win.LastCheckpointDecisions = items.Decisions, items.Files, items.LastCheckpointDecisions
+			}
 			return nil
 		}
 		win, err = rebuildWindow(ctx, tx, sessionID, st)
@@ -100,7 +256,11 @@ func (db *DB) Window(ctx context.Context, sessionID string) (core.Window, error)
 			if err := w.q.QueryRowContext(ctx, `SELECT head_id FROM sessions WHERE id = ?`, sessionID).Scan(&head); err != nil || head != win.HeadID {
 				return err
 			}
-			return saveWindow(ctx, w.q, sessionID, win)
+			var stored core.Window
+			if _, err := loadItems(ctx, db, w.q, sessionID, &stored); err != nil {
+				return err
+			}
+			return saveWindow(ctx, db, w.q, sessionID, win, stored, true)
 		})
 	}
 	return win, nil
