@@ -103,6 +103,9 @@ type DB struct {
 	// noIndex turns off the search indexer (benchmarks measure what the
 	// index costs).
 	noIndex atomic.Bool
+	// noLinks: appends write no entry_links rows (benchmarks measure what
+	// the rows cost; history pages then walk).
+	noLinks atomic.Bool
 
 	busy      time.Duration // Options.BusyTimeout resolved
 	indexHook func(string)

@@ -98,6 +98,11 @@ func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r cor
 			db.fire("session.insert")
 		}
 		r := &restorer{ctx: ctx, db: db, w: w, s: s, exists: exists > 0, lk: newLinker(w.q, s.ID)}
+		if exists > 0 {
+			if err := w.q.QueryRowContext(ctx, `SELECT branched FROM sessions WHERE id = ?`, s.ID).Scan(&r.linked); err != nil {
+				return fmt.Errorf("storage: restore: %w", err)
+			}
+		}
 		if err := fill(r); err != nil {
 			return err
 		}
@@ -145,6 +150,9 @@ type restorer struct {
 	branched bool
 	added    int
 	lk       *linker // entry_links rows; a new one every linkEvery entries
+	// linked: the session has branched, so its entries get entry_links
+	// rows (before the first branch they are one chain; links.go).
+	linked bool
 }
 
 // linkEvery bounds the entry_links rows a restore holds before writing
@@ -164,6 +172,7 @@ func (r *restorer) Entry(e core.Entry) error {
 	if e.Seq <= r.lastSeq {
 		return core.Errorf(core.CodeInvalid, "restore: entries are not in sequence order at %s", e.ID)
 	}
+	prev := r.lastSeq
 	r.lastSeq = e.Seq
 	ne := core.NewEntry{Kind: e.Kind, Payload: e.Payload}
 	err := r.db.checkSize(ne)
@@ -201,7 +210,7 @@ func (r *restorer) Entry(e core.Entry) error {
 	} else if e.Seq > 1 {
 		r.branched = true
 	}
-	if err := r.link(e.Seq, pseq); err != nil {
+	if err := r.link(prev, e.Seq, pseq); err != nil {
 		return err
 	}
 	if _, err := w.q.ExecContext(ctx, insertEntrySQL, e.ID, s.ID, nullStr(e.ParentID), e.Seq, string(e.Kind),
@@ -213,9 +222,17 @@ func (r *restorer) Entry(e core.Entry) error {
 	return nil
 }
 
-// link computes the entry_links row of the entry at seq, writing the rows
-// held every linkEvery entries.
-func (r *restorer) link(seq, parentSeq int64) error {
+// link computes the entry_links row of the entry at seq (prev is the seq
+// before it), from the session's first branch on, writing the rows held
+// every linkEvery entries.
+func (r *restorer) link(prev, seq, parentSeq int64) error {
+	if !r.branched && !r.linked {
+		return nil
+	}
+	if !r.linked {
+		r.lk.branch(prev)
+		r.linked = true
+	}
 	if err := r.lk.add(r.ctx, seq, parentSeq); err != nil {
 		return err
 	}

@@ -16,6 +16,10 @@ func GroupStats(db *DB) (groups, calls int64) { return db.groups.Load(), db.call
 // DisableSearchIndex stops db from indexing new entries (for benchmarks).
 func DisableSearchIndex(db *DB) { db.noIndex.Store(true) }
 
+// DisableLinks stops db's appends from writing entry_links rows (for
+// benchmarks).
+func DisableLinks(db *DB) { db.noLinks.Store(true) }
+
 // ListSQL is the query and arguments of one ListSessions page.
 func ListSQL(q core.ListQuery, limit int) (string, []any, error) { return listSQL(q, limit) }
 
@@ -36,3 +40,6 @@ func MigrationCount() int {
 func LinkedEntryBefore(ctx context.Context, db *DB, sessionID string, headSeq, beforeSeq int64) (string, bool, int, error) {
 	return linkedEntryBefore(ctx, db.sql, sessionID, headSeq, beforeSeq)
 }
+
+// JumpLen is how far back the jump pointer of an entry at depth d reaches.
+func JumpLen(d int64) int64 { return jumpLen(d) }

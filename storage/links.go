@@ -14,47 +14,94 @@ import (
 // three per doubling of the depth), so this is never reached on a sound tree.
 const maxLinkSteps = 4096
 
-// linkBeforeSQL follows entry_links from the entry at seq ?2 of session ?1
-// towards the root: to the jump target while its seq is still >= ?3 (every
-// entry jumped over is newer still, since seqs grow from parent to child),
-// else to the parent. The last row is the newest ancestor with seq < ?3, a
-// root with seq >= ?3 (nothing before), or where the rows ran out.
+// A session's entries before it first branched are one chain: the entry at
+// seq s has parent s-1 and depth s-1. Their entry_links rows are implicit
+// (none is written, so appending to a session that never branched costs
+// nothing more); the row at seq 0 of a branched session records how long
+// that chain was (jump_seq), and every later entry has its own row. A
+// branched session without the seq-0 row has a row for every entry.
+
+// linkNext is the seq the search steps to from row s: the jump target
+// while its seq is still >= ?3 (every entry jumped over is newer still,
+// since seqs grow from parent to child), else the parent.
+const linkNext = `(CASE WHEN s.jump_seq >= ?3 AND s.jump_seq < s.seq THEN s.jump_seq ELSE s.parent_seq END)`
+
+// linkBeforeSQL searches from the entry at seq ?2 of session ?1 towards
+// the root for the newest ancestor with seq < ?3; ?5 is the length of the
+// implicit chain, where the search stops (the answer is then plain
+// arithmetic). The last row is the answer, a root with seq >= ?3 (nothing
+// before), a chain entry, or where the rows ran out.
 const linkBeforeSQL = `WITH RECURSIVE s(seq, parent_seq, jump_seq, n) AS (
-	SELECT seq, parent_seq, jump_seq, 0 FROM entry_links WHERE session_id = ?1 AND seq = ?2
+	SELECT ?2, l.parent_seq, l.jump_seq, 0 FROM (SELECT 1) LEFT JOIN entry_links l ON l.session_id = ?1 AND l.seq = ?2
+	WHERE l.seq IS NOT NULL OR ?2 <= ?5
 	UNION ALL
-	SELECT l.seq, l.parent_seq, l.jump_seq, s.n + 1 FROM s JOIN entry_links l
-		ON l.session_id = ?1
-		AND l.seq = CASE WHEN s.jump_seq >= ?3 AND s.jump_seq < s.seq THEN s.jump_seq ELSE s.parent_seq END
-	WHERE s.seq >= ?3 AND s.n < ?4
+	SELECT ` + linkNext + `, l.parent_seq, l.jump_seq, s.n + 1 FROM s
+	LEFT JOIN entry_links l ON l.session_id = ?1 AND l.seq = ` + linkNext + `
+	WHERE s.seq >= ?3 AND s.seq > ?5 AND s.n < ?4 AND ` + linkNext + ` IS NOT NULL
+		AND (l.seq IS NOT NULL OR ` + linkNext + ` <= ?5)
 )
-SELECT s.seq, s.parent_seq, e.id, s.n FROM s LEFT JOIN entries e ON e.session_id = ?1 AND e.seq = s.seq
-ORDER BY s.n DESC LIMIT 1`
+SELECT seq, parent_seq, n FROM s ORDER BY n DESC LIMIT 1`
+
+// chainLenSQL reads the length of a branched session's implicit chain.
+const chainLenSQL = `SELECT jump_seq FROM entry_links WHERE session_id = ? AND seq = 0`
+
+// chainLen is how many of a branched session's first entries form its
+// implicit chain (0: every entry has a row).
+func chainLen(ctx context.Context, q querier, sessionID string) (int64, error) {
+	var n int64
+	err := q.QueryRowContext(ctx, chainLenSQL, sessionID).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("storage: read entry links of %s: %w", sessionID, err)
+	}
+	return n, nil
+}
 
 // linkedEntryBefore finds the newest entry with seq < beforeSeq on the
-// branch that ends at the entry with headSeq, in O(log depth) index seeks.
-// ok is false when entry_links cannot answer (a row is missing: an entry
-// recorded with a broken parent link); the caller then walks the parent
-// links, which names the problem. id is "" when no such entry exists.
-// steps is how many links the seek followed.
+// branch that ends at the entry with headSeq, in a branched session, in
+// O(log depth) index seeks. ok is false when entry_links cannot answer (a
+// row is missing: an entry recorded with a broken parent link); the caller
+// then walks the parent links, which names the problem. id is "" when no
+// such entry exists; steps is how many links the search followed.
 func linkedEntryBefore(ctx context.Context, q querier, sessionID string, headSeq, beforeSeq int64) (id string, ok bool, steps int, err error) {
+	chain, err := chainLen(ctx, q, sessionID)
+	if err != nil {
+		return "", false, 0, err
+	}
 	var seq int64
 	var parent sql.NullInt64
-	var eid sql.NullString
-	err = q.QueryRowContext(ctx, linkBeforeSQL, sessionID, headSeq, beforeSeq, maxLinkSteps).Scan(&seq, &parent, &eid, &steps)
+	err = q.QueryRowContext(ctx, linkBeforeSQL, sessionID, headSeq, beforeSeq, maxLinkSteps, chain).Scan(&seq, &parent, &steps)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, 0, nil
 	}
 	if err != nil {
 		return "", false, 0, fmt.Errorf("storage: find entry before seq %d in session %s: %w", beforeSeq, sessionID, err)
 	}
+	found := int64(0)
 	switch {
-	case seq < beforeSeq && eid.Valid:
-		return eid.String, true, steps, nil
-	case seq >= beforeSeq && !parent.Valid:
-		return "", true, steps, nil // reached the root: nothing before
+	case seq <= chain:
+		// In the chain, the ancestors of seq are every seq below it.
+		found = min(seq, beforeSeq-1)
+	case seq < beforeSeq:
+		found = seq
+	case !parent.Valid:
+		return "", true, steps, nil // reached a root: nothing before
 	default:
 		return "", false, steps, nil
 	}
+	if found < 1 {
+		return "", true, steps, nil
+	}
+	err = q.QueryRowContext(ctx, `SELECT id FROM entries WHERE session_id = ? AND seq = ?`, sessionID, found).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, steps, nil
+	}
+	if err != nil {
+		return "", false, 0, fmt.Errorf("storage: find entry before seq %d in session %s: %w", beforeSeq, sessionID, err)
+	}
+	return id, true, steps, nil
 }
 
 // link is one entry_links row: an entry's seq, depth and jump target.
@@ -97,19 +144,30 @@ func childLink(seq int64, p link, jumpOf func(seq int64) (int64, bool, error)) (
 	return l, true, nil
 }
 
-// linker computes the entry_links rows of the entries one call inserts
-// and writes them in a few multi-row statements (flush, before the call
-// ends). Rows of this call's entries are kept in memory; older ones are
-// read by key.
+// linker computes the entry_links rows of the entries one call adds to a
+// branched session and writes them in a few multi-row statements (flush,
+// before the call ends). Rows of this call's entries are kept in memory;
+// older ones are read by key, or computed for the implicit chain.
 type linker struct {
 	q         *stmtTx
 	sessionID string
+	chain     int64 // length of the implicit chain; -1 until read
 	rows      map[int64]link
 	pending   []any // session_id, seq, parent_seq, depth, jump_seq per row
 }
 
 func newLinker(q *stmtTx, sessionID string) *linker {
-	return &linker{q: q, sessionID: sessionID, rows: map[int64]link{}}
+	return &linker{q: q, sessionID: sessionID, chain: -1, rows: map[int64]link{}}
+}
+
+// branch records that the session branches now: its entries 1..n are one
+// chain (their rows stay implicit).
+func (k *linker) branch(n int64) {
+	if k == nil || n < 1 {
+		return
+	}
+	k.chain = n
+	k.pending = append(k.pending, k.sessionID, int64(0), nil, int64(0), n)
 }
 
 func (k *linker) get(ctx context.Context, seq int64) (link, bool, error) {
@@ -119,19 +177,36 @@ func (k *linker) get(ctx context.Context, seq int64) (link, bool, error) {
 	l := link{seq: seq}
 	err := k.q.QueryRowContext(ctx, `SELECT depth, jump_seq FROM entry_links WHERE session_id = ? AND seq = ?`,
 		k.sessionID, seq).Scan(&l.depth, &l.jump)
-	if errors.Is(err, sql.ErrNoRows) {
-		return link{}, false, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return link{}, false, fmt.Errorf("storage: read entry link: %w", err)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		if k.chain < 0 {
+			if k.chain, err = chainLen(ctx, k.q, k.sessionID); err != nil {
+				return link{}, false, err
+			}
+		}
+		if seq < 1 || seq > k.chain {
+			return link{}, false, nil
+		}
+		l = chainLink(seq)
 	}
 	k.rows[seq] = l
 	return l, true, nil
 }
 
+// chainLink is the implicit row of the entry at seq of the chain.
+func chainLink(seq int64) link {
+	d := seq - 1
+	return link{seq: seq, depth: d, jump: seq - jumpLen(d)}
+}
+
 // add computes the row of the entry at seq, whose parent is at parentSeq
 // (0 for a root). A parent without a row gives its child none either.
 func (k *linker) add(ctx context.Context, seq, parentSeq int64) error {
+	if k == nil {
+		return nil // links turned off (benchmarks)
+	}
 	l := link{seq: seq, jump: seq}
 	var parent any
 	if parentSeq > 0 {
@@ -156,6 +231,9 @@ func (k *linker) add(ctx context.Context, seq, parentSeq int64) error {
 // flush writes the rows computed so far, in statements of 64, 32, ... 1
 // rows (a few statement shapes, each prepared once).
 func (k *linker) flush(ctx context.Context) error {
+	if k == nil {
+		return nil
+	}
 	for n := 64; len(k.pending) > 0; n /= 2 {
 		for len(k.pending) >= 5*n {
 			if _, err := k.q.ExecContext(ctx, insertLinksSQL(n), k.pending[:5*n]...); err != nil {
@@ -180,13 +258,16 @@ func insertLinksSQL(n int) string {
 	return q
 }
 
-// backfillLinks is the Go step of migration 6: entry_links rows for the
-// entries recorded before it, by the same rule as appends, one session at a
-// time in seq order (a parent is always older than its child). It holds
-// three integers per entry of the session at hand.
+// backfillLinks is the Go step of migration 6: entry_links rows for every
+// entry of the sessions that branched before it (the others need none until
+// they branch), by the same rule as appends, one session at a time in seq
+// order (a parent is always older than its child). It holds three integers
+// per entry of the session at hand.
 func backfillLinks(ctx context.Context, tx *sql.Tx) error {
 	rows, err := tx.QueryContext(ctx, `SELECT e.session_id, e.seq, e.parent_id IS NULL, p.seq
-		FROM entries e LEFT JOIN entries p ON p.id = e.parent_id AND p.session_id = e.session_id AND p.seq < e.seq
+		FROM sessions s JOIN entries e ON e.session_id = s.id
+		LEFT JOIN entries p ON p.id = e.parent_id AND p.session_id = e.session_id AND p.seq < e.seq
+		WHERE s.branched
 		ORDER BY e.session_id, e.seq`)
 	if err != nil {
 		return fmt.Errorf("backfill entry links: %w", err)

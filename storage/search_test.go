@@ -351,12 +351,21 @@ func TestSearchHelperProcess(t *testing.T) {
 		os.Exit(1)
 	}
 	sid := os.Getenv("BRIDGE_SESSION")
+	batches, _ := strconv.Atoi(os.Getenv("BRIDGE_BATCHES"))
+	tag := os.Getenv("BRIDGE_TAG")
 	for b := 0; ; b++ {
+		if batches > 0 && b == batches {
+			if err := db.Close(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			os.Exit(0)
+		}
 		err := db.Update(ctx, func(w core.Writer) error {
 			batch := make([]core.NewEntry, 0, 50)
 			for i := 0; i < 50; i++ {
 				n := b*50 + i
-				batch = append(batch, core.NewEntry{Kind: core.KindAssistantMessage, NativeID: "n" + strconv.Itoa(n),
+				batch = append(batch, core.NewEntry{Kind: core.KindAssistantMessage, NativeID: tag + "n" + strconv.Itoa(n),
 					Payload: core.Payload(map[string]string{"text": fmt.Sprintf("imported pangolin line %d tag%d", n, n)})})
 			}
 			_, err := w.Append(ctx, sid, batch...)
@@ -572,13 +581,51 @@ func TestSearchInAFolderWithAnAwkwardName(t *testing.T) {
 	}
 	defer db.Close()
 	s := newSession(t, db)
-	mustAppend(t, db, s.ID, user("a capybara in the folder"))
+	mustAppend(t, db, s.ID, user("a capybara in the folder"),
+		core.NewEntry{Kind: core.KindSessionStatus, Payload: core.Payload(map[string]string{"status": "idle capybara"})})
 	if p := search(t, db, core.SearchQuery{Query: "capybara", Harness: "claude-code"}); len(p.Hits) != 1 {
-		t.Fatalf("capybara: %d hits, want 1", len(p.Hits))
+		t.Fatalf("capybara: %d hits, want 1 (a status entry has no searchable text)", len(p.Hits))
+	}
+	// The index covers the status entry too (its mark passed it), without a row.
+	if c := storagetest.ReadIndexCounts(t, path); !c.Complete() || c.Rows != 1 || c.Entries != 2 {
+		t.Fatalf("index: %+v", c)
 	}
 	for _, p := range []string{path + "-search", path + "-search-wal", path + "-search-shm"} {
 		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("index file %s: %v, %v; want mode 0600", p, fi, err)
 		}
+	}
+}
+
+// TestTwoProcessesIndexTheSameRecord: two processes append to one record
+// at once, each with its own indexer; the index ends complete, each entry
+// indexed once (an indexer that finds the mark moved by the other skips
+// what the other indexed).
+func TestTwoProcessesIndexTheSameRecord(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	db, err := storage.Open(ctx, path, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSession(t, db)
+	db.Close()
+	var cmds []*exec.Cmd
+	for _, tag := range []string{"a", "b"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestSearchHelperProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), searchHelperEnv+"=1", "BRIDGE_DB="+path, "BRIDGE_SESSION="+s.ID,
+			"BRIDGE_BATCHES=40", "BRIDGE_TAG="+tag)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("child: %v", err)
+		}
+	}
+	if c := storagetest.ReadIndexCounts(t, path); !c.Complete() || c.Entries != 2*40*50 || c.Rows != c.Entries {
+		t.Fatalf("after two processes: %+v; want 4000 entries, each indexed once", c)
 	}
 }

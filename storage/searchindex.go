@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -450,6 +452,16 @@ func (ix *searchIndex) isCaughtUp(ctx context.Context, db *DB) bool {
 	return to >= head
 }
 
+// searchKindList is searchKinds as an SQL list of string literals.
+var searchKindList = func() string {
+	var ks []string
+	for k := range searchKinds {
+		ks = append(ks, "'"+sqlQuote(string(k))+"'")
+	}
+	sort.Strings(ks)
+	return strings.Join(ks, ", ")
+}()
+
 type pendingEntry struct {
 	rowid int64
 	id    string
@@ -470,10 +482,13 @@ func (db *DB) indexBatch(ctx context.Context, target int64) (done bool, err erro
 	}
 	// Read the batch from the record (a read transaction: the record's
 	// writer is not held up).
-	query := `SELECT rowid, id, kind, payload FROM entries WHERE rowid > ? ORDER BY rowid LIMIT ?`
+	// Payloads of kinds without searchable text (raw harness events can be
+	// large) are not read.
+	cols := `SELECT rowid, id, kind, CASE WHEN kind IN (` + searchKindList + `) THEN payload END FROM entries`
+	query := cols + ` WHERE rowid > ? ORDER BY rowid LIMIT ?`
 	args := []any{from, indexBatchEntries}
 	if target > 0 {
-		query = `SELECT rowid, id, kind, payload FROM entries WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?`
+		query = cols + ` WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?`
 		args = []any{from, target, indexBatchEntries}
 	}
 	var batch []pendingEntry

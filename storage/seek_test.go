@@ -244,23 +244,66 @@ func refLinks(r *refTree) []refLink {
 	return out
 }
 
-func dbLinks(t *testing.T, db *storage.DB, sid string) []refLink {
+// refChain is how many first entries of the reference tree are one chain
+// before the first that branches (-1: the session never branched).
+func refChain(r *refTree) int64 {
+	for i, e := range r.order {
+		if (e.ParentID == "" && i > 0) || (e.ParentID != "" && r.byID[e.ParentID].Seq < r.order[i-1].Seq) {
+			return r.order[i-1].Seq
+		}
+	}
+	return -1
+}
+
+// dbLinks returns the session's entry_links as readers see them: a row
+// where there is one, else the implicit row of an entry of the chain the
+// session began with; chain is the recorded length of that chain (-1 when
+// the session never branched) and inChain the rows written inside it.
+func dbLinks(t *testing.T, db *storage.DB, sid string) (links []refLink, chain int64, inChain int) {
 	t.Helper()
+	var branched bool
+	var maxSeq int64
+	if err := db.SQL().QueryRow(`SELECT branched, (SELECT coalesce(max(seq), 0) FROM entries WHERE session_id = ?)
+		FROM sessions WHERE id = ?`, sid, sid).Scan(&branched, &maxSeq); err != nil {
+		t.Fatal(err)
+	}
 	rows, err := db.SQL().Query(`SELECT seq, coalesce(parent_seq, 0), depth, jump_seq FROM entry_links
 		WHERE session_id = ? ORDER BY seq`, sid)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	var out []refLink
+	explicit := map[int64]refLink{}
+	chain = 0
+	if !branched {
+		chain = -1
+	}
 	for rows.Next() {
 		var l refLink
 		if err := rows.Scan(&l.seq, &l.parent, &l.depth, &l.jump); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, l)
+		if l.seq == 0 {
+			chain = l.jump
+			continue
+		}
+		explicit[l.seq] = l
 	}
-	return out
+	implicit := chain
+	if !branched {
+		implicit = maxSeq
+	}
+	for seq := int64(1); seq <= maxSeq; seq++ {
+		if l, ok := explicit[seq]; ok {
+			links = append(links, l)
+			if seq <= implicit {
+				inChain++
+			}
+		} else if seq <= implicit {
+			links = append(links, refLink{seq: seq, parent: seq - 1, depth: seq - 1, jump: seq - storage.JumpLen(seq-1)})
+		}
+	}
+	return links, chain, inChain
 }
 
 // randomTree grows a session by random appends at the head, appends under
@@ -356,8 +399,12 @@ func TestBranchedPagesMatchTheReference(t *testing.T) {
 		s, r := randomTree(t, db, rng, 150+rng.IntN(150))
 		label := fmt.Sprintf("seed %d (%d entries)", seed, len(r.order))
 		want := refLinks(r)
-		if got := dbLinks(t, db, s.ID); !slices.Equal(got, want) {
+		got, chain, inChain := dbLinks(t, db, s.ID)
+		if !slices.Equal(got, want) {
 			t.Fatalf("%s: entry_links\n got %v\nwant %v", label, got, want)
+		}
+		if chain != refChain(r) || inChain != 0 {
+			t.Fatalf("%s: chain of %d recorded (%d rows written in it), want %d and none", label, chain, inChain, refChain(r))
 		}
 		// The rule's jumps point to ancestors (or the root to itself).
 		for _, l := range want {
@@ -387,7 +434,7 @@ func TestBranchedPagesMatchTheReference(t *testing.T) {
 		if _, err := other.Restore(ctx, d); err != nil {
 			t.Fatal(err)
 		}
-		if got := dbLinks(t, other, s.ID); !slices.Equal(got, want) {
+		if got, chain, _ := dbLinks(t, other, s.ID); !slices.Equal(got, want) || chain != refChain(r) {
 			t.Fatalf("%s: entry_links after a restore differ from the original's", label)
 		}
 
@@ -398,28 +445,28 @@ func TestBranchedPagesMatchTheReference(t *testing.T) {
 	}
 }
 
-// TestBranchedPageSeekIsIndexed checks the plan of the jump seek: every
-// step reads entry_links by its primary key, and the entry by
-// (session_id, seq); no table is scanned.
+// TestBranchedPageSeekIsIndexed checks the plan of the jump seek: the
+// start and every step read entry_links by its primary key; no table is
+// scanned (only the one-row anchor and the recursion's own queue).
 func TestBranchedPageSeekIsIndexed(t *testing.T) {
 	db := storagetest.Open(t)
-	plan := queryPlan(t, db, storage.LinkBeforeSQL, "s", 500, 100, 4096)
+	plan := queryPlan(t, db, storage.LinkBeforeSQL, "s", 500, 100, 4096, 20)
 	keyed := 0
 	for _, line := range plan {
-		if strings.HasPrefix(line, "SCAN") && line != "SCAN s" {
+		if strings.HasPrefix(line, "SCAN") && line != "SCAN s" && line != "SCAN CONSTANT ROW" &&
+			!strings.HasPrefix(line, "SCAN (subquery-") {
 			t.Errorf("the seek scans a table: %q\n%s", line, strings.Join(plan, "\n"))
 		}
 		if strings.HasPrefix(line, "SEARCH") {
-			if strings.Contains(line, "PRIMARY KEY (session_id=? AND seq=?)") ||
-				strings.Contains(line, "(session_id=? AND seq=?)") {
+			if strings.Contains(line, "PRIMARY KEY (session_id=? AND seq=?)") {
 				keyed++
 			} else {
 				t.Errorf("the seek reads without its key: %q", line)
 			}
 		}
 	}
-	if keyed != 3 {
-		t.Errorf("%d keyed reads, want 3 (start, each step, the entry):\n%s", keyed, strings.Join(plan, "\n"))
+	if keyed != 2 {
+		t.Errorf("%d keyed reads, want 2 (the start, each step):\n%s", keyed, strings.Join(plan, "\n"))
 	}
 }
 
@@ -490,17 +537,22 @@ func TestMigrationBackfillsLinks(t *testing.T) {
 		t.Fatalf("upgrade: %v", err)
 	}
 	defer db.Close()
-	if got, want := dbLinks(t, db, s1.ID), refLinks(r1); !slices.Equal(got, want) {
-		t.Fatalf("branched session after the upgrade:\n got %v\nwant %v", got, want)
+	// A session that had branched gets a row for every entry; one that
+	// never did needs none (its entries are one chain).
+	if got, chain, _ := dbLinks(t, db, s1.ID); !slices.Equal(got, refLinks(r1)) || chain != 0 {
+		t.Fatalf("branched session after the upgrade (chain %d):\n got %v\nwant %v", chain, got, refLinks(r1))
 	}
-	if got, want := dbLinks(t, db, linear.ID), refLinks(r2); !slices.Equal(got, want) {
-		t.Fatalf("linear session after the upgrade:\n got %v\nwant %v", got, want)
+	if n := countLinks(t, db, linear.ID); n != 0 {
+		t.Fatalf("the linear session got %d rows, want none", n)
 	}
-	if got := dbLinks(t, db, empty.ID); len(got) != 0 {
-		t.Fatalf("empty session has links %v", got)
+	if got, _, _ := dbLinks(t, db, linear.ID); !slices.Equal(got, refLinks(r2)) {
+		t.Fatalf("linear session after the upgrade:\n got %v\nwant %v", got, refLinks(r2))
 	}
-	if got := dbLinks(t, db, broken.ID); len(got) != 3 {
-		t.Fatalf("broken session: links %v, want the three sound entries only", got)
+	if n := countLinks(t, db, empty.ID); n != 0 {
+		t.Fatalf("empty session has %d rows", n)
+	}
+	if n := countLinks(t, db, broken.ID); n != 3 {
+		t.Fatalf("broken session: %d rows, want the three sound entries' only", n)
 	}
 	checkPages(t, db, s1.ID, r1, "upgraded tree")
 	checkPages(t, db, linear.ID, r2, "upgraded linear session")
@@ -515,13 +567,68 @@ func TestMigrationBackfillsLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	r1.add(es)
-	if got, want := dbLinks(t, db, s1.ID), refLinks(r1); !slices.Equal(got, want) {
-		t.Fatalf("after a new branch:\n got %v\nwant %v", got, want)
+	if got, _, _ := dbLinks(t, db, s1.ID); !slices.Equal(got, refLinks(r1)) {
+		t.Fatalf("after a new branch:\n got %v\nwant %v", got, refLinks(r1))
 	}
 	checkPages(t, db, s1.ID, r1, "upgraded tree, new branch")
+	// The linear session branches after the upgrade: its first five
+	// entries stay an implicit chain.
+	es, err = db.AppendTo(ctx, linear.ID, r2.order[1].ID, user("l6"), assistant("l7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.add(es)
+	if got, chain, inChain := dbLinks(t, db, linear.ID); !slices.Equal(got, refLinks(r2)) || chain != 5 || inChain != 0 {
+		t.Fatalf("linear session after it branched (chain %d, %d rows in it):\n got %v\nwant %v", chain, inChain, got, refLinks(r2))
+	}
+	checkPages(t, db, linear.ID, r2, "upgraded linear session, branched")
 	// The list still pages with the indexes back.
 	if page, _, err := db.ListSessions(ctx, core.ListQuery{}); err != nil || len(page) != 4 {
 		t.Fatalf("list after the upgrade: %d sessions, %v", len(page), err)
+	}
+}
+
+func countLinks(t *testing.T, db *storage.DB, sid string) int {
+	t.Helper()
+	var n int
+	if err := db.SQL().QueryRow(`SELECT count(*) FROM entry_links WHERE session_id = ?`, sid).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestUnbranchedSessionsWriteNoLinks checks that entry_links costs a
+// session nothing until it branches: appends at the head, a head moved
+// back without an append, and a restore of such a session write no row.
+func TestUnbranchedSessionsWriteNoLinks(t *testing.T) {
+	ctx := context.Background()
+	db := storagetest.Open(t)
+	other := storagetest.Open(t)
+	s := newSession(t, db)
+	es := mustAppend(t, db, s.ID, user("u1"), assistant("a1"))
+	mustAppend(t, db, s.ID, tool("t1"), user("u2"))
+	if _, err := db.AppendTo(ctx, s.ID, es[len(es)-1].ID); err != nil { // nothing to add
+		t.Fatal(err)
+	}
+	if err := db.MoveHead(ctx, s.ID, es[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	d, err := db.Dump(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Restore(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if n, m := countLinks(t, db, s.ID), countLinks(t, other, s.ID); n != 0 || m != 0 {
+		t.Fatalf("a session that never branched has %d rows (%d restored), want none", n, m)
+	}
+	// Its first branch records the chain of 4 and one row.
+	if _, err := db.Append(ctx, s.ID, assistant("a1'")); err != nil {
+		t.Fatal(err)
+	}
+	if n := countLinks(t, db, s.ID); n != 2 {
+		t.Fatalf("after the first branch: %d rows, want the chain's and the new entry's", n)
 	}
 }
 

@@ -348,14 +348,17 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 			}
 		}
 		seq++
-		if branches {
+		if branches || st.branched { // entry_links rows (links.go)
+			if lk == nil && !w.db.noLinks.Load() {
+				lk = newLinker(w.q, sessionID)
+			}
+			if !st.branched {
+				lk.branch(seq - 1)
+			}
+			if err := lk.add(ctx, seq, parentSeq); err != nil {
+				return nil, err
+			}
 			st.branched = true
-		}
-		if lk == nil {
-			lk = newLinker(w.q, sessionID)
-		}
-		if err := lk.add(ctx, seq, parentSeq); err != nil {
-			return nil, err
 		}
 		w.db.fire("entry.insert") // indexed for search by the indexer after the commit (searchindex.go)
 		out = append(out, e)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"hash/fnv"
 	"io"
 	"path/filepath"
 	"sort"
@@ -60,7 +61,7 @@ func (it rolloutItem) text() string {
 // know ahead (the session id, which turns carry a user message), the second
 // maps it.
 func (h *Host) ImportStream(ctx context.Context, path string, sink core.ImportSink, progress func(done, total int64)) (core.ImportedSession, error) {
-	m := &rolloutMapper{turnsWithUser: map[string]bool{}, legacyMessages: true}
+	m := &rolloutMapper{turnsWithUser: map[uint64]bool{}, legacyMessages: true}
 	var records, other int
 	err := eachRolloutLine(ctx, path, nil, func(_ int, t []byte) error {
 		if !isRolloutLine(t) {
@@ -152,8 +153,8 @@ func isRolloutLine(line []byte) bool {
 // rolloutMapper holds the state of one mapping pass.
 type rolloutMapper struct {
 	b              core.ImportBatcher
-	id, cwd        string // the session_meta the first pass found last
-	turnsWithUser  map[string]bool
+	id, cwd        string          // the session_meta the first pass found last
+	turnsWithUser  map[uint64]bool // by turnKey: a set as long as the thread's turns, 8 bytes a key
 	legacyMessages bool
 	lastTotal      *int64
 	turnStartTotal *int64
@@ -172,7 +173,7 @@ type pendingCompaction struct {
 
 // mapRollout maps the lines of a rollout file held in memory (tests).
 func mapRollout(lines [][]byte) core.ImportedSession {
-	m := &rolloutMapper{turnsWithUser: map[string]bool{}, legacyMessages: true}
+	m := &rolloutMapper{turnsWithUser: map[uint64]bool{}, legacyMessages: true}
 	for _, raw := range lines {
 		m.scan(raw)
 	}
@@ -218,7 +219,7 @@ func (m *rolloutMapper) scan(raw []byte) {
 	_ = json.Unmarshal(ev.Item, &it)
 	switch it.Type {
 	case "UserMessage":
-		m.turnsWithUser[ev.TurnID] = true
+		m.turnsWithUser[turnKey(ev.TurnID)] = true
 		m.legacyMessages = false
 	case "AgentMessage":
 		m.legacyMessages = false
@@ -379,7 +380,7 @@ func (m *rolloutMapper) fileChange(id string, item json.RawMessage) {
 // compaction reports one compaction, merged with a pending compacted line.
 func (m *rolloutMapper) compaction(nativeID, turn string, itemRaw json.RawMessage) {
 	c := core.Compacted{Harness: Harness, Trigger: core.TriggerManual, NativeID: nativeID, Estimated: true}
-	if m.turnsWithUser[turn] {
+	if m.turnsWithUser[turnKey(turn)] {
 		c.Trigger = core.TriggerAuto
 	}
 	raw := map[string]json.RawMessage{"item": itemRaw}
@@ -453,6 +454,14 @@ func (m *rolloutMapper) responseItem(payload json.RawMessage) {
 		}
 		m.add(core.KindToolCompleted, p.CallID+":completed", pl)
 	}
+}
+
+// turnKey is a 64-bit FNV-1a hash of a turn id: the first pass keeps the
+// turns that carry a user message by it rather than by the id.
+func turnKey(id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return h.Sum64()
 }
 
 func title(s string) string {

@@ -59,10 +59,11 @@ var quiet = map[string]bool{
 	"compaction/prune": true,
 }
 
-// node is one message on the session surface (what the model sees).
+// node is one message on the session surface (what the model sees). Its
+// native id is the mapper's nativeID(seq): only the seq is kept, so the
+// surface costs 8 bytes a message on a long session.
 type node struct {
 	seq int64
-	id  string
 }
 
 // bracket is an open compaction/start … compaction/end.
@@ -193,8 +194,8 @@ func (m *mapper) setModel(provider, model string) {
 // resolved by position on the current surface, so a replace can cover an
 // earlier replacement. When they name no node, they are read as surface
 // indices. An op that resolves to nothing appends and says so.
-func (m *mapper) applySurface(ev Event, id string) (replaced []string, unresolved bool) {
-	n := node{seq: ev.First(), id: id}
+func (m *mapper) applySurface(ev Event) (replaced []string, unresolved bool) {
+	n := node{seq: ev.First()}
 	var op struct {
 		Op    string `json:"op"`
 		Start int64  `json:"start"`
@@ -222,7 +223,7 @@ func (m *mapper) applySurface(ev Event, id string) (replaced []string, unresolve
 		}
 	}
 	for _, s := range m.surface[i : j+1] {
-		replaced = append(replaced, s.id)
+		replaced = append(replaced, m.nativeID(s.seq))
 	}
 	rest := append([]node{n}, m.surface[j+1:]...)
 	m.surface = append(m.surface[:i], rest...)
@@ -278,7 +279,7 @@ type messageSource struct {
 
 func (m *mapper) userMessage(ev Event) {
 	id := m.nativeID(ev.First())
-	replaced, unresolved := m.applySurface(ev, id)
+	replaced, unresolved := m.applySurface(ev)
 	var d struct {
 		Content []contentBlock `json:"content"`
 		Source  messageSource  `json:"source"`
@@ -338,7 +339,7 @@ func (m *mapper) userMessage(ev Event) {
 
 func (m *mapper) assistantMessage(ev Event) {
 	id := m.nativeID(ev.First())
-	replaced, _ := m.applySurface(ev, id)
+	replaced, _ := m.applySurface(ev)
 	var d struct {
 		Message struct {
 			Content []contentBlock `json:"content"`
@@ -382,7 +383,7 @@ func (m *mapper) assistantMessage(ev Event) {
 
 func (m *mapper) toolResult(ev Event) {
 	id := m.nativeID(ev.First())
-	replaced, _ := m.applySurface(ev, id)
+	replaced, _ := m.applySurface(ev)
 	var d struct {
 		ToolCallID string `json:"toolCallId"`
 		CallID     string `json:"callId"`

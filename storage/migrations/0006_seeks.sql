@@ -14,13 +14,17 @@ CREATE INDEX sessions_harness_list ON sessions (harness, archived, updated_at, i
 -- its parent's jump target's own target when the parent's two jumps span
 -- equal depths, else to its parent). Following jumps while they stay at or
 -- above a seq finds the newest ancestor below that seq in O(log depth)
--- seeks, because seqs grow from parent to child. Rows are only ever added,
--- one per entry, in the transaction that adds the entry (storage's linker,
--- on append and restore). An entry whose parent is missing, of another
--- session, not older, or itself without a row gets no row; readers then walk
--- the parent links as before, which names the problem. Entries recorded
--- before this migration get their rows from the Go step that runs with it
--- (storage.backfillLinks).
+-- seeks, because seqs grow from parent to child. A session's entries
+-- before it first branched are one chain (the entry at seq s has parent
+-- s-1 and depth s-1), so their rows are implicit and none is written: the
+-- row at seq 0 of a branched session holds the length of that chain in
+-- jump_seq, and each later entry gets its row in the transaction that adds
+-- it (storage's linker, on append and restore). A session that never
+-- branched has no rows. An entry whose parent is missing, of another
+-- session, not older, or itself without a row gets no row; readers then
+-- walk the parent links as before, which names the problem. The sessions
+-- that branched before this migration get a row for every entry from the
+-- Go step that runs with it (storage.backfillLinks).
 CREATE TABLE entry_links (
     session_id TEXT NOT NULL,
     seq        INTEGER NOT NULL,
