@@ -157,18 +157,77 @@ func (w *txWriter) trackWindow(ctx context.Context, sessionID, prevHead string, 
 		if err := ensureItems(ctx, w.db, w.q); err != nil {
 			return err
 		}
-		found, err := loadItems(ctx, w.db, w.q, sessionID, &stored)
-		if err != nil {
-			return err
+		cached, ok := recentLists(w.db, sessionID, prevHead)
+		if ok && prevHead != "" {
+			stored = cached
+		} else {
+			found, err := loadItems(ctx, w.db, w.q, sessionID, &stored)
+			if err != nil {
+				return err
+			}
+			ok = found
 		}
-		if prevHead != "" && found {
+		if prevHead != "" && ok {
 			win.Decisions, win.Files, win.LastCheckpointDecisions = stored.Decisions, stored.Files, stored.LastCheckpointDecisions
 		}
 	}
 	for _, e := range out {
 		checkpoint.Track(&win, e)
 	}
-	return saveWindow(ctx, w.db, w.q, sessionID, win, stored, lists)
+	if err := saveWindow(ctx, w.db, w.q, sessionID, win, stored, lists); err != nil {
+		return err
+	}
+	if lists {
+		keepLists(w.db, sessionID, win)
+	}
+	return nil
+}
+
+// listCache keeps, per database, the evidence lists last written for a few
+// sessions, by the head they describe, so that a session recording
+// evidence does not read its lists back on every append. An entry is used
+// only when its head is the head an append hangs under, so one left by a
+// transaction that rolled back is never used. Lists only grow by appending
+// (a boundary replaces them), so sharing their arrays is safe.
+var listCache sync.Map // *DB -> *sessionLists
+
+type sessionLists struct {
+	mu    sync.Mutex
+	order []string // least recent first
+	m     map[string]core.Window
+}
+
+const listCacheSessions = 32
+
+func recentLists(db *DB, sessionID, head string) (core.Window, bool) {
+	v, ok := listCache.Load(db)
+	if !ok {
+		return core.Window{}, false
+	}
+	c := v.(*sessionLists)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, ok := c.m[sessionID]
+	if !ok || w.HeadID != head {
+		return core.Window{}, false
+	}
+	return w, true
+}
+
+func keepLists(db *DB, sessionID string, win core.Window) {
+	v, _ := listCache.LoadOrStore(db, &sessionLists{m: map[string]core.Window{}})
+	c := v.(*sessionLists)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i := slices.Index(c.order, sessionID); i >= 0 {
+		c.order = slices.Delete(c.order, i, i+1)
+	}
+	c.order = append(c.order, sessionID)
+	c.m[sessionID] = core.Window{HeadID: win.HeadID, Decisions: win.Decisions, Files: win.Files, LastCheckpointDecisions: win.LastCheckpointDecisions}
+	if len(c.order) > listCacheSessions {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
 }
 
 // saveWindow writes win's state and, with lists, its evidence lists as
