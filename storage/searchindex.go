@@ -643,27 +643,6 @@ func (db *DB) checkIndex(ctx context.Context) error {
 	return nil
 }
 
-// SearchIndexState reports how far the search index has got: the rowid of
-// the last entry it covers and the record's newest rowid. For tests and
-// diagnostics.
-func (db *DB) SearchIndexState(ctx context.Context) (indexedTo, recordHead int64, err error) {
-	if err := db.search.w.QueryRowContext(ctx, `SELECT indexed_to FROM search_state`).Scan(&indexedTo); err != nil {
-		return 0, 0, fmt.Errorf("storage: search index: %w", err)
-	}
-	head, err := db.recordHead(ctx)
-	return indexedTo, head, err
-}
-
-// SearchIndexRows counts the rows of the search index (entries with text
-// that it covers). For tests and diagnostics.
-func (db *DB) SearchIndexRows(ctx context.Context) (int, error) {
-	var n int
-	if err := db.search.w.QueryRowContext(ctx, `SELECT count(*) FROM entry_search_docsize`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("storage: search index: %w", err)
-	}
-	return n, nil
-}
-
 func (db *DB) fireIndex(point string) {
 	if db.indexHook != nil {
 		db.indexHook(point)
