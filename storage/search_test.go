@@ -629,3 +629,31 @@ func TestTwoProcessesIndexTheSameRecord(t *testing.T) {
 		t.Fatalf("after two processes: %+v; want 4000 entries, each indexed once", c)
 	}
 }
+
+// TestSearchReplacesAnUnreadableIndex: an index file SQLite cannot read
+// (here: not a database at all) is derived data; it is replaced and rebuilt.
+func TestSearchReplacesAnUnreadableIndex(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	db, err := storage.Open(ctx, path, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSession(t, db)
+	mustAppend(t, db, s.ID, user("a stubborn wolverine"))
+	db.Close()
+	for _, suffix := range []string{"-search-wal", "-search-shm"} {
+		_ = os.Remove(path + suffix)
+	}
+	if err := os.WriteFile(path+"-search", []byte(strings.Repeat("this is not a database file ", 400)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err = storage.Open(ctx, path, storage.Options{})
+	if err != nil {
+		t.Fatalf("open with an unreadable index file: %v", err)
+	}
+	defer db.Close()
+	if p := search(t, db, core.SearchQuery{Query: "wolverine"}); len(p.Hits) != 1 {
+		t.Fatalf("wolverine: %d hits after the index was replaced, want 1", len(p.Hits))
+	}
+}

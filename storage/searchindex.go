@@ -109,16 +109,17 @@ func (db *DB) openSearch(ctx context.Context) error {
 	if err := ix.open(ctx, db); err != nil {
 		// The index is derived data: a file SQLite cannot read is
 		// replaced, once.
+		ix.close()
 		if !errors.Is(err, sqlite3.NOTADB) && !errors.Is(err, sqlite3.CORRUPT) {
 			return err
 		}
-		ix.close()
 		for _, p := range []string{ix.path, ix.path + "-wal", ix.path + "-shm"} {
 			if rerr := os.Remove(p); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 				return fmt.Errorf("storage: replace unreadable search index %s: %w (after %w)", ix.path, rerr, err)
 			}
 		}
 		if err := ix.open(ctx, db); err != nil {
+			ix.close()
 			return err
 		}
 	}
