@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -34,19 +35,38 @@ func registerExtensions(c *sqlite3.Conn) error {
 		if err := api.CreateFunction("bridge_snippet", snippetFunc); err != nil {
 			return err
 		}
-		return api.CreateFunction("bridge_phrase", func(fts fts5.Context, ctx sqlite3.Context, _ ...sqlite3.Value) {
-			hits, err := fts.PhraseIter(0)
-			if err != nil {
-				ctx.ResultError(err)
-				return
-			}
-			for range hits {
-				ctx.ResultInt(1)
-				return
-			}
-			ctx.ResultInt(0)
-		})
+		return api.CreateFunction("bridge_phrase", phraseFunc)
 	})
+}
+
+// phraseFunc is bridge_phrase(entry_search): 1 when the row holds the
+// query's phrases one right after the other (the words the user typed, as
+// typed), else 0. Asked per matching row; the query itself only asks for
+// every word (`"a" AND "b"`), which costs FTS5 less than also matching the
+// phrase (`"a b" OR ("a" AND "b")`: a third doclist scan for bm25 and a
+// position check in the main pass).
+func phraseFunc(fts fts5.Context, ctx sqlite3.Context, _ ...sqlite3.Value) {
+	var ends, next []int // token offsets where the chain so far ends
+	for i := 0; i < fts.PhraseCount(); i++ {
+		hits, err := fts.PhraseIter(i)
+		if err != nil {
+			ctx.ResultError(err)
+			return
+		}
+		size := fts.PhraseSize(i)
+		next = next[:0]
+		for col, off := range hits {
+			if col == 0 && (i == 0 || slices.Contains(ends, off)) {
+				next = append(next, off+size)
+			}
+		}
+		if len(next) == 0 {
+			ctx.ResultInt(0)
+			return
+		}
+		ends, next = next, ends
+	}
+	ctx.ResultInt(1)
 }
 
 // searchKinds are the kinds whose text is indexed. Bookkeeping kinds
@@ -275,8 +295,8 @@ func searchError(query string, err error) error {
 
 // ftsQuery turns user input into an FTS5 expression. Plain words become
 // quoted terms (so "file.go" or "don't" need no escaping), joined as
-// `"a b" OR ("a" AND "b")`, and phrased is true: rows matching the first
-// phrase (the words together, in order) rank first. Input using FTS5 syntax
+// `"a" AND "b"`, and phrased is true: rows holding the words together, in
+// order, rank first (bridge_phrase). Input using FTS5 syntax
 // is passed through unchanged.
 func ftsQuery(in string) (match string, phrased bool, err error) {
 	s := strings.TrimSpace(in)
@@ -294,7 +314,7 @@ func ftsQuery(in string) (match string, phrased bool, err error) {
 		if len(words) == 1 {
 			return quoted[0], false, nil
 		}
-		return `"` + strings.Join(words, " ") + `" OR (` + strings.Join(quoted, " AND ") + `)`, true, nil
+		return strings.Join(quoted, " AND "), true, nil
 	}
 	return s, false, nil
 }

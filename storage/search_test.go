@@ -581,9 +581,14 @@ func TestSearchInAFolderWithAnAwkwardName(t *testing.T) {
 	}
 	defer db.Close()
 	s := newSession(t, db)
-	mustAppend(t, db, s.ID, user("a capybara in the folder"))
+	mustAppend(t, db, s.ID, user("a capybara in the folder"),
+		core.NewEntry{Kind: core.KindSessionStatus, Payload: core.Payload(map[string]string{"status": "idle capybara"})})
 	if p := search(t, db, core.SearchQuery{Query: "capybara", Harness: "claude-code"}); len(p.Hits) != 1 {
-		t.Fatalf("capybara: %d hits, want 1", len(p.Hits))
+		t.Fatalf("capybara: %d hits, want 1 (a status entry has no searchable text)", len(p.Hits))
+	}
+	// The index covers the status entry too (its mark passed it), without a row.
+	if c := storagetest.ReadIndexCounts(t, path); !c.Complete() || c.Rows != 1 || c.Entries != 2 {
+		t.Fatalf("index: %+v", c)
 	}
 	for _, p := range []string{path + "-search", path + "-search-wal", path + "-search-shm"} {
 		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
@@ -622,5 +627,33 @@ func TestTwoProcessesIndexTheSameRecord(t *testing.T) {
 	}
 	if c := storagetest.ReadIndexCounts(t, path); !c.Complete() || c.Entries != 2*40*50 || c.Rows != c.Entries {
 		t.Fatalf("after two processes: %+v; want 4000 entries, each indexed once", c)
+	}
+}
+
+// TestSearchReplacesAnUnreadableIndex: an index file SQLite cannot read
+// (here: not a database at all) is derived data; it is replaced and rebuilt.
+func TestSearchReplacesAnUnreadableIndex(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	db, err := storage.Open(ctx, path, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSession(t, db)
+	mustAppend(t, db, s.ID, user("a stubborn wolverine"))
+	db.Close()
+	for _, suffix := range []string{"-search-wal", "-search-shm"} {
+		_ = os.Remove(path + suffix)
+	}
+	if err := os.WriteFile(path+"-search", []byte(strings.Repeat("this is not a database file ", 400)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err = storage.Open(ctx, path, storage.Options{})
+	if err != nil {
+		t.Fatalf("open with an unreadable index file: %v", err)
+	}
+	defer db.Close()
+	if p := search(t, db, core.SearchQuery{Query: "wolverine"}); len(p.Hits) != 1 {
+		t.Fatalf("wolverine: %d hits after the index was replaced, want 1", len(p.Hits))
 	}
 }

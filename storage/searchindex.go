@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,16 +109,17 @@ func (db *DB) openSearch(ctx context.Context) error {
 	if err := ix.open(ctx, db); err != nil {
 		// The index is derived data: a file SQLite cannot read is
 		// replaced, once.
+		ix.close()
 		if !errors.Is(err, sqlite3.NOTADB) && !errors.Is(err, sqlite3.CORRUPT) {
 			return err
 		}
-		ix.close()
 		for _, p := range []string{ix.path, ix.path + "-wal", ix.path + "-shm"} {
 			if rerr := os.Remove(p); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 				return fmt.Errorf("storage: replace unreadable search index %s: %w (after %w)", ix.path, rerr, err)
 			}
 		}
 		if err := ix.open(ctx, db); err != nil {
+			ix.close()
 			return err
 		}
 	}
@@ -450,6 +453,16 @@ func (ix *searchIndex) isCaughtUp(ctx context.Context, db *DB) bool {
 	return to >= head
 }
 
+// searchKindList is searchKinds as an SQL list of string literals.
+var searchKindList = func() string {
+	var ks []string
+	for k := range searchKinds {
+		ks = append(ks, "'"+sqlQuote(string(k))+"'")
+	}
+	sort.Strings(ks)
+	return strings.Join(ks, ", ")
+}()
+
 type pendingEntry struct {
 	rowid int64
 	id    string
@@ -470,10 +483,13 @@ func (db *DB) indexBatch(ctx context.Context, target int64) (done bool, err erro
 	}
 	// Read the batch from the record (a read transaction: the record's
 	// writer is not held up).
-	query := `SELECT rowid, id, kind, payload FROM entries WHERE rowid > ? ORDER BY rowid LIMIT ?`
+	// Payloads of kinds without searchable text (raw harness events can be
+	// large) are not read.
+	cols := `SELECT rowid, id, kind, CASE WHEN kind IN (` + searchKindList + `) THEN payload END FROM entries`
+	query := cols + ` WHERE rowid > ? ORDER BY rowid LIMIT ?`
 	args := []any{from, indexBatchEntries}
 	if target > 0 {
-		query = `SELECT rowid, id, kind, payload FROM entries WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?`
+		query = cols + ` WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?`
 		args = []any{from, target, indexBatchEntries}
 	}
 	var batch []pendingEntry
@@ -626,27 +642,6 @@ func (db *DB) checkIndex(ctx context.Context) error {
 		return fmt.Errorf("storage: search index: reset: %w", err)
 	}
 	return nil
-}
-
-// SearchIndexState reports how far the search index has got: the rowid of
-// the last entry it covers and the record's newest rowid. For tests and
-// diagnostics.
-func (db *DB) SearchIndexState(ctx context.Context) (indexedTo, recordHead int64, err error) {
-	if err := db.search.w.QueryRowContext(ctx, `SELECT indexed_to FROM search_state`).Scan(&indexedTo); err != nil {
-		return 0, 0, fmt.Errorf("storage: search index: %w", err)
-	}
-	head, err := db.recordHead(ctx)
-	return indexedTo, head, err
-}
-
-// SearchIndexRows counts the rows of the search index (entries with text
-// that it covers). For tests and diagnostics.
-func (db *DB) SearchIndexRows(ctx context.Context) (int, error) {
-	var n int
-	if err := db.search.w.QueryRowContext(ctx, `SELECT count(*) FROM entry_search_docsize`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("storage: search index: %w", err)
-	}
-	return n, nil
 }
 
 func (db *DB) fireIndex(point string) {

@@ -5,6 +5,7 @@ package storagetest
 import (
 	"context"
 	"database/sql"
+	"net/url"
 	"path/filepath"
 	"testing"
 
@@ -63,13 +64,14 @@ func (c IndexCounts) Complete() bool {
 // runs and nothing is caught up first).
 func ReadIndexCounts(tb testing.TB, path string) IndexCounts {
 	tb.Helper()
-	q, err := sql.Open("sqlite3", "file:"+path+"-search")
+	uri := func(p string) string { return (&url.URL{Scheme: "file", OmitHost: true, Path: p}).String() }
+	q, err := sql.Open("sqlite3", uri(path+"-search"))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer q.Close()
 	q.SetMaxOpenConns(1)
-	if _, err := q.Exec(`ATTACH DATABASE ? AS rec`, "file:"+path); err != nil {
+	if _, err := q.Exec(`ATTACH DATABASE ? AS rec`, uri(path)); err != nil {
 		tb.Fatalf("storagetest: attach the record: %v", err)
 	}
 	var c IndexCounts
