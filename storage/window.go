@@ -157,18 +157,77 @@ func (w *txWriter) trackWindow(ctx context.Context, sessionID, prevHead string, 
 		if err := ensureItems(ctx, w.db, w.q); err != nil {
 			return err
 		}
-		found, err := loadItems(ctx, w.db, w.q, sessionID, &stored)
-		if err != nil {
-			return err
+		cached, ok := recentLists(w.db, sessionID, prevHead)
+		if ok && prevHead != "" {
+			stored = cached
+		} else {
+			found, err := loadItems(ctx, w.db, w.q, sessionID, &stored)
+			if err != nil {
+				return err
+			}
+			ok = found
 		}
-		if prevHead != "" && found {
+		if prevHead != "" && ok {
 			win.Decisions, win.Files, win.LastCheckpointDecisions = stored.Decisions, stored.Files, stored.LastCheckpointDecisions
 		}
 	}
 	for _, e := range out {
 		checkpoint.Track(&win, e)
 	}
-	return saveWindow(ctx, w.db, w.q, sessionID, win, stored, lists)
+	if err := saveWindow(ctx, w.db, w.q, sessionID, win, stored, lists); err != nil {
+		return err
+	}
+	if lists {
+		keepLists(w.db, sessionID, win)
+	}
+	return nil
+}
+
+// listCache keeps, per database, the evidence lists last written for a few
+// sessions, by the head they describe, so that a session recording
+// evidence does not read its lists back on every append. An entry is used
+// only when its head is the head an append hangs under, so one left by a
+// transaction that rolled back is never used. Lists only grow by appending
+// (a boundary replaces them), so sharing their arrays is safe.
+var listCache sync.Map // *DB -> *sessionLists
+
+type sessionLists struct {
+	mu    sync.Mutex
+	order []string // least recent first
+	m     map[string]core.Window
+}
+
+const listCacheSessions = 32
+
+func recentLists(db *DB, sessionID, head string) (core.Window, bool) {
+	v, ok := listCache.Load(db)
+	if !ok {
+		return core.Window{}, false
+	}
+	c := v.(*sessionLists)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, ok := c.m[sessionID]
+	if !ok || w.HeadID != head {
+		return core.Window{}, false
+	}
+	return w, true
+}
+
+func keepLists(db *DB, sessionID string, win core.Window) {
+	v, _ := listCache.LoadOrStore(db, &sessionLists{m: map[string]core.Window{}})
+	c := v.(*sessionLists)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i := slices.Index(c.order, sessionID); i >= 0 {
+		c.order = slices.Delete(c.order, i, i+1)
+	}
+	c.order = append(c.order, sessionID)
+	c.m[sessionID] = core.Window{HeadID: win.HeadID, Decisions: win.Decisions, Files: win.Files, LastCheckpointDecisions: win.LastCheckpointDecisions}
+	if len(c.order) > listCacheSessions {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
 }
 
 // saveWindow writes win's state and, with lists, its evidence lists as
@@ -267,51 +326,16 @@ func (db *DB) Window(ctx context.Context, sessionID string) (core.Window, error)
 }
 
 // rebuildWindow computes the summary of the active branch: it walks back
-// from the head to the newest boundary, then on (keeping nothing) until it
-// knows the model, the effort and the newest checkpoint before the
-// boundary, or reaches the root; then it folds the entries from the
-// boundary to the head in order. On a session that never branched the
-// entries are read again forwards in batches (memory stays flat); on a
-// branched one the walk keeps them.
+// from the head to the newest boundary, then on until it knows the model,
+// the effort and the newest checkpoint before the boundary, or reaches the
+// root; then it folds the entries from the boundary to the head in order.
+// On a session that never branched the walk reads ids, links and kinds only
+// (the payloads of the few entries it needs one by one) and the window is
+// read forwards in batches, so memory stays flat; on a branched one the
+// walker keeps the window's entries.
 func rebuildWindow(ctx context.Context, q querier, sessionID string, st sessionState) (core.Window, error) {
-	var kept []core.Entry
-	var before core.Window // the facts a boundary carries over
-	var low int64          // seq of the oldest entry of the window
-	keep, inWindow, haveCheckpoint := false, true, false
-	visit := func(e core.Entry) bool {
-		if inWindow {
-			low = e.Seq
-			if keep {
-				kept = append(kept, e)
-			}
-			if e.Kind == core.KindCompaction {
-				inWindow = false
-			}
-			return true
-		}
-		var one core.Window
-		switch e.Kind {
-		case core.KindModelChanged:
-			if before.Model == "" {
-				checkpoint.Track(&one, e)
-				before.Model = one.Model
-			}
-		case core.KindEffortChanged:
-			if before.Effort == "" {
-				checkpoint.Track(&one, e)
-				before.Effort = one.Effort
-			}
-		case core.KindCheckpoint:
-			if !haveCheckpoint {
-				haveCheckpoint = true
-				checkpoint.Track(&one, e)
-				before.LastCheckpointID, before.LastCheckpointDecisions = one.LastCheckpointID, one.LastCheckpointDecisions
-			}
-		}
-		return before.Model == "" || before.Effort == "" || !haveCheckpoint
-	}
 	if !st.branched && st.headSeq.Valid {
-		ok, err := scanChain(ctx, q, sessionID, st.headID, st.headSeq.Int64, 1024, visit)
+		before, low, ok, err := scanBack(ctx, q, sessionID, st.headID, st.headSeq.Int64)
 		if err != nil {
 			return core.Window{}, err
 		}
@@ -321,8 +345,18 @@ func rebuildWindow(ctx context.Context, q querier, sessionID string, st sessionS
 			return win, err
 		}
 	}
-	kept, before, keep, inWindow, haveCheckpoint = nil, core.Window{}, true, true, false
-	if err := newWalker(q, sessionID).walk(ctx, st.headID, true, 1024, visit); err != nil {
+	var kept []core.Entry
+	var before core.Window
+	inWindow := true
+	err := newWalker(q, sessionID).walk(ctx, st.headID, true, 1024, func(e core.Entry) bool {
+		if inWindow {
+			kept = append(kept, e)
+			inWindow = e.Kind != core.KindCompaction
+			return true
+		}
+		return carried(&before, e)
+	})
+	if err != nil {
 		return core.Window{}, err
 	}
 	win := before
@@ -330,6 +364,97 @@ func rebuildWindow(ctx context.Context, q querier, sessionID string, st sessionS
 		checkpoint.Track(&win, kept[i])
 	}
 	return win, nil
+}
+
+// carried notes in before what an entry older than the boundary carries
+// over it (the newest model, effort and checkpoint); it reports whether
+// older entries may still matter.
+func carried(before *core.Window, e core.Entry) bool {
+	var one core.Window
+	switch e.Kind {
+	case core.KindModelChanged:
+		if before.Model == "" {
+			checkpoint.Track(&one, e)
+			before.Model = one.Model
+		}
+	case core.KindEffortChanged:
+		if before.Effort == "" {
+			checkpoint.Track(&one, e)
+			before.Effort = one.Effort
+		}
+	case core.KindCheckpoint:
+		if before.LastCheckpointID == "" {
+			checkpoint.Track(&one, e)
+			before.LastCheckpointID, before.LastCheckpointDecisions = one.LastCheckpointID, one.LastCheckpointDecisions
+		}
+	}
+	return before.Model == "" || before.Effort == "" || before.LastCheckpointID == ""
+}
+
+// kindLinksSQL reads a session's entry links and kinds newest first from a seq
+// down (no payloads).
+const kindLinksSQL = `SELECT id, parent_id, seq, kind FROM entries WHERE session_id = ? AND seq <= ? ORDER BY seq DESC LIMIT ?`
+
+// scanBack walks an unbranched session back from its head by the
+// (session_id, seq) index, checking that each row is the parent of the one
+// before and that the chain ends at a root (ok is false otherwise: the
+// caller walks by parent links, which names the problem). It returns the
+// seq of the newest boundary (of the root when there is none) and what the
+// entries older than it carry over it.
+func scanBack(ctx context.Context, q querier, sessionID, headID string, headSeq int64) (before core.Window, low int64, ok bool, err error) {
+	const batch = 4096
+	want, upper := headID, headSeq
+	inWindow := true
+	for {
+		rows, err := q.QueryContext(ctx, kindLinksSQL, sessionID, upper, batch)
+		if err != nil {
+			return core.Window{}, 0, false, fmt.Errorf("storage: read session %s: %w", sessionID, err)
+		}
+		type link struct {
+			id, parent string
+			seq        int64
+			kind       core.Kind
+		}
+		var page []link
+		for rows.Next() {
+			var l link
+			var parent sql.NullString
+			if err := rows.Scan(&l.id, &parent, &l.seq, &l.kind); err != nil {
+				rows.Close()
+				return core.Window{}, 0, false, fmt.Errorf("storage: read session %s: %w", sessionID, err)
+			}
+			l.parent = parent.String
+			page = append(page, l)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return core.Window{}, 0, false, fmt.Errorf("storage: read session %s: %w", sessionID, err)
+		}
+		for _, l := range page {
+			if l.id != want {
+				return core.Window{}, 0, false, nil
+			}
+			want, upper = l.parent, l.seq-1
+			if inWindow {
+				low = l.seq
+				inWindow = l.kind != core.KindCompaction
+			} else if l.kind == core.KindModelChanged || l.kind == core.KindEffortChanged || l.kind == core.KindCheckpoint {
+				var r entryRow
+				if err := q.QueryRowContext(ctx, `SELECT `+entryCols+` FROM entries WHERE id = ?`, l.id).Scan(r.dest()...); err != nil {
+					return core.Window{}, 0, false, fmt.Errorf("storage: read session %s: %w", sessionID, err)
+				}
+				if !carried(&before, r.entry()) {
+					return before, low, true, nil
+				}
+			}
+			if want == "" {
+				return before, low, true, nil // the root
+			}
+		}
+		if len(page) < batch {
+			return core.Window{}, 0, false, nil // ran out before a root
+		}
+	}
 }
 
 // rangeSQL reads a session's entries oldest first in a seq range.

@@ -38,7 +38,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+	// Built as README says editors should ship it: static (no cgo).
+	build := exec.Command("go", "build", "-o", binPath, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "building bridge: %v\n%s", err, out)
 		os.Exit(1)
