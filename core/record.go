@@ -213,20 +213,24 @@ const (
 
 // Session is the head record of one conversation with one harness.
 type Session struct {
-	ID                 string    `json:"sessionId"`
-	Harness            string    `json:"harness"`
-	Cwd                string    `json:"cwd,omitempty"`
-	Title              string    `json:"title,omitempty"`
-	Preset             string    `json:"preset,omitempty"`
-	Model              string    `json:"model,omitempty"`
-	Effort             string    `json:"effort,omitempty"`
-	NativeSessionID    string    `json:"nativeSessionId,omitempty"`
-	HeadID             string    `json:"headId,omitempty"`
-	RestoreMode        string    `json:"restoreMode,omitempty"`
-	LatestCheckpointID string    `json:"latestCheckpointId,omitempty"`
-	Archived           bool      `json:"archived"`
-	CreatedAt          time.Time `json:"createdAt"`
-	UpdatedAt          time.Time `json:"updatedAt"`
+	ID                 string `json:"sessionId"`
+	Harness            string `json:"harness"`
+	Cwd                string `json:"cwd,omitempty"`
+	Title              string `json:"title,omitempty"`
+	Preset             string `json:"preset,omitempty"`
+	Model              string `json:"model,omitempty"`
+	Effort             string `json:"effort,omitempty"`
+	NativeSessionID    string `json:"nativeSessionId,omitempty"`
+	HeadID             string `json:"headId,omitempty"`
+	RestoreMode        string `json:"restoreMode,omitempty"`
+	LatestCheckpointID string `json:"latestCheckpointId,omitempty"`
+	Archived           bool   `json:"archived"`
+	// LastStatus is the status of the session's newest session.status
+	// entry ("stopped", "suspended", …; "" when there is none), kept by the
+	// store.
+	LastStatus string    `json:"lastStatus,omitempty"`
+	CreatedAt  time.Time `json:"createdAt"`
+	UpdatedAt  time.Time `json:"updatedAt"`
 }
 
 // SessionPatch changes head fields of a session; nil fields are left alone.

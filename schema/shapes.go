@@ -34,6 +34,7 @@ var Shapes = map[reflect.Type]Shape{
 	reflect.TypeFor[CompactionTrigger]():     enum(TriggerManual, TriggerAuto, TriggerUnknown),
 	reflect.TypeFor[RestoreMode]():           enum(ModeHot, ModeNative, ModeCheckpointRestored, ModeFresh),
 	reflect.TypeFor[ResumeRequestMode]():     enum(ResumeFresh),
+	reflect.TypeFor[SessionStatus]():         enum(StatusLive, StatusSuspended, StatusEnded, StatusIdle),
 	reflect.TypeFor[CompactedBy]():           enum(CompactedByHarness, CompactedByBridge),
 	reflect.TypeFor[Provenance]():            enum(ProvenanceAgent, ProvenanceController, ProvenanceReconstructed),
 	reflect.TypeFor[CheckpointReason]():      enum(CheckpointReasons...),

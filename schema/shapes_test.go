@@ -31,7 +31,7 @@ var shapes = map[string]string{
 	"Entry":                        "id sessionId parentId? seq kind payload createdAt | nativeId? tokenEstimate?",
 	"SessionListParams":            "cursor? | limit? harness? includeArchived?",
 	"SessionListResult":            "items nextCursor?",
-	"SessionListItem":              "sessionId harness title? cwd? archived updatedAt | createdAt? preset? model? nativeSessionId? restoreMode?",
+	"SessionListItem":              "sessionId harness title? cwd? archived updatedAt | createdAt? preset? model? nativeSessionId? restoreMode? status",
 	"SessionResumeParams":          "sessionId mode?",
 	"SessionResumeResult":          "mode reason? nativeError? checkpointEntryId? | sessionId?",
 	"SessionCompactParams":         "sessionId focus? | workDoneToken?",

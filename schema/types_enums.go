@@ -147,6 +147,23 @@ const (
 	ModeFresh              RestoreMode = "fresh"
 )
 
+// SessionStatus is where a session stands as the service answering knows
+// it: live (its harness process runs in this service), suspended (Bridge
+// stopped the process to save resources; the next prompt or session/resume
+// brings it back), ended (the process exited) or idle (no process here and
+// nothing recorded about its end: never started here, or imported). A
+// session live in another Bridge process shows what that process last
+// recorded.
+type SessionStatus string
+
+// Session statuses.
+const (
+	StatusLive      SessionStatus = "live"
+	StatusSuspended SessionStatus = "suspended"
+	StatusEnded     SessionStatus = "ended"
+	StatusIdle      SessionStatus = "idle"
+)
+
 // ResumeRequestMode is what a client may ask of session/resume: "fresh"
 // starts over deliberately; omitted means the best mode available.
 type ResumeRequestMode string

@@ -123,6 +123,8 @@ type SessionListItem struct {
 	// RestoreMode is how the session last came back; absent when it never
 	// was resumed.
 	RestoreMode RestoreMode `json:"restoreMode,omitempty"`
+	// Status is where the session stands: live, suspended, ended or idle.
+	Status SessionStatus `json:"status"`
 }
 
 // SessionCreateParams starts a session.

@@ -124,9 +124,9 @@ func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r cor
 		}
 		if _, err := w.q.ExecContext(ctx, `UPDATE sessions SET title = ?, preset = ?, model = ?, effort = ?,
 			native_session_id = ?, head_id = ?, restore_mode = ?, latest_checkpoint_id = ?, archived = ?,
-			branched = branched OR ?, updated_at = ? WHERE id = ?`,
+			branched = branched OR ?, last_status = coalesce(?, last_status), updated_at = ? WHERE id = ?`,
 			s.Title, s.Preset, s.Model, s.Effort, s.NativeSessionID, s.HeadID, s.RestoreMode, s.LatestCheckpointID,
-			s.Archived, r.branched, nanos(s.UpdatedAt), s.ID); err != nil {
+			s.Archived, r.branched, r.status, nanos(s.UpdatedAt), s.ID); err != nil {
 			return fmt.Errorf("storage: restore head: %w", err)
 		}
 		db.fire("session.head")
@@ -153,6 +153,7 @@ type restorer struct {
 	// linked: the session has branched, so its entries get entry_links
 	// rows (before the first branch they are one chain; links.go).
 	linked bool
+	status sql.NullString // of the newest session.status entry restored
 }
 
 // linkEvery bounds the entry_links rows a restore holds before writing
@@ -218,6 +219,9 @@ func (r *restorer) Entry(e core.Entry) error {
 		return core.E(core.CodeConflict, fmt.Sprintf("restore: entry %s", e.ID), err)
 	}
 	r.db.fire("entry.insert")
+	if v, ok := entryStatus(e.Kind, e.Payload); ok {
+		r.status = v
+	}
 	r.added++
 	return nil
 }

@@ -19,7 +19,7 @@ type querier interface {
 }
 
 const sessionCols = `id, harness, cwd, title, preset, model, effort, native_session_id, head_id,
-	restore_mode, latest_checkpoint_id, archived, created_at, updated_at`
+	restore_mode, latest_checkpoint_id, archived, last_status, created_at, updated_at`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -27,7 +27,7 @@ func scanSession(sc scanner) (core.Session, error) {
 	var s core.Session
 	var created, updated int64
 	err := sc.Scan(&s.ID, &s.Harness, &s.Cwd, &s.Title, &s.Preset, &s.Model, &s.Effort, &s.NativeSessionID,
-		&s.HeadID, &s.RestoreMode, &s.LatestCheckpointID, &s.Archived, &created, &updated)
+		&s.HeadID, &s.RestoreMode, &s.LatestCheckpointID, &s.Archived, &s.LastStatus, &created, &updated)
 	s.CreatedAt, s.UpdatedAt = unix(created), unix(updated)
 	return s, err
 }

@@ -231,9 +231,11 @@ func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, 
 		}
 		dargs[1], dargs[2] = lo, hi
 		hits := make(map[int64]core.SearchHit, len(top))
+		// The query was accepted by the ranking above: a failure from here
+		// on is Bridge's, not the user's (see searchError).
 		rows, err = tx.QueryContext(ctx, detail(len(top)), dargs...)
 		if err != nil {
-			return err
+			return detailError{err}
 		}
 		for rows.Next() {
 			var h core.SearchHit
@@ -244,7 +246,7 @@ func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, 
 			if err := rows.Scan(&rowid, &h.EntryID, &h.SessionID, &h.Seq, &kind, &created,
 				&h.Harness, &h.SessionTitle, &h.Cwd, &snip); err != nil {
 				rows.Close()
-				return err
+				return detailError{err}
 			}
 			h.Kind = core.Kind(kind)
 			h.CreatedAt = unix(created)
@@ -253,7 +255,7 @@ func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, 
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return err
+			return detailError{err}
 		}
 		for _, r := range top {
 			h, ok := hits[r.rowid]
@@ -271,11 +273,22 @@ func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, 
 	return page, nil
 }
 
+// detailError is a failure after the query was accepted (fetching the
+// page's entries and snippets): never the user's query.
+type detailError struct{ err error }
+
+func (e detailError) Error() string { return e.err.Error() }
+func (e detailError) Unwrap() error { return e.err }
+
 // searchError turns a complaint about the query into a CodeInvalid error
 // that says what is wrong; other failures stay internal. The statement
 // itself is fixed, so an SQLITE_ERROR ("SQL logic error") can only come from
 // the MATCH expression the user gave.
 func searchError(query string, err error) error {
+	var de detailError
+	if errors.As(err, &de) {
+		return fmt.Errorf("storage: search: page details: %w", de.err)
+	}
 	var se *sqlite3.Error
 	if errors.As(err, &se) && se.Code() == sqlite3.ERROR {
 		msg := se.Error()

@@ -629,3 +629,60 @@ func TestTwoProcessesIndexTheSameRecord(t *testing.T) {
 		t.Fatalf("after two processes: %+v; want 4000 entries, each indexed once", c)
 	}
 }
+
+// TestSearchReplacesAnUnreadableIndex: an index file SQLite cannot read
+// (here: not a database at all) is derived data; it is replaced and rebuilt.
+func TestSearchReplacesAnUnreadableIndex(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	db, err := storage.Open(ctx, path, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSession(t, db)
+	mustAppend(t, db, s.ID, user("a stubborn wolverine"))
+	db.Close()
+	for _, suffix := range []string{"-search-wal", "-search-shm"} {
+		_ = os.Remove(path + suffix)
+	}
+	if err := os.WriteFile(path+"-search", []byte(strings.Repeat("this is not a database file ", 400)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err = storage.Open(ctx, path, storage.Options{})
+	if err != nil {
+		t.Fatalf("open with an unreadable index file: %v", err)
+	}
+	defer db.Close()
+	if p := search(t, db, core.SearchQuery{Query: "wolverine"}); len(p.Hits) != 1 {
+		t.Fatalf("wolverine: %d hits after the index was replaced, want 1", len(p.Hits))
+	}
+}
+
+// TestSearchSnippetIsCutAroundTheMatch: a match deep in a long entry is
+// shown with the words around it, cut with "…" on both sides, and the
+// highlight (in code points) covers the matched word even after accented
+// text and a differently cased, accented query.
+func TestSearchSnippetIsCutAroundTheMatch(t *testing.T) {
+	db := storagetest.Open(t)
+	s := newSession(t, db)
+	long := strings.Repeat("été déjà vu filler words here ", 40) + "the Crème brûlée recipe " + strings.Repeat("more trailing words ", 40)
+	mustAppend(t, db, s.ID, assistant(long))
+	p := search(t, db, core.SearchQuery{Query: "CREME"})
+	if len(p.Hits) != 1 {
+		t.Fatalf("hits = %d, want 1", len(p.Hits))
+	}
+	h := p.Hits[0]
+	if !strings.HasPrefix(h.Snippet, "…") || !strings.HasSuffix(h.Snippet, "…") || utf8.RuneCountInString(h.Snippet) > 300 {
+		t.Fatalf("snippet %q: want a cut window around the match", h.Snippet)
+	}
+	if len(h.Highlights) != 1 {
+		t.Fatalf("highlights %v in %q, want one", h.Highlights, h.Snippet)
+	}
+	r := []rune(h.Snippet)
+	if got := string(r[h.Highlights[0][0]:h.Highlights[0][1]]); got != "Crème" {
+		t.Fatalf("highlight marks %q in %q, want Crème", got, h.Snippet)
+	}
+	if !strings.Contains(h.Snippet, "brûlée recipe") {
+		t.Fatalf("snippet %q lacks the words after the match", h.Snippet)
+	}
+}

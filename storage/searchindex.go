@@ -109,16 +109,17 @@ func (db *DB) openSearch(ctx context.Context) error {
 	if err := ix.open(ctx, db); err != nil {
 		// The index is derived data: a file SQLite cannot read is
 		// replaced, once.
+		ix.close()
 		if !errors.Is(err, sqlite3.NOTADB) && !errors.Is(err, sqlite3.CORRUPT) {
 			return err
 		}
-		ix.close()
 		for _, p := range []string{ix.path, ix.path + "-wal", ix.path + "-shm"} {
 			if rerr := os.Remove(p); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 				return fmt.Errorf("storage: replace unreadable search index %s: %w (after %w)", ix.path, rerr, err)
 			}
 		}
 		if err := ix.open(ctx, db); err != nil {
+			ix.close()
 			return err
 		}
 	}
@@ -641,27 +642,6 @@ func (db *DB) checkIndex(ctx context.Context) error {
 		return fmt.Errorf("storage: search index: reset: %w", err)
 	}
 	return nil
-}
-
-// SearchIndexState reports how far the search index has got: the rowid of
-// the last entry it covers and the record's newest rowid. For tests and
-// diagnostics.
-func (db *DB) SearchIndexState(ctx context.Context) (indexedTo, recordHead int64, err error) {
-	if err := db.search.w.QueryRowContext(ctx, `SELECT indexed_to FROM search_state`).Scan(&indexedTo); err != nil {
-		return 0, 0, fmt.Errorf("storage: search index: %w", err)
-	}
-	head, err := db.recordHead(ctx)
-	return indexedTo, head, err
-}
-
-// SearchIndexRows counts the rows of the search index (entries with text
-// that it covers). For tests and diagnostics.
-func (db *DB) SearchIndexRows(ctx context.Context) (int, error) {
-	var n int
-	if err := db.search.w.QueryRowContext(ctx, `SELECT count(*) FROM entry_search_docsize`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("storage: search index: %w", err)
-	}
-	return n, nil
 }
 
 func (db *DB) fireIndex(point string) {

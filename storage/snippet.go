@@ -79,18 +79,20 @@ func snippetFunc(fts fts5.Context, ctx sqlite3.Context, arg ...sqlite3.Value) {
 	end := start + snippetTokens
 	type tok struct{ from, to int } // bytes of text
 	toks := make([]tok, 0, snippetTokens)
-	i := 0
+	i, enough := 0, false
 	err = fts.Tokenize(text, "", func(_ fts5.TokenFlag, _ string, from, to int) error {
 		if i >= start {
 			toks = append(toks, tok{from, to})
 		}
 		i++
 		if i >= end {
+			// Stop here (SQLite hands back a generic error for it).
+			enough = true
 			return errEnoughTokens
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, errEnoughTokens) && !strings.Contains(err.Error(), errEnoughTokens.Error()) {
+	if err != nil && !enough {
 		ctx.ResultError(err)
 		return
 	}

@@ -298,6 +298,7 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 	out := make([]core.Entry, 0, len(entries))
 	seq := st.maxSeq
 	var lk *linker
+	var status sql.NullString // of the newest session.status entry added
 	for _, ne := range entries {
 		id := ne.ID
 		if id == "" {
@@ -361,6 +362,9 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 			st.branched = true
 		}
 		w.db.fire("entry.insert") // indexed for search by the indexer after the commit (searchindex.go)
+		if v, ok := entryStatus(e.Kind, e.Payload); ok {
+			status = v
+		}
 		out = append(out, e)
 		parentID, parentSeq = id, seq
 	}
@@ -370,8 +374,9 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 	if err := lk.flush(ctx); err != nil {
 		return nil, err
 	}
-	if _, err := w.q.ExecContext(ctx, `UPDATE sessions SET head_id = ?, branched = ?, updated_at = ? WHERE id = ?`,
-		parentID, st.branched, nanos(w.touch(st.updatedAt)), sessionID); err != nil {
+	if _, err := w.q.ExecContext(ctx, `UPDATE sessions SET head_id = ?, branched = ?, updated_at = ?,
+		last_status = coalesce(?, last_status) WHERE id = ?`,
+		parentID, st.branched, nanos(w.touch(st.updatedAt)), status, sessionID); err != nil {
 		return nil, fmt.Errorf("storage: move head: %w", err)
 	}
 	w.db.fire("session.head")

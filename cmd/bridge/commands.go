@@ -238,13 +238,14 @@ func (a *app) sessions(ctx context.Context, args []string) error {
 			return printJSON(a.stdout, list)
 		}
 		tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SESSION\tHARNESS\tTITLE\tUPDATED\tRESTORED")
+		fmt.Fprintln(tw, "SESSION\tHARNESS\tTITLE\tSTATUS\tUPDATED\tRESTORED")
 		for _, s := range list.Items {
 			title := s.Title
 			if s.Archived {
 				title += " (archived)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.SessionID, s.Harness, title, s.UpdatedAt.Local().Format(time.DateTime), s.RestoreMode)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.SessionID, s.Harness, title, s.Status,
+				s.UpdatedAt.Local().Format(time.DateTime), s.RestoreMode)
 		}
 		return tw.Flush()
 	})

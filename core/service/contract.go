@@ -27,7 +27,7 @@ func (s *Service) SessionList(ctx context.Context, p schema.SessionListParams) (
 	for _, x := range items {
 		out.Items = append(out.Items, schema.SessionListItem{SessionID: x.ID, Harness: x.Harness, Title: x.Title, Cwd: x.Cwd,
 			Archived: x.Archived, UpdatedAt: x.UpdatedAt, CreatedAt: x.CreatedAt, Preset: x.Preset, Model: x.Model,
-			NativeSessionID: x.NativeSessionID, RestoreMode: schema.RestoreMode(x.RestoreMode)})
+			NativeSessionID: x.NativeSessionID, RestoreMode: schema.RestoreMode(x.RestoreMode), Status: s.status(x)})
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -160,6 +161,11 @@ func (s *Service) recordStream(ctx context.Context, harness string, read core.Im
 		return nil
 	})
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil && core.ErrorCode(err) != core.CodeCancelled {
+			// Cancelled while a batch was being written: the store's error
+			// names the statement, the user asked to stop.
+			return ImportOutcome{}, core.E(core.CodeCancelled, fmt.Sprintf("import %s cancelled", core.Quote(what)), errors.Join(core.ErrCancelled, cerr))
+		}
 		return ImportOutcome{}, err
 	}
 	return out, nil
@@ -188,6 +194,9 @@ func pipeline(ctx context.Context, read core.ImportReader, write core.ImportSink
 			}
 		}()
 		final, rerr = read(func(part core.ImportedSession) error {
+			if rctx.Err() != nil { // checked first: select picks at random when both are ready
+				return core.E(core.CodeCancelled, "import", rctx.Err())
+			}
 			select {
 			case parts <- part:
 				return nil

@@ -284,6 +284,22 @@ func (s *Service) rename(ctx context.Context, sessionID, title string) error {
 	return nil
 }
 
+// status is where sess stands as this service knows it: live when its
+// harness process runs here, else what the newest status entry recorded
+// (suspended by Bridge, or stopped: ended), else idle. It reads nothing.
+func (s *Service) status(sess core.Session) schema.SessionStatus {
+	if s.liveFor(sess.ID) != nil {
+		return schema.StatusLive
+	}
+	switch sess.LastStatus {
+	case "suspended":
+		return schema.StatusSuspended
+	case "stopped":
+		return schema.StatusEnded
+	}
+	return schema.StatusIdle
+}
+
 // archive stops the session's harness and hides it from the default list.
 // The record is kept.
 func (s *Service) archive(ctx context.Context, sessionID string) error {

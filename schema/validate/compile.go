@@ -3,7 +3,9 @@ package validate
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"sort"
 	"strconv"
@@ -389,7 +391,7 @@ func decode(raw []byte) (any, error) {
 	if err := d.Decode(&v); err != nil {
 		return nil, err
 	}
-	if _, err := d.Token(); err == nil || err.Error() != "EOF" {
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("invalid character after top-level value")
 	}
 	return v, nil

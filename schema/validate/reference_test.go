@@ -487,3 +487,15 @@ func TestSplitDefsMatchesDecoding(t *testing.T) {
 		}
 	}
 }
+
+// TestNotJSON: a value that is not one JSON value is a violation that says
+// so, not a failure of the validator.
+func TestNotJSON(t *testing.T) {
+	for _, raw := range []string{`{"capabilities":`, `{} {}`, `{}x`, ``} {
+		err := JSON("InitializeParams", []byte(raw))
+		e, ok := err.(*Error)
+		if !ok || !strings.HasPrefix(e.Message, "not valid JSON") {
+			t.Errorf("%q: err = %v, want a \"not valid JSON\" violation", raw, err)
+		}
+	}
+}

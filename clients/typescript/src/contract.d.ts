@@ -88,6 +88,10 @@ export type RestoreMode = "hot" | "native" | "checkpoint_restored" | "fresh";
  */
 export type ResumeRequestMode = "fresh";
 /**
+ * SessionStatus is where a session stands as the service answering knows it: live (its harness process runs in this service), suspended (Bridge stopped the process to save resources; the next prompt or session/resume brings it back), ended (the process exited) or idle (no process here and nothing recorded about its end: never started here, or imported). A session live in another Bridge process shows what that process last recorded.
+ */
+export type SessionStatus = "live" | "suspended" | "ended" | "idle";
+/**
  * WorkDoneProgress is one progress value, tagged by kind: begin, report or end. In Go it is one flat struct; the schema is the oneOf of WorkDoneProgressBegin, WorkDoneProgressReport and WorkDoneProgressEnd.
  */
 export type WorkDoneProgress = WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd;
@@ -1726,6 +1730,10 @@ export interface SessionListItem {
    * SessionID is Bridge's id of the session.
    */
   sessionId: string;
+  /**
+   * Status is where the session stands: live, suspended, ended or idle.
+   */
+  status: SessionStatus;
   /**
    * Title is the session's title.
    */

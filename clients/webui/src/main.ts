@@ -14,7 +14,7 @@ export class App {
   doctor: DoctorResult | undefined;
   sessions: SessionListItem[] = [];
   current: SessionView | undefined;
-  running = new Set<string>();
+  running = new Set<string>(); // sessions with a turn this page started, not yet answered
 
   readonly status = h("p", { id: "status", role: "status", "aria-live": "polite" });
   readonly list = h("ul", { id: "session-list", "aria-label": "Session list" });
@@ -104,7 +104,7 @@ export class App {
     });
     await this.client.initialize({ clientInfo: { name: "bridge-webui" }, capabilities: { window: { workDoneProgress: true } } } as never);
     this.client.onNotification("session/update", (u) => {
-      this.touch(u.sessionId, u.entry.createdAt);
+      this.touch(u.sessionId, u.entry.createdAt, u.entry.kind, u.entry.payload);
       if (this.current?.id === u.sessionId) this.current.onEntry(u.entry);
     });
     this.client.onNotification("session/contextCompacted", (n) => {
@@ -133,10 +133,15 @@ export class App {
     this.renderList();
   }
 
-  touch(sessionId: string, at: string): void {
+  // touch notes an entry announced for a session: the list's time, and its
+  // status (a session that records entries is live until a session.status
+  // entry says it stopped or was suspended).
+  touch(sessionId: string, at: string, kind: string, payload: unknown): void {
     const s = this.sessions.find((x) => x.sessionId === sessionId);
     if (s) {
       s.updatedAt = at;
+      const said = kind === "session.status" ? (payload as { status?: unknown } | null)?.status : undefined;
+      s.status = said === "suspended" ? "suspended" : said === "stopped" ? "ended" : "live";
       this.renderList();
     }
   }
@@ -144,7 +149,11 @@ export class App {
   renderList(): void {
     clear(this.list);
     for (const s of this.sessions) {
-      const status = s.archived ? "archived" : this.running.has(s.sessionId) ? "running" : s.restoreMode ?? "idle";
+      const status = s.archived
+        ? "archived"
+        : this.running.has(s.sessionId)
+          ? "running"
+          : s.status + (s.restoreMode ? ` (${s.restoreMode})` : "");
       const title = s.title || s.sessionId;
       const open = h("button", { type: "button", class: "open", "aria-label": `Open ${title}`, onclick: () => void this.open(s.sessionId) }, title);
       const item = h(

@@ -93,6 +93,8 @@ test("a fake session: create, prompt, entries stream; landmarks are named", asyn
   // The list shows harness, title, cwd, status and last activity.
   const item = page.locator("#session-list li").first();
   assert.match(await item.innerText(), /stream me[\s\S]*fake[\s\S]*bridge-webui-test-/);
+  // The status is the service's: its harness process runs (live).
+  await page.waitForFunction(() => document.querySelector("#session-list li .state")?.textContent === "live");
   // Rename and archive.
   await page.getByRole("button", { name: "Rename stream me" }).click();
   await page.getByRole("textbox", { name: "New title" }).fill("renamed one");
