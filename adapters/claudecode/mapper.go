@@ -93,9 +93,21 @@ type controlResp struct {
 	Error     string          `json:"error"`
 }
 
+// Block types whose mapping never reads the block's raw bytes: for these
+// contentBlocks may decode the whole array in one pass (assistantEvents,
+// userEvents; flattenText reads only text).
+var (
+	assistantPlain = map[string]bool{"text": true, "tool_use": true, "thinking": true, "redacted_thinking": true}
+	userPlain      = map[string]bool{"text": true, "tool_result": true}
+)
+
 // contentBlocks decodes a content member that is either a string (one text
-// block) or an array of blocks.
-func contentBlocks(raw json.RawMessage) []block {
+// block) or an array of blocks. When plain is nil or names every block's
+// type, the array is decoded in one pass and the blocks' raw bytes are not
+// kept; otherwise (or when any block fails to decode) each block is decoded
+// on its own and keeps its raw bytes, one that does not decode becoming an
+// "invalid" block. Both ways give the same decoded fields.
+func contentBlocks(raw json.RawMessage, plain map[string]bool) []block {
 	if len(raw) == 0 {
 		return nil
 	}
@@ -108,6 +120,19 @@ func contentBlocks(raw json.RawMessage) []block {
 			return []block{{Type: "text", Text: s}}
 		}
 		return nil
+	}
+	var fast []block
+	if json.Unmarshal(raw, &fast) == nil {
+		ok := true
+		for i := range fast {
+			if plain != nil && !plain[fast[i].Type] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return fast
+		}
 	}
 	var raws []json.RawMessage
 	if err := json.Unmarshal(raw, &raws); err != nil {
@@ -127,8 +152,16 @@ func contentBlocks(raw json.RawMessage) []block {
 
 // flattenText joins the text of a tool_result's content (string or blocks).
 func flattenText(raw json.RawMessage) string {
+	return blocksText(contentBlocks(raw, nil))
+}
+
+// blocksText joins the text of the text blocks of bs.
+func blocksText(bs []block) string {
+	if len(bs) == 1 && bs[0].Type == "text" {
+		return bs[0].Text
+	}
 	var parts []string
-	for _, b := range contentBlocks(raw) {
+	for _, b := range bs {
 		if b.Type == "text" {
 			parts = append(parts, b.Text)
 		}
@@ -277,7 +310,7 @@ func mapSystem(m *streamMsg, id string, raw []byte) []core.Event {
 // gets native id "id:i".
 func assistantEvents(msg *apiMessage, id string, parentTool *string, apiErr json.RawMessage) []core.Event {
 	var out []core.Event
-	for i, b := range contentBlocks(msg.Content) {
+	for i, b := range contentBlocks(msg.Content, assistantPlain) {
 		nid := id + ":" + strconv.Itoa(i)
 		var e *core.NewEntry
 		switch b.Type {
@@ -388,8 +421,14 @@ func taskNumber(result, prefix string) (string, bool) {
 // becomes a harness.event, since the user did not type it; other text is a
 // user.message (transcripts, where the prompts themselves are stored).
 func userEvents(msg *apiMessage, id string, replay, compactSummary bool) []core.Event {
+	return userBlockEvents(contentBlocks(msg.Content, userPlain), id, replay, compactSummary)
+}
+
+// userBlockEvents is userEvents for content already decoded by
+// contentBlocks(…, userPlain).
+func userBlockEvents(blocks []block, id string, replay, compactSummary bool) []core.Event {
 	var out []core.Event
-	for i, b := range contentBlocks(msg.Content) {
+	for i, b := range blocks {
 		nid := id + ":" + strconv.Itoa(i)
 		switch b.Type {
 		case "tool_result":

@@ -88,12 +88,13 @@ func (im *importer) add(raw []byte) (record bool, err error) {
 		}
 		return record, nil
 	case t.Type == "user" && t.Message != nil:
-		text := flattenText(t.Message.Content)
+		blocks := contentBlocks(t.Message.Content, userPlain)
+		text := blocksText(blocks)
 		summary := t.IsCompactSummary || strings.HasPrefix(text, "This session is being continued from a previous conversation")
 		if summary && im.lastComp >= 0 && im.foldSummary(text) {
 			return record, nil
 		}
-		evs = userEvents(t.Message, id, t.IsReplay || t.IsMeta, summary)
+		evs = userBlockEvents(blocks, id, t.IsReplay || t.IsMeta, summary)
 	case t.Type == "assistant" && t.Message != nil:
 		if t.Message.Model != "" && head.Model == "" && t.Message.Model != "<synthetic>" {
 			head.Model = t.Message.Model
