@@ -116,13 +116,13 @@ func contentBlocks(raw json.RawMessage, plain map[string]bool) []block {
 	// still scans the whole array).
 	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && (t[0] == '"' || t[0] == 'n') {
 		var s string
-		if err := json.Unmarshal(raw, &s); err == nil {
+		if err := unmarshal(raw, &s); err == nil {
 			return []block{{Type: "text", Text: s}}
 		}
 		return nil
 	}
 	var fast []block
-	if json.Unmarshal(raw, &fast) == nil {
+	if unmarshal(raw, &fast) == nil {
 		ok := true
 		for i := range fast {
 			if plain != nil && !plain[fast[i].Type] {
@@ -135,13 +135,13 @@ func contentBlocks(raw json.RawMessage, plain map[string]bool) []block {
 		}
 	}
 	var raws []json.RawMessage
-	if err := json.Unmarshal(raw, &raws); err != nil {
+	if err := unmarshal(raw, &raws); err != nil {
 		return nil
 	}
 	bs := make([]block, 0, len(raws))
 	for _, r := range raws {
 		var b block
-		if json.Unmarshal(r, &b) != nil {
+		if unmarshal(r, &b) != nil {
 			b = block{Type: "invalid"}
 		}
 		b.raw = r

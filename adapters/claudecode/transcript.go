@@ -55,7 +55,7 @@ type importer struct {
 // carries a Claude Code session id or uuid.
 func (im *importer) add(raw []byte) (record bool, err error) {
 	var t transcriptLine
-	if raw[0] != '{' || json.Unmarshal(raw, &t) != nil {
+	if raw[0] != '{' || unmarshal(raw, &t) != nil {
 		return false, im.emit(*harnessEvent("malformed", lineID(raw), raw))
 	}
 	record = t.Type != "" && (recordTypes[t.Type] || bookkeeping[t.Type] || t.SessionIDC != "" || t.SessionID != "" || t.UUID != "")
