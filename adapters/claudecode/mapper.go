@@ -189,6 +189,41 @@ func entry(kind core.Kind, nativeID string, payload map[string]any) *core.NewEnt
 	return &core.NewEntry{Kind: kind, Payload: core.Payload(payload), NativeID: nativeID}
 }
 
+// Payloads of the entries a conversation maps to most often, as structs
+// rather than maps (no map to build and sort per entry). Their members are
+// declared in the order a map's keys are marshalled (sorted), so the bytes
+// are the same as the map payload's.
+type (
+	assistantText struct {
+		Error     json.RawMessage `json:"error,omitempty"`
+		MessageID string          `json:"messageId,omitempty"`
+		Model     string          `json:"model,omitempty"`
+		Text      string          `json:"text"`
+	}
+	toolStarted struct {
+		Input  json.RawMessage `json:"input,omitempty"`
+		Name   string          `json:"name"`
+		ToolID string          `json:"toolId"`
+	}
+	toolCompleted struct {
+		IsError bool   `json:"isError"`
+		Output  string `json:"output"`
+		ToolID  string `json:"toolId"`
+	}
+	textEvent struct {
+		Text string `json:"text"`
+		Type string `json:"type"`
+	}
+	userText struct {
+		Text string `json:"text"`
+	}
+)
+
+// entryOf builds a NewEntry from a payload struct.
+func entryOf(kind core.Kind, nativeID string, payload any) *core.NewEntry {
+	return &core.NewEntry{Kind: kind, Payload: core.Payload(payload), NativeID: nativeID}
+}
+
 // harnessEvent keeps a line Bridge has no mapping for, whole.
 func harnessEvent(typ string, nativeID string, raw []byte) *core.NewEntry {
 	p := map[string]any{"type": typ}
@@ -315,25 +350,19 @@ func assistantEvents(msg *apiMessage, id string, parentTool *string, apiErr json
 		var e *core.NewEntry
 		switch b.Type {
 		case "text":
-			p := map[string]any{"text": b.Text}
-			if msg.Model != "" {
-				p["model"] = msg.Model
-			}
-			if msg.ID != "" {
-				p["messageId"] = msg.ID
-			}
+			p := assistantText{Text: b.Text, Model: msg.Model, MessageID: msg.ID}
 			if len(apiErr) > 0 && string(apiErr) != "null" && json.Valid(apiErr) {
-				p["error"] = apiErr
+				p.Error = apiErr
 			}
-			e = entry(core.KindAssistantMessage, nid, p)
+			e = entryOf(core.KindAssistantMessage, nid, p)
 		case "tool_use":
-			p := map[string]any{"toolId": b.ID, "name": b.Name}
+			p := toolStarted{ToolID: b.ID, Name: b.Name}
 			if len(b.Input) > 0 && json.Valid(b.Input) {
-				p["input"] = b.Input
+				p.Input = b.Input
 			}
-			e = entry(core.KindToolStarted, nid, p)
+			e = entryOf(core.KindToolStarted, nid, p)
 		case "thinking", "redacted_thinking":
-			e = entry(core.KindHarnessEvent, nid, map[string]any{"type": "assistant/" + b.Type, "text": b.Thinking})
+			e = entryOf(core.KindHarnessEvent, nid, textEvent{Text: b.Thinking, Type: "assistant/" + b.Type})
 		default:
 			e = entry(core.KindHarnessEvent, nid, map[string]any{"type": "assistant/" + b.Type, "block": b.raw})
 		}
@@ -432,16 +461,16 @@ func userBlockEvents(blocks []block, id string, replay, compactSummary bool) []c
 		nid := id + ":" + strconv.Itoa(i)
 		switch b.Type {
 		case "tool_result":
-			p := map[string]any{"toolId": b.ToolUseID, "isError": b.IsError, "output": flattenText(b.Content)}
-			out = append(out, core.Event{Entry: entry(core.KindToolCompleted, nid, p)})
+			p := toolCompleted{IsError: b.IsError, Output: flattenText(b.Content), ToolID: b.ToolUseID}
+			out = append(out, core.Event{Entry: entryOf(core.KindToolCompleted, nid, p)})
 		case "text":
 			switch {
 			case compactSummary || strings.HasPrefix(b.Text, "This session is being continued from a previous conversation"):
-				out = append(out, core.Event{Entry: entry(core.KindHarnessEvent, nid, map[string]any{"type": "compact_summary", "text": b.Text})})
+				out = append(out, core.Event{Entry: entryOf(core.KindHarnessEvent, nid, textEvent{Text: b.Text, Type: "compact_summary"})})
 			case replay || isLocalCommandText(b.Text):
-				out = append(out, core.Event{Entry: entry(core.KindHarnessEvent, nid, map[string]any{"type": "local_command", "text": b.Text})})
+				out = append(out, core.Event{Entry: entryOf(core.KindHarnessEvent, nid, textEvent{Text: b.Text, Type: "local_command"})})
 			default:
-				out = append(out, core.Event{Entry: entry(core.KindUserMessage, nid, map[string]any{"text": b.Text})})
+				out = append(out, core.Event{Entry: entryOf(core.KindUserMessage, nid, userText{Text: b.Text})})
 			}
 		default:
 			out = append(out, core.Event{Entry: entry(core.KindHarnessEvent, nid, map[string]any{"type": "user/" + b.Type, "block": b.raw})})
