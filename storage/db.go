@@ -292,12 +292,26 @@ func (db *DB) AfterBulk(ctx context.Context) error {
 			return err
 		}
 	}
+	// The background checkpointer (or a reader) may be busy with the log
+	// at this moment: the truncating checkpoint then reports busy and is
+	// tried again, for up to about a second, once the other is done.
 	var busy, logFrames, done int
-	if err := db.sql.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done); err != nil {
-		return fmt.Errorf("storage: checkpoint: %w", err)
-	}
-	if busy != 0 {
-		return core.Errorf(core.CodeUnavailable, "storage: checkpoint could not finish (%d of %d frames copied)", done, logFrames)
+	for try := 0; ; try++ {
+		err := db.sql.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done)
+		if err != nil && !isBusy(err) {
+			return fmt.Errorf("storage: checkpoint: %w", err)
+		}
+		if err == nil && busy == 0 {
+			break
+		}
+		if try == 40 {
+			return core.Errorf(core.CodeUnavailable, "storage: checkpoint could not finish (%d of %d frames copied)", done, logFrames)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(25 * time.Millisecond):
+		}
 	}
 	db.checkpointed.Store(db.lastWrite.Load())
 	return nil
