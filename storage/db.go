@@ -125,8 +125,12 @@ type DB struct {
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
 
-	lastWrite       atomic.Int64  // Unix ns of the last commit (see checkpointer)
-	checkpointed    atomic.Int64  // lastWrite as of the last checkpoint
+	lastWrite    atomic.Int64 // Unix ns of the last commit (see checkpointer)
+	checkpointed atomic.Int64 // lastWrite as of the last checkpoint
+	// ckpt serialises this process's checkpoints: SQLite refuses a second
+	// checkpoint at once with SQLITE_BUSY without waiting, so AfterBulk's
+	// TRUNCATE would fail while the background checkpointer's PASSIVE runs.
+	ckpt            sync.Mutex
 	stopCheckpoints chan struct{} // closed by Close
 	checkpointsDone chan struct{} // closed when the checkpointer returns
 
@@ -258,7 +262,10 @@ func (db *DB) checkpointer(period time.Duration) {
 			if !idle && now.Sub(last) < checkpointAtLeast {
 				continue
 			}
-			if _, err := db.sql.Exec(`PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
+			db.ckpt.Lock()
+			_, err := db.sql.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+			db.ckpt.Unlock()
+			if err != nil {
 				continue // busy or closing: the next tick tries again
 			}
 			db.checkpointed.Store(mark)
@@ -292,25 +299,26 @@ func (db *DB) AfterBulk(ctx context.Context) error {
 			return err
 		}
 	}
-	// The background checkpointer (or a reader) may be busy with the log
-	// at this moment: the truncating checkpoint then reports busy and is
-	// tried again, for up to about a second, once the other is done.
-	var busy, logFrames, done int
-	for try := 0; ; try++ {
-		err := db.sql.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done)
-		if err != nil && !isBusy(err) {
+	db.ckpt.Lock()
+	defer db.ckpt.Unlock()
+	// Another process's checkpoint makes SQLite answer busy at once
+	// (without its busy handler): try again until the busy timeout.
+	deadline := time.Now().Add(db.busy)
+	for {
+		var busy, logFrames, done int
+		if err := db.sql.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done); err != nil {
 			return fmt.Errorf("storage: checkpoint: %w", err)
 		}
-		if err == nil && busy == 0 {
+		if busy == 0 {
 			break
 		}
-		if try == 40 {
+		if time.Now().After(deadline) {
 			return core.Errorf(core.CodeUnavailable, "storage: checkpoint could not finish (%d of %d frames copied)", done, logFrames)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(25 * time.Millisecond):
+			return fmt.Errorf("storage: checkpoint: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 	db.checkpointed.Store(db.lastWrite.Load())
