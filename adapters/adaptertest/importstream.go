@@ -1,7 +1,10 @@
 package adaptertest
 
 import (
+	"bufio"
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/bridge-dev/bridge/core"
@@ -45,4 +48,25 @@ func CheckImportStreams(t *testing.T, imp core.Importer, path string) int {
 		t.Errorf("no progress of a file still being read after the first batch: the transcript was read whole first")
 	}
 	return entries
+}
+
+// WriteTranscript creates name in a fresh temporary folder, fills it through
+// a buffered writer with write, and returns its path. A failed write, flush
+// or close fails the test.
+func WriteTranscript(t testing.TB, name string, write func(w *bufio.Writer)) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	write(w)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

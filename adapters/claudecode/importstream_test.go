@@ -3,8 +3,6 @@ package claudecode
 import (
 	"bufio"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,22 +15,16 @@ import (
 // folds into the context.compacted entry even when a batch ends between
 // them.
 func TestImportStreams(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := bufio.NewWriter(f)
-	for i := 0; i < 10000; i++ {
-		if i == 999 {
-			fmt.Fprintf(w, `{"type":"system","subtype":"compact_boundary","uuid":"b-1","sessionId":"s1","compactMetadata":{"trigger":"auto","preTokens":1000}}`+"\n")
-			fmt.Fprintf(w, `{"type":"user","uuid":"sum-1","sessionId":"s1","isCompactSummary":true,"message":{"role":"user","content":"the summary"}}`+"\n")
-			continue
+	path := adaptertest.WriteTranscript(t, "s.jsonl", func(w *bufio.Writer) {
+		for i := 0; i < 10000; i++ {
+			if i == 999 {
+				fmt.Fprintf(w, `{"type":"system","subtype":"compact_boundary","uuid":"b-1","sessionId":"s1","compactMetadata":{"trigger":"auto","preTokens":1000}}`+"\n")
+				fmt.Fprintf(w, `{"type":"user","uuid":"sum-1","sessionId":"s1","isCompactSummary":true,"message":{"role":"user","content":"the summary"}}`+"\n")
+				continue
+			}
+			fmt.Fprintf(w, `{"type":"user","uuid":"u-%d","sessionId":"s1","cwd":"/p","message":{"role":"user","content":"message %d"}}`+"\n", i, i)
 		}
-		fmt.Fprintf(w, `{"type":"user","uuid":"u-%d","sessionId":"s1","cwd":"/p","message":{"role":"user","content":"message %d"}}`+"\n", i, i)
-	}
-	w.Flush()
-	f.Close()
+	})
 	h := New(Config{ConfigDir: t.TempDir()})
 	if n := adaptertest.CheckImportStreams(t, h, path); n != 10000 {
 		t.Errorf("streamed %d entries, want 10000 (9,999 messages and one compaction; the summary folds into it)", n)

@@ -3,8 +3,6 @@ package dsh_test
 import (
 	"bufio"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
@@ -14,20 +12,14 @@ import (
 // TestImportStreams: a plain-JSONL session log of 3,000 turns (about 2 MB)
 // reaches the sink in batches while it is still being read.
 func TestImportStreams(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "session.jsonl")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := bufio.NewWriter(f)
-	fmt.Fprintln(w, `{"type":"session","version":0,"id":"session-1","createdAt":1796010489170,"cwd":"/p","delegationDepth":0}`)
-	seq := 0
-	for i := 0; i < 3000; i++ {
-		fmt.Fprintf(w, `{"type":"user/message","seq":%d,"time":1796010489406,"data":{"content":[{"type":"text","text":"question %d, padded so that the log is a few megabytes long: lorem ipsum dolor sit amet consectetur"}],"source":{"kind":"user"},"role":"user","id":"u-%d"},"surfaceOp":"append"}`+"\n", seq, i, i)
-		seq++
-	}
-	w.Flush()
-	f.Close()
+	path := adaptertest.WriteTranscript(t, "session.jsonl", func(w *bufio.Writer) {
+		fmt.Fprintln(w, `{"type":"session","version":0,"id":"session-1","createdAt":1796010489170,"cwd":"/p","delegationDepth":0}`)
+		seq := 0
+		for i := 0; i < 3000; i++ {
+			fmt.Fprintf(w, `{"type":"user/message","seq":%d,"time":1796010489406,"data":{"content":[{"type":"text","text":"question %d, padded so that the log is a few megabytes long: lorem ipsum dolor sit amet consectetur"}],"source":{"kind":"user"},"role":"user","id":"u-%d"},"surfaceOp":"append"}`+"\n", seq, i, i)
+			seq++
+		}
+	})
 	n := adaptertest.CheckImportStreams(t, dsh.New(dsh.Config{}), path)
 	if n < 3000 {
 		t.Errorf("streamed %d entries, want at least 3000", n)
