@@ -122,6 +122,9 @@ type DB struct {
 	groups, calls atomic.Int64
 	queued        atomic.Int64 // calls handed to the writer goroutine
 
+	// lists caches sessions' evidence lists (see listCache).
+	lists listCache
+
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
 

@@ -39,44 +39,9 @@ func windowLists(w *core.Window) [3]*[]string {
 	return [3]*[]string{&w.Decisions, &w.Files, &w.LastCheckpointDecisions}
 }
 
-// itemsTables notes the databases whose session_window_items table is known
-// to exist. A database that applied migration 5 before the table was part
-// of it gets the table on its first write of a summary.
-var itemsTables sync.Map // *DB -> struct{}
-
-const createItemsSQL = `CREATE TABLE IF NOT EXISTS session_window_items (
-	session_id TEXT NOT NULL, list INTEGER NOT NULL, ord INTEGER NOT NULL, item TEXT NOT NULL,
-	PRIMARY KEY (session_id, list, ord))`
-
-// haveItems reports whether the items table exists (it is created by
-// ensureItems when not).
-func haveItems(ctx context.Context, db *DB, q querier) (bool, error) {
-	if _, ok := itemsTables.Load(db); ok {
-		return true, nil
-	}
-	var n int
-	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'session_window_items'`).Scan(&n); err != nil {
-		return false, fmt.Errorf("storage: look for the window items: %w", err)
-	}
-	if n > 0 {
-		itemsTables.Store(db, struct{}{})
-	}
-	return n > 0, nil
-}
-
-func ensureItems(ctx context.Context, db *DB, q *stmtTx) error {
-	if ok, err := haveItems(ctx, db, q); err != nil || ok {
-		return err
-	}
-	if _, err := q.ExecContext(ctx, createItemsSQL); err != nil {
-		return fmt.Errorf("storage: create the window items: %w", err)
-	}
-	return nil
-}
-
 // loadWindow reads the summary row of a session: the head it describes and
-// its state (with the lists of a row written before the lists had their
-// own table); found is false when there is none.
+// its state without the evidence lists (they are in session_window_items,
+// see loadItems); found is false when there is none.
 func loadWindow(ctx context.Context, q querier, sessionID string) (head string, win core.Window, found bool, err error) {
 	var state string
 	err = q.QueryRowContext(ctx, `SELECT head_id, state FROM session_windows WHERE session_id = ?`, sessionID).Scan(&head, &state)
@@ -93,10 +58,7 @@ func loadWindow(ctx context.Context, q querier, sessionID string) (head string, 
 }
 
 // loadItems reads the stored evidence lists of a session into w.
-func loadItems(ctx context.Context, db *DB, q querier, sessionID string, w *core.Window) (bool, error) {
-	if ok, err := haveItems(ctx, db, q); err != nil || !ok {
-		return false, err
-	}
+func loadItems(ctx context.Context, q querier, sessionID string, w *core.Window) (bool, error) {
 	rows, err := q.QueryContext(ctx, `SELECT list, item FROM session_window_items WHERE session_id = ? ORDER BY list, ord`, sessionID)
 	if err != nil {
 		return false, fmt.Errorf("storage: read the window items of session %s: %w", sessionID, err)
@@ -146,22 +108,17 @@ func (w *txWriter) trackWindow(ctx context.Context, sessionID, prevHead string, 
 			return err // never built, or stale: built when read
 		}
 		win = state
-		// A row written before the lists had their own table carries them.
-		lists = len(win.Decisions)+len(win.Files)+len(win.LastCheckpointDecisions) > 0
 	}
 	for _, e := range out {
 		lists = lists || evidenceKind(e.Kind)
 	}
 	var stored core.Window
 	if lists {
-		if err := ensureItems(ctx, w.db, w.q); err != nil {
-			return err
-		}
-		cached, ok := recentLists(w.db, sessionID, prevHead)
+		cached, ok := w.db.lists.recent(sessionID, prevHead)
 		if ok && prevHead != "" {
 			stored = cached
 		} else {
-			found, err := loadItems(ctx, w.db, w.q, sessionID, &stored)
+			found, err := loadItems(ctx, w.q, sessionID, &stored)
 			if err != nil {
 				return err
 			}
@@ -174,24 +131,22 @@ func (w *txWriter) trackWindow(ctx context.Context, sessionID, prevHead string, 
 	for _, e := range out {
 		checkpoint.Track(&win, e)
 	}
-	if err := saveWindow(ctx, w.db, w.q, sessionID, win, stored, lists); err != nil {
+	if err := saveWindow(ctx, w.q, sessionID, win, stored, lists); err != nil {
 		return err
 	}
 	if lists {
-		keepLists(w.db, sessionID, win)
+		w.db.lists.keep(sessionID, win)
 	}
 	return nil
 }
 
-// listCache keeps, per database, the evidence lists last written for a few
-// sessions, by the head they describe, so that a session recording
-// evidence does not read its lists back on every append. An entry is used
-// only when its head is the head an append hangs under, so one left by a
-// transaction that rolled back is never used. Lists only grow by appending
-// (a boundary replaces them), so sharing their arrays is safe.
-var listCache sync.Map // *DB -> *sessionLists
-
-type sessionLists struct {
+// listCache keeps the evidence lists last written for a few sessions of
+// one database (DB.lists), by the head they describe, so that a session
+// recording evidence does not read its lists back on every append. An
+// entry is used only when its head is the head an append hangs under, so
+// one left by a transaction that rolled back is never used. Lists only grow
+// by appending (a boundary replaces them), so sharing their arrays is safe.
+type listCache struct {
 	mu    sync.Mutex
 	order []string // least recent first
 	m     map[string]core.Window
@@ -199,12 +154,7 @@ type sessionLists struct {
 
 const listCacheSessions = 32
 
-func recentLists(db *DB, sessionID, head string) (core.Window, bool) {
-	v, ok := listCache.Load(db)
-	if !ok {
-		return core.Window{}, false
-	}
-	c := v.(*sessionLists)
+func (c *listCache) recent(sessionID, head string) (core.Window, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w, ok := c.m[sessionID]
@@ -214,11 +164,12 @@ func recentLists(db *DB, sessionID, head string) (core.Window, bool) {
 	return w, true
 }
 
-func keepLists(db *DB, sessionID string, win core.Window) {
-	v, _ := listCache.LoadOrStore(db, &sessionLists{m: map[string]core.Window{}})
-	c := v.(*sessionLists)
+func (c *listCache) keep(sessionID string, win core.Window) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]core.Window{}
+	}
 	if i := slices.Index(c.order, sessionID); i >= 0 {
 		c.order = slices.Delete(c.order, i, i+1)
 	}
@@ -233,7 +184,7 @@ func keepLists(db *DB, sessionID string, win core.Window) {
 // saveWindow writes win's state and, with lists, its evidence lists as
 // changes against stored (the lists as the table holds them): items added
 // at the end are inserted; a list that changed otherwise is written again.
-func saveWindow(ctx context.Context, db *DB, q *stmtTx, sessionID string, win, stored core.Window, lists bool) error {
+func saveWindow(ctx context.Context, q *stmtTx, sessionID string, win, stored core.Window, lists bool) error {
 	state := win
 	state.Decisions, state.Files, state.LastCheckpointDecisions = nil, nil, nil
 	b, err := json.Marshal(state)
@@ -245,9 +196,6 @@ func saveWindow(ctx context.Context, db *DB, q *stmtTx, sessionID string, win, s
 	}
 	if !lists {
 		return nil
-	}
-	if err := ensureItems(ctx, db, q); err != nil {
-		return err
 	}
 	now, was := windowLists(&win), windowLists(&stored)
 	for list := range now {
@@ -291,7 +239,7 @@ func (db *DB) Window(ctx context.Context, sessionID string) (core.Window, error)
 		}
 		if found && head == st.headID {
 			var items core.Window
-			ok, err := loadItems(ctx, db, tx, sessionID, &items)
+			ok, err := loadItems(ctx, tx, sessionID, &items)
 			if err != nil {
 				return err
 			}
@@ -316,10 +264,10 @@ func (db *DB) Window(ctx context.Context, sessionID string) (core.Window, error)
 				return err
 			}
 			var stored core.Window
-			if _, err := loadItems(ctx, db, w.q, sessionID, &stored); err != nil {
+			if _, err := loadItems(ctx, w.q, sessionID, &stored); err != nil {
 				return err
 			}
-			return saveWindow(ctx, db, w.q, sessionID, win, stored, true)
+			return saveWindow(ctx, w.q, sessionID, win, stored, true)
 		})
 	}
 	return win, nil
