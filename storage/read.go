@@ -45,7 +45,11 @@ func getSession(ctx context.Context, q querier, id string) (core.Session, error)
 
 // GetSession implements core.Store.
 func (db *DB) GetSession(ctx context.Context, id string) (core.Session, error) {
-	return getSession(ctx, db.sql, id)
+	q, err := db.rq()
+	if err != nil {
+		return core.Session{}, err
+	}
+	return getSession(ctx, q, id)
 }
 
 // ListSessions implements core.Store: most recently updated first (ties by
@@ -60,11 +64,11 @@ func (db *DB) ListSessions(ctx context.Context, q core.ListQuery) ([]core.Sessio
 	if err != nil {
 		return nil, "", err
 	}
-	stmt, err := db.prepared(ctx, query) // one of eight shapes, compiled once
+	rq, err := db.rq()
 	if err != nil {
-		return nil, "", fmt.Errorf("storage: list sessions: %w", err)
+		return nil, "", err
 	}
-	rows, err := stmt.QueryContext(ctx, args...)
+	rows, err := rq.QueryContext(ctx, query, args...) // prepared once per shape
 	if err != nil {
 		return nil, "", fmt.Errorf("storage: list sessions: %w", err)
 	}
@@ -146,7 +150,11 @@ func (db *DB) FindSessionByNative(ctx context.Context, harness, nativeID string)
 	if nativeID == "" {
 		return core.Session{}, core.NotFound("native session", nativeID)
 	}
-	s, err := scanSession(db.sql.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions
+	rq, err := db.rq()
+	if err != nil {
+		return core.Session{}, err
+	}
+	s, err := scanSession(rq.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions
 		WHERE harness = ? AND native_session_id = ? ORDER BY updated_at DESC, id DESC LIMIT 1`, harness, nativeID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return core.Session{}, core.NotFound(harness+" native session", nativeID)
@@ -180,8 +188,12 @@ func (r *entryRow) entry() core.Entry {
 // GetEntry implements core.Store. Entries of kinds this Bridge does not
 // know are returned as stored.
 func (db *DB) GetEntry(ctx context.Context, id string) (core.Entry, error) {
+	rq, err := db.rq()
+	if err != nil {
+		return core.Entry{}, err
+	}
 	var r entryRow
-	err := db.sql.QueryRowContext(ctx, `SELECT `+entryCols+` FROM entries WHERE id = ?`, id).Scan(r.dest()...)
+	err = rq.QueryRowContext(ctx, `SELECT `+entryCols+` FROM entries WHERE id = ?`, id).Scan(r.dest()...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return core.Entry{}, core.NotFound("entry", id)
 	}
@@ -203,7 +215,11 @@ func (db *DB) Audit(ctx context.Context, entity, kind string) ([]core.AuditRecor
 		where = append(where, "kind = ?")
 		args = append(args, kind)
 	}
-	rows, err := db.sql.QueryContext(ctx, `SELECT id, source, kind, entity, body, time FROM audit WHERE `+
+	rq, err := db.rq()
+	if err != nil {
+		return nil, err
+	}
+	rows, err := rq.QueryContext(ctx, `SELECT id, source, kind, entity, body, time FROM audit WHERE `+
 		strings.Join(where, " AND ")+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("storage: audit: %w", err)
