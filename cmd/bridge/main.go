@@ -46,24 +46,13 @@ func main() {
 // success, 1 failure, 2 usage error (130 when interrupted).
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, wantJSON: hasJSONFlag(args)}
-	global := flag.NewFlagSet("bridge", flag.ContinueOnError)
-	global.SetOutput(io.Discard)
-	global.Usage = func() {}
-	global.StringVar(&a.dataDirFlag, "data-dir", "", "data directory")
-	showVersion := global.Bool("version", false, "print the version")
-	if err := global.Parse(args); err != nil {
+	rest, err := a.globalFlags(args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usageText())
 			return 0
 		}
-		return a.report("", usageError{flagMessage(err)})
-	}
-	rest := global.Args()
-	if *showVersion {
-		if len(rest) > 0 {
-			return a.report("", usageError{"--version takes no command"})
-		}
-		rest = []string{"version"}
+		return a.report("", err)
 	}
 	if len(rest) == 0 {
 		if isTerminal(stdin) {
@@ -73,7 +62,6 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return a.serve(ctx, nil)
 	}
 	cmd, cargs := rest[0], rest[1:]
-	var err error
 	switch cmd {
 	case "serve":
 		return a.serve(ctx, cargs)
