@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -74,7 +75,7 @@ func (db *DB) ListSessions(ctx context.Context, q core.ListQuery) ([]core.Sessio
 	}
 	defer rows.Close()
 	out := []core.Session{}
-	for rows.Next() {
+	for len(out) <= limit && rows.Next() {
 		s, err := scanSession(rows)
 		if err != nil {
 			return nil, "", fmt.Errorf("storage: list sessions: %w", err)
@@ -94,7 +95,7 @@ func (db *DB) ListSessions(ctx context.Context, q core.ListQuery) ([]core.Sessio
 }
 
 // listSQL is the query of one page of ListSessions (limit+1 rows, to tell
-// whether another page follows). Each archived value is one range of the
+// whether another page follows; its LIMIT is a size class, see listLimit). Each archived value is one range of the
 // index sessions_list (or sessions_harness_list with a harness), read
 // newest first from the cursor: the row value (updated_at, id) < (?, ?) is
 // a seek, so a page costs the same however many sessions come before or
@@ -122,8 +123,23 @@ func listSQL(q core.ListQuery, limit int) (string, []any, error) {
 		query += ` UNION ALL ` + arm
 		args = append(append(args, true), condArgs...)
 	}
-	query += ` ORDER BY updated_at DESC, id DESC LIMIT ?`
-	return query, append(args, limit+1), nil
+	query += ` ORDER BY updated_at DESC, id DESC LIMIT ` + strconv.Itoa(listLimit(limit))
+	return query, args, nil
+}
+
+// listLimit is the LIMIT written into a list page's statement for a page
+// of limit sessions: the size class (a power of two from 16 to 2^20, -1
+// above: no limit) that holds limit+1 rows. SQLite plans with the value of
+// a bound LIMIT, so a statement whose LIMIT is a parameter was compiled
+// again on every page; with the limit in the text there are a few
+// statements per shape, each compiled once. ListSessions stops reading at
+// limit+1 rows, and the rows past it are never stepped to, so a larger
+// class costs nothing.
+func listLimit(limit int) int {
+	if limit >= 1<<20 {
+		return -1
+	}
+	return max(16, 1<<bits.Len(uint(limit)))
 }
 
 func encodeCursor(upd int64, id string) string {
