@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -163,6 +165,22 @@ func EffortRank(effort string) int {
 type Workspace struct {
 	Path string `json:"path"`
 	Name string `json:"name,omitempty"`
+}
+
+// WorkspacesOf returns the distinct non-empty paths as workspaces, sorted
+// by path: what an adapter that knows only its sessions' working
+// directories lists.
+func WorkspacesOf(paths []string) []Workspace {
+	seen := make(map[string]bool, len(paths))
+	var out []Workspace
+	for _, p := range paths {
+		if p != "" && !seen[p] {
+			seen[p] = true
+			out = append(out, Workspace{Path: p})
+		}
+	}
+	slices.SortFunc(out, func(a, b Workspace) int { return strings.Compare(a.Path, b.Path) })
+	return out
 }
 
 // BridgeHost is the port every harness adapter implements (ARCHITECTURE.md, Capabilities and doctor). A

@@ -21,7 +21,7 @@ func (s *server) initialize(ctx context.Context, raw json.RawMessage) (any, erro
 	s.state = stateInitializing
 	s.mu.Unlock()
 
-	b, opts, err := s.open(ctx, raw)
+	b, out, err := s.open(ctx, raw)
 	s.mu.Lock()
 	if err != nil {
 		s.state = stateCreated // the client may correct itself and try again
@@ -30,7 +30,18 @@ func (s *server) initialize(ctx context.Context, raw json.RawMessage) (any, erro
 	}
 	s.backend, s.state = b, stateInitialized
 	s.mu.Unlock()
+	return jsonrpc2.RawMessage(out), nil
+}
 
+// open decodes the initialize params, writes the result and calls
+// Config.Open. The result does not depend on the backend, so it is written
+// first: at startup Config.Open mostly waits for the database, which the
+// sidecar opens on another goroutine meanwhile.
+func (s *server) open(ctx context.Context, raw json.RawMessage) (Backend, []byte, error) {
+	opts, err := initOptions(raw)
+	if err != nil {
+		return nil, nil, err
+	}
 	res := schema.InitializeResult{
 		ServerInfo: schema.ServerInfo{Name: schema.ServerName, Version: s.cfg.Version},
 		Capabilities: schema.ServerCapabilities{
@@ -42,16 +53,23 @@ func (s *server) initialize(ctx context.Context, raw json.RawMessage) (any, erro
 	}
 	out, err := json.Marshal(res)
 	if err != nil {
-		return nil, toWire(s.log, "initialize", err)
+		return nil, nil, toWire(s.log, "initialize", err)
 	}
-	return jsonrpc2.RawMessage(out), nil
+	b, err := s.cfg.Open(s.life, opts, s, clientCaller{s})
+	if err != nil {
+		return nil, nil, toWire(s.log, "initialize", err)
+	}
+	if b == nil {
+		return nil, nil, jsonrpc2.NewError(CodeInternal, "initialize: the backend did not open")
+	}
+	return b, out, nil
 }
 
-// open decodes the initialize params and calls Config.Open.
-func (s *server) open(ctx context.Context, raw json.RawMessage) (Backend, InitOptions, error) {
+// initOptions decodes the initialize params into what the backend needs.
+func initOptions(raw json.RawMessage) (InitOptions, error) {
 	p, err := decodeParams[schema.InitializeParams]("initialize", raw)
 	if err != nil {
-		return nil, InitOptions{}, err
+		return InitOptions{}, err
 	}
 	opts := InitOptions{Locale: p.Locale}
 	if sc := p.Capabilities.Session; sc != nil {
@@ -76,14 +94,7 @@ func (s *server) open(ctx context.Context, raw json.RawMessage) (Backend, InitOp
 			opts.InitializationOptions = whole.InitializationOptions
 		}
 	}
-	b, err := s.cfg.Open(s.life, opts, s, clientCaller{s})
-	if err != nil {
-		return nil, opts, toWire(s.log, "initialize", err)
-	}
-	if b == nil {
-		return nil, opts, jsonrpc2.NewError(CodeInternal, "initialize: the backend did not open")
-	}
-	return b, opts, nil
+	return opts, nil
 }
 
 // hostMethods lists the host/* requests Bridge may send a hosting client:

@@ -14,6 +14,11 @@
 // that fails is rolled back to its own savepoint without disturbing the
 // others.
 //
+// Reads go through a second connection pool on the same file, opened on
+// the first read and kept read-only by SQLite (PRAGMA query_only; see
+// readPool): in WAL mode they never wait for the writer, and each read
+// transaction sees every commit made before it began.
+//
 // Reads of a session's branch (ActiveBranch, History) follow parent links
 // and check each one. While a session has never branched, its tree is one
 // chain and the walk reads the (session_id, seq) index backwards, so a
@@ -125,8 +130,10 @@ type DB struct {
 	// lists caches sessions' evidence lists (see listCache).
 	lists listCache
 
-	stmtMu sync.Mutex
-	stmts  map[string]*sql.Stmt
+	// wstmts are the writer pool's prepared statements; reads go to rd,
+	// a read-only pool opened on the first read (readpool.go).
+	wstmts *stmtCache
+	rd     readPool
 
 	lastWrite    atomic.Int64 // Unix ns of the last commit (see checkpointer)
 	checkpointed atomic.Int64 // lastWrite as of the last checkpoint
@@ -211,7 +218,8 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		ids:       opts.IDs,
 		maxEntry:  opts.MaxEntryBytes,
 		reqs:      make(chan *writeReq, 256),
-		stmts:     map[string]*sql.Stmt{},
+		wstmts:    newStmtCache(sdb),
+		rd:        readPool{dsn: readDSN(abs, busy.Milliseconds())},
 		done:      make(chan struct{}),
 	}
 	if err := db.migrateRetrying(ctx); err != nil {
@@ -409,11 +417,12 @@ func (db *DB) Close() error {
 	db.stopSearch()
 	close(db.stopCheckpoints)
 	<-db.checkpointsDone
+	rerr := db.closeReaders()
 	db.closeStmts()
 	if err := db.sql.Close(); err != nil {
 		return fmt.Errorf("storage: close: %w", err)
 	}
-	return nil
+	return rerr
 }
 
 func (db *DB) fire(point string) {
@@ -467,15 +476,4 @@ func (db *DB) isClosed() bool {
 	db.closeMu.RLock()
 	defer db.closeMu.RUnlock()
 	return db.closed
-}
-
-// read runs fn in a read-only transaction, so that every query of fn sees
-// the same snapshot.
-func (db *DB) read(ctx context.Context, fn func(q *stmtTx) error) error {
-	tx, err := db.sql.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return fmt.Errorf("storage: begin read: %w", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // read-only; nothing to keep
-	return fn(newStmtTx(db, tx))
 }

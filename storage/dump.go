@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/checkpoint"
 )
 
 var _ core.Dumper = (*DB)(nil)
@@ -97,10 +98,13 @@ func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r cor
 			}
 			db.fire("session.insert")
 		}
-		r := &restorer{ctx: ctx, db: db, w: w, s: s, exists: exists > 0, lk: newLinker(w.q, s.ID)}
+		r := &restorer{ctx: ctx, db: db, w: w, s: s, exists: exists > 0, lk: newLinker(w.q, s.ID), tracking: exists == 0}
 		if exists > 0 {
 			if err := w.q.QueryRowContext(ctx, `SELECT branched FROM sessions WHERE id = ?`, s.ID).Scan(&r.linked); err != nil {
 				return fmt.Errorf("storage: restore: %w", err)
+			}
+			if err := r.startWindow(); err != nil {
+				return err
 			}
 		}
 		if err := fill(r); err != nil {
@@ -130,7 +134,7 @@ func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r cor
 			return fmt.Errorf("storage: restore head: %w", err)
 		}
 		db.fire("session.head")
-		return nil
+		return r.saveWindow(s.HeadID)
 	})
 	if err != nil {
 		return 0, err
@@ -154,6 +158,77 @@ type restorer struct {
 	// rows (before the first branch they are one chain; links.go).
 	linked bool
 	status sql.NullString // of the newest session.status entry restored
+
+	// The window summary of the restored head is written in the restore's
+	// transaction, so that the first read of a restored session does not
+	// rebuild it (on a session of a million entries, seconds). While the
+	// restored entries continue one chain from the summary's head (tip),
+	// each is folded in as it is written; otherwise the summary is rebuilt
+	// at the end (see saveWindow).
+	tracking bool
+	tip      string      // the entry win describes ("" before the first)
+	win      core.Window // of the chain up to tip
+	stored   core.Window // the evidence lists as session_window_items holds them
+}
+
+// startWindow picks up an existing session's summary when it describes the
+// session's head: restored entries that continue from the head fold into
+// it.
+func (r *restorer) startWindow() error {
+	st, err := loadState(r.ctx, r.w.q, r.s.ID)
+	if err != nil {
+		return err
+	}
+	if _, err := loadItems(r.ctx, r.w.q, r.s.ID, &r.stored); err != nil {
+		return err
+	}
+	if st.headID == "" {
+		r.tracking = true
+		return nil
+	}
+	head, win, found, err := loadWindow(r.ctx, r.w.q, r.s.ID)
+	if err != nil || !found || head != st.headID {
+		return err
+	}
+	win.Decisions, win.Files, win.LastCheckpointDecisions = r.stored.Decisions, r.stored.Files, r.stored.LastCheckpointDecisions
+	r.tracking, r.tip, r.win = true, head, win
+	return nil
+}
+
+// track folds a restored entry into the summary while the entries form one
+// chain from its head.
+func (r *restorer) track(e core.Entry) {
+	if !r.tracking {
+		return
+	}
+	if e.ParentID != r.tip {
+		r.tracking, r.win = false, core.Window{}
+		return
+	}
+	checkpoint.Track(&r.win, e)
+	r.tip = e.ID
+}
+
+// saveWindow writes the summary of the restored session's head: the one
+// folded while restoring when it reached that head, else one rebuilt from
+// the record (what the first read would have done).
+func (r *restorer) saveWindow(head string) error {
+	if head == "" {
+		return nil
+	}
+	win := r.win
+	if !r.tracking || r.tip != head {
+		st, err := loadState(r.ctx, r.w.q, r.s.ID)
+		if err != nil {
+			return err
+		}
+		if win, err = rebuildWindow(r.ctx, r.w.q, r.s.ID, st); core.ErrorCode(err) == core.CodeCorrupt {
+			return nil // the entries are kept; reads name the problem
+		} else if err != nil {
+			return err
+		}
+	}
+	return saveWindow(r.ctx, r.w.q, r.s.ID, win, r.stored, true)
 }
 
 // linkEvery bounds the entry_links rows a restore holds before writing
@@ -219,6 +294,7 @@ func (r *restorer) Entry(e core.Entry) error {
 		return core.E(core.CodeConflict, fmt.Sprintf("restore: entry %s", e.ID), err)
 	}
 	r.db.fire("entry.insert")
+	r.track(e)
 	if v, ok := entryStatus(e.Kind, e.Payload); ok {
 		r.status = v
 	}

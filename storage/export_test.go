@@ -43,3 +43,7 @@ func LinkedEntryBefore(ctx context.Context, db *DB, sessionID string, headSeq, b
 
 // JumpLen is how far back the jump pointer of an entry at depth d reaches.
 func JumpLen(d int64) int64 { return jumpLen(d) }
+
+// ReadThroughWriter makes db's reads use the writer pool with read-only
+// transactions, as before the read pool (for benchmarks).
+func ReadThroughWriter(db *DB, on bool) { db.rd.viaWr.Store(on) }

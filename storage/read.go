@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -45,7 +46,11 @@ func getSession(ctx context.Context, q querier, id string) (core.Session, error)
 
 // GetSession implements core.Store.
 func (db *DB) GetSession(ctx context.Context, id string) (core.Session, error) {
-	return getSession(ctx, db.sql, id)
+	q, err := db.rq()
+	if err != nil {
+		return core.Session{}, err
+	}
+	return getSession(ctx, q, id)
 }
 
 // ListSessions implements core.Store: most recently updated first (ties by
@@ -60,17 +65,17 @@ func (db *DB) ListSessions(ctx context.Context, q core.ListQuery) ([]core.Sessio
 	if err != nil {
 		return nil, "", err
 	}
-	stmt, err := db.prepared(ctx, query) // one of eight shapes, compiled once
+	rq, err := db.rq()
 	if err != nil {
-		return nil, "", fmt.Errorf("storage: list sessions: %w", err)
+		return nil, "", err
 	}
-	rows, err := stmt.QueryContext(ctx, args...)
+	rows, err := rq.QueryContext(ctx, query, args...) // prepared once per shape
 	if err != nil {
 		return nil, "", fmt.Errorf("storage: list sessions: %w", err)
 	}
 	defer rows.Close()
 	out := []core.Session{}
-	for rows.Next() {
+	for len(out) <= limit && rows.Next() {
 		s, err := scanSession(rows)
 		if err != nil {
 			return nil, "", fmt.Errorf("storage: list sessions: %w", err)
@@ -90,7 +95,7 @@ func (db *DB) ListSessions(ctx context.Context, q core.ListQuery) ([]core.Sessio
 }
 
 // listSQL is the query of one page of ListSessions (limit+1 rows, to tell
-// whether another page follows). Each archived value is one range of the
+// whether another page follows; its LIMIT is a size class, see listLimit). Each archived value is one range of the
 // index sessions_list (or sessions_harness_list with a harness), read
 // newest first from the cursor: the row value (updated_at, id) < (?, ?) is
 // a seek, so a page costs the same however many sessions come before or
@@ -118,8 +123,23 @@ func listSQL(q core.ListQuery, limit int) (string, []any, error) {
 		query += ` UNION ALL ` + arm
 		args = append(append(args, true), condArgs...)
 	}
-	query += ` ORDER BY updated_at DESC, id DESC LIMIT ?`
-	return query, append(args, limit+1), nil
+	query += ` ORDER BY updated_at DESC, id DESC LIMIT ` + strconv.Itoa(listLimit(limit))
+	return query, args, nil
+}
+
+// listLimit is the LIMIT written into a list page's statement for a page
+// of limit sessions: the size class (a power of two from 16 to 2^20, -1
+// above: no limit) that holds limit+1 rows. SQLite plans with the value of
+// a bound LIMIT, so a statement whose LIMIT is a parameter was compiled
+// again on every page; with the limit in the text there are a few
+// statements per shape, each compiled once. ListSessions stops reading at
+// limit+1 rows, and the rows past it are never stepped to, so a larger
+// class costs nothing.
+func listLimit(limit int) int {
+	if limit >= 1<<20 {
+		return -1
+	}
+	return max(16, 1<<bits.Len(uint(limit)))
 }
 
 func encodeCursor(upd int64, id string) string {
@@ -146,7 +166,11 @@ func (db *DB) FindSessionByNative(ctx context.Context, harness, nativeID string)
 	if nativeID == "" {
 		return core.Session{}, core.NotFound("native session", nativeID)
 	}
-	s, err := scanSession(db.sql.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions
+	rq, err := db.rq()
+	if err != nil {
+		return core.Session{}, err
+	}
+	s, err := scanSession(rq.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions
 		WHERE harness = ? AND native_session_id = ? ORDER BY updated_at DESC, id DESC LIMIT 1`, harness, nativeID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return core.Session{}, core.NotFound(harness+" native session", nativeID)
@@ -180,8 +204,12 @@ func (r *entryRow) entry() core.Entry {
 // GetEntry implements core.Store. Entries of kinds this Bridge does not
 // know are returned as stored.
 func (db *DB) GetEntry(ctx context.Context, id string) (core.Entry, error) {
+	rq, err := db.rq()
+	if err != nil {
+		return core.Entry{}, err
+	}
 	var r entryRow
-	err := db.sql.QueryRowContext(ctx, `SELECT `+entryCols+` FROM entries WHERE id = ?`, id).Scan(r.dest()...)
+	err = rq.QueryRowContext(ctx, `SELECT `+entryCols+` FROM entries WHERE id = ?`, id).Scan(r.dest()...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return core.Entry{}, core.NotFound("entry", id)
 	}
@@ -203,7 +231,11 @@ func (db *DB) Audit(ctx context.Context, entity, kind string) ([]core.AuditRecor
 		where = append(where, "kind = ?")
 		args = append(args, kind)
 	}
-	rows, err := db.sql.QueryContext(ctx, `SELECT id, source, kind, entity, body, time FROM audit WHERE `+
+	rq, err := db.rq()
+	if err != nil {
+		return nil, err
+	}
+	rows, err := rq.QueryContext(ctx, `SELECT id, source, kind, entity, body, time FROM audit WHERE `+
 		strings.Join(where, " AND ")+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("storage: audit: %w", err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/storetest"
 	"github.com/bridge-dev/bridge/storage"
 	"github.com/bridge-dev/bridge/storage/storagetest"
 )
@@ -38,38 +39,14 @@ func newSession(t testing.TB, db *storage.DB) core.Session {
 
 func mustAppend(t testing.TB, db core.Writer, sid string, es ...core.NewEntry) []core.Entry {
 	t.Helper()
-	out, err := db.Append(context.Background(), sid, es...)
-	if err != nil {
-		t.Fatalf("Append: %v", err)
-	}
-	return out
+	return storetest.MustAppend(t, db, sid, es...)
 }
 
-func texts(es []core.Entry) string {
-	var parts []string
-	for _, e := range es {
-		var p map[string]any
-		_ = json.Unmarshal(e.Payload, &p)
-		switch {
-		case p["text"] != nil:
-			parts = append(parts, fmt.Sprint(p["text"]))
-		case p["toolId"] != nil:
-			parts = append(parts, "t:"+fmt.Sprint(p["toolId"]))
-		default:
-			parts = append(parts, string(e.Kind))
-		}
-	}
-	return strings.Join(parts, ",")
-}
+func texts(es []core.Entry) string { return storetest.Texts(es) }
 
 func wantCode(t *testing.T, err error, code core.Code) {
 	t.Helper()
-	if err == nil {
-		t.Fatalf("want a %s error, got nil", code)
-	}
-	if got := core.ErrorCode(err); got != code {
-		t.Fatalf("want code %s, got %s (%v)", code, got, err)
-	}
+	storetest.WantCode(t, err, code)
 }
 
 func TestSessionCreateGetPatchList(t *testing.T) {

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/bridge-dev/bridge/adapters/internal/findfiles"
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/internal/findfiles"
 )
 
 var _ core.TranscriptSource = (*Host)(nil)

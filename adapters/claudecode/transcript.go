@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/internal/inputfile"
+	"github.com/bridge-dev/bridge/core/inputfile"
 )
 
 // transcriptLine is one line of a transcript: the on-disk camelCase format

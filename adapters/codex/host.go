@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -155,16 +154,11 @@ func (h *Host) Workspaces(ctx context.Context) ([]core.Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	var out []core.Workspace
-	for _, t := range ts {
-		if t.Cwd != "" && !seen[t.Cwd] {
-			seen[t.Cwd] = true
-			out = append(out, core.Workspace{Path: t.Cwd})
-		}
+	cwds := make([]string, len(ts))
+	for i, t := range ts {
+		cwds[i] = t.Cwd
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, nil
+	return core.WorkspacesOf(cwds), nil
 }
 
 // Models lists the models Codex offers (model/list).

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/internal/inputfile"
+	"github.com/bridge-dev/bridge/core/inputfile"
 )
 
 // Rollout files ($CODEX_HOME/sessions/YYYY/MM/DD/rollout-<ts>-<thread>.jsonl)

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/internal/inputfile"
+	"github.com/bridge-dev/bridge/core/inputfile"
 )
 
 // header is the first line of a fake transcript.

@@ -12,9 +12,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/bridge-dev/bridge/adapters/internal/findfiles"
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/internal/findfiles"
-	"github.com/bridge-dev/bridge/internal/inputfile"
+	"github.com/bridge-dev/bridge/core/inputfile"
 
 	// The database/sql driver "sqlite3", to read OpenCode's database.
 	_ "github.com/ncruces/go-sqlite3/driver"

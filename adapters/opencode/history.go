@@ -8,8 +8,10 @@ import (
 	"io"
 	"strings"
 
+	"github.com/bridge-dev/bridge/core/jsonstream"
+
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/internal/inputfile"
+	"github.com/bridge-dev/bridge/core/inputfile"
 )
 
 // storedMessage is one element of GET /session/{id}/message and of the
@@ -152,7 +154,7 @@ func streamExport(ctx context.Context, r io.Reader, b *core.ImportBatcher) error
 		return notExport(err)
 	}
 	dec := json.NewDecoder(br)
-	if err := expectDelim(dec, '{'); err != nil {
+	if err := jsonstream.ExpectDelim(dec, '{'); err != nil {
 		return notExport(err)
 	}
 	mm := newMessageMapper(func(e core.NewEntry) { _ = b.Add(e) })
@@ -175,7 +177,7 @@ func streamExport(ctx context.Context, r io.Reader, b *core.ImportBatcher) error
 				b.Head.Model = modelName(info.Model.ProviderID, info.Model.ID)
 			}
 		case "messages":
-			if err := expectDelim(dec, '['); err != nil {
+			if err := jsonstream.ExpectDelim(dec, '['); err != nil {
 				return notExport(err)
 			}
 			for n := 0; dec.More(); n++ {
@@ -193,32 +195,20 @@ func streamExport(ctx context.Context, r io.Reader, b *core.ImportBatcher) error
 					return err
 				}
 			}
-			if err := expectDelim(dec, ']'); err != nil {
+			if err := jsonstream.ExpectDelim(dec, ']'); err != nil {
 				return notExport(err)
 			}
 		default:
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
+			if err := jsonstream.SkipValue(dec); err != nil {
 				return notExport(err)
 			}
 		}
 	}
-	if err := expectDelim(dec, '}'); err != nil {
+	if err := jsonstream.ExpectDelim(dec, '}'); err != nil {
 		return notExport(err)
 	}
 	if info.ID == "" {
 		return core.Errorf(core.CodeInvalid, "opencode import: the document has no info.id (is it an `opencode export` file?)")
-	}
-	return nil
-}
-
-func expectDelim(dec *json.Decoder, d json.Delim) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if tok != d {
-		return fmt.Errorf("found %v where %v was expected", tok, d)
 	}
 	return nil
 }

@@ -491,17 +491,11 @@ func (h *Host) Workspaces(ctx context.Context) ([]core.Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	var out []core.Workspace
-	for _, s := range list {
-		if s.Cwd == "" || seen[s.Cwd] {
-			continue
-		}
-		seen[s.Cwd] = true
-		out = append(out, core.Workspace{Path: s.Cwd})
+	cwds := make([]string, len(list))
+	for i, s := range list {
+		cwds[i] = s.Cwd
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, nil
+	return core.WorkspacesOf(cwds), nil
 }
 
 // ArchiveSession archives a session (PATCH /session/{id} time.archived).

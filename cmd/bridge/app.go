@@ -67,20 +67,35 @@ type store struct {
 // openStore resolves the data directory, creates it owner-only, reads its
 // configuration and opens its database.
 func (a *app) openStore(ctx context.Context, initDataDir string) (store, error) {
-	dir, err := resolveDataDir(a.dataDirFlag, initDataDir)
+	dir, cfg, err := a.prepareDir(initDataDir)
 	if err != nil {
 		return store{}, err
 	}
+	return openDatabase(ctx, dir, cfg)
+}
+
+// prepareDir resolves the data directory, creates it owner-only and reads
+// its configuration: all but the database.
+func (a *app) prepareDir(initDataDir string) (string, Config, error) {
+	dir, err := resolveDataDir(a.dataDirFlag, initDataDir)
+	if err != nil {
+		return "", Config{}, err
+	}
 	if err := ensureDataDir(dir); err != nil {
-		return store{}, err
+		return "", Config{}, err
 	}
 	cfg, err := LoadConfig(dir)
 	if err != nil {
-		return store{}, core.E(core.CodeInvalid, "configuration", err)
+		return "", Config{}, core.E(core.CodeInvalid, "configuration", err)
 	}
 	if cfg.MaxEntryBytes < 0 {
-		return store{}, core.Errorf(core.CodeInvalid, "configuration: maxEntryBytes must be positive")
+		return "", Config{}, core.Errorf(core.CodeInvalid, "configuration: maxEntryBytes must be positive")
 	}
+	return dir, cfg, nil
+}
+
+// openDatabase opens the database of a prepared data directory.
+func openDatabase(ctx context.Context, dir string, cfg Config) (store, error) {
 	db, err := storage.Open(ctx, filepath.Join(dir, DatabaseFile), storage.Options{MaxEntryBytes: cfg.MaxEntryBytes})
 	if err != nil {
 		return store{}, core.E(core.CodePersistence, "open the database", err)
@@ -100,24 +115,46 @@ func (a *app) open(ctx context.Context, o openOptions) (*env, error) {
 // build makes the service over an opened store; on failure it closes the
 // store's database.
 func (a *app) build(st store, o openOptions) (*env, error) {
-	cfg := st.cfg
-	for name, raw := range o.harnesses {
-		if err := cfg.MergeHarnesses(json.RawMessage(fmt.Sprintf("{%q:%s}", name, raw))); err != nil {
-			st.db.Close()
-			return nil, core.E(core.CodeInvalid, "initializationOptions", err)
-		}
-	}
-	hosts, err := buildHosts(cfg, st.dir)
+	h, err := makeHosts(st.cfg, st.dir, o)
 	if err != nil {
 		st.db.Close()
 		return nil, err
 	}
-	hosts = append(hosts, o.extraHosts...)
+	return a.buildWith(st, h, o)
+}
+
+// hostSet is the configuration with initialize's harness settings merged
+// in, and the adapters it makes. It needs the data directory but not the
+// database, so serve makes it while the database opens.
+type hostSet struct {
+	cfg   Config
+	hosts []core.BridgeHost
+}
+
+// makeHosts merges initialize's harness settings into cfg and creates the
+// adapters.
+func makeHosts(cfg Config, dir string, o openOptions) (hostSet, error) {
+	for name, raw := range o.harnesses {
+		if err := cfg.MergeHarnesses(json.RawMessage(fmt.Sprintf("{%q:%s}", name, raw))); err != nil {
+			return hostSet{}, core.E(core.CodeInvalid, "initializationOptions", err)
+		}
+	}
+	hosts, err := buildHosts(cfg, dir)
+	if err != nil {
+		return hostSet{}, err
+	}
+	return hostSet{cfg: cfg, hosts: append(hosts, o.extraHosts...)}, nil
+}
+
+// buildWith makes the service over an opened store and the adapters made
+// for it; on failure it closes the store's database.
+func (a *app) buildWith(st store, h hostSet, o openOptions) (*env, error) {
+	cfg := h.cfg
 	n := o.notifier
 	if n == nil {
 		n = &cliNotifier{w: a.stderr}
 	}
-	so := service.Options{Store: st.db, Hosts: hosts, Notifier: n, Presets: cfg.Presets,
+	so := service.Options{Store: st.db, Hosts: h.hosts, Notifier: n, Presets: cfg.Presets,
 		DataDir: st.dir, Database: st.db.Path(), CheckpointTimeout: cfg.CheckpointTimeout(), RepoStatus: gitStatus,
 		Permissions: o.permissions, ApprovalTimeout: cfg.ApprovalTimeout()}
 	if err := cfg.controller(&so); err != nil {

@@ -65,13 +65,16 @@ func commandNamed(name string) (command, bool) {
 func usageText() string {
 	var b strings.Builder
 	b.WriteString("bridge: a sidecar that drives coding-agent harnesses and keeps their record.\n\n")
-	b.WriteString("Usage:\n  bridge [--data-dir DIR] COMMAND [ARGUMENTS] [flags]\n  bridge --version\n  bridge help [COMMAND]\n\nCommands:\n")
+	b.WriteString("Usage:\n  bridge [global flags] COMMAND [ARGUMENTS] [flags]\n  bridge --version\n  bridge help [COMMAND]\n\nCommands:\n")
 	for _, c := range commands {
 		left := strings.TrimSpace(c.name + " " + c.args)
 		fmt.Fprintf(&b, "  %-27s %s\n", left, c.summary)
 	}
 	b.WriteString(`
-Every command takes --json (machine-readable output; errors too) and --data-dir DIR.
+Global flags, before or after the command (bridge --json sessions = bridge sessions --json):
+  --json                       machine-readable output (errors too)
+  --data-dir DIR               the data directory
+A command's own flags go after its name ('bridge help COMMAND' lists them).
 The data directory is --data-dir, else $BRIDGE_DATA_DIR, else $XDG_DATA_HOME/bridge,
 else ~/.local/share/bridge. Exit status: 0 success, 1 failure, 2 usage error.
 `)
@@ -110,6 +113,38 @@ func helpText(c command, fs *flag.FlagSet) string {
 		fmt.Fprintf(&b, "  %-28s %s\n", left, usage)
 	})
 	return b.String()
+}
+
+// globalFlags parses the flags given before the command: --data-dir and
+// --json (which every command also takes after its name), --version and
+// --help. It returns the command and its arguments; --version alone is the
+// version command. An unknown flag before the command is a usage error that
+// says which flags may stand there.
+func (a *app) globalFlags(args []string) (rest []string, err error) {
+	global := flag.NewFlagSet("bridge", flag.ContinueOnError)
+	global.SetOutput(io.Discard)
+	global.Usage = func() {}
+	global.StringVar(&a.dataDirFlag, "data-dir", "", "data directory")
+	global.BoolVar(&a.wantJSON, "json", a.wantJSON, "machine-readable output (errors too)")
+	showVersion := global.Bool("version", false, "print the version")
+	if err := global.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		msg := flagMessage(err)
+		if strings.HasPrefix(msg, "unknown flag --") {
+			msg += " before the command: only --data-dir DIR, --json, --version and --help may come first; a command's own flags go after its name"
+		}
+		return nil, usageError{msg}
+	}
+	rest = global.Args()
+	if *showVersion {
+		if len(rest) > 0 {
+			return nil, usageError{"--version takes no command"}
+		}
+		rest = []string{"version"}
+	}
+	return rest, nil
 }
 
 // valueNames names the values of flags in help, where the flag's own name

@@ -236,3 +236,101 @@ func TestCLIFlagValues(t *testing.T) {
 		}
 	}
 }
+
+// TestGlobalFlagsBeforeOrAfter: --json and --data-dir are global flags that
+// may come before the command or after it, with the same result; a flag
+// before the command that is not global is a usage error saying where it
+// belongs (as JSON with --json).
+func TestGlobalFlagsBeforeOrAfter(t *testing.T) {
+	dir := t.TempDir()
+	c := startBridge(t, dir)
+	c.initialize(nil)
+	sid := createFake(t, c)
+	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("hello")}, nil)
+	if code := c.exit(true); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	isJSON := func(s string) bool {
+		s = strings.TrimSpace(s)
+		return json.Valid([]byte(s)) && (strings.HasPrefix(s, "{") || strings.HasPrefix(s, "["))
+	}
+	for _, forms := range [][][]string{
+		{{"--json", "--data-dir", dir, "sessions"}, {"sessions", "--json", "--data-dir", dir}, {"--data-dir", dir, "sessions", "--json"}, {"--json", "sessions", "--data-dir", dir}},
+		{{"--json", "--data-dir", dir, "history", sid, "--max", "5"}, {"--data-dir", dir, "history", sid, "--max", "5", "--json"}, {"history", "--json", sid, "--data-dir", dir, "--max", "5"}},
+		{{"--json", "version"}, {"version", "--json"}, {"--json", "--version"}},
+		{{"--json", "--data-dir", dir, "export", sid, "--format", "json"}, {"export", sid, "--format", "json", "--data-dir", dir, "--json"}},
+	} {
+		var first string
+		for i, args := range forms {
+			out, stderr, code := runCLI(t, nil, args...)
+			if code != 0 || stderr != "" || !isJSON(out) {
+				t.Fatalf("bridge %s: exit %d, stderr %q, stdout %q; want JSON", strings.Join(args, " "), code, stderr, out)
+			}
+			if i == 0 {
+				first = out
+			} else if out != first {
+				t.Errorf("bridge %s printed\n%s\nbut bridge %s printed\n%s", strings.Join(args, " "), out, strings.Join(forms[0], " "), first)
+			}
+		}
+	}
+	if !strings.Contains(stdoutOf(t, dir, "sessions"), sid) {
+		t.Fatalf("the session is not listed")
+	}
+
+	// A failure with --json first is JSON on stdout, exit 1.
+	out, stderr, code := runCLI(t, nil, "--json", "--data-dir", dir, "history", "s_none")
+	if code != 1 || stderr != "" {
+		t.Fatalf("--json history s_none: exit %d, stderr %q", code, stderr)
+	}
+	if ec, _ := jsonError(t, out); ec != "not_found" {
+		t.Fatalf("--json history s_none: code %q", ec)
+	}
+	// Unknown flags, before and after the command.
+	for _, cc := range []struct {
+		args []string
+		says []string
+	}{
+		{[]string{"--no-such-flag", "sessions"}, []string{"--no-such-flag", "before the command", "--json", "--data-dir"}},
+		{[]string{"--harness", "fake", "sessions"}, []string{"--harness", "after its name"}},
+		{[]string{"sessions", "--no-such-flag"}, []string{"--no-such-flag", "bridge help sessions"}},
+		{[]string{"--json", "sessions", "--no-such-flag"}, []string{"--no-such-flag"}},
+	} {
+		out, stderr, code := runCLI(t, []string{"BRIDGE_DATA_DIR=" + dir}, cc.args...)
+		text := stderr
+		if cc.args[0] == "--json" {
+			if stderr != "" {
+				t.Errorf("%v: stderr %q, want the error as JSON on stdout", cc.args, stderr)
+			}
+			ec, msg := jsonError(t, out)
+			if ec != "usage" {
+				t.Errorf("%v: code %q, want usage", cc.args, ec)
+			}
+			text = msg
+		} else if out != "" {
+			t.Errorf("%v: stdout %q", cc.args, out)
+		}
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2", cc.args, code)
+		}
+		for _, w := range cc.says {
+			if !strings.Contains(text, w) {
+				t.Errorf("%v: the error %q does not say %q", cc.args, text, w)
+			}
+		}
+	}
+	// bridge help documents it.
+	help, _, _ := runCLI(t, nil, "help")
+	if !strings.Contains(help, "before or after the command") || !strings.Contains(help, "--json") {
+		t.Errorf("bridge help does not say where global flags go:\n%s", help)
+	}
+}
+
+// stdoutOf runs `bridge --data-dir dir cmd` and returns its stdout.
+func stdoutOf(t *testing.T, dir, cmd string) string {
+	t.Helper()
+	out, stderr, code := runCLI(t, nil, "--data-dir", dir, cmd)
+	if code != 0 {
+		t.Fatalf("bridge %s: exit %d: %s", cmd, code, stderr)
+	}
+	return out
+}

@@ -17,15 +17,15 @@ import (
 	"github.com/bridge-dev/bridge/schema"
 )
 
-// flags returns a flag set for a subcommand with --json, which also takes
-// the global --data-dir (so `bridge serve --data-dir D` works as
-// `bridge --data-dir D serve` does). It prints nothing itself: parse
+// flags returns a flag set for a subcommand with the global flags --json
+// and --data-dir, which may come before the command or after it (so
+// `bridge sessions --json` works as `bridge --json sessions` does). It prints nothing itself: parse
 // prints --help, and Main reports errors once.
 func (a *app) flags(name string) (*flag.FlagSet, *bool) {
 	fs := flag.NewFlagSet("bridge "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	asJSON := fs.Bool("json", false, "machine-readable output (errors too)")
+	asJSON := fs.Bool("json", a.wantJSON, "machine-readable output (errors too)")
 	fs.StringVar(&a.dataDirFlag, "data-dir", a.dataDirFlag, "data directory")
 	return fs, asJSON
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bridge-dev/bridge/internal/campaign"
+	"github.com/bridge-dev/bridge/core/campaign"
 	"github.com/bridge-dev/bridge/storage"
 )
 

@@ -27,43 +27,53 @@ var version = "0.1.0-dev"
 func main() {
 	tuneGC()
 	ctx, cancel := context.WithCancel(context.Background())
-	// The first SIGINT or SIGTERM ends ctx: `bridge serve` then takes the
-	// path a shutdown request takes (whatever the service does when it
-	// closes happens) and exits 0; a second one ends the process at once.
+	// Installing the handlers takes a fifth of a millisecond (the runtime
+	// starts a thread for them): it runs beside the rest of the start,
+	// which waits for it (awaitSignals) before a command does anything and
+	// before serve answers initialize.
+	ready := make(chan struct{})
+	signalsReady = ready
+	go handleSignals(cancel, ready)
+	os.Exit(Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// signalsReady is closed once SIGINT and SIGTERM are handled; nil when Main
+// runs without main (tests).
+var signalsReady <-chan struct{}
+
+// handleSignals makes the first SIGINT or SIGTERM end the process's
+// context: `bridge serve` then takes the path a shutdown request takes
+// (whatever the service does when it closes happens) and exits 0; a
+// second one ends the process at once.
+func handleSignals(cancel context.CancelFunc, ready chan<- struct{}) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-sigs
-		cancel()
-		<-sigs
-		fmt.Fprintln(os.Stderr, "bridge: stopped without finishing (second signal)")
-		os.Exit(130)
-	}()
-	os.Exit(Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	close(ready)
+	<-sigs
+	cancel()
+	<-sigs
+	fmt.Fprintln(os.Stderr, "bridge: stopped without finishing (second signal)")
+	os.Exit(130)
+}
+
+// awaitSignals returns once the signal handlers are in place.
+func awaitSignals() {
+	if signalsReady != nil {
+		<-signalsReady
+	}
 }
 
 // Main runs the command line and returns the process exit status: 0
 // success, 1 failure, 2 usage error (130 when interrupted).
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, wantJSON: hasJSONFlag(args)}
-	global := flag.NewFlagSet("bridge", flag.ContinueOnError)
-	global.SetOutput(io.Discard)
-	global.Usage = func() {}
-	global.StringVar(&a.dataDirFlag, "data-dir", "", "data directory")
-	showVersion := global.Bool("version", false, "print the version")
-	if err := global.Parse(args); err != nil {
+	rest, err := a.globalFlags(args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usageText())
 			return 0
 		}
-		return a.report("", usageError{flagMessage(err)})
-	}
-	rest := global.Args()
-	if *showVersion {
-		if len(rest) > 0 {
-			return a.report("", usageError{"--version takes no command"})
-		}
-		rest = []string{"version"}
+		return a.report("", err)
 	}
 	if len(rest) == 0 {
 		if isTerminal(stdin) {
@@ -73,7 +83,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return a.serve(ctx, nil)
 	}
 	cmd, cargs := rest[0], rest[1:]
-	var err error
+	if cmd != "serve" {
+		awaitSignals() // serve waits before it answers initialize
+	}
 	switch cmd {
 	case "serve":
 		return a.serve(ctx, cargs)

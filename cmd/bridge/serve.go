@@ -86,13 +86,28 @@ func (a *app) serve(ctx context.Context, args []string) int {
 			if opts.RequestPermission {
 				o.permissions = rpc.PermissionAsker(client)
 			}
+			// awaitSignals: the answer to initialize goes out only once
+			// SIGINT and SIGTERM are handled.
+			awaitSignals()
 			var e *env
 			var err error
-			if st, perr, ok := pre.take(); ok {
+			if d, ok := pre.prepared(); ok {
+				// The adapters need the data directory but not the
+				// database: make them while it opens.
+				var h hostSet
+				var herr error
+				if d.err == nil {
+					h, herr = makeHosts(d.cfg, d.dir, o)
+				}
+				st, perr := pre.take()
 				if perr != nil {
 					return nil, perr
 				}
-				e, err = a.build(st, o)
+				if herr != nil {
+					st.db.Close()
+					return nil, herr
+				}
+				e, err = a.buildWith(st, h, o)
 			} else {
 				e, err = a.open(ctx, o)
 			}
@@ -127,8 +142,7 @@ func (a *app) serve(ctx context.Context, args []string) int {
 			code, err := rpc.Serve(ctx, a.stdin, a.stdout, cfg)
 			done <- served{code, err}
 		}()
-		st, oerr := a.openStore(ctx, "")
-		pre.ch <- preopenResult{st, oerr}
+		pre.open(ctx, a)
 		r := <-done
 		code, err = r.code, r.err
 	} else {
@@ -154,10 +168,20 @@ func startCPUProfile(path string) (stop func(), err error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
-// preopened is a data directory opened before initialize arrived.
+// preopened is a data directory opened before initialize arrived: its
+// folder and configuration first (dir), then its database (ch).
 type preopened struct {
+	dir   chan preparedDir   // nil when nothing was started
 	ch    chan preopenResult // nil when nothing was started
 	taken bool
+}
+
+// preparedDir is a resolved data directory, created, with its
+// configuration read (or the error doing so).
+type preparedDir struct {
+	dir string
+	cfg Config
+	err error
 }
 
 type preopenResult struct {
@@ -172,19 +196,39 @@ func (a *app) preopen(ctx context.Context) *preopened {
 	if a.dataDirFlag == "" && os.Getenv("BRIDGE_DATA_DIR") == "" {
 		return p
 	}
+	p.dir = make(chan preparedDir, 1)
 	p.ch = make(chan preopenResult, 1) // serve opens it
 	return p
 }
 
-// take returns the pre-opened store once (ok false when there is none, or
-// it was taken already: a retried initialize opens afresh).
-func (p *preopened) take() (store, error, bool) {
-	if p.ch == nil || p.taken {
-		return store{}, nil, false
+// open prepares the data directory, hands it over, then opens its database
+// and hands that over.
+func (p *preopened) open(ctx context.Context, a *app) {
+	dir, cfg, err := a.prepareDir("")
+	p.dir <- preparedDir{dir, cfg, err}
+	if err != nil {
+		p.ch <- preopenResult{err: err}
+		return
 	}
+	st, err := openDatabase(ctx, dir, cfg)
+	p.ch <- preopenResult{st, err}
+}
+
+// prepared returns the prepared data directory once, before take (ok false
+// when there is none, or it was taken already: a retried initialize opens
+// afresh).
+func (p *preopened) prepared() (preparedDir, bool) {
+	if p.ch == nil || p.taken {
+		return preparedDir{}, false
+	}
+	return <-p.dir, true
+}
+
+// take returns the pre-opened store, after prepared.
+func (p *preopened) take() (store, error) {
 	p.taken = true
 	r := <-p.ch
-	return r.st, r.err, true
+	return r.st, r.err
 }
 
 // release closes a pre-opened store that initialize never took.

@@ -96,6 +96,10 @@ func (a *app) web(ctx context.Context, args []string) int {
 
 // fanout sends the shared service's notifications to every attached
 // connection (every open tab); with none attached, warnings go to stderr.
+// Sending to a connection never waits for its client: each WebSocket
+// connection writes through its own bounded queue (rpc/web), so a tab that
+// stops reading delays neither the service nor the other tabs, and is
+// disconnected when its queue overflows.
 type fanout struct {
 	mu       sync.RWMutex
 	targets  map[*fanTarget]struct{}

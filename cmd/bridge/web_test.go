@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -388,5 +390,104 @@ func TestReadmeRunCommand(t *testing.T) {
 	c.mustCall("bridge/doctor", map[string]any{"harness": "fake"}, &rep)
 	if len(rep.Adapters) != 1 || !rep.Adapters[0].OK {
 		t.Fatalf("the fake harness is not usable: %+v", rep)
+	}
+}
+
+// TestWebStalledTabDelaysNoOther: two tabs, one of which stops reading its
+// WebSocket right after initialize (a frozen or throttled tab). The other
+// tab runs a turn whose notifications are far more than the stalled tab's
+// socket buffers hold: it gets every one of them and its reply, while the
+// stalled tab stays connected (its messages wait on its own queue); when
+// the stalled tab reads again it gets every notification too, in order.
+// Before per-connection queues, the fan-out wrote to the stalled tab
+// directly: the working tab waited for that write to time out (30 s) and
+// the stalled tab was disconnected.
+func TestWebStalledTabDelaysNoOther(t *testing.T) {
+	w := startWeb(t, t.TempDir())
+	a := w.dial(t)
+	a.initialize(nil)
+
+	// The stalled tab: a small receive buffer, so that the server's
+	// writes stall after a few megabytes (its send buffer) rather than
+	// tens (an autotuned receive buffer).
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			err = c.(*net.TCPConn).SetReadBuffer(128 << 10)
+		}
+		return c, err
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, _, err := websocket.Dial(ctx, w.wsURL(w.token), &websocket.DialOptions{HTTPClient: &http.Client{Transport: tr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.CloseNow()
+	b.SetReadLimit(-1)
+	send := func(v any) {
+		if err := b.Write(ctx, websocket.MessageText, mustJSON(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{"capabilities": map[string]any{}}})
+	if _, msg, err := b.Read(ctx); err != nil || !strings.Contains(string(msg), `"serverInfo"`) {
+		t.Fatalf("initialize on the stalled tab: %s %v", msg, err)
+	}
+	send(map[string]any{"jsonrpc": "2.0", "method": "initialized", "params": map[string]any{}})
+	// From here on, tab b reads nothing until tab a is done.
+
+	const lines, size = 100, 60 << 10 // about 12 MB of notifications to each tab
+	var script strings.Builder
+	for i := range lines {
+		fmt.Fprintf(&script, "say %04d %s\n", i, strings.Repeat("z", size))
+	}
+	sid := createFake(t, a)
+	var pr struct {
+		StopReason string `json:"stopReason"`
+	}
+	a.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt(script.String())}, &pr)
+	if pr.StopReason != "end_turn" {
+		t.Fatalf("stopReason %q", pr.StopReason)
+	}
+	said := func(c func() []wireMsg) int {
+		n := 0
+		for _, m := range c() {
+			if strings.Contains(string(m.Params), `"assistant.message"`) && strings.Contains(string(m.Params), sid) {
+				n++
+			}
+		}
+		return n
+	}
+	// The reply follows the turn's notifications on the same connection.
+	if n := said(func() []wireMsg { return a.notesOf("session/update") }); n != lines {
+		t.Fatalf("the working tab got %d assistant entries, want %d", n, lines)
+	}
+
+	// Tab b reads at last: everything is there, in order.
+	rctx, rcancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer rcancel()
+	next := 0
+	for next < lines {
+		_, msg, err := b.Read(rctx)
+		if err != nil {
+			t.Fatalf("the stalled tab, reading after %d of %d assistant entries: %v (close status %d); bridge web stderr:\n%s",
+				next, lines, err, websocket.CloseStatus(err), w.stderrText())
+		}
+		var m wireMsg
+		if err := json.Unmarshal(msg, &m); err != nil {
+			t.Fatal(err)
+		}
+		var u struct {
+			SessionID string    `json:"sessionId"`
+			Entry     entryWire `json:"entry"`
+		}
+		if m.Method != "session/update" || json.Unmarshal(m.Params, &u) != nil || u.SessionID != sid || u.Entry.Kind != "assistant.message" {
+			continue
+		}
+		if want := fmt.Sprintf("%04d", next); !strings.Contains(string(u.Entry.Payload), want) {
+			t.Fatalf("assistant entry %d of the stalled tab: %.60s…, want %s", next, u.Entry.Payload, want)
+		}
+		next++
 	}
 }

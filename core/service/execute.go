@@ -10,7 +10,7 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/handoff"
-	"github.com/bridge-dev/bridge/internal/inputfile"
+	"github.com/bridge-dev/bridge/core/inputfile"
 	"github.com/bridge-dev/bridge/schema"
 )
 

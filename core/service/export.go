@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bridge-dev/bridge/core/jsonstream"
+
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/internal/inputfile"
+	"github.com/bridge-dev/bridge/core/inputfile"
 )
 
 // ExportFormat names the form Export renders a session in.
@@ -156,7 +158,7 @@ func (s *Service) importExport(ctx context.Context, path string) (ImportOutcome,
 			haveSession = true
 			return dec.Decode(&sess)
 		case "attachments":
-			return eachElement(dec, func() error {
+			return jsonstream.EachElement(dec, func() error {
 				var a exportAttachment
 				if err := dec.Decode(&a); err != nil {
 					return err
@@ -164,7 +166,7 @@ func (s *Service) importExport(ctx context.Context, path string) (ImportOutcome,
 				return checkExportImage(path, a)
 			})
 		}
-		return skipValue(dec)
+		return jsonstream.SkipValue(dec)
 	})
 	if err != nil {
 		return ImportOutcome{}, err
@@ -181,9 +183,9 @@ func (s *Service) importExport(ctx context.Context, path string) (ImportOutcome,
 	// Pass 2: the images are kept before the record changes.
 	err = walkExport(ctx, path, func(key string, dec *json.Decoder) error {
 		if key != "attachments" {
-			return skipValue(dec)
+			return jsonstream.SkipValue(dec)
 		}
-		return eachElement(dec, func() error {
+		return jsonstream.EachElement(dec, func() error {
 			var a exportAttachment
 			if err := dec.Decode(&a); err != nil {
 				return err
@@ -203,7 +205,7 @@ func (s *Service) importExport(ctx context.Context, path string) (ImportOutcome,
 		return walkExport(ctx, path, func(key string, dec *json.Decoder) error {
 			switch key {
 			case "entries":
-				return eachElement(dec, func() error {
+				return jsonstream.EachElement(dec, func() error {
 					var e core.Entry
 					if err := dec.Decode(&e); err != nil {
 						return err
@@ -214,7 +216,7 @@ func (s *Service) importExport(ctx context.Context, path string) (ImportOutcome,
 					return r.Entry(e)
 				})
 			case "audit":
-				return eachElement(dec, func() error {
+				return jsonstream.EachElement(dec, func() error {
 					var a exportAudit
 					if err := dec.Decode(&a); err != nil {
 						return err
@@ -222,7 +224,7 @@ func (s *Service) importExport(ctx context.Context, path string) (ImportOutcome,
 					return r.Audit(core.AuditRecord{Source: a.Source, Kind: a.Kind, Entity: a.Entity, Body: a.Body, Time: a.Time})
 				})
 			}
-			return skipValue(dec)
+			return jsonstream.SkipValue(dec)
 		})
 	})
 	if err != nil {
@@ -274,7 +276,7 @@ func walkExport(ctx context.Context, path string, member func(key string, dec *j
 	}
 	dec := json.NewDecoder(bufio.NewReaderSize(f, 256<<10))
 	dec.DisallowUnknownFields()
-	if err := expectDelim(dec, '{'); err != nil {
+	if err := jsonstream.ExpectDelim(dec, '{'); err != nil {
 		return notExport(err)
 	}
 	for dec.More() {
@@ -293,53 +295,8 @@ func walkExport(ctx context.Context, path string, member func(key string, dec *j
 			return notExport(err)
 		}
 	}
-	if err := expectDelim(dec, '}'); err != nil {
+	if err := jsonstream.ExpectDelim(dec, '}'); err != nil {
 		return notExport(err)
-	}
-	return nil
-}
-
-// eachElement calls fn once per element of the JSON array the decoder is
-// at; fn decodes the element.
-func eachElement(dec *json.Decoder, fn func() error) error {
-	if err := expectDelim(dec, '['); err != nil {
-		return err
-	}
-	for dec.More() {
-		if err := fn(); err != nil {
-			return err
-		}
-	}
-	return expectDelim(dec, ']')
-}
-
-// skipValue reads past the value the decoder is at, one token at a time.
-func skipValue(dec *json.Decoder) error {
-	depth := 0
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
-}
-
-func expectDelim(dec *json.Decoder, d json.Delim) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if tok != d {
-		return fmt.Errorf("found %v where %v was expected", tok, d)
 	}
 	return nil
 }

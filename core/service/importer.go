@@ -11,7 +11,7 @@ import (
 	"runtime/debug"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/internal/inputfile"
+	"github.com/bridge-dev/bridge/core/inputfile"
 )
 
 // importFile brings an existing harness transcript into the record. Entries are

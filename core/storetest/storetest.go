@@ -76,7 +76,8 @@ func newSession(t *testing.T, st core.Store, harness string) core.Session {
 	return s
 }
 
-func mustAppend(t *testing.T, w core.Writer, sid string, es ...core.NewEntry) []core.Entry {
+// MustAppend appends es to session sid and fails the test on an error.
+func MustAppend(t testing.TB, w core.Writer, sid string, es ...core.NewEntry) []core.Entry {
 	t.Helper()
 	out, err := w.Append(ctx, sid, es...)
 	if err != nil {
@@ -85,8 +86,9 @@ func mustAppend(t *testing.T, w core.Writer, sid string, es ...core.NewEntry) []
 	return out
 }
 
-// texts renders entries as "u1,a1,t:x" for comparisons.
-func texts(es []core.Entry) string {
+// Texts renders entries as "u1,a1,t:x" for comparisons: an entry's text,
+// "t:"+its tool id, or its kind.
+func Texts(es []core.Entry) string {
 	var parts []string
 	for _, e := range es {
 		var p map[string]any
@@ -103,7 +105,8 @@ func texts(es []core.Entry) string {
 	return strings.Join(parts, ",")
 }
 
-func wantCode(t *testing.T, err error, code core.Code) {
+// WantCode fails the test unless err carries code.
+func WantCode(t testing.TB, err error, code core.Code) {
 	t.Helper()
 	if got := core.ErrorCode(err); err == nil || got != code {
 		t.Fatalf("want a %s error, got %v (%s)", code, err, got)
@@ -145,14 +148,14 @@ func testSessions(t *testing.T, st core.Store) {
 		t.Fatalf("FindSessionByNative = %+v, %v", f, err)
 	}
 	_, err = st.FindSessionByNative(ctx, "claude-code", "n-1")
-	wantCode(t, err, core.CodeNotFound)
+	WantCode(t, err, core.CodeNotFound)
 	_, err = st.GetSession(ctx, "s_missing")
-	wantCode(t, err, core.CodeNotFound)
+	WantCode(t, err, core.CodeNotFound)
 	if !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("a missing session does not wrap ErrNotFound: %v", err)
 	}
 	_, err = st.PatchSession(ctx, "s_missing", core.SessionPatch{Title: core.Ptr("x")})
-	wantCode(t, err, core.CodeNotFound)
+	WantCode(t, err, core.CodeNotFound)
 	// A caller may choose the id.
 	if c, err := st.CreateSession(ctx, core.Session{ID: "s_chosen", Harness: "fake"}); err != nil || c.ID != "s_chosen" {
 		t.Fatalf("CreateSession with an id = %+v, %v", c, err)
@@ -170,7 +173,7 @@ func testList(t *testing.T, st core.Store) {
 		ids = append(ids, s.ID)
 		// Distinct update times, newest last.
 		time.Sleep(2 * time.Millisecond)
-		mustAppend(t, st, s.ID, user(fmt.Sprint(i)))
+		MustAppend(t, st, s.ID, user(fmt.Sprint(i)))
 	}
 	if _, err := st.PatchSession(ctx, ids[0], core.SessionPatch{Archived: core.Ptr(true)}); err != nil {
 		t.Fatal(err)
@@ -216,8 +219,8 @@ func testList(t *testing.T, st core.Store) {
 
 func testAppend(t *testing.T, st core.Store) {
 	s := newSession(t, st, "fake")
-	first := mustAppend(t, st, s.ID, user("u1"), assistant("a1"))
-	second := mustAppend(t, st, s.ID, tool("x"))
+	first := MustAppend(t, st, s.ID, user("u1"), assistant("a1"))
+	second := MustAppend(t, st, s.ID, tool("x"))
 	if len(first) != 2 || first[0].ParentID != "" || first[1].ParentID != first[0].ID || second[0].ParentID != first[1].ID {
 		t.Fatalf("Append does not chain under the head: %+v %+v", first, second)
 	}
@@ -234,15 +237,15 @@ func testAppend(t *testing.T, st core.Store) {
 		t.Fatalf("head %s, want %s", got.HeadID, second[0].ID)
 	}
 	e, err := st.GetEntry(ctx, first[1].ID)
-	if err != nil || e.ID != first[1].ID || e.Kind != core.KindAssistantMessage || texts([]core.Entry{e}) != "a1" {
+	if err != nil || e.ID != first[1].ID || e.Kind != core.KindAssistantMessage || Texts([]core.Entry{e}) != "a1" {
 		t.Fatalf("GetEntry = %+v, %v", e, err)
 	}
 	_, err = st.GetEntry(ctx, "e_missing")
-	wantCode(t, err, core.CodeNotFound)
+	WantCode(t, err, core.CodeNotFound)
 	_, err = st.Append(ctx, "s_missing", user("x"))
-	wantCode(t, err, core.CodeNotFound)
-	if texts(branch(t, st, s.ID)) != "u1,a1,t:x" {
-		t.Fatalf("branch = %q", texts(branch(t, st, s.ID)))
+	WantCode(t, err, core.CodeNotFound)
+	if Texts(branch(t, st, s.ID)) != "u1,a1,t:x" {
+		t.Fatalf("branch = %q", Texts(branch(t, st, s.ID)))
 	}
 }
 
@@ -255,11 +258,11 @@ func testValidation(t *testing.T, st core.Store) {
 		{Kind: core.KindUserMessage},
 	} {
 		_, err := st.Append(ctx, s.ID, c)
-		wantCode(t, err, core.CodeInvalid)
+		WantCode(t, err, core.CodeInvalid)
 	}
 	// One bad entry fails the whole call.
 	_, err := st.Append(ctx, s.ID, user("ok"), core.NewEntry{Kind: core.KindToolStarted, Payload: json.RawMessage(`{}`)})
-	wantCode(t, err, core.CodeInvalid)
+	WantCode(t, err, core.CodeInvalid)
 	if br := branch(t, st, s.ID); len(br) != 0 {
 		t.Fatalf("%d entries written despite validation errors", len(br))
 	}
@@ -268,23 +271,23 @@ func testValidation(t *testing.T, st core.Store) {
 func testNativeIDs(t *testing.T, st core.Store) {
 	s := newSession(t, st, "fake")
 	with := func(e core.NewEntry, n string) core.NewEntry { e.NativeID = n; return e }
-	first := mustAppend(t, st, s.ID, with(user("u1"), "n1"), with(assistant("a1"), "n2"))
-	again := mustAppend(t, st, s.ID, with(user("u1"), "n1"), with(assistant("a1"), "n2"), with(user("u2"), "n3"))
+	first := MustAppend(t, st, s.ID, with(user("u1"), "n1"), with(assistant("a1"), "n2"))
+	again := MustAppend(t, st, s.ID, with(user("u1"), "n1"), with(assistant("a1"), "n2"), with(user("u2"), "n3"))
 	if len(again) != 1 || again[0].NativeID != "n3" || again[0].ParentID != first[1].ID {
 		t.Fatalf("entries with known native ids were not skipped: %+v", again)
 	}
 	o := newSession(t, st, "fake")
-	if got := mustAppend(t, st, o.ID, with(user("u1"), "n1")); len(got) != 1 {
+	if got := MustAppend(t, st, o.ID, with(user("u1"), "n1")); len(got) != 1 {
 		t.Fatal("native ids are not per session")
 	}
-	if texts(branch(t, st, s.ID)) != "u1,a1,u2" {
-		t.Fatalf("branch = %q", texts(branch(t, st, s.ID)))
+	if Texts(branch(t, st, s.ID)) != "u1,a1,u2" {
+		t.Fatalf("branch = %q", Texts(branch(t, st, s.ID)))
 	}
 }
 
 func testBranches(t *testing.T, st core.Store) {
 	s := newSession(t, st, "fake")
-	main := mustAppend(t, st, s.ID, user("u1"), assistant("a1"), user("u2"), assistant("a2"))
+	main := MustAppend(t, st, s.ID, user("u1"), assistant("a1"), user("u2"), assistant("a2"))
 	// A branch from a1.
 	alt, err := st.AppendTo(ctx, s.ID, main[1].ID, user("v2"), assistant("b2"))
 	if err != nil {
@@ -293,41 +296,41 @@ func testBranches(t *testing.T, st core.Store) {
 	if alt[0].ParentID != main[1].ID {
 		t.Fatalf("AppendTo parent %s, want %s", alt[0].ParentID, main[1].ID)
 	}
-	if texts(branch(t, st, s.ID)) != "u1,a1,v2,b2" {
-		t.Fatalf("active branch after AppendTo = %q", texts(branch(t, st, s.ID)))
+	if Texts(branch(t, st, s.ID)) != "u1,a1,v2,b2" {
+		t.Fatalf("active branch after AppendTo = %q", Texts(branch(t, st, s.ID)))
 	}
 	// Appending follows the head, on the new branch.
-	mustAppend(t, st, s.ID, user("v3"))
-	if texts(branch(t, st, s.ID)) != "u1,a1,v2,b2,v3" {
-		t.Fatalf("active branch = %q", texts(branch(t, st, s.ID)))
+	MustAppend(t, st, s.ID, user("v3"))
+	if Texts(branch(t, st, s.ID)) != "u1,a1,v2,b2,v3" {
+		t.Fatalf("active branch = %q", Texts(branch(t, st, s.ID)))
 	}
 	// Moving the head switches back.
 	if err := st.MoveHead(ctx, s.ID, main[3].ID); err != nil {
 		t.Fatal(err)
 	}
-	if texts(branch(t, st, s.ID)) != "u1,a1,u2,a2" {
-		t.Fatalf("active branch after MoveHead = %q", texts(branch(t, st, s.ID)))
+	if Texts(branch(t, st, s.ID)) != "u1,a1,u2,a2" {
+		t.Fatalf("active branch after MoveHead = %q", Texts(branch(t, st, s.ID)))
 	}
-	wantCode(t, st.MoveHead(ctx, s.ID, "e_missing"), core.CodeNotFound)
+	WantCode(t, st.MoveHead(ctx, s.ID, "e_missing"), core.CodeNotFound)
 	o := newSession(t, st, "fake")
-	other := mustAppend(t, st, o.ID, user("elsewhere"))
-	wantCode(t, st.MoveHead(ctx, s.ID, other[0].ID), core.CodeInvalid)
+	other := MustAppend(t, st, o.ID, user("elsewhere"))
+	WantCode(t, st.MoveHead(ctx, s.ID, other[0].ID), core.CodeInvalid)
 	_, err = st.AppendTo(ctx, s.ID, other[0].ID, user("x"))
-	wantCode(t, err, core.CodeInvalid)
+	WantCode(t, err, core.CodeInvalid)
 }
 
 func testHistory(t *testing.T, st core.Store) {
 	s := newSession(t, st, "fake")
-	mustAppend(t, st, s.ID, tool("pre"))
+	MustAppend(t, st, s.ID, tool("pre"))
 	for i := range 10 {
-		mustAppend(t, st, s.ID, user(fmt.Sprintf("u%d", i)), tool(fmt.Sprintf("%da", i)), assistant(fmt.Sprintf("a%d", i)))
+		MustAppend(t, st, s.ID, user(fmt.Sprintf("u%d", i)), tool(fmt.Sprintf("%da", i)), assistant(fmt.Sprintf("a%d", i)))
 	}
 	// Five messages back from the head; tools do not count.
 	p1, more, err := st.History(ctx, s.ID, 0, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := texts(p1), "a7,u8,t:8a,a8,u9,t:9a,a9"; got != want || !more {
+	if got, want := Texts(p1), "a7,u8,t:8a,a8,u9,t:9a,a9"; got != want || !more {
 		t.Fatalf("page 1 = %q more=%v, want %q more=true", got, more, want)
 	}
 	// Every page, walked back, is the whole branch in order.
@@ -347,11 +350,11 @@ func testHistory(t *testing.T, st core.Store) {
 		}
 		before = p[0].Seq
 	}
-	if texts(all) != texts(branch(t, st, s.ID)) {
-		t.Fatalf("pages %q differ from the branch %q", texts(all), texts(branch(t, st, s.ID)))
+	if Texts(all) != Texts(branch(t, st, s.ID)) {
+		t.Fatalf("pages %q differ from the branch %q", Texts(all), Texts(branch(t, st, s.ID)))
 	}
 	_, _, err = st.History(ctx, "s_missing", 0, 5)
-	wantCode(t, err, core.CodeNotFound)
+	WantCode(t, err, core.CodeNotFound)
 }
 
 func testAudit(t *testing.T, st core.Store) {
@@ -375,12 +378,12 @@ func testAudit(t *testing.T, st core.Store) {
 	if all, err := st.Audit(ctx, "", ""); err != nil || len(all) != 4 {
 		t.Fatalf("Audit() = %d records, %v", len(all), err)
 	}
-	wantCode(t, st.AppendAudit(ctx, core.AuditRecord{Kind: "k", Body: json.RawMessage(`{`)}), core.CodeInvalid)
+	WantCode(t, st.AppendAudit(ctx, core.AuditRecord{Kind: "k", Body: json.RawMessage(`{`)}), core.CodeInvalid)
 }
 
 func testUpdate(t *testing.T, st core.Store) {
 	s := newSession(t, st, "fake")
-	mustAppend(t, st, s.ID, user("before"))
+	MustAppend(t, st, s.ID, user("before"))
 	boom := errors.New("boom")
 	var created string
 	err := st.Update(ctx, func(w core.Writer) error {
@@ -389,7 +392,7 @@ func testUpdate(t *testing.T, st core.Store) {
 			return err
 		}
 		created = ns.ID
-		mustAppend(t, w, s.ID, user("in tx"))
+		MustAppend(t, w, s.ID, user("in tx"))
 		if _, err := w.PatchSession(ctx, s.ID, core.SessionPatch{Title: core.Ptr("changed")}); err != nil {
 			return err
 		}
@@ -402,14 +405,14 @@ func testUpdate(t *testing.T, st core.Store) {
 		t.Fatalf("Update returned %v, want boom", err)
 	}
 	_, err = st.GetSession(ctx, created)
-	wantCode(t, err, core.CodeNotFound)
+	WantCode(t, err, core.CodeNotFound)
 	got, _ := st.GetSession(ctx, s.ID)
 	aud, _ := st.Audit(ctx, "", "")
-	if got.Title != "" || texts(branch(t, st, s.ID)) != "before" || len(aud) != 0 {
-		t.Fatalf("a failed Update left writes: title %q, branch %q, %d audit records", got.Title, texts(branch(t, st, s.ID)), len(aud))
+	if got.Title != "" || Texts(branch(t, st, s.ID)) != "before" || len(aud) != 0 {
+		t.Fatalf("a failed Update left writes: title %q, branch %q, %d audit records", got.Title, Texts(branch(t, st, s.ID)), len(aud))
 	}
 	err = st.Update(ctx, func(w core.Writer) error {
-		mustAppend(t, w, s.ID, user("u"), assistant("a"))
+		MustAppend(t, w, s.ID, user("u"), assistant("a"))
 		_, err := w.PatchSession(ctx, s.ID, core.SessionPatch{Title: core.Ptr("t")})
 		return err
 	})
@@ -417,8 +420,8 @@ func testUpdate(t *testing.T, st core.Store) {
 		t.Fatal(err)
 	}
 	got, _ = st.GetSession(ctx, s.ID)
-	if br := branch(t, st, s.ID); got.Title != "t" || texts(br) != "before,u,a" || got.HeadID != br[2].ID {
-		t.Fatalf("a committed Update: title %q, branch %q", got.Title, texts(br))
+	if br := branch(t, st, s.ID); got.Title != "t" || Texts(br) != "before,u,a" || got.HeadID != br[2].ID {
+		t.Fatalf("a committed Update: title %q, branch %q", got.Title, Texts(br))
 	}
 }
 
@@ -443,8 +446,8 @@ func testPreviews(t *testing.T, st core.Store) {
 		t.Fatalf("Extra = %s, %v", got.Extra, err)
 	}
 	_, err = st.GetPreview(ctx, "p_missing")
-	wantCode(t, err, core.CodeNotFound)
-	wantCode(t, st.ClaimPreview(ctx, "p_missing", at), core.CodeNotFound)
+	WantCode(t, err, core.CodeNotFound)
+	WantCode(t, st.ClaimPreview(ctx, "p_missing", at), core.CodeNotFound)
 
 	if err := st.ClaimPreview(ctx, "p_1", at.Add(time.Minute)); err != nil {
 		t.Fatal(err)
@@ -452,7 +455,7 @@ func testPreviews(t *testing.T, st core.Store) {
 	if got, _ := st.GetPreview(ctx, "p_1"); !got.ExecutedAt.Equal(at.Add(time.Minute)) {
 		t.Fatalf("ExecutedAt = %v", got.ExecutedAt)
 	}
-	wantCode(t, st.ClaimPreview(ctx, "p_1", at.Add(2*time.Minute)), core.CodeConflict)
+	WantCode(t, st.ClaimPreview(ctx, "p_1", at.Add(2*time.Minute)), core.CodeConflict)
 	if err := st.ReleasePreview(ctx, "p_1"); err != nil {
 		t.Fatal(err)
 	}
@@ -514,8 +517,8 @@ func testAttachments(t *testing.T, st core.Store) {
 		t.Fatalf("GetAttachment = %+v %q %v", got, b, err)
 	}
 	_, _, err = st.GetAttachment(ctx, strings.Repeat("cd", 32))
-	wantCode(t, err, core.CodeNotFound)
-	wantCode(t, st.PutAttachment(ctx, core.Attachment{SHA256: "short", MediaType: "image/png"}, data), core.CodeInvalid)
+	WantCode(t, err, core.CodeNotFound)
+	WantCode(t, st.PutAttachment(ctx, core.Attachment{SHA256: "short", MediaType: "image/png"}, data), core.CodeInvalid)
 }
 
 func testSchemaAndIntegrity(t *testing.T, st core.Store) {
@@ -523,7 +526,7 @@ func testSchemaAndIntegrity(t *testing.T, st core.Store) {
 		t.Fatalf("SchemaVersion = %d, %v", v, err)
 	}
 	s := newSession(t, st, "fake")
-	mustAppend(t, st, s.ID, user("u"), assistant("a"))
+	MustAppend(t, st, s.ID, user("u"), assistant("a"))
 	rep, err := st.Integrity(ctx)
 	if err != nil || !rep.Clean() {
 		t.Fatalf("Integrity of a sound record = %+v, %v", rep, err)

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -13,8 +16,73 @@ import (
 // writeTimeout bounds one message write to a client that stopped reading.
 const writeTimeout = 30 * time.Second
 
-// wsConn is an rpc.MessageConn over a WebSocket.
-type wsConn struct{ c *websocket.Conn }
+// closeDrain bounds how long Close waits for the queued messages (the last
+// replies) to be written before it closes the connection anyway.
+const closeDrain = 5 * time.Second
+
+// Default bounds of one connection's send queue: the messages (replies and
+// notifications) accepted for the client but not yet written to its socket.
+const (
+	DefaultQueueMessages = 16384
+	DefaultQueueBytes    = 32 << 20
+)
+
+// CloseFellBehind is the WebSocket close status of a connection whose send
+// queue overflowed (1008, policy violation), and FellBehindReason its close
+// reason. The WebUI reconnects and reloads its state when it sees it.
+const (
+	CloseFellBehind  = websocket.StatusPolicyViolation
+	FellBehindReason = "bridge: this client stopped reading and fell too far behind; reconnect and reload"
+)
+
+// ErrFellBehind is returned for every message sent to a connection whose
+// send queue overflowed: the connection is being closed.
+var ErrFellBehind = errors.New("web: the client fell behind (its send queue overflowed); the connection is closed")
+
+// queueLimits bound a connection's send queue.
+type queueLimits struct {
+	messages int
+	bytes    int64
+}
+
+// wsConn is an rpc.MessageConn over a WebSocket. Writes never wait for the
+// client: WriteMessage puts the message on the connection's own bounded
+// queue, which one goroutine writes to the socket in order. So a client
+// that stops reading (a stalled tab) delays nobody else: not the shared
+// service that fans notifications out to every tab, nor the other tabs.
+// When its queue overflows, the queued messages are dropped, every later
+// message is refused with ErrFellBehind, and the connection is closed with
+// CloseFellBehind and FellBehindReason (the close frame reaches a client
+// that was merely slow; one that is stalled for writeTimeout loses the
+// connection without it).
+type wsConn struct {
+	c      *websocket.Conn
+	log    *slog.Logger
+	limits queueLimits
+
+	mu      sync.Mutex
+	cond    *sync.Cond // signalled when queue, err or closing change
+	queue   [][]byte
+	bytes   int64
+	err     error // set once: a write failed, or the queue overflowed
+	behind  bool  // the queue overflowed
+	closing bool  // Close was called: write what is queued, then stop
+	done    chan struct{}
+}
+
+// newWSConn starts the writer of c. Zero limits take the defaults.
+func newWSConn(c *websocket.Conn, limits queueLimits, log *slog.Logger) *wsConn {
+	if limits.messages <= 0 {
+		limits.messages = DefaultQueueMessages
+	}
+	if limits.bytes <= 0 {
+		limits.bytes = DefaultQueueBytes
+	}
+	w := &wsConn{c: c, log: log, limits: limits, done: make(chan struct{})}
+	w.cond = sync.NewCond(&w.mu)
+	go w.writer()
+	return w
+}
 
 // ReadMessage reads one message, keeping at most max bytes of it.
 func (w *wsConn) ReadMessage(ctx context.Context, max int64) ([]byte, int64, bool, error) {
@@ -43,15 +111,104 @@ func (w *wsConn) ReadMessage(ctx context.Context, max int64) ([]byte, int64, boo
 	return data, int64(len(data)), typ == websocket.MessageBinary, nil
 }
 
-// WriteMessage sends data as one text message.
-func (w *wsConn) WriteMessage(ctx context.Context, data []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
-	defer cancel()
-	return w.c.Write(ctx, websocket.MessageText, data)
+// WriteMessage queues data (kept, not copied) to be sent as one text
+// message; it never waits for the client. A message always fits an empty
+// queue; otherwise one that would take the queue past its bounds overflows
+// it (see wsConn).
+func (w *wsConn) WriteMessage(_ context.Context, data []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.err != nil:
+		return w.err
+	case w.closing:
+		return net.ErrClosed
+	}
+	if len(w.queue) > 0 && (len(w.queue) >= w.limits.messages || w.bytes+int64(len(data)) > w.limits.bytes) {
+		w.log.Warn("web: a client stopped reading; closing its connection", "queuedMessages", len(w.queue),
+			"queuedBytes", w.bytes, "limitMessages", w.limits.messages, "limitBytes", w.limits.bytes)
+		w.err, w.behind = ErrFellBehind, true
+		w.queue, w.bytes = nil, 0
+		w.cond.Broadcast()
+		return w.err
+	}
+	w.queue = append(w.queue, data)
+	w.bytes += int64(len(data))
+	w.cond.Broadcast()
+	return nil
 }
 
-// Close closes the WebSocket normally.
+// writer writes the queue to the socket, in order, until Close, a failed
+// write or an overflow.
+func (w *wsConn) writer() {
+	defer close(w.done)
+	for {
+		w.mu.Lock()
+		for len(w.queue) == 0 && w.err == nil && !w.closing {
+			w.cond.Wait()
+		}
+		if w.err != nil {
+			behind := w.behind
+			w.mu.Unlock()
+			if behind {
+				_ = w.c.Close(CloseFellBehind, FellBehindReason)
+			}
+			return
+		}
+		if len(w.queue) == 0 { // closing, and everything is written
+			w.mu.Unlock()
+			return
+		}
+		msg := w.queue[0]
+		w.queue[0] = nil
+		w.queue = w.queue[1:]
+		w.bytes -= int64(len(msg))
+		w.mu.Unlock()
+
+		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		err := w.c.Write(ctx, websocket.MessageText, msg)
+		cancel()
+		if err != nil {
+			w.mu.Lock()
+			if w.err == nil {
+				w.err = fmt.Errorf("web: writing a WebSocket message: %w", err)
+			} else if w.behind {
+				// The overflow came while this write was blocked: say why.
+				w.mu.Unlock()
+				_ = w.c.Close(CloseFellBehind, FellBehindReason)
+				return
+			}
+			w.queue, w.bytes = nil, 0
+			w.mu.Unlock()
+			_ = w.c.CloseNow()
+			return
+		}
+	}
+}
+
+// Close writes what is queued (for at most closeDrain), then closes the
+// WebSocket normally.
 func (w *wsConn) Close() error {
+	w.mu.Lock()
+	w.closing = true
+	w.cond.Broadcast()
+	w.mu.Unlock()
+	t := time.NewTimer(closeDrain)
+	defer t.Stop()
+	select {
+	case <-w.done:
+	case <-t.C:
+		w.log.Debug("web: queued messages not written before the connection closed")
+		_ = w.c.CloseNow()
+		<-w.done
+		return nil
+	}
+	w.mu.Lock()
+	behind := w.behind
+	w.mu.Unlock()
+	if behind {
+		return nil // the writer closed it, with the reason
+	}
 	err := w.c.Close(websocket.StatusNormalClosure, "")
 	if err != nil && websocket.CloseStatus(err) != -1 {
 		return nil

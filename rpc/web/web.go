@@ -40,6 +40,11 @@ type Options struct {
 	Assets fs.FS
 	// Logger receives diagnostics; nil means slog.Default().
 	Logger *slog.Logger
+	// QueueMessages and QueueBytes bound each connection's send queue
+	// (DefaultQueueMessages, DefaultQueueBytes when zero): a client that
+	// falls further behind is disconnected with CloseFellBehind.
+	QueueMessages int
+	QueueBytes    int64
 }
 
 // Server is the HTTP side of `bridge web`.
@@ -205,7 +210,8 @@ func (s *Server) rpc(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.SetReadLimit(-1) // ServeMessages bounds messages itself
-	code, err := rpc.ServeMessages(s.ctx, &wsConn{c: c}, s.opts.RPC)
+	conn := newWSConn(c, queueLimits{messages: s.opts.QueueMessages, bytes: s.opts.QueueBytes}, s.log)
+	code, err := rpc.ServeMessages(s.ctx, conn, s.opts.RPC)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		s.log.Debug("web: connection ended", "exitCode", code, "error", err)
 	}

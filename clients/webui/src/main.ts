@@ -8,16 +8,26 @@ import { SessionView } from "./session.js";
 import { renderDoctor } from "./doctor.js";
 import { SearchPanel } from "./search.js";
 
+/** listPage is how many sessions one session/list page brings. */
+const listPage = 200;
+
 /** App is the page's state. */
 export class App {
   client!: BridgeClient;
   doctor: DoctorResult | undefined;
   sessions: SessionListItem[] = [];
+  /** nextCursor continues the session list past the pages shown; undefined on the last page. */
+  nextCursor: string | undefined;
   current: SessionView | undefined;
+  /** lastClose is how the WebSocket last closed (code and reason), for the status line. */
+  lastClose: { code: number; reason: string } | undefined;
+  private reconnecting = false;
+  private refreshSoon: ReturnType<typeof setTimeout> | undefined;
   running = new Set<string>(); // sessions with a turn this page started, not yet answered
 
   readonly status = h("p", { id: "status", role: "status", "aria-live": "polite" });
   readonly list = h("ul", { id: "session-list", "aria-label": "Session list" });
+  readonly moreButton = h("button", { type: "button", id: "more-sessions", hidden: true, onclick: () => void this.more() }, "More sessions");
   readonly main = h("main", { id: "main", "aria-label": "Session" });
   readonly doctorRegion = h("section", { id: "doctor", "aria-label": "Doctor", hidden: true });
   readonly showArchived = h("input", { type: "checkbox", id: "show-archived" });
@@ -42,7 +52,7 @@ export class App {
       h("button", { type: "submit" }, "Create"),
     );
     this.harnessSelect.addEventListener("change", () => this.fillPresets());
-    this.showArchived.addEventListener("change", () => void this.refresh());
+    this.showArchived.addEventListener("change", () => void this.refresh(false));
     append(
       root,
       h(
@@ -64,6 +74,7 @@ export class App {
         this.search.root,
         h("label", {}, this.showArchived, " show archived"),
         this.list,
+        this.moreButton,
         create,
       ),
       this.main,
@@ -87,7 +98,7 @@ export class App {
     const token = new URLSearchParams(location.hash.slice(1)).get("token") ?? "";
     const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/rpc?token=${encodeURIComponent(token)}`;
     try {
-      this.client = await connectWebSocket(url);
+      await this.connect(url);
     } catch {
       this.say(
         token
@@ -98,78 +109,191 @@ export class App {
       document.body.dataset.state = "unauthorized";
       return;
     }
-    this.client.connection.onClose(() => {
-      this.say("Disconnected from Bridge.", true);
-      document.body.dataset.state = "disconnected";
-    });
-    await this.client.initialize({ clientInfo: { name: "bridge-webui" }, capabilities: { window: { workDoneProgress: true } } } as never);
-    this.client.onNotification("session/update", (u) => {
-      this.touch(u.sessionId, u.entry.createdAt, u.entry.kind, u.entry.payload);
-      if (this.current?.id === u.sessionId) this.current.onEntry(u.entry);
-    });
-    this.client.onNotification("session/contextCompacted", (n) => {
-      if (this.current?.id === n.sessionId) this.current.onCompacted(n);
-    });
-    this.client.onNotification("session/checkpointSaved", (n) => {
-      if (this.current?.id === n.sessionId) this.current.onCheckpoint(n);
-    });
-    this.client.onNotification("session/restored", (n) => {
-      if (this.current?.id === n.sessionId) this.current.banner(n.mode, n.reason, n.nativeError);
-    });
-    this.client.onNotification("$/progress", (p) => this.current?.onProgress(p));
-    this.client.connection.onRequest("window/workDoneProgress/create", () => null);
-    document.body.dataset.state = "connected";
     // The doctor probes every adapter (it starts their programs): ask for
     // it once the list is shown, so the two do not compete.
-    await this.refresh();
+    await this.refresh(false);
     performance.mark("bridge:sessions-shown");
     await this.loadDoctor(false);
     this.say("Connected.");
   }
 
-  async refresh(): Promise<void> {
-    const res = await this.client.request("session/list", { includeArchived: this.showArchived.checked, limit: 200 });
-    this.sessions = res.items;
+  /** connect opens /rpc, initializes and subscribes; a later close reconnects. */
+  async connect(url: string): Promise<void> {
+    const app = this;
+    // The socket's close code and reason (Bridge says why it closed a
+    // connection that fell behind) are not part of the client's API: keep them.
+    class Tracked extends WebSocket {
+      constructor(u: string) {
+        super(u);
+        this.addEventListener("close", (ev) => (app.lastClose = { code: ev.code, reason: ev.reason }));
+      }
+    }
+    const client = await connectWebSocket(url, { WebSocket: Tracked });
+    this.client = client;
+    client.connection.onClose(() => {
+      if (this.client !== client) return;
+      const why = this.lastClose?.reason ? `: ${this.lastClose.reason}` : "";
+      this.say(`Disconnected from Bridge${why}. Reconnecting…`, true);
+      document.body.dataset.state = "disconnected";
+      void this.reconnect(url);
+    });
+    await client.initialize({ clientInfo: { name: "bridge-webui" }, capabilities: { window: { workDoneProgress: true } } } as never);
+    client.onNotification("session/update", (u) => {
+      this.touch(u.sessionId, u.entry.createdAt, u.entry.kind, u.entry.payload);
+      if (this.current?.id === u.sessionId) this.current.onEntry(u.entry);
+    });
+    client.onNotification("session/contextCompacted", (n) => {
+      if (this.current?.id === n.sessionId) this.current.onCompacted(n);
+    });
+    client.onNotification("session/checkpointSaved", (n) => {
+      if (this.current?.id === n.sessionId) this.current.onCheckpoint(n);
+    });
+    client.onNotification("session/restored", (n) => {
+      if (this.current?.id === n.sessionId) this.current.banner(n.mode, n.reason, n.nativeError);
+    });
+    client.onNotification("$/progress", (p) => this.current?.onProgress(p));
+    client.connection.onRequest("window/workDoneProgress/create", () => null);
+    document.body.dataset.state = "connected";
+  }
+
+  /**
+   * reconnect opens /rpc again after the connection closed (bridge web
+   * closes a tab that fell too far behind; a restart or a network blip does
+   * too), then reloads what the page shows: the session list, as many pages
+   * as were shown, and the open session. Notifications sent while the page
+   * was away are in the record, so the reload shows them.
+   */
+  async reconnect(url: string): Promise<void> {
+    if (this.reconnecting) return;
+    this.reconnecting = true;
+    try {
+      for (let attempt = 0; ; attempt++) {
+        await new Promise((r) => setTimeout(r, Math.min(250 * 2 ** attempt, 5000)));
+        try {
+          await this.connect(url);
+          break;
+        } catch {
+          this.say("Disconnected from Bridge. Reconnecting…", true);
+        }
+      }
+      await this.refresh();
+      if (this.current) await this.open(this.current.id);
+      this.say("Reconnected: the list and the open session were reloaded.");
+      document.body.dataset.reconnects = String(Number(document.body.dataset.reconnects ?? "0") + 1);
+    } finally {
+      this.reconnecting = false;
+    }
+  }
+
+  /**
+   * refresh reloads the session list from its first page. With keep, it
+   * loads as many pages as were shown, so that a rename or an archive does
+   * not take the older sessions away.
+   */
+  async refresh(keep = true): Promise<void> {
+    const want = keep ? this.sessions.length : 0;
+    const items: SessionListItem[] = [];
+    const seen = new Set<string>();
+    let cursor: string | undefined;
+    do {
+      const res = await this.client.request("session/list", {
+        includeArchived: this.showArchived.checked,
+        limit: listPage,
+        ...(cursor ? { cursor } : {}),
+      });
+      for (const it of res.items) if (!seen.has(it.sessionId)) (seen.add(it.sessionId), items.push(it));
+      cursor = res.nextCursor;
+    } while (cursor && items.length < want);
+    this.sessions = items;
+    this.nextCursor = cursor;
     this.renderList();
+  }
+
+  /** more appends the next page of the session list. */
+  async more(): Promise<void> {
+    const cursor = this.nextCursor;
+    if (!cursor) return;
+    this.moreButton.disabled = true;
+    try {
+      const res = await this.guard(this.client.request("session/list", { includeArchived: this.showArchived.checked, limit: listPage, cursor }));
+      if (!res || this.nextCursor !== cursor) return;
+      const seen = new Set(this.sessions.map((s) => s.sessionId));
+      const added = res.items.filter((it) => !seen.has(it.sessionId));
+      this.sessions.push(...added);
+      this.nextCursor = res.nextCursor;
+      if (this.sessions.length === added.length) clear(this.list);
+      for (const s of added) this.list.appendChild(this.itemEl(s));
+      this.moreButton.hidden = !this.nextCursor;
+    } finally {
+      this.moreButton.disabled = false;
+    }
   }
 
   // touch notes an entry announced for a session: the list's time, and its
   // status (a session that records entries is live until a session.status
-  // entry says it stopped or was suspended).
+  // entry says it stopped or was suspended). A session the list does not
+  // show yet (made in another tab) brings a refresh.
   touch(sessionId: string, at: string, kind: string, payload: unknown): void {
     const s = this.sessions.find((x) => x.sessionId === sessionId);
-    if (s) {
-      s.updatedAt = at;
-      const said = kind === "session.status" ? (payload as { status?: unknown } | null)?.status : undefined;
-      s.status = said === "suspended" ? "suspended" : said === "stopped" ? "ended" : "live";
-      this.renderList();
+    if (!s) {
+      if (this.refreshSoon === undefined) {
+        this.refreshSoon = setTimeout(() => {
+          this.refreshSoon = undefined;
+          void this.guard(this.refresh());
+        }, 500);
+      }
+      return;
+    }
+    s.updatedAt = at;
+    const said = kind === "session.status" ? (payload as { status?: unknown } | null)?.status : undefined;
+    s.status = said === "suspended" ? "suspended" : said === "stopped" ? "ended" : "live";
+    this.renderItem(s);
+  }
+
+  /** redraw redraws the row of the session with this id, if the list shows it. */
+  redraw(sessionId: string): void {
+    const s = this.sessions.find((x) => x.sessionId === sessionId);
+    if (s) this.renderItem(s);
+  }
+
+  /** renderItem redraws one session's row. */
+  renderItem(s: SessionListItem): void {
+    for (const li of Array.from(this.list.children)) {
+      if ((li as HTMLElement).dataset.session === s.sessionId) {
+        li.replaceWith(this.itemEl(s));
+        return;
+      }
     }
   }
 
   renderList(): void {
     clear(this.list);
-    for (const s of this.sessions) {
-      const status = s.archived
-        ? "archived"
-        : this.running.has(s.sessionId)
-          ? "running"
-          : s.status + (s.restoreMode ? ` (${s.restoreMode})` : "");
-      const title = s.title || s.sessionId;
-      const open = h("button", { type: "button", class: "open", "aria-label": `Open ${title}`, onclick: () => void this.open(s.sessionId) }, title);
-      const item = h(
-        "li",
-        { "data-session": s.sessionId, class: this.current?.id === s.sessionId ? "current" : "" },
-        open,
-        h("span", { class: "harness" }, s.harness),
-        h("span", { class: "cwd" }, s.cwd ?? ""),
-        h("span", { class: "state" }, status),
-        h("time", { datetime: s.updatedAt }, when(s.updatedAt)),
-        h("button", { type: "button", class: "rename", "aria-label": `Rename ${title}`, onclick: () => this.rename(s, item) }, "Rename"),
-        s.archived ? null : h("button", { type: "button", class: "archive", "aria-label": `Archive ${title}`, onclick: () => void this.archive(s) }, "Archive"),
-      );
-      this.list.appendChild(item);
-    }
+    for (const s of this.sessions) this.list.appendChild(this.itemEl(s));
     if (this.sessions.length === 0) this.list.appendChild(h("li", { class: "empty" }, "No sessions yet."));
+    this.moreButton.hidden = !this.nextCursor;
+  }
+
+  /** itemEl is one session's row: title, harness, cwd, status, last activity and actions. */
+  itemEl(s: SessionListItem): HTMLElement {
+    const status = s.archived
+      ? "archived"
+      : this.running.has(s.sessionId)
+        ? "running"
+        : s.status + (s.restoreMode ? ` (${s.restoreMode})` : "");
+    const title = s.title || s.sessionId;
+    const open = h("button", { type: "button", class: "open", "aria-label": `Open ${title}`, onclick: () => void this.open(s.sessionId) }, title);
+    const item = h(
+      "li",
+      { "data-session": s.sessionId, class: this.current?.id === s.sessionId ? "current" : "" },
+      open,
+      h("span", { class: "harness" }, s.harness),
+      h("span", { class: "cwd" }, s.cwd ?? ""),
+      h("span", { class: "state" }, status),
+      h("time", { datetime: s.updatedAt }, when(s.updatedAt)),
+      h("button", { type: "button", class: "rename", "aria-label": `Rename ${title}`, onclick: () => this.rename(s, item) }, "Rename"),
+      s.archived ? null : h("button", { type: "button", class: "archive", "aria-label": `Archive ${title}`, onclick: () => void this.archive(s) }, "Archive"),
+    );
+    return item;
   }
 
   rename(s: SessionListItem, item: HTMLElement): void {
@@ -243,7 +367,10 @@ export class App {
     this.current = new SessionView(this, sessionId, item);
     clear(this.main);
     this.main.appendChild(this.current.root);
-    this.renderList();
+    for (const li of Array.from(this.list.children)) {
+      const el = li as HTMLElement;
+      el.classList.toggle("current", el.dataset.session === sessionId);
+    }
     await this.current.load();
     performance.mark("bridge:newest-shown");
   }

@@ -128,23 +128,37 @@ export class SessionView {
     if (e.seq <= this.newest) return;
     this.newest = e.seq;
     const atBottom = this.scroller.scrollHeight - this.scroller.scrollTop - this.scroller.clientHeight < 60;
-    this.log.appendChild(this.entryEl(e));
+    // Live, a context.compacted or checkpoint entry shows as recorded
+    // until its notification turns it into its card (below).
+    this.log.appendChild(this.entryEl(e, true));
     if (atBottom) this.scroller.scrollTop = this.scroller.scrollHeight;
   }
 
-  /** The "Context compacted" card: only from session/contextCompacted. */
+  /** The "Context compacted" card, live: from session/contextCompacted. */
   onCompacted(n: ContextCompactedNotification): void {
-    const tokens = n.preTokens !== undefined ? ` ${n.preTokens} → ${n.postTokens ?? "?"} tokens${n.estimated ? " (estimated)" : ""}` : "";
-    this.card("card-compacted", "Context compacted", `${n.harness} compacted its context (${n.trigger}).${tokens}`);
+    this.placeCard(n.entryId, compactedCard(n));
   }
 
-  /** The "Checkpoint saved" card: only from session/checkpointSaved. */
+  /** The "Checkpoint saved" card, live: from session/checkpointSaved. */
   onCheckpoint(n: CheckpointSavedNotification): void {
-    this.card("card-checkpoint", "Checkpoint saved", `Bridge checkpoint (${n.reason}, ${n.provenance}); the harness's context is unchanged.`);
+    this.placeCard(n.entryId, checkpointCard(n));
   }
 
-  private card(cls: string, title: string, body: string): void {
-    this.log.appendChild(h("li", { class: `card ${cls}`, role: "note", "aria-label": title }, h("strong", {}, title), h("p", {}, body)));
+  /**
+   * placeCard puts a live card where its entry is shown (the entry the
+   * notification names, announced just before it by session/update), so
+   * that the live view and the view after a reload, which builds the same
+   * card from that entry, are the same; with the entry not shown, at the end.
+   */
+  private placeCard(entryId: string, card: HTMLElement): void {
+    const shown = Array.from(this.log.children).find((li) => (li as HTMLElement).dataset.entryId === entryId) as HTMLElement | undefined;
+    card.dataset.entryId = entryId;
+    if (shown) {
+      if (shown.dataset.seq) card.dataset.seq = shown.dataset.seq;
+      shown.replaceWith(card);
+      return;
+    }
+    this.log.appendChild(card);
     this.scroller.scrollTop = this.scroller.scrollHeight;
   }
 
@@ -167,9 +181,21 @@ export class SessionView {
     this.migration.onProgress(p);
   }
 
-  private entryEl(e: Entry): HTMLElement {
-    const p = e.payload as Record<string, unknown>;
-    const li = h("li", { class: `entry kind-${e.kind.replace(/[^a-z0-9]+/gi, "-")}`, "data-seq": String(e.seq) });
+  /**
+   * entryEl shows one recorded entry. From the history (not live), a
+   * context.compacted entry is the "Context compacted" card and a
+   * checkpoint entry the "Checkpoint saved" card, built by the same
+   * functions as the live cards from the same fields.
+   */
+  private entryEl(e: Entry, live = false): HTMLElement {
+    const p = (e.payload ?? {}) as Record<string, unknown>;
+    const card = live ? undefined : cardOf(e.kind, p);
+    if (card) {
+      card.dataset.entryId = e.id;
+      card.dataset.seq = String(e.seq);
+      return card;
+    }
+    const li = h("li", { class: `entry kind-${e.kind.replace(/[^a-z0-9]+/gi, "-")}`, "data-seq": String(e.seq), "data-entry-id": e.id });
     li.appendChild(h("span", { class: "kind" }, e.kind));
     li.appendChild(h("time", { datetime: e.createdAt }, when(e.createdAt)));
     const text = typeof p.text === "string" ? p.text : undefined;
@@ -245,11 +271,11 @@ export class SessionView {
     this.images = [];
     clear(this.thumbs);
     this.app.running.add(this.id);
-    this.app.renderList();
+    this.app.redraw(this.id);
     this.note.textContent = "Running…";
     const res = await this.app.guard(this.app.client.request("session/prompt", { sessionId: this.id, content: content as [Content, ...Content[]] }));
     this.app.running.delete(this.id);
-    this.app.renderList();
+    this.app.redraw(this.id);
     this.note.textContent = res ? `Turn ended: ${res.stopReason}` : "Turn failed.";
   }
 
@@ -279,4 +305,59 @@ export class SessionView {
     const res = await this.app.guard(this.app.client.request("session/resume", { sessionId: this.id }));
     if (res) this.banner(res.mode, res.reason, res.nativeError);
   }
+}
+
+/** The fields of the "Context compacted" card: session/contextCompacted's, and a context.compacted entry's payload's. */
+interface Compacted {
+  harness: string;
+  trigger: string;
+  preTokens?: number;
+  postTokens?: number;
+  estimated?: boolean;
+}
+
+/** The fields of the "Checkpoint saved" card: session/checkpointSaved's, and a checkpoint entry's payload's. */
+interface Checkpointed {
+  reason: string;
+  provenance: string;
+}
+
+/** card builds a card; its text is set as text. */
+function card(cls: string, title: string, body: string): HTMLElement {
+  return h("li", { class: `card ${cls}`, role: "note", "aria-label": title }, h("strong", {}, title), h("p", {}, body));
+}
+
+/** compactedCard is the "Context compacted" card. */
+export function compactedCard(n: Compacted): HTMLElement {
+  const tokens = n.preTokens !== undefined ? ` ${n.preTokens} → ${n.postTokens ?? "?"} tokens${n.estimated ? " (estimated)" : ""}` : "";
+  return card("card-compacted", "Context compacted", `${n.harness} compacted its context (${n.trigger}).${tokens}`);
+}
+
+/** checkpointCard is the "Checkpoint saved" card. */
+export function checkpointCard(n: Checkpointed): HTMLElement {
+  return card("card-checkpoint", "Checkpoint saved", `Bridge checkpoint (${n.reason}, ${n.provenance}); the harness's context is unchanged.`);
+}
+
+/**
+ * cardOf is the card a recorded entry stands for: context.compacted (the
+ * harness compacted its context) and checkpoint (Bridge committed one), or
+ * undefined for every other kind, and for a payload without the card's
+ * fields (it is then shown as recorded).
+ */
+function cardOf(kind: string, p: Record<string, unknown>): HTMLElement | undefined {
+  const str = (v: unknown) => (typeof v === "string" ? v : undefined);
+  const num = (v: unknown) => (typeof v === "number" ? v : undefined);
+  if (kind === "context.compacted") {
+    const harness = str(p.harness);
+    const trigger = str(p.trigger);
+    if (harness === undefined || trigger === undefined) return undefined;
+    return compactedCard({ harness, trigger, preTokens: num(p.preTokens), postTokens: num(p.postTokens), estimated: p.estimated === true });
+  }
+  if (kind === "checkpoint") {
+    const reason = str(p.reason);
+    const provenance = str(p.provenance);
+    if (reason === undefined || provenance === undefined) return undefined;
+    return checkpointCard({ reason, provenance });
+  }
+  return undefined;
 }

@@ -338,3 +338,110 @@ test("search finds a word across sessions, marks it, and opens the session; a ba
   assert.match(await page.locator("#search-results li.error").innerText(), /not valid/);
   assert.deepEqual(errors, []);
 });
+
+/** historyView is what the History log shows: each row's class, seq and text. */
+async function historyView(page) {
+  return page.locator("#history > li").evaluateAll((els) => els.map((e) => [e.className, e.dataset.seq ?? "", e.innerText]));
+}
+
+test("after a reload, compaction and checkpoint entries are the same cards as live", async () => {
+  const web = await startWeb(tmp());
+  const { page, errors } = await openPage(web.url);
+  await createFake(page, "cards again");
+  await promptText(page, 'say before <b>bold</b>\ncompact auto 12000 3000\nnext json {"summary": "the <img src=x onerror=alert(1)> parser"}');
+  await page.locator("#history .card-compacted").waitFor();
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Turn ended/ }).waitFor();
+  await page.getByRole("button", { name: "Checkpoint now" }).click();
+  await page.locator("#history .card-checkpoint").waitFor();
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Checkpoint .* written/ }).waitFor();
+  const live = await historyView(page);
+  assert.equal(live.filter(([c]) => c.includes("card-compacted")).length, 1);
+  assert.equal(live.filter(([c]) => c.includes("card-checkpoint")).length, 1);
+
+  await page.reload();
+  await page.getByRole("button", { name: "Open cards again" }).click();
+  await page.locator("#history .card-checkpoint").waitFor();
+  const reloaded = await historyView(page);
+  // The same rows, in the same places, with the same text: the cards come
+  // from the record's entries as they came from the notifications.
+  assert.deepEqual(reloaded, live);
+  assert.equal(await page.locator("#history .kind-context-compacted, #history .kind-checkpoint").count(), 0, "no plain compaction or checkpoint entries");
+  assert.match(await page.locator("#history .card-compacted").innerText(), /Context compacted[\s\S]*fake compacted its context \(auto\)\. 12000 → 3000 tokens/);
+  assert.match(await page.locator("#history .card-checkpoint").innerText(), /Checkpoint saved[\s\S]*manual/);
+  assert.doesNotMatch(await page.locator("#history .card-checkpoint").innerText(), /Context compacted/);
+  // The two still look different.
+  const styles = await page.evaluate(() =>
+    [".card-compacted", ".card-checkpoint"].map((s) => {
+      const st = getComputedStyle(document.querySelector(s));
+      return `${st.backgroundColor} ${st.borderStyle}`;
+    }),
+  );
+  assert.notEqual(styles[0], styles[1]);
+  assert.equal(await page.locator("#history img, #history b").count(), 0, "text stayed text");
+  assert.deepEqual(errors, []);
+});
+
+test("the session list pages past 200 sessions with a More control, keeping each session's status", async () => {
+  const web = await startWeb(tmp());
+  const { page, errors } = await openPage(web.url);
+  await page.getByRole("form", { name: "New session" }).waitFor();
+  await page.waitForFunction(() => document.body.dataset.state === "connected");
+  const total = 230;
+  const cwd = tmp();
+  await page.evaluate(
+    async ({ total, cwd }) => {
+      for (let i = 0; i < total; i++) {
+        await window.bridgeApp.client.request("session/create", { harness: "fake", cwd, title: `s${String(i).padStart(3, "0")}` });
+      }
+    },
+    { total, cwd },
+  );
+  await page.reload();
+  await page.waitForFunction(() => document.querySelectorAll("#session-list li[data-session]").length > 0);
+  assert.equal(await page.locator("#session-list li[data-session]").count(), 200, "the first page");
+  const more = page.getByRole("button", { name: "More sessions" });
+  assert.ok(await more.isVisible(), "a More control while there are more");
+  await page.getByRole("button", { name: "Open s000" }).waitFor({ state: "detached" });
+  await more.click();
+  await page.getByRole("button", { name: "Open s000" }).waitFor();
+  const titles = await page.locator("#session-list li[data-session] .open").allInnerTexts();
+  assert.equal(titles.length, total, "every session, once");
+  assert.equal(new Set(titles).size, total);
+  assert.ok(!(await more.isVisible()), "no More control on the last page");
+  const states = await page.locator("#session-list li[data-session] .state").allInnerTexts();
+  assert.equal(states.length, total);
+  for (const st of states) assert.match(st, /^(live|idle|suspended|ended)/, "each row has its status");
+  // A session from the second page opens, and renaming one keeps the older pages shown.
+  await page.getByRole("button", { name: "Open s001" }).click();
+  await page.waitForFunction(() => document.getElementById("session-title")?.textContent === "s001");
+  await page.getByRole("button", { name: "Rename s002" }).click();
+  await page.getByRole("textbox", { name: "New title" }).fill("s002 renamed");
+  await page.getByRole("button", { name: "Save" }).click();
+  await page.getByRole("button", { name: "Open s002 renamed" }).waitFor();
+  assert.equal(await page.locator("#session-list li[data-session]").count(), total);
+  assert.deepEqual(errors, []);
+});
+
+test("a closed connection reconnects and reloads the list and the open session", async () => {
+  const web = await startWeb(tmp());
+  const { page, errors } = await openPage(web.url);
+  await createFake(page, "survivor");
+  await promptText(page, "say before the drop");
+  await page.locator("#history .kind-assistant-message", { hasText: "before the drop" }).waitFor();
+  // The server ends this page's connection (shutdown and exit close only
+  // this one; bridge web does the same to a tab that falls behind).
+  await page.evaluate(async () => {
+    const c = window.bridgeApp.client;
+    await c.request("shutdown");
+    await c.connection.sendNotification("exit");
+  });
+  await page.waitForFunction(() => document.body.dataset.reconnects === "1");
+  assert.match(await page.locator("#status").innerText(), /Reconnected/);
+  assert.equal(await page.evaluate(() => document.body.dataset.state), "connected");
+  await page.getByRole("button", { name: "Open survivor" }).waitFor();
+  await page.locator("#history .kind-assistant-message", { hasText: "before the drop" }).waitFor();
+  // The new connection works: a prompt streams.
+  await promptText(page, "say after the drop");
+  await page.locator("#history .kind-assistant-message", { hasText: "after the drop" }).waitFor();
+  assert.deepEqual(errors, []);
+});

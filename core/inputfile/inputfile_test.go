@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/internal/inputfile"
+	"github.com/bridge-dev/bridge/core/inputfile"
 )
 
 // TestRefusesWhatIsNotARegularFile: devices, FIFOs, sockets, directories and
