@@ -20,6 +20,10 @@ type txWriter struct {
 
 	q *stmtTx // tx through cached prepared statements
 
+	// live, in a bulk write (UpdateBulk), indexes the entries appended
+	// while the transaction runs (liveindex.go).
+	live *liveIndex
+
 	mu   sync.Mutex
 	done bool
 }
@@ -80,7 +84,9 @@ func (w *txWriter) Append(ctx context.Context, sessionID string, entries ...core
 		return nil, err
 	}
 	defer w.mu.Unlock()
-	return w.appendEntries(ctx, sessionID, "", false, entries)
+	out, err := w.appendEntries(ctx, sessionID, "", false, entries)
+	w.handLive(err)
+	return out, err
 }
 
 // AppendTo implements core.Writer.
@@ -92,7 +98,22 @@ func (w *txWriter) AppendTo(ctx context.Context, sessionID, parentID string, ent
 		return nil, err
 	}
 	defer w.mu.Unlock()
-	return w.appendEntries(ctx, sessionID, parentID, true, entries)
+	out, err := w.appendEntries(ctx, sessionID, parentID, true, entries)
+	w.handLive(err)
+	return out, err
+}
+
+// handLive hands the entries the last append inserted to the live
+// indexer, or forgets them when it failed.
+func (w *txWriter) handLive(err error) {
+	if w.live == nil {
+		return
+	}
+	if err != nil {
+		w.live.drop()
+		return
+	}
+	w.live.send()
 }
 
 // MoveHead implements core.Writer.
@@ -349,6 +370,13 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 			}
 		}
 		seq++
+		if w.live != nil {
+			rowid, err := res.LastInsertId()
+			if err != nil {
+				return nil, fmt.Errorf("storage: insert entry: %w", err)
+			}
+			w.live.add(rowid, e.ID, e.Kind, e.Payload)
+		}
 		if branches || st.branched { // entry_links rows (links.go)
 			if lk == nil && !w.db.noLinks.Load() {
 				lk = newLinker(w.q, sessionID)
