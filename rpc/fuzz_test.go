@@ -71,7 +71,7 @@ func FuzzFraming(f *testing.F) {
 // never with an error message longer than 1 KiB; the server keeps serving.
 func FuzzParams(f *testing.F) {
 	var methods []string
-	for _, m := range schema.Methods {
+	for _, m := range schema.Methods() {
 		if m.Call != nil {
 			methods = append(methods, m.Name)
 		}

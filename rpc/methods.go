@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"runtime/debug"
 	"slices"
+	"sync"
 
 	"go.lsp.dev/jsonrpc2"
 
@@ -23,15 +24,16 @@ type method struct {
 
 // methodTable holds every Bridge request the server answers besides the
 // lifecycle ones: the rows of schema.Methods that have a Call.
-var methodTable = func() map[string]*method {
+// It is built on first use (the first request), not before main.
+var methodTable = sync.OnceValue(func() map[string]*method {
 	out := map[string]*method{}
-	for _, m := range schema.Methods {
+	for _, m := range schema.Methods() {
 		if m.Call != nil {
 			out[m.Name] = &method{Method: m, params: reflect.TypeOf(m.Params)}
 		}
 	}
 	return out
-}()
+})
 
 // decode decodes raw into a value of the row's params type (not a pointer).
 func (m *method) decode(raw json.RawMessage) (any, error) {
@@ -56,7 +58,7 @@ var lifecycleMethods = []string{"initialize", "shutdown"}
 // served lists every request the server answers, sorted.
 func served() []string {
 	out := append([]string(nil), lifecycleMethods...)
-	for name := range methodTable {
+	for name := range methodTable() {
 		out = append(out, name)
 	}
 	slices.Sort(out)

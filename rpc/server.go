@@ -295,7 +295,7 @@ func (s *server) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 	if werr != nil {
 		return nil, werr
 	}
-	m, ok := methodTable[method]
+	m, ok := methodTable()[method]
 	if !ok {
 		return nil, jsonrpc2.Errorf(CodeMethodNotFound, "method not found: %s", core.Quote(method))
 	}

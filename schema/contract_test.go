@@ -129,7 +129,7 @@ func TestTaggedUnions(t *testing.T) {
 
 func TestMethodTable(t *testing.T) {
 	seen := map[string]bool{}
-	for _, m := range schema.Methods {
+	for _, m := range schema.Methods() {
 		if seen[m.Name] {
 			t.Errorf("%s is listed twice", m.Name)
 		}
@@ -252,7 +252,7 @@ func TestGoValuesValidateAgainstTheirSchemas(t *testing.T) {
 		return s.Validate(inst)
 	}
 	n := 0
-	for _, m := range schema.Methods {
+	for _, m := range schema.Methods() {
 		for part, v := range map[string]any{"params": m.Params, "result": m.Result} {
 			if v == nil {
 				continue

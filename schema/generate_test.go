@@ -164,8 +164,8 @@ func TestSchemaFileRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) < len(schema.Methods) {
-		t.Fatalf("only %d files for %d methods", len(files), len(schema.Methods))
+	if len(files) < len(schema.Methods()) {
+		t.Fatalf("only %d files for %d methods", len(files), len(schema.Methods()))
 	}
 	for name, b := range files {
 		var root map[string]any
@@ -260,12 +260,12 @@ func TestWriteBundleIsTheCommittedBundle(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &bundle); err != nil {
 		t.Fatal(err)
 	}
-	if len(bundle.Methods) != len(schema.Methods) {
-		t.Fatalf("bundle lists %d methods, table has %d", len(bundle.Methods), len(schema.Methods))
+	if len(bundle.Methods) != len(schema.Methods()) {
+		t.Fatalf("bundle lists %d methods, table has %d", len(bundle.Methods), len(schema.Methods()))
 	}
 	for i, m := range bundle.Methods {
-		if m.Name != schema.Methods[i].Name {
-			t.Errorf("bundle method %d is %s, table has %s", i, m.Name, schema.Methods[i].Name)
+		if m.Name != schema.Methods()[i].Name {
+			t.Errorf("bundle method %d is %s, table has %s", i, m.Name, schema.Methods()[i].Name)
 		}
 		for _, ref := range []string{m.Params, m.Result} {
 			if _, ok := bundle.Defs[ref]; ref != "" && !ok {

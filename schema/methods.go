@@ -3,6 +3,7 @@ package schema
 import (
 	"context"
 	"sort"
+	"sync"
 )
 
 // Direction says who sends a message.
@@ -138,102 +139,107 @@ type Backend interface {
 	MigrationExecute(ctx context.Context, p MigrationExecuteParams) (MigrationExecuteResult, error)
 }
 
-// Methods is the contract's single method table: the rpc layer dispatches
-// from it (a row with Call goes to the Backend), and the generator writes
-// the schema and TypeScript from it. Adding a client request is its params
+// Methods returns the contract's single method table, built on first use
+// (the first request, not before main): the rpc layer dispatches from it (a
+// row with Call goes to the Backend), and the generator writes the schema
+// and TypeScript from it. Adding a client request is its params
 // and result types, one row here with its Backend method, and the service
 // method that implements it. Callers must not modify it.
-var Methods = []Method{
-	// LSP lifecycle and base protocol.
-	req("initialize", ClientToServer, InitializeParams{}, InitializeResult{}, "Open the session; the first request."),
-	note("initialized", ClientToServer, InitializedParams{}, "The client received the initialize result."),
-	req("shutdown", ClientToServer, nil, nil, "Stop serving; exit follows."),
-	note("exit", ClientToServer, nil, "End the process (code 0 after shutdown, 1 otherwise)."),
-	note("$/cancelRequest", Both, CancelParams{}, "Cancel a request; it is answered with -32800."),
-	note("$/progress", Both, ProgressParams{}, "Progress of long work, by token."),
-	note("window/showMessage", ServerToClient, ShowMessageParams{}, "Show a message to the user."),
-	note("window/logMessage", ServerToClient, LogMessageParams{}, "Log a message."),
-	req("window/workDoneProgress/create", ServerToClient, WorkDoneProgressCreateParams{}, nil, "Create a progress token."),
-	note("window/workDoneProgress/cancel", ClientToServer, WorkDoneProgressCancelParams{}, "Cancel the request a cancellable progress reports on; it is answered with -32800."),
+var Methods = sync.OnceValue(func() []Method {
+	return []Method{
+		// LSP lifecycle and base protocol.
+		req("initialize", ClientToServer, InitializeParams{}, InitializeResult{}, "Open the session; the first request."),
+		note("initialized", ClientToServer, InitializedParams{}, "The client received the initialize result."),
+		req("shutdown", ClientToServer, nil, nil, "Stop serving; exit follows."),
+		note("exit", ClientToServer, nil, "End the process (code 0 after shutdown, 1 otherwise)."),
+		note("$/cancelRequest", Both, CancelParams{}, "Cancel a request; it is answered with -32800."),
+		note("$/progress", Both, ProgressParams{}, "Progress of long work, by token."),
+		note("window/showMessage", ServerToClient, ShowMessageParams{}, "Show a message to the user."),
+		note("window/logMessage", ServerToClient, LogMessageParams{}, "Log a message."),
+		req("window/workDoneProgress/create", ServerToClient, WorkDoneProgressCreateParams{}, nil, "Create a progress token."),
+		note("window/workDoneProgress/cancel", ClientToServer, WorkDoneProgressCancelParams{}, "Cancel the request a cancellable progress reports on; it is answered with -32800."),
 
-	// Bridge methods: served by a Backend.
-	call("bridge/doctor", Backend.BridgeDoctor, "", "Capability report per adapter."),
-	call("session/list", Backend.SessionList, "", "Page the sessions Bridge knows."),
-	call("session/create", Backend.SessionCreate, "", "Start a session."),
-	call("session/prompt", Backend.SessionPrompt, "Prompt", "Run one turn; entries stream as session/update."),
-	call("session/cancel", Backend.SessionCancel, "", "Interrupt the running turn."),
-	call("session/rename", Backend.SessionRename, "", "Rename a session."),
-	call("session/archive", Backend.SessionArchive, "", "Archive a session."),
-	call("session/history", Backend.SessionHistory, "", "Page the record backwards."),
-	call("session/resume", Backend.SessionResume, "", "Resume a session and report the mode."),
-	call("session/compact", Backend.SessionCompact, "Compact", "Forward /compact or fall back to a checkpoint."),
-	call("session/checkpoint", Backend.SessionCheckpoint, "Checkpoint", "Write a Bridge checkpoint now."),
-	call("session/suspend", Backend.SessionSuspend, "", "Checkpoint a live session and stop its process; the next prompt brings it back."),
-	call("session/import", Backend.SessionImport, "Import", "Bring a harness transcript into the record."),
-	call("session/models", Backend.SessionModels, "", "List the models the session's harness offers."),
-	call("session/selectModel", Backend.SessionSelectModel, "", "Switch a live session's model and/or effort."),
-	call("session/search", Backend.SessionSearch, "", "Search the text of every session, best hits first."),
-	call("session/export", Backend.SessionExport, "", "Render a session as Markdown or lossless JSON."),
-	call("session/fork", Backend.SessionFork, "Fork", "Start a new session, on any harness, from a point of another."),
-	call("migration/preview", Backend.MigrationPreview, "Migration preview", "Write an editable five-part handoff."),
-	call("migration/execute", Backend.MigrationExecute, "Migration", "Run a previewed migration."),
+		// Bridge methods: served by a Backend.
+		call("bridge/doctor", Backend.BridgeDoctor, "", "Capability report per adapter."),
+		call("session/list", Backend.SessionList, "", "Page the sessions Bridge knows."),
+		call("session/create", Backend.SessionCreate, "", "Start a session."),
+		call("session/prompt", Backend.SessionPrompt, "Prompt", "Run one turn; entries stream as session/update."),
+		call("session/cancel", Backend.SessionCancel, "", "Interrupt the running turn."),
+		call("session/rename", Backend.SessionRename, "", "Rename a session."),
+		call("session/archive", Backend.SessionArchive, "", "Archive a session."),
+		call("session/history", Backend.SessionHistory, "", "Page the record backwards."),
+		call("session/resume", Backend.SessionResume, "", "Resume a session and report the mode."),
+		call("session/compact", Backend.SessionCompact, "Compact", "Forward /compact or fall back to a checkpoint."),
+		call("session/checkpoint", Backend.SessionCheckpoint, "Checkpoint", "Write a Bridge checkpoint now."),
+		call("session/suspend", Backend.SessionSuspend, "", "Checkpoint a live session and stop its process; the next prompt brings it back."),
+		call("session/import", Backend.SessionImport, "Import", "Bring a harness transcript into the record."),
+		call("session/models", Backend.SessionModels, "", "List the models the session's harness offers."),
+		call("session/selectModel", Backend.SessionSelectModel, "", "Switch a live session's model and/or effort."),
+		call("session/search", Backend.SessionSearch, "", "Search the text of every session, best hits first."),
+		call("session/export", Backend.SessionExport, "", "Render a session as Markdown or lossless JSON."),
+		call("session/fork", Backend.SessionFork, "Fork", "Start a new session, on any harness, from a point of another."),
+		call("migration/preview", Backend.MigrationPreview, "Migration preview", "Write an editable five-part handoff."),
+		call("migration/execute", Backend.MigrationExecute, "Migration", "Run a previewed migration."),
 
-	// Notifications from Bridge.
-	note("session/update", ServerToClient, SessionUpdateNotification{}, "A new entry was recorded."),
-	note("session/contextCompacted", ServerToClient, ContextCompactedNotification{}, "The harness compacted its window."),
-	note("session/checkpointSaved", ServerToClient, CheckpointSavedNotification{}, "A Bridge checkpoint was committed."),
-	note("session/restored", ServerToClient, RestoredNotification{}, "A session came back, in this mode."),
+		// Notifications from Bridge.
+		note("session/update", ServerToClient, SessionUpdateNotification{}, "A new entry was recorded."),
+		note("session/contextCompacted", ServerToClient, ContextCompactedNotification{}, "The harness compacted its window."),
+		note("session/checkpointSaved", ServerToClient, CheckpointSavedNotification{}, "A Bridge checkpoint was committed."),
+		note("session/restored", ServerToClient, RestoredNotification{}, "A session came back, in this mode."),
 
-	// Requests from Bridge to a client that declared capabilities.session.requestPermission.
-	req("session/requestPermission", ServerToClient, SessionRequestPermissionParams{}, SessionRequestPermissionResult{},
-		"Ask the user whether a harness may run a tool."),
+		// Requests from Bridge to a client that declared capabilities.session.requestPermission.
+		req("session/requestPermission", ServerToClient, SessionRequestPermissionParams{}, SessionRequestPermissionResult{},
+			"Ask the user whether a harness may run a tool."),
 
-	// Requests to a client that hosts sessions itself, and its events.
-	host("probe", HostProbeParams{}, HostProbeResult{}, "Report the host's harness and capabilities without changing anything."),
-	host("session.list", HostSessionListParams{}, HostSessionListResult{}, "List the host's sessions."),
-	host("session.create", HostSessionCreateParams{}, HostSessionCreateResult{}, "Start a session on the host."),
-	host("session.history", HostSessionHistoryParams{}, HostSessionHistoryResult{}, "Read the host's stored history of a session."),
-	host("session.models", HostSessionModelsParams{}, HostSessionModelsResult{}, "List the models on offer."),
-	host("session.selectModel", HostSelectModelParams{}, HostAck{}, "Switch a live session's model or effort."),
-	host("session.prompt", HostSessionPromptParams{}, HostSessionPromptResult{}, "Run one turn on the host."),
-	host("session.cancel", HostSessionParams{}, HostAck{}, "Interrupt the running turn."),
-	host("session.rename", HostSessionRenameParams{}, HostAck{}, "Rename a session on the host."),
-	host("session.close", HostSessionParams{}, HostAck{}, "Stop driving a live session; the host may end its process."),
-	host("session.attachment", HostAttachmentParams{}, HostAttachmentResult{}, "Recover an image referenced in the host's history."),
-	host("native.resume", HostSessionResumeParams{}, HostSessionResumeResult{}, "Resume the host's own stored session."),
-	host("compaction.command", HostCompactParams{}, HostCompactResult{}, "Run the host's compaction command."),
-	host("workspace.list", HostWorkspaceListParams{}, HostWorkspaceListResult{}, "List known working directories."),
-	host("workspace.archiveSession", HostSessionParams{}, HostAck{}, "Archive a session on the host."),
-	host("agentPreset.list", HostPresetListParams{}, HostPresetListResult{}, "List the presets usable with the host."),
-	host("goal.create", HostGoalCreateParams{}, HostGoalCreateResult{}, "Give a live session a resumable goal."),
-	host("goal.pause", HostGoalParams{}, HostAck{}, "Pause a goal."),
-	host("goal.clear", HostGoalParams{}, HostAck{}, "Clear a goal."),
-	note("host/event", ClientToServer, HostEventNotification{}, "An event of a live hosted session."),
-	call("hosted/requestPermission", Backend.HostedRequestPermission, "", "Relay a hosted harness's permission request; Bridge decides."),
-}
+		// Requests to a client that hosts sessions itself, and its events.
+		host("probe", HostProbeParams{}, HostProbeResult{}, "Report the host's harness and capabilities without changing anything."),
+		host("session.list", HostSessionListParams{}, HostSessionListResult{}, "List the host's sessions."),
+		host("session.create", HostSessionCreateParams{}, HostSessionCreateResult{}, "Start a session on the host."),
+		host("session.history", HostSessionHistoryParams{}, HostSessionHistoryResult{}, "Read the host's stored history of a session."),
+		host("session.models", HostSessionModelsParams{}, HostSessionModelsResult{}, "List the models on offer."),
+		host("session.selectModel", HostSelectModelParams{}, HostAck{}, "Switch a live session's model or effort."),
+		host("session.prompt", HostSessionPromptParams{}, HostSessionPromptResult{}, "Run one turn on the host."),
+		host("session.cancel", HostSessionParams{}, HostAck{}, "Interrupt the running turn."),
+		host("session.rename", HostSessionRenameParams{}, HostAck{}, "Rename a session on the host."),
+		host("session.close", HostSessionParams{}, HostAck{}, "Stop driving a live session; the host may end its process."),
+		host("session.attachment", HostAttachmentParams{}, HostAttachmentResult{}, "Recover an image referenced in the host's history."),
+		host("native.resume", HostSessionResumeParams{}, HostSessionResumeResult{}, "Resume the host's own stored session."),
+		host("compaction.command", HostCompactParams{}, HostCompactResult{}, "Run the host's compaction command."),
+		host("workspace.list", HostWorkspaceListParams{}, HostWorkspaceListResult{}, "List known working directories."),
+		host("workspace.archiveSession", HostSessionParams{}, HostAck{}, "Archive a session on the host."),
+		host("agentPreset.list", HostPresetListParams{}, HostPresetListResult{}, "List the presets usable with the host."),
+		host("goal.create", HostGoalCreateParams{}, HostGoalCreateResult{}, "Give a live session a resumable goal."),
+		host("goal.pause", HostGoalParams{}, HostAck{}, "Pause a goal."),
+		host("goal.clear", HostGoalParams{}, HostAck{}, "Clear a goal."),
+		note("host/event", ClientToServer, HostEventNotification{}, "An event of a live hosted session."),
+		call("hosted/requestPermission", Backend.HostedRequestPermission, "", "Relay a hosted harness's permission request; Bridge decides."),
+	}
+})
 
-var methodIndex = func() map[string]int {
-	idx := make(map[string]int, len(Methods))
-	for i, m := range Methods {
+// methodIndex maps names to rows of Methods, built on first use.
+var methodIndex = sync.OnceValue(func() map[string]int {
+	ms := Methods()
+	idx := make(map[string]int, len(ms))
+	for i, m := range ms {
 		idx[m.Name] = i
 	}
 	return idx
-}()
+})
 
 // MethodByName returns the row named name.
 func MethodByName(name string) (Method, bool) {
-	i, ok := methodIndex[name]
+	i, ok := methodIndex()[name]
 	if !ok {
 		return Method{}, false
 	}
-	return Methods[i], true
+	return Methods()[i], true
 }
 
 // Names returns, sorted, the names of the rows with kind k sent in
 // direction d (a row sent in Both directions matches either).
 func Names(d Direction, k Kind) []string {
 	var out []string
-	for _, m := range Methods {
+	for _, m := range Methods() {
 		if m.Kind == k && (m.Direction == d || m.Direction == Both) {
 			out = append(out, m.Name)
 		}

@@ -1,6 +1,9 @@
 package schema
 
-import "reflect"
+import (
+	"reflect"
+	"sync"
+)
 
 // Shape is what reflection cannot see of a contract type: the values of an
 // enumeration, the members of a tagged union, or that a value is a number
@@ -26,25 +29,29 @@ func enum[T ~string](values ...T) Shape {
 	return s
 }
 
-// Shapes maps contract types to their shapes. Callers must not modify it.
-var Shapes = map[reflect.Type]Shape{
-	reflect.TypeFor[RequestID]():             {IntOrString: true},
-	reflect.TypeFor[ProgressToken]():         {IntOrString: true},
-	reflect.TypeFor[MessageType]():           {Type: "integer", Enum: []any{1, 2, 3, 4}},
-	reflect.TypeFor[CompactionTrigger]():     enum(TriggerManual, TriggerAuto, TriggerUnknown),
-	reflect.TypeFor[RestoreMode]():           enum(ModeHot, ModeNative, ModeCheckpointRestored, ModeFresh),
-	reflect.TypeFor[ResumeRequestMode]():     enum(ResumeFresh),
-	reflect.TypeFor[SessionStatus]():         enum(StatusLive, StatusSuspended, StatusEnded, StatusIdle),
-	reflect.TypeFor[CompactedBy]():           enum(CompactedByHarness, CompactedByBridge),
-	reflect.TypeFor[Provenance]():            enum(ProvenanceAgent, ProvenanceController, ProvenanceReconstructed),
-	reflect.TypeFor[CheckpointReason]():      enum(CheckpointReasons...),
-	reflect.TypeFor[InjectMode]():            enum(InjectGoal, InjectPrompt, InjectBoth),
-	reflect.TypeFor[ErrorCode]():             enum(ErrorCodes...),
-	reflect.TypeFor[CapabilityNeed]():        enum(NeedRequired, NeedOptional, NeedNotApplicable),
-	reflect.TypeFor[PermissionOptionKind]():  enum(AllowOnce, AllowAlways, RejectOnce, RejectAlways),
-	reflect.TypeFor[PermissionOutcomeKind](): enum(OutcomeSelected, OutcomeCancelled),
-	reflect.TypeFor[ExportFormat]():          enum(ExportMarkdown, ExportJSON),
-	reflect.TypeFor[Content]():               {OneOf: []string{"TextContent", "ImageContent"}},
-	reflect.TypeFor[WorkDoneProgress](): {OneOf: []string{"WorkDoneProgressBegin", "WorkDoneProgressReport",
-		"WorkDoneProgressEnd"}},
-}
+// Shapes returns the map of contract types to their shapes, built on first
+// use (only the generator and tests need it, so the binary's start does not
+// build it). Callers must not modify it.
+var Shapes = sync.OnceValue(func() map[reflect.Type]Shape {
+	return map[reflect.Type]Shape{
+		reflect.TypeFor[RequestID]():             {IntOrString: true},
+		reflect.TypeFor[ProgressToken]():         {IntOrString: true},
+		reflect.TypeFor[MessageType]():           {Type: "integer", Enum: []any{1, 2, 3, 4}},
+		reflect.TypeFor[CompactionTrigger]():     enum(TriggerManual, TriggerAuto, TriggerUnknown),
+		reflect.TypeFor[RestoreMode]():           enum(ModeHot, ModeNative, ModeCheckpointRestored, ModeFresh),
+		reflect.TypeFor[ResumeRequestMode]():     enum(ResumeFresh),
+		reflect.TypeFor[SessionStatus]():         enum(StatusLive, StatusSuspended, StatusEnded, StatusIdle),
+		reflect.TypeFor[CompactedBy]():           enum(CompactedByHarness, CompactedByBridge),
+		reflect.TypeFor[Provenance]():            enum(ProvenanceAgent, ProvenanceController, ProvenanceReconstructed),
+		reflect.TypeFor[CheckpointReason]():      enum(CheckpointReasons...),
+		reflect.TypeFor[InjectMode]():            enum(InjectGoal, InjectPrompt, InjectBoth),
+		reflect.TypeFor[ErrorCode]():             enum(ErrorCodes...),
+		reflect.TypeFor[CapabilityNeed]():        enum(NeedRequired, NeedOptional, NeedNotApplicable),
+		reflect.TypeFor[PermissionOptionKind]():  enum(AllowOnce, AllowAlways, RejectOnce, RejectAlways),
+		reflect.TypeFor[PermissionOutcomeKind](): enum(OutcomeSelected, OutcomeCancelled),
+		reflect.TypeFor[ExportFormat]():          enum(ExportMarkdown, ExportJSON),
+		reflect.TypeFor[Content]():               {OneOf: []string{"TextContent", "ImageContent"}},
+		reflect.TypeFor[WorkDoneProgress](): {OneOf: []string{"WorkDoneProgressBegin", "WorkDoneProgressReport",
+			"WorkDoneProgressEnd"}},
+	}
+})

@@ -261,7 +261,7 @@ func isScalarSchema(t reflect.Type) bool {
 
 // enumValue returns the first value of an enumerated type's schema.
 func enumValue(t reflect.Type) (reflect.Value, bool) {
-	sh, ok := schema.Shapes[t]
+	sh, ok := schema.Shapes()[t]
 	if !ok || len(sh.Enum) == 0 {
 		return reflect.Value{}, false
 	}
@@ -340,7 +340,7 @@ func contractStructs() map[string]reflect.Type {
 			visit(t.Field(i).Type)
 		}
 	}
-	for _, m := range schema.Methods {
+	for _, m := range schema.Methods() {
 		for _, v := range []any{m.Params, m.Result} {
 			if v != nil {
 				visit(reflect.TypeOf(v))

@@ -55,7 +55,8 @@ func loadMigrations() ([]migration, error) {
 // (Migration 2 once indexed the existing entries here; the index has since
 // moved to its own file, built from the record by the indexer.)
 var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
-	6: backfillLinks,
+	6:  backfillLinks,
+	11: backfillWindows,
 }
 
 // KnownSchemaVersion is the highest schema version this Bridge can apply.

@@ -320,8 +320,9 @@ const searchHelperEnv = "BRIDGE_SEARCH_HELPER"
 // TestSearchHelperProcess is not a test: it is the child of
 // TestKillDuringImportKeepsIndexInStep, importing batches until killed,
 // either inside a transaction of the record (BRIDGE_KILL_AT: at its Nth
-// entry row) or inside one of the index (BRIDGE_KILL_INDEX_AT: at its Nth
-// index row).
+// entry row; BRIDGE_KILL_COMMIT_AT: before its Nth commit) or inside one of the index (BRIDGE_KILL_INDEX_AT: at its Nth
+// index row; BRIDGE_KILL_INDEX_COMMIT_AT: before its Nth commit). With
+// BRIDGE_BULK each batch is written with UpdateBulk.
 func TestSearchHelperProcess(t *testing.T) {
 	if os.Getenv(searchHelperEnv) == "" {
 		return
@@ -329,8 +330,14 @@ func TestSearchHelperProcess(t *testing.T) {
 	ctx := context.Background()
 	at, _ := strconv.Atoi(os.Getenv("BRIDGE_KILL_AT"))
 	indexAt, _ := strconv.Atoi(os.Getenv("BRIDGE_KILL_INDEX_AT"))
-	seen := 0
+	seen, recordCommits := 0, 0
+	recordCommitAt, _ := strconv.Atoi(os.Getenv("BRIDGE_KILL_COMMIT_AT"))
 	hook := func(point string) {
+		if point == "commit.before" {
+			if recordCommits++; recordCommits == recordCommitAt {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		}
 		if point != "entry.insert" {
 			return
 		}
@@ -339,9 +346,13 @@ func TestSearchHelperProcess(t *testing.T) {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
 	}
-	var indexed atomic.Int64
+	commitAt, _ := strconv.Atoi(os.Getenv("BRIDGE_KILL_INDEX_COMMIT_AT"))
+	var indexed, commits atomic.Int64
 	indexHook := func(point string) {
 		if point == "index.insert" && indexed.Add(1) == int64(indexAt) {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		if point == "index.commit.before" && commits.Add(1) == int64(commitAt) {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
 	}
@@ -361,7 +372,11 @@ func TestSearchHelperProcess(t *testing.T) {
 			}
 			os.Exit(0)
 		}
-		err := db.Update(ctx, func(w core.Writer) error {
+		update := db.Update
+		if os.Getenv("BRIDGE_BULK") != "" { // each batch its own bulk write, indexed while it runs
+			update = db.UpdateBulk
+		}
+		err := update(ctx, func(w core.Writer) error {
 			batch := make([]core.NewEntry, 0, 50)
 			for i := 0; i < 50; i++ {
 				n := b*50 + i

@@ -407,6 +407,12 @@ func (db *DB) catchUp(ctx context.Context, target int64, stop <-chan struct{}) e
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	return db.catchUpLocked(ctx, target, stop)
+}
+
+// catchUpLocked is catchUp for a caller holding the index's mu.
+func (db *DB) catchUpLocked(ctx context.Context, target int64, stop <-chan struct{}) error {
+	ix := db.search
 	if !ix.checked {
 		if err := db.checkIndex(ctx); err != nil {
 			return err

@@ -181,10 +181,15 @@ func (c *listCache) keep(sessionID string, win core.Window) {
 	}
 }
 
+// execer is what writing a summary needs: *stmtTx or *sql.Tx.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
 // saveWindow writes win's state and, with lists, its evidence lists as
 // changes against stored (the lists as the table holds them): items added
 // at the end are inserted; a list that changed otherwise is written again.
-func saveWindow(ctx context.Context, q *stmtTx, sessionID string, win, stored core.Window, lists bool) error {
+func saveWindow(ctx context.Context, q execer, sessionID string, win, stored core.Window, lists bool) error {
 	state := win
 	state.Decisions, state.Files, state.LastCheckpointDecisions = nil, nil, nil
 	b, err := json.Marshal(state)
@@ -341,7 +346,8 @@ func carried(before *core.Window, e core.Entry) bool {
 
 // kindLinksSQL reads a session's entry links and kinds newest first from a seq
 // down (no payloads).
-const kindLinksSQL = `SELECT id, parent_id, seq, kind FROM entries WHERE session_id = ? AND seq <= ? ORDER BY seq DESC LIMIT ?`
+// Its LIMIT is scanBack's batch, in the text (see chainSQL).
+const kindLinksSQL = `SELECT id, parent_id, seq, kind FROM entries WHERE session_id = ? AND seq <= ? ORDER BY seq DESC LIMIT 4096`
 
 // scanBack walks an unbranched session back from its head by the
 // (session_id, seq) index, checking that each row is the parent of the one
@@ -350,11 +356,11 @@ const kindLinksSQL = `SELECT id, parent_id, seq, kind FROM entries WHERE session
 // seq of the newest boundary (of the root when there is none) and what the
 // entries older than it carry over it.
 func scanBack(ctx context.Context, q querier, sessionID, headID string, headSeq int64) (before core.Window, low int64, ok bool, err error) {
-	const batch = 4096
+	const batch = 4096 // kindLinksSQL's LIMIT
 	want, upper := headID, headSeq
 	inWindow := true
 	for {
-		rows, err := q.QueryContext(ctx, kindLinksSQL, sessionID, upper, batch)
+		rows, err := q.QueryContext(ctx, kindLinksSQL, sessionID, upper)
 		if err != nil {
 			return core.Window{}, 0, false, fmt.Errorf("storage: read session %s: %w", sessionID, err)
 		}
@@ -406,14 +412,15 @@ func scanBack(ctx context.Context, q querier, sessionID, headID string, headSeq 
 }
 
 // rangeSQL reads a session's entries oldest first in a seq range.
-const rangeSQL = `SELECT ` + entryCols + ` FROM entries WHERE session_id = ? AND seq >= ? AND seq <= ? ORDER BY seq LIMIT ?`
+// Its LIMIT is foldRange's batch, in the text (see chainSQL).
+const rangeSQL = `SELECT ` + entryCols + ` FROM entries WHERE session_id = ? AND seq >= ? AND seq <= ? ORDER BY seq LIMIT 1024`
 
 // foldRange calls fn with each entry of the session with from <= seq <= to,
 // oldest first, reading 1024 rows at a time.
 func foldRange(ctx context.Context, q querier, sessionID string, from, to int64, fn func(core.Entry)) error {
-	const batch = 1024
+	const batch = 1024 // rangeSQL's LIMIT
 	for from <= to {
-		rows, err := q.QueryContext(ctx, rangeSQL, sessionID, from, to, batch)
+		rows, err := q.QueryContext(ctx, rangeSQL, sessionID, from, to)
 		if err != nil {
 			return fmt.Errorf("storage: read session %s: %w", sessionID, err)
 		}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ncruces/go-sqlite3"
+
 	"github.com/bridge-dev/bridge/core"
 )
 
@@ -19,6 +21,14 @@ type txWriter struct {
 	tx *sql.Tx
 
 	q *stmtTx // tx through cached prepared statements
+
+	// live, in a bulk write (UpdateBulk), indexes the entries appended
+	// while the transaction runs (liveindex.go).
+	live *liveIndex
+	// conn is the bulk write's connection (the one tx runs on) and ins its
+	// insert statement, for insertFast (bulkappend.go).
+	conn *sql.Conn
+	ins  *sqlite3.Stmt
 
 	mu   sync.Mutex
 	done bool
@@ -80,7 +90,9 @@ func (w *txWriter) Append(ctx context.Context, sessionID string, entries ...core
 		return nil, err
 	}
 	defer w.mu.Unlock()
-	return w.appendEntries(ctx, sessionID, "", false, entries)
+	out, err := w.appendEntries(ctx, sessionID, "", false, entries)
+	w.handLive(err)
+	return out, err
 }
 
 // AppendTo implements core.Writer.
@@ -92,7 +104,22 @@ func (w *txWriter) AppendTo(ctx context.Context, sessionID, parentID string, ent
 		return nil, err
 	}
 	defer w.mu.Unlock()
-	return w.appendEntries(ctx, sessionID, parentID, true, entries)
+	out, err := w.appendEntries(ctx, sessionID, parentID, true, entries)
+	w.handLive(err)
+	return out, err
+}
+
+// handLive hands the entries the last append inserted to the live
+// indexer, or forgets them when it failed.
+func (w *txWriter) handLive(err error) {
+	if w.live == nil {
+		return
+	}
+	if err != nil {
+		w.live.drop()
+		return
+	}
+	w.live.send()
 }
 
 // MoveHead implements core.Writer.
@@ -299,7 +326,17 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 	seq := st.maxSeq
 	var lk *linker
 	var status sql.NullString // of the newest session.status entry added
-	for _, ne := range entries {
+	rest := entries           // inserted one statement at a time below
+	if w.canInsertFast(st, parentID, parentSeq, explicit, entries) {
+		if out, status, err = w.insertFast(sessionID, parentID, seq, now, entries, out); err != nil {
+			return nil, err
+		}
+		if n := len(out); n > 0 {
+			parentID = out[n-1].ID
+		}
+		rest = nil
+	}
+	for _, ne := range rest {
 		id := ne.ID
 		if id == "" {
 			id = w.db.ids.New("e_")
@@ -349,6 +386,13 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 			}
 		}
 		seq++
+		if w.live != nil {
+			rowid, err := res.LastInsertId()
+			if err != nil {
+				return nil, fmt.Errorf("storage: insert entry: %w", err)
+			}
+			w.live.add(rowid, e.ID, e.Kind, e.Payload)
+		}
 		if branches || st.branched { // entry_links rows (links.go)
 			if lk == nil && !w.db.noLinks.Load() {
 				lk = newLinker(w.q, sessionID)

@@ -543,7 +543,7 @@ func (l *live) goalOp(ctx context.Context, method, goalID string) error {
 	return core.E(core.CodeConflict, fmt.Sprintf("dsh %s: goal %s is still at a newer revision after one re-read and retry", method, goalID), stale)
 }
 
-var staleCurrent = regexp.MustCompile(`current is "([^"]*)" revision (\d+)`)
+var staleCurrent = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`current is "([^"]*)" revision (\d+)`) })
 
 // currentRevision reads the goal's current revision: the newest goal/change
 // event for it, else the goal projection, else the revision DSH named in
@@ -575,7 +575,7 @@ func (l *live) currentRevision(ctx context.Context, goalID string, stale *RPCErr
 		rev = proj.Values.Goal.Goal.Revision
 	}
 	if rev < 0 && stale != nil {
-		if m := staleCurrent.FindStringSubmatch(stale.Message); m != nil && m[1] == goalID {
+		if m := staleCurrent().FindStringSubmatch(stale.Message); m != nil && m[1] == goalID {
 			rev, _ = strconv.ParseInt(m[2], 10, 64)
 		}
 	}

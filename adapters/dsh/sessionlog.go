@@ -11,8 +11,7 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/klauspost/compress/zstd"
-
+	"github.com/bridge-dev/bridge/adapters/internal/zstd"
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/inputfile"
 )
@@ -119,11 +118,6 @@ func streamLog(ctx context.Context, path string, progress func(done, total int64
 		progress(total, total)
 		return lr.result(path)
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(inputfile.DefaultMaxBytes)))
-	if err != nil {
-		return core.E(core.CodeInternal, "zstd decoder", err)
-	}
-	defer dec.Close()
 	var frame, buf []byte
 	var decoded int64
 	off := 0
@@ -138,7 +132,10 @@ func streamLog(ctx context.Context, path string, progress func(done, total int64
 		var ferr error
 		frame, skippable, ferr = readFrame(br, frame[:0])
 		if ferr == nil && !skippable {
-			buf, ferr = dec.DecodeAll(frame, buf[:0])
+			buf, ferr = zstd.Decode(buf[:0], frame, inputfile.DefaultMaxBytes-decoded)
+		}
+		if errors.Is(ferr, zstd.ErrTooLarge) {
+			return tooLarge(path)
 		}
 		if ferr != nil {
 			lr.flush()
@@ -153,8 +150,7 @@ func streamLog(ctx context.Context, path string, progress func(done, total int64
 		if !skippable {
 			decoded += int64(len(buf))
 			if decoded > inputfile.DefaultMaxBytes {
-				return core.Errorf(core.CodeInvalid, "dsh session log %s decompresses to more than the limit of %d bytes",
-					core.Quote(filepath.Base(path)), inputfile.DefaultMaxBytes)
+				return tooLarge(path)
 			}
 			*frames++
 			lr.write(buf)
@@ -167,6 +163,12 @@ func streamLog(ctx context.Context, path string, progress func(done, total int64
 	}
 	lr.flush()
 	return lr.result(path)
+}
+
+// tooLarge is the error for a log whose content is over the input limit.
+func tooLarge(path string) error {
+	return core.Errorf(core.CodeInvalid, "dsh session log %s decompresses to more than the limit of %d bytes",
+		core.Quote(filepath.Base(path)), inputfile.DefaultMaxBytes)
 }
 
 // readFrame reads the zstd (or skippable) frame at the head of br into buf,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 
 	"golang.org/x/term"
 
@@ -233,12 +234,12 @@ func userMessage(err error) string {
 	for _, s := range []error{core.ErrNotFound, core.ErrCancelled, core.ErrUnsupported} {
 		msg = strings.ReplaceAll(msg, ": "+s.Error(), "")
 	}
-	return wireMethodPrefix.ReplaceAllString(msg, "")
+	return wireMethodPrefix().ReplaceAllString(msg, "")
 }
 
 // wireMethodPrefix is a JSON-RPC method name prefixed to a message
 // ("session/search: "), which means nothing at the command line.
-var wireMethodPrefix = regexp.MustCompile(`\b(session|migration|bridge)/[A-Za-z.]+: `)
+var wireMethodPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b(session|migration|bridge)/[A-Za-z.]+: `) })
 
 // isTerminal reports whether r is a terminal (not merely a character
 // device: /dev/null is one too).

@@ -25,15 +25,18 @@ import (
 var version = "0.1.0-dev"
 
 func main() {
-	tuneGC()
 	ctx, cancel := context.WithCancel(context.Background())
 	// Installing the handlers takes a fifth of a millisecond (the runtime
 	// starts a thread for them): it runs beside the rest of the start,
 	// which waits for it (awaitSignals) before a command does anything and
-	// before serve answers initialize.
+	// before serve answers initialize. The collector's settings are made
+	// there too: no collection runs that early.
 	ready := make(chan struct{})
 	signalsReady = ready
-	go handleSignals(cancel, ready)
+	go func() {
+		tuneGC()
+		handleSignals(cancel, ready)
+	}()
 	os.Exit(Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -81,7 +81,11 @@ func (s *Service) recordImported(ctx context.Context, harness string, is core.Im
 // write transaction, so a failure anywhere leaves the record as it was.
 func (s *Service) recordStream(ctx context.Context, harness string, read core.ImportReader, fallback func() (string, error), title, what string) (ImportOutcome, error) {
 	var out ImportOutcome
-	err := s.opts.Store.Update(ctx, func(w core.Writer) error {
+	update := s.opts.Store.Update
+	if b, ok := s.opts.Store.(bulkUpdater); ok {
+		update = b.UpdateBulk
+	}
+	err := update(ctx, func(w core.Writer) error {
 		out = ImportOutcome{}
 		var created *core.Session
 		open := func(head core.ImportedSession) error {
@@ -217,6 +221,13 @@ func pipeline(ctx context.Context, read core.ImportReader, write core.ImportSink
 		return core.ImportedSession{}, werr
 	}
 	return final, rerr
+}
+
+// bulkUpdater is implemented by stores with a transaction made for bulk
+// writes (storage.DB: the entries are indexed for search while it runs).
+// Same contract as core.Store's Update.
+type bulkUpdater interface {
+	UpdateBulk(ctx context.Context, fn func(w core.Writer) error) error
 }
 
 // bulkDone is implemented by stores that can give back what a bulk write

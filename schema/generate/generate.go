@@ -124,7 +124,7 @@ func contractTypes() []reflect.Type {
 			out = append(out, t)
 		}
 	}
-	for _, m := range schema.Methods {
+	for _, m := range schema.Methods() {
 		add(m.Params)
 		add(m.Result)
 	}
@@ -144,7 +144,7 @@ func definitions() (map[string]any, error) {
 	custom := map[string]*jsonschema.Schema{}
 	r := &jsonschema.Reflector{AllowAdditionalProperties: true, Anonymous: true, CommentMap: comments,
 		Mapper: func(t reflect.Type) *jsonschema.Schema {
-			sh, ok := schema.Shapes[t]
+			sh, ok := schema.Shapes()[t]
 			if !ok {
 				return nil
 			}
@@ -337,7 +337,7 @@ func Files() (map[string][]byte, error) {
 		return root
 	}
 	var table []any
-	for _, m := range schema.Methods {
+	for _, m := range schema.Methods() {
 		row := map[string]any{"name": m.Name, "direction": m.Direction.String(),
 			"kind": m.Kind.String(), "doc": m.Doc}
 		if m.Capability != "" {

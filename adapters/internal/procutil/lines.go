@@ -14,7 +14,13 @@ import (
 const MaxLine = 64 << 20
 
 // ErrLineTooLong is returned by ReadLines for a line over MaxLine.
-var ErrLineTooLong = fmt.Errorf("a line over %d bytes", MaxLine)
+var ErrLineTooLong error = lineTooLong{}
+
+// lineTooLong is ErrLineTooLong's type: a value made without code at
+// package initialisation.
+type lineTooLong struct{}
+
+func (lineTooLong) Error() string { return fmt.Sprintf("a line over %d bytes", MaxLine) }
 
 // ReadLines reads newline-delimited lines from r until it ends, calling fn
 // with each non-blank line, trimmed (the slice is only valid during the
