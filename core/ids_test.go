@@ -61,3 +61,51 @@ func TestIDsSortByCreation(t *testing.T) {
 		t.Fatalf("a later id %s sorts before %s", id, ids[len(ids)-1])
 	}
 }
+
+// TestIDsAreULIDs: the random part and time read back through another
+// ULID implementation exactly as they were drawn: an id is "e_", then the
+// 26-character ULID of the clock's millisecond and the entropy's first 10
+// bytes. The next id in the same millisecond adds 1 + the next 4 entropy
+// bytes (big-endian) to the random part; a step that would overflow the
+// 80 bits starts a fresh random part instead of wrapping or failing.
+func TestIDsAreULIDs(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 123_456_789, time.UTC)
+	clock := func() time.Time { return at }
+	entropy := []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 0, 1, 0}
+	g := core.NewIDs(clock, bytes.NewReader(entropy))
+	parse := func(id string) ulid.ULID {
+		t.Helper()
+		u, err := ulid.ParseStrict(strings.TrimPrefix(id, "e_"))
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		return u
+	}
+	first := parse(g.New("e_"))
+	if first.Time() != uint64(at.UnixMilli()) {
+		t.Errorf("time %d, want %d", first.Time(), at.UnixMilli())
+	}
+	if e := first.Entropy(); !bytes.Equal(e, entropy[:10]) {
+		t.Errorf("random part % x, want % x", e, entropy[:10])
+	}
+	second := parse(g.New("e_"))
+	// 0x0102030405060708090A + (0x00000100 + 1) = 0x0102030405060708_0A0B
+	want := []byte{1, 2, 3, 4, 5, 6, 7, 8, 10, 11}
+	if e := second.Entropy(); !bytes.Equal(e, want) {
+		t.Errorf("second random part % x, want % x", e, want)
+	}
+	// At the top of the 80 bits, the next step starts afresh.
+	top := append(bytes.Repeat([]byte{0xFF}, 10), 0, 0, 0, 0, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7)
+	g = core.NewIDs(clock, bytes.NewReader(top))
+	if e := parse(g.New("e_")).Entropy(); !bytes.Equal(e, top[:10]) {
+		t.Fatalf("random part % x", e)
+	}
+	if e := parse(g.New("e_")).Entropy(); !bytes.Equal(e, top[14:24]) {
+		t.Fatalf("after an overflowing step: random part % x, want a fresh % x", e, top[14:24])
+	}
+	// An entropy source that fails still gives valid, distinct ids.
+	g = core.NewIDs(clock, bytes.NewReader(nil))
+	if a, b := g.New("e_"), g.New("e_"); a == b || parse(a).Time() != uint64(at.UnixMilli()) {
+		t.Fatalf("with failing entropy: %s %s", a, b)
+	}
+}

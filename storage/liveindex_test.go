@@ -2,12 +2,14 @@ package storage_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -237,4 +239,114 @@ func TestKillDuringBulkImportKeepsIndexInStep(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recordRows reads what the record holds of a session, with parents as
+// seqs (entry ids differ between databases): one line per entry, then the
+// session's head, branched flag and last status.
+func recordRows(t *testing.T, db *storage.DB, sid string) []string {
+	t.Helper()
+	rows, err := db.SQL().Query(`SELECT e.seq, e.kind, e.payload, coalesce(e.native_id, '-'), e.token_estimate,
+		coalesce((SELECT p.seq FROM entries p WHERE p.id = e.parent_id), 0)
+		FROM entries e WHERE e.session_id = ? ORDER BY e.seq`, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var seq, tokens, parent int64
+		var kind, payload, native string
+		if err := rows.Scan(&seq, &kind, &payload, &native, &tokens, &parent); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%d<-%d %s %s %s %d", seq, parent, kind, native, payload, tokens))
+	}
+	var head int64
+	var branched bool
+	var status string
+	if err := db.SQL().QueryRow(`SELECT coalesce((SELECT seq FROM entries WHERE id = s.head_id), 0), s.branched,
+		coalesce(s.last_status, '') FROM sessions s WHERE s.id = ?`, sid).Scan(&head, &branched, &status); err != nil {
+		t.Fatal(err)
+	}
+	return append(out, fmt.Sprintf("head %d branched %v status %q", head, branched, status))
+}
+
+// TestUpdateBulkWritesWhatUpdateWrites: the same appends give the same
+// record through UpdateBulk (whose ordinary appends take the fast insert
+// path, with foreign-key checks off) as through Update: seqs, parents,
+// skipped native ids (already recorded, or twice in one batch), explicit
+// parents and branches, the session's head and status. Afterwards every
+// connection of the pool checks foreign keys again.
+func TestUpdateBulkWritesWhatUpdateWrites(t *testing.T) {
+	ctx := context.Background()
+	write := func(bulk bool) []string {
+		db := storagetest.Open(t)
+		s := newSession(t, db)
+		mustAppend(t, db, s.ID, taggedEntries("heron", 0, 5)...)
+		update := db.Update
+		if bulk {
+			update = db.UpdateBulk
+		}
+		status := core.NewEntry{Kind: core.KindSessionStatus, NativeID: "st1",
+			Payload: core.Payload(map[string]any{"status": "idle"})}
+		err := update(ctx, func(w core.Writer) error {
+			b1 := append(taggedEntries("okapi", 0, 4), taggedEntries("heron", 3, 1)...) // heron3: recorded already
+			b1 = append(b1, taggedEntries("okapi", 2, 1)...)                            // twice in the batch
+			b1 = append(b1, core.NewEntry{Kind: core.KindUserMessage, TokenEstimate: 7,
+				Payload: core.Payload(map[string]string{"text": "no native id"})})
+			if _, err := w.Append(ctx, s.ID, b1...); err != nil {
+				return err
+			}
+			if _, err := w.Append(ctx, s.ID, append(taggedEntries("okapi", 10, 3), status)...); err != nil {
+				return err
+			}
+			if _, err := w.Append(ctx, s.ID, taggedEntries("okapi", 0, 3)...); err != nil { // all skipped
+				return err
+			}
+			// A branch under the third entry, then appends on the branch.
+			var parent string
+			if err := db.SQL().QueryRowContext(ctx, `SELECT id FROM entries WHERE session_id = ? AND seq = 3`, s.ID).Scan(&parent); err != nil {
+				return err
+			}
+			if _, err := w.AppendTo(ctx, s.ID, parent, taggedEntries("zebu", 0, 2)...); err != nil {
+				return err
+			}
+			_, err := w.Append(ctx, s.ID, taggedEntries("zebu", 2, 3)...)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := recordRows(t, db, s.ID)
+		// Every connection of the pool (up to its 8) checks foreign keys.
+		var conns []*sql.Conn
+		for i := 0; i < 8; i++ {
+			c, err := db.SQL().Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+			var on bool
+			if err := c.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&on); err != nil || !on {
+				t.Fatalf("connection %d of the pool after UpdateBulk: foreign_keys %v (%v)", i, on, err)
+			}
+		}
+		for _, c := range conns {
+			c.Close()
+		}
+		var bad int
+		if err := db.SQL().QueryRow(`SELECT count(*) FROM pragma_foreign_key_check`).Scan(&bad); err != nil || bad != 0 {
+			t.Fatalf("foreign key check: %d rows (%v)", bad, err)
+		}
+		return rows
+	}
+	plain, bulk := write(false), write(true)
+	if strings.Join(plain, "\n") != strings.Join(bulk, "\n") {
+		t.Fatalf("UpdateBulk wrote\n%s\n\nUpdate wrote\n%s", strings.Join(bulk, "\n"), strings.Join(plain, "\n"))
+	}
+	if len(plain) != 5+4+1+3+1+2+3+1 {
+		t.Fatalf("record: %d lines, want 20:\n%s", len(plain), strings.Join(plain, "\n"))
+	}
+	t.Logf("record:\n%s", strings.Join(plain, "\n"))
 }

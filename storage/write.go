@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ncruces/go-sqlite3"
+
 	"github.com/bridge-dev/bridge/core"
 )
 
@@ -23,6 +25,10 @@ type txWriter struct {
 	// live, in a bulk write (UpdateBulk), indexes the entries appended
 	// while the transaction runs (liveindex.go).
 	live *liveIndex
+	// conn is the bulk write's connection (the one tx runs on) and ins its
+	// insert statement, for insertFast (bulkappend.go).
+	conn *sql.Conn
+	ins  *sqlite3.Stmt
 
 	mu   sync.Mutex
 	done bool
@@ -320,7 +326,17 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 	seq := st.maxSeq
 	var lk *linker
 	var status sql.NullString // of the newest session.status entry added
-	for _, ne := range entries {
+	rest := entries           // inserted one statement at a time below
+	if w.canInsertFast(st, parentID, parentSeq, explicit, entries) {
+		if out, status, err = w.insertFast(sessionID, parentID, seq, now, entries, out); err != nil {
+			return nil, err
+		}
+		if n := len(out); n > 0 {
+			parentID = out[n-1].ID
+		}
+		rest = nil
+	}
+	for _, ne := range rest {
 		id := ne.ID
 		if id == "" {
 			id = w.db.ids.New("e_")

@@ -15,7 +15,8 @@ import (
 // compiles every draft's meta-schema: a quarter of bridge's startup), and
 // so is klauspost/compress (its zstd package's init builds a CRC table before
 // main on every start; DeepSeek Harness logs are read with
-// adapters/internal/zstd).
+// adapters/internal/zstd), and so is oklog/ulid (core makes its own ULIDs;
+// the library's init seeded a math/rand source before main).
 func TestBinaryLinksOnlyWhatItRuns(t *testing.T) {
 	out, err := exec.Command("go", "version", "-m", binPath).CombinedOutput()
 	if err != nil {
@@ -29,7 +30,7 @@ func TestBinaryLinksOnlyWhatItRuns(t *testing.T) {
 		if len(f) < 2 || f[0] != "dep" {
 			continue
 		}
-		for _, banned := range []string{"invopop/jsonschema", "yaml", "ordered-map", "wk8/", "santhosh-tekuri/jsonschema", "klauspost/compress"} {
+		for _, banned := range []string{"invopop/jsonschema", "yaml", "ordered-map", "wk8/", "santhosh-tekuri/jsonschema", "klauspost/compress", "oklog/ulid"} {
 			if strings.Contains(f[1], banned) {
 				t.Errorf("the binary links %s (generation or tests only)", f[1])
 			}
