@@ -97,6 +97,11 @@ func (db *DB) writer() {
 // one transaction. With more than one request, each runs inside its own
 // savepoint so that a failing call is undone alone.
 func (db *DB) runGroup(group []*writeReq) {
+	// The lock first: a caller that gives up while another transaction of
+	// this process holds it (one waiting out another process's lock, say)
+	// is still pending, so its request is abandoned, not written.
+	db.writeMu.Lock()
+	defer db.writeMu.Unlock()
 	taken := group[:0:0]
 	for _, r := range group {
 		if r.state.CompareAndSwap(reqPending, reqTaken) {
@@ -106,8 +111,6 @@ func (db *DB) runGroup(group []*writeReq) {
 	if len(taken) == 0 {
 		return
 	}
-	db.writeMu.Lock()
-	defer db.writeMu.Unlock()
 	db.runLocked(taken)
 }
 
@@ -125,9 +128,24 @@ func (db *DB) runLocked(taken []*writeReq) {
 		}
 	}
 	bg := context.Background()
-	tx, err := db.sql.BeginTx(bg, nil)
-	if err != nil {
-		finish(fmt.Errorf("storage: begin: %w", err))
+	tx, err := db.beginWaiting(bg, func() bool {
+		// Callers that gave up while another process held the lock get
+		// their cancellation (nothing of theirs was written); the others
+		// keep waiting.
+		kept := taken[:0]
+		for _, r := range taken {
+			if err := r.ctx.Err(); err != nil {
+				r.err = core.E(core.CodeCancelled, "storage: write cancelled while another process held the database's write lock", err)
+				close(r.done)
+				continue
+			}
+			kept = append(kept, r)
+		}
+		taken = kept
+		return len(taken) > 0
+	})
+	if tx == nil {
+		finish(err)
 		return
 	}
 	w := &txWriter{db: db, tx: tx, q: newStmtTx(db, tx)}

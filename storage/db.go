@@ -144,6 +144,12 @@ type DB struct {
 	stopCheckpoints chan struct{} // closed by Close
 	checkpointsDone chan struct{} // closed when the checkpointer returns
 
+	// lockWaits counts busy timeouts the writer waited out (another
+	// process held the write lock; see beginWaiting).
+	lockWaits   atomic.Int64
+	closing     chan struct{} // closed when Close starts
+	closingOnce sync.Once
+
 	closeMu sync.RWMutex
 	closed  bool
 	reqs    chan *writeReq
@@ -221,6 +227,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		wstmts:    newStmtCache(sdb),
 		rd:        readPool{dsn: readDSN(abs, busy.Milliseconds())},
 		done:      make(chan struct{}),
+		closing:   make(chan struct{}),
 	}
 	if err := db.migrateRetrying(ctx); err != nil {
 		sdb.Close()
@@ -405,6 +412,9 @@ func (db *DB) SQL() *sql.DB { return db.sql }
 // Close stops the writer (pending writes finish first) and closes the
 // database. It is safe to call more than once.
 func (db *DB) Close() error {
+	// First, and without closeMu: a write waiting out another process's
+	// lock may hold closeMu's read side (submit's fast path).
+	db.closingOnce.Do(func() { close(db.closing) })
 	db.closeMu.Lock()
 	if db.closed {
 		db.closeMu.Unlock()
@@ -445,9 +455,12 @@ func (db *DB) Update(ctx context.Context, fn func(w core.Writer) error) (err err
 	}
 	db.writeMu.Lock()
 	defer db.writeMu.Unlock()
-	tx, err := db.sql.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("storage: begin: %w", err)
+	tx, err := db.beginWaiting(ctx, func() bool { return ctx.Err() == nil })
+	if tx == nil {
+		if err == nil {
+			err = core.E(core.CodeCancelled, "storage: write cancelled while another process held the database's write lock", ctx.Err())
+		}
+		return err
 	}
 	w := &txWriter{db: db, tx: tx, q: newStmtTx(db, tx)}
 	committed := false
@@ -468,6 +481,34 @@ func (db *DB) Update(ctx context.Context, fn func(w core.Writer) error) (err err
 	committed = true
 	db.kickIndex()
 	return nil
+}
+
+// beginWaiting begins a write transaction (BEGIN IMMEDIATE). When another
+// process holds the write lock past the busy timeout (a large `bridge
+// import` runs as one transaction), it does not give up: what this process
+// was about to write stays in hand and it waits again, for as long as
+// wanted reports that a caller still waits and the database is not
+// closing. Dropping the writes instead would lose a live session's events.
+// It returns a nil Tx and a nil error when wanted said no.
+func (db *DB) beginWaiting(ctx context.Context, wanted func() bool) (*sql.Tx, error) {
+	for {
+		tx, err := db.sql.BeginTx(ctx, nil)
+		if err == nil {
+			return tx, nil
+		}
+		if !isBusy(err) {
+			return nil, fmt.Errorf("storage: begin: %w", err)
+		}
+		db.lockWaits.Add(1)
+		select {
+		case <-db.closing:
+			return nil, core.E(core.CodeUnavailable, "storage: closing while another process held the database's write lock", err)
+		default:
+		}
+		if !wanted() {
+			return nil, nil
+		}
+	}
 }
 
 var errClosed = core.Errorf(core.CodeUnavailable, "storage: database is closed")

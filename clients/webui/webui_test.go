@@ -96,9 +96,11 @@ func TestNoMarkupSinks(t *testing.T) {
 }
 
 // TestBrowser drives the WebUI in Debian's chromium with playwright-core
-// (clients/webui/test/browser.test.mjs): fake sessions, the two cards,
-// migration with an edited handoff, doctor, the token, markup that must not
-// run, and real Claude Code against the fake model server.
+// (clients/webui/test/browser.test.mjs): fake sessions, the two cards (live
+// and after a reload), migration with an edited handoff, doctor, the token,
+// markup that must not run, the session list past 200 sessions, a stalled
+// tab that is disconnected and reconnects while another is not delayed, and
+// real Claude Code against the fake model server.
 func TestBrowser(t *testing.T) {
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {

@@ -97,7 +97,7 @@ func helpText(c command, fs *flag.FlagSet) string {
 	b.WriteString("\nFlags:\n")
 	fs.VisitAll(func(f *flag.Flag) {
 		_, usage := flag.UnquoteUsage(f)
-		value := valueNames[f.Name]
+		value := valueName(f.Name)
 		if value == "" {
 			value = strings.ToUpper(f.Name)
 		}
@@ -148,10 +148,28 @@ func (a *app) globalFlags(args []string) (rest []string, err error) {
 	return rest, nil
 }
 
-// valueNames names the values of flags in help, where the flag's own name
-// in capitals would not do.
-var valueNames = map[string]string{"data-dir": "DIR", "before": "SEQ", "max": "N", "goal-rounds": "N",
-	"budget": "CHARS", "max-content-length": "BYTES", "file": "PATH", "log-level": "LEVEL"}
+// valueName names the value of a flag in help, where the flag's own name in
+// capitals would not do ("" otherwise). A switch, not a map: nothing to
+// build before main.
+func valueName(flag string) string {
+	switch flag {
+	case "data-dir":
+		return "DIR"
+	case "before":
+		return "SEQ"
+	case "max", "goal-rounds":
+		return "N"
+	case "budget":
+		return "CHARS"
+	case "max-content-length":
+		return "BYTES"
+	case "file":
+		return "PATH"
+	case "log-level":
+		return "LEVEL"
+	}
+	return ""
+}
 
 // errHelpShown ends a command whose --help was printed.
 var errHelpShown = errors.New("help shown")
@@ -163,10 +181,22 @@ func (e usageError) Error() string { return e.msg }
 
 // flagOfField names the command-line flag behind each request field the
 // service may refuse, so that the message names what the person typed.
-var flagOfField = map[string]string{
-	"goalRounds": "--goal-rounds", "summaryCharBudget": "--budget", "lang": "--lang", "inject": "--inject",
-	"reason": "--reason", "maxMessages": "--max", "beforeSeq": "--before", "limit": "--limit", "format": "--format",
-	"entryId": "--entry", "model": "--model", "effort": "--effort", "harness": "--harness", "cwd": "--cwd",
+func flagOfField(field string) (string, bool) {
+	switch field {
+	case "goalRounds":
+		return "--goal-rounds", true
+	case "summaryCharBudget":
+		return "--budget", true
+	case "maxMessages":
+		return "--max", true
+	case "beforeSeq":
+		return "--before", true
+	case "entryId":
+		return "--entry", true
+	case "lang", "inject", "reason", "limit", "format", "model", "effort", "harness", "cwd":
+		return "--" + field, true
+	}
+	return "", false
 }
 
 // asFlagError turns the service's refusal of a field that a flag sets into
@@ -177,7 +207,7 @@ func asFlagError(err error) error {
 		return err
 	}
 	field, _ := ce.Data["field"].(string)
-	flag, ok := flagOfField[field]
+	flag, ok := flagOfField(field)
 	if !ok {
 		return err
 	}

@@ -23,58 +23,14 @@ import (
 // folder of its own under the data directory.
 type adapterFactory func(hc HarnessConfig, stateDir string, presets []core.Preset) (core.BridgeHost, error)
 
-// factories are the adapters this binary is built with, by harness name.
-var factories = map[string]adapterFactory{
-	fake.Harness: func(hc HarnessConfig, stateDir string, _ []core.Preset) (core.BridgeHost, error) {
-		env := func(k string) string {
-			if v, ok := hc.Env[k]; ok {
-				return v
-			}
-			return os.Getenv(k)
-		}
-		opts, err := fake.OptionsFromEnv(env, stateDir)
-		if err != nil {
-			return nil, err
-		}
-		return fake.New(opts), nil
-	},
-	"claude-code": func(hc HarnessConfig, _ string, presets []core.Preset) (core.BridgeHost, error) {
-		var o struct {
-			// ConfigDir is CLAUDE_CONFIG_DIR for the program.
-			ConfigDir string `json:"configDir"`
-		}
-		if err := hc.decodeOptions(&o); err != nil {
-			return nil, err
-		}
-		return claudecode.New(claudecode.Config{Command: hc.Command, Args: hc.Args, Env: hc.EnvList(), Presets: presets, ConfigDir: o.ConfigDir}), nil
-	},
-	"codex": func(hc HarnessConfig, _ string, presets []core.Preset) (core.BridgeHost, error) {
-		var o struct {
-			// CodexHome is CODEX_HOME for the program.
-			CodexHome string `json:"codexHome"`
-		}
-		if err := hc.decodeOptions(&o); err != nil {
-			return nil, err
-		}
-		return codex.New(codex.Config{Command: hc.Command, Args: hc.Args, Env: hc.EnvList(), Presets: presets, CodexHome: o.CodexHome}), nil
-	},
-	"opencode": func(hc HarnessConfig, stateDir string, presets []core.Preset) (core.BridgeHost, error) {
-		var o struct {
-			// Home isolates the program's HOME and XDG folders.
-			Home string `json:"home"`
-			// ConfigJSON is OpenCode's configuration (content or path).
-			ConfigJSON string `json:"configJson"`
-		}
-		if err := hc.decodeOptions(&o); err != nil {
-			return nil, err
-		}
-		return opencode.New(opencode.Config{Command: hc.Command, Args: hc.Args, Env: hc.EnvList(), Presets: presets, Home: o.Home, ConfigJSON: o.ConfigJSON,
-			CopyDir: stateDir}), nil
-	},
-}
-
-func init() {
-	factories["acp"] = func(hc HarnessConfig, _ string, presets []core.Preset) (core.BridgeHost, error) {
+// factories are the adapters this binary is built with, sorted by harness
+// name. A slice of functions is data the linker lays out: unlike a map,
+// nothing is built before main.
+var factories = []struct {
+	name  string
+	build adapterFactory
+}{
+	{"acp", func(hc HarnessConfig, _ string, presets []core.Preset) (core.BridgeHost, error) {
 		var o struct {
 			// Cwd is used when a request names no working directory.
 			Cwd string `json:"cwd"`
@@ -87,8 +43,28 @@ func init() {
 			cmd = "claude-code-acp"
 		}
 		return acp.New(acp.Config{Name: "acp", Command: cmd, Args: hc.Args, Env: hc.EnvList(), Presets: presets, Cwd: o.Cwd}), nil
-	}
-	factories["dsh"] = func(hc HarnessConfig, _ string, presets []core.Preset) (core.BridgeHost, error) {
+	}},
+	{"claude-code", func(hc HarnessConfig, _ string, presets []core.Preset) (core.BridgeHost, error) {
+		var o struct {
+			// ConfigDir is CLAUDE_CONFIG_DIR for the program.
+			ConfigDir string `json:"configDir"`
+		}
+		if err := hc.decodeOptions(&o); err != nil {
+			return nil, err
+		}
+		return claudecode.New(claudecode.Config{Command: hc.Command, Args: hc.Args, Env: hc.EnvList(), Presets: presets, ConfigDir: o.ConfigDir}), nil
+	}},
+	{"codex", func(hc HarnessConfig, _ string, presets []core.Preset) (core.BridgeHost, error) {
+		var o struct {
+			// CodexHome is CODEX_HOME for the program.
+			CodexHome string `json:"codexHome"`
+		}
+		if err := hc.decodeOptions(&o); err != nil {
+			return nil, err
+		}
+		return codex.New(codex.Config{Command: hc.Command, Args: hc.Args, Env: hc.EnvList(), Presets: presets, CodexHome: o.CodexHome}), nil
+	}},
+	{"dsh", func(hc HarnessConfig, _ string, presets []core.Preset) (core.BridgeHost, error) {
 		var o struct {
 			// URL is DeepSeek Harness's web RPC, e.g. http://127.0.0.1:3181/api.
 			URL string `json:"url"`
@@ -102,7 +78,43 @@ func init() {
 			o.URL = os.Getenv("BRIDGE_DSH_URL")
 		}
 		return dsh.New(dsh.Config{BaseURL: o.URL, PollInterval: time.Duration(o.PollMs) * time.Millisecond, Presets: presets}), nil
+	}},
+	{fake.Harness, func(hc HarnessConfig, stateDir string, _ []core.Preset) (core.BridgeHost, error) {
+		env := func(k string) string {
+			if v, ok := hc.Env[k]; ok {
+				return v
+			}
+			return os.Getenv(k)
+		}
+		opts, err := fake.OptionsFromEnv(env, stateDir)
+		if err != nil {
+			return nil, err
+		}
+		return fake.New(opts), nil
+	}},
+	{"opencode", func(hc HarnessConfig, stateDir string, presets []core.Preset) (core.BridgeHost, error) {
+		var o struct {
+			// Home isolates the program's HOME and XDG folders.
+			Home string `json:"home"`
+			// ConfigJSON is OpenCode's configuration (content or path).
+			ConfigJSON string `json:"configJson"`
+		}
+		if err := hc.decodeOptions(&o); err != nil {
+			return nil, err
+		}
+		return opencode.New(opencode.Config{Command: hc.Command, Args: hc.Args, Env: hc.EnvList(), Presets: presets, Home: o.Home, ConfigJSON: o.ConfigJSON,
+			CopyDir: stateDir}), nil
+	}},
+}
+
+// factory returns the adapter factory of a harness.
+func factory(name string) (adapterFactory, bool) {
+	for _, f := range factories {
+		if f.name == name {
+			return f.build, true
+		}
 	}
+	return nil, false
 }
 
 // decodeOptions reads the adapter-specific options strictly.
@@ -119,8 +131,8 @@ func (h HarnessConfig) decodeOptions(v any) error {
 // harnessNames lists the adapters this binary is built with.
 func harnessNames() []string {
 	var out []string
-	for n := range factories {
-		out = append(out, n)
+	for _, f := range factories {
+		out = append(out, f.name)
 	}
 	sort.Strings(out)
 	return out
@@ -139,14 +151,15 @@ func buildHosts(cfg Config, dataDir string) ([]core.BridgeHost, error) {
 			return nil, fmt.Errorf("adapter %s: state folder: %w", name, err)
 		}
 		presets := core.PresetsFor(cfg.Presets, name)
-		h, err := factories[name](hc, state, presets)
+		build, _ := factory(name)
+		h, err := build(hc, state, presets)
 		if err != nil {
 			return nil, fmt.Errorf("adapter %s: %w", name, err)
 		}
 		hosts = append(hosts, h)
 	}
 	for name := range cfg.Harnesses {
-		if _, ok := factories[name]; !ok {
+		if _, ok := factory(name); !ok {
 			return nil, core.Errorf(core.CodeInvalid, "configuration names harness %q, which this build does not have (have: %v)", name, harnessNames())
 		}
 	}

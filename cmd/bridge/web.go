@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"sync"
 
 	"github.com/bridge-dev/bridge/clients/webui"
@@ -76,7 +77,14 @@ func (a *app) web(ctx context.Context, args []string) int {
 			return webBackend{Service: e.svc, detach: fan.attach(n)}, nil
 		},
 	}
-	srv, err := web.New(web.Options{Token: os.Getenv("BRIDGE_WEB_TOKEN"), RPC: cfg, Assets: webui.Assets(), Logger: logger})
+	queue := 0
+	if v := os.Getenv("BRIDGE_WEB_QUEUE_MESSAGES"); v != "" {
+		if queue, err = strconv.Atoi(v); err != nil || queue < 1 {
+			return a.report("web", usageError{fmt.Sprintf("BRIDGE_WEB_QUEUE_MESSAGES %q: want a positive number of messages", v)})
+		}
+	}
+	srv, err := web.New(web.Options{Token: os.Getenv("BRIDGE_WEB_TOKEN"), RPC: cfg, Assets: webui.Assets(), Logger: logger,
+		QueueMessages: queue})
 	if err != nil {
 		return a.report("web", err)
 	}

@@ -35,6 +35,13 @@ const (
 	FellBehindReason = "bridge: this client stopped reading and fell too far behind; reconnect and reload"
 )
 
+// fellBehindNote is the last message a connection that fell behind is
+// sent, ahead of the close frame: a window/logMessage error with the same
+// reason. A client gets it in order after what its socket already held,
+// whereas the close frame's reason is lost when the client is too slow to
+// complete the close handshake (the library bounds it at 5 s).
+var fellBehindNote = []byte(`{"jsonrpc":"2.0","method":"window/logMessage","params":{"type":1,"message":"` + FellBehindReason + `"}}`)
+
 // ErrFellBehind is returned for every message sent to a connection whose
 // send queue overflowed: the connection is being closed.
 var ErrFellBehind = errors.New("web: the client fell behind (its send queue overflowed); the connection is closed")
@@ -51,10 +58,10 @@ type queueLimits struct {
 // that stops reading (a stalled tab) delays nobody else: not the shared
 // service that fans notifications out to every tab, nor the other tabs.
 // When its queue overflows, the queued messages are dropped, every later
-// message is refused with ErrFellBehind, and the connection is closed with
-// CloseFellBehind and FellBehindReason (the close frame reaches a client
-// that was merely slow; one that is stalled for writeTimeout loses the
-// connection without it).
+// message is refused with ErrFellBehind, and once the client reads again
+// it is sent a window/logMessage error saying why, then the connection is
+// closed with CloseFellBehind and FellBehindReason. A client that stays
+// stalled for writeTimeout loses the connection without either.
 type wsConn struct {
 	c      *websocket.Conn
 	log    *slog.Logger
@@ -151,7 +158,7 @@ func (w *wsConn) writer() {
 			behind := w.behind
 			w.mu.Unlock()
 			if behind {
-				_ = w.c.Close(CloseFellBehind, FellBehindReason)
+				w.closeBehind()
 			}
 			return
 		}
@@ -173,9 +180,10 @@ func (w *wsConn) writer() {
 			if w.err == nil {
 				w.err = fmt.Errorf("web: writing a WebSocket message: %w", err)
 			} else if w.behind {
-				// The overflow came while this write was blocked: say why.
+				// The overflow came while this write was blocked, and the
+				// write failed: the connection is gone.
 				w.mu.Unlock()
-				_ = w.c.Close(CloseFellBehind, FellBehindReason)
+				_ = w.c.CloseNow()
 				return
 			}
 			w.queue, w.bytes = nil, 0
@@ -184,6 +192,19 @@ func (w *wsConn) writer() {
 			return
 		}
 	}
+}
+
+// closeBehind tells a client that fell behind why it is disconnected, and
+// disconnects it.
+func (w *wsConn) closeBehind() {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	err := w.c.Write(ctx, websocket.MessageText, fellBehindNote)
+	cancel()
+	if err != nil {
+		_ = w.c.CloseNow()
+		return
+	}
+	_ = w.c.Close(CloseFellBehind, FellBehindReason)
 }
 
 // Close writes what is queued (for at most closeDrain), then closes the

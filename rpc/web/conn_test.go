@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -135,8 +136,8 @@ func TestStalledClientDelaysNoOther(t *testing.T) {
 // overflow at the bound; the write that overflows it and every later one
 // fail with ErrFellBehind (never blocking), the other client is unaffected,
 // and the stalled client, when it reads again, gets a prefix of its
-// messages in order and then the close status CloseFellBehind with
-// FellBehindReason.
+// messages in order, then a window/logMessage error saying why, then the
+// close status CloseFellBehind with FellBehindReason.
 func TestOverflowClosesWithReason(t *testing.T) {
 	p := newPair(t, queueLimits{messages: 32, bytes: 1 << 20})
 	reader, ra := p.dial(t, false)
@@ -177,9 +178,16 @@ func TestOverflowClosesWithReason(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatalf("the reading client: %v", err)
 	}
+	noted := false
 	for i := 0; ; i++ {
 		_, b, err := stalled.Read(context.Background())
+		if err == nil && noted {
+			t.Fatalf("a message after the log message: %.40q", b)
+		}
 		if err != nil {
+			if !noted {
+				t.Fatalf("the connection ended (%v) without the window/logMessage saying why", err)
+			}
 			if s := websocket.CloseStatus(err); s != CloseFellBehind {
 				t.Fatalf("after %d messages: %v (status %d), want close status %d", i, err, s, CloseFellBehind)
 			}
@@ -187,10 +195,23 @@ func TestOverflowClosesWithReason(t *testing.T) {
 			if !errors.As(err, &ce) || ce.Reason != FellBehindReason {
 				t.Fatalf("close reason %q, want %q", ce.Reason, FellBehindReason)
 			}
-			if i >= overflowed {
-				t.Fatalf("received %d messages, but the queue overflowed at %d", i, overflowed)
+			if i-1 >= overflowed {
+				t.Fatalf("received %d messages, but the queue overflowed at %d", i-1, overflowed)
 			}
 			return
+		}
+		if strings.HasPrefix(string(b), `{"jsonrpc":"2.0","method":"window/logMessage"`) {
+			var m struct {
+				Params struct {
+					Type    int    `json:"type"`
+					Message string `json:"message"`
+				} `json:"params"`
+			}
+			if err := json.Unmarshal(b, &m); err != nil || m.Params.Type != 1 || m.Params.Message != FellBehindReason {
+				t.Fatalf("log message %s (%v)", b, err)
+			}
+			noted = true
+			continue
 		}
 		if want := fmt.Sprintf("%08d", i); string(b[:8]) != want {
 			t.Fatalf("message %d: got %q first", i, b[:8])

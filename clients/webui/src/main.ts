@@ -21,6 +21,8 @@ export class App {
   current: SessionView | undefined;
   /** lastClose is how the WebSocket last closed (code and reason), for the status line. */
   lastClose: { code: number; reason: string } | undefined;
+  /** lastError is the last error Bridge reported on this connection (window/logMessage), which may say why it closes. */
+  lastError: string | undefined;
   private reconnecting = false;
   private refreshSoon: ReturnType<typeof setTimeout> | undefined;
   running = new Set<string>(); // sessions with a turn this page started, not yet answered
@@ -130,9 +132,12 @@ export class App {
     }
     const client = await connectWebSocket(url, { WebSocket: Tracked });
     this.client = client;
+    this.lastClose = undefined;
+    this.lastError = undefined;
     client.connection.onClose(() => {
       if (this.client !== client) return;
-      const why = this.lastClose?.reason ? `: ${this.lastClose.reason}` : "";
+      const reason = this.lastClose?.reason || this.lastError;
+      const why = reason ? `: ${reason}` : "";
       this.say(`Disconnected from Bridge${why}. Reconnecting…`, true);
       document.body.dataset.state = "disconnected";
       void this.reconnect(url);
@@ -152,6 +157,11 @@ export class App {
       if (this.current?.id === n.sessionId) this.current.banner(n.mode, n.reason, n.nativeError);
     });
     client.onNotification("$/progress", (p) => this.current?.onProgress(p));
+    client.onNotification("window/logMessage", (m) => {
+      if (m.type !== 1) return;
+      this.lastError = m.message;
+      this.say(`Bridge: ${m.message}`, true);
+    });
     client.connection.onRequest("window/workDoneProgress/create", () => null);
     document.body.dataset.state = "connected";
   }
@@ -166,6 +176,8 @@ export class App {
   async reconnect(url: string): Promise<void> {
     if (this.reconnecting) return;
     this.reconnecting = true;
+    const reason = this.lastClose?.reason || this.lastError;
+    const why = reason ? ` (Bridge had closed the connection: ${reason})` : "";
     try {
       for (let attempt = 0; ; attempt++) {
         await new Promise((r) => setTimeout(r, Math.min(250 * 2 ** attempt, 5000)));
@@ -173,12 +185,17 @@ export class App {
           await this.connect(url);
           break;
         } catch {
-          this.say("Disconnected from Bridge. Reconnecting…", true);
+          this.say(
+            attempt < 5
+              ? "Disconnected from Bridge. Reconnecting…"
+              : "Disconnected from Bridge; still trying. If bridge web was restarted, open the new URL it printed.",
+            true,
+          );
         }
       }
       await this.refresh();
       if (this.current) await this.open(this.current.id);
-      this.say("Reconnected: the list and the open session were reloaded.");
+      this.say(`Reconnected${why}: the list and the open session were reloaded.`);
       document.body.dataset.reconnects = String(Number(document.body.dataset.reconnects ?? "0") + 1);
     } finally {
       this.reconnecting = false;

@@ -16,13 +16,29 @@ const chromiumPath = process.env.CHROMIUM;
 if (!bin || !chromiumPath) throw new Error("BRIDGE_BIN and CHROMIUM must be set (go test ./clients/webui sets them)");
 const tmp = () => mkdtempSync(path.join(tmpdir(), "bridge-webui-test-"));
 
-/** startWeb runs bridge web and resolves to its printed URL. */
+/**
+ * startWeb runs bridge web and resolves to its printed URL, and to
+ * stderrLine(re), which resolves when bridge web's stderr (passed on to
+ * ours) has a line matching re.
+ */
 export function startWeb(dataDir, env = {}) {
   const child = spawn(bin, ["web", "--data-dir", dataDir, "--listen", "127.0.0.1:0"], {
-    stdio: ["ignore", "pipe", "inherit"],
+    stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, ...env },
   });
   after(() => child.kill("SIGTERM"));
+  let errText = "";
+  const waiting = [];
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (d) => {
+    process.stderr.write(d);
+    errText += d;
+    for (const w of waiting.splice(0)) {
+      if (w.re.test(errText)) w.resolve();
+      else waiting.push(w);
+    }
+  });
+  const stderrLine = (re) => new Promise((resolve) => (re.test(errText) ? resolve() : waiting.push({ re, resolve })));
   return new Promise((resolve, reject) => {
     let buf = "";
     child.stdout.setEncoding("utf8");
@@ -30,7 +46,7 @@ export function startWeb(dataDir, env = {}) {
       buf += d;
       if (!buf.includes("\n")) return;
       const m = /^Bridge WebUI: ((http:\/\/127\.0\.0\.1:\d+)\/#token=\S+)$/.exec(buf.split("\n")[0]);
-      if (m) resolve({ url: m[1], base: m[2] });
+      if (m) resolve({ url: m[1], base: m[2], stderrLine });
       else reject(new Error(`unexpected first line ${JSON.stringify(buf.split("\n")[0])}`));
     });
     child.on("exit", (code) => reject(new Error(`bridge web exited ${code}`)));
@@ -444,4 +460,52 @@ test("a closed connection reconnects and reloads the list and the open session",
   await promptText(page, "say after the drop");
   await page.locator("#history .kind-assistant-message", { hasText: "after the drop" }).waitFor();
   assert.deepEqual(errors, []);
+});
+
+test("a stalled tab is disconnected when its queue overflows, delays no other tab, then reconnects and reloads", async () => {
+  // A small queue bound, so that a few megabytes overflow it.
+  const web = await startWeb(tmp(), { BRIDGE_WEB_QUEUE_MESSAGES: "128" });
+  const stalled = await openPage(web.url);
+  await createFake(stalled.page, "watched");
+  const sessionId = await stalled.page.evaluate(() => window.bridgeApp.current.id);
+  // The working tab lists the session (each entry touches its row) and
+  // prompts it.
+  const working = await openPage(web.url);
+  await working.page.getByRole("button", { name: "Open watched" }).waitFor();
+  // The first tab stops at its next statement (the next message it is
+  // given) and so stops reading its WebSocket.
+  const cdp = await stalled.page.context().newCDPSession(stalled.page);
+  await cdp.send("Debugger.enable");
+  await cdp.send("Debugger.pause");
+  // A turn of about 18 MB of entries: more than the stalled tab's socket
+  // buffers and its queue hold.
+  const lines = 300;
+  const script = Array.from({ length: lines }, (_, i) => `say ${String(i).padStart(4, "0")} ${"z".repeat(60 << 10)}`).join("\n");
+  const turn = working.page.evaluate(
+    ([sessionId, text]) => window.bridgeApp.client.request("session/prompt", { sessionId, content: [{ type: "text", text }] }),
+    [sessionId, script],
+  );
+  // bridge web gives up on the stalled tab…
+  let timer;
+  await Promise.race([
+    web.stderrLine(/a client stopped reading; closing its connection/),
+    new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("bridge web never closed the stalled tab")), 120000))),
+  ]).finally(() => clearTimeout(timer));
+  await cdp.send("Debugger.resume");
+  // …while the working tab gets its whole turn.
+  assert.equal((await turn).stopReason, "end_turn");
+  assert.equal(await working.page.evaluate(() => document.body.dataset.state), "connected");
+  assert.equal(await working.page.evaluate(() => document.body.dataset.reconnects), undefined, "the working tab kept its connection");
+  // The stalled tab, running again, learns why it was closed, reconnects
+  // and reloads the list and the open session (its newest page has the
+  // entries it missed).
+  await stalled.page.waitForFunction(() => document.body.dataset.reconnects === "1", null, { timeout: 60000 });
+  // Why: said in a window/logMessage error ahead of the close, and in the
+  // close frame (1008) unless the tab took longer than the close handshake
+  // allows to read what came before it.
+  assert.match(await stalled.page.locator("#status").innerText(), /Reconnected \(Bridge had closed the connection: .*fell too far behind; reconnect and reload\)/);
+  await stalled.page.locator("#history .kind-assistant-message", { hasText: "0299" }).waitFor();
+  assert.equal(await stalled.page.evaluate(() => document.body.dataset.state), "connected");
+  assert.deepEqual(working.errors, []);
+  assert.deepEqual(stalled.errors, []);
 });
