@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/ncruces/go-sqlite3"
 
@@ -310,5 +311,30 @@ func (db *DB) UpdateBulk(ctx context.Context, fn func(w core.Writer) error) (err
 	}
 	committed = true
 	db.kickIndex()
+	if w.live != nil && walOver(db.path, JournalSizeLimit) {
+		// While the index commits (on its goroutine), a log grown past its
+		// bound is copied into the database: the truncating checkpoint
+		// AfterBulk runs next then finds little or nothing left to do.
+		// (Small bulk writes, such as discovering many short sessions,
+		// leave it to AfterBulk once at the end.)
+		live := w.live
+		w.live = nil
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			live.end(true)
+		}()
+		db.ckpt.Lock()
+		_, _ = db.sql.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`) // best effort: AfterBulk, the checkpointer retry
+		db.ckpt.Unlock()
+		<-done
+	}
 	return nil
+}
+
+// walOver tells whether the write-ahead log of the database at path is
+// larger than limit bytes.
+func walOver(path string, limit int64) bool {
+	st, err := os.Stat(path + "-wal")
+	return err == nil && st.Size() > limit
 }
