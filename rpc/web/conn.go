@@ -119,9 +119,10 @@ func (w *wsConn) ReadMessage(ctx context.Context, max int64) ([]byte, int64, boo
 }
 
 // WriteMessage queues data (kept, not copied) to be sent as one text
-// message; it never waits for the client. A message always fits an empty
-// queue; otherwise one that would take the queue past its bounds overflows
-// it (see wsConn).
+// message; it never waits for the client. A message that finds the queue
+// full (its message bound reached, or its byte bound reached or passed)
+// overflows it (see wsConn); so one large message (a long entry, a history
+// page) is never refused by a client that keeps up.
 func (w *wsConn) WriteMessage(_ context.Context, data []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -131,7 +132,7 @@ func (w *wsConn) WriteMessage(_ context.Context, data []byte) error {
 	case w.closing:
 		return net.ErrClosed
 	}
-	if len(w.queue) > 0 && (len(w.queue) >= w.limits.messages || w.bytes+int64(len(data)) > w.limits.bytes) {
+	if len(w.queue) >= w.limits.messages || w.bytes >= w.limits.bytes {
 		w.log.Warn("web: a client stopped reading; closing its connection", "queuedMessages", len(w.queue),
 			"queuedBytes", w.bytes, "limitMessages", w.limits.messages, "limitBytes", w.limits.bytes)
 		w.err, w.behind = ErrFellBehind, true

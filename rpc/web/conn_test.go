@@ -244,3 +244,22 @@ func TestCloseSendsWhatIsQueued(t *testing.T) {
 		t.Fatalf("a write after Close was accepted")
 	}
 }
+
+// TestLargeMessageFitsAQueueInUse: a message larger than the whole byte
+// bound is accepted behind other queued messages, as long as the queue had
+// not reached its bound: a client that keeps up is never dropped for one
+// long entry.
+func TestLargeMessageFitsAQueueInUse(t *testing.T) {
+	p := newPair(t, queueLimits{messages: 100, bytes: 1 << 20})
+	c, sc := p.dial(t, false)
+	sc.mu.Lock() // hold the writer back, so the messages stay queued
+	sc.queue = append(sc.queue, message(0, 1000))
+	sc.bytes += 1000
+	sc.mu.Unlock()
+	if err := sc.WriteMessage(context.Background(), message(1, 3<<20)); err != nil {
+		t.Fatalf("a 3 MiB message behind a small one: %v", err)
+	}
+	if err := readAll(c, 2); err != nil {
+		t.Fatal(err)
+	}
+}
