@@ -258,3 +258,37 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecode decodes 1 MB of JSONL (the kind of content a session log
+// holds) compressed at the default level, against the reference decoder.
+func BenchmarkDecode(b *testing.B) {
+	var data []byte
+	for len(data) < 1<<20 {
+		data = append(data, inputs()["jsonl"]...)
+	}
+	frame := encode(b, data, kzstd.SpeedDefault)
+	b.Run("bridge", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		var out []byte
+		for b.Loop() {
+			var err error
+			if out, err = Decode(out[:0], frame, 1<<30); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("klauspost", func(b *testing.B) {
+		dec, err := kzstd.NewReader(nil, kzstd.WithDecoderConcurrency(1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer dec.Close()
+		b.SetBytes(int64(len(data)))
+		var out []byte
+		for b.Loop() {
+			if out, err = dec.DecodeAll(frame, out[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
