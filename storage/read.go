@@ -116,12 +116,14 @@ func listSQL(q core.ListQuery, limit int) (string, []any, error) {
 		cond += " AND (updated_at, id) < (?, ?)"
 		condArgs = append(condArgs, upd, id)
 	}
-	arm := `SELECT ` + sessionCols + ` FROM sessions WHERE archived = ?` + cond
-	query := arm
-	args := append([]any{false}, condArgs...)
+	// archived is written into the text too: bound, it made SQLite compile
+	// the statement again on every use (TestReadsKeepTheirCompiledStatements).
+	arm := `SELECT ` + sessionCols + ` FROM sessions WHERE archived = %d` + cond
+	query := fmt.Sprintf(arm, 0)
+	args := condArgs
 	if q.IncludeArchived {
-		query += ` UNION ALL ` + arm
-		args = append(append(args, true), condArgs...)
+		query += ` UNION ALL ` + fmt.Sprintf(arm, 1)
+		args = append(append([]any{}, condArgs...), condArgs...)
 	}
 	query += ` ORDER BY updated_at DESC, id DESC LIMIT ` + strconv.Itoa(listLimit(limit))
 	return query, args, nil
