@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -291,4 +292,22 @@ func BenchmarkDecode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestDecodeDoesNotTrustTheDeclaredSize: a frame of a few bytes that
+// declares almost a gigabyte of content fails without allocating it.
+func TestDecodeDoesNotTrustTheDeclaredSize(t *testing.T) {
+	frame := []byte{0x28, 0xB5, 0x2F, 0xFD, 0xA0} // 4-byte content size, single segment
+	frame = append(frame, 0x00, 0x00, 0x00, 0x3F) // 0x3F000000 bytes declared
+	frame = append(frame, 0x23, 0x00, 0x00, 'x')  // one RLE block of 4 bytes, last
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := Decode(nil, frame, 1<<30)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("err = %v, want ErrCorrupt (content shorter than declared)", err)
+	}
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 64<<20 {
+		t.Fatalf("decoding 13 bytes allocated %d bytes", grown)
+	}
 }
