@@ -37,8 +37,11 @@ import (
 // transaction is rolled back and left to the catch-up.
 
 // liveQueue is how many batches of rows the writer may hand ahead of the
-// live indexer before it waits for it.
-const liveQueue = 4
+// live indexer before it waits for it. The indexer keeps up with the
+// writer (it waits for rows most of the time), and every batch queued
+// keeps its payloads alive: 2 rather than 4 lowered a 200 MB import's peak
+// resident memory from about 66 to 61.5 MiB (median of four runs).
+const liveQueue = 2
 
 // liveRow is an entry a bulk write inserted, for the live indexer.
 type liveRow struct {
