@@ -247,6 +247,12 @@ func (li *liveIndex) index(c *sqlite3.Conn) error {
 		return err
 	}
 	committed = true
+	if walOver(db.search.path, JournalSizeLimit) {
+		// The commit copied the log into the index file (SQLite's
+		// automatic checkpoint); cut the file back too. Best effort: a
+		// reader of an older snapshot keeps it for now.
+		_ = c.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	}
 	return nil
 }
 

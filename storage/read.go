@@ -95,12 +95,13 @@ func (db *DB) ListSessions(ctx context.Context, q core.ListQuery) ([]core.Sessio
 }
 
 // listSQL is the query of one page of ListSessions (limit+1 rows, to tell
-// whether another page follows; its LIMIT is a size class, see listLimit). Each archived value is one range of the
-// index sessions_list (or sessions_harness_list with a harness), read
-// newest first from the cursor: the row value (updated_at, id) < (?, ?) is
-// a seek, so a page costs the same however many sessions come before or
-// after it. With archived sessions included, the two ranges are merged
-// (UNION ALL under one ORDER BY), still without sorting.
+// whether another page follows; its LIMIT is a size class, see listLimit).
+// Each archived value is one range of the index sessions_list (or
+// sessions_harness_list with a harness), read newest first from the cursor:
+// the row value (updated_at, id) < (?, ?) is a seek, so a page costs the
+// same however many sessions come before or after it. With archived
+// sessions included, the two ranges are merged (UNION ALL under one ORDER
+// BY), still without sorting.
 func listSQL(q core.ListQuery, limit int) (string, []any, error) {
 	cond := ""
 	var condArgs []any
@@ -116,12 +117,14 @@ func listSQL(q core.ListQuery, limit int) (string, []any, error) {
 		cond += " AND (updated_at, id) < (?, ?)"
 		condArgs = append(condArgs, upd, id)
 	}
-	arm := `SELECT ` + sessionCols + ` FROM sessions WHERE archived = ?` + cond
-	query := arm
-	args := append([]any{false}, condArgs...)
+	// archived is written into the text too: bound, it made SQLite compile
+	// the statement again on every use (TestReadsKeepTheirCompiledStatements).
+	arm := `SELECT ` + sessionCols + ` FROM sessions WHERE archived = %d` + cond
+	query := fmt.Sprintf(arm, 0)
+	args := condArgs
 	if q.IncludeArchived {
-		query += ` UNION ALL ` + arm
-		args = append(append(args, true), condArgs...)
+		query += ` UNION ALL ` + fmt.Sprintf(arm, 1)
+		args = append(append([]any{}, condArgs...), condArgs...)
 	}
 	query += ` ORDER BY updated_at DESC, id DESC LIMIT ` + strconv.Itoa(listLimit(limit))
 	return query, args, nil

@@ -137,6 +137,9 @@ func (ix *searchIndex) open(ctx context.Context, db *DB) error {
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", db.busy.Milliseconds()))
 	q.Add("_pragma", "journal_mode(wal)")
 	q.Add("_pragma", "synchronous(normal)")
+	// As for the record: the log is cut back to this size when SQLite
+	// restarts it (a bulk write's index transaction can grow it far).
+	q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", JournalSizeLimit))
 	q.Set("_txlock", "immediate")
 	w, err := openPool(ix.path, q, nil)
 	if err != nil {

@@ -3,6 +3,7 @@ package dsh_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/bridge-dev/bridge/adapters/dsh"
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/inputfile"
 )
 
 const (
@@ -324,3 +326,29 @@ func TestCorruptZstdFrame(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestZstdLogOverTheLimit: a frame that declares more content than the
+// input limit (1 GiB) is refused as invalid input naming the limit, before
+// anything is decompressed, after the frames before it were read.
+func TestZstdLogOverTheLimit(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "big.zstd")
+	writeFrames(t, path, frameChunks(t)[:1])
+	// A frame declaring 1 GiB + 1 byte of content (8-byte content size,
+	// single segment), holding one RLE block of 4 bytes.
+	big := []byte{0x28, 0xB5, 0x2F, 0xFD, 0xE0}
+	big = binary.LittleEndian.AppendUint64(big, uint64(inputfile.DefaultMaxBytes)+1)
+	big = append(big, 0x23, 0x00, 0x00, 'x') // last block, RLE, size 4
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(big); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	_, err = dsh.ReadLog(path, nil)
+	if core.ErrorCode(err) != core.CodeInvalid || !strings.Contains(err.Error(), "more than the limit of 1073741824 bytes") {
+		t.Fatalf("err = %v, want an invalid-input error naming the limit", err)
+	}
+}

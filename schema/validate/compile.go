@@ -39,13 +39,17 @@ type node struct {
 	oneOf      []*node
 }
 
-// annotations are keywords that do not constrain a value (format and
-// contentEncoding are annotations in 2020-12 unless assertion is asked
-// for, and the validator never asks).
-var annotations = map[string]bool{
-	"description": true, "title": true, "$comment": true, "format": true, "contentEncoding": true,
-	"contentMediaType": true, "examples": true, "default": true, "deprecated": true, "readOnly": true,
-	"writeOnly": true, "$schema": true, "$defs": true,
+// annotation reports whether kw is a keyword that does not constrain a
+// value (format and contentEncoding are annotations in 2020-12 unless
+// assertion is asked for, and the validator never asks). A switch, not a
+// map: nothing to build before main.
+func annotation(kw string) bool {
+	switch kw {
+	case "description", "title", "$comment", "format", "contentEncoding", "contentMediaType", "examples",
+		"default", "deprecated", "readOnly", "writeOnly", "$schema", "$defs":
+		return true
+	}
+	return false
 }
 
 // compiler compiles the bundle's definitions on demand.
@@ -367,7 +371,7 @@ func (c *compiler) compileInto(n *node, v any, at string) error {
 			} else {
 				n.maximum = r
 			}
-		case annotations[kw], strings.HasPrefix(kw, "x-"):
+		case annotation(kw), strings.HasPrefix(kw, "x-"):
 		default:
 			return fmt.Errorf("validate: %s: keyword %q is not supported by this validator", at, kw)
 		}

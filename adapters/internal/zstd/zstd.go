@@ -28,6 +28,7 @@ const (
 	frameMagic     = 0xFD2FB528
 	skippableMagic = 0x184D2A50 // low 4 bits vary
 	maxBlockSize   = 128 << 10
+	maxPrealloc    = 8 << 20
 )
 
 func corrupt(format string, args ...any) error {
@@ -140,7 +141,10 @@ func (d *decoder) frame(dst, src []byte, limit int64) ([]byte, []byte, error) {
 	blockMax := min(window, maxBlockSize)
 	start := len(dst)
 	if haveFCS && fcs > 0 {
-		dst = grow(dst, int(fcs))
+		// Room for the declared content, up to a bound: a few corrupt
+		// bytes can declare a gigabyte, which must not be allocated
+		// before any of it is decoded.
+		dst = grow(dst, int(min(fcs, maxPrealloc)))
 	}
 	d.reps = [3]int{1, 4, 8}
 	d.haveHuff = false

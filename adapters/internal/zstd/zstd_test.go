@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -257,4 +258,56 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("decoded %d bytes, the reference %d", len(got), len(want))
 		}
 	})
+}
+
+// BenchmarkDecode decodes 1 MB of JSONL (the kind of content a session log
+// holds) compressed at the default level, against the reference decoder.
+func BenchmarkDecode(b *testing.B) {
+	var data []byte
+	for len(data) < 1<<20 {
+		data = append(data, inputs()["jsonl"]...)
+	}
+	frame := encode(b, data, kzstd.SpeedDefault)
+	b.Run("bridge", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		var out []byte
+		for b.Loop() {
+			var err error
+			if out, err = Decode(out[:0], frame, 1<<30); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("klauspost", func(b *testing.B) {
+		dec, err := kzstd.NewReader(nil, kzstd.WithDecoderConcurrency(1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer dec.Close()
+		b.SetBytes(int64(len(data)))
+		var out []byte
+		for b.Loop() {
+			if out, err = dec.DecodeAll(frame, out[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestDecodeDoesNotTrustTheDeclaredSize: a frame of a few bytes that
+// declares almost a gigabyte of content fails without allocating it.
+func TestDecodeDoesNotTrustTheDeclaredSize(t *testing.T) {
+	frame := []byte{0x28, 0xB5, 0x2F, 0xFD, 0xA0} // 4-byte content size, single segment
+	frame = append(frame, 0x00, 0x00, 0x00, 0x3F) // 0x3F000000 bytes declared
+	frame = append(frame, 0x23, 0x00, 0x00, 'x')  // one RLE block of 4 bytes, last
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := Decode(nil, frame, 1<<30)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("err = %v, want ErrCorrupt (content shorter than declared)", err)
+	}
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 64<<20 {
+		t.Fatalf("decoding 13 bytes allocated %d bytes", grown)
+	}
 }
