@@ -407,34 +407,7 @@ func TestWebStalledTabDelaysNoOther(t *testing.T) {
 	a := w.dial(t)
 	a.initialize(nil)
 
-	// The stalled tab: a small receive buffer, so that the server's
-	// writes stall after a few megabytes (its send buffer) rather than
-	// tens (an autotuned receive buffer).
-	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err == nil {
-			err = c.(*net.TCPConn).SetReadBuffer(128 << 10)
-		}
-		return c, err
-	}}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	b, _, err := websocket.Dial(ctx, w.wsURL(w.token), &websocket.DialOptions{HTTPClient: &http.Client{Transport: tr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.CloseNow()
-	b.SetReadLimit(-1)
-	send := func(v any) {
-		if err := b.Write(ctx, websocket.MessageText, mustJSON(v)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	send(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{"capabilities": map[string]any{}}})
-	if _, msg, err := b.Read(ctx); err != nil || !strings.Contains(string(msg), `"serverInfo"`) {
-		t.Fatalf("initialize on the stalled tab: %s %v", msg, err)
-	}
-	send(map[string]any{"jsonrpc": "2.0", "method": "initialized", "params": map[string]any{}})
+	b := w.dialStalled(t)
 	// From here on, tab b reads nothing until tab a is done.
 
 	const lines, size = 100, 60 << 10 // about 12 MB of notifications to each tab
@@ -489,5 +462,108 @@ func TestWebStalledTabDelaysNoOther(t *testing.T) {
 			t.Fatalf("assistant entry %d of the stalled tab: %.60s…, want %s", next, u.Entry.Payload, want)
 		}
 		next++
+	}
+}
+
+// dialStalled opens /rpc as a tab that will stop reading: it initializes,
+// then the test reads nothing more from it until it chooses to. Its small
+// receive buffer makes the server's writes stall after a few megabytes
+// (the server's send buffer) rather than tens (an autotuned receive
+// buffer).
+func (w *webProc) dialStalled(t *testing.T) *websocket.Conn {
+	t.Helper()
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			err = c.(*net.TCPConn).SetReadBuffer(128 << 10)
+		}
+		return c, err
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, _, err := websocket.Dial(ctx, w.wsURL(w.token), &websocket.DialOptions{HTTPClient: &http.Client{Transport: tr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.CloseNow() })
+	b.SetReadLimit(-1)
+	send := func(v any) {
+		if err := b.Write(ctx, websocket.MessageText, mustJSON(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{"capabilities": map[string]any{}}})
+	if _, msg, err := b.Read(ctx); err != nil || !strings.Contains(string(msg), `"serverInfo"`) {
+		t.Fatalf("initialize on the stalled tab: %s %v", msg, err)
+	}
+	send(map[string]any{"jsonrpc": "2.0", "method": "initialized", "params": map[string]any{}})
+	return b
+}
+
+// TestWebOverflowDisconnectsWithReason: with a small queue bound
+// (BRIDGE_WEB_QUEUE_MESSAGES), a tab that stops reading while another runs
+// a turn of about 24 MB overflows its queue; the working tab gets its whole
+// turn; the stalled tab, reading again, gets a prefix of what was sent, a
+// window/logMessage error saying why, and the close status 1008 with the
+// same reason.
+func TestWebOverflowDisconnectsWithReason(t *testing.T) {
+	w := startWeb(t, t.TempDir(), "BRIDGE_WEB_QUEUE_MESSAGES=128")
+	a := w.dial(t)
+	a.initialize(nil)
+	b := w.dialStalled(t)
+	const lines, size = 200, 60 << 10
+	var script strings.Builder
+	for i := range lines {
+		fmt.Fprintf(&script, "say %04d %s\n", i, strings.Repeat("z", size))
+	}
+	sid := createFake(t, a)
+	var pr struct {
+		StopReason string `json:"stopReason"`
+	}
+	a.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt(script.String())}, &pr)
+	if pr.StopReason != "end_turn" {
+		t.Fatalf("stopReason %q", pr.StopReason)
+	}
+	n := 0
+	for _, m := range a.notesOf("session/update") {
+		if strings.Contains(string(m.Params), `"assistant.message"`) {
+			n++
+		}
+	}
+	if n != lines {
+		t.Fatalf("the working tab got %d assistant entries, want %d", n, lines)
+	}
+	if !strings.Contains(w.stderrText(), "a client stopped reading; closing its connection") {
+		t.Fatalf("bridge web did not report the overflow; stderr:\n%s", w.stderrText())
+	}
+
+	rctx, rcancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer rcancel()
+	var said string
+	for {
+		_, msg, err := b.Read(rctx)
+		if err != nil {
+			if said != "bridge: this client stopped reading and fell too far behind; reconnect and reload" {
+				t.Fatalf("the connection ended (%v) after the log message %q", err, said)
+			}
+			var ce websocket.CloseError
+			if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || ce.Reason != said {
+				t.Fatalf("close %v, want 1008 with the reason %q", err, said)
+			}
+			return
+		}
+		if said != "" {
+			t.Fatalf("a message after the log message: %.60s", msg)
+		}
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Type    int    `json:"type"`
+				Message string `json:"message"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(msg, &m) == nil && m.Method == "window/logMessage" && m.Params.Type == 1 {
+			said = m.Params.Message
+		}
 	}
 }

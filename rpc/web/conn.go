@@ -209,12 +209,18 @@ func (w *wsConn) closeBehind() {
 }
 
 // Close writes what is queued (for at most closeDrain), then closes the
-// WebSocket normally.
+// WebSocket normally. A connection that fell behind is left to its writer,
+// which tells the client why and closes it (the rpc server ends as soon as
+// a write fails, long before a stalled client reads again).
 func (w *wsConn) Close() error {
 	w.mu.Lock()
 	w.closing = true
+	behind := w.behind
 	w.cond.Broadcast()
 	w.mu.Unlock()
+	if behind {
+		return nil
+	}
 	t := time.NewTimer(closeDrain)
 	defer t.Stop()
 	select {
@@ -224,12 +230,6 @@ func (w *wsConn) Close() error {
 		_ = w.c.CloseNow()
 		<-w.done
 		return nil
-	}
-	w.mu.Lock()
-	behind := w.behind
-	w.mu.Unlock()
-	if behind {
-		return nil // the writer closed it, with the reason
 	}
 	err := w.c.Close(websocket.StatusNormalClosure, "")
 	if err != nil && websocket.CloseStatus(err) != -1 {

@@ -178,6 +178,12 @@ func TestOverflowClosesWithReason(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatalf("the reading client: %v", err)
 	}
+	// The rpc server ends as soon as a write fails, and closes the
+	// connection, long before the stalled client reads again: the writer
+	// must still tell it why.
+	if err := sa.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
 	noted := false
 	for i := 0; ; i++ {
 		_, b, err := stalled.Read(context.Background())

@@ -21,7 +21,7 @@ export class App {
   current: SessionView | undefined;
   /** lastClose is how the WebSocket last closed (code and reason), for the status line. */
   lastClose: { code: number; reason: string } | undefined;
-  /** lastError is the last error Bridge reported on this connection (window/logMessage), which may say why it closes. */
+  /** lastError is the last error Bridge reported on this connection (window/logMessage), which says why it closes one that fell behind. */
   lastError: string | undefined;
   private reconnecting = false;
   private refreshSoon: ReturnType<typeof setTimeout> | undefined;
@@ -122,12 +122,25 @@ export class App {
   /** connect opens /rpc, initializes and subscribes; a later close reconnects. */
   async connect(url: string): Promise<void> {
     const app = this;
-    // The socket's close code and reason (Bridge says why it closed a
-    // connection that fell behind) are not part of the client's API: keep them.
+    // Why a connection closed is not part of the client's API: keep the
+    // socket's close code and reason, and the error Bridge sends just
+    // before closing a connection that fell behind (a window/logMessage).
+    // Both are taken here, as the socket delivers them: the client handles
+    // notifications later, after it has already reported the close.
     class Tracked extends WebSocket {
       constructor(u: string) {
         super(u);
         this.addEventListener("close", (ev) => (app.lastClose = { code: ev.code, reason: ev.reason }));
+        this.addEventListener("message", (ev) => {
+          const data: unknown = ev.data;
+          if (typeof data !== "string" || data.length > 4096 || !data.includes('"window/logMessage"')) return;
+          try {
+            const m = JSON.parse(data) as { method?: unknown; params?: { type?: unknown; message?: unknown } };
+            if (m.method === "window/logMessage" && m.params?.type === 1 && typeof m.params.message === "string") app.lastError = m.params.message;
+          } catch {
+            // not JSON: the client reports it
+          }
+        });
       }
     }
     const client = await connectWebSocket(url, { WebSocket: Tracked });
@@ -158,9 +171,7 @@ export class App {
     });
     client.onNotification("$/progress", (p) => this.current?.onProgress(p));
     client.onNotification("window/logMessage", (m) => {
-      if (m.type !== 1) return;
-      this.lastError = m.message;
-      this.say(`Bridge: ${m.message}`, true);
+      if (m.type === 1 && this.client === client) this.say(`Bridge: ${m.message}`, true);
     });
     client.connection.onRequest("window/workDoneProgress/create", () => null);
     document.body.dataset.state = "connected";
