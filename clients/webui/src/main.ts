@@ -25,6 +25,8 @@ export class App {
   lastError: string | undefined;
   private reconnecting = false;
   private refreshSoon: ReturnType<typeof setTimeout> | undefined;
+  /** unlisted are sessions whose entries brought a refresh that did not list them (archived ones, with archived hidden). */
+  private readonly unlisted = new Set<string>();
   running = new Set<string>(); // sessions with a turn this page started, not yet answered
 
   readonly status = h("p", { id: "status", role: "status", "aria-live": "polite" });
@@ -234,6 +236,7 @@ export class App {
     } while (cursor && items.length < want);
     this.sessions = items;
     this.nextCursor = cursor;
+    if (!keep) this.unlisted.clear();
     this.renderList();
   }
 
@@ -264,6 +267,8 @@ export class App {
   touch(sessionId: string, at: string, kind: string, payload: unknown): void {
     const s = this.sessions.find((x) => x.sessionId === sessionId);
     if (!s) {
+      if (this.unlisted.has(sessionId)) return;
+      this.unlisted.add(sessionId);
       if (this.refreshSoon === undefined) {
         this.refreshSoon = setTimeout(() => {
           this.refreshSoon = undefined;
