@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/storage"
 )
 
@@ -21,13 +20,7 @@ func BenchmarkReadPool(b *testing.B) {
 	db := openBench(b)
 	storage.DisableSearchIndex(db)
 	s := newSession(b, db)
-	chunk := make([]core.NewEntry, 0, 1000)
-	for len(chunk) < cap(chunk) {
-		chunk = append(chunk, user("question"), tool("t1"),
-			core.NewEntry{Kind: core.KindToolCompleted, Payload: core.Payload(map[string]string{"toolId": "t1"})},
-			core.NewEntry{Kind: core.KindContextUsage, Payload: core.Payload(map[string]int{"used": 1000})},
-			assistant("answer"))
-	}
+	chunk := turnEntries(1000)
 	if _, err := db.Append(ctx, s.ID, chunk...); err != nil {
 		b.Fatal(err)
 	}

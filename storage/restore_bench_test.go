@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/storage"
 )
 
@@ -23,13 +22,7 @@ func BenchmarkRestoreThenWindow(b *testing.B) {
 	src := openBench(b)
 	storage.DisableSearchIndex(src)
 	s := newSession(b, src)
-	chunk := make([]core.NewEntry, 0, 1000)
-	for len(chunk) < cap(chunk) {
-		chunk = append(chunk, user("question"), tool("t1"),
-			core.NewEntry{Kind: core.KindToolCompleted, Payload: core.Payload(map[string]string{"toolId": "t1"})},
-			core.NewEntry{Kind: core.KindContextUsage, Payload: core.Payload(map[string]int{"used": 1000})},
-			assistant("answer"))
-	}
+	chunk := turnEntries(1000)
 	const total = 100_000
 	for n := 0; n < total; n += len(chunk) {
 		if _, err := src.Append(ctx, s.ID, chunk...); err != nil {

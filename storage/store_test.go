@@ -28,6 +28,19 @@ func tool(id string) core.NewEntry {
 	return core.NewEntry{Kind: core.KindToolStarted, Payload: core.Payload(map[string]string{"toolId": id})}
 }
 
+// turnEntries returns n entries (n a multiple of 5) shaped like turns: a
+// question, a tool call and its result, a context reading, an answer.
+func turnEntries(n int) []core.NewEntry {
+	out := make([]core.NewEntry, 0, n)
+	for len(out) < n {
+		out = append(out, user("question"), tool("t1"),
+			core.NewEntry{Kind: core.KindToolCompleted, Payload: core.Payload(map[string]string{"toolId": "t1"})},
+			core.NewEntry{Kind: core.KindContextUsage, Payload: core.Payload(map[string]int{"used": 1000})},
+			assistant("answer"))
+	}
+	return out
+}
+
 func newSession(t testing.TB, db *storage.DB) core.Session {
 	t.Helper()
 	s, err := db.CreateSession(context.Background(), core.Session{Harness: "claude-code", Cwd: "/w"})

@@ -393,6 +393,25 @@ func TestReadmeRunCommand(t *testing.T) {
 	}
 }
 
+// floodTurn runs a fake-harness turn that says lines messages of 60 KiB
+// each, through c, and returns the session's id.
+func floodTurn(t *testing.T, c *client, lines int) string {
+	t.Helper()
+	var script strings.Builder
+	for i := range lines {
+		fmt.Fprintf(&script, "say %04d %s\n", i, strings.Repeat("z", 60<<10))
+	}
+	sid := createFake(t, c)
+	var pr struct {
+		StopReason string `json:"stopReason"`
+	}
+	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt(script.String())}, &pr)
+	if pr.StopReason != "end_turn" {
+		t.Fatalf("stopReason %q", pr.StopReason)
+	}
+	return sid
+}
+
 // TestWebStalledTabDelaysNoOther: two tabs, one of which stops reading its
 // WebSocket right after initialize (a frozen or throttled tab). The other
 // tab runs a turn whose notifications are far more than the stalled tab's
@@ -410,19 +429,8 @@ func TestWebStalledTabDelaysNoOther(t *testing.T) {
 	b := w.dialStalled(t)
 	// From here on, tab b reads nothing until tab a is done.
 
-	const lines, size = 100, 60 << 10 // about 12 MB of notifications to each tab
-	var script strings.Builder
-	for i := range lines {
-		fmt.Fprintf(&script, "say %04d %s\n", i, strings.Repeat("z", size))
-	}
-	sid := createFake(t, a)
-	var pr struct {
-		StopReason string `json:"stopReason"`
-	}
-	a.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt(script.String())}, &pr)
-	if pr.StopReason != "end_turn" {
-		t.Fatalf("stopReason %q", pr.StopReason)
-	}
+	const lines = 100 // about 12 MB of notifications to each tab
+	sid := floodTurn(t, a, lines)
 	said := func(c func() []wireMsg) int {
 		n := 0
 		for _, m := range c() {
@@ -511,19 +519,8 @@ func TestWebOverflowDisconnectsWithReason(t *testing.T) {
 	a := w.dial(t)
 	a.initialize(nil)
 	b := w.dialStalled(t)
-	const lines, size = 200, 60 << 10
-	var script strings.Builder
-	for i := range lines {
-		fmt.Fprintf(&script, "say %04d %s\n", i, strings.Repeat("z", size))
-	}
-	sid := createFake(t, a)
-	var pr struct {
-		StopReason string `json:"stopReason"`
-	}
-	a.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt(script.String())}, &pr)
-	if pr.StopReason != "end_turn" {
-		t.Fatalf("stopReason %q", pr.StopReason)
-	}
+	const lines = 200
+	floodTurn(t, a, lines)
 	n := 0
 	for _, m := range a.notesOf("session/update") {
 		if strings.Contains(string(m.Params), `"assistant.message"`) {
