@@ -64,6 +64,9 @@ after(async () => {
 /** openPage opens url and collects page errors and dialogs (any would mean script ran). */
 async function openPage(url) {
   const page = await browser.newPage();
+  // Waits are for events, not deadlines: on a loaded 2-core machine a step
+  // can take longer than Playwright's default 30 s without being wrong.
+  page.setDefaultTimeout(120_000);
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
   page.on("dialog", async (d) => {
