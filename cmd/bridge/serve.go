@@ -63,6 +63,9 @@ func (a *app) serve(ctx context.Context, args []string) int {
 		*maxLen = n
 	}
 	if isTerminal(a.stdin) {
+		// The hint tells a person that Ctrl-C stops it: true only once the
+		// handlers are in place (they are installed beside the start).
+		awaitSignals()
 		fmt.Fprint(a.stderr, serveHint)
 	}
 	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: lvl}))
