@@ -324,8 +324,9 @@ func (db *DB) UpdateBulk(ctx context.Context, fn func(w core.Writer) error) (err
 		// While the index commits (on its goroutine), a log grown past its
 		// bound is copied into the database: the truncating checkpoint
 		// AfterBulk runs next then finds little or nothing left to do.
-		// (Small bulk writes, such as discovering many short sessions,
-		// leave it to AfterBulk once at the end.)
+		// PASSIVE never waits (for readers of older snapshots: AfterBulk
+		// does). Small bulk writes, such as discovering many short
+		// sessions, leave it to AfterBulk once at the end.
 		live := w.live
 		w.live = nil
 		done := make(chan struct{})
@@ -334,7 +335,7 @@ func (db *DB) UpdateBulk(ctx context.Context, fn func(w core.Writer) error) (err
 			live.end(true)
 		}()
 		db.ckpt.Lock()
-		_, _ = db.sql.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`) // best effort: AfterBulk, the checkpointer retry
+		_, _ = db.sql.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`) // best effort: AfterBulk, the checkpointer retry
 		db.ckpt.Unlock()
 		<-done
 	}
