@@ -198,15 +198,8 @@ func (li *liveIndex) index(c *sqlite3.Conn) error {
 			_ = c.Exec(`ROLLBACK`)
 		}
 	}()
-	st, _, err := c.Prepare(`SELECT indexed_to FROM search_state`)
+	mark, err := indexMark(c)
 	if err != nil {
-		return err
-	}
-	var mark int64
-	if st.Step() {
-		mark = st.ColumnInt64(0)
-	}
-	if err := errors.Join(st.Err(), st.Close()); err != nil {
 		return err
 	}
 	if mark != li.head {

@@ -557,6 +557,20 @@ func (db *DB) indexBatch(ctx context.Context, target int64) (done bool, err erro
 	return false, nil
 }
 
+// indexMark reads the index's high-water mark (the last record rowid it
+// covers) on c, inside the caller's transaction.
+func indexMark(c *sqlite3.Conn) (int64, error) {
+	st, _, err := c.Prepare(`SELECT indexed_to FROM search_state`)
+	if err != nil {
+		return 0, err
+	}
+	var mark int64
+	if st.Step() {
+		mark = st.ColumnInt64(0)
+	}
+	return mark, errors.Join(st.Err(), st.Close())
+}
+
 // writeBatch writes one batch of index rows and the new mark in one
 // transaction of c, unless the mark is no longer from (another process
 // indexed these entries meanwhile; raced is then true and nothing is
@@ -571,15 +585,8 @@ func (db *DB) writeBatch(c *sqlite3.Conn, from int64, batch []pendingEntry, last
 			_ = c.Exec(`ROLLBACK`)
 		}
 	}()
-	st, _, err := c.Prepare(`SELECT indexed_to FROM search_state`)
+	now, err := indexMark(c)
 	if err != nil {
-		return false, err
-	}
-	var now int64
-	if st.Step() {
-		now = st.ColumnInt64(0)
-	}
-	if err := errors.Join(st.Err(), st.Close()); err != nil {
 		return false, err
 	}
 	if now != from {
