@@ -41,13 +41,15 @@ func claudeTranscript(path, sid string, size int) error {
 
 // BenchmarkDiscover measures `bridge import --discover` over a folder of
 // Claude Code transcripts (BRIDGE_BENCH_DISCOVER_MB megabytes, default
-// 1024, in files of 8 MB) against `cat` of the same files in the same run,
-// both in MB/s. Each iteration discovers into a fresh data directory.
+// 1024, in files of BRIDGE_BENCH_DISCOVER_FILE_KB kilobytes, default 8192)
+// against `cat` of the same files in the same run, both in MB/s. Each
+// iteration discovers into a fresh data directory.
 func BenchmarkDiscover(b *testing.B) {
 	mb := 1024
 	if v := os.Getenv("BRIDGE_BENCH_DISCOVER_MB"); v != "" {
 		mb, _ = strconv.Atoi(v)
 	}
+	fileKB := int(benchMB("BRIDGE_BENCH_DISCOVER_FILE_KB", 8<<10))
 	root := b.TempDir()
 	claude := filepath.Join(root, "claude")
 	var files []string
@@ -55,7 +57,7 @@ func BenchmarkDiscover(b *testing.B) {
 	for i := 0; total < int64(mb)<<20; i++ {
 		sid := fmt.Sprintf("%08d-5436-4b34-8ea1-4bd239b73459", i)
 		p := filepath.Join(claude, "projects", "-home-user-project", sid+".jsonl")
-		if err := claudeTranscript(p, sid, 8<<20); err != nil {
+		if err := claudeTranscript(p, sid, fileKB<<10); err != nil {
 			b.Fatal(err)
 		}
 		st, _ := os.Stat(p)
@@ -87,4 +89,5 @@ func BenchmarkDiscover(b *testing.B) {
 	b.ReportMetric(mbs/discT.Seconds(), "discover-MB/s")
 	b.ReportMetric(catT.Seconds()/discT.Seconds(), "discover/cat")
 	b.ReportMetric(float64(total)/(1<<20), "MB")
+	b.ReportMetric(float64(len(files)), "files")
 }

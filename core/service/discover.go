@@ -122,7 +122,7 @@ func (s *Service) discoverOne(ctx context.Context, dl core.DiscoveryLog, harness
 		// One file holding many sessions (OpenCode's database), each
 		// recorded on its own as it is read.
 		err := mi.ImportAll(quiet, path, func(read core.ImportReader) error {
-			one, err := s.recordStream(quiet, harness, read, nil, "", harness+" session")
+			one, err := s.recordStream(quiet, harness, read, nil, "", harness+" session", size >= bulkBytes)
 			r.Entries += one.Entries
 			return err
 		})

@@ -42,7 +42,8 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 	}
 	// Refused at once, before the adapter opens anything: a device, a
 	// FIFO, a socket, a folder, a kernel file or an oversized file.
-	if _, err := inputfile.Check(abs, harness+" transcript", 0); err != nil {
+	fi, err := inputfile.Check(abs, harness+" transcript", 0)
+	if err != nil {
 		return ImportOutcome{}, err
 	}
 	progress := progressFrom(ctx)
@@ -53,7 +54,7 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 	// No readable session id: the file's content is its identity, so
 	// importing the same bytes again finds the same session.
 	fallback := func() (string, error) { return contentID(ctx, abs, harness) }
-	return s.recordStream(ctx, harness, read, fallback, "imported: "+name, name)
+	return s.recordStream(ctx, harness, read, fallback, "imported: "+name, name, fi.Size() >= bulkBytes)
 }
 
 // recordImported records a session held in memory (the newest part of a
@@ -70,7 +71,7 @@ func (s *Service) recordImported(ctx context.Context, harness string, is core.Im
 		head.Entries = nil
 		return head, nil
 	}
-	return s.recordStream(ctx, harness, read, nil, title, what)
+	return s.recordStream(ctx, harness, read, nil, title, what, len(is.Entries) >= core.ImportBatch)
 }
 
 // recordStream records a session read from a harness as read streams it:
@@ -79,10 +80,17 @@ func (s *Service) recordImported(ctx context.Context, harness string, is core.Im
 // title is ""), and the entries not yet
 // recorded (by their native ids), batch by batch. Everything happens in one
 // write transaction, so a failure anywhere leaves the record as it was.
-func (s *Service) recordStream(ctx context.Context, harness string, read core.ImportReader, fallback func() (string, error), title, what string) (ImportOutcome, error) {
+//
+// bulk says the input is large (bulkBytes or more): the store's bulk
+// transaction then indexes it for search while it is written. A small one
+// goes through a plain transaction, and the background indexer takes it
+// with whatever else was written: a bulk transaction's fixed cost (a
+// second transaction on the index, a goroutine) doubled the CPU of a
+// 10-entry import, paid once per file when discovery finds many small ones.
+func (s *Service) recordStream(ctx context.Context, harness string, read core.ImportReader, fallback func() (string, error), title, what string, bulk bool) (ImportOutcome, error) {
 	var out ImportOutcome
 	update := s.opts.Store.Update
-	if b, ok := s.opts.Store.(bulkUpdater); ok {
+	if b, ok := s.opts.Store.(bulkUpdater); ok && bulk {
 		update = b.UpdateBulk
 	}
 	err := update(ctx, func(w core.Writer) error {
@@ -222,6 +230,10 @@ func pipeline(ctx context.Context, read core.ImportReader, write core.ImportSink
 	}
 	return final, rerr
 }
+
+// bulkBytes is the input size from which an import uses the store's bulk
+// transaction (see recordStream).
+const bulkBytes = 1 << 20
 
 // bulkUpdater is implemented by stores with a transaction made for bulk
 // writes (storage.DB: the entries are indexed for search while it runs).
