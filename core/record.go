@@ -3,7 +3,7 @@
 //
 // core imports only the standard library. Start with Entry and Session (the
 // record), Store (where the record lives) and BridgeHost (how a harness is
-// driven). The orchestration lives in core/service; pure algorithms live in
+// driven). The orchestration lives in rpc/service; pure algorithms live in
 // core/checkpoint and core/handoff.
 package core
 

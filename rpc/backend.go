@@ -14,7 +14,7 @@ import (
 	"encoding/json"
 	"log/slog"
 
-	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/rpc/service"
 	"github.com/bridge-dev/bridge/schema"
 )
 

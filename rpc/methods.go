@@ -11,7 +11,7 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
-	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/rpc/service"
 	"github.com/bridge-dev/bridge/schema"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/rpc/service"
 	"github.com/bridge-dev/bridge/schema"
 )
 

@@ -10,7 +10,7 @@ import (
 	"go.lsp.dev/jsonrpc2"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/rpc/service"
 	"github.com/bridge-dev/bridge/schema"
 )
 

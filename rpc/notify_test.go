@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/rpc/service"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -101,7 +101,7 @@ func TestWorkDoneProgress(t *testing.T) {
 	c := startServer(t, fake, nil)
 	c.initialize()
 	fake.prompt = func(ctx context.Context, _ schema.SessionPromptParams) (schema.SessionPromptResult, error) {
-		// The reporter is reachable the way core/service reaches it.
+		// The reporter is reachable the way rpc/service reaches it.
 		p := progressOf(ctx)
 		p(1, 4, "thinking")
 		p(3, 4, "writing")
@@ -155,7 +155,7 @@ func TestWorkDoneProgress(t *testing.T) {
 }
 
 // progressKey is where the test's attachProgress also stores the
-// reporter, since core/service keeps its own accessor unexported.
+// reporter, since rpc/service keeps its own accessor unexported.
 type progressKey struct{}
 
 // progressOf returns the reporter the server attached to ctx.

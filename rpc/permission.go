@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/rpc/service"
 	"github.com/bridge-dev/bridge/schema"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/rpc/service"
 )
 
 func permissionRequest() service.PermissionRequest {

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/core/service"
-	"github.com/bridge-dev/bridge/core/service/servicetest"
+	"github.com/bridge-dev/bridge/rpc/service"
+	"github.com/bridge-dev/bridge/rpc/service/servicetest"
 	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/storage/storagetest"
 )

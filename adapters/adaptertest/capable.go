@@ -9,7 +9,7 @@ import (
 // AllCapable wraps a host so that its probe reports every capability
 // available. It is for benchmarks that run an adapter against a fake
 // harness process the adapter's real probe cannot recognise (no --version,
-// no protocol schema), to measure the path through core/service; never use
+// no protocol schema), to measure the path through rpc/service; never use
 // it where capabilities are what is being tested.
 func AllCapable(h core.BridgeHost) core.BridgeHost { return allCapable{h} }
 

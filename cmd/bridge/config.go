@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/rpc/service"
 )
 
 // ConfigFile is the name of the configuration file in the data directory.

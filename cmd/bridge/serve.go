@@ -12,8 +12,8 @@ import (
 
 	"github.com/bridge-dev/bridge/adapters/rpchost"
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/core/service"
 	"github.com/bridge-dev/bridge/rpc"
+	"github.com/bridge-dev/bridge/rpc/service"
 )
 
 // backend is the service plus the resources it owns, as rpc sees it.

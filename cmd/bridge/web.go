@@ -11,8 +11,8 @@ import (
 
 	"github.com/bridge-dev/bridge/clients/webui"
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/core/service"
 	"github.com/bridge-dev/bridge/rpc"
+	"github.com/bridge-dev/bridge/rpc/service"
 	"github.com/bridge-dev/bridge/rpc/web"
 )
 

@@ -4,7 +4,7 @@
 // repository status text and the time the process started, and get back
 // values to append, prompts to send and projections to inject.
 //
-// The checkpoint flow, as core/service drives it:
+// The checkpoint flow, as rpc/service drives it:
 //
 //  1. Decide whether a reason fires (Decide, with BranchActivity filling the
 //     parts of State the record knows).

@@ -1,7 +1,7 @@
 // Package handoff holds the pure parts of migration (ARCHITECTURE.md, Migration): folding a
 // source session into a bounded text, the summary worker's instruction, the
 // five-part handoff's parser and validator, visual evidence, and the
-// kickoff text. It does no I/O; core/service runs the flow.
+// kickoff text. It does no I/O; rpc/service runs the flow.
 package handoff
 
 import (

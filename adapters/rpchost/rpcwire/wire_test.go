@@ -17,8 +17,8 @@ import (
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/adapters/rpchost"
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/core/service"
 	"github.com/bridge-dev/bridge/rpc"
+	"github.com/bridge-dev/bridge/rpc/service"
 	"github.com/bridge-dev/bridge/storage/storagetest"
 )
 

@@ -305,7 +305,7 @@ test("markup in a session's text runs no script", async () => {
   assert.deepEqual(errors, []);
 });
 
-test("real Claude Code through the page", { skip: false }, async () => {
+test("real Claude Code through the page", async () => {
   const dataDir = process.env.CLAUDE_DATA_DIR;
   const cwd = process.env.CLAUDE_CWD;
   const reply = process.env.CLAUDE_REPLY;

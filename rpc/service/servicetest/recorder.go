@@ -1,4 +1,4 @@
-// Package servicetest holds what tests of core/service and of the adapters
+// Package servicetest holds what tests of rpc/service and of the adapters
 // that run under it share: a Notifier that records what the client is told.
 package servicetest
 
@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/core/service"
+	"github.com/bridge-dev/bridge/rpc/service"
 )
 
 // Recorder is a service.Notifier that keeps everything it is told. Read

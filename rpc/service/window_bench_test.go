@@ -20,8 +20,8 @@ import (
 	"github.com/bridge-dev/bridge/adapters/fake"
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/checkpoint"
-	"github.com/bridge-dev/bridge/core/service"
-	"github.com/bridge-dev/bridge/core/service/servicetest"
+	"github.com/bridge-dev/bridge/rpc/service"
+	"github.com/bridge-dev/bridge/rpc/service/servicetest"
 	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/storage"
 )
@@ -35,7 +35,7 @@ import (
 // the per-event latency of a session receiving a stream of events while a
 // gauge reading over the threshold arrives, against a bare pipe reader.
 //
-//	BRIDGE_BENCH_DIR=/tmp/bridge-live go test -run '^$' -bench LiveLongSession -benchtime 1x -timeout 60m ./core/service
+//	BRIDGE_BENCH_DIR=/tmp/bridge-live go test -run '^$' -bench LiveLongSession -benchtime 1x -timeout 60m ./rpc/service
 //
 // The two databases are built once under BRIDGE_BENCH_DIR (kept for the
 // next run; delete the directory when done), else in a temporary directory.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/bridge-dev/bridge/adapters/fake"
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/core/service"
-	"github.com/bridge-dev/bridge/core/service/servicetest"
+	"github.com/bridge-dev/bridge/rpc/service"
+	"github.com/bridge-dev/bridge/rpc/service/servicetest"
 	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/storage"
 	"github.com/bridge-dev/bridge/storage/storagetest"

@@ -2,7 +2,8 @@
 // to the harness adapters (core.BridgeHost), keeps live sessions, writes
 // checkpoints, restores and migrates sessions, and tells the client what
 // happened through a Notifier. The rpc package turns wire calls into calls
-// on *Service; cmd/bridge wires it.
+// on *Service; cmd/bridge wires it. It answers in the contract's data types
+// (schema), so it lives beside rpc, not in core, which knows no contract.
 package service
 
 import (

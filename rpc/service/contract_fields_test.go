@@ -29,7 +29,7 @@ func TestServiceReadsEveryParamsField(t *testing.T) {
 		params := m.Type.In(1)
 		fd, ok := funcs[m.Name]
 		if !ok {
-			t.Errorf("no (*Service).%s in core/service", m.Name)
+			t.Errorf("no (*Service).%s in rpc/service", m.Name)
 			continue
 		}
 		for _, f := range fieldsOf(params) {
