@@ -5,13 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -172,7 +169,6 @@ func TestUpdateBulkRolledBackLeavesNoIndexRows(t *testing.T) {
 // step with its mark, never ahead of the record; reopened, search covers
 // everything.
 func TestKillDuringBulkImportKeepsIndexInStep(t *testing.T) {
-	ctx := context.Background()
 	cases := []struct {
 		name, env string
 		at        int
@@ -193,20 +189,7 @@ func TestKillDuringBulkImportKeepsIndexInStep(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "bridge.db")
-			db, err := storage.Open(ctx, path, storage.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := newSession(t, db)
-			db.Close()
-			cmd := exec.Command(os.Args[0], "-test.run=^TestSearchHelperProcess$", "-test.count=1")
-			cmd.Env = append(os.Environ(), searchHelperEnv+"=1", "BRIDGE_BULK=1", "BRIDGE_DB="+path,
-				"BRIDGE_SESSION="+s.ID, c.env+"="+strconv.Itoa(c.at))
-			out, err := cmd.CombinedOutput()
-			if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("child did not die by SIGKILL: %v\n%s", err, out)
-			}
+			path := killedImport(t, true, c.env, c.at)
 			before := storagetest.ReadIndexCounts(t, path)
 			if before.Entries%50 != 0 || !before.InStep() || before.Covered > before.Entries {
 				t.Fatalf("after the kill: %+v; want whole batches of 50 in the record and the index in step with its mark", before)
@@ -218,25 +201,7 @@ func TestKillDuringBulkImportKeepsIndexInStep(t *testing.T) {
 				t.Fatalf("after the kill: the index covers %d entries, want %d (%+v)", before.Covered, c.covered, before)
 			}
 			t.Logf("left behind: %d entries, index covers %d", before.Entries, before.Covered)
-			db, err = storage.Open(ctx, path, storage.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			want := before.Entries
-			if want > 0 {
-				if p := search(t, db, core.SearchQuery{Query: "pangolin", Limit: 200}); len(p.Hits) != min(want, 200) {
-					t.Fatalf("search finds %d, want %d", len(p.Hits), min(want, 200))
-				}
-				last := fmt.Sprintf("tag%d", want-1)
-				if p := search(t, db, core.SearchQuery{Query: last}); len(p.Hits) != 1 {
-					t.Fatalf("%s (the last entry recorded): %d hits, want 1", last, len(p.Hits))
-				}
-			}
-			db.Close()
-			if after := storagetest.ReadIndexCounts(t, path); !after.Complete() || after.Entries != want {
-				t.Fatalf("after search: %+v; want the index complete over %d entries", after, want)
-			}
+			searchCatchesUp(t, path, before.Entries)
 		})
 	}
 }

@@ -402,7 +402,6 @@ func TestSearchHelperProcess(t *testing.T) {
 // before answering: it finds every entry, the last one included, and the
 // counts agree.
 func TestKillDuringImportKeepsIndexInStep(t *testing.T) {
-	ctx := context.Background()
 	cases := []struct {
 		name, env string
 		at        int
@@ -413,20 +412,7 @@ func TestKillDuringImportKeepsIndexInStep(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "bridge.db")
-			db, err := storage.Open(ctx, path, storage.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := newSession(t, db)
-			db.Close()
-			cmd := exec.Command(os.Args[0], "-test.run=^TestSearchHelperProcess$", "-test.count=1")
-			cmd.Env = append(os.Environ(), searchHelperEnv+"=1", "BRIDGE_DB="+path, "BRIDGE_SESSION="+s.ID,
-				c.env+"="+strconv.Itoa(c.at))
-			out, err := cmd.CombinedOutput()
-			if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("child did not die by SIGKILL: %v\n%s", err, out)
-			}
+			path := killedImport(t, false, c.env, c.at)
 			before := storagetest.ReadIndexCounts(t, path)
 			if before.Entries%50 != 0 || !before.InStep() {
 				t.Fatalf("after the kill: %+v; want whole batches of 50 in the record and the index in step with its mark", before)
@@ -439,27 +425,60 @@ func TestKillDuringImportKeepsIndexInStep(t *testing.T) {
 			}
 			t.Logf("left behind: %d entries, index covers %d", before.Entries, before.Covered)
 
-			db, err = storage.Open(ctx, path, storage.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			want := before.Entries
-			if want > 0 {
-				p := search(t, db, core.SearchQuery{Query: "pangolin", Limit: 200})
-				if len(p.Hits) != min(want, 200) {
-					t.Fatalf("search finds %d, want %d", len(p.Hits), min(want, 200))
-				}
-				last := fmt.Sprintf("tag%d", want-1)
-				if p := search(t, db, core.SearchQuery{Query: last}); len(p.Hits) != 1 {
-					t.Fatalf("%s (the last entry recorded): %d hits, want 1", last, len(p.Hits))
-				}
-			}
-			db.Close()
-			if after := storagetest.ReadIndexCounts(t, path); !after.Complete() || after.Entries != want {
-				t.Fatalf("after search: %+v; want the index complete over %d entries", after, want)
-			}
+			searchCatchesUp(t, path, before.Entries)
 		})
+	}
+}
+
+// killedImport makes a database with one session and runs
+// TestSearchHelperProcess importing into it (through UpdateBulk when bulk)
+// until killEnv's point at says to SIGKILL itself; it returns the
+// database's path.
+func killedImport(t *testing.T, bulk bool, killEnv string, at int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	db, err := storage.Open(context.Background(), path, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSession(t, db)
+	db.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSearchHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), searchHelperEnv+"=1", "BRIDGE_DB="+path, "BRIDGE_SESSION="+s.ID,
+		killEnv+"="+strconv.Itoa(at))
+	if bulk {
+		cmd.Env = append(cmd.Env, "BRIDGE_BULK=1")
+	}
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("child did not die by SIGKILL: %v\n%s", err, out)
+	}
+	return path
+}
+
+// searchCatchesUp reopens the database a killed import left with want
+// entries: search finds every one, the last included, and afterwards the
+// index is complete over them.
+func searchCatchesUp(t *testing.T, path string, want int) {
+	t.Helper()
+	db, err := storage.Open(context.Background(), path, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if want > 0 {
+		p := search(t, db, core.SearchQuery{Query: "pangolin", Limit: 200})
+		if len(p.Hits) != min(want, 200) {
+			t.Fatalf("search finds %d, want %d", len(p.Hits), min(want, 200))
+		}
+		last := fmt.Sprintf("tag%d", want-1)
+		if p := search(t, db, core.SearchQuery{Query: last}); len(p.Hits) != 1 {
+			t.Fatalf("%s (the last entry recorded): %d hits, want 1", last, len(p.Hits))
+		}
+	}
+	db.Close()
+	if after := storagetest.ReadIndexCounts(t, path); !after.Complete() || after.Entries != want {
+		t.Fatalf("after search: %+v; want the index complete over %d entries", after, want)
 	}
 }
 
