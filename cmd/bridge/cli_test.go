@@ -204,17 +204,25 @@ func TestEveryCommandIsDescribed(t *testing.T) {
 	}
 }
 
-// TestCLIFlagValues: a flag value the service refuses is a usage error
-// (exit 2) that names the flag as typed, not the request field behind it.
-func TestCLIFlagValues(t *testing.T) {
-	dir := t.TempDir()
+// dataDirWithOneTurn makes a data directory holding one fake session
+// with one finished turn, through a bridge serve that has exited cleanly.
+func dataDirWithOneTurn(t *testing.T) (dir, sid string) {
+	t.Helper()
+	dir = t.TempDir()
 	c := startBridge(t, dir)
 	c.initialize(nil)
-	sid := createFake(t, c)
+	sid = createFake(t, c)
 	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("hello")}, nil)
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
+	return dir, sid
+}
+
+// TestCLIFlagValues: a flag value the service refuses is a usage error
+// (exit 2) that names the flag as typed, not the request field behind it.
+func TestCLIFlagValues(t *testing.T) {
+	dir, sid := dataDirWithOneTurn(t)
 	env := []string{"BRIDGE_DATA_DIR=" + dir}
 	for _, cc := range []struct {
 		args []string
@@ -242,14 +250,7 @@ func TestCLIFlagValues(t *testing.T) {
 // before the command that is not global is a usage error saying where it
 // belongs (as JSON with --json).
 func TestGlobalFlagsBeforeOrAfter(t *testing.T) {
-	dir := t.TempDir()
-	c := startBridge(t, dir)
-	c.initialize(nil)
-	sid := createFake(t, c)
-	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("hello")}, nil)
-	if code := c.exit(true); code != 0 {
-		t.Fatalf("exit %d", code)
-	}
+	dir, sid := dataDirWithOneTurn(t)
 	isJSON := func(s string) bool {
 		s = strings.TrimSpace(s)
 		return json.Valid([]byte(s)) && (strings.HasPrefix(s, "{") || strings.HasPrefix(s, "["))
