@@ -230,16 +230,7 @@ func (li *liveIndex) index(c *sqlite3.Conn) error {
 	if !li.committed() || last.rowid == 0 {
 		return nil // rolled back: the record did not commit, or added nothing
 	}
-	up, _, err := c.Prepare(`UPDATE search_state SET indexed_to = ?, last_entry = ?`)
-	if err != nil {
-		return err
-	}
-	defer up.Close()
-	if err := errors.Join(up.BindInt64(1, last.rowid), up.BindText(2, last.id), up.Exec()); err != nil {
-		return err
-	}
-	db.fireIndex("index.commit.before")
-	if err := c.Exec(`COMMIT`); err != nil {
+	if err := db.commitMark(c, last.rowid, last.id); err != nil {
 		return err
 	}
 	committed = true

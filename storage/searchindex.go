@@ -606,20 +606,26 @@ func (db *DB) writeBatch(c *sqlite3.Conn, from int64, batch []pendingEntry, last
 		}
 		db.fireIndex("index.insert")
 	}
-	up, _, err := c.Prepare(`UPDATE search_state SET indexed_to = ?, last_entry = ?`)
-	if err != nil {
-		return false, err
-	}
-	defer up.Close()
-	if err := errors.Join(up.BindInt64(1, last.rowid), up.BindText(2, last.id), up.Exec()); err != nil {
-		return false, err
-	}
-	db.fireIndex("index.commit.before")
-	if err := c.Exec(`COMMIT`); err != nil {
+	if err := db.commitMark(c, last.rowid, last.id); err != nil {
 		return false, err
 	}
 	committed = true
 	return false, nil
+}
+
+// commitMark sets the index's high-water mark (the rowid and id of the last
+// entry it covers) in c's transaction and commits it with the rows written.
+func (db *DB) commitMark(c *sqlite3.Conn, rowid int64, id string) error {
+	up, _, err := c.Prepare(`UPDATE search_state SET indexed_to = ?, last_entry = ?`)
+	if err != nil {
+		return err
+	}
+	defer up.Close()
+	if err := errors.Join(up.BindInt64(1, rowid), up.BindText(2, id), up.Exec()); err != nil {
+		return err
+	}
+	db.fireIndex("index.commit.before")
+	return c.Exec(`COMMIT`)
 }
 
 // checkIndex empties the index when it does not match the record: its last
