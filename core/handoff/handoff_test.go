@@ -244,6 +244,69 @@ func TestCollectVisual(t *testing.T) {
 	}
 }
 
+// TestVisualBudgetAdmitsWholeBlocks holds the visual evidence budget's
+// rules: complete blocks, newest first; a newer block that does not fit is
+// left out while an older one that fits is kept; a block exactly at the
+// budget is kept; the warning names what was left out, and no block is cut.
+func TestVisualBudgetAdmitsWholeBlocks(t *testing.T) {
+	block := func(user string, answer int) []core.Entry {
+		return []core.Entry{
+			entry(core.KindUserMessage, map[string]any{"text": user, "images": 1}),
+			entry(core.KindAssistantMessage, map[string]any{"text": strings.Repeat("a", answer)}),
+		}
+	}
+	const overhead = 240
+	t.Run("newest oversize, older fits", func(t *testing.T) {
+		old := block("old", 1000)
+		b := append(old, block("new", VisualCharBudget)...)
+		v := CollectVisual(b, 0)
+		if len(v.Answered) != 1 || v.Answered[0].UserText != "old" || runes(v.Answered[0].AssistantText) != 1000 {
+			t.Fatalf("kept %+v, want the older 1,000-character block whole", v.Answered)
+		}
+		if v.Omitted != 1 || len(v.OmittedIDs) != 1 || v.OmittedIDs[0] != b[2].ID {
+			t.Fatalf("omitted %d %v, want the newest (%s) only", v.Omitted, v.OmittedIDs, b[2].ID)
+		}
+		w := v.OmittedWarning()
+		if !strings.HasPrefix(w, "1 visual evidence block(s) left out whole") || strings.Contains(w, "older") || !strings.Contains(w, b[2].ID) {
+			t.Errorf("warning %q", w)
+		}
+		app := v.Appendix("en")
+		if !strings.Contains(app, strings.Repeat("a", 1000)+"\n") || strings.Contains(app, strings.Repeat("a", 1001)) {
+			t.Errorf("the appendix must hold the kept block whole and nothing of the left-out one")
+		}
+	})
+	t.Run("a block exactly at the budget is kept", func(t *testing.T) {
+		b := block("u", VisualCharBudget-overhead-1)
+		v := CollectVisual(b, 0)
+		if v.Answered[0].Cost() != VisualCharBudget || len(v.Answered) != 1 || v.Omitted != 0 || v.OmittedWarning() != "" {
+			t.Fatalf("cost %d, kept %d, omitted %d", v.Answered[0].Cost(), len(v.Answered), v.Omitted)
+		}
+		v = CollectVisual(block("u", VisualCharBudget-overhead), 0)
+		if len(v.Answered) != 0 || v.Omitted != 1 {
+			t.Fatalf("one character over: kept %d, omitted %d", len(v.Answered), v.Omitted)
+		}
+	})
+	t.Run("several blocks at the edge", func(t *testing.T) {
+		// Budget 1000; costs (oldest first) 400, 700, 300, 300: the two newest
+		// take 600, the 700 does not fit in the 400 left, the oldest 400 does.
+		var b []core.Entry
+		for _, n := range []int{400, 700, 300, 300} {
+			b = append(b, block("u", n-overhead-1)...)
+		}
+		v := CollectVisual(b, 1000)
+		var kept []int
+		for _, k := range v.Answered {
+			kept = append(kept, k.Cost())
+		}
+		if fmt.Sprint(kept) != "[400 300 300]" || v.Omitted != 1 || v.OmittedIDs[0] != b[2].ID {
+			t.Fatalf("kept costs %v (time order), omitted %v", kept, v.OmittedIDs)
+		}
+		if !strings.HasPrefix(v.OmittedWarning(), "1 visual evidence block(s)") || !strings.Contains(v.Appendix("en"), "(1 block(s) left out whole") {
+			t.Errorf("warning %q", v.OmittedWarning())
+		}
+	})
+}
+
 func TestInstructionAndKickoff(t *testing.T) {
 	if TokenLimit(0) != 900 || TokenLimit(100) != 100 || TokenLimit(4800) != 1800 {
 		t.Fatalf("TokenLimit: %d %d %d", TokenLimit(0), TokenLimit(100), TokenLimit(4800))

@@ -87,15 +87,22 @@ func (b EvidenceBlock) Cost() int { return runes(b.UserText) + runes(b.Assistant
 
 // Visual is the visual evidence of a source session.
 type Visual struct {
-	Answered   []EvidenceBlock // kept, in time order
-	Omitted    int             // answered blocks dropped for the budget (oldest first)
+	Answered []EvidenceBlock // kept, in time order
+	// Omitted counts the answered blocks left out for the budget: each one
+	// did not fit in what the newer blocks had left of it.
+	Omitted int
+	// OmittedIDs are the entry ids of those blocks, in time order.
+	OmittedIDs []string
 	Unresolved []EvidenceBlock // image messages nobody answered
 	Images     int
+	Budget     int // the budget the blocks were admitted against
 }
 
 // CollectVisual pairs each image-bearing user message with all assistant
-// text up to the next user message. Answered blocks are kept whole, newest
-// first within the budget, then shown in time order.
+// text up to the next user message. Answered blocks are admitted whole,
+// newest first: a block that does not fit in what is left of the budget is
+// left out (never cut), and older blocks that still fit are kept. The kept
+// blocks are shown in time order.
 func CollectVisual(branch []core.Entry, budget int) Visual {
 	if budget <= 0 {
 		budget = VisualCharBudget
@@ -134,7 +141,7 @@ func CollectVisual(branch []core.Entry, budget int) Visual {
 	if cur != nil {
 		blocks = append(blocks, *cur)
 	}
-	var v Visual
+	v := Visual{Budget: budget}
 	var answered []EvidenceBlock
 	for _, b := range blocks {
 		v.Images += b.Images
@@ -144,18 +151,33 @@ func CollectVisual(branch []core.Entry, budget int) Visual {
 			answered = append(answered, b)
 		}
 	}
+	keep := make([]bool, len(answered))
 	used := 0
-	keepFrom := len(answered)
 	for i := len(answered) - 1; i >= 0; i-- {
-		if used+answered[i].Cost() > budget {
-			break
+		if c := answered[i].Cost(); used+c <= budget {
+			used += c
+			keep[i] = true
 		}
-		used += answered[i].Cost()
-		keepFrom = i
 	}
-	v.Omitted = keepFrom
-	v.Answered = answered[keepFrom:]
+	for i, b := range answered {
+		if keep[i] {
+			v.Answered = append(v.Answered, b)
+		} else {
+			v.Omitted++
+			v.OmittedIDs = append(v.OmittedIDs, b.EntryID)
+		}
+	}
 	return v
+}
+
+// OmittedWarning says which answered blocks were left out for the budget
+// ("" when none was).
+func (v Visual) OmittedWarning() string {
+	if v.Omitted == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d visual evidence block(s) left out whole, as each did not fit in what the newer blocks left of the %d-character budget (entries %s)",
+		v.Omitted, v.Budget, strings.Join(v.OmittedIDs, ", "))
 }
 
 // Appendix renders the visual evidence as Markdown sections to append to a
@@ -169,7 +191,7 @@ func (v Visual) Appendix(lang string) string {
 			b.WriteString("## Visual evidence — verbatim, not summarized\n")
 		}
 		if v.Omitted > 0 {
-			fmt.Fprintf(&b, "(%d older blocks omitted for the budget)\n", v.Omitted)
+			fmt.Fprintf(&b, "(%d block(s) left out whole for the budget)\n", v.Omitted)
 		}
 		for i, blk := range v.Answered {
 			fmt.Fprintf(&b, "\n### Image message %d (%d image(s))\nUser: %s\nAssistant: %s\n", i+1, blk.Images, blk.UserText, blk.AssistantText)
@@ -184,9 +206,8 @@ func (v Visual) Appendix(lang string) string {
 		} else {
 			b.WriteString("## Unresolved images\n")
 		}
-		for i, blk := range v.Unresolved {
+		for _, blk := range v.Unresolved {
 			fmt.Fprintf(&b, "- %d image(s) with no answer, sent with: %q (entry %s)\n", blk.Images, blk.UserText, blk.EntryID)
-			_ = i
 		}
 	}
 	return b.String()

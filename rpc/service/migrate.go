@@ -148,8 +148,8 @@ func (s *Service) MigrationPreview(ctx context.Context, req schema.MigrationPrev
 		warnings = append(warnings, fmt.Sprintf("the handoff is %d characters, over the %d budget", n, budget))
 	}
 	vis := handoff.CollectVisual(branch, 0)
-	if vis.Omitted > 0 {
-		warnings = append(warnings, fmt.Sprintf("%d older visual evidence blocks dropped for the 60,000-character budget", vis.Omitted))
+	if w := vis.OmittedWarning(); w != "" {
+		warnings = append(warnings, w)
 	}
 	if len(vis.Unresolved) > 0 {
 		warnings = append(warnings, fmt.Sprintf("%d image message(s) were never answered; they are marked unresolved", len(vis.Unresolved)))
