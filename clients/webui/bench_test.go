@@ -122,3 +122,32 @@ func BenchmarkBundleSize(b *testing.B) {
 type countWriter int
 
 func (w *countWriter) Write(p []byte) (int, error) { *w += countWriter(len(p)); return len(p), nil }
+
+// BenchmarkMarkdown times the WebUI's Markdown parser over hostile inputs
+// at 1×, 10× and 100× 1,000 bytes (bench/markdown.mjs) and reports, per
+// input, the time per byte at 100× over that at 1× (linear: about 1; goal
+// ≤ 1.5), and the worst of them. Run with -benchtime=1x.
+func BenchmarkMarkdown(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		out, err := exec.Command("node", "--expose-gc", "bench/markdown.mjs", "1000", "30").Output()
+		if err != nil {
+			b.Fatalf("markdown.mjs: %v", err)
+		}
+		var r struct {
+			Cases []struct {
+				Name      string
+				NsPerByte []float64
+				Ratio     float64
+			}
+		}
+		if err := json.Unmarshal(out, &r); err != nil {
+			b.Fatalf("markdown.mjs printed %q: %v", out, err)
+		}
+		worst := 0.0
+		for _, c := range r.Cases {
+			b.Logf("%-26s ns/byte at 1×, 10×, 100×: %v (100×/1×: %.2f)", c.Name, c.NsPerByte, c.Ratio)
+			worst = max(worst, c.Ratio)
+		}
+		b.ReportMetric(worst, "worst-ratio-100x/1x")
+	}
+}

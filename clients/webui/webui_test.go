@@ -95,6 +95,16 @@ func TestNoMarkupSinks(t *testing.T) {
 	}
 }
 
+// TestMarkdownParser runs the Markdown parser's unit tests in Node
+// (unit/markdown.test.mjs): snake_case, code and links kept, unsafe links
+// refused, and 80 KB hostile inputs parsed (they once froze a tab).
+func TestMarkdownParser(t *testing.T) {
+	out := run(t, nil, "node", "--test", "unit/")
+	if !strings.Contains(out, "# fail 0") || strings.Contains(out, "# pass 0") {
+		t.Fatalf("markdown unit tests:\n%s", out)
+	}
+}
+
 // TestBrowser drives the WebUI in Debian's chromium with playwright-core
 // (clients/webui/test/browser.test.mjs): fake sessions, the two cards (live
 // and after a reload), migration with an edited handoff, doctor, the token,

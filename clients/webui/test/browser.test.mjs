@@ -514,3 +514,47 @@ test("a stalled tab is disconnected when its queue overflows, delays no other ta
   assert.deepEqual(working.errors, []);
   assert.deepEqual(stalled.errors, []);
 });
+
+/** responsive resolves to how long the page took to paint a frame, once its script is free. */
+async function responsive(page) {
+  return page.evaluate(() => new Promise((resolve) => {
+    const t0 = performance.now();
+    requestAnimationFrame(() => setTimeout(() => resolve(performance.now() - t0)));
+  }));
+}
+
+test("80 KB of hostile Markdown opens without freezing the page; snake_case, links and code survive", async () => {
+  const web = await startWeb(tmp());
+  const { page, errors } = await openPage(web.url);
+  await createFake(page, "hostile");
+  // '[a](' ×20,000 once took a backtracking link pattern minutes, in
+  // every tab that showed it.
+  const hostile = "[a](".repeat(20_000);
+  await promptText(page, `say ${hostile}\nsay ids s_01M8XY and e_01M8ZZ, see [the docs](https://example.com/a_b) or https://example.com/x_y_z; run \`go test -run A_b\``);
+  const live = page.locator("#history .kind-assistant-message", { hasText: "[a]([a](" });
+  await live.waitFor();
+  await responsive(page);
+  assert.equal((await live.locator(".md").innerText()).trim(), hostile, "the hostile text is shown as written");
+  // The same renderer keeps snake_case, links and code.
+  const rendered = page.locator("#history .kind-assistant-message", { hasText: "s_01M8XY" });
+  await rendered.waitFor();
+  assert.match(await rendered.innerText(), /ids s_01M8XY and e_01M8ZZ, see the docs or https:\/\/example\.com\/x_y_z; run go test -run A_b/);
+  assert.equal(await rendered.locator("em").count(), 0, "no underscore became emphasis");
+  assert.deepEqual(
+    await rendered.locator("a").evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute("href")])),
+    [
+      ["the docs", "https://example.com/a_b"],
+      ["https://example.com/x_y_z", "https://example.com/x_y_z"],
+    ],
+  );
+  assert.equal(await rendered.locator("code").innerText(), "go test -run A_b");
+  // Opened afresh (as another tab would), the session shows it again and
+  // the page keeps answering.
+  await page.reload();
+  await page.getByRole("button", { name: "Open hostile" }).click();
+  await page.locator("#history .kind-assistant-message", { hasText: "[a]([a](" }).waitFor();
+  await responsive(page);
+  await page.getByRole("textbox", { name: "Prompt text" }).fill("still typing");
+  assert.equal(await page.getByRole("textbox", { name: "Prompt text" }).inputValue(), "still typing");
+  assert.deepEqual(errors, []);
+});
