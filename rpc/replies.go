@@ -61,10 +61,21 @@ func (r *replies) pending(except jsonrpc2.ID) []jsonrpc2.ID {
 }
 
 // wait waits until none of ids awaits a reply (every pending request when
-// ids is nil), or until d has passed; it reports whether they all did.
+// all is true), or until d has passed; it reports whether they all did.
 func (r *replies) wait(ids []jsonrpc2.ID, all bool, d time.Duration) bool {
-	t := time.NewTimer(d)
+	giveUp := make(chan struct{})
+	t := time.AfterFunc(d, func() { close(giveUp) })
 	defer t.Stop()
+	return r.until(ids, all, giveUp)
+}
+
+// waitUntil waits until none of ids awaits a reply, or until giveUp is
+// closed; it reports whether they all did.
+func (r *replies) waitUntil(ids []jsonrpc2.ID, giveUp <-chan struct{}) bool {
+	return r.until(ids, false, giveUp)
+}
+
+func (r *replies) until(ids []jsonrpc2.ID, all bool, giveUp <-chan struct{}) bool {
 	for {
 		r.mu.Lock()
 		left := false
@@ -84,7 +95,7 @@ func (r *replies) wait(ids []jsonrpc2.ID, all bool, d time.Duration) bool {
 		}
 		select {
 		case <-ch:
-		case <-t.C:
+		case <-giveUp:
 			return false
 		}
 	}

@@ -73,6 +73,15 @@ type server struct {
 	initialized bool      // the initialized notification arrived
 	closed      bool      // backend closed
 	closeOnce   sync.Once // closes the backend once
+	stopOnce    sync.Once // closes stopping once
+
+	// drained is closed once shutdown (the request, or a signal) has let
+	// the requests received before it finish and closed the backend; nil
+	// until shutdown starts. Guarded by mu.
+	drained chan struct{}
+	// stopping is closed when the process is asked to stop (a signal):
+	// shutdown then stops waiting for earlier requests.
+	stopping chan struct{}
 
 	handlers sync.WaitGroup
 	exitOnce sync.Once
@@ -128,7 +137,7 @@ func serveTransport(ctx context.Context, stream transport, cfg Config, log *slog
 	// which still needs the handlers' contexts.
 	life, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
-	s := &server{cfg: cfg, log: log, life: life, exitCh: make(chan int, 1),
+	s := &server{cfg: cfg, log: log, life: life, exitCh: make(chan int, 1), stopping: make(chan struct{}),
 		inflight: make(map[jsonrpc2.ID]running), replies: newReplies(),
 		progressing: make(map[schema.ProgressToken]context.CancelFunc)}
 	stream.onReplied(s.replies.done)
@@ -145,9 +154,13 @@ func serveTransport(ctx context.Context, stream transport, cfg Config, log *slog
 		log.Info("rpc: input ended", "exitCode", exitCode)
 	case <-ctx.Done():
 		log.Info("rpc: asked to stop; shutting down")
+		s.stop()
 		s.stopGracefully()
 		exitCode = 0
 	}
+	// exit (or the end of input) may arrive while shutdown still lets the
+	// requests before it finish: the backend closes only after them.
+	s.awaitDrained(ctx)
 
 	if s.exitCode() != 0 {
 		// No shutdown came first: running requests are cancelled, so
@@ -159,7 +172,7 @@ func serveTransport(ctx context.Context, stream transport, cfg Config, log *slog
 		}
 		s.cmu.Unlock()
 	}
-	// After shutdown this waits for its close to finish.
+	// After shutdown the backend is closed already.
 	s.closeBackend(context.WithoutCancel(ctx))
 	if !s.replies.wait(nil, true, drainWait) {
 		log.Warn("rpc: requests still unanswered at exit")
@@ -367,11 +380,31 @@ func (s *server) shutdown(ctx context.Context, self jsonrpc2.ID) (any, error) {
 		return nil, nil
 	}
 	s.state = stateShutdown
+	s.drained = make(chan struct{})
 	s.mu.Unlock()
 	earlier := s.replies.pending(self)
 	jsonrpc2.Async(ctx)
-	s.drainAndClose(earlier)
+	s.drainAndClose(earlier, s.stopping)
 	return nil, nil
+}
+
+// awaitDrained waits until a shutdown under way has closed the backend
+// (at once when none started). A signal (ctx) cuts shutdown's wait for the
+// earlier requests short, not this wait for the close.
+func (s *server) awaitDrained(ctx context.Context) {
+	s.mu.Lock()
+	ch := s.drained
+	s.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	select {
+	case <-ch:
+		return
+	case <-ctx.Done():
+	}
+	s.stop()
+	<-ch
 }
 
 // stopGracefully is shutdown without a request: the process was asked to
@@ -381,11 +414,22 @@ func (s *server) stopGracefully() {
 	shut := s.state == stateInitialized
 	if shut {
 		s.state = stateShutdown
+		s.drained = make(chan struct{})
 	}
 	s.mu.Unlock()
 	if shut {
-		s.drainAndClose(s.replies.pending(jsonrpc2.ID{}))
+		s.drainAndClose(s.replies.pending(jsonrpc2.ID{}), expired(drainWait))
 	}
+}
+
+// stop tells a shutdown under way to stop waiting for earlier requests.
+func (s *server) stop() { s.stopOnce.Do(func() { close(s.stopping) }) }
+
+// expired returns a channel closed after d.
+func expired(d time.Duration) <-chan struct{} {
+	ch := make(chan struct{})
+	time.AfterFunc(d, func() { close(ch) })
+	return ch
 }
 
 // closedNotAwaited are the requests shutdown does not wait for before it
@@ -393,9 +437,15 @@ func (s *server) stopGracefully() {
 // could wait for; closing the backend ends it, and it is answered then.
 var closedNotAwaited = map[string]bool{"session/prompt": true}
 
-// drainAndClose lets the earlier requests answer, closes the backend (which
-// ends running prompts), and waits for the earlier replies still owed.
-func (s *server) drainAndClose(earlier []jsonrpc2.ID) {
+// drainAndClose lets the earlier requests finish and answer with their
+// results (every one, however long it takes, until giveUp is closed),
+// closes the backend (which ends running prompts), waits for the earlier
+// replies still owed, and closes s.drained.
+func (s *server) drainAndClose(earlier []jsonrpc2.ID, giveUp <-chan struct{}) {
+	s.mu.Lock()
+	drained := s.drained
+	s.mu.Unlock()
+	defer close(drained)
 	var first []jsonrpc2.ID
 	s.cmu.Lock()
 	for _, id := range earlier {
@@ -404,7 +454,7 @@ func (s *server) drainAndClose(earlier []jsonrpc2.ID) {
 		}
 	}
 	s.cmu.Unlock()
-	if !s.replies.wait(first, false, drainWait) {
+	if !s.replies.waitUntil(first, giveUp) {
 		s.log.Warn("rpc: shutdown: earlier requests still running; closing anyway")
 	}
 	// Not the request's context: it is pooled and must not be retained.
