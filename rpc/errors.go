@@ -124,3 +124,18 @@ func missingOf(data map[string]any) []string {
 	}
 	return nil
 }
+
+// WireError is the JSON-RPC error object another transport of the same
+// service sends (rpc/acp): the mapping toWire makes, in plain types, so the
+// mapping stays in this one place.
+type WireError struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// ErrorFor maps err as this server maps a handler's error for method.
+func ErrorFor(log *slog.Logger, method string, err error) WireError {
+	we := toWire(log, method, err)
+	return WireError{Code: int64(we.Code), Message: we.Message, Data: json.RawMessage(we.Data)}
+}

@@ -36,6 +36,8 @@ var commands = []command{
 		about: "What an editor extension or a WebUI server launches: it reads LSP-framed JSON-RPC messages\non stdin and answers on stdout until exit. SIGINT or SIGTERM stops it as a shutdown request does."},
 	{name: "web", summary: "serve the WebUI, and JSON-RPC over WebSocket at /rpc, on a loopback address",
 		about: "Prints \"Bridge WebUI: URL\" first: open URL (it carries the access token) in a browser. Every tab\nshares one service and one database. Only loopback addresses are served; the token is random per\nstart unless BRIDGE_WEB_TOKEN sets it. Each connection's send queue holds up to 16384 messages\n(BRIDGE_WEB_QUEUE_MESSAGES) or 32 MiB: a tab that stops reading delays no other, and one that falls\nfurther behind is disconnected (the WebUI reconnects and reloads). SIGINT or SIGTERM stops it."},
+	{name: "acp", summary: "be an Agent Client Protocol agent on stdio (--harness, --preset, --model), for editors and acpx",
+		about: "What Zed, JetBrains IDEs, Neovim plugins and acpx launch as an ACP agent: newline-delimited\nJSON-RPC on stdin/stdout, sessions on the harness --harness names (default claude-code), recorded in\nthe same database as serve and web. Closing stdin (or SIGINT/SIGTERM) ends it after the same\nshutdown checkpoints serve writes. See docs/editors.md."},
 	{name: "version", summary: "print the version"},
 	{name: "doctor", summary: "what each adapter can do, the data directory and the database"},
 	{name: "sessions", summary: "list recorded sessions"},

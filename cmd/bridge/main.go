@@ -94,6 +94,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return a.serve(ctx, cargs)
 	case "web":
 		return a.web(ctx, cargs)
+	case "acp":
+		return a.acpAgent(ctx, cargs)
 	case "help":
 		return a.help(ctx, cargs)
 	case "version":

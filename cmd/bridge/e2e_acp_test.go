@@ -1,0 +1,280 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bridge-dev/bridge/adapters/adaptertest"
+	"github.com/bridge-dev/bridge/adapters/dsh/dshtest"
+)
+
+// acpxEnv runs the real acpx (npm, pinned) with Node 22 against
+// `bridge acp`, in a private HOME (acpx keeps its session records there)
+// and a project folder of its own.
+type acpxEnv struct {
+	node, cli string
+	home, cwd string
+	dataDir   string
+	agent     string // the --agent command line
+	pids      string // file the agent command appends its pid to
+}
+
+func newAcpxEnv(t *testing.T, dataDir, harness string) *acpxEnv {
+	t.Helper()
+	node, _, err := dshtest.Programs()
+	if err != nil {
+		t.Fatalf("acpx needs Node 22: %v", err)
+	}
+	cli := filepath.Join(adaptertest.RepoRoot(t), "node_modules", "acpx", "dist", "cli.js")
+	if _, err := os.Stat(cli); err != nil {
+		t.Fatalf("acpx is not installed (%v): run `bash .ci/test` (npm ci installs the pinned acpx)", err)
+	}
+	root := t.TempDir()
+	e := &acpxEnv{node: node, cli: cli, home: filepath.Join(root, "home"), cwd: filepath.Join(root, "project"),
+		dataDir: dataDir, pids: filepath.Join(root, "pids")}
+	for _, d := range []string{e.home, e.cwd} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The agent command records its pid, then becomes bridge acp.
+	e.agent = "sh -c 'echo $$ >> " + e.pids + "; exec " + binPath + " --data-dir " + dataDir + " acp --harness " + harness + "'"
+	return e
+}
+
+// run runs acpx with args and returns its output and exit code.
+func (e *acpxEnv) run(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(e.node, append([]string{e.cli, "--agent", e.agent, "--timeout", "120"}, args...)...)
+	cmd.Dir = e.cwd
+	cmd.Env = append(os.Environ(), "HOME="+e.home, "XDG_CONFIG_HOME="+filepath.Join(e.home, ".config"), "NO_COLOR=1")
+	timer := time.AfterFunc(3*time.Minute, func() {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+		}
+	})
+	out, err := cmd.CombinedOutput()
+	timer.Stop()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return string(out), 0
+	case errors.As(err, &ee):
+		return string(out), ee.ExitCode()
+	}
+	t.Fatalf("acpx %v: %v\n%s", args, err, out)
+	return "", -1
+}
+
+// agentPids are the pids of the bridge acp processes acpx started.
+func (e *acpxEnv) agentPids(t *testing.T) []int {
+	t.Helper()
+	b, err := os.ReadFile(e.pids)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("pid file: %q", f)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// waitAgentsGone waits until every bridge acp process acpx started has
+// exited (acpx keeps a persistent session's agent alive for --ttl).
+func (e *acpxEnv) waitAgentsGone(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for _, pid := range e.agentPids(t) {
+		for syscall.Kill(pid, 0) == nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("bridge acp (pid %d) still runs a minute after acpx's queue owner should have stopped it", pid)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+func mustContain(t *testing.T, what, out string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(out, w) {
+			t.Fatalf("%s: output lacks %q:\n%s", what, w, out)
+		}
+	}
+}
+
+// recordedKinds returns the kinds of a session's entries, in order, read
+// through the binary's own history command.
+func recordedKinds(t *testing.T, dataDir, sid string) ([]string, []entryWire) {
+	t.Helper()
+	out, err := exec.Command(binPath, "--data-dir", dataDir, "history", sid, "--json").Output()
+	if err != nil {
+		t.Fatalf("bridge history %s: %v", sid, err)
+	}
+	var h struct {
+		Entries []entryWire `json:"entries"`
+	}
+	if err := json.Unmarshal(out, &h); err != nil {
+		t.Fatalf("history: %v\n%s", err, out)
+	}
+	var kinds []string
+	for _, e := range h.Entries {
+		kinds = append(kinds, e.Kind)
+	}
+	return kinds, h.Entries
+}
+
+// sessionIDs returns the ids of the sessions recorded in dataDir.
+func sessionIDs(t *testing.T, dataDir string) []string {
+	t.Helper()
+	out, err := exec.Command(binPath, "--data-dir", dataDir, "sessions", "--json").Output()
+	if err != nil {
+		t.Fatalf("bridge sessions: %v", err)
+	}
+	var l struct {
+		Items []struct {
+			SessionID string `json:"sessionId"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(out, &l); err != nil {
+		t.Fatalf("sessions: %v\n%s", err, out)
+	}
+	var ids []string
+	for _, it := range l.Items {
+		ids = append(ids, it.SessionID)
+	}
+	return ids
+}
+
+// TestAcpxDrivesBridgeOverFakeHarness: acpx, a real ACP client nobody here
+// wrote, drives `bridge acp --harness fake`: a one-shot exec whose tool is
+// approved (it runs, and the record keeps the approval), one whose tool is
+// denied (it does not run; acpx exits 5), a persistent session prompted by
+// two acpx invocations with the agent process restarted between them, the
+// agent's session list, and /compact.
+func TestAcpxDrivesBridgeOverFakeHarness(t *testing.T) {
+	dataDir := t.TempDir()
+	e := newAcpxEnv(t, dataDir, "fake")
+
+	// 1. exec, approved: text, the tool (permission asked and granted), a plan.
+	out, code := e.run(t, "--approve-all", "exec", "say hello from the fake\nask Bash touch made.txt\nplan in_progress:write it; pending:test it")
+	if code != 0 {
+		t.Fatalf("acpx exec --approve-all: exit %d\n%s", code, out)
+	}
+	mustContain(t, "exec --approve-all", out, "hello from the fake", "session/request_permission",
+		"[tool] Bash: touch made.txt (completed)", "fake Bash done: touch made.txt", "[plan]", "[in_progress] write it",
+		"[pending] test it", "[done] end_turn")
+	ids := sessionIDs(t, dataDir)
+	if len(ids) != 1 {
+		t.Fatalf("sessions after one exec: %v, want one", ids)
+	}
+	kinds, entries := recordedKinds(t, dataDir, ids[0])
+	want := []string{"user.message", "assistant.message", "approval.requested", "approval.resolved", "tool.started", "tool.completed", "plan.updated"}
+	if !containsInOrder(kinds, want) {
+		t.Fatalf("record of the approved exec: %v, want %v in order", kinds, want)
+	}
+	for _, en := range entries {
+		if en.Kind == "approval.resolved" && !strings.Contains(string(en.Payload), `"allow_once"`) {
+			t.Fatalf("approval.resolved = %s, want the client's allow_once", en.Payload)
+		}
+	}
+	e.waitAgentsGone(t)
+	if n := len(e.agentPids(t)); n != 1 {
+		t.Fatalf("acpx started bridge acp %d times for one exec", n)
+	}
+
+	// 2. exec, denied: the tool does not run, and acpx exits 5.
+	out, code = e.run(t, "--deny-all", "exec", "ask Bash rm -rf everything")
+	if code != 5 {
+		t.Fatalf("acpx exec --deny-all: exit %d, want 5 (a denial)\n%s", code, out)
+	}
+	mustContain(t, "exec --deny-all", out, "(failed)", "refused (reject_once, by user)", "[done] end_turn")
+	if strings.Contains(out, "fake Bash done") {
+		t.Fatalf("the denied tool ran:\n%s", out)
+	}
+
+	// 3. A persistent session across two acpx invocations, the agent
+	// restarted in between: the second comes back natively, same session.
+	out, code = e.run(t, "sessions", "new")
+	if code != 0 {
+		t.Fatalf("acpx sessions new: exit %d\n%s", code, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	sid := strings.TrimSpace(lines[len(lines)-1])
+	if !strings.HasPrefix(sid, "s_") {
+		t.Fatalf("acpx sessions new printed %q: want the Bridge session id (s_…)", out)
+	}
+	out, code = e.run(t, "--ttl", "1", "--approve-all", "say the first turn")
+	if code != 0 {
+		t.Fatalf("first prompt: exit %d\n%s", code, out)
+	}
+	mustContain(t, "first prompt", out, "the first turn", "[done] end_turn")
+	e.waitAgentsGone(t)
+	before := len(e.agentPids(t))
+	out, code = e.run(t, "--ttl", "1", "--approve-all", "say the second turn")
+	if code != 0 {
+		t.Fatalf("second prompt: exit %d\n%s", code, out)
+	}
+	mustContain(t, "second prompt", out, "[Bridge] Session restored: native", "the second turn", "[done] end_turn")
+	if after := len(e.agentPids(t)); after != before+1 {
+		t.Fatalf("the second invocation started %d agents, want a new one", after-before)
+	}
+	kinds, entries = recordedKinds(t, dataDir, sid)
+	var said []string
+	for _, en := range entries {
+		if en.Kind == "assistant.message" {
+			var p struct {
+				Text string `json:"text"`
+			}
+			_ = json.Unmarshal(en.Payload, &p)
+			said = append(said, p.Text)
+		}
+	}
+	if !containsInOrder(said, []string{"the first turn", "the second turn"}) {
+		t.Fatalf("session %s said %q: want both turns in one session (kinds %v)", sid, said, kinds)
+	}
+
+	// 4. The agent's own session list (session/list) names the sessions.
+	out, code = e.run(t, "sessions", "list")
+	if code != 0 {
+		t.Fatalf("acpx sessions list: exit %d\n%s", code, out)
+	}
+	mustContain(t, "sessions list", out, sid)
+
+	// 5. /compact: the fake compacts itself, and the record has the one
+	// normalised context.compacted fact.
+	e.waitAgentsGone(t)
+	out, code = e.run(t, "--ttl", "1", "/compact the parser")
+	if code != 0 {
+		t.Fatalf("/compact: exit %d\n%s", code, out)
+	}
+	mustContain(t, "/compact", out, "[Bridge] The harness compacted its context.", "[done] end_turn")
+	kinds, _ = recordedKinds(t, dataDir, sid)
+	if !containsInOrder(kinds, []string{"context.compacted"}) {
+		t.Fatalf("after /compact the record is %v: want a context.compacted entry", kinds)
+	}
+}
+
+// containsInOrder reports whether want appears in got as a subsequence.
+func containsInOrder(got, want []string) bool {
+	i := 0
+	for _, g := range got {
+		if i < len(want) && strings.Contains(g, want[i]) {
+			i++
+		}
+	}
+	return i == len(want)
+}

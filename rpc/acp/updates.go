@@ -1,0 +1,288 @@
+package acp
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// update is one session/update's update object (ACP's SessionUpdate):
+// sessionUpdate names the variant, the rest are its members.
+type update map[string]any
+
+// textBlock is an ACP text content block.
+func textBlock(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
+
+// chunk is a message chunk update of kind (agent_message_chunk, …).
+func chunk(kind, text string) update {
+	return update{"sessionUpdate": kind, "content": textBlock(text)}
+}
+
+// view is what one session's updates depend on besides the entry at hand:
+// the tool calls already announced (a tool.completed without its start
+// becomes a tool_call), and the plan as it stands (a partial plan update is
+// sent as the whole plan, which is what ACP's plan update is).
+type view struct {
+	tools map[string]toolInfo
+	plan  []core.PlanStep
+}
+
+type toolInfo struct {
+	title, kind string
+}
+
+func newView() *view { return &view{tools: map[string]toolInfo{}} }
+
+// updatesFor maps one recorded entry to the ACP updates a client is shown.
+// replay is true on session/load, where the user's own messages are sent
+// back too (during a live turn the client already has them). Entries with
+// nothing to show (approvals, which the client answered itself; Bridge's
+// bookkeeping) map to none.
+func (v *view) updatesFor(e core.Entry, replay bool) []update {
+	var p map[string]json.RawMessage
+	_ = json.Unmarshal(e.Payload, &p)
+	str := func(k string) string {
+		var s string
+		_ = json.Unmarshal(p[k], &s)
+		return s
+	}
+	meta := func(u update) update {
+		u["_meta"] = map[string]any{"bridge": map[string]any{"entryId": e.ID, "kind": string(e.Kind), "seq": e.Seq}}
+		return u
+	}
+	switch e.Kind {
+	case core.KindUserMessage:
+		if !replay {
+			return nil
+		}
+		return []update{meta(chunk("user_message_chunk", str("text")))}
+	case core.KindAssistantMessage:
+		if t := str("text"); t != "" {
+			u := chunk("agent_message_chunk", t)
+			if id := str("messageId"); id != "" && replay {
+				u["messageId"] = id
+			}
+			return []update{meta(u)}
+		}
+	case core.KindHarnessEvent:
+		// Thinking is kept as a harness event whose type names it
+		// (Claude Code "assistant/thinking", ACP "agent_thought", Codex
+		// reasoning); its text is the thought.
+		typ := strings.ToLower(str("type"))
+		if t := str("text"); t != "" && (strings.Contains(typ, "thinking") || strings.Contains(typ, "thought") ||
+			strings.Contains(typ, "reasoning")) {
+			return []update{meta(chunk("agent_thought_chunk", t))}
+		}
+	case core.KindToolStarted:
+		id := str("toolId")
+		info := toolInfo{title: toolTitle(p, str), kind: toolKind(p, str)}
+		v.tools[id] = info
+		u := update{"sessionUpdate": "tool_call", "toolCallId": id, "title": info.title, "kind": info.kind,
+			"status": "in_progress"}
+		if in := p["input"]; len(in) > 0 && string(in) != "null" {
+			u["rawInput"] = in
+		}
+		if locs := locations(p); len(locs) > 0 {
+			u["locations"] = locs
+		}
+		return []update{meta(u)}
+	case core.KindToolCompleted:
+		id := str("toolId")
+		status := "completed"
+		var isErr bool
+		_ = json.Unmarshal(p["isError"], &isErr)
+		if isErr || str("status") == "failed" {
+			status = "failed"
+		}
+		u := update{"toolCallId": id, "status": status}
+		if out := p["output"]; len(out) > 0 && string(out) != "null" {
+			u["rawOutput"] = out
+			if s, ok := outputText(out); ok {
+				u["content"] = []any{map[string]any{"type": "content", "content": textBlock(s)}}
+			}
+		}
+		if c := p["content"]; json.Valid(c) && len(c) > 0 && c[0] == '[' {
+			// An ACP harness's own tool content (diffs included) as it sent it.
+			u["content"] = c
+		}
+		info, seen := v.tools[id]
+		delete(v.tools, id)
+		if !seen {
+			// Finished without a start the client saw (a refused tool, a
+			// record written before): the whole call at once.
+			u["sessionUpdate"] = "tool_call"
+			u["title"] = toolTitle(p, str)
+			u["kind"] = toolKind(p, str)
+		} else {
+			u["sessionUpdate"] = "tool_call_update"
+			_ = info
+		}
+		return []update{meta(u)}
+	case core.KindPlanUpdated:
+		plan, ok := core.ParsePlan(e.Payload)
+		if !ok {
+			return nil
+		}
+		v.applyPlan(plan)
+		entries := make([]any, 0, len(v.plan))
+		for _, s := range v.plan {
+			entries = append(entries, map[string]any{"content": s.Text, "priority": "medium", "status": planStatus(s.Status)})
+		}
+		return []update{meta(update{"sessionUpdate": "plan", "entries": entries})}
+	case core.KindContextCompacted:
+		var c core.Compacted
+		_ = json.Unmarshal(e.Payload, &c)
+		msg := fmt.Sprintf("[Bridge] Context compacted by %s (%s)", c.Harness, c.Trigger)
+		if c.PreTokens != nil && c.PostTokens != nil {
+			msg += fmt.Sprintf(": %d → %d tokens", *c.PreTokens, *c.PostTokens)
+		}
+		return []update{meta(chunk("agent_message_chunk", msg+"\n"))}
+	case core.KindMigrationHandoff:
+		if replay {
+			return []update{meta(chunk("user_message_chunk", str("summary")))}
+		}
+	case core.KindSessionRestored:
+		if replay {
+			return []update{meta(chunk("agent_message_chunk", fmt.Sprintf("[Bridge] Session restored (%s)\n", str("mode"))))}
+		}
+	}
+	return nil
+}
+
+// applyPlan makes p the plan as it stands: a whole plan replaces it, a
+// partial one changes or adds its steps (matched by id, else text).
+func (v *view) applyPlan(p core.Plan) {
+	if !p.Partial {
+		v.plan = append([]core.PlanStep(nil), p.Steps...)
+		return
+	}
+	for _, s := range p.Steps {
+		found := false
+		for i := range v.plan {
+			if (s.ID != "" && v.plan[i].ID == s.ID) || (s.ID == "" && v.plan[i].Text == s.Text) {
+				if s.Text != "" {
+					v.plan[i].Text = s.Text
+				}
+				v.plan[i].Status = s.Status
+				found = true
+				break
+			}
+		}
+		if !found {
+			v.plan = append(v.plan, s)
+		}
+	}
+}
+
+// planStatus maps a step's status to ACP's (pending, in_progress,
+// completed); a cancelled step is shown completed, as nothing is left to do.
+func planStatus(s string) string {
+	switch s {
+	case core.PlanInProgress, core.PlanCompleted:
+		return s
+	case core.PlanCancelled:
+		return core.PlanCompleted
+	}
+	return core.PlanPending
+}
+
+// toolTitle is a tool call's one-line title: the harness's own title, or
+// its name with the first telling argument.
+func toolTitle(p map[string]json.RawMessage, str func(string) string) string {
+	if t := str("title"); t != "" {
+		return t
+	}
+	name := str("name")
+	if name == "" {
+		name = "tool"
+	}
+	var in map[string]any
+	if json.Unmarshal(p["input"], &in) == nil {
+		for _, k := range []string{"command", "cmd", "file_path", "path", "pattern", "url", "query", "arg"} {
+			if s, ok := in[k].(string); ok && s != "" {
+				return name + ": " + oneLine(s)
+			}
+		}
+	}
+	var s string
+	if json.Unmarshal(p["input"], &s) == nil && s != "" {
+		return name + ": " + oneLine(s)
+	}
+	return name
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if r := []rune(s); len(r) > 120 {
+		s = string(r[:120]) + "…"
+	}
+	return s
+}
+
+// toolKind is ACP's kind of a tool call: the harness's own (an ACP harness
+// says it), else from the tool's name.
+func toolKind(p map[string]json.RawMessage, str func(string) string) string {
+	if k := str("toolKind"); k != "" {
+		return k
+	}
+	if k := str("kind"); validKinds[k] {
+		return k
+	}
+	switch strings.ToLower(str("name")) {
+	case "bash", "bashoutput", "killshell", "shell", "exec", "exec_command", "commandexecution", "local_shell", "command":
+		return "execute"
+	case "write", "edit", "multiedit", "notebookedit", "apply_patch", "filechange", "patch":
+		return "edit"
+	case "read", "notebookread", "view":
+		return "read"
+	case "grep", "glob", "ls", "search", "list":
+		return "search"
+	case "webfetch", "websearch", "fetch", "web_search":
+		return "fetch"
+	case "todowrite", "exitplanmode", "think":
+		return "think"
+	}
+	return "other"
+}
+
+var validKinds = map[string]bool{"read": true, "edit": true, "delete": true, "move": true, "search": true,
+	"execute": true, "think": true, "fetch": true, "switch_mode": true, "other": true}
+
+// locations are the files a tool call names, as ACP tool call locations.
+func locations(p map[string]json.RawMessage) []any {
+	var in map[string]any
+	if json.Unmarshal(p["input"], &in) != nil {
+		return nil
+	}
+	for _, k := range []string{"file_path", "path", "notebook_path"} {
+		if s, ok := in[k].(string); ok && strings.HasPrefix(s, "/") {
+			return []any{map[string]any{"path": s}}
+		}
+	}
+	return nil
+}
+
+// outputText is a tool's output as text, when it is a string or a list of
+// text blocks.
+func outputText(raw json.RawMessage) (string, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, s != ""
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &blocks) == nil {
+		var b strings.Builder
+		for _, x := range blocks {
+			if x.Type == "text" {
+				b.WriteString(x.Text)
+			}
+		}
+		return b.String(), b.Len() > 0
+	}
+	return "", false
+}
