@@ -14,6 +14,7 @@ import (
 
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/adapters/dsh/dshtest"
+	"github.com/bridge-dev/bridge/adapters/fakemodel"
 )
 
 // acpxEnv runs the real acpx (npm, pinned) with Node 22 against
@@ -27,7 +28,7 @@ type acpxEnv struct {
 	pids      string // file the agent command appends its pid to
 }
 
-func newAcpxEnv(t *testing.T, dataDir, harness string) *acpxEnv {
+func newAcpxEnv(t *testing.T, dataDir, harness, cwd string) *acpxEnv {
 	t.Helper()
 	node, _, err := dshtest.Programs()
 	if err != nil {
@@ -38,7 +39,10 @@ func newAcpxEnv(t *testing.T, dataDir, harness string) *acpxEnv {
 		t.Fatalf("acpx is not installed (%v): run `bash .ci/test` (npm ci installs the pinned acpx)", err)
 	}
 	root := t.TempDir()
-	e := &acpxEnv{node: node, cli: cli, home: filepath.Join(root, "home"), cwd: filepath.Join(root, "project"),
+	if cwd == "" {
+		cwd = filepath.Join(root, "project")
+	}
+	e := &acpxEnv{node: node, cli: cli, home: filepath.Join(root, "home"), cwd: cwd,
 		dataDir: dataDir, pids: filepath.Join(root, "pids")}
 	for _, d := range []string{e.home, e.cwd} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -167,7 +171,7 @@ func sessionIDs(t *testing.T, dataDir string) []string {
 // agent's session list, and /compact.
 func TestAcpxDrivesBridgeOverFakeHarness(t *testing.T) {
 	dataDir := t.TempDir()
-	e := newAcpxEnv(t, dataDir, "fake")
+	e := newAcpxEnv(t, dataDir, "fake", "")
 
 	// 1. exec, approved: text, the tool (permission asked and granted), a plan.
 	out, code := e.run(t, "--approve-all", "exec", "say hello from the fake\nask Bash touch made.txt\nplan in_progress:write it; pending:test it")
@@ -277,4 +281,68 @@ func containsInOrder(got, want []string) bool {
 		}
 	}
 	return i == len(want)
+}
+
+// TestAcpxDrivesBridgeOverClaudeCode: the same client through `bridge acp
+// --harness claude-code` to the real Claude Code against the fake model
+// server: a Write the user approves runs, one denied does not (acpx exits
+// 5), a persistent session continues in a new agent process through
+// Claude Code's own resume, and /compact is Claude Code's compaction.
+func TestAcpxDrivesBridgeOverClaudeCode(t *testing.T) {
+	h := newHarnessEnv(t, harnessOptions{})
+	write := func(name string) *fakemodel.ToolCall {
+		in, _ := json.Marshal(map[string]string{"file_path": filepath.Join(h.cwd, name), "content": "written\n"})
+		return &fakemodel.ToolCall{ID: "toolu_" + strings.TrimSuffix(name, ".txt"), Name: "Write", Input: in}
+	}
+	toolOnce(h, "create first.txt", write("first.txt"))
+	toolOnce(h, "create second.txt", write("second.txt"))
+	h.onText("remember the word", "I will remember: heron.")
+	h.onText("which word", "The word was heron.")
+	e := newAcpxEnv(t, h.dataDir, "claude-code", h.cwd)
+
+	out, code := e.run(t, "--approve-all", "exec", "create first.txt")
+	if code != 0 {
+		t.Fatalf("exec --approve-all: exit %d\n%s", code, out)
+	}
+	mustContain(t, "exec --approve-all", out, "session/request_permission", "(completed)", "File created successfully", "[done] end_turn")
+	if _, err := os.Stat(filepath.Join(h.cwd, "first.txt")); err != nil {
+		t.Fatalf("the approved Write did not run: %v", err)
+	}
+
+	out, code = e.run(t, "--deny-all", "exec", "create second.txt")
+	if code != 5 {
+		t.Fatalf("exec --deny-all: exit %d, want 5\n%s", code, out)
+	}
+	mustContain(t, "exec --deny-all", out, "(failed)", "[done] end_turn")
+	if _, err := os.Stat(filepath.Join(h.cwd, "second.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the denied Write ran: %v", err)
+	}
+
+	out, code = e.run(t, "sessions", "new")
+	if code != 0 {
+		t.Fatalf("sessions new: exit %d\n%s", code, out)
+	}
+	out, code = e.run(t, "--ttl", "1", "remember the word heron")
+	if code != 0 {
+		t.Fatalf("first prompt: exit %d\n%s", code, out)
+	}
+	mustContain(t, "first prompt", out, "I will remember: heron.")
+	e.waitAgentsGone(t)
+	out, code = e.run(t, "--ttl", "1", "which word did I ask you to remember?")
+	if code != 0 {
+		t.Fatalf("second prompt: exit %d\n%s", code, out)
+	}
+	mustContain(t, "second prompt", out, "[Bridge] Session restored: native", "The word was heron.")
+	// Claude Code itself was given the earlier turn: its own resume.
+	last := h.fake.Requests()[len(h.fake.Requests())-1]
+	if !strings.Contains(string(last.Body), "remember the word heron") {
+		t.Fatalf("the resumed Claude Code did not send the first turn to the model")
+	}
+
+	e.waitAgentsGone(t)
+	out, code = e.run(t, "--ttl", "1", "/compact")
+	if code != 0 {
+		t.Fatalf("/compact: exit %d\n%s", code, out)
+	}
+	mustContain(t, "/compact", out, "[Bridge] The harness compacted its context.")
 }
