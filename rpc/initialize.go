@@ -42,14 +42,18 @@ func (s *server) open(ctx context.Context, raw json.RawMessage) (Backend, []byte
 	if err != nil {
 		return nil, nil, err
 	}
+	caps, err := withExperimental(schema.ServerCapabilities{
+		Methods:       served(),
+		Notifications: schema.Names(schema.ServerToClient, schema.Notification),
+		Harnesses:     s.cfg.Harnesses,
+		HostMethods:   hostMethods(opts),
+	})
+	if err != nil {
+		return nil, nil, toWire(s.log, "initialize", err)
+	}
 	res := schema.InitializeResult{
-		ServerInfo: schema.ServerInfo{Name: schema.ServerName, Version: s.cfg.Version},
-		Capabilities: schema.ServerCapabilities{
-			Methods:       served(),
-			Notifications: schema.Names(schema.ServerToClient, schema.Notification),
-			Harnesses:     s.cfg.Harnesses,
-			HostMethods:   hostMethods(opts),
-		},
+		ServerInfo:   schema.ServerInfo{Name: schema.ServerName, Version: s.cfg.Version},
+		Capabilities: caps,
 	}
 	out, err := json.Marshal(res)
 	if err != nil {
@@ -63,6 +67,23 @@ func (s *server) open(ctx context.Context, raw json.RawMessage) (Backend, []byte
 		return nil, nil, jsonrpc2.NewError(CodeInternal, "initialize: the backend did not open")
 	}
 	return b, out, nil
+}
+
+// withExperimental repeats c's members (none of them LSP server
+// capabilities) under experimental: typed LSP client libraries drop the
+// server capabilities they do not know, but keep experimental.
+func withExperimental(c schema.ServerCapabilities) (schema.ServerCapabilities, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return c, err
+	}
+	var own map[string]json.RawMessage
+	if err := json.Unmarshal(b, &own); err != nil {
+		return c, err
+	}
+	delete(own, "experimental")
+	c.Experimental = own
+	return c, nil
 }
 
 // initOptions decodes the initialize params into what the backend needs.

@@ -32,23 +32,72 @@ type ClientInfo struct {
 	Version string `json:"version,omitempty"`
 }
 
-// ClientCapabilities says what the client can do.
+// ClientCapabilities says what the client can do: LSP 3.17's
+// ClientCapabilities, which editors send as they are, plus Bridge's own
+// session member. The LSP members Bridge does not act on (workspace,
+// textDocument, notebookDocument, general) are accepted in whatever shape
+// the client sends, experimental is any value, members this contract does
+// not know are ignored; window is checked in its LSP shape and session in
+// Bridge's.
 type ClientCapabilities struct {
+	// Workspace holds the client's workspace/* features (LSP); Bridge does
+	// not use them.
+	Workspace LSPObject `json:"workspace,omitempty"`
+	// TextDocument holds the client's textDocument/* features (LSP);
+	// Bridge does not use them.
+	TextDocument LSPObject `json:"textDocument,omitempty"`
+	// NotebookDocument holds the client's notebook features (LSP); Bridge
+	// does not use them.
+	NotebookDocument LSPObject `json:"notebookDocument,omitempty"`
 	// Window holds the window/* features the client supports.
 	Window *WindowClientCapabilities `json:"window,omitempty"`
-	// Session holds the session features the client supports.
+	// General holds the client's general features (LSP: position
+	// encodings, markdown, regular expressions, stale requests); Bridge
+	// does not use them.
+	General LSPObject `json:"general,omitempty"`
+	// Experimental holds the client's experimental capabilities: any JSON
+	// value, null included (LSPAny).
+	Experimental json.RawMessage `json:"experimental,omitempty"`
+	// Session holds the session features the client supports (Bridge's
+	// own member).
 	Session *SessionClientCapabilities `json:"session,omitempty"`
-	// Experimental holds capabilities not yet in the contract.
-	Experimental map[string]json.RawMessage `json:"experimental,omitempty"`
 }
 
-// WindowClientCapabilities are the window/* features of a client.
+// LSPObject is a JSON object whose members Bridge takes as they come.
+type LSPObject map[string]json.RawMessage
+
+// WindowClientCapabilities are the window/* features of a client (LSP
+// 3.17).
 type WindowClientCapabilities struct {
 	// WorkDoneProgress is true when the client accepts
 	// window/workDoneProgress/create and server-initiated $/progress.
 	WorkDoneProgress bool `json:"workDoneProgress,omitempty"`
-	// ShowMessage is true when the client shows window/showMessage.
-	ShowMessage bool `json:"showMessage,omitempty"`
+	// ShowMessage says how the client handles window/showMessageRequest.
+	ShowMessage *ShowMessageRequestClientCapabilities `json:"showMessage,omitempty"`
+	// ShowDocument says whether the client handles window/showDocument.
+	ShowDocument *ShowDocumentClientCapabilities `json:"showDocument,omitempty"`
+}
+
+// ShowMessageRequestClientCapabilities are the client's
+// window/showMessageRequest features (LSP).
+type ShowMessageRequestClientCapabilities struct {
+	// MessageActionItem describes the action items the client supports.
+	MessageActionItem *MessageActionItemCapabilities `json:"messageActionItem,omitempty"`
+}
+
+// MessageActionItemCapabilities describe the message action items a client
+// supports (LSP).
+type MessageActionItemCapabilities struct {
+	// AdditionalPropertiesSupport is true when the client sends back the
+	// action item's members beyond its title.
+	AdditionalPropertiesSupport bool `json:"additionalPropertiesSupport,omitempty"`
+}
+
+// ShowDocumentClientCapabilities are the client's window/showDocument
+// features (LSP).
+type ShowDocumentClientCapabilities struct {
+	// Support is true when the client handles window/showDocument.
+	Support bool `json:"support,omitempty"`
 }
 
 // InitializationOptions configure Bridge for one client.
@@ -104,7 +153,10 @@ type ServerCapabilities struct {
 	// HostMethods lists the host/* requests Bridge will send to this client
 	// (empty unless the client hosts sessions).
 	HostMethods []string `json:"hostMethods,omitempty"`
-	// Experimental holds capabilities not yet in the contract.
+	// Experimental repeats methods, notifications, harnesses and
+	// hostMethods under the same names, for LSP client libraries that keep
+	// only the standard server capabilities (experimental among them), and
+	// may hold capabilities not yet in the contract.
 	Experimental map[string]json.RawMessage `json:"experimental,omitempty"`
 }
 

@@ -55,6 +55,14 @@ async function main() {
     return out;
   };
   const plainDefs = Object.fromEntries(names.map((n) => [n, named(defs[n])]));
+  // A property whose schema constrains nothing (a json.RawMessage in Go:
+  // any JSON value, null included) is `unknown`, not an object.
+  const constraining = ["type", "tsType", "oneOf", "anyOf", "allOf", "enum", "const", "properties", "items"];
+  for (const def of Object.values(plainDefs)) {
+    for (const p of Object.values(def.properties ?? {})) {
+      if (!constraining.some((k) => k in p)) p.tsType = "unknown";
+    }
+  }
 
   // Compile one schema whose root references every definition, so each
   // becomes exactly one named declaration.

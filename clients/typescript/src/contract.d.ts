@@ -197,23 +197,37 @@ export interface CheckpointSavedNotification {
   sessionId: string;
 }
 /**
- * ClientCapabilities says what the client can do.
+ * ClientCapabilities says what the client can do: LSP 3.17's ClientCapabilities, which editors send as they are, plus Bridge's own session member. The LSP members Bridge does not act on (workspace, textDocument, notebookDocument, general) are accepted in whatever shape the client sends, experimental is any value, members this contract does not know are ignored; window is checked in its LSP shape and session in Bridge's.
  */
 export interface ClientCapabilities {
   /**
-   * Experimental holds capabilities not yet in the contract.
+   * Experimental holds the client's experimental capabilities: any JSON value, null included (LSPAny).
    */
-  experimental?: {
-    [k: string]: unknown;
-  };
+  experimental?: unknown;
   /**
-   * Session holds the session features the client supports.
+   * General holds the client's general features (LSP: position encodings, markdown, regular expressions, stale requests); Bridge does not use them.
+   */
+  general?: LSPObject;
+  /**
+   * NotebookDocument holds the client's notebook features (LSP); Bridge does not use them.
+   */
+  notebookDocument?: LSPObject;
+  /**
+   * Session holds the session features the client supports (Bridge's own member).
    */
   session?: SessionClientCapabilities;
+  /**
+   * TextDocument holds the client's textDocument/* features (LSP); Bridge does not use them.
+   */
+  textDocument?: LSPObject;
   /**
    * Window holds the window/* features the client supports.
    */
   window?: WindowClientCapabilities;
+  /**
+   * Workspace holds the client's workspace/* features (LSP); Bridge does not use them.
+   */
+  workspace?: LSPObject;
 }
 /**
  * ClientInfo names the client program.
@@ -963,6 +977,12 @@ export interface InitializeResult {
  */
 export interface InitializedParams {}
 /**
+ * LSPObject is a JSON object whose members Bridge takes as they come.
+ */
+export interface LSPObject {
+  [k: string]: unknown;
+}
+/**
  * LogMessageParams asks the client to log a message (window/logMessage).
  */
 export interface LogMessageParams {
@@ -974,6 +994,15 @@ export interface LogMessageParams {
    * Type is the severity.
    */
   type: MessageType;
+}
+/**
+ * MessageActionItemCapabilities describe the message action items a client supports (LSP).
+ */
+export interface MessageActionItemCapabilities {
+  /**
+   * AdditionalPropertiesSupport is true when the client sends back the action item's members beyond its title.
+   */
+  additionalPropertiesSupport?: boolean;
 }
 /**
  * MigrationExecuteParams runs a previewed migration.
@@ -1197,9 +1226,7 @@ export interface PermissionToolCall {
   /**
    * RawInput is the tool's input as the harness gave it.
    */
-  rawInput?: {
-    [k: string]: unknown;
-  };
+  rawInput?: unknown;
   /**
    * Title is a short human-readable description of the call.
    */
@@ -1354,7 +1381,7 @@ export interface SearchHit {
  */
 export interface ServerCapabilities {
   /**
-   * Experimental holds capabilities not yet in the contract.
+   * Experimental repeats methods, notifications, harnesses and hostMethods under the same names, for LSP client libraries that keep only the standard server capabilities (experimental among them), and may hold capabilities not yet in the contract.
    */
   experimental?: {
     [k: string]: unknown;
@@ -2044,6 +2071,15 @@ export interface SessionUpdateNotification {
   sessionId: string;
 }
 /**
+ * ShowDocumentClientCapabilities are the client's window/showDocument features (LSP).
+ */
+export interface ShowDocumentClientCapabilities {
+  /**
+   * Support is true when the client handles window/showDocument.
+   */
+  support?: boolean;
+}
+/**
  * ShowMessageParams asks the client to show a message to the user (window/showMessage).
  */
 export interface ShowMessageParams {
@@ -2055,6 +2091,15 @@ export interface ShowMessageParams {
    * Type is the severity.
    */
   type: MessageType;
+}
+/**
+ * ShowMessageRequestClientCapabilities are the client's window/showMessageRequest features (LSP).
+ */
+export interface ShowMessageRequestClientCapabilities {
+  /**
+   * MessageActionItem describes the action items the client supports.
+   */
+  messageActionItem?: MessageActionItemCapabilities;
 }
 /**
  * TextContent is a text block of a prompt.
@@ -2083,13 +2128,17 @@ export interface TextSpan {
   start: number;
 }
 /**
- * WindowClientCapabilities are the window/* features of a client.
+ * WindowClientCapabilities are the window/* features of a client (LSP 3.17).
  */
 export interface WindowClientCapabilities {
   /**
-   * ShowMessage is true when the client shows window/showMessage.
+   * ShowDocument says whether the client handles window/showDocument.
    */
-  showMessage?: boolean;
+  showDocument?: ShowDocumentClientCapabilities;
+  /**
+   * ShowMessage says how the client handles window/showMessageRequest.
+   */
+  showMessage?: ShowMessageRequestClientCapabilities;
   /**
    * WorkDoneProgress is true when the client accepts window/workDoneProgress/create and server-initiated $/progress.
    */
