@@ -59,6 +59,19 @@ type MigrationPreviewResult struct {
 	Stats map[string]int `json:"stats"`
 	// Warnings tell what was dropped or could not be carried.
 	Warnings []string `json:"warnings"`
+	// SummaryChars is how much of the handoff the summary budget holds: its
+	// characters (Unicode code points) with surrounding white space trimmed,
+	// not counting the visual evidence and unresolved images sections (from
+	// their "## " heading to the next), which have their own budget. An
+	// editor shows this count live against SummaryCharBudget.
+	SummaryChars int `json:"summaryChars"`
+	// SummaryCharBudget is the budget the handoff was written for.
+	SummaryCharBudget int `json:"summaryCharBudget"`
+	// OverBudget is true when the handoff is still over its budget after
+	// the one repair request the summary worker gets. migration/execute
+	// refuses an over-budget handoff unless it was edited within the budget
+	// or allowOverBudget is given.
+	OverBudget bool `json:"overBudget"`
 }
 
 // MarshalJSON writes empty lists and maps as [] and {} rather than null.
@@ -96,6 +109,11 @@ type MigrationExecuteParams struct {
 	Inject InjectMode `json:"inject,omitempty"`
 	// GoalRounds is the goal's round budget (default 1).
 	GoalRounds int `json:"goalRounds,omitempty" jsonschema:"minimum=0"`
+	// AllowOverBudget sends a handoff that is over its summary budget
+	// (counted as the preview's summaryChars is) as it is; without it such
+	// a handoff is refused (invalid, naming allowOverBudget) before
+	// anything is created.
+	AllowOverBudget bool `json:"allowOverBudget,omitempty"`
 	WorkDoneProgressParams
 }
 

@@ -410,13 +410,14 @@ func (a *app) migrate(ctx context.Context, args []string) error {
 	cont := fs.Bool("continue", false, "restate and continue instead of restate and wait")
 	inject := fs.String("inject", "", "goal, prompt or both (default: by the target's capabilities)")
 	rounds := fs.Int("goal-rounds", 0, "goal rounds (default 1)")
+	overBudget := fs.Bool("allow-over-budget", false, "send a handoff that is over its summary budget as it is")
 	pos, err := a.parse(fs, args[1:])
 	if err != nil {
 		return err
 	}
 	return a.withEnv(ctx, func(e *env) error {
 		out, err := e.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: pos[0], Path: *path, Continue: *cont,
-			Inject: schema.InjectMode(*inject), GoalRounds: *rounds})
+			Inject: schema.InjectMode(*inject), GoalRounds: *rounds, AllowOverBudget: *overBudget})
 		if err != nil {
 			return err
 		}

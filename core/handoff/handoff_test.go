@@ -332,3 +332,24 @@ func TestStripThink(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// TestSummaryCharsLeavesOutVisualEvidence: the summary budget counts the
+// handoff but not the sections Appendix adds, in either language.
+func TestSummaryCharsLeavesOutVisualEvidence(t *testing.T) {
+	five := "## Goal\nShip it.\n\n## Next step\nTest it.\n"
+	n := runes(strings.TrimSpace(five))
+	for _, lang := range []string{"en", "zh"} {
+		v := Visual{Answered: []EvidenceBlock{{UserText: "look", AssistantText: strings.Repeat("像素", 500), Images: 1}},
+			Unresolved: []EvidenceBlock{{UserText: "and this", Images: 1, EntryID: "e9"}}}
+		withApp := five + "\n" + v.Appendix(lang) + "\n## Extra notes\nkept\n"
+		if got, want := SummaryChars(withApp), n+runes("\n\n## Extra notes\nkept"); got != want {
+			t.Errorf("%s: %d characters, want %d (the appendix is not counted, a later section is)", lang, got, want)
+		}
+	}
+	if SummaryChars("  "+five+"\r\n\r\n") != n {
+		t.Error("surrounding white space and CRLF must not count")
+	}
+	if !strings.Contains(RepairInstruction("en", 3000, 2400), "within 2400 characters") || !strings.Contains(RepairInstruction("zh", 3000, 2400), "2400") {
+		t.Error("the repair request must name the budget")
+	}
+}

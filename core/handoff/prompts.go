@@ -49,6 +49,16 @@ Material:
 `, tokens, h(Goal), h(CurrentState), h(KeyDecisions), h(KeyFiles), h(NextStep))
 }
 
+// RepairInstruction asks the summary worker, in the same session, to
+// rewrite its handoff within the budget: the same five sections, shorter.
+// got is the length it wrote, budget the characters allowed.
+func RepairInstruction(lang string, got, budget int) string {
+	if lang == "zh" {
+		return fmt.Sprintf(`你的交接摘要有 %d 个字符，超出了 %d 个字符的上限。请把同样的五个部分重写到 %d 个字符以内：标题原样，顺序不变；精确的数字、标识和路径照抄；删减叙述而不是事实。只输出这五个部分，不要调用任何工具。`, got, budget, budget)
+	}
+	return fmt.Sprintf(`Your handoff is %d characters, over its %d-character limit. Rewrite the same five sections within %d characters: the same headings in the same order; copy exact numbers, identifiers and paths; cut wording, not facts. Output only the five sections and call no tools.`, got, budget, budget)
+}
+
 // Kickoff is the first message to the target session: the handoff, then
 // either "restate and wait" (the default) or "restate and continue".
 func Kickoff(lang, summary string, cont bool) string {
@@ -186,9 +196,9 @@ func (v Visual) Appendix(lang string) string {
 	var b strings.Builder
 	if len(v.Answered) > 0 {
 		if lang == "zh" {
-			b.WriteString("## 视觉证据（原文，未经摘要）\n")
+			b.WriteString("## " + visualHeadingZh + "\n")
 		} else {
-			b.WriteString("## Visual evidence — verbatim, not summarized\n")
+			b.WriteString("## " + visualHeadingEn + "\n")
 		}
 		if v.Omitted > 0 {
 			fmt.Fprintf(&b, "(%d block(s) left out whole for the budget)\n", v.Omitted)
@@ -202,13 +212,51 @@ func (v Visual) Appendix(lang string) string {
 			b.WriteString("\n")
 		}
 		if lang == "zh" {
-			b.WriteString("## 未解析的图片\n")
+			b.WriteString("## " + unresolvedHeadingZh + "\n")
 		} else {
-			b.WriteString("## Unresolved images\n")
+			b.WriteString("## " + unresolvedHeadingEn + "\n")
 		}
 		for _, blk := range v.Unresolved {
 			fmt.Fprintf(&b, "- %d image(s) with no answer, sent with: %q (entry %s)\n", blk.Images, blk.UserText, blk.EntryID)
 		}
 	}
 	return b.String()
+}
+
+// The headings of the sections Appendix writes. They stay outside the
+// summary budget.
+const (
+	visualHeadingEn     = "Visual evidence — verbatim, not summarized"
+	visualHeadingZh     = "视觉证据（原文，未经摘要）"
+	unresolvedHeadingEn = "Unresolved images"
+	unresolvedHeadingZh = "未解析的图片"
+)
+
+// SummaryChars is how many characters of a handoff the summary budget
+// holds: the text in Unicode code points, trimmed of surrounding white
+// space, without the visual evidence and unresolved images sections (from
+// their "## " heading to the next one), which have their own budget. The
+// preview and migration/execute count alike, so an edited handoff is judged
+// by the rule the preview was.
+func SummaryChars(md string) int {
+	var kept strings.Builder
+	skip, inFence := false, false
+	for _, line := range strings.Split(strings.ReplaceAll(md, "\r\n", "\n"), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			inFence = !inFence
+		}
+		if !inFence && strings.HasPrefix(line, "## ") {
+			switch strings.TrimSpace(line[3:]) {
+			case visualHeadingEn, visualHeadingZh, unresolvedHeadingEn, unresolvedHeadingZh:
+				skip = true
+			default:
+				skip = false
+			}
+		}
+		if !skip {
+			kept.WriteString(line)
+			kept.WriteString("\n")
+		}
+	}
+	return runes(strings.TrimSpace(kept.String()))
 }

@@ -54,6 +54,18 @@ func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExec
 	if _, err := handoff.Parse(summary); err != nil {
 		warnings = append(warnings, fmt.Sprintf("the edited handoff does not have the five sections (%v); it is sent as written", err))
 	}
+	budget := extra.Budget
+	if budget <= 0 {
+		budget = handoff.SummaryCharBudget
+	}
+	if n := handoff.SummaryChars(summary); n > budget {
+		if !req.AllowOverBudget {
+			e := invalidField("allowOverBudget", "the handoff is %d characters, over its %d-character summary budget: edit it within the budget, or pass allowOverBudget to send it as it is", n, budget)
+			e.Data["summaryChars"], e.Data["summaryCharBudget"] = n, budget
+			return schema.MigrationExecuteResult{}, e
+		}
+		warnings = append(warnings, fmt.Sprintf("the handoff is sent over its budget (%d characters of %d), as allowOverBudget asked", n, budget))
+	}
 	src, err := s.session(ctx, p.SourceSessionID)
 	if err != nil {
 		return schema.MigrationExecuteResult{}, err

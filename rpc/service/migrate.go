@@ -26,6 +26,9 @@ const workerTimeout = 5 * time.Minute
 // target receives with the kickoff.
 type previewExtra struct {
 	Unresolved []unresolvedMeta `json:"unresolvedImages,omitempty"`
+	// Budget is the summary budget the handoff was written for (0 in a
+	// preview made before it was kept: the default).
+	Budget int `json:"summaryCharBudget,omitempty"`
 }
 
 // unresolvedMeta is an image message nobody answered, as a preview keeps it.
@@ -132,20 +135,18 @@ func (s *Service) MigrationPreview(ctx context.Context, req schema.MigrationPrev
 	}
 	progress(1, 3, "the summary worker is writing the handoff")
 	started := time.Now()
-	text, err := s.runWorker(ctx, src, handoff.Instruction(fold.Lang, budget)+fold.Text)
+	h, requests, err := s.writeHandoff(ctx, src, fold.Lang, handoff.Instruction(fold.Lang, budget)+fold.Text, budget)
 	if err != nil {
 		return schema.MigrationPreviewResult{}, err
-	}
-	h, err := handoff.Parse(text)
-	if err != nil {
-		return schema.MigrationPreviewResult{}, core.E(core.CodeSummary, "the summary worker's handoff is not five valid sections", err)
 	}
 	warnings := append([]string(nil), fold.Dropped...)
 	if bad := h.UnsupportedFiles(fold.Text); len(bad) > 0 {
 		warnings = append(warnings, fmt.Sprintf("key files not found in the source material (check them): %s", strings.Join(bad, ", ")))
 	}
-	if n := runeLen(h.Markdown()); n > budget*3/2 {
-		warnings = append(warnings, fmt.Sprintf("the handoff is %d characters, over the %d budget", n, budget))
+	chars := handoff.SummaryChars(h.Markdown())
+	over := chars > budget
+	if over {
+		warnings = append(warnings, fmt.Sprintf("the handoff is %d characters, over its %d-character budget even after one repair request: edit it within the budget, or execute with allowOverBudget", chars, budget))
 	}
 	vis := handoff.CollectVisual(branch, 0)
 	if w := vis.OmittedWarning(); w != "" {
@@ -163,7 +164,7 @@ func (s *Service) MigrationPreview(ctx context.Context, req schema.MigrationPrev
 	if err != nil {
 		return schema.MigrationPreviewResult{}, err
 	}
-	var extra previewExtra
+	extra := previewExtra{Budget: budget}
 	for _, b := range vis.Unresolved {
 		extra.Unresolved = append(extra.Unresolved, unresolvedMeta{EntryID: b.EntryID, Images: b.Images, Attachments: b.Attachments, HostImages: b.HostImages})
 	}
@@ -185,19 +186,55 @@ func (s *Service) MigrationPreview(ctx context.Context, req schema.MigrationPrev
 		"messagesTotal": fold.Stats.MessagesTotal, "usersUsed": fold.Stats.UsersUsed,
 		"usersTotal": fold.Stats.UsersTotal, "summaryChars": runeLen(summary),
 		"images": vis.Images, "imagesAnswered": len(vis.Answered), "imagesUnresolved": len(vis.Unresolved),
-		"workerMillis": int(time.Since(started).Milliseconds()),
+		"workerMillis": int(time.Since(started).Milliseconds()), "workerRequests": requests,
 	}
-	return schema.MigrationPreviewResult{PreviewID: id, Path: path, Summary: summary, Sections: secs, Stats: stats, Warnings: warnings}, nil
+	return schema.MigrationPreviewResult{PreviewID: id, Path: path, Summary: summary, Sections: secs, Stats: stats, Warnings: warnings,
+		SummaryChars: chars, SummaryCharBudget: budget, OverBudget: over}, nil
 }
 
-// runWorker runs a temporary summary worker on the source's harness: a
+// writeHandoff has a summary worker write the five-part handoff. A handoff
+// over budget gets one repair request to the same worker (the same five
+// sections within the budget); the repaired one is kept when it is still
+// five valid sections and shorter. It returns the handoff and how many
+// requests the worker got.
+func (s *Service) writeHandoff(ctx context.Context, src core.Session, lang, prompt string, budget int) (handoff.Handoff, int, error) {
+	var h handoff.Handoff
+	requests := 0
+	err := s.withWorker(ctx, src, func(ask func(string) (string, error)) error {
+		text, err := ask(prompt)
+		requests++
+		if err != nil {
+			return err
+		}
+		if h, err = handoff.Parse(text); err != nil {
+			return core.E(core.CodeSummary, "the summary worker's handoff is not five valid sections", err)
+		}
+		n := handoff.SummaryChars(h.Markdown())
+		if n <= budget {
+			return nil
+		}
+		text, err = ask(handoff.RepairInstruction(lang, n, budget))
+		requests++
+		if err != nil {
+			return fmt.Errorf("the repair request for a %d-character handoff: %w", n, err)
+		}
+		if r, err := handoff.Parse(text); err == nil && handoff.SummaryChars(r.Markdown()) < n {
+			h = r
+		}
+		return nil
+	})
+	return h, requests, err
+}
+
+// withWorker runs a temporary summary worker on the source's harness: a
 // fresh session in the same working directory with the same model, which
-// sees only prompt. It is archived whatever happens.
-func (s *Service) runWorker(ctx context.Context, src core.Session, prompt string) (string, error) {
+// sees only what do asks it (each ask one turn, bounded by workerTimeout).
+// It is archived whatever happens.
+func (s *Service) withWorker(ctx context.Context, src core.Session, do func(ask func(prompt string) (string, error)) error) error {
 	w, err := s.create(ctx, schema.SessionCreateParams{Harness: src.Harness, Cwd: src.Cwd, Model: src.Model, Effort: src.Effort,
 		Title: "handoff worker for " + src.ID})
 	if err != nil {
-		return "", fmt.Errorf("start the summary worker: %w", err)
+		return fmt.Errorf("start the summary worker: %w", err)
 	}
 	defer func() {
 		if err := s.archive(context.WithoutCancel(ctx), w.ID); err != nil {
@@ -206,15 +243,17 @@ func (s *Service) runWorker(ctx context.Context, src core.Session, prompt string
 	}()
 	l := s.liveFor(w.ID)
 	if l == nil {
-		return "", core.Errorf(core.CodeHarness, "the summary worker stopped before its turn")
+		return core.Errorf(core.CodeHarness, "the summary worker stopped before its turn")
 	}
-	ctx, cancel := context.WithTimeout(ctx, workerTimeout)
-	defer cancel()
-	text, err := s.ask(ctx, l, prompt)
-	if err != nil {
-		return "", fmt.Errorf("summary worker: %w", err)
-	}
-	return text, nil
+	return do(func(prompt string) (string, error) {
+		ctx, cancel := context.WithTimeout(ctx, workerTimeout)
+		defer cancel()
+		text, err := s.ask(ctx, l, prompt)
+		if err != nil {
+			return "", fmt.Errorf("summary worker: %w", err)
+		}
+		return text, nil
+	})
 }
 
 // ask runs one turn in l and returns the assistant text it produced.

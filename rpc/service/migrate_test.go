@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/bridge-dev/bridge/adapters/fake"
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/handoff"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -394,4 +396,107 @@ func TestMigrationExecuteSummary(t *testing.T) {
 	if res.TargetSessionID == "" || len(prompts) == 0 || !strings.Contains(strings.Join(prompts, "\n"), "4242 requests per second") {
 		t.Fatalf("the target's kickoff does not carry the edit: result %+v, prompts %q", res, prompts)
 	}
+}
+
+// TestMigrationSummaryBudget holds the summary budget: a handoff over it
+// gets one repair request to the same worker; one still over is marked
+// overBudget, and migration/execute refuses it (creating nothing) unless it
+// was edited within the budget or allowOverBudget is given. Visual evidence
+// is not counted.
+func TestMigrationSummaryBudget(t *testing.T) {
+	ctx := context.Background()
+	long := strings.Replace(handoffText, "The parser works;", "The parser works; "+strings.Repeat("and it is fast ", 40), 1)
+	const budget = 400
+	if n := handoff.SummaryChars(handoffText); n > budget {
+		t.Fatalf("the short handoff is %d characters, over %d", n, budget)
+	}
+	var prompts []string
+	repairFits := true
+	o := fake.Options{Script: func(p string) []fake.Step {
+		prompts = append(prompts, p)
+		switch {
+		case strings.Contains(p, "You write handoffs"):
+			return []fake.Step{{Op: fake.OpJSON, Text: long}}
+		case strings.Contains(p, "Your handoff is"):
+			if repairFits {
+				return []fake.Step{{Op: fake.OpJSON, Text: handoffText}}
+			}
+			return []fake.Step{{Op: fake.OpJSON, Text: strings.Replace(long, "fast ", "quick ", 3)}}
+		}
+		return nil
+	}}
+	r := newRig(t, rigOptions{fake: o, presets: []core.Preset{{Name: "reviewer", Harness: "fake"}}})
+	src := r.create()
+	r.prompt(src.ID, "say budget is 4096 tokens")
+	workers := func() int {
+		all, _, _ := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true})
+		return len(all)
+	}
+
+	t.Run("one repair brings it within budget", func(t *testing.T) {
+		prompts = nil
+		before := workers()
+		p, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Preset: "reviewer"}, SummaryCharBudget: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(prompts) != 2 || !strings.Contains(prompts[1], fmt.Sprintf("Your handoff is %d characters, over its %d-character limit", handoff.SummaryChars(long), budget)) {
+			t.Fatalf("worker prompts %q: want the instruction, then one repair request", prompts)
+		}
+		if workers() != before+1 {
+			t.Errorf("the repair must go to the same worker: %d sessions more", workers()-before)
+		}
+		if p.OverBudget || p.SummaryChars != handoff.SummaryChars(handoffText) || p.SummaryCharBudget != budget || p.Stats["workerRequests"] != 2 {
+			t.Fatalf("preview overBudget %v, %d/%d chars, stats %v", p.OverBudget, p.SummaryChars, p.SummaryCharBudget, p.Stats)
+		}
+		if _, err := r.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID}); err != nil {
+			t.Fatalf("a handoff within budget executes: %v", err)
+		}
+	})
+
+	repairFits = false
+	over := func(t *testing.T) schema.MigrationPreviewResult {
+		t.Helper()
+		prompts = nil
+		p, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Preset: "reviewer"}, SummaryCharBudget: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(prompts) != 2 || !p.OverBudget || p.SummaryChars <= budget || p.SummaryChars != handoff.SummaryChars(p.Summary) {
+			t.Fatalf("%d worker prompts; preview overBudget %v, %d chars: want one repair, then overBudget", len(prompts), p.OverBudget, p.SummaryChars)
+		}
+		if !strings.Contains(strings.Join(p.Warnings, "\n"), "even after one repair request") {
+			t.Errorf("warnings %q", p.Warnings)
+		}
+		return p
+	}
+	t.Run("still over: execute refuses, an edit within budget passes", func(t *testing.T) {
+		p := over(t)
+		before := workers()
+		_, err := r.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID})
+		var ce *core.Error
+		if !errors.As(err, &ce) || ce.Code != core.CodeInvalid || ce.Data["field"] != "allowOverBudget" || ce.Data["summaryChars"] != p.SummaryChars {
+			t.Fatalf("execute of an over-budget handoff: %v (%+v)", err, ce)
+		}
+		if workers() != before {
+			t.Fatal("a refused execute created a session")
+		}
+		// Visual evidence does not count: an edit within budget plus a long
+		// evidence section passes.
+		edited := handoffText + "\n## Visual evidence — verbatim, not summarized\n" + strings.Repeat("pixel ", 200) + "\n"
+		if err := os.WriteFile(p.Path, []byte(edited), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := r.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID})
+		if err != nil || !out.KickoffSent {
+			t.Fatalf("execute after an edit within budget: %+v %v", out, err)
+		}
+	})
+	t.Run("still over: allowOverBudget sends it", func(t *testing.T) {
+		p := over(t)
+		out, err := r.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID, AllowOverBudget: true})
+		if err != nil || !out.KickoffSent || !strings.Contains(strings.Join(out.Warnings, "\n"), "as allowOverBudget asked") {
+			t.Fatalf("execute with allowOverBudget: %+v %v", out, err)
+		}
+	})
 }

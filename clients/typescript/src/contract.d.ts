@@ -1009,6 +1009,10 @@ export interface MessageActionItemCapabilities {
  */
 export interface MigrationExecuteParams {
   /**
+   * AllowOverBudget sends a handoff that is over its summary budget (counted as the preview's summaryChars is) as it is; without it such a handoff is refused (invalid, naming allowOverBudget) before anything is created.
+   */
+  allowOverBudget?: boolean;
+  /**
    * Continue lets the target continue after restating; by default it restates and waits.
    */
   continue?: boolean;
@@ -1100,6 +1104,10 @@ export interface MigrationPreviewParams {
  */
 export interface MigrationPreviewResult {
   /**
+   * OverBudget is true when the handoff is still over its budget after the one repair request the summary worker gets. migration/execute refuses an over-budget handoff unless it was edited within the budget or allowOverBudget is given.
+   */
+  overBudget: boolean;
+  /**
    * Path is the preview file; edit it before executing to correct numbers, paths or decisions.
    */
   path: string;
@@ -1121,6 +1129,14 @@ export interface MigrationPreviewResult {
    * Summary is the whole handoff text.
    */
   summary: string;
+  /**
+   * SummaryCharBudget is the budget the handoff was written for.
+   */
+  summaryCharBudget: number;
+  /**
+   * SummaryChars is how much of the handoff the summary budget holds: its characters (Unicode code points) with surrounding white space trimmed, not counting the visual evidence and unresolved images sections (from their "## " heading to the next), which have their own budget. An editor shows this count live against SummaryCharBudget.
+   */
+  summaryChars: number;
   /**
    * Warnings tell what was dropped or could not be carried.
    */
