@@ -26,6 +26,9 @@ const (
 	// CapApprovalRelay: the harness's tool permission requests reach
 	// CreateRequest.Approve (and so the client's user).
 	CapApprovalRelay = "approval.relay"
+	// CapSessionFork: the live session can be forked natively (core.Forker),
+	// so a checkpoint is written beside the live thread, never in it.
+	CapSessionFork = "session.fork"
 )
 
 // ClientHosted is implemented by hosts whose sessions a client hosts
@@ -39,7 +42,7 @@ type ClientHosted interface {
 var Capabilities = []string{CapSessionCreate, CapSessionPrompt, CapSessionCancel,
 	CapSessionList, CapSessionHistory, CapSessionModels, CapSessionSelect, CapSessionRename,
 	CapWorkspaceList, CapWorkspaceArchive, CapPresetList, CapAttachment, CapHistoryWindow,
-	CapNativeResume, CapCompactCommand, CapCompactionFocus, CapContextGauge, CapApprovalRelay,
+	CapNativeResume, CapSessionFork, CapCompactCommand, CapCompactionFocus, CapContextGauge, CapApprovalRelay,
 	CapGoalCreate, CapGoalPause, CapGoalClear}
 
 // RequiredCapabilities are those without which Bridge cannot drive a
@@ -94,6 +97,7 @@ var without = map[string]string{
 	CapAttachment:       "images come from Bridge's own copies of prompts",
 	CapHistoryWindow:    "history is read whole",
 	CapNativeResume:     "a resume restores from the latest Bridge checkpoint",
+	CapSessionFork:      "a checkpoint of a running session is rebuilt from the record (reconstructed), or asked in the live thread where the preset sets checkpoint: in-thread",
 	CapCompactCommand:   "session/compact writes a Bridge checkpoint instead",
 	CapCompactionFocus:  "a compaction focus is reported as not applied",
 	CapContextGauge:     "Bridge estimates the context window from the record",

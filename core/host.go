@@ -67,6 +67,43 @@ type Preset struct {
 	Profile            string   `json:"profile,omitempty"`            // Codex
 	ApprovalPolicy     string   `json:"approvalPolicy,omitempty"`     // Codex, ACP: how to answer approvals
 	Agent              string   `json:"agent,omitempty"`              // OpenCode, DSH
+	// Checkpoint is how a checkpoint of a running session is written
+	// (CheckpointFork, the default, or CheckpointInThread); see
+	// CheckpointMethodFor.
+	Checkpoint string `json:"checkpoint,omitempty"`
+}
+
+// How a checkpoint was obtained (the checkpoint entry's method).
+const (
+	// CheckpointFork: asked of a native fork of the live session, which is
+	// then discarded; the live conversation is untouched.
+	CheckpointFork = "fork"
+	// CheckpointInThread: asked in the live conversation itself (the request
+	// and the reply stay in the harness's context). Only where the preset
+	// asks for it.
+	CheckpointInThread = "in-thread"
+	// CheckpointReconstructed: rebuilt by Bridge from the record and the
+	// repository, without asking the model.
+	CheckpointReconstructed = "reconstructed"
+)
+
+// CheckpointMethods are the methods, in the order above.
+var CheckpointMethods = []string{CheckpointFork, CheckpointInThread, CheckpointReconstructed}
+
+// CheckpointMethodFor is the one rule for how a checkpoint of a running
+// session of preset p is written, given whether the harness can fork it:
+// a fork when it can; otherwise in the live thread only when the preset
+// says checkpoint: in-thread, else reconstructed from the record. There is
+// no silent fallback into the live thread. A preset that says in-thread
+// gets in-thread even where a fork is possible (the user asked for it).
+func CheckpointMethodFor(p Preset, canFork bool) string {
+	switch {
+	case p.Checkpoint == CheckpointInThread:
+		return CheckpointInThread
+	case canFork:
+		return CheckpointFork
+	}
+	return CheckpointReconstructed
 }
 
 // CreateRequest asks a host for a new session.
@@ -186,8 +223,8 @@ func WorkspacesOf(paths []string) []Workspace {
 // BridgeHost is the port every harness adapter implements (ARCHITECTURE.md, Capabilities and doctor). A
 // method whose capability the adapter does not have returns an error
 // wrapping ErrUnsupported, and Probe says so. Optional capabilities are
-// separate interfaces (NativeResumer on the host; Compactor, GoalHost,
-// GoalClearer, AttachmentSource on the live session) detected by type
+// separate interfaces (NativeResumer on the host; Compactor, Forker,
+// GoalHost, GoalClearer, AttachmentSource on the live session) detected by type
 // assertion.
 type BridgeHost interface {
 	// Harness names the adapter: "claude-code", "codex", "opencode", "acp",
@@ -271,6 +308,53 @@ type CompactResult struct {
 // context.compacted entry arrives through the sink.
 type Compactor interface {
 	Compact(ctx context.Context, focus string) (CompactResult, error)
+}
+
+// Forker is implemented by live sessions whose harness can fork the
+// running conversation natively (session.fork). Fork starts a side copy of
+// the conversation as it stands, with the live session's own options, in a
+// process or thread of its own: the live session is not paused, restarted
+// or told, and nothing asked of the fork ever reaches it. Bridge writes
+// checkpoints this way (ARCHITECTURE.md, Checkpoints) and discards the fork.
+type Forker interface {
+	Fork(ctx context.Context) (Fork, error)
+}
+
+// Fork is a discardable side copy of a live session.
+type Fork interface {
+	// Ask runs one turn in the fork (tool use is refused) and returns the
+	// assistant's text and what the turn cost.
+	Ask(ctx context.Context, prompt string) (ForkReply, error)
+	// Close stops the fork and removes what the harness stored for it.
+	Close(ctx context.Context) error
+}
+
+// ForkReply is the answer to one Fork.Ask.
+type ForkReply struct {
+	Text string
+	// Usage is the turn's token usage; nil when the harness does not report
+	// it.
+	Usage *TokenUsage
+}
+
+// TokenUsage is what a model call cost in tokens, as the harness reports it.
+type TokenUsage struct {
+	InputTokens         int64 `json:"inputTokens"`
+	OutputTokens        int64 `json:"outputTokens"`
+	CacheReadTokens     int64 `json:"cacheReadTokens,omitempty"`
+	CacheCreationTokens int64 `json:"cacheCreationTokens,omitempty"`
+}
+
+// Add returns the sum of u and v (nil counts as nothing; nil+nil is nil).
+func (u *TokenUsage) Add(v *TokenUsage) *TokenUsage {
+	if u == nil {
+		return v
+	}
+	if v == nil {
+		return u
+	}
+	return &TokenUsage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens + v.CacheReadTokens, CacheCreationTokens: u.CacheCreationTokens + v.CacheCreationTokens}
 }
 
 // Goal is a resumable objective a host can hold for a session.

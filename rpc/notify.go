@@ -52,7 +52,8 @@ func (s *server) ContextCompacted(n service.ContextCompacted) {
 // CheckpointSaved sends session/checkpointSaved.
 func (s *server) CheckpointSaved(n service.CheckpointSaved) {
 	s.notify("session/checkpointSaved", schema.CheckpointSavedNotification{SessionID: n.SessionID, EntryID: n.EntryID,
-		Reason: schema.CheckpointReason(n.Reason), Provenance: schema.Provenance(n.Provenance), Hot: n.Hot})
+		Reason: schema.CheckpointReason(n.Reason), Provenance: schema.Provenance(n.Provenance),
+		Method: schema.CheckpointMethod(n.Method), Hot: n.Hot})
 }
 
 // Restored sends session/restored.

@@ -74,12 +74,12 @@ func TestNotifications(t *testing.T) {
 	n := <-ns
 	pre, post := int64(150000), int64(30000)
 	n.ContextCompacted(service.ContextCompacted{SessionID: "s1", EntryID: "e5", Harness: "claude-code", Trigger: "auto", PreTokens: &pre, PostTokens: &post})
-	n.CheckpointSaved(service.CheckpointSaved{SessionID: "s1", EntryID: "e6", Reason: "manual", Provenance: "agent", Hot: true})
+	n.CheckpointSaved(service.CheckpointSaved{SessionID: "s1", EntryID: "e6", Reason: "manual", Provenance: "agent", Method: "fork", Hot: true})
 	n.Restored(service.Restored{SessionID: "s1", Mode: core.ModeCheckpointRestored, Reason: "native resume failed", NativeError: "no thread", CheckpointEntryID: "e6"})
 	n.Log(2, "codex is older than 0.169")
 	cases := []struct{ method, want string }{
 		{"session/contextCompacted", `{"sessionId":"s1","entryId":"e5","harness":"claude-code","trigger":"auto","preTokens":150000,"postTokens":30000}`},
-		{"session/checkpointSaved", `{"sessionId":"s1","entryId":"e6","reason":"manual","provenance":"agent","hot":true}`},
+		{"session/checkpointSaved", `{"sessionId":"s1","entryId":"e6","reason":"manual","provenance":"agent","method":"fork","hot":true}`},
 		{"session/restored", `{"sessionId":"s1","mode":"checkpoint_restored","reason":"native resume failed","nativeError":"no thread","checkpointEntryId":"e6"}`},
 		{"window/logMessage", `{"type":2,"message":"codex is older than 0.169"}`},
 	}

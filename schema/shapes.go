@@ -43,6 +43,7 @@ var Shapes = sync.OnceValue(func() map[reflect.Type]Shape {
 		reflect.TypeFor[SessionStatus]():         enum(StatusLive, StatusSuspended, StatusEnded, StatusIdle),
 		reflect.TypeFor[CompactedBy]():           enum(CompactedByHarness, CompactedByBridge),
 		reflect.TypeFor[Provenance]():            enum(ProvenanceAgent, ProvenanceController, ProvenanceReconstructed),
+		reflect.TypeFor[CheckpointMethod]():      enum(MethodFork, MethodInThread, MethodReconstructed),
 		reflect.TypeFor[CheckpointReason]():      enum(CheckpointReasons...),
 		reflect.TypeFor[InjectMode]():            enum(InjectGoal, InjectPrompt, InjectBoth),
 		reflect.TypeFor[ErrorCode]():             enum(ErrorCodes...),

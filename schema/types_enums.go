@@ -193,6 +193,31 @@ const (
 	ProvenanceReconstructed Provenance = "reconstructed"
 )
 
+// CheckpointMethod says how a checkpoint was obtained: fork (asked of a
+// native fork of the live session, then discarded: the live conversation is
+// untouched), in-thread (asked in the live conversation, because the preset
+// says so) or reconstructed (rebuilt from the record without the model).
+type CheckpointMethod string
+
+// Checkpoint methods.
+const (
+	MethodFork          CheckpointMethod = "fork"
+	MethodInThread      CheckpointMethod = "in-thread"
+	MethodReconstructed CheckpointMethod = "reconstructed"
+)
+
+// TokenUsage is what a model call cost in tokens, as the harness reports it.
+type TokenUsage struct {
+	// InputTokens are the prompt's tokens not read from the cache.
+	InputTokens int64 `json:"inputTokens"`
+	// OutputTokens are the reply's tokens.
+	OutputTokens int64 `json:"outputTokens"`
+	// CacheReadTokens are prompt tokens read from the provider's cache.
+	CacheReadTokens int64 `json:"cacheReadTokens,omitempty"`
+	// CacheCreationTokens are prompt tokens written to the cache.
+	CacheCreationTokens int64 `json:"cacheCreationTokens,omitempty"`
+}
+
 // CheckpointReason is why a Bridge checkpoint was written.
 type CheckpointReason string
 

@@ -40,6 +40,8 @@ type CheckpointSavedNotification struct {
 	Reason CheckpointReason `json:"reason"`
 	// Provenance says where its content came from.
 	Provenance Provenance `json:"provenance"`
+	// Method is how it was obtained.
+	Method CheckpointMethod `json:"method"`
 	// Hot is true when the provider's window did not shrink: show
 	// "Checkpoint saved", never "Context compacted".
 	Hot bool `json:"hot"`

@@ -295,6 +295,11 @@ type SessionCheckpointResult struct {
 	Provenance Provenance `json:"provenance"`
 	// Reason is why it was written.
 	Reason CheckpointReason `json:"reason"`
+	// Method is how it was obtained.
+	Method CheckpointMethod `json:"method"`
+	// ForkUsage is what the fork's turns cost (method fork), where the
+	// harness reports it.
+	ForkUsage *TokenUsage `json:"forkUsage,omitempty"`
 }
 
 // SessionSuspendParams asks Bridge to suspend a live session (an editor

@@ -346,6 +346,7 @@ func capabilities(k knowledge, why string, found bool) []core.Capability {
 		add(core.CapCompactionFocus, false, "no compact command advertised")
 	}
 	add(core.CapApprovalRelay, true, "session/request_permission, with the agent's own options")
+	add(core.CapSessionFork, false, "not implemented for ACP agents yet (the unstable session/fork)")
 	if k.sawGauge {
 		add(core.CapContextGauge, true, "usage_update")
 	} else {

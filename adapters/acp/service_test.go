@@ -26,13 +26,16 @@ func TestContextPressureThroughService(t *testing.T) {
 	db := storagetest.Open(t)
 	n := servicetest.NewRecorder()
 	svc, err := service.New(service.Options{Store: db, Hosts: []core.BridgeHost{host}, Notifier: n,
-		DataDir: t.TempDir(), CheckpointTimeout: 30 * time.Second})
+		DataDir: t.TempDir(), CheckpointTimeout: 30 * time.Second,
+		// This agent cannot fork: the agent-written checkpoint is asked in
+		// the live thread, as the preset says.
+		Presets: []core.Preset{{Name: "in-thread", Harness: "acp", Checkpoint: core.CheckpointInThread}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close(context.Background()) })
 
-	sess, err := svc.SessionCreate(ctx, schema.SessionCreateParams{Harness: "acp", Cwd: t.TempDir(), Title: "pressure"})
+	sess, err := svc.SessionCreate(ctx, schema.SessionCreateParams{Harness: "acp", Cwd: t.TempDir(), Title: "pressure", Preset: "in-thread"})
 	if err != nil {
 		t.Fatal(err)
 	}

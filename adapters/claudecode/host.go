@@ -158,6 +158,7 @@ func (h *Host) Probe(ctx context.Context) core.Probe {
 		core.CapGoalClear:        no(core.CapGoalClear, "Claude Code has no goals"),
 		core.CapHistoryWindow:    no(core.CapHistoryWindow, "Claude Code has no history window"),
 		core.CapNativeResume:     proc(core.CapNativeResume, "--resume <id>, proven by the CLI's own session id"),
+		core.CapSessionFork:      proc(core.CapSessionFork, "a side process: --resume <id> --fork-session --no-session-persistence, with the session's own options"),
 		core.CapCompactCommand:   proc(core.CapCompactCommand, "/compact"),
 		core.CapCompactionFocus:  proc(core.CapCompactionFocus, "/compact <instructions>"),
 		core.CapContextGauge:     no(core.CapContextGauge, "Claude Code compacts its own window; Bridge does not gauge it"),
@@ -191,7 +192,7 @@ func newUUID() string {
 }
 
 // args builds the command line for a session.
-func (h *Host) args(req core.CreateRequest, sessionFlag, id string) []string {
+func (h *Host) args(req core.CreateRequest, sessionFlag, id string, extra ...string) []string {
 	// --permission-prompt-tool stdio: the CLI asks Bridge (a can_use_tool
 	// control request) before running a tool the preset does not allow.
 	a := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
@@ -223,11 +224,12 @@ func (h *Host) args(req core.CreateRequest, sessionFlag, id string) []string {
 	if pr.AppendSystemPrompt != "" {
 		a = append(a, "--append-system-prompt", pr.AppendSystemPrompt)
 	}
+	a = append(a, extra...)
 	return append(a, h.cfg.Args...)
 }
 
 // start launches a process and waits for its initialize response.
-func (h *Host) start(ctx context.Context, req core.CreateRequest, sessionFlag, id string, sink core.EventSink) (*live, error) {
+func (h *Host) start(ctx context.Context, req core.CreateRequest, sessionFlag, id string, sink core.EventSink, extra ...string) (*live, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, core.E(core.CodeCancelled, "claude-code: not started", errors.Join(core.ErrCancelled, err))
 	}
@@ -240,10 +242,11 @@ func (h *Host) start(ctx context.Context, req core.CreateRequest, sessionFlag, i
 			return nil, core.E(core.CodeInvalid, fmt.Sprintf("claude-code: working directory %q is not a directory", req.Cwd), err)
 		}
 	}
-	l, err := startLive(procutil.Spec{Path: bin, Args: h.args(req, sessionFlag, id), Dir: req.Cwd, Env: h.environ()}, req, sink)
+	l, err := startLive(procutil.Spec{Path: bin, Args: h.args(req, sessionFlag, id, extra...), Dir: req.Cwd, Env: h.environ()}, req, sink)
 	if err != nil {
 		return nil, err
 	}
+	l.host = h
 	ictx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	if _, err := l.initialize(ictx); err != nil {

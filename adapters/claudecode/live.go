@@ -22,6 +22,7 @@ const closeGrace = 5 * time.Second
 // live is one long-lived `claude -p --input-format stream-json` process.
 // It implements core.Live and core.Compactor.
 type live struct {
+	host *Host // started it; forks are started the same way
 	proc *procutil.Process
 	sink core.EventSink
 	req  core.CreateRequest // the preset and approver permission requests go to
@@ -44,6 +45,9 @@ type live struct {
 	pending     map[string]chan controlResult
 	lastResult  *streamMsg // the last result line seen
 	initSession string     // session_id of the first system/init
+	// selModel and selEffort are what SelectModel switched to; a fork
+	// starts with them.
+	selModel, selEffort string
 
 	reqSeq  atomic.Int64
 	million atomic.Bool // the model was asked for with the "[1m]" suffix
@@ -372,7 +376,7 @@ func (l *live) SelectModel(ctx context.Context, model, effort string) error {
 			return err
 		}
 		l.mu.Lock()
-		l.model = model
+		l.model, l.selModel = model, model
 		l.mu.Unlock()
 		l.million.Store(strings.HasSuffix(strings.ToLower(model), "[1m]"))
 	}
@@ -381,6 +385,9 @@ func (l *live) SelectModel(ctx context.Context, model, effort string) error {
 			"settings": map[string]any{"effortLevel": effort}}); err != nil {
 			return err
 		}
+		l.mu.Lock()
+		l.selEffort = effort
+		l.mu.Unlock()
 	}
 	return nil
 }
@@ -468,4 +475,5 @@ func (l *live) initialize(ctx context.Context) (json.RawMessage, error) {
 var (
 	_ core.Live      = (*live)(nil)
 	_ core.Compactor = (*live)(nil)
+	_ core.Forker    = (*live)(nil)
 )

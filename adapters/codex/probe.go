@@ -185,6 +185,8 @@ func (h *Host) capabilities(methods map[string]bool, why string) []core.Capabili
 			c.Detail = "image attachments are not recovered from Codex threads"
 		case core.CapHistoryWindow:
 			c.Detail = "not implemented for codex"
+		case core.CapSessionFork:
+			c.Detail = "not implemented for codex yet (app-server thread/fork)"
 		}
 		caps = append(caps, c)
 	}

@@ -110,6 +110,7 @@ type Host struct {
 	mu     sync.Mutex
 	mem    map[string][]byte // sessions when StateDir is empty
 	worker []string          // directives for the next new session's first prompt
+	forks  []string          // the prompts asked of forks, oldest first
 }
 
 // Compile-time checks: the host and its live sessions implement the port
@@ -123,6 +124,7 @@ var (
 	_ core.Compactor        = (*Live)(nil)
 	_ core.GoalHost         = (*Live)(nil)
 	_ core.GoalClearer      = (*Live)(nil)
+	_ core.Forker           = (*Live)(nil)
 )
 
 // New returns a fake host configured by opts.

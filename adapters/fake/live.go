@@ -28,6 +28,8 @@ type Live struct {
 	gen  string // distinguishes entry ids of successive opens of one session
 	sink core.EventSink
 	req  core.CreateRequest // the preset and approver (ask)
+	// discard: a fork's turn; nothing it does is stored.
+	discard bool
 
 	sinkMu sync.Mutex // one sink call at a time
 
@@ -116,6 +118,9 @@ func tokens(s string) int64 { return int64(len(s)/4 + 1) }
 
 // flush stores the pending entries, queued directives and usage.
 func (l *Live) flush() error {
+	if l.discard {
+		return nil
+	}
 	l.mu.Lock()
 	pending, queue, used := l.pending, l.queue, l.used
 	l.pending, l.queue = nil, nil

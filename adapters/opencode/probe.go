@@ -98,6 +98,7 @@ func capabilities(ok bool, why string) []core.Capability {
 		c(core.CapAttachment, false, "not implemented for OpenCode"),
 		c(core.CapGoalClear, false, "OpenCode has no goals"),
 		c(core.CapHistoryWindow, false, "GET /session/{id}/message returns the whole history"),
+		c(core.CapSessionFork, false, "not implemented for OpenCode yet (POST /session/{id}/fork)"),
 		c(core.CapNativeResume, ok, detail("sessions persist in OpenCode's database; GET /session/{id} proves one exists")),
 		c(core.CapCompactCommand, ok, detail("POST /session/{id}/summarize")),
 		c(core.CapCompactionFocus, false, "summarize takes no focus"),

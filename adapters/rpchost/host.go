@@ -169,6 +169,8 @@ func (h *Host) Probe(ctx context.Context) core.Probe {
 			c.Detail = "the client did not advertise it in initialize (initializationOptions.hostCapabilities)"
 		case err != nil:
 			c.Detail = "host/probe failed: " + err.Error()
+		case name == core.CapSessionFork:
+			c.Detail = "host-over-RPC has no fork request; Bridge cannot fork a hosted session"
 		case !listed:
 			c.Detail = "the client's host/probe does not list it"
 		case !rc.Available:

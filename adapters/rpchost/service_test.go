@@ -39,7 +39,8 @@ func newHostedRig(t *testing.T, extra ...core.BridgeHost) *hostedRig {
 func (r *hostedRig) service(extra ...core.BridgeHost) *service.Service {
 	r.t.Helper()
 	svc, err := service.New(service.Options{Store: r.db, Hosts: append([]core.BridgeHost{r.node.host}, extra...),
-		Notifier: r.rec, DataDir: r.t.TempDir(), CheckpointTimeout: 20 * time.Second})
+		Notifier: r.rec, DataDir: r.t.TempDir(), CheckpointTimeout: 20 * time.Second,
+		Presets: []core.Preset{{Name: "in-thread", Harness: nodeHarness, Checkpoint: core.CheckpointInThread}}})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -153,19 +154,30 @@ func TestServiceHostedSession(t *testing.T) {
 	}
 }
 
-// TestServiceHostedCheckpoint: the hosted session writes its own Bridge
-// checkpoint.
+// TestServiceHostedCheckpoint: a hosted session cannot be forked, so its
+// checkpoint is reconstructed from the record, unless its preset asks for
+// the live thread: then the hosted session writes its own Bridge checkpoint.
 func TestServiceHostedCheckpoint(t *testing.T) {
 	ctx := context.Background()
 	r := newHostedRig(t)
-	s := r.create("")
+	rs := r.create("")
+	r.prompt(rs.ID, "say the parser is done")
+	out, err := r.svc.SessionCheckpoint(ctx, schema.SessionCheckpointParams{SessionID: rs.ID})
+	if err != nil || out.Method != schema.MethodReconstructed || out.Provenance != "reconstructed" {
+		t.Fatalf("Checkpoint without a fork or a preset asking for the live thread: %+v %v; want reconstructed", out, err)
+	}
+	r.rec.Lock()
+	r.rec.Saved = nil
+	r.rec.Unlock()
+
+	s := r.create("in-thread")
 	r.prompt(s.ID, "say the parser is done")
-	out, err := r.svc.SessionCheckpoint(ctx, schema.SessionCheckpointParams{SessionID: s.ID})
+	out, err = r.svc.SessionCheckpoint(ctx, schema.SessionCheckpointParams{SessionID: s.ID})
 	if err != nil {
 		t.Fatalf("Checkpoint: %v", err)
 	}
-	if out.Provenance != "agent" || out.Reason != "manual" {
-		t.Fatalf("outcome %+v; want provenance agent, reason manual", out)
+	if out.Provenance != "agent" || out.Reason != "manual" || out.Method != schema.MethodInThread {
+		t.Fatalf("outcome %+v; want provenance agent, reason manual, in-thread", out)
 	}
 	b := r.branch(s.ID)
 	n := len(b)

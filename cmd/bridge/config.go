@@ -203,6 +203,9 @@ func (c Config) check() error {
 		if p.Harness != "" && !slices.Contains(known, p.Harness) {
 			return fmt.Errorf("preset %q: unknown harness %q (known: %s)", p.Name, p.Harness, strings.Join(known, ", "))
 		}
+		if p.Checkpoint != "" && p.Checkpoint != core.CheckpointFork && p.Checkpoint != core.CheckpointInThread {
+			return fmt.Errorf("preset %q: checkpoint %q is not %q or %q", p.Name, p.Checkpoint, core.CheckpointFork, core.CheckpointInThread)
+		}
 	}
 	return nil
 }

@@ -61,6 +61,12 @@ type Checkpoint struct {
 	TokensBefore         int64    `json:"tokensBefore"`
 	Reason               Reason   `json:"reason"`
 	Provenance           string   `json:"provenance"`
+	// Method is how it was obtained: core.CheckpointFork,
+	// core.CheckpointInThread or core.CheckpointReconstructed ("" in
+	// checkpoints written before Bridge recorded it).
+	Method string `json:"method,omitempty"`
+	// ForkUsage is what the fork's turns cost, where the harness reports it.
+	ForkUsage *core.TokenUsage `json:"forkUsage,omitempty"`
 }
 
 // Bookkeeping is what Bridge fills into a checkpoint; the model is never
@@ -113,6 +119,14 @@ func (c Checkpoint) Validate() error {
 	case "", ProvenanceAgent, ProvenanceAgentController, ProvenanceReconstructed:
 	default:
 		return core.Errorf(core.CodeInvalid, "checkpoint: provenance %q is unknown", c.Provenance)
+	}
+	switch c.Method {
+	case "", core.CheckpointFork, core.CheckpointInThread, core.CheckpointReconstructed:
+	default:
+		return core.Errorf(core.CodeInvalid, "checkpoint: method %q is unknown", c.Method)
+	}
+	if c.ForkUsage != nil && c.Method != core.CheckpointFork {
+		return core.Errorf(core.CodeInvalid, "checkpoint: forkUsage on a %q checkpoint", c.Method)
 	}
 	if c.TokensBefore < 0 {
 		return core.Errorf(core.CodeInvalid, "checkpoint: tokensBefore %d is negative", c.TokensBefore)
@@ -222,6 +236,9 @@ type Request struct {
 	FirstRetainedEntryID string `json:"firstRetainedEntryId,omitempty"`
 	// RepairOf is the problem with the previous reply (attempt 1 only).
 	RepairOf string `json:"repairOf,omitempty"`
+	// Method is how the checkpoint is asked: core.CheckpointFork (nothing
+	// is exchanged in the live conversation) or core.CheckpointInThread.
+	Method string `json:"method,omitempty"`
 }
 
 // RequestEntry is the `compaction.requested` entry that opens (attempt 0) or

@@ -142,6 +142,10 @@ type Recovery struct {
 	Assistant []string
 	// Earlier is the newest valid checkpoint on the branch, if any.
 	Earlier *Checkpoint
+	// Running says the harness process is still running: it cannot fork and
+	// its preset does not ask for the live thread, so Bridge rebuilds the
+	// checkpoint instead of asking the model.
+	Running bool
 }
 
 // RecentAssistant is how many assistant messages a reconstruction quotes.
@@ -198,7 +202,11 @@ func ReconstructFrom(in Recovery, gitStatus string, b Bookkeeping) (Reconstructe
 	}
 
 	var s strings.Builder
-	s.WriteString("Reconstructed by Bridge from the record after the harness process ended; the agent did not write this summary.")
+	if in.Running {
+		s.WriteString("Reconstructed by Bridge from the record while the harness ran (it cannot fork the session, and Bridge does not write into the live conversation); the agent did not write this summary.")
+	} else {
+		s.WriteString("Reconstructed by Bridge from the record after the harness process ended; the agent did not write this summary.")
+	}
 	if in.Earlier != nil {
 		fmt.Fprintf(&s, "\n\nEarlier checkpoint: %s", clip(in.Earlier.Summary))
 	}

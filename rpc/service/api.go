@@ -45,6 +45,7 @@ type CheckpointSaved struct {
 	EntryID    string
 	Reason     string
 	Provenance string
+	Method     string
 	Hot        bool
 }
 
@@ -71,6 +72,8 @@ type CheckpointOutcome struct {
 	EntryID    string
 	Provenance string
 	Reason     string
+	Method     string
+	ForkUsage  *core.TokenUsage
 }
 
 // ImportOutcome is the result of session/import.

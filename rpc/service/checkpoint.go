@@ -78,7 +78,7 @@ func (s *Service) runCheckpoint(ctx context.Context, sessionID string, reason ch
 			Data: map[string]any{"suppressed": d.Suppressed}}
 	}
 	if l == nil {
-		return s.recoveryCheckpoint(ctx, sess, win, reason)
+		return s.recoveryCheckpoint(ctx, sess, win, reason, false)
 	}
 	if wait {
 		if err := lockTurn(ctx, l); err != nil {
@@ -99,6 +99,12 @@ func (s *Service) runCheckpoint(ctx context.Context, sessionID string, reason ch
 	}
 	defer l.turn.Unlock()
 
+	method := s.checkpointMethod(ctx, l)
+	if method == core.CheckpointReconstructed {
+		// The harness cannot fork and the preset does not ask for the
+		// live thread: rebuilt from the record, nothing asked of the model.
+		return s.recoveryCheckpoint(ctx, sess, win, reason, true)
+	}
 	ev := checkpoint.EvidenceOf(win)
 	plan, err := s.planRetention(ctx, sessionID, win)
 	if err != nil {
@@ -110,13 +116,28 @@ func (s *Service) runCheckpoint(ctx context.Context, sessionID string, reason ch
 	}
 	book := checkpoint.Bookkeeping{SourceAgent: sessionID, FirstRetainedEntryID: first,
 		TokensBefore: s.tokensBefore(l, win), Reason: reason}
-	req := checkpoint.Request{Reason: reason, TokensBefore: book.TokensBefore, SourceAgent: sessionID, FirstRetainedEntryID: first}
+	req := checkpoint.Request{Reason: reason, TokensBefore: book.TokensBefore, SourceAgent: sessionID,
+		FirstRetainedEntryID: first, Method: method}
 	if _, err := s.appendOrdered(ctx, l, checkpoint.RequestEntry(req)); err != nil {
 		return CheckpointOutcome{}, core.E(core.CodePersistence, "record the checkpoint request", err)
 	}
 
+	ask := func(ctx context.Context, prompt string) (string, error) { return s.askLocked(ctx, l, prompt) }
+	var usage *core.TokenUsage
+	if method == core.CheckpointFork {
+		fk, err := s.startFork(ctx, l)
+		if err != nil {
+			return CheckpointOutcome{}, s.checkpointFailed(ctx, l, sessionID, reason, 0, err)
+		}
+		defer fk.Close(context.WithoutCancel(ctx))
+		ask = func(ctx context.Context, prompt string) (string, error) {
+			r, err := fk.Ask(ctx, prompt)
+			usage = usage.Add(r.Usage)
+			return r.Text, err
+		}
+	}
 	prompt := checkpoint.RequestPrompt(reason, ev, checkpoint.PromptOptions{Focus: focus})
-	draft, err := s.askDraft(ctx, l, prompt)
+	draft, err := s.askDraft(ctx, ask, prompt)
 	attempt := 0
 	if err != nil && !isNoReply(err) {
 		attempt = 1
@@ -124,19 +145,49 @@ func (s *Service) runCheckpoint(ctx context.Context, sessionID string, reason ch
 		if _, aerr := s.appendOrdered(ctx, l, checkpoint.RequestEntry(req)); aerr != nil {
 			return CheckpointOutcome{}, core.E(core.CodePersistence, "record the repair request", aerr)
 		}
-		draft, err = s.askDraft(ctx, l, checkpoint.RepairPrompt(err))
+		draft, err = s.askDraft(ctx, ask, checkpoint.RepairPrompt(err))
 	}
 	if err != nil {
 		return CheckpointOutcome{}, s.checkpointFailed(ctx, l, sessionID, reason, attempt, err)
 	}
 	cp, rep := checkpoint.Assemble(draft, ev, book)
+	cp.Method, cp.ForkUsage = method, usage
 	entries, err := s.commitCheckpoint(ctx, l, sessionID, cp, marker, checkpoint.EvidenceAudit(sessionID, rep))
 	if err != nil {
 		return CheckpointOutcome{}, err
 	}
 	s.opts.Notifier.CheckpointSaved(CheckpointSaved{SessionID: sessionID, EntryID: entries[0].ID,
-		Reason: string(reason), Provenance: cp.Provenance, Hot: true})
-	return CheckpointOutcome{EntryID: entries[0].ID, Provenance: cp.Provenance, Reason: string(reason)}, nil
+		Reason: string(reason), Provenance: cp.Provenance, Method: method, Hot: true})
+	return CheckpointOutcome{EntryID: entries[0].ID, Provenance: cp.Provenance, Reason: string(reason),
+		Method: method, ForkUsage: usage}, nil
+}
+
+// checkpointMethod is how a checkpoint of the running session l is written
+// (core.CheckpointMethodFor): a fork where the harness has session.fork and
+// its live session implements core.Forker.
+func (s *Service) checkpointMethod(ctx context.Context, l *liveSession) string {
+	_, forker := l.live.(core.Forker)
+	canFork := forker && s.capabilities(ctx, l.host).Has(core.CapSessionFork)
+	return core.CheckpointMethodFor(l.preset, canFork)
+}
+
+// forkStartTimeout bounds starting a fork (a harness process may take
+// seconds to load a long conversation on a loaded machine); the reply
+// then has the checkpoint timeout.
+const forkStartTimeout = time.Minute
+
+// startFork forks the live session for a checkpoint.
+func (s *Service) startFork(ctx context.Context, l *liveSession) (core.Fork, error) {
+	ctx, cancel := context.WithTimeout(ctx, forkStartTimeout)
+	defer cancel()
+	fk, err := l.live.(core.Forker).Fork(ctx)
+	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, core.E(core.CodeTimeout, fmt.Sprintf("the fork did not start within %s", forkStartTimeout), err)
+		}
+		return nil, core.E(core.CodeHarness, "fork the session for its checkpoint", err)
+	}
+	return fk, nil
 }
 
 // isNoReply tells a reply that never came (timeout, dead harness) from one
@@ -146,12 +197,12 @@ func isNoReply(err error) bool {
 	return c == core.CodeTimeout || c == core.CodeHarness || c == core.CodeCancelled || c == core.CodeUnavailable
 }
 
-// askDraft asks the live session (whose turn the caller holds) and parses
-// the reply.
-func (s *Service) askDraft(ctx context.Context, l *liveSession, prompt string) (checkpoint.Draft, error) {
+// askDraft asks (the fork, or the live session whose turn the caller
+// holds) and parses the reply.
+func (s *Service) askDraft(ctx context.Context, ask func(context.Context, string) (string, error), prompt string) (checkpoint.Draft, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.CheckpointTimeout)
 	defer cancel()
-	text, err := s.askLocked(ctx, l, prompt)
+	text, err := ask(ctx, prompt)
 	if err != nil {
 		if ctx.Err() == context.DeadlineExceeded {
 			return checkpoint.Draft{}, core.E(core.CodeTimeout, fmt.Sprintf("no checkpoint reply within %s", s.opts.CheckpointTimeout), err)
@@ -214,10 +265,11 @@ func (s *Service) commitCheckpoint(ctx context.Context, l *liveSession, sessionI
 	return out, nil
 }
 
-// recoveryCheckpoint reconstructs a checkpoint for a session whose harness
-// is not running, from the record (its window summary and newest entries)
-// and the repository state of its cwd.
-func (s *Service) recoveryCheckpoint(ctx context.Context, sess core.Session, win core.Window, reason checkpoint.Reason) (CheckpointOutcome, error) {
+// recoveryCheckpoint reconstructs a checkpoint from the record (its window
+// summary and newest entries) and the repository state of its cwd: for a
+// session whose harness is not running, or (hot) a running one whose
+// harness cannot fork, when the preset does not ask for the live thread.
+func (s *Service) recoveryCheckpoint(ctx context.Context, sess core.Session, win core.Window, reason checkpoint.Reason, hot bool) (CheckpointOutcome, error) {
 	status := ""
 	if s.opts.RepoStatus != nil && sess.Cwd != "" {
 		st, err := s.opts.RepoStatus(ctx, sess.Cwd)
@@ -239,18 +291,25 @@ func (s *Service) recoveryCheckpoint(ctx context.Context, sess core.Session, win
 	if err != nil {
 		return CheckpointOutcome{}, err
 	}
+	in.Running = hot
+	tokens := win.Tokens
+	if l := s.liveFor(sess.ID); hot && l != nil {
+		tokens = s.tokensBefore(l, win)
+	}
 	rec, err := checkpoint.ReconstructFrom(in, status, checkpoint.Bookkeeping{SourceAgent: sess.ID,
-		FirstRetainedEntryID: first, TokensBefore: win.Tokens, Reason: reason})
+		FirstRetainedEntryID: first, TokensBefore: tokens, Reason: reason})
 	if err != nil {
 		return CheckpointOutcome{}, err
 	}
-	entries, err := s.commitCheckpoint(ctx, nil, sess.ID, rec.Checkpoint, marker, checkpoint.RecoveryAudit(sess.ID, rec))
+	rec.Checkpoint.Method = core.CheckpointReconstructed
+	entries, err := s.commitCheckpoint(ctx, s.liveFor(sess.ID), sess.ID, rec.Checkpoint, marker, checkpoint.RecoveryAudit(sess.ID, rec))
 	if err != nil {
 		return CheckpointOutcome{}, err
 	}
 	s.opts.Notifier.CheckpointSaved(CheckpointSaved{SessionID: sess.ID, EntryID: entries[0].ID,
-		Reason: string(reason), Provenance: rec.Checkpoint.Provenance, Hot: false})
-	return CheckpointOutcome{EntryID: entries[0].ID, Provenance: rec.Checkpoint.Provenance, Reason: string(reason)}, nil
+		Reason: string(reason), Provenance: rec.Checkpoint.Provenance, Method: core.CheckpointReconstructed, Hot: hot})
+	return CheckpointOutcome{EntryID: entries[0].ID, Provenance: rec.Checkpoint.Provenance, Reason: string(reason),
+		Method: core.CheckpointReconstructed}, nil
 }
 
 // tokensBefore is the context size now: the gauge when there is one, else

@@ -125,7 +125,16 @@ func (s *Service) SessionCheckpoint(ctx context.Context, p schema.SessionCheckpo
 		return schema.SessionCheckpointResult{}, err
 	}
 	return schema.SessionCheckpointResult{EntryID: r.EntryID, Provenance: schema.Provenance(r.Provenance),
-		Reason: schema.CheckpointReason(r.Reason)}, nil
+		Reason: schema.CheckpointReason(r.Reason), Method: schema.CheckpointMethod(r.Method), ForkUsage: wireUsage(r.ForkUsage)}, nil
+}
+
+// wireUsage is u in the contract's spelling (nil stays nil).
+func wireUsage(u *core.TokenUsage) *schema.TokenUsage {
+	if u == nil {
+		return nil
+	}
+	return &schema.TokenUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens, CacheCreationTokens: u.CacheCreationTokens}
 }
 
 // SessionImport brings an existing harness transcript into the record.

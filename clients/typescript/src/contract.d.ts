@@ -5,6 +5,10 @@
  */
 export type CapabilityNeed = "required" | "optional" | "not_applicable";
 /**
+ * CheckpointMethod says how a checkpoint was obtained: fork (asked of a native fork of the live session, then discarded: the live conversation is untouched), in-thread (asked in the live conversation, because the preset says so) or reconstructed (rebuilt from the record without the model).
+ */
+export type CheckpointMethod = "fork" | "in-thread" | "reconstructed";
+/**
  * CheckpointReason is why a Bridge checkpoint was written.
  */
 export type CheckpointReason =
@@ -183,6 +187,10 @@ export interface CheckpointSavedNotification {
    * Hot is true when the provider's window did not shrink: show "Checkpoint saved", never "Context compacted".
    */
   hot: boolean;
+  /**
+   * Method is how it was obtained.
+   */
+  method: CheckpointMethod;
   /**
    * Provenance says where its content came from.
    */
@@ -1484,6 +1492,14 @@ export interface SessionCheckpointResult {
    */
   entryId: string;
   /**
+   * ForkUsage is what the fork's turns cost (method fork), where the harness reports it.
+   */
+  forkUsage?: TokenUsage;
+  /**
+   * Method is how it was obtained.
+   */
+  method: CheckpointMethod;
+  /**
    * Provenance says where its content came from.
    */
   provenance: Provenance;
@@ -2142,6 +2158,27 @@ export interface TextSpan {
    * Start is the first code point of the range.
    */
   start: number;
+}
+/**
+ * TokenUsage is what a model call cost in tokens, as the harness reports it.
+ */
+export interface TokenUsage {
+  /**
+   * CacheCreationTokens are prompt tokens written to the cache.
+   */
+  cacheCreationTokens?: number;
+  /**
+   * CacheReadTokens are prompt tokens read from the provider's cache.
+   */
+  cacheReadTokens?: number;
+  /**
+   * InputTokens are the prompt's tokens not read from the cache.
+   */
+  inputTokens: number;
+  /**
+   * OutputTokens are the reply's tokens.
+   */
+  outputTokens: number;
 }
 /**
  * WindowClientCapabilities are the window/* features of a client (LSP 3.17).
