@@ -313,7 +313,7 @@ func TestRecordedResponses(t *testing.T) {
 	}
 	checkEntries(t, hist)
 	cs := compacted(t, hist)
-	if len(cs) != 1 || cs[0].Trigger != core.TriggerManual || *cs[0].PreTokens != 444 || cs[0].NativeID != webSession+"#compaction:"+webCompact {
+	if len(cs) != 1 || cs[0].Trigger != core.TriggerManual || *cs[0].ShadowedTokens != 444 || *cs[0].PreTokens != 1933 || cs[0].NativeID != webSession+"#compaction:"+webCompact {
 		t.Errorf("compacted from the recorded history: %+v", cs)
 	}
 	plain, _ := dsh.ReadLog(testdata("web-rpc.session.jsonl"), nil)

@@ -607,6 +607,7 @@ func (l *live) Compact(ctx context.Context, focus string) (core.CompactResult, e
 		CommandID string `json:"commandId"`
 		Result    struct {
 			Kind           string `json:"kind"`
+			Code           string `json:"code"`
 			Text           string `json:"text"`
 			SourceEventSeq *int64 `json:"sourceEventSeq"`
 		} `json:"result"`
@@ -616,12 +617,12 @@ func (l *live) Compact(ctx context.Context, focus string) (core.CompactResult, e
 		return core.CompactResult{}, err
 	}
 	if res.Result.Kind != "success" {
-		code := core.CodeHarness
-		if t := strings.ToLower(res.Result.Text); strings.Contains(t, "busy") || strings.Contains(t, "in progress") {
-			code = core.CodeBusy
-		}
-		return core.CompactResult{}, core.Errorf(code, "dsh /compact: %s: %s", firstNonEmpty(res.Result.Kind, "no result"), res.Result.Text)
+		// DSH records a failed attempt in its log: record it too (if this
+		// read fails, the next catch-up records it).
+		_, _ = l.catchUp(ctx)
+		return core.CompactResult{}, compactError(res.Result.Code, res.Result.Text, res.Result.Kind)
 	}
+	refused := len(l.m.refused)
 	for {
 		evs, _, err := l.h.readSince(ctx, l.id, l.m.last)
 		if err != nil {
@@ -643,6 +644,11 @@ func (l *live) Compact(ctx context.Context, focus string) (core.CompactResult, e
 				}
 			}
 		}
+		for _, r := range l.m.refused[refused:] {
+			if res.CommandID == "" || r.SourceCommandID == res.CommandID {
+				return core.CompactResult{}, core.Errorf(core.CodeHarness, "dsh /compact: the compaction record breaks DSH's compaction contract: %s", r.Message)
+			}
+		}
 		if finished {
 			break
 		}
@@ -657,6 +663,37 @@ func (l *live) Compact(ctx context.Context, focus string) (core.CompactResult, e
 		out.FocusNote = compactNote
 	}
 	return out, nil
+}
+
+// compactFailures maps the closed set of DSH's manual compaction failures
+// (ManualCompactionError codes) to Bridge's error codes, one each. rc.8's
+// /compact reports only its fixed text for the code, so the text is matched
+// when no code is given.
+var compactFailures = []struct {
+	code core.Code
+	dsh  string
+	text string
+}{
+	{core.CodeBusy, "busy", "active compaction, or the agent is not idle"},
+	{core.CodeChanged, "changed", "changed before it could be replaced"},
+	{core.CodeSummary, "summary", "could not produce a useful summary"},
+	{core.CodeCommit, "commit", "did not finish cleanly"},
+	{core.CodePersistence, "persistence", "could not be saved"},
+	{core.CodeCancelled, "cancelled", "compaction cancelled"},
+}
+
+// compactError is the Bridge error for a /compact that did not succeed.
+func compactError(code, text, kind string) error {
+	for _, f := range compactFailures {
+		if code == f.dsh || (code == "" && strings.Contains(strings.ToLower(text), strings.ToLower(f.text))) {
+			msg := fmt.Sprintf("dsh /compact failed (%s): %s", f.dsh, text)
+			if f.code == core.CodeCancelled {
+				return core.E(f.code, msg, core.ErrCancelled)
+			}
+			return core.Errorf(f.code, "%s", msg)
+		}
+	}
+	return core.Errorf(core.CodeHarness, "dsh /compact: %s: %s", firstNonEmpty(kind, "no result"), text)
 }
 
 // hasCompact checks that the session's commands/list lists compact.

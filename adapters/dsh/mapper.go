@@ -69,7 +69,10 @@ type node struct {
 // bracket is an open compaction/start … compaction/end.
 type bracket struct {
 	id          string
-	inTurn      bool
+	turn        *int64  // the owning turn; nil for a standalone (manual) bracket
+	command     *string // sourceCommandId, when a command started it
+	cause       string  // core.CausePressure or core.CauseContextOverflow (automatic only)
+	pre         *int64  // the gauge when it started, where known
 	start       json.RawMessage
 	summary     json.RawMessage
 	prune       json.RawMessage
@@ -77,6 +80,22 @@ type bracket struct {
 	text        string
 	replacement json.RawMessage
 	replaces    []string
+}
+
+// owner names the bracket as DSH's compaction contract does in its errors.
+func (b *bracket) owner() string {
+	if b.turn == nil {
+		return "standalone compaction"
+	}
+	return fmt.Sprintf("compaction for turn %d", *b.turn)
+}
+
+// Refusal is a compaction event the mapper refused because it breaks DSH's
+// compaction contract; Message is the contract's own wording.
+type Refusal struct {
+	CompactionID    string
+	SourceCommandID string
+	Message         string
 }
 
 // mapper turns DSH events, in seq order, into Bridge entries. It keeps the
@@ -91,9 +110,20 @@ type mapper struct {
 	ownPrompt func(rpcID string) bool
 	emit      func(core.NewEntry)
 
-	last    int64
-	inTurn  bool
-	open    *bracket
+	last   int64
+	inTurn bool
+	turnNo int64 // the open turn's number, when inTurn
+	inStep bool
+	// overflow: the open step's request was refused as too large for the
+	// context window (an automatic compaction now is a context-overflow one).
+	overflow bool
+	// pressure is the gauge DSH itself keeps (its contextPressure
+	// projection): the prompt-side tokens of the newest usage sample.
+	pressure *int64
+	open     *bracket
+	// refused lists the compaction events refused for breaking the
+	// contract, newest last.
+	refused []Refusal
 	surface []node
 	title   string
 	model   string // "<provider>/<model>", as Host.Models lists it
@@ -125,10 +155,24 @@ func (m *mapper) feed(ev Event) bool {
 		m.last = l
 	}
 	switch ev.Type {
-	case "turn/start":
-		m.inTurn = true
-	case "turn/end":
-		m.inTurn = false
+	case "turn/start", "turn/end":
+		if m.open != nil {
+			// A live bracket cannot cross a turn boundary: DSH refuses the
+			// append; a log that has one is refused here the same way.
+			b := m.open
+			m.open = nil
+			m.refuse(ev, b.id, b.command, fmt.Sprintf("%s cannot cross an open %s", ev.Type, b.owner()), b.replaces)
+		}
+		m.inTurn, m.inStep, m.overflow = ev.Type == "turn/start", false, false
+		if m.inTurn {
+			m.turnNo = turnOf(ev)
+		}
+	case "step/start":
+		m.inStep, m.overflow = true, false
+	case "step/end":
+		m.inStep = false
+	case "assistant/chunk":
+		m.chunk(ev)
 	case "session/title":
 		var d struct {
 			Title string `json:"title"`
@@ -272,9 +316,11 @@ type messageSource struct {
 	RPCID        string `json:"rpcId"`
 	Plugin       string `json:"plugin"`
 	CompactionID string `json:"compactionId"`
-	GoalID       string `json:"goalId"`
-	Provider     string `json:"provider"`
-	Model        string `json:"model"`
+	// SourceCommandID is a compaction checkpoint's initiating command.
+	SourceCommandID *string `json:"sourceCommandId"`
+	GoalID          string  `json:"goalId"`
+	Provider        string  `json:"provider"`
+	Model           string  `json:"model"`
 }
 
 func (m *mapper) userMessage(ev Event) {
@@ -289,12 +335,24 @@ func (m *mapper) userMessage(ev Event) {
 	if d.Source.Kind == "plugin" && d.Source.Plugin == "compact" {
 		// The checkpoint message that replaces the compacted span: it belongs
 		// to the bracket's context.compacted, not to the conversation.
-		if m.open != nil && (d.Source.CompactionID == "" || d.Source.CompactionID == m.open.id) {
-			m.open.replacement = replacementRaw(ev)
-			m.open.replaces = replaced
+		var msg string
+		switch {
+		case m.open == nil:
+			msg = "compaction checkpoint has no matching compaction/start"
+		case d.Source.CompactionID != "" && d.Source.CompactionID != m.open.id:
+			msg = fmt.Sprintf("compaction checkpoint id %s does not match compaction/start id %s", d.Source.CompactionID, m.open.id)
+		case deref(d.Source.SourceCommandID) != deref(m.open.command):
+			msg = fmt.Sprintf("compaction checkpoint sourceCommandId %s does not match compaction/start sourceCommandId %s",
+				deref(d.Source.SourceCommandID), deref(m.open.command))
+		}
+		if msg != "" {
+			// The bracket it was to complete is refused with it.
+			m.open = nil
+			m.refuse(ev, d.Source.CompactionID, d.Source.SourceCommandID, msg, replaced)
 			return
 		}
-		m.harnessEvent(ev, replaced)
+		m.open.replacement = replacementRaw(ev)
+		m.open.replaces = replaced
 		return
 	}
 	if d.Source.Kind == "user" && m.ownPrompt != nil && m.ownPrompt(d.Source.RPCID) {
@@ -348,6 +406,7 @@ func (m *mapper) assistantMessage(ev Event) {
 		Usage json.RawMessage `json:"usage"`
 	}
 	_ = json.Unmarshal(ev.Data, &d)
+	m.sample(d.Usage)
 	m.setModel(d.Message.Source.Provider, d.Message.Source.Model)
 	for _, c := range d.Message.Content {
 		if c.Type == "tool-call" || c.Type == "tool_call" || c.Type == "tool-use" || c.Type == "tool_use" {
@@ -415,56 +474,221 @@ func (m *mapper) harnessEvent(ev Event, replaced []string) {
 }
 
 type bracketData struct {
-	CompactionID       string          `json:"compactionId"`
-	Turn               json.RawMessage `json:"turn"`
-	Summary            []contentBlock  `json:"summary"`
-	ShadowedTokenCount *int64          `json:"shadowedTokenCount"`
-	Error              json.RawMessage `json:"error"`
+	CompactionID       string                      `json:"compactionId"`
+	SourceCommandID    *string                     `json:"sourceCommandId"`
+	Turn               *int64                      `json:"turn"`
+	Summary            []contentBlock              `json:"summary"`
+	ShadowedRange      *struct{ Start, End int64 } `json:"shadowedRange"`
+	ShadowedSeqs       []int64                     `json:"shadowedSeqs"`
+	ShadowedTokenCount json.RawMessage             `json:"shadowedTokenCount"`
+	Error              json.RawMessage             `json:"error"`
+}
+
+// usage is DSH's token usage of one request.
+type usage struct {
+	InputTokens      int64 `json:"inputTokens"`
+	CacheReadTokens  int64 `json:"cacheReadTokens"`
+	CacheWriteTokens int64 `json:"cacheWriteTokens"`
+}
+
+// sample notes a usage sample as the gauge: input plus cache traffic, no
+// output, as DSH's own contextPressure counts it.
+func (m *mapper) sample(raw json.RawMessage) {
+	var u *usage
+	if len(raw) == 0 || json.Unmarshal(raw, &u) != nil || u == nil {
+		return
+	}
+	p := u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
+	m.pressure = &p
+}
+
+// chunk reads what an assistant/chunk tells the compaction record: a usage
+// sample, or the step's request refused for the context window.
+func (m *mapper) chunk(ev Event) {
+	var d struct {
+		Chunk struct {
+			Type   string          `json:"type"`
+			Usage  json.RawMessage `json:"usage"`
+			Reason struct {
+				Kind    string `json:"kind"`
+				Failure struct {
+					Code string `json:"code"`
+				} `json:"failure"`
+			} `json:"reason"`
+		} `json:"chunk"`
+	}
+	if json.Unmarshal(ev.Data, &d) != nil {
+		return
+	}
+	switch d.Chunk.Type {
+	case "usage":
+		m.sample(d.Chunk.Usage)
+	case "finish":
+		if d.Chunk.Reason.Kind == "error" && d.Chunk.Reason.Failure.Code == "CONTEXT_WINDOW_EXCEEDED" {
+			m.overflow = true
+		}
+	}
+}
+
+// refuse keeps an event that breaks DSH's compaction contract as a harness
+// event carrying the contract's error, and notes the refusal. replaced are
+// the entries the refused bracket's checkpoint message replaced, if any.
+func (m *mapper) refuse(ev Event, id string, command *string, msg string, replaced []string) {
+	r := Refusal{CompactionID: id, Message: msg}
+	if command != nil {
+		r.SourceCommandID = *command
+	}
+	m.refused = append(m.refused, r)
+	p := map[string]any{"type": ev.Type, "seq": ev.First(), "data": ev.Data, "refused": msg}
+	if replaced != nil {
+		p["replaces"] = replaced
+	}
+	m.emit(core.NewEntry{Kind: core.KindHarnessEvent, Payload: core.Payload(p), NativeID: m.nativeID(ev.First())})
+}
+
+// checkIDs holds an event's compactionId and sourceCommandId to the
+// contract: a non-empty id, and the command id of the open bracket's start.
+func (m *mapper) checkIDs(ev Event, d bracketData) string {
+	if d.CompactionID == "" {
+		return ev.Type + " compactionId must be a non-empty string"
+	}
+	if d.SourceCommandID != nil && *d.SourceCommandID == "" {
+		return ev.Type + " sourceCommandId must be a non-empty string"
+	}
+	if ev.Type == "compaction/start" {
+		return ""
+	}
+	if m.open == nil {
+		return ev.Type + " has no matching compaction/start"
+	}
+	if d.CompactionID != m.open.id {
+		return fmt.Sprintf("%s id %s does not match compaction/start id %s", ev.Type, d.CompactionID, m.open.id)
+	}
+	if got, want := deref(d.SourceCommandID), deref(m.open.command); got != want {
+		return fmt.Sprintf("%s sourceCommandId %s does not match compaction/start sourceCommandId %s", ev.Type, got, want)
+	}
+	return ""
+}
+
+// checkOwner holds a bracket's owner to the contract: a numbered bracket
+// inside its exact turn, a standalone one between turns.
+func (m *mapper) checkOwner(typ string, turn *int64) string {
+	switch {
+	case turn == nil && m.inTurn:
+		return fmt.Sprintf("%s is standalone but turn %d is open", typ, m.turnNo)
+	case turn != nil && !m.inTurn:
+		return fmt.Sprintf("%s for turn %d appended outside any open turn", typ, *turn)
+	case turn != nil && *turn != m.turnNo:
+		return fmt.Sprintf("%s names turn %d but open turn is %d", typ, *turn, m.turnNo)
+	}
+	return ""
 }
 
 func (m *mapper) compactionStart(ev Event) {
 	var d bracketData
 	_ = json.Unmarshal(ev.Data, &d)
-	if m.open != nil {
-		// A nested start breaks the bracket invariant: keep both as data.
-		m.harnessEvent(ev, nil)
+	msg := m.checkIDs(ev, d)
+	if msg == "" && m.open != nil {
+		msg = fmt.Sprintf("compaction/start while %s is still compacting", m.open.owner())
+	}
+	if msg == "" {
+		msg = m.checkOwner(ev.Type, d.Turn)
+	}
+	if msg != "" {
+		m.refuse(ev, d.CompactionID, d.SourceCommandID, msg, nil)
 		return
 	}
-	turn := strings.TrimSpace(string(d.Turn))
-	m.open = &bracket{id: d.CompactionID, start: ev.Data,
-		inTurn: m.inTurn || (turn != "" && turn != "null")}
+	b := &bracket{id: d.CompactionID, turn: d.Turn, command: d.SourceCommandID, start: ev.Data, pre: m.pressure}
+	if d.Turn != nil {
+		// Automatic: DSH compacts for pressure before a step starts, and for
+		// a context overflow inside the step whose request was refused.
+		switch {
+		case m.inStep && m.overflow:
+			b.cause = core.CauseContextOverflow
+		case !m.inStep:
+			b.cause = core.CausePressure
+		}
+	}
+	m.open = b
 }
 
 func (m *mapper) compactionBody(ev Event) {
 	var d bracketData
 	_ = json.Unmarshal(ev.Data, &d)
-	if m.open == nil || (d.CompactionID != "" && d.CompactionID != m.open.id) {
-		m.harnessEvent(ev, nil)
+	msg := m.checkIDs(ev, d)
+	if msg == "" && ev.Type == "compaction/summary" {
+		msg = m.checkSummary(d)
+	}
+	if msg != "" {
+		m.refuse(ev, d.CompactionID, d.SourceCommandID, msg, nil)
 		return
 	}
 	if ev.Type == "compaction/summary" {
 		m.open.summary = ev.Data
 		m.open.text = joinText(d.Summary, "text")
+		var n int64
+		if json.Unmarshal(d.ShadowedTokenCount, &n) == nil {
+			m.open.tokens = &n
+		}
 	} else {
 		m.open.prune = ev.Data
 	}
-	if d.ShadowedTokenCount != nil {
-		m.open.tokens = d.ShadowedTokenCount
+}
+
+// checkSummary holds a compaction/summary to the contract: one per
+// compaction, in its owner's turn, naming a non-empty shadowed span whose
+// range is its first and last seq, with a non-negative integer token count.
+func (m *mapper) checkSummary(d bracketData) string {
+	if msg := m.checkOwner("compaction/summary", m.open.turn); msg != "" {
+		return msg
 	}
+	if m.open.summary != nil {
+		return "compaction/summary repeated within one compaction"
+	}
+	seqs := d.ShadowedSeqs
+	if len(seqs) == 0 {
+		return "compaction/summary shadowedSeqs must be non-empty"
+	}
+	if r := d.ShadowedRange; r == nil || r.Start != seqs[0] || r.End != seqs[len(seqs)-1] {
+		return "compaction/summary shadowedRange must match the first and last shadowedSeqs"
+	}
+	var n int64
+	if err := json.Unmarshal(d.ShadowedTokenCount, &n); err != nil || n < 0 || n > 1<<53-1 {
+		return "compaction/summary shadowedTokenCount must be a non-negative safe integer"
+	}
+	return ""
 }
 
 func (m *mapper) compactionEnd(ev Event) {
 	var d bracketData
 	_ = json.Unmarshal(ev.Data, &d)
+	msg := m.checkIDs(ev, d)
 	b := m.open
-	if b == nil || d.CompactionID != b.id {
-		m.harnessEvent(ev, nil)
+	if msg == "" && deref64(d.Turn) != deref64(b.turn) {
+		msg = fmt.Sprintf("compaction/end owner %s does not match compaction/start owner %s", ownerText(d.Turn), ownerText(b.turn))
+	}
+	if msg == "" {
+		msg = m.checkOwner(ev.Type, b.turn)
+	}
+	failed := false
+	if e := strings.TrimSpace(string(d.Error)); e != "" && e != "null" {
+		failed = true
+	} else if msg == "" && b.summary == nil && b.prune == nil {
+		msg = "successful compaction/end requires one compaction/summary"
+	}
+	if msg != "" {
+		if b != nil && d.CompactionID == b.id {
+			m.open = nil
+			m.refuse(ev, b.id, b.command, msg, b.replaces)
+		} else {
+			m.refuse(ev, d.CompactionID, d.SourceCommandID, msg, nil)
+		}
 		return
 	}
 	m.open = nil
-	if e := strings.TrimSpace(string(d.Error)); (e != "" && e != "null") || (b.summary == nil && b.prune == nil) {
+	if failed {
 		// A failed compaction freed nothing: keep it as data.
-		m.harnessEvent(ev, nil)
+		m.harnessEvent(ev, b.replaces)
 		return
 	}
 	raw := map[string]any{"start": b.start, "end": ev.Data}
@@ -481,12 +705,33 @@ func (m *mapper) compactionEnd(ev Event) {
 		raw["replaces"] = b.replaces
 	}
 	trigger := core.TriggerManual
-	if b.inTurn {
+	if b.turn != nil {
 		trigger = core.TriggerAuto
 	}
-	c := core.Compacted{Harness: harnessName, Trigger: trigger, PreTokens: b.tokens, Summary: b.text,
-		NativeID: m.prefix() + "#compaction:" + b.id, Raw: core.Payload(raw)}
+	c := core.Compacted{Harness: harnessName, Trigger: trigger, Cause: b.cause, PreTokens: b.pre, ShadowedTokens: b.tokens,
+		Summary: b.text, NativeID: m.prefix() + "#compaction:" + b.id, Raw: core.Payload(raw)}
 	m.emit(c.Entry())
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "undefined"
+	}
+	return *s
+}
+
+func deref64(n *int64) int64 {
+	if n == nil {
+		return -1
+	}
+	return *n
+}
+
+func ownerText(n *int64) string {
+	if n == nil {
+		return "null"
+	}
+	return fmt.Sprint(*n)
 }
 
 func replacementRaw(ev Event) json.RawMessage {

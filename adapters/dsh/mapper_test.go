@@ -34,9 +34,10 @@ const (
 func bracket(id string, seq int, turn string, start, end int64, tokens int) []string {
 	n := func(i int) string { b, _ := json.Marshal(seq + i); return string(b) }
 	se, _ := json.Marshal(map[string]any{"op": "replace", "start": start, "end": end})
+	seqs, _ := json.Marshal([]int64{start, end})
 	return []string{
 		`{"type":"compaction/start","seq":` + n(0) + `,"data":{"compactionId":"` + id + `","turn":` + turn + `}}`,
-		`{"type":"compaction/summary","seq":` + n(1) + `,"data":{"compactionId":"` + id + `","summary":[{"type":"text","text":"sum ` + id + `"}],"shadowedTokenCount":` + itoa(tokens) + `}}`,
+		`{"type":"compaction/summary","seq":` + n(1) + `,"data":{"compactionId":"` + id + `","summary":[{"type":"text","text":"sum ` + id + `"}],"shadowedRange":{"start":` + itoa(int(start)) + `,"end":` + itoa(int(end)) + `},"shadowedSeqs":` + string(seqs) + `,"shadowedTokenCount":` + itoa(tokens) + `}}`,
 		`{"type":"user/message","seq":` + n(2) + `,"data":{"content":[{"type":"text","text":"<compacted-summary>"}],"source":{"kind":"plugin","plugin":"compact","compactionId":"` + id + `"}},"surfaceOp":` + string(se) + `}`,
 		`{"type":"compaction/end","seq":` + n(3) + `,"data":{"compactionId":"` + id + `","turn":` + turn + `}}`,
 	}
@@ -46,7 +47,7 @@ func TestBracketTriggerAndStaleness(t *testing.T) {
 	t.Run("inside a turn is auto", func(t *testing.T) {
 		evs := append([]string{`{"type":"turn/start","seq":0,"data":{"turn":1}}`, u1, a2}, bracket("c1", 5, "1", 1, 2, 77)...)
 		cs := compacted(t, dsh.MapLog(synth(t, evs...)).Entries)
-		if len(cs) != 1 || cs[0].Trigger != core.TriggerAuto || *cs[0].PreTokens != 77 || cs[0].Summary != "sum c1" {
+		if len(cs) != 1 || cs[0].Trigger != core.TriggerAuto || *cs[0].ShadowedTokens != 77 || cs[0].PreTokens != nil || cs[0].Summary != "sum c1" {
 			t.Fatalf("compacted %+v", cs)
 		}
 	})

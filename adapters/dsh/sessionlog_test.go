@@ -92,7 +92,8 @@ func TestRecordedWebSessionLog(t *testing.T) {
 		t.Fatalf("%d context.compacted entries, want exactly 1", len(cs))
 	}
 	c := cs[0]
-	if c.Harness != "dsh" || c.Trigger != core.TriggerManual || c.PreTokens == nil || *c.PreTokens != 444 ||
+	if c.Harness != "dsh" || c.Trigger != core.TriggerManual || c.PreTokens == nil || *c.PreTokens != 1933 ||
+		c.ShadowedTokens == nil || *c.ShadowedTokens != 444 ||
 		c.NativeID != webSession+"#compaction:"+webCompact || !strings.HasPrefix(c.Summary, "SUMMARY-6: The user asked") {
 		t.Errorf("compacted = %+v (preTokens %v)", c, c.PreTokens)
 	}

@@ -45,6 +45,11 @@ type Options struct {
 	// HistoryWindow serves session.historyWindow (a later DSH's one-read
 	// window: the newest maxMessages messages), which rc.8 does not.
 	HistoryWindow bool
+	// CompactFails makes /compact fail with one of DSH's manual compaction
+	// failure codes (busy, changed, summary, commit, persistence): the
+	// server writes what DSH 0.1.0-rc.8 writes for it and answers with its
+	// /compact command's text for that code.
+	CompactFails string
 	// StalePauses is how many goal.pause calls find the goal moved on by a
 	// round first (its revision bumped), whatever the goal's state.
 	StalePauses int

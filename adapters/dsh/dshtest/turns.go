@@ -327,6 +327,9 @@ func (s *Server) commandsExecute(_ string, payload json.RawMessage) (any, *rpcEr
 		tokens += ss.tokens[q]
 	}
 	cid := uuid()
+	if f := s.opts.CompactFails; f != "" {
+		return s.compactFailure(ss, f, cmdID, cid)
+	}
 	summary := fmt.Sprintf("SUMMARY-%d: the conversation so far, condensed by the fake DSH server.", s.n)
 	start := ss.appendEvent("compaction/start", block{"compactionId": cid, "sourceCommandId": cmdID, "turn": nil}, nil)
 	sum := ss.appendEvent("compaction/summary", block{"compactionId": cid, "sourceCommandId": cmdID,
@@ -349,4 +352,41 @@ func (s *Server) commandsExecute(_ string, payload json.RawMessage) (any, *rpcEr
 	text := fmt.Sprintf("Compacted %d history items (~%d tokens).", len(shadow), tokens)
 	ss.appendEvent("command/done", block{"commandId": cmdID, "kind": "success", "text": text, "sourceEventSeq": sum}, nil)
 	return block{"commandId": cmdID, "result": block{"kind": "success", "text": text, "sourceEventSeq": sum}}, nil
+}
+
+// compactFailureText is DSH 0.1.0-rc.8's /compact text per manual
+// compaction failure code (@deepseek-ai/dsh-command-compact).
+var compactFailureText = map[string]string{
+	"busy":        "Compaction is unavailable because this process has an active compaction, or the agent is not idle.",
+	"changed":     "The history selected for compaction changed before it could be replaced. The conversation is unchanged; the attempt is recorded in the session log.",
+	"summary":     "Compaction could not produce a useful summary. The conversation is unchanged; the attempt is recorded in the session log.",
+	"commit":      "Compaction did not finish cleanly; some session history may have changed. Inspect the current session state before retrying.",
+	"persistence": "Compaction finished, but the session could not be saved.",
+}
+
+// compactFailure writes what DSH writes for a failed manual compaction:
+// busy writes nothing; changed, summary and commit close the bracket with
+// an error; persistence closes it successfully, then its flush fails.
+// Called with s.mu held.
+func (s *Server) compactFailure(ss *session, code, cmdID, cid string) (any, *rpcError) {
+	text, ok := compactFailureText[code]
+	if !ok {
+		return nil, errf("INTERNAL", "dshtest: no such compaction failure %q", code)
+	}
+	lifecycle := block{"compactionId": cid, "sourceCommandId": cmdID, "turn": nil}
+	if code != "busy" {
+		ss.appendEvent("compaction/start", lifecycle, nil)
+		if code == "persistence" {
+			shadow := append([]int64(nil), ss.surface[:1]...)
+			ss.appendEvent("compaction/summary", block{"compactionId": cid, "sourceCommandId": cmdID,
+				"summary":       []block{{"type": "text", "text": "SUMMARY: flushed in memory only."}},
+				"shadowedRange": block{"start": shadow[0], "end": shadow[0]}, "shadowedSeqs": shadow, "shadowedTokenCount": 1}, nil)
+			ss.appendEvent("compaction/end", lifecycle, nil)
+		} else {
+			ss.appendEvent("compaction/end", block{"compactionId": cid, "sourceCommandId": cmdID, "turn": nil,
+				"error": "ManualCompactionError: " + code}, nil)
+		}
+	}
+	ss.appendEvent("command/done", block{"commandId": cmdID, "kind": "error", "text": text}, nil)
+	return block{"commandId": cmdID, "result": block{"kind": "error", "text": text}}, nil
 }
