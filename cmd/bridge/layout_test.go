@@ -85,11 +85,11 @@ func TestRepositoryLayout(t *testing.T) {
 		t.Fatalf("git ls-files: %v", err)
 	}
 	fixed := map[string]bool{"cmd": true, "rpc": true, "core": true, "adapters": true, "storage": true,
-		"schema": true, "clients": true, "testdata": true}
+		"schema": true, "clients": true, "testdata": true, "docs": true}
 	files := strings.Split(strings.TrimRight(string(out), "\x00"), "\x00")
 	for _, f := range files {
 		if top, _, nested := strings.Cut(f, "/"); nested && !fixed[top] && !strings.HasPrefix(top, ".") {
-			t.Errorf("%s: the top-level folders are cmd rpc core adapters storage schema clients testdata", f)
+			t.Errorf("%s: the top-level folders are cmd rpc core adapters storage schema clients testdata docs", f)
 		}
 		fh, err := os.Open(filepath.Join(root, f))
 		if err != nil {
