@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/checkpoint"
@@ -79,8 +80,15 @@ func (db *DB) Restore(ctx context.Context, d core.SessionDump) (added int, err e
 // hands entries over one at a time, and parents are looked up in the
 // record.
 func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r core.Restorer) error) (added int, err error) {
-	if s.ID == "" {
-		return 0, core.Errorf(core.CodeInvalid, "restore: the session has no id")
+	s = validSession(s)
+	if s.CreatedAt.IsZero() {
+		s.CreatedAt = db.now()
+	}
+	if s.UpdatedAt.IsZero() {
+		s.UpdatedAt = s.CreatedAt
+	}
+	if err := checkRestoredSession(s); err != nil {
+		return 0, err
 	}
 	err = db.Update(ctx, func(cw core.Writer) error {
 		w := cw.(*txWriter)
@@ -100,11 +108,9 @@ func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r cor
 		}
 		r := &restorer{ctx: ctx, db: db, w: w, s: s, exists: exists > 0, lk: newLinker(w.q, s.ID), tracking: exists == 0}
 		if exists > 0 {
-			if err := w.q.QueryRowContext(ctx, `SELECT branched FROM sessions WHERE id = ?`, s.ID).Scan(&r.linked); err != nil {
+			if err := w.q.QueryRowContext(ctx, `SELECT branched, coalesce((SELECT max(seq) FROM entries WHERE session_id = ?), 0)
+				FROM sessions WHERE id = ?`, s.ID, s.ID).Scan(&r.linked, &r.storeMax); err != nil {
 				return fmt.Errorf("storage: restore: %w", err)
-			}
-			if err := r.startWindow(); err != nil {
-				return err
 			}
 		}
 		if err := fill(r); err != nil {
@@ -114,21 +120,33 @@ func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r cor
 			return err
 		}
 		added = r.added
-		if r.added == 0 && exists > 0 {
+		if exists > 0 {
+			// A session already present only gains entries: its head
+			// fields (title, native session id, archived, head, …) stay
+			// what this record says, so its active branch, its window
+			// summary and what a native resume resumes are unchanged.
+			if r.branched {
+				if _, err := w.q.ExecContext(ctx, `UPDATE sessions SET branched = 1 WHERE id = ?`, s.ID); err != nil {
+					return fmt.Errorf("storage: restore: %w", err)
+				}
+			}
 			return nil
 		}
-		if s.HeadID != "" {
+		for _, ref := range []struct{ what, id string }{{"head", s.HeadID}, {"latestCheckpointId", s.LatestCheckpointID}} {
+			if ref.id == "" {
+				continue
+			}
 			var n int
-			if err := w.q.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE id = ? AND session_id = ?`, s.HeadID, s.ID).Scan(&n); err != nil {
+			if err := w.q.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE id = ? AND session_id = ?`, ref.id, s.ID).Scan(&n); err != nil {
 				return fmt.Errorf("storage: restore: %w", err)
 			}
 			if n == 0 {
-				return core.Errorf(core.CodeInvalid, "restore: head %q is not an entry of the session", s.HeadID)
+				return core.Errorf(core.CodeInvalid, "restore: %s %q is not an entry of the session", ref.what, ref.id)
 			}
 		}
 		if _, err := w.q.ExecContext(ctx, `UPDATE sessions SET title = ?, preset = ?, model = ?, effort = ?,
 			native_session_id = ?, head_id = ?, restore_mode = ?, latest_checkpoint_id = ?, archived = ?,
-			branched = branched OR ?, last_status = coalesce(?, last_status), updated_at = ? WHERE id = ?`,
+			branched = ?, last_status = coalesce(?, last_status), updated_at = ? WHERE id = ?`,
 			s.Title, s.Preset, s.Model, s.Effort, s.NativeSessionID, s.HeadID, s.RestoreMode, s.LatestCheckpointID,
 			s.Archived, r.branched, r.status, nanos(s.UpdatedAt), s.ID); err != nil {
 			return fmt.Errorf("storage: restore head: %w", err)
@@ -149,6 +167,7 @@ type restorer struct {
 	w        *txWriter
 	s        core.Session
 	exists   bool
+	storeMax int64 // of a session already present: its newest seq before the restore
 	n        int
 	lastSeq  int64
 	branched bool
@@ -169,30 +188,6 @@ type restorer struct {
 	tip      string      // the entry win describes ("" before the first)
 	win      core.Window // of the chain up to tip
 	stored   core.Window // the evidence lists as session_window_items holds them
-}
-
-// startWindow picks up an existing session's summary when it describes the
-// session's head: restored entries that continue from the head fold into
-// it.
-func (r *restorer) startWindow() error {
-	st, err := loadState(r.ctx, r.w.q, r.s.ID)
-	if err != nil {
-		return err
-	}
-	if _, err := loadItems(r.ctx, r.w.q, r.s.ID, &r.stored); err != nil {
-		return err
-	}
-	if st.headID == "" {
-		r.tracking = true
-		return nil
-	}
-	head, win, found, err := loadWindow(r.ctx, r.w.q, r.s.ID)
-	if err != nil || !found || head != st.headID {
-		return err
-	}
-	win.Decisions, win.Files, win.LastCheckpointDecisions = r.stored.Decisions, r.stored.Files, r.stored.LastCheckpointDecisions
-	r.tracking, r.tip, r.win = true, head, win
-	return nil
 }
 
 // track folds a restored entry into the summary while the entries form one
@@ -239,18 +234,23 @@ const linkEvery = 1000
 func (r *restorer) Entry(e core.Entry) error {
 	r.n++
 	s, ctx, w := r.s, r.ctx, r.w
+	ne := validEntry(core.NewEntry{ID: e.ID, Kind: e.Kind, Payload: e.Payload, NativeID: e.NativeID})
+	e.ID, e.Kind, e.Payload, e.NativeID = ne.ID, ne.Kind, ne.Payload, ne.NativeID
+	e.SessionID, e.ParentID = core.ValidText(e.SessionID), core.ValidText(e.ParentID)
 	if e.SessionID != s.ID {
-		return core.Errorf(core.CodeInvalid, "restore: entry %d (%s) belongs to session %q, not %q", r.n, e.ID, e.SessionID, s.ID)
+		return core.Errorf(core.CodeInvalid, "restore: entry %d (%.80s) belongs to session %.80q, not %.80q", r.n, e.ID, e.SessionID, s.ID)
 	}
 	if e.ID == "" || e.Seq <= 0 {
 		return core.Errorf(core.CodeInvalid, "restore: entry %d has no id or sequence number", r.n)
 	}
+	if err := checkRestoredEntry(r.n, e); err != nil {
+		return err
+	}
 	if e.Seq <= r.lastSeq {
 		return core.Errorf(core.CodeInvalid, "restore: entries are not in sequence order at %s", e.ID)
 	}
-	prev := r.lastSeq
+	prev := max(r.lastSeq, r.storeMax)
 	r.lastSeq = e.Seq
-	ne := core.NewEntry{Kind: e.Kind, Payload: e.Payload}
 	err := r.db.checkSize(ne)
 	if err == nil {
 		err = ne.Validate()
@@ -270,6 +270,9 @@ func (r *restorer) Entry(e core.Entry) error {
 		return nil // already there
 	case !errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("storage: restore: %w", err)
+	case e.Seq <= r.storeMax:
+		return core.Errorf(core.CodeConflict, "restore: entry %s has sequence %d, among the entries session %s already holds (up to %d); a session already present only gains entries after its own",
+			e.ID, e.Seq, s.ID, r.storeMax)
 	}
 	var pseq int64 // 0: a root
 	if e.ParentID != "" {
@@ -331,5 +334,69 @@ func (r *restorer) Audit(a core.AuditRecord) error {
 	if r.exists {
 		return nil
 	}
+	if a.Time.IsZero() {
+		return core.Errorf(core.CodeInvalid, "restore: audit record %.40q has no time", a.Kind)
+	}
+	if err := validateAudit(a); err != nil {
+		return core.E(core.CodeInvalid, "restore", err)
+	}
+	if core.ValidText(a.Entity) != r.s.ID {
+		return core.Errorf(core.CodeInvalid, "restore: audit record %.40q is about %.80q, not the restored session %s", a.Kind, a.Entity, r.s.ID)
+	}
 	return r.w.appendAudit(r.ctx, a)
+}
+
+// maxRestoredID bounds the ids and names of a restored session and its
+// entries (Bridge's own are a few dozen bytes).
+const maxRestoredID = 1024
+
+// checkRestoredSession refuses a session head the record cannot hold as
+// it is: no id or harness, an over-long id, or a time outside the range
+// the record stores exactly (core.Representable).
+func checkRestoredSession(s core.Session) error {
+	if s.ID == "" {
+		return core.Errorf(core.CodeInvalid, "restore: the session has no id")
+	}
+	if s.Harness == "" {
+		return core.Errorf(core.CodeInvalid, "restore: session %.80s has no harness", s.ID)
+	}
+	for _, f := range []struct{ name, v string }{{"sessionId", s.ID}, {"harness", s.Harness}, {"nativeSessionId", s.NativeSessionID},
+		{"headId", s.HeadID}, {"latestCheckpointId", s.LatestCheckpointID}, {"preset", s.Preset}, {"model", s.Model},
+		{"effort", s.Effort}, {"restoreMode", s.RestoreMode}} {
+		if len(f.v) > maxRestoredID {
+			return core.Errorf(core.CodeInvalid, "restore: session %s is %d bytes long, over the limit of %d", f.name, len(f.v), maxRestoredID)
+		}
+	}
+	if err := checkTime("session createdAt", s.CreatedAt); err != nil {
+		return err
+	}
+	return checkTime("session updatedAt", s.UpdatedAt)
+}
+
+// checkRestoredEntry refuses an entry whose numbers, time or ids the
+// record cannot hold: a sequence number or token estimate outside
+// 0..core.MaxSeq (seq+1 of the next append must not overflow, and every
+// client reads them exactly), a time outside the stored range, an
+// over-long id.
+func checkRestoredEntry(n int, e core.Entry) error {
+	if e.Seq > core.MaxSeq {
+		return core.Errorf(core.CodeInvalid, "restore: entry %d (%.80s) has sequence %d, over the largest the record holds (%d)", n, e.ID, e.Seq, int64(core.MaxSeq))
+	}
+	if e.TokenEstimate < 0 || e.TokenEstimate > core.MaxSeq {
+		return core.Errorf(core.CodeInvalid, "restore: entry %d (%.80s) has token estimate %d, outside 0..%d", n, e.ID, e.TokenEstimate, int64(core.MaxSeq))
+	}
+	for _, f := range []struct{ name, v string }{{"id", e.ID}, {"parentId", e.ParentID}, {"nativeId", e.NativeID}} {
+		if len(f.v) > maxRestoredID {
+			return core.Errorf(core.CodeInvalid, "restore: entry %d: %s is %d bytes long, over the limit of %d", n, f.name, len(f.v), maxRestoredID)
+		}
+	}
+	return checkTime(fmt.Sprintf("entry %d (%.80s) createdAt", n, e.ID), e.CreatedAt)
+}
+
+// checkTime refuses a time the record cannot store exactly.
+func checkTime(what string, t time.Time) error {
+	if !core.Representable(t) {
+		return core.Errorf(core.CodeInvalid, "restore: %s %s is outside the years the record can hold (1678-2262)", what, t.Format(time.RFC3339Nano))
+	}
+	return nil
 }

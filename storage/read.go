@@ -199,7 +199,7 @@ func (r *entryRow) dest() []any {
 func (r *entryRow) entry() core.Entry {
 	return core.Entry{
 		ID: r.id.String, SessionID: r.session.String, ParentID: r.parent.String, Seq: r.seq.Int64,
-		Kind: core.Kind(r.kind.String), Payload: []byte(r.payload.String), NativeID: r.native.String,
+		Kind: core.Kind(r.kind.String), Payload: core.ValidJSON([]byte(r.payload.String)), NativeID: r.native.String,
 		TokenEstimate: r.tokens.Int64, CreatedAt: unix(r.created.Int64),
 	}
 }
@@ -252,7 +252,7 @@ func (db *DB) Audit(ctx context.Context, entity, kind string) ([]core.AuditRecor
 		if err := rows.Scan(&r.ID, &r.Source, &r.Kind, &r.Entity, &body, &t); err != nil {
 			return nil, fmt.Errorf("storage: audit: %w", err)
 		}
-		r.Body, r.Time = []byte(body), unix(t)
+		r.Body, r.Time = core.ValidJSON([]byte(body)), unix(t)
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -143,6 +144,42 @@ func (w *txWriter) AppendAudit(ctx context.Context, r core.AuditRecord) error {
 	return w.appendAudit(ctx, r)
 }
 
+// validText returns entries with every text valid UTF-8 (core.ValidText,
+// the record's one rule for whatever any importer or harness brings),
+// copying the slice only when something changes.
+func validText(entries []core.NewEntry) []core.NewEntry {
+	var out []core.NewEntry
+	for i, e := range entries {
+		c := validEntry(e)
+		if out == nil && (len(c.Payload) != len(e.Payload) || c.ID != e.ID || c.NativeID != e.NativeID || c.Kind != e.Kind) {
+			out = slices.Clone(entries)
+		}
+		if out != nil {
+			out[i] = c
+		}
+	}
+	if out == nil {
+		return entries
+	}
+	return out
+}
+
+// validEntry is validText of one entry.
+func validEntry(e core.NewEntry) core.NewEntry {
+	e.Payload = core.ValidJSON(e.Payload)
+	e.ID, e.NativeID, e.Kind = core.ValidText(e.ID), core.ValidText(e.NativeID), core.Kind(core.ValidText(string(e.Kind)))
+	return e
+}
+
+// validSession is validText of a session's fields.
+func validSession(s core.Session) core.Session {
+	for _, f := range []*string{&s.ID, &s.Harness, &s.Cwd, &s.Title, &s.Preset, &s.Model, &s.Effort,
+		&s.NativeSessionID, &s.HeadID, &s.RestoreMode, &s.LatestCheckpointID} {
+		*f = core.ValidText(*f)
+	}
+	return s
+}
+
 // validateAll checks every entry before anything is written: its size
 // against the limit first (so that neither the JSON check nor SQLite sees an
 // oversized payload), then its shape.
@@ -175,6 +212,9 @@ func (db *DB) checkSize(e core.NewEntry) error {
 }
 
 func validateAudit(r core.AuditRecord) error {
+	if !r.Time.IsZero() && !core.Representable(r.Time) {
+		return core.Errorf(core.CodeInvalid, "audit record %.40s: time %s is outside the years the record can hold (1678-2262)", r.Kind, r.Time.Format(time.RFC3339))
+	}
 	if r.Kind == "" {
 		return core.Errorf(core.CodeInvalid, "audit record: kind is required")
 	}
@@ -190,6 +230,7 @@ func unix(n int64) time.Time     { return time.Unix(0, n).UTC() }
 func norm(t time.Time) time.Time { return unix(nanos(t)) }
 
 func (w *txWriter) createSession(ctx context.Context, s core.Session) (core.Session, error) {
+	s = validSession(s)
 	now := w.db.now()
 	if s.ID == "" {
 		s.ID = w.db.ids.New("s_")
@@ -237,7 +278,7 @@ func (w *txWriter) patchSession(ctx context.Context, id string, p core.SessionPa
 	}
 	set := func(dst *string, v *string) {
 		if v != nil {
-			*dst = *v
+			*dst = core.ValidText(*v)
 		}
 	}
 	set(&s.Title, p.Title)
@@ -292,6 +333,7 @@ func loadState(ctx context.Context, q querier, id string) (sessionState, error) 
 // appendEntries adds entries as a chain. With explicit false the parent is
 // the head; otherwise it is parentID ("" starts a new root).
 func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string, explicit bool, entries []core.NewEntry) ([]core.Entry, error) {
+	entries = validText(entries)
 	st, err := loadState(ctx, w.q, sessionID)
 	if err != nil {
 		return nil, err
@@ -320,6 +362,10 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 	}
 	if len(entries) == 0 {
 		return []core.Entry{}, nil
+	}
+	if st.maxSeq > core.MaxSeq-int64(len(entries)) {
+		return nil, core.Errorf(core.CodeInvalid, "session %s holds sequence number %d; %d more entries would pass the largest the record holds (%d)",
+			sessionID, st.maxSeq, len(entries), int64(core.MaxSeq))
 	}
 	now := w.db.now()
 	out := make([]core.Entry, 0, len(entries))
@@ -457,6 +503,7 @@ func (w *txWriter) moveHead(ctx context.Context, sessionID, entryID string) erro
 }
 
 func (w *txWriter) appendAudit(ctx context.Context, r core.AuditRecord) error {
+	r.Source, r.Kind, r.Entity, r.Body = core.ValidText(r.Source), core.ValidText(r.Kind), core.ValidText(r.Entity), core.ValidJSON(r.Body)
 	if r.Time.IsZero() {
 		r.Time = w.db.now()
 	}

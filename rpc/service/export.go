@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/bridge-dev/bridge/core/jsonstream"
@@ -279,6 +280,7 @@ func walkExport(ctx context.Context, path string, member func(key string, dec *j
 	if err := jsonstream.ExpectDelim(dec, '{'); err != nil {
 		return notExport(err)
 	}
+	seen := map[string]bool{}
 	for dec.More() {
 		if err := ctx.Err(); err != nil {
 			return core.E(core.CodeCancelled, "import", err)
@@ -289,14 +291,26 @@ func walkExport(ctx context.Context, path string, member func(key string, dec *j
 		}
 		key, _ := tok.(string)
 		if !exportMembers[key] {
-			return notExport(fmt.Errorf("json: unknown field %q", key))
+			return notExport(fmt.Errorf("json: unknown field %.80q", key))
 		}
+		if seen[key] {
+			return notExport(fmt.Errorf("json: member %q appears twice", key))
+		}
+		seen[key] = true
 		if err := member(key, dec); err != nil {
 			return notExport(err)
 		}
 	}
 	if err := jsonstream.ExpectDelim(dec, '}'); err != nil {
 		return notExport(err)
+	}
+	// One document per file: anything but white space after the object
+	// (a second export appended, say) is refused, not ignored.
+	if tok, err := dec.Token(); err != io.EOF {
+		if err == nil {
+			err = fmt.Errorf("%.40v", tok)
+		}
+		return notExport(fmt.Errorf("data after the JSON object: %w", err))
 	}
 	return nil
 }
