@@ -85,6 +85,11 @@ type Options struct {
 	// (default core.DefaultIDs).
 	IDs *core.IDs
 
+	// SearchTimeout bounds the time one search may run (its ranking and
+	// page); past it the query is interrupted and refused as too costly.
+	// 0 means DefaultSearchTimeout.
+	SearchTimeout time.Duration
+
 	// IndexHook is Hook for the search indexer's transactions (which run
 	// on their own goroutine, in the index file): "index.insert" after each
 	// index row, "index.commit.before" before each commit.
@@ -117,6 +122,8 @@ type DB struct {
 	search    *searchIndex
 
 	maxEntry int // Options.MaxEntryBytes resolved; <= 0: no limit
+
+	searchTimeout time.Duration // Options.SearchTimeout resolved
 
 	// writeMu serialises this process's write transactions, so that they
 	// queue in Go instead of polling SQLite's busy handler.
@@ -214,20 +221,24 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if opts.IDs == nil {
 		opts.IDs = core.DefaultIDs
 	}
+	if opts.SearchTimeout <= 0 {
+		opts.SearchTimeout = DefaultSearchTimeout
+	}
 	db := &DB{
-		sql:       sdb,
-		path:      abs,
-		hook:      opts.Hook,
-		busy:      busy,
-		indexHook: opts.IndexHook,
-		now:       func() time.Time { return time.Now().UTC() },
-		ids:       opts.IDs,
-		maxEntry:  opts.MaxEntryBytes,
-		reqs:      make(chan *writeReq, 256),
-		wstmts:    newStmtCache(sdb),
-		rd:        readPool{dsn: readDSN(abs, busy.Milliseconds())},
-		done:      make(chan struct{}),
-		closing:   make(chan struct{}),
+		sql:           sdb,
+		path:          abs,
+		hook:          opts.Hook,
+		busy:          busy,
+		indexHook:     opts.IndexHook,
+		now:           func() time.Time { return time.Now().UTC() },
+		ids:           opts.IDs,
+		maxEntry:      opts.MaxEntryBytes,
+		searchTimeout: opts.SearchTimeout,
+		reqs:          make(chan *writeReq, 256),
+		wstmts:        newStmtCache(sdb),
+		rd:            readPool{dsn: readDSN(abs, busy.Milliseconds())},
+		done:          make(chan struct{}),
+		closing:       make(chan struct{}),
 	}
 	if err := db.migrateRetrying(ctx); err != nil {
 		sdb.Close()

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"time"
 
 	"github.com/bridge-dev/bridge/core"
 )
@@ -47,3 +48,6 @@ func JumpLen(d int64) int64 { return jumpLen(d) }
 // ReadThroughWriter makes db's reads use the writer pool with read-only
 // transactions, as before the read pool (for benchmarks).
 func ReadThroughWriter(db *DB, on bool) { db.rd.viaWr.Store(on) }
+
+// SetSearchTimeout changes Options.SearchTimeout of an open database.
+func SetSearchTimeout(db *DB, d time.Duration) { db.searchTimeout = d }

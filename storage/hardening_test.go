@@ -3,12 +3,16 @@ package storage_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/storage"
 	"github.com/bridge-dev/bridge/storage/storagetest"
 )
 
@@ -121,4 +125,94 @@ func mustJSONBytes(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestSearchQueryCostBound: a query over the length, word or prefix-term
+// limit is refused before it runs, with a CodeInvalid error naming the
+// limit and the query field and quoting at most the query's start; a
+// query FTS5 cannot parse is not echoed whole either.
+func TestSearchQueryCostBound(t *testing.T) {
+	ctx := context.Background()
+	db := storagetest.Open(t)
+	s := newSession(t, db)
+	mustAppend(t, db, s.ID, user("the kestrel hovers"))
+	for _, c := range []struct{ query, limit string }{
+		{strings.Repeat("a* OR ", 2000) + "a*", "limit of 1024 bytes"},
+		{strings.Repeat("x", 60<<20), "limit of 1024 bytes"},
+		{"a* b* c* d* e*", "limit of 4"},
+		{`"a"* OR "b"* OR c* OR d* OR e*`, "limit of 4"},
+		{strings.Repeat("kestrel ", 33), "limit of 32 words"},
+		{`"` + strings.Repeat("k ", 33) + `"`, "limit of 32 words"},
+		{strings.Repeat("((", 100) + "kestrel" + strings.Repeat(" AND NOT", 1), "not valid"},
+	} {
+		_, err := db.Search(ctx, core.SearchQuery{Query: c.query})
+		var ce *core.Error
+		if !errors.As(err, &ce) || ce.Code != core.CodeInvalid || ce.Data["field"] != "query" || !strings.Contains(ce.Message, c.limit) {
+			t.Fatalf("%.40q…: %v; want invalid naming %q and the query field", c.query, err, c.limit)
+		}
+		if len(err.Error()) > 400 {
+			t.Fatalf("%.40q…: the error is %d bytes long", c.query, len(err.Error()))
+		}
+	}
+	// At the limits: answered.
+	for _, q := range []string{"kest* hov* k* t*", strings.Repeat("kestrel ", 32), "kestrel AND hovers OR NOT NEAR"} {
+		if _, err := db.Search(ctx, core.SearchQuery{Query: q}); err != nil && !strings.Contains(err.Error(), "not valid") {
+			t.Fatalf("%q: %v", q, err)
+		}
+	}
+	if p, err := db.Search(ctx, core.SearchQuery{Query: "kest* hov*"}); err != nil || len(p.Hits) != 1 {
+		t.Fatalf("prefix search: %+v %v", p, err)
+	}
+}
+
+// TestSearchIsInterrupted: a search within the limits that runs long (a
+// few prefix terms over an index of many terms) is interrupted by its
+// context's cancellation (a client's $/cancelRequest or its going away)
+// and by the time limit, with cancelled and invalid errors, not its
+// result; the next search on the same readers answers.
+func TestSearchIsInterrupted(t *testing.T) {
+	ctx := context.Background()
+	db := storagetest.OpenWith(t, storage.Options{SearchTimeout: time.Hour})
+	s := newSession(t, db)
+	r := rand.New(rand.NewSource(1))
+	err := db.UpdateBulk(ctx, func(w core.Writer) error {
+		for i := 0; i < 30; i++ {
+			var es []core.NewEntry
+			for j := 0; j < 100; j++ {
+				var b strings.Builder
+				for k := 0; k < 20; k++ {
+					fmt.Fprintf(&b, "%c%x ", 'a'+r.Intn(4), r.Int63())
+				}
+				es = append(es, user(b.String()))
+			}
+			if _, err := w.Append(ctx, s.ID, es...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, db, s.ID, user("the kestrel hovers"))
+	const slow = "a* OR b* OR c* OR d*"
+	start := time.Now()
+	if p, err := db.Search(ctx, core.SearchQuery{Query: slow}); err != nil || len(p.Hits) == 0 {
+		t.Fatalf("the slow query, unbounded: %d hits, %v", len(p.Hits), err)
+	}
+	took := time.Since(start)
+	cctx, cancel := context.WithCancel(ctx)
+	time.AfterFunc(took/10, cancel)
+	if p, err := db.Search(cctx, core.SearchQuery{Query: slow}); core.ErrorCode(err) != core.CodeCancelled {
+		t.Fatalf("cancelled a tenth into a query of %v: %d hits, %v; want cancelled", took, len(p.Hits), err)
+	}
+	storage.SetSearchTimeout(db, took/10)
+	_, err = db.Search(ctx, core.SearchQuery{Query: slow})
+	if core.ErrorCode(err) != core.CodeInvalid || !strings.Contains(err.Error(), "ran longer than the limit") {
+		t.Fatalf("a query of %v with a limit of a tenth of that: %v; want invalid naming the time limit", took, err)
+	}
+	storage.SetSearchTimeout(db, time.Hour)
+	if p, err := db.Search(ctx, core.SearchQuery{Query: "kestrel"}); err != nil || len(p.Hits) != 1 {
+		t.Fatalf("the next search: %+v, %v", p, err)
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+	"unicode"
 
 	"github.com/ncruces/go-sqlite3"
 	"github.com/ncruces/go-sqlite3/ext/fts5"
@@ -110,8 +112,98 @@ func SearchText(kind core.Kind, payload []byte) string {
 	return strings.TrimSpace(s)
 }
 
-// Search implements core.Searcher.
+// The cost bound of one search: what a query may ask for (checked before
+// anything runs) and how long it may run (Options.SearchTimeout). FTS5
+// reads one doclist per term and merges every term a prefix term matches,
+// so a query of a thousand `a*` took tens of seconds and all the memory
+// SQLite had, and held a reader other clients' searches needed.
+const (
+	// MaxSearchQueryBytes bounds the text of a query.
+	MaxSearchQueryBytes = 1024
+	// MaxSearchTerms bounds the words (tokens) of a query.
+	MaxSearchTerms = 32
+	// MaxSearchPrefixTerms bounds its prefix terms (`word*`).
+	MaxSearchPrefixTerms = 4
+)
+
+// DefaultSearchTimeout is the default Options.SearchTimeout.
+const DefaultSearchTimeout = 10 * time.Second
+
+// queryError is a CodeInvalid error naming the query field. The query is
+// quoted at most 80 characters long: an error never echoes a long query
+// whole.
+func queryError(format string, args ...any) error {
+	e := core.Errorf(core.CodeInvalid, format, args...)
+	e.Data = map[string]any{"field": "query"}
+	return e
+}
+
+// checkQueryCost refuses a query over the cost bound, naming the limit.
+func checkQueryCost(q string) error {
+	if len(q) > MaxSearchQueryBytes {
+		return queryError("search query is %d bytes long, over the limit of %d bytes", len(q), MaxSearchQueryBytes)
+	}
+	terms, prefixes := countTerms(q)
+	if terms > MaxSearchTerms {
+		return queryError("search query has %d words, over the limit of %d words", terms, MaxSearchTerms)
+	}
+	if prefixes > MaxSearchPrefixTerms {
+		return queryError("search query has %d prefix terms (word*), over the limit of %d", prefixes, MaxSearchPrefixTerms)
+	}
+	return nil
+}
+
+// countTerms counts what FTS5 will look up for q: its words (runs of
+// letters and digits, what the index's tokenizer makes terms of, but the
+// operators AND, OR, NOT and NEAR outside quotes) and its prefix terms (a
+// `*` after a word or a quoted phrase).
+func countTerms(q string) (terms, prefixes int) {
+	inQuote, inWord := false, false
+	start := 0
+	for i, r := range q {
+		word := unicode.IsLetter(r) || unicode.IsDigit(r) || r >= 0x80 && !unicode.IsSpace(r) && !unicode.IsPunct(r)
+		if word && !inWord {
+			start = i
+		}
+		if !word && inWord {
+			if inQuote || !isOperator(q[start:i]) {
+				terms++
+			}
+		}
+		inWord = word
+		switch {
+		case r == '"':
+			inQuote = !inQuote
+		case r == '*' && !inQuote:
+			prefixes++
+		}
+	}
+	if inWord && (inQuote || !isOperator(q[start:])) {
+		terms++
+	}
+	return terms, prefixes
+}
+
+func isOperator(w string) bool { return w == "AND" || w == "OR" || w == "NOT" || w == "NEAR" }
+
+// Search implements core.Searcher. A query over the cost bound is refused
+// before it runs (checkQueryCost); one that runs longer than
+// Options.SearchTimeout is interrupted and refused; ctx's cancellation (a
+// client's $/cancelRequest, or its going away) interrupts it too.
 func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, error) {
+	if err := checkQueryCost(q.Query); err != nil {
+		return core.SearchPage{}, err
+	}
+	for _, f := range []struct {
+		name string
+		t    time.Time
+	}{{"since", q.Since}, {"until", q.Until}} {
+		if !f.t.IsZero() && !core.Representable(f.t) {
+			e := core.Errorf(core.CodeInvalid, "search: %s %s is outside the years the record holds (1678-2262)", f.name, f.t.Format(time.RFC3339))
+			e.Data = map[string]any{"field": f.name}
+			return core.SearchPage{}, e
+		}
+	}
 	match, phrased, err := ftsQuery(q.Query)
 	if err != nil {
 		return core.SearchPage{}, err
@@ -188,7 +280,9 @@ func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, 
 		return core.SearchPage{}, err
 	}
 	page := core.SearchPage{Hits: []core.SearchHit{}}
-	err = func() error {
+	qctx, cancel := context.WithTimeoutCause(ctx, db.searchTimeout, errSearchTimeout)
+	defer cancel()
+	err = func(ctx context.Context) error {
 		tx, err := db.search.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {
 			return fmt.Errorf("storage: begin read: %w", err)
@@ -266,12 +360,22 @@ func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, 
 			page.Hits = append(page.Hits, h)
 		}
 		return nil
-	}()
+	}(qctx)
 	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return core.SearchPage{}, core.E(core.CodeCancelled, "search", context.Cause(ctx))
+		case context.Cause(qctx) == errSearchTimeout:
+			return core.SearchPage{}, queryError("search query ran longer than the limit of %s; make it more specific (fewer prefix terms, more words)", db.searchTimeout)
+		}
 		return core.SearchPage{}, searchError(q.Query, err)
 	}
 	return page, nil
 }
+
+// errSearchTimeout is the cause of a search's context once it has run
+// past Options.SearchTimeout.
+var errSearchTimeout = errors.New("search: over its time limit")
 
 // detailError is a failure after the query was accepted (fetching the
 // page's entries and snippets): never the user's query.
@@ -290,6 +394,9 @@ func searchError(query string, err error) error {
 		return fmt.Errorf("storage: search: page details: %w", de.err)
 	}
 	var se *sqlite3.Error
+	if errors.As(err, &se) && se.Code() == sqlite3.NOMEM {
+		return queryError("search query needs more memory than a search may use; make it more specific (fewer prefix terms, more words)")
+	}
 	if errors.As(err, &se) && se.Code() == sqlite3.ERROR {
 		msg := se.Error()
 		if i := strings.LastIndex(msg, "SQL logic error: "); i >= 0 {
@@ -299,9 +406,7 @@ func searchError(query string, err error) error {
 		if strings.HasPrefix(msg, "no such column") {
 			msg += " (a word followed by ':' names a column; put the word in double quotes)"
 		}
-		e := core.Errorf(core.CodeInvalid, "search query %q is not valid: %s", query, msg)
-		e.Data = map[string]any{"field": "query"}
-		return e
+		return queryError("search query %.80q is not valid: %.200s", query, msg)
 	}
 	return fmt.Errorf("storage: search: %w", err)
 }
