@@ -12,8 +12,11 @@ import (
 	"github.com/bridge-dev/bridge/core"
 )
 
-// versionTimeout bounds `opencode --version` (it takes about 1.4 s).
-const versionTimeout = 15 * time.Second
+// versionTimeout bounds `opencode --version`. It takes about 1.4 s, but its
+// first run under a new HOME sets up OpenCode's own folders, and on a loaded
+// machine (CI with two shared cores) that ran past 15 s: the probe then
+// reported every capability unavailable.
+const versionTimeout = 60 * time.Second
 
 // Probe reports the program, its version and the capabilities of OpenCode's
 // server API (1.18.33 routes). It runs only `opencode --version`: no server
