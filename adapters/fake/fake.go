@@ -9,7 +9,11 @@
 // A prompt is a script when every non-blank line starts with a directive
 // (the text blocks of a prompt are joined with newlines first). Otherwise it
 // is answered with one assistant.message "fake: " + the prompt text (the
-// echo), so prose that merely quotes a directive never runs it. Directives:
+// echo), so prose that merely quotes a directive never runs it; except that
+// a summary worker's request (handoff.Instruction and the folded material)
+// is answered with a five-part handoff written from that material, so
+// migration works without a script. docs/fake-harness.md documents the
+// directives for users:
 //
 //	say <text>            assistant.message {text}
 //	json <text>           assistant.message with the literal text (checkpoint replies)

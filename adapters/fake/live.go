@@ -279,6 +279,9 @@ func (l *Live) steps(text string, images []core.Content, due []string) ([]Step, 
 	if steps != nil {
 		return steps, nil
 	}
+	if reply, ok := handoffReply(text); ok {
+		return []Step{{Op: OpJSON, Text: reply}}, nil
+	}
 	echo := "fake: " + text
 	if len(images) > 0 {
 		var kinds []string

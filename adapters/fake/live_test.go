@@ -11,6 +11,7 @@ import (
 
 	"github.com/bridge-dev/bridge/adapters/fake"
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/handoff"
 )
 
 // events collects a live session's sink.
@@ -412,5 +413,36 @@ func TestWorkerDirective(t *testing.T) {
 	prompt(t, third, "hi")
 	if s := field(t, ev3.entries()[0], "text"); s != "fake: hi" {
 		t.Errorf("third session answered %q", s)
+	}
+}
+
+// TestSummaryWorkerWritesAHandoff: a prompt that asks for a handoff the way
+// migration's summary worker is asked (the instruction, then the folded
+// conversation) is answered with five valid sections from the material,
+// in English and in Chinese.
+func TestSummaryWorkerWritesAHandoff(t *testing.T) {
+	for _, lang := range []string{"en", "zh"} {
+		branch := []core.Entry{
+			{ID: "e1", Kind: core.KindUserMessage, Payload: core.Payload(map[string]any{"text": "rename the parser"})},
+			{ID: "e2", Kind: core.KindAssistantMessage, Payload: core.Payload(map[string]any{"text": "renamed it"})},
+			{ID: "e3", Kind: core.KindUserMessage, Payload: core.Payload(map[string]any{"text": "now run the tests"})},
+		}
+		fold := handoff.Fold(branch, handoff.FoldOptions{Lang: lang})
+		live, ev := start(t, fake.New(fake.Options{}))
+		prompt(t, live, handoff.Instruction(fold.Lang, 0)+fold.Text)
+		got := ev.entries()
+		h, err := handoff.Parse(field(t, got[len(got)-1], "text"))
+		if err != nil {
+			t.Fatalf("%s: %v", lang, err)
+		}
+		if g := h.Sections[handoff.Goal].Body; !strings.Contains(g, "rename the parser") {
+			t.Errorf("%s: goal %q", lang, g)
+		}
+		if n := h.Sections[handoff.NextStep].Body; !strings.Contains(n, "now run the tests") {
+			t.Errorf("%s: next step %q", lang, n)
+		}
+		if bad := h.UnsupportedFiles(fold.Text); len(bad) > 0 {
+			t.Errorf("%s: key files not in the material: %v", lang, bad)
+		}
 	}
 }

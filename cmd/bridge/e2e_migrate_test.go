@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -279,4 +280,37 @@ func apis(rs []fakemodel.Request) []string {
 		out = append(out, r.API)
 	}
 	return out
+}
+
+// TestMigratePreviewOnAFreshInstall: a fresh data directory, a fake session
+// with one plain prompt (no script), and `bridge migrate preview` to
+// another model of the fake harness succeeds: the fake's summary worker
+// writes a five-part handoff from the conversation. The preview executes.
+func TestMigratePreviewOnAFreshInstall(t *testing.T) {
+	t.Parallel()
+	dir, sid := dataDirWithOneTurn(t)
+	env := []string{"BRIDGE_DATA_DIR=" + dir}
+	out, stderr, code := runCLI(t, env, "migrate", "preview", sid, "--model", "fake-large", "--json")
+	if code != 0 {
+		t.Fatalf("migrate preview: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	var p previewResult
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(p.Sections) != 5 {
+		t.Fatalf("sections %+v", p.Sections)
+	}
+	for i, s := range p.Sections {
+		if s.Title != handoffHeadings[i] || strings.TrimSpace(s.Body) == "" {
+			t.Errorf("section %d: %q %q", i, s.Title, s.Body)
+		}
+	}
+	if !strings.Contains(p.Sections[0].Body, "hello") {
+		t.Errorf("the goal does not come from the conversation: %q", p.Sections[0].Body)
+	}
+	out, stderr, code = runCLI(t, env, "migrate", "execute", p.PreviewID)
+	if code != 0 || !strings.Contains(out, "target session ") {
+		t.Fatalf("migrate execute: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
 }

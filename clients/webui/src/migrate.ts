@@ -3,7 +3,7 @@
 // Markdown view) whose headings are checked live by the client package's
 // parser, then execute with the edited text inline, and open the target.
 
-import { handoffHeadings, parseHandoff, type MigrationPreviewResult, type ProgressParams } from "../../typescript/src/browser.js";
+import { handoffHeadings, parseHandoff, type MigrationPreviewResult, type ProgressParams, type SessionListItem } from "../../typescript/src/browser.js";
 import type { App } from "./main.js";
 import type { SessionView } from "./session.js";
 import { clear, h } from "./dom.js";
@@ -17,6 +17,7 @@ export class MigrationPanel {
   private readonly preset = h("select", { id: "mig-preset", "aria-label": "Target preset" });
   private readonly model = h("input", { id: "mig-model", "aria-label": "Target model", placeholder: "model (optional)" });
   private readonly effort = h("input", { id: "mig-effort", "aria-label": "Target effort", placeholder: "effort (optional)" });
+  private readonly previewButton = h("button", { type: "submit", id: "mig-preview" }, "Preview");
   private readonly progress = h("progress", { id: "mig-progress", "aria-label": "Preview progress", hidden: true });
   private readonly progressText = h("span", { id: "mig-progress-text", role: "status" });
   private readonly editor = h("section", { id: "handoff", "aria-label": "Handoff", hidden: true });
@@ -31,6 +32,7 @@ export class MigrationPanel {
   constructor(
     private readonly app: App,
     private readonly session: SessionView,
+    private readonly source: SessionListItem | undefined,
   ) {
     this.harness.addEventListener("change", () => this.fillPresets());
     this.textArea.addEventListener("input", () => this.check());
@@ -67,7 +69,7 @@ export class MigrationPanel {
         this.preset,
         this.model,
         this.effort,
-        h("button", { type: "submit", id: "mig-preview" }, "Preview"),
+        this.previewButton,
         this.progress,
         this.progressText,
       ),
@@ -77,7 +79,34 @@ export class MigrationPanel {
 
   toggle(): void {
     this.root.hidden = !this.root.hidden;
-    if (!this.root.hidden) this.fillHarnesses();
+    if (!this.root.hidden) {
+      this.fillHarnesses();
+      // Preview waits for the default target.
+      this.previewButton.disabled = true;
+      void this.defaultTarget().finally(() => (this.previewButton.disabled = false));
+    }
+  }
+
+  /**
+   * The form never starts on a target Bridge refuses (the source's own
+   * harness and preset, with no model or effort): it then proposes another
+   * model of the session's harness, else another usable harness.
+   */
+  private async defaultTarget(): Promise<void> {
+    const refused = () => this.harness.value === "" && this.preset.value === (this.source?.preset ?? "") && !this.model.value && !this.effort.value;
+    if (!refused()) return;
+    const res = await this.app.client.request("session/models", { sessionId: this.session.id }).catch(() => undefined);
+    if (!refused()) return;
+    const model = res?.models.find((m) => m.id !== res.model);
+    if (model) {
+      this.model.value = model.id;
+      return;
+    }
+    const other = this.app.doctor?.adapters.find((a) => a.ok && a.harness !== this.source?.harness);
+    if (other) {
+      this.harness.value = other.harness;
+      this.fillPresets();
+    }
   }
 
   private fillHarnesses(): void {

@@ -41,7 +41,7 @@ export class SessionView {
     item: SessionListItem | undefined,
   ) {
     this.setTitle(item?.title || id);
-    this.migration = new MigrationPanel(app, this);
+    this.migration = new MigrationPanel(app, this, item);
     const form = h(
       "form",
       { id: "prompt", "aria-label": "Prompt", onsubmit: (e: Event) => (e.preventDefault(), void this.send()) },

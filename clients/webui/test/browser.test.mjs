@@ -242,6 +242,21 @@ test("migration: preview, edit a number in the handoff editor, execute; the targ
   assert.deepEqual(errors, []);
 });
 
+test("migration on a fresh install: one plain prompt, the form's defaults, the preview has five sections", async () => {
+  const web = await startWeb(tmp());
+  const { page, errors } = await openPage(web.url);
+  await createFake(page, "plain");
+  await promptText(page, "please tidy the parser");
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Turn ended/ }).waitFor();
+  await page.getByRole("button", { name: "Migrate…" }).click();
+  await page.getByRole("form", { name: "Migration target" }).waitFor();
+  await page.getByRole("button", { name: "Preview" }).click();
+  await page.getByRole("region", { name: "Handoff" }).waitFor();
+  assert.equal(await page.locator("#handoff-checks li.ok").count(), 5);
+  assert.match(await page.getByRole("textbox", { name: "Handoff text" }).inputValue(), /## Goal\nplease tidy the parser/);
+  assert.deepEqual(errors, []);
+});
+
 test("the doctor page lists every adapter with the reason for each missing capability", async () => {
   const web = await startWeb(tmp());
   const { page, errors } = await openPage(web.url);
