@@ -21,3 +21,25 @@ func TestPresetsFor(t *testing.T) {
 		t.Fatalf("PresetsFor(opencode) = %+v", got)
 	}
 }
+
+// TestCheckpointMethodFor: a fork where the harness can fork; otherwise
+// reconstructed, and the live thread only where the preset asks for it.
+func TestCheckpointMethodFor(t *testing.T) {
+	cases := []struct {
+		preset  string
+		canFork bool
+		want    string
+	}{
+		{"", true, core.CheckpointFork},
+		{"", false, core.CheckpointReconstructed},
+		{core.CheckpointFork, true, core.CheckpointFork},
+		{core.CheckpointFork, false, core.CheckpointReconstructed},
+		{core.CheckpointInThread, false, core.CheckpointInThread},
+		{core.CheckpointInThread, true, core.CheckpointInThread},
+	}
+	for _, c := range cases {
+		if got := core.CheckpointMethodFor(core.Preset{Checkpoint: c.preset}, c.canFork); got != c.want {
+			t.Errorf("checkpoint %q, canFork %v: %q, want %q", c.preset, c.canFork, got, c.want)
+		}
+	}
+}

@@ -155,7 +155,7 @@ func (a *app) buildWith(st store, h hostSet, o openOptions) (*env, error) {
 		n = &cliNotifier{w: a.stderr}
 	}
 	so := service.Options{Store: st.db, Hosts: h.hosts, Notifier: n, Presets: cfg.Presets,
-		DataDir: st.dir, Database: st.db.Path(), CheckpointTimeout: cfg.CheckpointTimeout(), RepoStatus: gitStatus,
+		DataDir: st.dir, Database: st.db.Path(), CheckpointTimeout: cfg.CheckpointTimeout(), CheckpointInstructions: cfg.CheckpointInstructions, RepoStatus: gitStatus,
 		Permissions: o.permissions, ApprovalTimeout: cfg.ApprovalTimeout()}
 	if err := cfg.controller(&so); err != nil {
 		st.db.Close()

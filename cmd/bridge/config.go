@@ -33,6 +33,9 @@ type Config struct {
 	Presets []core.Preset `json:"presets,omitempty"`
 	// CheckpointTimeoutSeconds bounds the wait for a checkpoint reply.
 	CheckpointTimeoutSeconds int `json:"checkpointTimeoutSeconds,omitempty"`
+	// CheckpointInstructions are added to every checkpoint request (the
+	// language to write in, what to stress).
+	CheckpointInstructions string `json:"checkpointInstructions,omitempty"`
 	// ApprovalTimeoutSeconds bounds the wait for the client's answer to a
 	// session/requestPermission; then the preset's policy answers.
 	ApprovalTimeoutSeconds int `json:"approvalTimeoutSeconds,omitempty"`

@@ -39,6 +39,7 @@ type checkpointResult struct {
 	EntryID    string `json:"entryId"`
 	Provenance string `json:"provenance"`
 	Reason     string `json:"reason"`
+	Method     string `json:"method"`
 }
 
 type checkpointSavedNote struct {
@@ -46,6 +47,7 @@ type checkpointSavedNote struct {
 	EntryID    string `json:"entryId"`
 	Reason     string `json:"reason"`
 	Provenance string `json:"provenance"`
+	Method     string `json:"method"`
 	Hot        bool   `json:"hot"`
 }
 

@@ -10,6 +10,9 @@ import (
 type PromptOptions struct {
 	// Focus is an optional note from the user on what to emphasise.
 	Focus string
+	// Instructions are the user's standing additions to every request
+	// (configuration), after the shape.
+	Instructions string
 	// MaxDecisions and MaxFiles cap how many evidence items are listed
 	// (0 means 100 and 200). Items left out are still appended by
 	// FillGaps; the prompt says how many were left out.
@@ -46,6 +49,9 @@ func RequestPrompt(reason Reason, ev Evidence, opt PromptOptions) string {
 		"}\n\n")
 	b.WriteString("Keep exact numbers, names and paths verbatim. Leave out values that were superseded. " +
 		"Use empty arrays where there is nothing to list.\n")
+	if in := strings.TrimSpace(opt.Instructions); in != "" {
+		fmt.Fprintf(&b, "\n%s\n", in)
+	}
 	if f := strings.TrimSpace(opt.Focus); f != "" {
 		fmt.Fprintf(&b, "\nFocus on: %s\n", f)
 	}

@@ -136,7 +136,7 @@ func (s *Service) runCheckpoint(ctx context.Context, sessionID string, reason ch
 			return r.Text, err
 		}
 	}
-	prompt := checkpoint.RequestPrompt(reason, ev, checkpoint.PromptOptions{Focus: focus})
+	prompt := checkpoint.RequestPrompt(reason, ev, checkpoint.PromptOptions{Focus: focus, Instructions: s.opts.CheckpointInstructions})
 	draft, err := s.askDraft(ctx, ask, prompt)
 	attempt := 0
 	if err != nil && !isNoReply(err) {

@@ -25,6 +25,8 @@ type Options struct {
 	Database string
 	// CheckpointTimeout bounds the wait for a checkpoint reply (default 30 s).
 	CheckpointTimeout time.Duration
+	// CheckpointInstructions are added to every checkpoint request.
+	CheckpointInstructions string
 	// RepoStatus returns `git status --porcelain` for a working directory,
 	// used by recovery checkpoints. Nil means no repository evidence.
 	RepoStatus func(ctx context.Context, cwd string) (string, error)

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/bridge-dev/bridge/adapters/fakemodel"
+)
+
+// These tests hold Bridge to leaving the live conversation alone: a
+// checkpoint is asked of a fork of the session, and nothing Bridge writes
+// reaches a model request of the live thread (docs/checkpoints.md).
+
+// plantedMarker is planted in every checkpoint request through the
+// checkpointInstructions setting; replyMarker is in every checkpoint reply.
+const (
+	plantedMarker = "BRIDGE-WROTE-7Q"
+	replyMarker   = "CKPT-REPLY-9Z"
+)
+
+// claudeSessionOf is the Claude Code session a model request belongs to
+// (metadata.user_id carries it as JSON text).
+func claudeSessionOf(r fakemodel.Request) string {
+	var b struct {
+		Metadata struct {
+			UserID string `json:"user_id"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(r.Body, &b) != nil {
+		return ""
+	}
+	var u struct {
+		SessionID string `json:"session_id"`
+	}
+	if json.Unmarshal([]byte(b.Metadata.UserID), &u) != nil {
+		return ""
+	}
+	return u.SessionID
+}
+
+// liveRequests splits the model requests into those of the live Claude
+// Code session native and the others (the forks').
+func liveRequests(rs []fakemodel.Request, native string) (live, other []fakemodel.Request) {
+	for _, r := range rs {
+		if r.API != "anthropic" {
+			continue
+		}
+		if claudeSessionOf(r) == native {
+			live = append(live, r)
+		} else {
+			other = append(other, r)
+		}
+	}
+	return live, other
+}
+
+// checkLiveThreadClean fails when a request of the live thread carries
+// text Bridge wrote (the planted marker, the request's own heading) or a
+// checkpoint reply; it returns the live requests.
+func checkLiveThreadClean(t *testing.T, h *harnessEnv, native string) []fakemodel.Request {
+	t.Helper()
+	live, _ := liveRequests(h.fake.Requests(), native)
+	if len(live) == 0 {
+		t.Fatalf("no model request of the live session %s", native)
+	}
+	for i, r := range live {
+		txt := requestText(r)
+		for _, m := range []string{plantedMarker, checkpointMarker, replyMarker} {
+			if strings.Contains(txt, m) {
+				t.Errorf("live request %d (last user text %.60q) carries %q, which Bridge wrote or asked for", i, r.LastUserText, m)
+			}
+		}
+	}
+	return live
+}
+
+// checkForkCheckpoint checks the checkpoint entry id: written by the
+// agent, through a fork, with the fork's token usage.
+func checkForkCheckpoint(t *testing.T, c *client, sid, id, reason string) {
+	t.Helper()
+	cp := checkpointOf(t, c, sid, id)
+	if cp["method"] != "fork" || cp["reason"] != reason || !strings.Contains(cp["summary"].(string), replyMarker) ||
+		(cp["provenance"] != "agent" && cp["provenance"] != "agent+controller") {
+		t.Errorf("%s checkpoint %v: want the agent's own, by a fork", reason, cp)
+	}
+	if u, _ := cp["forkUsage"].(map[string]any); u == nil || u["inputTokens"] == nil {
+		t.Errorf("%s checkpoint has no forkUsage: %v", reason, cp)
+	}
+}
+
+// TestE2EClaudeCheckpointsLeaveLiveThread: a phase-boundary checkpoint, a
+// manual one and a shutdown one of a real Claude Code session, each
+// followed by a turn of the live thread (the last after a native resume in
+// a new bridge process): every checkpoint is saved, agent-authored, with
+// method fork; the live thread's next request still holds the turns before
+// it; and no request of the live thread, ever, carries the checkpoint
+// request (a marker planted in it), its heading or its reply.
+func TestE2EClaudeCheckpointsLeaveLiveThread(t *testing.T) {
+	t.Parallel()
+	h := newHarnessEnv(t, harnessOptions{Config: map[string]any{"checkpointInstructions": plantedMarker + ": a marker the tests look for."}})
+	h.onText(checkpointMarker, inProse(checkpointJSON(replyMarker+": the parser is written; port 55837")))
+	var step atomic.Int32
+	h.on("PLAN-STEP-TURN", func(fakemodel.Request) fakemodel.Reply {
+		step.Store(1)
+		return fakemodel.Reply{Text: "Tracking the work.", ToolCall: &fakemodel.ToolCall{ID: "toolu_plan_1", Name: "TaskCreate",
+			Input: json.RawMessage(`{"subject":"Write the parser","description":"The parser","activeForm":"Writing the parser"}`)}}
+	})
+	h.onText("TURN-TWO", "TURN-TWO-ANSWER: port 55837 noted.")
+	h.onText("TURN-THREE", "TURN-THREE-ANSWER: done.")
+	h.onText("TURN-FOUR", "TURN-FOUR-ANSWER: back.")
+	h.fake.Responder(func(r fakemodel.Request) (fakemodel.Reply, bool) {
+		if rep, ok := h.respond(r); ok {
+			return rep, true
+		}
+		switch step.Load() {
+		case 1:
+			step.Store(2)
+			return fakemodel.Reply{Text: "Parser written.", ToolCall: &fakemodel.ToolCall{ID: "toolu_plan_2", Name: "TaskUpdate",
+				Input: json.RawMessage(`{"taskId":"1","status":"completed"}`)}}, true
+		case 2:
+			step.Store(3)
+			return fakemodel.Reply{Text: "PLAN-DONE-ANSWER: the parser is done."}, true
+		}
+		return fakemodel.Reply{}, false
+	})
+	c := h.start(t)
+	sid := h.create(t, c, "claude-code", "live thread")
+	db := h.openDB(t)
+	native := sessionNative(t, db, sid)
+
+	// Phase boundary.
+	say(t, c, sid, "PLAN-STEP-TURN: write the parser, then track the plan.")
+	n := awaitSaved(t, c, sid, "phase_boundary")
+	if n.Method != "fork" || !n.Hot {
+		t.Errorf("phase_boundary session/checkpointSaved %+v: want fork, hot", n)
+	}
+	checkForkCheckpoint(t, c, sid, n.EntryID, "phase_boundary")
+	say(t, c, sid, "TURN-TWO: the server listens on port 55837.")
+	live := checkLiveThreadClean(t, h, native)
+	if txt := requestText(live[len(live)-1]); !strings.Contains(txt, "PLAN-STEP-TURN") || !strings.Contains(txt, "PLAN-DONE-ANSWER") {
+		t.Errorf("the live request after the phase_boundary checkpoint lost the turn before it")
+	}
+
+	// Manual.
+	var res checkpointResult
+	c.mustCall("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, &res)
+	if res.Method != "fork" {
+		t.Errorf("session/checkpoint = %+v, want method fork", res)
+	}
+	checkForkCheckpoint(t, c, sid, res.EntryID, "manual")
+	say(t, c, sid, "TURN-THREE: add a health check.")
+	live = checkLiveThreadClean(t, h, native)
+	if txt := requestText(live[len(live)-1]); !strings.Contains(txt, "TURN-TWO-ANSWER") || !strings.Contains(txt, "PLAN-STEP-TURN") {
+		t.Errorf("the live request after the manual checkpoint lost the turns before it")
+	}
+
+	// Shutdown, then a native resume in a new bridge process.
+	reply := c.wait(c.send("shutdown", nil))
+	if reply.Error != nil {
+		t.Fatalf("shutdown: %+v", reply.Error)
+	}
+	notes, _ := savedNotes(c, sid, "before_shutdown")
+	if len(notes) != 1 || notes[0].Method != "fork" {
+		t.Fatalf("before_shutdown notifications %+v, want one by a fork", notes)
+	}
+	c.notify("exit", nil)
+	if code := waitExit(t, c); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	c = h.start(t)
+	if r, _ := resume(t, c, sid); r.Mode != "native" {
+		t.Fatalf("session/resume = %+v, want native", r)
+	}
+	checkForkCheckpoint(t, c, sid, notes[0].EntryID, "before_shutdown")
+	say(t, c, sid, "TURN-FOUR: are you back?")
+	live = checkLiveThreadClean(t, h, native)
+	if txt := requestText(live[len(live)-1]); !strings.Contains(txt, "TURN-THREE-ANSWER") || !strings.Contains(txt, "TURN-TWO-ANSWER") {
+		t.Errorf("the live request after the shutdown checkpoint and native resume lost the turns before it")
+	}
+	// The checkpoints were asked, of forks: three requests outside the
+	// live thread carry the planted marker.
+	_, other := liveRequests(h.fake.Requests(), native)
+	asked := 0
+	for _, r := range other {
+		if strings.Contains(r.LastUserText, plantedMarker) {
+			asked++
+		}
+	}
+	if asked != 3 {
+		t.Errorf("%d checkpoint requests outside the live thread, want 3", asked)
+	}
+	if code := c.exit(true); code != 0 {
+		t.Errorf("bridge exit code %d", code)
+	}
+}
