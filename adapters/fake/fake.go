@@ -32,6 +32,7 @@
 //	file <path>           artifact.created {path} (nothing is written to disk)
 //	decide <text>         worker.result {status: "completed", decisions: [text]}
 //	toolstart <name> [arg] tool.started only: the tool never completes
+//	think <text>          harness.event {type: "agent_thought", text} (the model's thinking)
 //	plan <st>:<text>[; <st>:<text>...]
 //	                      plan.updated {steps: [{text, status}]} (status pending,
 //	                      in_progress or completed)

@@ -302,6 +302,8 @@ func (l *Live) run(ctx context.Context, steps []Step, prompts int64) (core.TurnR
 		switch s.Op {
 		case OpSay, OpJSON:
 			l.say(s.Text)
+		case OpThink:
+			l.emit(core.KindHarnessEvent, map[string]any{"type": "agent_thought", "text": s.Text})
 		case OpTool:
 			toolID := fmt.Sprintf("tool-%s", l.nextID())
 			l.emit(core.KindToolStarted, map[string]any{"toolId": toolID, "name": s.Name, "input": s.Text})

@@ -33,11 +33,14 @@ const (
 	// OpPlan: plan <status>:<text>[; <status>:<text>...]: plan.updated with
 	// those steps (status pending, in_progress or completed).
 	OpPlan Op = "plan"
+	// OpThink: think <text>: the model's thinking, kept as a harness.event
+	// {type: "agent_thought", text} (as the ACP adapter keeps a thought).
+	OpThink Op = "think"
 )
 
 var knownOps = map[Op]bool{OpSay: true, OpJSON: true, OpTool: true, OpAsk: true, OpStream: true,
 	OpCompact: true, OpUsage: true, OpSleep: true, OpHang: true, OpCrash: true, OpFile: true,
-	OpDecide: true, OpNext: true, OpAfter: true, OpWorker: true, OpToolStart: true, OpPlan: true}
+	OpDecide: true, OpNext: true, OpAfter: true, OpWorker: true, OpToolStart: true, OpPlan: true, OpThink: true}
 
 // Step is one thing the fake model does during a turn. Which fields matter
 // depends on Op:
@@ -128,7 +131,7 @@ func ParseLine(line string) (Step, error) {
 	word, rest, _ := cutWord(strings.TrimSpace(line))
 	op := Op(word)
 	switch op {
-	case OpSay, OpJSON, OpDecide:
+	case OpSay, OpJSON, OpDecide, OpThink:
 		return Step{Op: op, Text: rest}, nil
 	case OpFile:
 		if rest == "" {

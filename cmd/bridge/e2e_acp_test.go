@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -345,4 +346,39 @@ func TestAcpxDrivesBridgeOverClaudeCode(t *testing.T) {
 		t.Fatalf("/compact: exit %d\n%s", code, out)
 	}
 	mustContain(t, "/compact", out, "[Bridge] The harness compacted its context.")
+}
+
+// TestACPSDKClientCoversEveryMethod runs the official ACP SDK's client
+// (clients/interop/acp-sdk.mjs) against `bridge acp --harness fake`: every
+// method and update, each message checked against the SDK's ACP v1
+// schemas. Then the record: closing stdin ended the second process after
+// the before_shutdown checkpoint serve writes.
+func TestACPSDKClientCoversEveryMethod(t *testing.T) {
+	node, _, err := dshtest.Programs()
+	if err != nil {
+		t.Fatalf("the ACP SDK test needs Node 22: %v", err)
+	}
+	script := filepath.Join(adaptertest.RepoRoot(t), "clients", "interop", "acp-sdk.mjs")
+	dataDir, cwd := t.TempDir(), t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, node, script, binPath, dataDir, cwd).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "acp-sdk: ok") {
+		t.Fatalf("acp-sdk.mjs: %v\n%s", err, out)
+	}
+	sid := strings.Fields(strings.SplitN(string(out), "acp-sdk: ok ", 2)[1])[0]
+	_, entries := recordedKinds(t, dataDir, sid)
+	var reasons []string
+	for _, e := range entries {
+		if e.Kind == "checkpoint" {
+			var p struct {
+				Reason string `json:"reason"`
+			}
+			_ = json.Unmarshal(e.Payload, &p)
+			reasons = append(reasons, p.Reason)
+		}
+	}
+	if !containsInOrder(reasons, []string{"manual", "before_shutdown"}) {
+		t.Fatalf("checkpoints of %s: %v, want the /checkpoint one and a before_shutdown one when stdin closed", sid, reasons)
+	}
 }

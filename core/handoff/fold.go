@@ -68,42 +68,54 @@ type msg struct {
 var restoredHeader = []byte("# Restored session")
 
 // bridgeOwn marks the messages of branch that Bridge itself exchanged with
-// the session rather than the conversation: a checkpoint request (and its
-// repair) with the model's reply, from `compaction.requested` until the
-// commit, the failure, or the end of the process that never answered (a
-// status or restoration entry); and the "restored session" text injected
-// on restoration with the reply to it, until the `session.restored` entry.
-// Only kinds are read, and the text of user messages that may be the
-// restoration header.
+// the session rather than the conversation (see Own).
 func bridgeOwn(branch []core.Entry) []bool {
 	own := make([]bool, len(branch))
-	exchange, restore := false, false
+	var t Own
 	for i, e := range branch {
-		switch e.Kind {
-		case core.KindCompactionRequest:
-			exchange = true
-		case core.KindCheckpoint, core.KindCompaction, core.KindBranchSummary, core.KindCompactionFailed:
-			exchange = false
-		case core.KindSessionRestored, core.KindSessionResumeFail, core.KindSessionStatus:
-			if e.Kind != core.KindSessionStatus || exitStatus(e.Payload) {
-				exchange, restore = false, false
-			}
-		case core.KindUserMessage:
-			if !exchange && bytes.Contains(e.Payload, restoredHeader) {
-				var p struct {
-					Text string `json:"text"`
-				}
-				_ = json.Unmarshal(e.Payload, &p)
-				restore = strings.HasPrefix(p.Text, string(restoredHeader))
-			} else if !exchange {
-				restore = false
-			}
-			own[i] = exchange || restore
-		case core.KindAssistantMessage:
-			own[i] = exchange || restore
-		}
+		own[i] = t.Next(e)
 	}
 	return own
+}
+
+// Own follows a session's entries in order and says which messages Bridge
+// itself exchanged with the session rather than the conversation: a
+// checkpoint request (and its repair) with the model's reply, from
+// `compaction.requested` until the commit, the failure, or the end of the
+// process that never answered (a status or restoration entry); and the
+// "restored session" text injected on restoration with the reply to it,
+// until the `session.restored` entry. Only kinds are read, and the text of
+// user messages that may be the restoration header. The zero value is
+// ready at the start of a branch.
+type Own struct{ exchange, restore bool }
+
+// Next takes the next entry and reports whether it is a user or assistant
+// message of Bridge's own.
+func (t *Own) Next(e core.Entry) bool {
+	switch e.Kind {
+	case core.KindCompactionRequest:
+		t.exchange = true
+	case core.KindCheckpoint, core.KindCompaction, core.KindBranchSummary, core.KindCompactionFailed:
+		t.exchange = false
+	case core.KindSessionRestored, core.KindSessionResumeFail, core.KindSessionStatus:
+		if e.Kind != core.KindSessionStatus || exitStatus(e.Payload) {
+			t.exchange, t.restore = false, false
+		}
+	case core.KindUserMessage:
+		if !t.exchange && bytes.Contains(e.Payload, restoredHeader) {
+			var p struct {
+				Text string `json:"text"`
+			}
+			_ = json.Unmarshal(e.Payload, &p)
+			t.restore = strings.HasPrefix(p.Text, string(restoredHeader))
+		} else if !t.exchange {
+			t.restore = false
+		}
+		return t.exchange || t.restore
+	case core.KindAssistantMessage:
+		return t.exchange || t.restore
+	}
+	return false
 }
 
 // exitStatus reports whether a session.status payload says the harness

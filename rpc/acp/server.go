@@ -735,6 +735,15 @@ func (s *Server) Restored(r service.Restored) {
 	s.send(r.SessionID, u)
 }
 
+// Gauge implements service.GaugeNotifier: a context reading of a session
+// this client opened is its usage_update (the context gauge).
+func (s *Server) Gauge(sessionID string, g core.Gauge) {
+	if g.Size <= 0 || g.Used < 0 || s.opened(sessionID) == nil {
+		return
+	}
+	s.send(sessionID, update{"sessionUpdate": "usage_update", "used": g.Used, "size": g.Size})
+}
+
 // Log implements service.Notifier: the service's messages go to the log.
 func (s *Server) Log(level int, msg string) {
 	switch level {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/handoff"
 )
 
 // update is one session/update's update object (ACP's SessionUpdate):
@@ -27,6 +28,7 @@ func chunk(kind, text string) update {
 type view struct {
 	tools map[string]toolInfo
 	plan  []core.PlanStep
+	own   handoff.Own // Bridge's own exchanges (checkpoint requests, restorations) are not shown
 }
 
 type toolInfo struct {
@@ -41,6 +43,9 @@ func newView() *view { return &view{tools: map[string]toolInfo{}} }
 // nothing to show (approvals, which the client answered itself; Bridge's
 // bookkeeping) map to none.
 func (v *view) updatesFor(e core.Entry, replay bool) []update {
+	if v.own.Next(e) {
+		return nil
+	}
 	var p map[string]json.RawMessage
 	_ = json.Unmarshal(e.Payload, &p)
 	str := func(k string) string {
@@ -86,6 +91,9 @@ func (v *view) updatesFor(e core.Entry, replay bool) []update {
 		}
 		if locs := locations(p); len(locs) > 0 {
 			u["locations"] = locs
+		}
+		if d := diffOf(p, str("name")); d != nil {
+			u["content"] = []any{d}
 		}
 		return []update{meta(u)}
 	case core.KindToolCompleted:
@@ -260,6 +268,28 @@ func locations(p map[string]json.RawMessage) []any {
 		if s, ok := in[k].(string); ok && strings.HasPrefix(s, "/") {
 			return []any{map[string]any{"path": s}}
 		}
+	}
+	return nil
+}
+
+// diffOf is the ACP diff of an edit whose input says it (Claude Code's
+// Edit: file_path, old_string, new_string; Write: file_path, content), or
+// nil.
+func diffOf(p map[string]json.RawMessage, name string) map[string]any {
+	var in struct {
+		Path    string  `json:"file_path"`
+		Old     *string `json:"old_string"`
+		New     *string `json:"new_string"`
+		Content *string `json:"content"`
+	}
+	if json.Unmarshal(p["input"], &in) != nil || !strings.HasPrefix(in.Path, "/") {
+		return nil
+	}
+	switch {
+	case name == "Edit" && in.Old != nil && in.New != nil:
+		return map[string]any{"type": "diff", "path": in.Path, "oldText": *in.Old, "newText": *in.New}
+	case name == "Write" && in.Content != nil:
+		return map[string]any{"type": "diff", "path": in.Path, "oldText": nil, "newText": *in.Content}
 	}
 	return nil
 }

@@ -27,6 +27,13 @@ type Notifier interface {
 	Log(level int, msg string)
 }
 
+// GaugeNotifier is a Notifier that is also told every context gauge
+// reading of a live session (bridge acp sends it as usage_update). The
+// service calls it when its Notifier implements it.
+type GaugeNotifier interface {
+	Gauge(sessionID string, g core.Gauge)
+}
+
 // ContextCompacted tells the client a harness compacted its window.
 type ContextCompacted struct {
 	SessionID  string

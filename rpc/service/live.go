@@ -224,6 +224,9 @@ func (l *liveSession) handle(ev core.Event) {
 		l.gauge = &g
 		l.mu.Unlock()
 		l.svc.onGauge(l, g)
+		if gn, ok := l.svc.opts.Notifier.(GaugeNotifier); ok {
+			gn.Gauge(l.sessionID, g)
+		}
 	case ev.NativeSessionID != "":
 		if _, err := st.PatchSession(ctx, l.sessionID, core.SessionPatch{NativeSessionID: core.Ptr(ev.NativeSessionID)}); err != nil {
 			l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not record native id: %v", l.sessionID, err))
