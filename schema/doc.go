@@ -26,5 +26,5 @@
 // test fails when they are stale.
 package schema
 
-//go:generate go run ./gen -out json
+//go:generate go run ./gen -out json -doc ../docs/protocol.md
 //go:generate node ../clients/typescript/gen.mjs

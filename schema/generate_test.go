@@ -318,3 +318,26 @@ func squeeze(s string) string {
 	s = strings.Join(strings.Fields(s), "")
 	return strings.ReplaceAll(s, ";}", "}")
 }
+
+// TestProtocolDocListsEveryMethod: docs/protocol.md's method table is the
+// one go generate writes from schema.Methods, so it names every method of
+// the contract and no other.
+func TestProtocolDocListsEveryMethod(t *testing.T) {
+	path := filepath.Join("..", "docs", "protocol.md")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := generate.SpliceMethods(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want != string(b) {
+		t.Fatalf("%s: the method table is stale; run go generate ./schema", path)
+	}
+	for _, m := range schema.Methods() {
+		if !strings.Contains(string(b), "| `"+m.Name+"` |") {
+			t.Errorf("%s does not list %s", path, m.Name)
+		}
+	}
+}
