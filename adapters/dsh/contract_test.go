@@ -1,14 +1,18 @@
 package dsh_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/adapters/dsh"
 	"github.com/bridge-dev/bridge/adapters/dsh/dshtest"
+	"github.com/bridge-dev/bridge/adapters/fakemodel"
 	"github.com/bridge-dev/bridge/core"
 )
 
@@ -147,3 +151,105 @@ func TestCompactFailureCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestRealDSHCompactionContract drives the real DeepSeek Harness into what
+// it can produce of the compaction contract: /compact while a turn runs is
+// busy; a summary request the model refuses is summary (its failed bracket
+// recorded, nothing compacted); a request refused for the context window
+// makes DSH compact with the context-overflow trigger and retry the turn.
+func TestRealDSHCompactionContract(t *testing.T) {
+	model, r := startReal(t)
+	var mu sync.Mutex
+	overflowed, failSummary := false, false
+	model.Responder(func(req fakemodel.Request) (fakemodel.Reply, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case req.IsSummaryRequest() && failSummary:
+			return fakemodel.Reply{Status: 400, ErrorMessage: "invalid request: the summary is refused"}, true
+		case req.IsSummaryRequest():
+			return fakemodel.Reply{Text: "SUMMARY: the earlier turns, condensed."}, true
+		case strings.Contains(req.LastUserText, "Hold on"):
+			return fakemodel.Reply{Hang: true}, true
+		case strings.Contains(req.LastUserText, "Overflow") && !overflowed:
+			overflowed = true
+			return fakemodel.Reply{Status: 400, ErrorMessage: "This model's maximum context length is 1000 tokens"}, true
+		}
+		return fakemodel.Reply{Text: "Fine."}, true
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	h := realHost(r)
+	rec := adaptertest.NewEvents()
+	live, err := h.CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir()}, rec.Sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close(ctx)
+	for _, q := range []string{"First question", "Second question"} {
+		if _, err := live.Prompt(ctx, []core.Content{{Type: "text", Text: q}}); err != nil {
+			t.Fatalf("Prompt: %v\n%s", err, r.Logs())
+		}
+	}
+
+	// summary: the model refuses the summary request.
+	mu.Lock()
+	failSummary = true
+	mu.Unlock()
+	before := len(rec.Entries())
+	_, err = live.(core.Compactor).Compact(ctx, "")
+	if core.ErrorCode(err) != core.CodeSummary {
+		for _, q := range model.Requests() {
+			t.Logf("model request: %.80q", q.LastUserText)
+		}
+		t.Fatalf("/compact with the summary refused: %v, want summary\n%s", err, r.Logs())
+	}
+	if cs := compacted(t, rec.Entries()[before:]); len(cs) != 0 {
+		t.Errorf("a failed compaction reported as compacted: %+v", cs)
+	}
+	mu.Lock()
+	failSummary = false
+	mu.Unlock()
+
+	// context-overflow: DSH compacts inside the refused step and retries.
+	before = len(rec.Entries())
+	res, err := live.Prompt(ctx, []core.Content{{Type: "text", Text: "Overflow now"}})
+	if err != nil || res.StopReason != "end_turn" {
+		t.Fatalf("Prompt after an overflow: %+v %v\n%s", res, err, r.Logs())
+	}
+	cs := compacted(t, rec.Entries()[before:])
+	if len(cs) != 1 || cs[0].Trigger != core.TriggerAuto || cs[0].Cause != core.CauseContextOverflow || cs[0].ShadowedTokens == nil || cs[0].PreTokens == nil {
+		t.Fatalf("context.compacted after a context overflow: %+v", cs)
+	}
+	if got := refusals(t, rec.Entries()); len(got) != 0 {
+		t.Errorf("the real DSH's record was refused: %q", got)
+	}
+
+	// busy: a turn is running.
+	done := make(chan error, 1)
+	go func() {
+		_, err := live.Prompt(ctx, []core.Content{{Type: "text", Text: "Hold on"}})
+		done <- err
+	}()
+	waitFor(t, ctx, func() bool {
+		for _, q := range model.Requests() {
+			if strings.Contains(q.LastUserText, "Hold on") {
+				return true
+			}
+		}
+		return false
+	})
+	// A second client of the same session, as another Bridge process
+	// would be (this one waits for its turn).
+	busy, err := h.Resume(ctx, core.ResumeRequest{NativeID: live.NativeID()}, adaptertest.NewEvents().Sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = busy.(core.Compactor).Compact(ctx, "")
+	if core.ErrorCode(err) != core.CodeBusy {
+		t.Errorf("/compact during a turn: %v, want busy", err)
+	}
+	// The held turn is left to the end of the test (rc.8 does not end a
+	// turn whose request is still open).
+}
+

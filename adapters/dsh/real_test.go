@@ -87,22 +87,25 @@ func TestRealDSH(t *testing.T) {
 	checkEntries(t, hist)
 
 	// /compact: exactly one context.compacted, manual, with DSH's
-	// shadowedTokenCount as the tokens it freed.
+	// shadowedTokenCount as the shadowed span's tokens and preTokens as
+	// DSH's own gauge (its contextPressure projection) before it.
+	gauge := rec.Gauges()[len(rec.Gauges())-1].Used
 	before := len(rec.Entries())
 	if _, err := live.(core.Compactor).Compact(ctx, ""); err != nil {
 		t.Fatalf("Compact: %v\n%s", err, r.Logs())
 	}
 	cs := compacted(t, rec.Entries()[before:])
-	if len(cs) != 1 || cs[0].Trigger != core.TriggerManual || cs[0].PreTokens == nil || *cs[0].PreTokens <= 0 || cs[0].Summary == "" {
-		t.Fatalf("context.compacted after /compact: %+v", cs)
+	if len(cs) != 1 || cs[0].Trigger != core.TriggerManual || cs[0].PreTokens == nil || *cs[0].PreTokens != gauge ||
+		cs[0].ShadowedTokens == nil || cs[0].Summary == "" {
+		t.Fatalf("context.compacted after /compact (gauge %d): %+v", gauge, cs)
 	}
 	var raw struct {
 		Summary struct {
 			ShadowedTokenCount int64 `json:"shadowedTokenCount"`
 		} `json:"summary"`
 	}
-	if err := json.Unmarshal(cs[0].Raw, &raw); err != nil || raw.Summary.ShadowedTokenCount != *cs[0].PreTokens {
-		t.Errorf("context.compacted raw %s: shadowedTokenCount %d, preTokens %d", cs[0].Raw, raw.Summary.ShadowedTokenCount, *cs[0].PreTokens)
+	if err := json.Unmarshal(cs[0].Raw, &raw); err != nil || raw.Summary.ShadowedTokenCount != *cs[0].ShadowedTokens {
+		t.Errorf("context.compacted raw %s: shadowedTokenCount %d, shadowedTokens %d", cs[0].Raw, raw.Summary.ShadowedTokenCount, *cs[0].ShadowedTokens)
 	}
 	summaries := 0
 	for _, q := range model.Requests() {

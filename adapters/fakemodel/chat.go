@@ -62,7 +62,11 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if reply.Status != 0 {
-		chatError(w, reply.Status, fmt.Sprintf("fake model: scripted status %d", reply.Status))
+		msg := reply.ErrorMessage
+		if msg == "" {
+			msg = fmt.Sprintf("fake model: scripted status %d", reply.Status)
+		}
+		chatError(w, reply.Status, msg)
 		return
 	}
 	model := req.Model

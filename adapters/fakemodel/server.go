@@ -33,6 +33,10 @@ type Reply struct {
 	Hang bool
 	// Status, when non-zero, answers with this HTTP status and an error body.
 	Status int
+	// ErrorMessage is that error body's message on the Chat Completions
+	// API (default: one naming the scripted status), such as a provider's
+	// context-window wording.
+	ErrorMessage string
 	// ToolCall, when set, makes the model call a tool instead of answering.
 	ToolCall *ToolCall
 }
