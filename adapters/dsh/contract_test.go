@@ -252,4 +252,3 @@ func TestRealDSHCompactionContract(t *testing.T) {
 	// The held turn is left to the end of the test (rc.8 does not end a
 	// turn whose request is still open).
 }
-
