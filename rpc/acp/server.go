@@ -50,6 +50,7 @@ type Server struct {
 
 	mu          sync.Mutex
 	initialized bool
+	compaction  bool // the client takes compaction_update
 	sessions    map[string]*session           // the sessions this client opened
 	inflight    map[string]context.CancelFunc // requests being served, by id
 	queue       chan<- func()                 // requests in arrival order (Serve)
@@ -305,7 +306,12 @@ func decode(params json.RawMessage, v any) error {
 
 func (s *Server) initialize(ctx context.Context, params json.RawMessage) (any, error) {
 	var p struct {
-		ProtocolVersion json.RawMessage `json:"protocolVersion"`
+		ProtocolVersion    json.RawMessage `json:"protocolVersion"`
+		ClientCapabilities struct {
+			Session struct {
+				Compaction json.RawMessage `json:"compaction"`
+			} `json:"session"`
+		} `json:"clientCapabilities"`
 	}
 	if err := decode(params, &p); err != nil {
 		return nil, err
@@ -313,9 +319,17 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (any, e
 	if len(p.ProtocolVersion) == 0 {
 		return nil, badParams("protocolVersion is required")
 	}
+	compaction := len(p.ClientCapabilities.Session.Compaction) > 0 && string(p.ClientCapabilities.Session.Compaction) != "null"
 	s.mu.Lock()
 	s.initialized = true
+	s.compaction = compaction
 	s.mu.Unlock()
+	sessionCaps := map[string]any{"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}, "fork": map[string]any{}}
+	if compaction {
+		// Unstable ACP: a client that takes compaction reports is told of
+		// each compaction the harness makes.
+		sessionCaps["compaction"] = map[string]any{}
+	}
 	title := "Bridge"
 	if s.opts.Harness != "" {
 		title += " (" + s.opts.Harness + ")"
@@ -330,7 +344,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (any, e
 			// resources are given to the harness as text.
 			"promptCapabilities":  map[string]any{"image": true, "audio": false, "embeddedContext": true},
 			"mcpCapabilities":     map[string]any{"http": false, "sse": false},
-			"sessionCapabilities": map[string]any{"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}, "fork": map[string]any{}},
+			"sessionCapabilities": sessionCaps,
 		},
 		"agentInfo":   map[string]any{"name": "bridge", "title": title, "version": s.opts.Version},
 		"authMethods": []any{},
@@ -344,7 +358,7 @@ func (s *Server) open(id, cwd string) *session {
 	defer s.mu.Unlock()
 	ss := s.sessions[id]
 	if ss == nil {
-		ss = &session{view: newView(), cwd: cwd}
+		ss = &session{view: newView(s.compaction), cwd: cwd}
 		s.sessions[id] = ss
 	}
 	return ss
@@ -443,7 +457,7 @@ func (s *Server) loadSession(ctx context.Context, params json.RawMessage) (any, 
 	}
 	ss := s.open(p.SessionID, p.Cwd)
 	ss.mu.Lock()
-	ss.view = newView()
+	ss.view = newView(s.compaction)
 	for _, e := range entries {
 		for _, u := range ss.view.updatesFor(e, true) {
 			s.send(p.SessionID, u)

@@ -29,13 +29,16 @@ type view struct {
 	tools map[string]toolInfo
 	plan  []core.PlanStep
 	own   handoff.Own // Bridge's own exchanges (checkpoint requests, restorations) are not shown
+	// compaction: the client declared clientCapabilities.session.compaction
+	// (ACP, unstable), so a harness's compaction is a compaction_update.
+	compaction bool
 }
 
 type toolInfo struct {
 	title, kind string
 }
 
-func newView() *view { return &view{tools: map[string]toolInfo{}} }
+func newView(compaction bool) *view { return &view{tools: map[string]toolInfo{}, compaction: compaction} }
 
 // updatesFor maps one recorded entry to the ACP updates a client is shown.
 // replay is true on session/load, where the user's own messages are sent
@@ -142,6 +145,13 @@ func (v *view) updatesFor(e core.Entry, replay bool) []update {
 	case core.KindContextCompacted:
 		var c core.Compacted
 		_ = json.Unmarshal(e.Payload, &c)
+		if v.compaction {
+			u := update{"sessionUpdate": "compaction_update", "compactionId": e.ID, "status": "completed"}
+			if c.Summary != "" {
+				u["summary"] = []any{textBlock(c.Summary)}
+			}
+			return []update{meta(u)}
+		}
 		msg := fmt.Sprintf("[Bridge] Context compacted by %s (%s)", c.Harness, c.Trigger)
 		if c.PreTokens != nil && c.PostTokens != nil {
 			msg += fmt.Sprintf(": %d → %d tokens", *c.PreTokens, *c.PostTokens)
