@@ -141,7 +141,7 @@ const checkpointReply =
 // --- First process: a new session and everything a turn shows. ---
 const one = start();
 const r1 = recorder();
-let sid, forked;
+let sid, forked, target;
 await r1.app.connectWith(one.stream, async (agent) => {
   const init = await agent.request("initialize", initParams);
   assert.equal(init.protocolVersion, 1);
@@ -219,6 +219,18 @@ await r1.app.connectWith(one.stream, async (agent) => {
   forked = /Forked into session (s_\w+)/.exec(r1.text(sid).slice(before))?.[1];
   assert.ok(forked && forked !== sid, "/fork names the new session");
 
+  // /migrate writes the five-part handoff as a message the user can edit
+  // and send back; /migrate-go starts the target from the edited text.
+  before = r1.text(sid).length;
+  await agent.request("session/prompt", { sessionId: sid, prompt: [{ type: "text", text: "/migrate fake readonly" }] });
+  const shown = r1.text(sid).slice(before);
+  const back = /\n(\/migrate-go p_\w+\n[\s\S]*)$/.exec(shown)?.[1];
+  assert.ok(back && /Goal/.test(back) && /Next step/.test(back), `the handoff to send back: ${shown}`);
+  before = r1.text(sid).length;
+  await agent.request("session/prompt", { sessionId: sid, prompt: [{ type: "text", text: back.trim() + "\nAlso: keep the fake harness." }] });
+  target = /the target session is (s_\w+)/.exec(r1.text(sid).slice(before))?.[1];
+  assert.ok(target && target !== sid && target !== forked, `/migrate-go names the target: ${r1.text(sid).slice(before)}`);
+
   // The agent's session list.
   const list = await agent.request("session/list", { cwd });
   assert.ok(list.sessions.some((s) => s.sessionId === sid && s.cwd === cwd), "session/list has the session");
@@ -269,4 +281,4 @@ await r2.app.connectWith(two.stream, async (agent) => {
 two.child.stdin.end();
 assert.equal(await two.exited, 0, "bridge acp exits 0 when stdin closes");
 assert.ok(checked > 20, "messages were checked");
-console.log(`acp-sdk: ok ${sid} (${checked} messages checked against the ACP v1 schemas)`);
+console.log(`acp-sdk: ok ${sid} ${target} (${checked} messages checked against the ACP v1 schemas)`);

@@ -366,7 +366,18 @@ func TestACPSDKClientCoversEveryMethod(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "acp-sdk: ok") {
 		t.Fatalf("acp-sdk.mjs: %v\n%s", err, out)
 	}
-	sid := strings.Fields(strings.SplitN(string(out), "acp-sdk: ok ", 2)[1])[0]
+	ids := strings.Fields(strings.SplitN(string(out), "acp-sdk: ok ", 2)[1])
+	sid, target := ids[0], ids[1]
+	// The edited handoff the client sent back with /migrate-go started the
+	// target session.
+	_, tentries := recordedKinds(t, dataDir, target)
+	var handoff bool
+	for _, e := range tentries {
+		handoff = handoff || e.Kind == "migration.handoff" && strings.Contains(string(e.Payload), "Also: keep the fake harness.")
+	}
+	if !handoff {
+		t.Fatalf("the migration target %s has no migration.handoff with the user's edit", target)
+	}
 	_, entries := recordedKinds(t, dataDir, sid)
 	var reasons []string
 	for _, e := range entries {
