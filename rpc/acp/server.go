@@ -50,7 +50,7 @@ type Server struct {
 
 	mu          sync.Mutex
 	initialized bool
-	compaction  bool // the client takes compaction_update
+	compaction  bool                          // the client takes compaction_update
 	sessions    map[string]*session           // the sessions this client opened
 	inflight    map[string]context.CancelFunc // requests being served, by id
 	queue       chan<- func()                 // requests in arrival order (Serve)

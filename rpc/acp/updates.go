@@ -38,7 +38,9 @@ type toolInfo struct {
 	title, kind string
 }
 
-func newView(compaction bool) *view { return &view{tools: map[string]toolInfo{}, compaction: compaction} }
+func newView(compaction bool) *view {
+	return &view{tools: map[string]toolInfo{}, compaction: compaction}
+}
 
 // updatesFor maps one recorded entry to the ACP updates a client is shown.
 // replay is true on session/load, where the user's own messages are sent
