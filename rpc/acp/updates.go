@@ -79,10 +79,21 @@ func (v *view) updatesFor(e core.Entry, replay bool) []update {
 	case core.KindHarnessEvent:
 		// Thinking is kept as a harness event whose type names it
 		// (Claude Code "assistant/thinking", ACP "agent_thought", Codex
-		// reasoning); its text is the thought.
+		// reasoning, OpenCode "part.reasoning" with the part in raw); its
+		// text is the thought.
 		typ := strings.ToLower(str("type"))
-		if t := str("text"); t != "" && (strings.Contains(typ, "thinking") || strings.Contains(typ, "thought") ||
-			strings.Contains(typ, "reasoning")) {
+		if !strings.Contains(typ, "thinking") && !strings.Contains(typ, "thought") && !strings.Contains(typ, "reasoning") {
+			break
+		}
+		t := str("text")
+		if t == "" {
+			var raw struct {
+				Text string `json:"text"`
+			}
+			_ = json.Unmarshal(p["raw"], &raw)
+			t = raw.Text
+		}
+		if strings.TrimSpace(t) != "" {
 			return []update{meta(chunk("agent_thought_chunk", t))}
 		}
 	case core.KindToolStarted:
