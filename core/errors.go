@@ -84,6 +84,10 @@ var (
 	ErrCancelled = errors.New("core: cancelled")
 	// ErrUnsupported is returned by a host for an operation it does not offer.
 	ErrUnsupported = errors.New("core: unsupported by this harness")
+	// ErrImagesRefused is wrapped by Live.Prompt when the harness refused
+	// the prompt at admission because its model reads no images: nothing
+	// of the prompt reached the model, so the text alone may be sent.
+	ErrImagesRefused = errors.New("core: the model reads no images")
 )
 
 // NotFound builds a not_found error naming what was missing.

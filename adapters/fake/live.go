@@ -148,6 +148,15 @@ func (l *Live) Prompt(ctx context.Context, content []core.Content) (core.TurnRes
 	if err := ctx.Err(); err != nil {
 		return core.TurnResult{}, fmt.Errorf("fake: prompt: %w", err)
 	}
+	if len(images) > 0 {
+		// Admission: a text-only model refuses images before anything
+		// of the turn begins.
+		if r, err := l.h.get(l.id); err == nil {
+			if m := findModel(r.Model); m != nil && !m.Vision {
+				return core.TurnResult{}, core.E(core.CodeUnsupported, fmt.Sprintf("fake: model %s reads no images", m.ID), core.ErrImagesRefused)
+			}
+		}
+	}
 	l.mu.Lock()
 	if err := l.deadErr(); err != nil {
 		l.mu.Unlock()

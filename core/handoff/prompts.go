@@ -78,6 +78,15 @@ func Kickoff(lang, summary string, cont bool) string {
 		summary + "\n\n" + ask
 }
 
+// UnresolvedNote is added to the kickoff of a target that refused the
+// unresolved images: it says they exist and were not seen.
+func UnresolvedNote(lang string, images int) string {
+	if lang == "zh" {
+		return fmt.Sprintf("注意：源会话中有 %d 张图片从未得到回答，而你的模型无法读取图片，所以你没有看到它们。它们仍未解析：在依赖其内容之前，请先向用户询问图片里有什么。", images)
+	}
+	return fmt.Sprintf("Note: %d image(s) in the source session were never answered, and your model reads no images, so you have not seen them. They remain unresolved: ask the user what they show before relying on them.", images)
+}
+
 // EvidenceBlock is one image-bearing user message and the assistant text
 // that answered it.
 type EvidenceBlock struct {

@@ -132,15 +132,15 @@ func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExec
 		}
 	}
 	kick := handoff.Kickoff(p.Lang, summary, req.Continue)
-	images, ws := s.unresolvedImages(ctx, extra.Unresolved, src, target)
+	images, ws := s.unresolvedImages(ctx, extra.Unresolved, src)
 	warnings = append(warnings, ws...)
-	content := append(images, core.Content{Type: "text", Text: kick})
 	if inject == "prompt" || inject == "both" || !out.GoalCreated {
 		if !l.turn.TryLock() {
 			warnings = append(warnings, "the target was busy; no kickoff sent")
 		} else {
-			_, err := s.runTurn(ctx, l, content)
+			w, err := s.kickoff(ctx, l, p.Lang, kick, images)
 			l.turn.Unlock()
+			warnings = append(warnings, w...)
 			if err != nil {
 				warnings = append(warnings, "kickoff delivery is uncertain and is not retried: "+err.Error())
 			} else {
@@ -204,7 +204,7 @@ func (s *Service) auditMigration(ctx context.Context, src, target core.Session, 
 // prompts, else those the source's harness kept (its session.attachment,
 // for a session Bridge did not create). Otherwise it says why the target
 // gets the text handoff only.
-func (s *Service) unresolvedImages(ctx context.Context, unresolved []unresolvedMeta, source, target core.Session) ([]core.Content, []string) {
+func (s *Service) unresolvedImages(ctx context.Context, unresolved []unresolvedMeta, source core.Session) ([]core.Content, []string) {
 	if len(unresolved) == 0 {
 		return nil, nil
 	}
@@ -232,9 +232,6 @@ func (s *Service) unresolvedImages(ctx context.Context, unresolved []unresolvedM
 	if len(atts) == 0 && len(refs) == 0 {
 		return nil, []string{fmt.Sprintf("%d unresolved image message(s) (%d image(s)) were kept neither by Bridge nor by a harness it can read them from: the target gets the text handoff only", n, images)}
 	}
-	if ok, why := s.hasVision(ctx, target); !ok {
-		return nil, []string{fmt.Sprintf("%d unresolved image(s) are not sent: %s; the target gets the text handoff only", len(atts)+len(refs), why)}
-	}
 	var out []core.Content
 	var warnings []string
 	for _, a := range atts {
@@ -258,39 +255,32 @@ func (s *Service) unresolvedImages(ctx context.Context, unresolved []unresolvedM
 		out = append(out, c)
 		fromHost++
 	}
-	if len(out) > 0 {
-		w := fmt.Sprintf("%d unresolved image(s) sent with the kickoff to the vision-capable target", len(out))
-		if fromHost > 0 {
-			w += fmt.Sprintf(" (%d recovered from %s's session.attachment)", fromHost, source.Harness)
-		}
-		warnings = append(warnings, w)
+	if fromHost > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d unresolved image(s) recovered from %s's session.attachment", fromHost, source.Harness))
 	}
 	return out, warnings
 }
 
-// hasVision reports whether the target session's model reads images, by
-// the host's model list.
-func (s *Service) hasVision(ctx context.Context, target core.Session) (bool, string) {
-	h, err := s.host(target.Harness)
-	if err != nil {
-		return false, err.Error()
+// kickoff sends the kickoff with the unresolved images. Whether the target
+// reads images is its own answer: a target that refuses them at admission
+// (core.ErrImagesRefused: nothing reached its model) gets the text handoff
+// instead, with an explicit unresolved warning. Any other failure is
+// returned and not retried.
+func (s *Service) kickoff(ctx context.Context, l *liveSession, lang, kick string, images []core.Content) ([]string, error) {
+	content := append(append([]core.Content(nil), images...), core.Content{Type: "text", Text: kick})
+	_, err := s.runTurn(ctx, l, content)
+	if len(images) == 0 {
+		return nil, err
 	}
-	if target.Model == "" {
-		return false, "the target's model is not known, so neither is whether it reads images"
+	if err == nil {
+		return []string{fmt.Sprintf("%d unresolved image(s) sent with the kickoff; the target accepted them", len(images))}, nil
 	}
-	models, err := h.Models(ctx)
-	if err != nil {
-		return false, fmt.Sprintf("the models of %s could not be listed (%v)", target.Harness, err)
+	if !errors.Is(err, core.ErrImagesRefused) {
+		return nil, err
 	}
-	for _, m := range models {
-		if m.ID == target.Model {
-			if m.Vision {
-				return true, ""
-			}
-			return false, fmt.Sprintf("the target model %s is text-only", m.ID)
-		}
-	}
-	return false, fmt.Sprintf("%s does not list the target model %s", target.Harness, target.Model)
+	w := fmt.Sprintf("the target refused the %d unresolved image(s) at admission (%v); the text handoff was sent with an explicit unresolved warning", len(images), err)
+	_, err = s.runTurn(ctx, l, []core.Content{{Type: "text", Text: kick + "\n\n" + handoff.UnresolvedNote(lang, len(images))}})
+	return []string{w}, err
 }
 
 // MaxHandoffBytes bounds an edited handoff file read by migration/execute

@@ -237,8 +237,9 @@ func TestMigrationExecuteInAnotherProcess(t *testing.T) {
 
 // TestMigrationImages: an answered image travels as its answer under
 // "Visual evidence"; an unanswered one is marked unresolved and, for a
-// vision-capable target, its image (kept by Bridge) goes with the kickoff;
-// a text-only target gets the text handoff with an explicit warning.
+// target, its image (kept by Bridge) goes with the kickoff, and the target's
+// answer decides: a vision model takes it, a text-only one refuses it at
+// admission and then gets the text handoff with an explicit warning.
 func TestMigrationImages(t *testing.T) {
 	ctx := context.Background()
 	png := "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -246,7 +247,7 @@ func TestMigrationImages(t *testing.T) {
 		model  string
 		sent   bool
 		signal string
-	}{{"fake-large", true, "sent with the kickoff"}, {"fake-small", false, "text-only"}} {
+	}{{"fake-large", true, "sent with the kickoff; the target accepted them"}, {"fake-small", false, "the target refused the 1 unresolved image(s) at admission"}} {
 		t.Run(c.model, func(t *testing.T) {
 			var prompts []string
 			script := workerScript(&prompts)
@@ -296,6 +297,11 @@ func TestMigrationImages(t *testing.T) {
 			}
 			if sent := kicked["images"] != nil; sent != c.sent {
 				t.Fatalf("kickoff payload %v: images sent %v, want %v", kicked, sent, c.sent)
+			}
+			// The text-only target's kickoff says plainly that an image went
+			// unseen; the vision target's does not need to.
+			if note := strings.Contains(fmt.Sprint(kicked["text"]), "They remain unresolved"); note == c.sent {
+				t.Fatalf("kickoff text %q: unresolved note %v, want %v", kicked["text"], note, !c.sent)
 			}
 		})
 	}
