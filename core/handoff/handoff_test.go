@@ -353,3 +353,27 @@ func TestSummaryCharsLeavesOutVisualEvidence(t *testing.T) {
 		t.Error("the repair request must name the budget")
 	}
 }
+
+// TestCarryModel: the model (and its provider) crosses harnesses by the
+// pair's table and only where the provider is the same.
+func TestCarryModel(t *testing.T) {
+	for _, c := range []struct{ from, to, model, want string }{
+		{"claude-code", "claude-code", "claude-sonnet-4-5", "claude-sonnet-4-5"},
+		{"claude-code", "opencode", "claude-sonnet-4-5", "anthropic/claude-sonnet-4-5"},
+		{"opencode", "claude-code", "anthropic/claude-sonnet-4-5", "claude-sonnet-4-5"},
+		{"opencode", "claude-code", "openai/gpt-5", ""},
+		{"codex", "opencode", "gpt-5", "openai/gpt-5"},
+		{"opencode", "codex", "openai/gpt-5", "gpt-5"},
+		{"dsh", "opencode", "deepseek-official/deepseek-v4-flash", "deepseek/deepseek-v4-flash"},
+		{"opencode", "dsh", "deepseek/deepseek-v4-flash", "deepseek-official/deepseek-v4-flash"},
+		{"dsh", "opencode", "other-route/model", ""},
+		{"claude-code", "codex", "claude-sonnet-4-5", ""},
+		{"codex", "dsh", "gpt-5", ""},
+		{"claude-code", "opencode", "", ""},
+	} {
+		got, ok := CarryModel(c.from, c.to, c.model)
+		if got != c.want || ok != (c.want != "") {
+			t.Errorf("CarryModel(%s → %s, %q) = %q, %v; want %q", c.from, c.to, c.model, got, ok, c.want)
+		}
+	}
+}

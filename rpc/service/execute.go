@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -79,14 +80,7 @@ func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExec
 		return schema.MigrationExecuteResult{}, err
 	}
 
-	model := p.Target.Model
-	if model == "" && p.Target.Harness == src.Harness {
-		model = src.Model
-	}
-	effort := p.Target.Effort
-	if effort == "" && p.Target.Harness == src.Harness {
-		effort = src.Effort
-	}
+	model, effort := s.carryModel(ctx, src, p.Target)
 	title := src.Title
 	if title == "" {
 		title = src.ID
@@ -104,7 +98,7 @@ func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExec
 	if model != "" {
 		out.ModelTransferred = true
 	} else if src.Model != "" {
-		warnings = append(warnings, fmt.Sprintf("source model %q is not carried across harnesses (%s → %s); the target uses its default", src.Model, src.Harness, p.Target.Harness))
+		warnings = append(warnings, fmt.Sprintf("source model %q is not carried across harnesses (%s → %s: no shared provider for it); the target uses its default", src.Model, src.Harness, p.Target.Harness))
 	}
 	l := s.liveFor(target.ID)
 	if l == nil {
@@ -151,6 +145,48 @@ func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExec
 	out.Warnings = warnings
 	s.auditMigration(ctx, src, target, out)
 	return out, nil
+}
+
+// carryModel is the model and effort the target starts with, so that no
+// host default or summary worker silently replaces the source's route: the
+// ones the migration names, else the source's model with its provider,
+// mapped to the target harness's name for it (handoff.CarryModel), and
+// its effort where the target offers that effort for that model (within
+// one harness, always).
+func (s *Service) carryModel(ctx context.Context, src core.Session, t core.MigrationTarget) (model, effort string) {
+	model, effort = t.Model, t.Effort
+	if model != "" || t.Harness == src.Harness {
+		if model == "" {
+			model = src.Model
+		}
+		if effort == "" && t.Harness == src.Harness {
+			effort = src.Effort
+		}
+		return model, effort
+	}
+	mapped, ok := handoff.CarryModel(src.Harness, t.Harness, src.Model)
+	if !ok {
+		return "", effort
+	}
+	// Across harnesses the mapped model must be one the target lists (when
+	// it answers), and the effort one it offers for that model.
+	h, err := s.host(t.Harness)
+	if err != nil {
+		return "", effort
+	}
+	models, err := h.Models(ctx)
+	if err != nil {
+		return mapped, effort
+	}
+	for _, m := range models {
+		if m.ID == mapped {
+			if effort == "" && slices.Contains(m.Efforts, src.Effort) {
+				effort = src.Effort
+			}
+			return mapped, effort
+		}
+	}
+	return "", effort
 }
 
 // goalHandoff creates a goal carrying the handoff and pauses it. If pausing
