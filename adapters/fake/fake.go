@@ -83,6 +83,10 @@ const Harness = "fake"
 
 // Options configures a fake host.
 type Options struct {
+	// VisionAdmission makes a text-only model (fake-small) refuse a prompt
+	// with images at admission (core.ErrImagesRefused), as a text-only
+	// harness does; without it every model takes images.
+	VisionAdmission bool
 	// Missing names capabilities (core.Cap… names) to switch off. Names
 	// that are not capabilities are ignored (OptionsFromEnv refuses them).
 	Missing []string

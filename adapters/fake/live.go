@@ -148,7 +148,7 @@ func (l *Live) Prompt(ctx context.Context, content []core.Content) (core.TurnRes
 	if err := ctx.Err(); err != nil {
 		return core.TurnResult{}, fmt.Errorf("fake: prompt: %w", err)
 	}
-	if len(images) > 0 {
+	if len(images) > 0 && l.h.opts.VisionAdmission {
 		// Admission: a text-only model refuses images before anything
 		// of the turn begins.
 		if r, err := l.h.get(l.id); err == nil {

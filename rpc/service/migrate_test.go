@@ -251,7 +251,7 @@ func TestMigrationImages(t *testing.T) {
 		t.Run(c.model, func(t *testing.T) {
 			var prompts []string
 			script := workerScript(&prompts)
-			r := newRig(t, rigOptions{fake: fake.Options{Script: func(p string) []fake.Step {
+			r := newRig(t, rigOptions{fake: fake.Options{VisionAdmission: true, Script: func(p string) []fake.Step {
 				if strings.HasPrefix(p, "LOOK AT THIS") {
 					return []fake.Step{} // no answer: the image stays unresolved
 				}
