@@ -13,8 +13,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Kind names the type of an entry. The set is open for reading (entries of
@@ -140,14 +138,6 @@ func (e NewEntry) Validate() error {
 		}
 	}
 	return nil
-}
-
-// validJSON reports what json.Valid does (one JSON value, any syntax
-// error is false; duplicate names and invalid UTF-8 inside strings are
-// accepted), with the JSON v2 tokenizer, about 3× faster: Validate runs on
-// every entry written, an import's millions included.
-func validJSON(b []byte) bool {
-	return jsontext.Value(b).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 }
 
 // topKeys lists the member names of a valid JSON document that is an
