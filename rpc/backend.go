@@ -14,7 +14,7 @@ import (
 	"encoding/json"
 	"log/slog"
 
-	"github.com/bridge-dev/bridge/rpc/service"
+	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -77,7 +77,7 @@ type Config struct {
 	// connection; n sends notifications to the client; client calls it back.
 	// An error fails initialize (mapped like any domain error) and the
 	// client may try again.
-	Open func(ctx context.Context, opts InitOptions, n service.Notifier, client Caller) (Backend, error)
+	Open func(ctx context.Context, opts InitOptions, n peer.Notifier, client Caller) (Backend, error)
 	// Version is reported as serverInfo.version.
 	Version string
 	// Harnesses lists the harness adapters this Bridge was built with,

@@ -11,7 +11,7 @@ import (
 	"go.lsp.dev/jsonrpc2"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/rpc/service"
+	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -63,13 +63,13 @@ func benchBridgeHistory(b *testing.B) {
 	fake := newFake()
 	wire := make([]schema.Entry, len(entries))
 	for i, e := range entries {
-		wire[i] = service.WireEntry(e)
+		wire[i] = peer.WireEntry(e)
 	}
 	fake.history = func(context.Context, schema.SessionHistoryParams) (schema.SessionHistoryResult, error) {
 		return schema.SessionHistoryResult{Entries: wire, HasMore: true}, nil
 	}
 	cli, srv := pipePair()
-	cfg := Config{Logger: discardLogger(), Open: func(context.Context, InitOptions, service.Notifier, Caller) (Backend, error) { return fake, nil }}
+	cfg := Config{Logger: discardLogger(), Open: func(context.Context, InitOptions, peer.Notifier, Caller) (Backend, error) { return fake, nil }}
 	done := make(chan struct{})
 	go func() {
 		Serve(context.Background(), srv, srv, cfg)

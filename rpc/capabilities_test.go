@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/bridge-dev/bridge/rpc/service"
+	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -36,7 +36,7 @@ func initializeWith(t *testing.T, caps any) (wireMsg, InitOptions) {
 	fake := newFake()
 	var opened InitOptions
 	c := startServer(t, fake, func(cfg *Config) {
-		cfg.Open = func(ctx context.Context, opts InitOptions, n service.Notifier, cl Caller) (Backend, error) {
+		cfg.Open = func(ctx context.Context, opts InitOptions, n peer.Notifier, cl Caller) (Backend, error) {
 			opened = opts
 			return fake, nil
 		}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/rpc/service"
+	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/schema/validate"
 )
@@ -233,7 +233,7 @@ func startServer(t *testing.T, fake *fakeBackend, tweak func(*Config)) *client {
 	cfg := Config{
 		Version: "test",
 		Logger:  slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Open: func(ctx context.Context, opts InitOptions, n service.Notifier, c Caller) (Backend, error) {
+		Open: func(ctx context.Context, opts InitOptions, n peer.Notifier, c Caller) (Backend, error) {
 			return fake, nil
 		},
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/rpc/service"
+	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -15,7 +15,7 @@ func TestLifecycle(t *testing.T) {
 	var opened InitOptions
 	c := startServer(t, fake, func(cfg *Config) {
 		cfg.Harnesses = []string{"fake"}
-		cfg.Open = func(ctx context.Context, opts InitOptions, n service.Notifier, cl Caller) (Backend, error) {
+		cfg.Open = func(ctx context.Context, opts InitOptions, n peer.Notifier, cl Caller) (Backend, error) {
 			opened = opts
 			return fake, nil
 		}
@@ -119,7 +119,7 @@ func TestInitializeFailureAllowsRetry(t *testing.T) {
 	fake := newFake()
 	tries := 0
 	c := startServer(t, fake, func(cfg *Config) {
-		cfg.Open = func(ctx context.Context, opts InitOptions, n service.Notifier, cl Caller) (Backend, error) {
+		cfg.Open = func(ctx context.Context, opts InitOptions, n peer.Notifier, cl Caller) (Backend, error) {
 			tries++
 			if tries == 1 {
 				return nil, core.Errorf(core.CodeInvalid, "data directory %q is not writable", opts.DataDir)

@@ -11,7 +11,7 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
-	"github.com/bridge-dev/bridge/rpc/service"
+	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -43,10 +43,6 @@ func (m *method) decode(raw json.RawMessage) (any, error) {
 	}
 	return p.Elem().Interface(), nil
 }
-
-// attachProgress puts a reporter into a request's context; a variable so
-// tests can observe the reporter the backend receives.
-var attachProgress = service.WithProgress
 
 // callBackend calls a row's Backend method; a variable so that a test can
 // see the params every row hands on without a Backend implementing them.
@@ -88,7 +84,7 @@ func (s *server) run(ctx context.Context, m *method, b Backend, raw json.RawMess
 			ctx, untrack = s.trackProgress(ctx, *wp.WorkDoneToken)
 			defer untrack()
 			prog = s.beginProgress(*wp.WorkDoneToken, m.Progress)
-			ctx = attachProgress(ctx, prog.report)
+			ctx = peer.WithProgress(ctx, prog.report)
 		}
 	}
 	res, err = callBackend(ctx, m, b, p)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/rpc/service"
+	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -30,7 +30,7 @@ func TestHistoryResultMatchesSchema(t *testing.T) {
 	}} {
 		slow := schema.SessionHistoryResult{HasMore: true, Entries: []schema.Entry{}}
 		for _, e := range entries {
-			slow.Entries = append(slow.Entries, service.WireEntry(e))
+			slow.Entries = append(slow.Entries, peer.WireEntry(e))
 		}
 		a, err := appendHistory(nil, slow)
 		if err != nil {

@@ -10,7 +10,7 @@ import (
 	"go.lsp.dev/jsonrpc2"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/rpc/service"
+	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -23,7 +23,7 @@ type EventReceiver interface {
 	HostEvent(ctx context.Context, params json.RawMessage)
 }
 
-var _ service.Notifier = (*server)(nil)
+var _ peer.Notifier = (*server)(nil)
 
 // notify sends a notification; failures (the client is gone) are logged.
 func (s *server) notify(method string, params any) {
@@ -39,25 +39,25 @@ func (s *server) notify(method string, params any) {
 
 // EntryAppended sends session/update.
 func (s *server) EntryAppended(e core.Entry) {
-	s.notify("session/update", schema.SessionUpdateNotification{SessionID: e.SessionID, Entry: service.WireEntry(e)})
+	s.notify("session/update", schema.SessionUpdateNotification{SessionID: e.SessionID, Entry: peer.WireEntry(e)})
 }
 
 // ContextCompacted sends session/contextCompacted.
-func (s *server) ContextCompacted(n service.ContextCompacted) {
+func (s *server) ContextCompacted(n peer.ContextCompacted) {
 	s.notify("session/contextCompacted", schema.ContextCompactedNotification{SessionID: n.SessionID, EntryID: n.EntryID,
 		Harness: n.Harness, Trigger: schema.CompactionTrigger(n.Trigger), PreTokens: n.PreTokens, PostTokens: n.PostTokens,
 		Estimated: n.Estimated})
 }
 
 // CheckpointSaved sends session/checkpointSaved.
-func (s *server) CheckpointSaved(n service.CheckpointSaved) {
+func (s *server) CheckpointSaved(n peer.CheckpointSaved) {
 	s.notify("session/checkpointSaved", schema.CheckpointSavedNotification{SessionID: n.SessionID, EntryID: n.EntryID,
 		Reason: schema.CheckpointReason(n.Reason), Provenance: schema.Provenance(n.Provenance),
 		Method: schema.CheckpointMethod(n.Method), Hot: n.Hot})
 }
 
 // Restored sends session/restored.
-func (s *server) Restored(n service.Restored) {
+func (s *server) Restored(n peer.Restored) {
 	s.notify("session/restored", schema.RestoredNotification{SessionID: n.SessionID, Mode: schema.RestoreMode(n.Mode),
 		Reason: n.Reason, NativeError: n.NativeError, CheckpointEntryID: n.CheckpointEntryID})
 }
@@ -87,7 +87,7 @@ func (s *server) beginProgress(token schema.ProgressToken, title string) *progre
 	return &progress{s: s, token: token, last: -1}
 }
 
-// report sends a report; it is a service.Progress. Reports after end are
+// report sends a report; it is a peer.Progress. Reports after end are
 // dropped, and the percentage never goes backwards.
 func (p *progress) report(done, total int64, msg string) {
 	p.mu.Lock()

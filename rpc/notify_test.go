@@ -9,18 +9,18 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/rpc/service"
+	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/schema"
 )
 
 // notifyingServer starts a server whose Open hands the Notifier and Caller
 // to the test.
-func notifyingServer(t *testing.T, fake *fakeBackend) (*client, chan service.Notifier, chan Caller) {
+func notifyingServer(t *testing.T, fake *fakeBackend) (*client, chan peer.Notifier, chan Caller) {
 	t.Helper()
-	ns := make(chan service.Notifier, 1)
+	ns := make(chan peer.Notifier, 1)
 	cs := make(chan Caller, 1)
 	c := startServer(t, fake, func(cfg *Config) {
-		cfg.Open = func(ctx context.Context, opts InitOptions, n service.Notifier, cl Caller) (Backend, error) {
+		cfg.Open = func(ctx context.Context, opts InitOptions, n peer.Notifier, cl Caller) (Backend, error) {
 			ns <- n
 			cs <- cl
 			return fake, nil
@@ -73,9 +73,9 @@ func TestNotifications(t *testing.T) {
 	c.initialize()
 	n := <-ns
 	pre, post := int64(150000), int64(30000)
-	n.ContextCompacted(service.ContextCompacted{SessionID: "s1", EntryID: "e5", Harness: "claude-code", Trigger: "auto", PreTokens: &pre, PostTokens: &post})
-	n.CheckpointSaved(service.CheckpointSaved{SessionID: "s1", EntryID: "e6", Reason: "manual", Provenance: "agent", Method: "fork", Hot: true})
-	n.Restored(service.Restored{SessionID: "s1", Mode: core.ModeCheckpointRestored, Reason: "native resume failed", NativeError: "no thread", CheckpointEntryID: "e6"})
+	n.ContextCompacted(peer.ContextCompacted{SessionID: "s1", EntryID: "e5", Harness: "claude-code", Trigger: "auto", PreTokens: &pre, PostTokens: &post})
+	n.CheckpointSaved(peer.CheckpointSaved{SessionID: "s1", EntryID: "e6", Reason: "manual", Provenance: "agent", Method: "fork", Hot: true})
+	n.Restored(peer.Restored{SessionID: "s1", Mode: core.ModeCheckpointRestored, Reason: "native resume failed", NativeError: "no thread", CheckpointEntryID: "e6"})
 	n.Log(2, "codex is older than 0.169")
 	cases := []struct{ method, want string }{
 		{"session/contextCompacted", `{"sessionId":"s1","entryId":"e5","harness":"claude-code","trigger":"auto","preTokens":150000,"postTokens":30000}`},
@@ -101,8 +101,8 @@ func TestWorkDoneProgress(t *testing.T) {
 	c := startServer(t, fake, nil)
 	c.initialize()
 	fake.prompt = func(ctx context.Context, _ schema.SessionPromptParams) (schema.SessionPromptResult, error) {
-		// The reporter is reachable the way rpc/service reaches it.
-		p := progressOf(ctx)
+		// The reporter is reachable the way the service reaches it.
+		p := peer.ProgressFrom(ctx)
 		p(1, 4, "thinking")
 		p(3, 4, "writing")
 		return schema.SessionPromptResult{StopReason: "end_turn"}, nil
@@ -152,24 +152,6 @@ func TestWorkDoneProgress(t *testing.T) {
 	c.notification("$/progress", func(p json.RawMessage) bool {
 		return strings.Contains(string(p), `"tok-f"`) && strings.Contains(string(p), `"kind":"end","message":"failed"`)
 	})
-}
-
-// progressKey is where the test's attachProgress also stores the
-// reporter, since rpc/service keeps its own accessor unexported.
-type progressKey struct{}
-
-// progressOf returns the reporter the server attached to ctx.
-func progressOf(ctx context.Context) service.Progress {
-	if p, ok := ctx.Value(progressKey{}).(service.Progress); ok {
-		return p
-	}
-	return func(int64, int64, string) {}
-}
-
-func init() {
-	attachProgress = func(ctx context.Context, p service.Progress) context.Context {
-		return context.WithValue(service.WithProgress(ctx, p), progressKey{}, p)
-	}
 }
 
 // count returns how many messages have method.
@@ -239,7 +221,7 @@ func (h hostEventBackend) HostEvent(_ context.Context, params json.RawMessage) {
 func TestHostEventReachesBackend(t *testing.T) {
 	b := hostEventBackend{fakeBackend: newFake(), events: make(chan string, 4)}
 	c := startServer(t, nil, func(cfg *Config) {
-		cfg.Open = func(context.Context, InitOptions, service.Notifier, Caller) (Backend, error) { return b, nil }
+		cfg.Open = func(context.Context, InitOptions, peer.Notifier, Caller) (Backend, error) { return b, nil }
 	})
 	c.send(nil, "host/event", map[string]any{"n": 0}) // before initialize: dropped
 	c.initialize()

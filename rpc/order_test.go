@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/rpc/service"
+	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -138,7 +138,7 @@ func TestStopTakesTheShutdownPath(t *testing.T) {
 	c := &client{t: t, w: inW, fake: fake, logBuf: &syncBuffer{}, changed: make(chan struct{}), exit: make(chan serveResult, 1)}
 	go func() {
 		code, err := Serve(ctx, inR, outW, Config{Version: "test", Logger: discardLogger(),
-			Open: func(context.Context, InitOptions, service.Notifier, Caller) (Backend, error) { return fake, nil }})
+			Open: func(context.Context, InitOptions, peer.Notifier, Caller) (Backend, error) { return fake, nil }})
 		outW.Close()
 		c.exit <- serveResult{code, err}
 	}()

@@ -4,21 +4,21 @@ import (
 	"context"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/rpc/service"
+	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/schema"
 )
 
-// PermissionAsker returns the service.PermissionAsker that relays a
+// PermissionAsker returns the peer.PermissionAsker that relays a
 // harness's permission request to the client as session/requestPermission
 // through c. Give it to the service only when the client declared
 // capabilities.session.requestPermission (InitOptions.RequestPermission).
-func PermissionAsker(c Caller) service.PermissionAsker { return permissionAsker{c} }
+func PermissionAsker(c Caller) peer.PermissionAsker { return permissionAsker{c} }
 
 type permissionAsker struct{ c Caller }
 
-// RequestPermission implements service.PermissionAsker. When ctx ends first
+// RequestPermission implements peer.PermissionAsker. When ctx ends first
 // the Caller sends $/cancelRequest for the request.
-func (a permissionAsker) RequestPermission(ctx context.Context, p service.PermissionRequest) (string, error) {
+func (a permissionAsker) RequestPermission(ctx context.Context, p peer.PermissionRequest) (string, error) {
 	params := PermissionParams(p)
 	var res schema.SessionRequestPermissionResult
 	if err := a.c.Call(ctx, "session/requestPermission", params, &res); err != nil {
@@ -37,7 +37,7 @@ func (a permissionAsker) RequestPermission(ctx context.Context, p service.Permis
 }
 
 // PermissionParams is the wire shape of a permission request.
-func PermissionParams(p service.PermissionRequest) schema.SessionRequestPermissionParams {
+func PermissionParams(p peer.PermissionRequest) schema.SessionRequestPermissionParams {
 	r := p.Request
 	out := schema.SessionRequestPermissionParams{SessionID: p.SessionID,
 		ToolCall: schema.PermissionToolCall{ToolCallID: r.ToolCallID, Title: r.Title, Kind: r.Kind, RawInput: r.RawInput},

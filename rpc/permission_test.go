@@ -7,11 +7,11 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/rpc/service"
+	"github.com/bridge-dev/bridge/rpc/peer"
 )
 
-func permissionRequest() service.PermissionRequest {
-	return service.PermissionRequest{SessionID: "s_1", Request: core.ApprovalRequest{ID: "a1", ToolCallID: "toolu_1",
+func permissionRequest() peer.PermissionRequest {
+	return peer.PermissionRequest{SessionID: "s_1", Request: core.ApprovalRequest{ID: "a1", ToolCallID: "toolu_1",
 		Title: "Bash: make", Kind: "execute", RawInput: json.RawMessage(`{"command":"make"}`), Options: core.DefaultApprovalOptions()}}
 }
 
@@ -22,7 +22,7 @@ func TestPermissionAskerRoundTrip(t *testing.T) {
 	opts := make(chan InitOptions, 1)
 	cs := make(chan Caller, 1)
 	c := startServer(t, fake, func(cfg *Config) {
-		cfg.Open = func(ctx context.Context, o InitOptions, n service.Notifier, cl Caller) (Backend, error) {
+		cfg.Open = func(ctx context.Context, o InitOptions, n peer.Notifier, cl Caller) (Backend, error) {
 			opts <- o
 			cs <- cl
 			return fake, nil

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/rpc/service"
+	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -325,7 +325,7 @@ func (a *app) importCmd(ctx context.Context, args []string) error {
 	}
 	return a.withEnv(ctx, func(e *env) error {
 		if !*asJSON && stderrIsTerminal(a.stderr) {
-			ctx = service.WithProgress(ctx, func(done, total int64, msg string) {
+			ctx = peer.WithProgress(ctx, func(done, total int64, msg string) {
 				if total > 0 {
 					fmt.Fprintf(a.stderr, "\r%s: %d%%   ", msg, done*100/total)
 				} else {

@@ -2,78 +2,196 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 )
 
 const modulePath = "github.com/bridge-dev/bridge/"
 
-// layerRules are the import rules ARCHITECTURE.md's table states, as what a
-// package (by path prefix, within the module) must not import. The first
-// matching rule applies.
-var layerRules = []struct {
-	pkg, why string
-	deny     []string
+// allowed is ARCHITECTURE.md's table "The parts" as an allowlist: what
+// each package of the module may import besides the standard library.
+// Every package must be listed (a new one fails until it is), and an
+// import not listed for it fails. A package is named by its path in the
+// module; "x/..." means x's subpackages (not x itself). Third-party imports
+// are named by module path and cover the module's packages. "*" allows
+// anything (only the binary, which wires everything).
+var allowed = map[string]struct {
+	may []string
+	why string
 }{
-	{"rpc/service", "the service speaks the contract's data types but no transport, SQL or harness",
-		[]string{"rpc/web", "storage", "adapters", "cmd", "schema/validate", "schema/generate",
-			"go.lsp.dev/", "github.com/ncruces/", "github.com/coder/"}},
-	{"core", "core knows no wire, no SQL and no harness",
-		[]string{"rpc", "storage", "adapters", "schema", "cmd",
-			"go.lsp.dev/", "github.com/ncruces/", "github.com/coder/", "github.com/klauspost/"}},
-	{"storage", "storage is the SQLite Store: it knows core, not the wire or the harnesses",
-		[]string{"rpc", "adapters", "schema", "cmd", "go.lsp.dev/", "github.com/coder/"}},
-	{"adapters/adaptertest", "the conformance suite drives adapters through the service",
-		[]string{"rpc/web", "cmd", "github.com/coder/"}},
-	{"adapters", "an adapter speaks its harness's protocol to core's port",
-		[]string{"rpc", "storage", "cmd", "github.com/coder/"}},
-	{"rpc", "the wire layer dispatches to the service; it never touches SQL or a harness",
-		[]string{"storage", "adapters", "cmd", "github.com/ncruces/"}},
-	{"schema/validate", "the contract's validator", []string{"core", "rpc", "storage", "adapters", "cmd"}},
-	{"schema/generate", "generation only", []string{"core", "rpc", "storage", "adapters", "cmd"}},
-	{"schema/gen", "generation only", []string{"core", "rpc", "storage", "adapters", "cmd"}},
-	{"schema", "the contract is plain data types",
-		[]string{"core", "rpc", "storage", "adapters", "cmd", "github.com/", "go.lsp.dev/"}},
+	"core":            {nil, "core knows no wire, no contract, no SQL and no harness: the standard library only"},
+	"core/campaign":   {nil, "the size of the adversarial test campaign"},
+	"core/jsonstream": {nil, "streaming a large JSON document"},
+	"core/checkpoint": {[]string{"core"}, "the checkpoint algorithm is pure"},
+	"core/handoff":    {[]string{"core", "core/checkpoint"}, "the migration algorithm is pure"},
+	"core/inputfile":  {[]string{"core"}, "reading input files a user names"},
+	"core/storetest":  {[]string{"core", "core/checkpoint"}, "the Store conformance suite knows only the port"},
+
+	"schema":          {nil, "the contract is plain data types"},
+	"schema/validate": {[]string{"schema"}, "the contract's validator"},
+	"schema/generate": {[]string{"schema", "github.com/invopop/jsonschema"}, "generation only"},
+	"schema/gen":      {[]string{"schema/generate"}, "generation only"},
+
+	"storage":             {[]string{"core", "core/checkpoint", "github.com/ncruces/go-sqlite3"}, "storage is the SQLite Store"},
+	"storage/storagetest": {[]string{"core", "storage"}, "the SQLite store for other packages' tests"},
+
+	"rpc/peer": {[]string{"core", "schema"}, "the client as the service sees it: plain types the transports implement"},
+	"rpc": {[]string{"core", "schema", "schema/validate", "rpc/peer", "go.lsp.dev/jsonrpc2"},
+		"the transport calls its own interfaces (Backend, peer.Notifier), never the service's implementation"},
+	"rpc/web": {[]string{"rpc", "github.com/coder/websocket"}, "bridge web's HTTP server runs rpc over a WebSocket"},
+	"rpc/acp": {[]string{"core", "schema", "rpc", "rpc/peer", "rpc/service"}, "bridge acp: ACP into the same service"},
+	"rpc/service": {[]string{"core", "core/...", "schema", "rpc/peer"},
+		"the service speaks the contract's data types but no transport, SQL or harness"},
+	"rpc/service/servicetest": {[]string{"core", "rpc/service"}, "the service for other packages' tests"},
+
+	"adapters/acp":                      {[]string{"core", "adapters/internal/..."}, "an adapter speaks its harness's protocol to core's port"},
+	"adapters/acp/internal/scriptagent": {nil, "a scripted ACP agent for tests"},
+	"adapters/claudecode": {[]string{"core", "core/inputfile", "adapters/internal/...", "github.com/go-json-experiment/json"},
+		"an adapter speaks its harness's protocol to core's port"},
+	"adapters/codex": {[]string{"core", "core/inputfile", "adapters/internal/..."}, "an adapter speaks its harness's protocol to core's port"},
+	"adapters/dsh":   {[]string{"core", "core/inputfile", "adapters/internal/..."}, "an adapter speaks its harness's protocol to core's port"},
+	"adapters/fake":  {[]string{"core", "core/inputfile"}, "an adapter speaks its harness's protocol to core's port"},
+	"adapters/opencode": {[]string{"core", "core/inputfile", "core/jsonstream", "adapters/internal/...", "github.com/ncruces/go-sqlite3"},
+		"an adapter speaks its harness's protocol to core's port (OpenCode's own SQLite database included)"},
+	"adapters/rpchost":         {[]string{"core", "schema", "go.lsp.dev/jsonrpc2"}, "a hosting client's sessions over the contract"},
+	"adapters/rpchost/rpcwire": {nil, "the hosting client's wire helpers"},
+	"adapters/dsh/dshtest":     {[]string{"adapters/internal/procutil"}, "DeepSeek Harness for tests"},
+	"adapters/fakemodel":       {nil, "the fake model server"},
+	"adapters/adaptertest": {[]string{"core", "schema", "rpc/service", "storage/storagetest"},
+		"the conformance suite drives adapters through the service"},
+	"adapters/internal/findfiles": {nil, "the bounded file walk"},
+	"adapters/internal/ndjson":    {[]string{"adapters/internal/procutil"}, "one newline-delimited JSON-RPC connection"},
+	"adapters/internal/pending":   {nil, "the requests an adapter awaits"},
+	"adapters/internal/procutil":  {[]string{"core"}, "the one way a harness program is started"},
+	"adapters/internal/zstd":      {nil, "a zstd decoder"},
+
+	"clients/typescript": {nil, "the client package's tests"},
+	"clients/webui":      {nil, "the WebUI's embedded files"},
+
+	"cmd/bridge":                     {[]string{"*"}, "the binary wires everything"},
+	"cmd/bridge/internal/bareopen":   {[]string{"storage"}, "a test helper process"},
+	"cmd/bridge/internal/echoserver": {[]string{"go.lsp.dev/jsonrpc2"}, "a test helper process"},
+	"cmd/bridge/internal/permclaude": {nil, "a test helper process"},
+}
+
+// importViolations holds every package of graph (module-relative path →
+// its non-test imports, full paths) to allowed and returns what breaks it.
+func importViolations(graph map[string][]string) []string {
+	var out []string
+	for pkg, imports := range graph {
+		rule, ok := allowed[pkg]
+		if !ok {
+			out = append(out, fmt.Sprintf("%s is not in the allowlist: add it, with what it may import, as ARCHITECTURE.md's table says", pkg))
+			continue
+		}
+		for _, imp := range imports {
+			if !importAllowed(imp, rule.may) {
+				out = append(out, fmt.Sprintf("%s imports %s: %s", pkg, imp, rule.why))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// importAllowed reports whether imp (a full import path) is the standard
+// library or matches one of may.
+func importAllowed(imp string, may []string) bool {
+	first, _, _ := strings.Cut(imp, "/")
+	internal := strings.HasPrefix(imp, modulePath)
+	if !internal && !strings.Contains(first, ".") {
+		return true // the standard library
+	}
+	in := strings.TrimPrefix(imp, modulePath)
+	for _, m := range may {
+		switch {
+		case m == "*":
+			return true
+		case !internal:
+			if imp == m || strings.HasPrefix(imp, m+"/") {
+				return true
+			}
+		case strings.HasSuffix(m, "/..."):
+			if strings.HasPrefix(in, strings.TrimSuffix(m, "...")) {
+				return true
+			}
+		case in == m:
+			return true
+		}
+	}
+	return false
 }
 
 // TestPackagesImportWhatTheArchitectureAllows reads every package's
-// non-test imports (`go list`) and holds them to the layering rules.
+// non-test imports (`go list`) and holds them to the allowlist.
+//
+// To see it catch a violation, plant one: add
+//
+//	import _ "github.com/go-json-experiment/json/jsontext"
+//
+// to any file of core (the leak this test once missed, when it was a
+// denylist), or make rpc import rpc/service; it fails naming the package,
+// the import and the rule. TestAllowlistCatchesPlantedViolations does the
+// same on a copy of the graph, so this stays true.
 func TestPackagesImportWhatTheArchitectureAllows(t *testing.T) {
+	graph := importGraph(t)
+	if len(graph) < 40 {
+		t.Fatalf("go list listed %d packages: is its output what this test expects?", len(graph))
+	}
+	for _, v := range importViolations(graph) {
+		t.Error(v)
+	}
+}
+
+// TestAllowlistCatchesPlantedViolations plants violations into the real
+// import graph (core importing a third-party module, rpc importing the
+// service, storage importing the wire, an unlisted package) and checks
+// that each is reported.
+func TestAllowlistCatchesPlantedViolations(t *testing.T) {
+	graph := importGraph(t)
+	plant := map[string]string{
+		"core":    "github.com/go-json-experiment/json/jsontext",
+		"rpc":     modulePath + "rpc/service",
+		"storage": modulePath + "rpc",
+		"schema":  modulePath + "core",
+		"rpc/web": "golang.org/x/term",
+	}
+	for pkg, imp := range plant {
+		graph[pkg] = append(graph[pkg], imp)
+	}
+	graph["core/newthing"] = []string{"strings"}
+	got := strings.Join(importViolations(graph), "\n")
+	for pkg, imp := range plant {
+		if !strings.Contains(got, pkg+" imports "+imp+":") {
+			t.Errorf("planted %s → %s not reported; got:\n%s", pkg, imp, got)
+		}
+	}
+	if !strings.Contains(got, "core/newthing is not in the allowlist") {
+		t.Errorf("an unlisted package is not reported; got:\n%s", got)
+	}
+}
+
+// importGraph lists every package of the module with its non-test
+// imports, by module-relative path.
+func importGraph(t *testing.T) map[string][]string {
+	t.Helper()
 	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...")
 	cmd.Dir = filepath.Join("..", "..")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	checked := 0
+	graph := map[string][]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
-		pkg := strings.TrimPrefix(f[0], modulePath)
-		for _, r := range layerRules {
-			if pkg != r.pkg && !strings.HasPrefix(pkg, r.pkg+"/") {
-				continue
-			}
-			checked++
-			for _, imp := range f[1:] {
-				in := strings.TrimPrefix(imp, modulePath)
-				for _, d := range r.deny {
-					internal := strings.HasPrefix(imp, modulePath)
-					hit := internal && (in == d || strings.HasPrefix(in, d+"/")) ||
-						!internal && strings.HasSuffix(d, "/") && strings.HasPrefix(imp, d)
-					if hit {
-						t.Errorf("%s imports %s: %s", pkg, imp, r.why)
-					}
-				}
-			}
-			break
-		}
+		graph[strings.TrimPrefix(f[0], modulePath)] = f[1:]
 	}
-	if checked < 20 {
-		t.Fatalf("only %d packages matched a rule: is go list's output what this test expects?\n%s", checked, out)
-	}
+	return graph
 }
 
 // TestRepositoryLayout: the top-level folders are the fixed set, and no

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/rpc/service"
 	"github.com/bridge-dev/bridge/schema"
 )
@@ -196,7 +197,7 @@ func (a *app) discover(ctx context.Context, harness string, asJSON bool) error {
 	return a.withEnv(ctx, func(e *env) error {
 		tty := !asJSON && stderrIsTerminal(a.stderr)
 		if tty {
-			ctx = service.WithProgress(ctx, func(done, total int64, msg string) {
+			ctx = peer.WithProgress(ctx, func(done, total int64, msg string) {
 				fmt.Fprintf(a.stderr, "\r\033[Kdiscover: %d/%d %s", done, total, oneLine(msg, 60))
 			})
 		}

@@ -11,20 +11,6 @@ import (
 	"github.com/bridge-dev/bridge/schema"
 )
 
-// PermissionAsker asks the client's user whether a harness may run a tool
-// (session/requestPermission). It returns the chosen option's id, or ""
-// when the client answered "cancelled". An error (the client answered with
-// one, or is gone, or ctx ended) leaves the decision to the preset's policy.
-type PermissionAsker interface {
-	RequestPermission(ctx context.Context, p PermissionRequest) (optionID string, err error)
-}
-
-// PermissionRequest is one session/requestPermission to the client.
-type PermissionRequest struct {
-	SessionID string
-	Request   core.ApprovalRequest // Options filled
-}
-
 // defaultApprovalTimeout bounds the wait for the client's answer when
 // Options.ApprovalTimeout is not set.
 const defaultApprovalTimeout = 5 * time.Minute

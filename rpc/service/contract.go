@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -89,7 +90,7 @@ func (s *Service) SessionHistory(ctx context.Context, p schema.SessionHistoryPar
 	}
 	out := schema.SessionHistoryResult{Entries: make([]schema.Entry, len(entries)), HasMore: more}
 	for i, e := range entries {
-		out.Entries[i] = WireEntry(e)
+		out.Entries[i] = peer.WireEntry(e)
 	}
 	return out, nil
 }
@@ -162,19 +163,6 @@ func (s *Service) SessionImport(ctx context.Context, p schema.SessionImportParam
 	}
 	return schema.SessionImportResult{SessionID: r.SessionID, Entries: r.Entries, ContextCompacted: r.ContextCompacted}, nil
 }
-
-// WireEntry converts a record entry to its wire shape; an absent payload
-// becomes {} (payloads are objects).
-func WireEntry(e core.Entry) schema.Entry {
-	payload := e.Payload
-	if len(payload) == 0 {
-		payload = emptyObject
-	}
-	return schema.Entry{ID: e.ID, SessionID: e.SessionID, ParentID: e.ParentID, Seq: e.Seq, Kind: string(e.Kind),
-		Payload: payload, NativeID: e.NativeID, TokenEstimate: e.TokenEstimate, CreatedAt: e.CreatedAt}
-}
-
-var emptyObject = []byte(`{}`)
 
 // invalidField is an invalid-input error naming the params field at fault
 // (data.field on the wire).

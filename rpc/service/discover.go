@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -36,7 +37,7 @@ func (s *Service) Discover(ctx context.Context, harness string) ([]schema.Discov
 		}
 		names = []string{harness}
 	}
-	progress := progressFrom(ctx)
+	progress := peer.ProgressFrom(ctx)
 	total := 0
 	for _, name := range names {
 		h := s.hosts[name]
@@ -116,7 +117,7 @@ func (s *Service) discoverOne(ctx context.Context, dl core.DiscoveryLog, harness
 		return -1, nil
 	}
 	// The progress of one file is not passed on: discovery reports files.
-	quiet := WithProgress(ctx, nil)
+	quiet := peer.WithProgress(ctx, nil)
 	var r ImportOutcome
 	if mi, ok := s.hosts[harness].(core.MultiImporter); ok {
 		// One file holding many sessions (OpenCode's database), each

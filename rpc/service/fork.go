@@ -6,6 +6,7 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/checkpoint"
+	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -47,7 +48,7 @@ func (s *Service) SessionFork(ctx context.Context, p schema.SessionForkParams) (
 	if cwd == "" {
 		cwd = src.Cwd
 	}
-	progress := progressFrom(ctx)
+	progress := peer.ProgressFrom(ctx)
 	progress(0, 3, "projecting "+src.ID+" at "+at.ID)
 	title := src.Title
 	if title == "" {

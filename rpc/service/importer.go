@@ -12,6 +12,7 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/inputfile"
+	"github.com/bridge-dev/bridge/rpc/peer"
 )
 
 // importFile brings an existing harness transcript into the record. Entries are
@@ -46,7 +47,7 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 	if err != nil {
 		return ImportOutcome{}, err
 	}
-	progress := progressFrom(ctx)
+	progress := peer.ProgressFrom(ctx)
 	name := filepath.Base(abs)
 	read := func(sink core.ImportSink) (core.ImportedSession, error) {
 		return imp.ImportStream(ctx, abs, sink, func(done, total int64) { progress(done, total, "importing "+name) })

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/handoff"
+	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -123,7 +124,7 @@ func (s *Service) MigrationPreview(ctx context.Context, req schema.MigrationPrev
 	if err != nil {
 		return schema.MigrationPreviewResult{}, err
 	}
-	progress := progressFrom(ctx)
+	progress := peer.ProgressFrom(ctx)
 	progress(0, 3, "folding the source session")
 	fold := handoff.Fold(branch, handoff.FoldOptions{Lang: req.Lang, MoreBefore: more})
 	if strings.TrimSpace(fold.Text) == "" {
