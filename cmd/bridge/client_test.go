@@ -274,6 +274,11 @@ func (c *client) notify(method string, params any) {
 	c.writeRaw(mustJSON(msg))
 }
 
+// replyWait bounds the wait for one reply. A prompt through a real harness
+// takes seconds; on a two-core machine loaded by other work one took over a
+// minute, so the bound only catches a reply that never comes.
+const replyWait = 5 * time.Minute
+
 // wait returns the reply to rawID.
 func (c *client) wait(rawID string) wireMsg {
 	c.t.Helper()
@@ -287,8 +292,8 @@ func (c *client) wait(rawID string) wireMsg {
 	select {
 	case m := <-ch:
 		return m
-	case <-time.After(60 * time.Second):
-		c.t.Fatalf("no reply to request %s; server stderr:\n%s", rawID, c.stderr.String())
+	case <-time.After(replyWait):
+		c.t.Fatalf("no reply to request %s within %s; server stderr:\n%s", rawID, replyWait, c.stderr.String())
 	}
 	return wireMsg{}
 }
