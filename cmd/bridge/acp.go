@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/signal"
 	"syscall"
 
@@ -51,6 +52,14 @@ func (a *app) acpAgent(ctx context.Context, args []string) int {
 	e, err := a.open(ctx, openOptions{notifier: srv, permissions: srv, serve: true})
 	if err != nil {
 		return a.report("acp", err)
+	}
+	if path := os.Getenv("BRIDGE_CPUPROFILE"); path != "" {
+		stop, err := startCPUProfile(path)
+		if err != nil {
+			e.Close(context.WithoutCancel(ctx))
+			return a.report("acp", usageError{fmt.Sprintf("BRIDGE_CPUPROFILE: %v", err)})
+		}
+		defer stop()
 	}
 	serveErr := srv.Serve(ctx, a.stdin, e.svc)
 	if err := e.Close(context.WithoutCancel(ctx)); err != nil {
