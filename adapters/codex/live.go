@@ -31,10 +31,11 @@ type live struct {
 	effort      string
 	waiters     map[string]chan turnEnd
 	finished    map[string]turnEnd
-	compactedIn map[string]bool // turns in which a compaction was reported
-	compact     *compactWait    // set while Compact waits for its turn
-	interrupted map[string]bool // turns Cancel sent turn/interrupt for
-	promptTurn  string          // the turn Prompt is waiting for
+	compactedIn map[string]bool  // turns in which a compaction was reported
+	compact     *compactWait     // set while Compact waits for its turn
+	interrupted map[string]bool  // turns Cancel sent turn/interrupt for
+	promptTurn  string           // the turn Prompt is waiting for
+	usage       *core.TokenUsage // the last model call's, from thread/tokenUsage/updated
 }
 
 // compactWait is what Compact learns while it waits for the turn its
@@ -51,6 +52,7 @@ var (
 	_ core.Compactor   = (*live)(nil)
 	_ core.GoalHost    = (*live)(nil)
 	_ core.GoalClearer = (*live)(nil)
+	_ core.Forker      = (*live)(nil)
 )
 
 func newLive(h *Host, preset core.Preset, sink core.EventSink) *live {
@@ -82,6 +84,11 @@ func (l *live) notification(method string, params json.RawMessage, raw []byte) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if method == "thread/tokenUsage/updated" {
+		if u := lastUsage(params); u != nil {
+			l.usage = u
+		}
+	}
 	if out.Compacted != "" {
 		l.compactedIn[out.Compacted] = true
 	}

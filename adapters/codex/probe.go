@@ -186,7 +186,11 @@ func (h *Host) capabilities(methods map[string]bool, why string) []core.Capabili
 		case core.CapHistoryWindow:
 			c.Detail = "not implemented for codex"
 		case core.CapSessionFork:
-			c.Detail = "not implemented for codex yet (app-server thread/fork)"
+			c.Available = methods["thread/fork"]
+			c.Detail = "a side app-server process: thread/fork (ephemeral) with the session's own options"
+			if !c.Available {
+				c.Detail = "app-server has no thread/fork"
+			}
 		}
 		caps = append(caps, c)
 	}

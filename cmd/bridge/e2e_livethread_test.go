@@ -40,14 +40,34 @@ func claudeSessionOf(r fakemodel.Request) string {
 	return u.SessionID
 }
 
-// liveRequests splits the model requests into those of the live Claude
-// Code session native and the others (the forks').
+// codexThreadOf is the Codex thread a model request belongs to
+// (client_metadata.thread_id).
+func codexThreadOf(r fakemodel.Request) string {
+	var b struct {
+		Meta struct {
+			ThreadID string `json:"thread_id"`
+		} `json:"client_metadata"`
+	}
+	if json.Unmarshal(r.Body, &b) != nil {
+		return ""
+	}
+	return b.Meta.ThreadID
+}
+
+// threadOf is the harness's own session or thread a model request belongs
+// to, for the two harnesses these tests drive.
+func threadOf(r fakemodel.Request) string {
+	if r.API == "anthropic" {
+		return claudeSessionOf(r)
+	}
+	return codexThreadOf(r)
+}
+
+// liveRequests splits the model requests into those of the live session
+// native and the others (the forks').
 func liveRequests(rs []fakemodel.Request, native string) (live, other []fakemodel.Request) {
 	for _, r := range rs {
-		if r.API != "anthropic" {
-			continue
-		}
-		if claudeSessionOf(r) == native {
+		if threadOf(r) == native {
 			live = append(live, r)
 		} else {
 			other = append(other, r)
@@ -188,8 +208,75 @@ func TestE2EClaudeCheckpointsLeaveLiveThread(t *testing.T) {
 			asked++
 		}
 	}
-	if asked != 3 {
-		t.Errorf("%d checkpoint requests outside the live thread, want 3", asked)
+	if asked != 2 {
+		t.Errorf("%d checkpoint requests outside the live thread, want 2", asked)
+	}
+	if code := c.exit(true); code != 0 {
+		t.Errorf("bridge exit code %d", code)
+	}
+}
+
+// TestE2ECodexCheckpointsLeaveLiveThread: the same for real Codex, a
+// manual checkpoint and a shutdown one, each followed by a turn of the
+// live thread (the last after a native resume in a new bridge process).
+// (Codex offers the fake model no update_plan tool, so its phase boundary
+// is not driven here; the service path is the same as Claude Code's.)
+func TestE2ECodexCheckpointsLeaveLiveThread(t *testing.T) {
+	t.Parallel()
+	h := newHarnessEnv(t, harnessOptions{Config: map[string]any{"checkpointInstructions": plantedMarker + ": a marker the tests look for."}})
+	h.onText(checkpointMarker, inProse(checkpointJSON(replyMarker+": the parser is written; port 55837")))
+	h.onText("TURN-ONE", "TURN-ONE-ANSWER: port 55837 noted.")
+	h.onText("TURN-TWO", "TURN-TWO-ANSWER: done.")
+	h.onText("TURN-THREE", "TURN-THREE-ANSWER: back.")
+	c := h.start(t)
+	sid := h.create(t, c, "codex", "live thread")
+	db := h.openDB(t)
+	native := sessionNative(t, db, sid)
+
+	say(t, c, sid, "TURN-ONE: the server listens on port 55837.")
+	var res checkpointResult
+	c.mustCall("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, &res)
+	if res.Method != "fork" {
+		t.Errorf("session/checkpoint = %+v, want method fork", res)
+	}
+	checkForkCheckpoint(t, c, sid, res.EntryID, "manual")
+	say(t, c, sid, "TURN-TWO: add a health check.")
+	live := checkLiveThreadClean(t, h, native)
+	if txt := requestText(live[len(live)-1]); !strings.Contains(txt, "TURN-ONE-ANSWER") {
+		t.Errorf("the live request after the manual checkpoint lost the turn before it")
+	}
+
+	reply := c.wait(c.send("shutdown", nil))
+	if reply.Error != nil {
+		t.Fatalf("shutdown: %+v", reply.Error)
+	}
+	notes, _ := savedNotes(c, sid, "before_shutdown")
+	if len(notes) != 1 || notes[0].Method != "fork" {
+		t.Fatalf("before_shutdown notifications %+v, want one by a fork", notes)
+	}
+	c.notify("exit", nil)
+	if code := waitExit(t, c); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	c = h.start(t)
+	if r, _ := resume(t, c, sid); r.Mode != "native" {
+		t.Fatalf("session/resume = %+v, want native", r)
+	}
+	checkForkCheckpoint(t, c, sid, notes[0].EntryID, "before_shutdown")
+	say(t, c, sid, "TURN-THREE: are you back?")
+	live = checkLiveThreadClean(t, h, native)
+	if txt := requestText(live[len(live)-1]); !strings.Contains(txt, "TURN-TWO-ANSWER") || !strings.Contains(txt, "TURN-ONE-ANSWER") {
+		t.Errorf("the live request after the shutdown checkpoint and native resume lost the turns before it")
+	}
+	_, other := liveRequests(h.fake.Requests(), native)
+	asked := 0
+	for _, r := range other {
+		if strings.Contains(r.LastUserText, plantedMarker) {
+			asked++
+		}
+	}
+	if asked != 2 {
+		t.Errorf("%d checkpoint requests outside the live thread, want 2", asked)
 	}
 	if code := c.exit(true); code != 0 {
 		t.Errorf("bridge exit code %d", code)

@@ -1,0 +1,85 @@
+package codex
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bridge-dev/bridge/adapters/adaptertest"
+	"github.com/bridge-dev/bridge/adapters/fakemodel"
+	"github.com/bridge-dev/bridge/core"
+)
+
+// TestE2EFork: a fork of a live Codex thread is a side app-server that
+// carries the conversation so far, answers with its token usage, stores no
+// rollout, and leaves the live thread's next request free of what was
+// asked of the fork.
+func TestE2EFork(t *testing.T) {
+	env := newE2E(t)
+	ctx := ctxT(t)
+	h := New(env.cfg)
+	if p := h.Probe(ctx); !p.Has(core.CapSessionFork) {
+		t.Fatalf("probe: session.fork not available: %+v", p.Capabilities)
+	}
+	var c adaptertest.Events
+	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: env.cwd}, c.Sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close(ctx) })
+	env.model.Enqueue(fakemodel.Reply{Text: "LIVE-ONE noted"})
+	if _, err := l.Prompt(ctx, text("remember the word PELICAN-7")); err != nil {
+		t.Fatal(err)
+	}
+	fk, err := l.(core.Forker).Fork(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.model.Enqueue(fakemodel.Reply{Text: `{"summary":"FORK-REPLY"}`, InputTokens: 1234})
+	r, err := fk.Ask(ctx, "FORK-ASK what was the word?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.Text, "FORK-REPLY") {
+		t.Errorf("fork reply %q", r.Text)
+	}
+	if r.Usage == nil || r.Usage.InputTokens+r.Usage.CacheReadTokens == 0 {
+		t.Errorf("fork usage %+v", r.Usage)
+	}
+	rs := env.model.Requests()
+	last := rs[len(rs)-1]
+	if !strings.Contains(string(last.Body), "PELICAN-7") || !strings.Contains(last.LastUserText, "FORK-ASK") {
+		t.Errorf("the fork's request did not carry the conversation: %q", last.LastUserText)
+	}
+	if err := fk.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var rollouts []string
+	filepath.Walk(filepath.Join(env.cfg.CodexHome, "sessions"), func(p string, info os.FileInfo, err error) error {
+		if err == nil && strings.HasSuffix(p, ".jsonl") {
+			rollouts = append(rollouts, filepath.Base(p))
+		}
+		return nil
+	})
+	if len(rollouts) != 1 || !strings.Contains(rollouts[0], l.NativeID()) {
+		t.Errorf("rollouts after the fork: %v, want only the live thread's", rollouts)
+	}
+	env.model.Enqueue(fakemodel.Reply{Text: "LIVE-TWO"})
+	if _, err := l.Prompt(ctx, text("and now?")); err != nil {
+		t.Fatal(err)
+	}
+	rs = env.model.Requests()
+	body := string(rs[len(rs)-1].Body)
+	if strings.Contains(body, "FORK-ASK") || strings.Contains(body, "FORK-REPLY") {
+		t.Errorf("the live thread's next request carries the fork's exchange")
+	}
+	if !strings.Contains(body, "PELICAN-7") || !strings.Contains(body, "LIVE-ONE") {
+		t.Errorf("the live thread's next request lost the turn before")
+	}
+	for _, e := range c.OfKind(core.KindAssistantMessage) {
+		if strings.Contains(string(e.Payload), "FORK-REPLY") {
+			t.Errorf("the fork's reply reached the live session's sink")
+		}
+	}
+}

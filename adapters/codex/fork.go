@@ -1,0 +1,127 @@
+package codex
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// fork is a discardable side copy of a live Codex thread: a second
+// app-server process that forks the thread from its rollout (thread/fork,
+// ephemeral, so nothing is stored) with the live session's own options.
+// The live process is not paused, restarted or told.
+type fork struct {
+	side *live
+
+	mu   sync.Mutex
+	text strings.Builder // assistant text of the running Ask
+}
+
+// refuseTools is the fork's approver: a checkpoint fork runs no command or
+// file change it would have to ask for.
+func refuseTools(ctx context.Context, r core.ApprovalRequest) core.ApprovalDecision {
+	return core.PolicyDecision(core.Preset{}, r, core.DecidedByPolicy, "a checkpoint fork runs no tools")
+}
+
+// Fork starts the side process and forks the thread there.
+func (l *live) Fork(ctx context.Context) (core.Fork, error) {
+	id := l.thread()
+	if id == "" {
+		return nil, core.Errorf(core.CodeUnavailable, "codex: the session has no thread to fork yet")
+	}
+	req := l.req
+	req.Approve = refuseTools
+	l.mu.Lock()
+	req.Model, req.Effort = l.model, l.effort
+	l.mu.Unlock()
+	f := &fork{}
+	side, err := l.h.open(ctx, req, f.sink)
+	if err != nil {
+		return nil, err
+	}
+	params := side.threadParams(req)
+	params["threadId"] = id
+	params["ephemeral"] = true
+	params["excludeTurns"] = true
+	var res struct {
+		Thread wireThread `json:"thread"`
+	}
+	if err := side.p.conn.call(ctx, "thread/fork", params, &res); err != nil {
+		cerr := side.callErr("thread/fork", err)
+		_ = side.p.close(context.WithoutCancel(ctx))
+		return nil, cerr
+	}
+	if res.Thread.ID == "" || res.Thread.ID == id {
+		_ = side.p.close(context.WithoutCancel(ctx))
+		return nil, core.Errorf(core.CodeHarness, "codex thread/fork of %s returned thread %q", id, res.Thread.ID)
+	}
+	side.mu.Lock()
+	side.threadID = res.Thread.ID
+	side.mu.Unlock()
+	f.side = side
+	return f, nil
+}
+
+// sink keeps the assistant text of the fork's turn; nothing else of the
+// fork is recorded.
+func (f *fork) sink(ev core.Event) {
+	if ev.Entry == nil || ev.Entry.Kind != core.KindAssistantMessage {
+		return
+	}
+	var p struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(ev.Entry.Payload, &p) != nil || p.Text == "" {
+		return
+	}
+	f.mu.Lock()
+	f.text.WriteString(p.Text)
+	f.text.WriteString("\n")
+	f.mu.Unlock()
+}
+
+// Ask runs one turn in the fork.
+func (f *fork) Ask(ctx context.Context, prompt string) (core.ForkReply, error) {
+	f.mu.Lock()
+	f.text.Reset()
+	f.mu.Unlock()
+	res, err := f.side.Prompt(ctx, []core.Content{{Type: "text", Text: prompt}})
+	if err != nil {
+		return core.ForkReply{}, err
+	}
+	if res.StopReason != "end_turn" {
+		return core.ForkReply{}, core.Errorf(core.CodeHarness, "codex: the fork's turn ended with %s", res.StopReason)
+	}
+	f.side.mu.Lock()
+	u := f.side.usage
+	f.side.mu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return core.ForkReply{Text: f.text.String(), Usage: u}, nil
+}
+
+// Close stops the side process.
+func (f *fork) Close(ctx context.Context) error { return f.side.Close(ctx) }
+
+// lastUsage reads thread/tokenUsage/updated's usage of the last model call
+// (Codex counts cached input tokens inside inputTokens).
+func lastUsage(params json.RawMessage) *core.TokenUsage {
+	var p struct {
+		TokenUsage struct {
+			Last struct {
+				InputTokens       *int64 `json:"inputTokens"`
+				CachedInputTokens int64  `json:"cachedInputTokens"`
+				OutputTokens      int64  `json:"outputTokens"`
+			} `json:"last"`
+		} `json:"tokenUsage"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.TokenUsage.Last.InputTokens == nil {
+		return nil
+	}
+	last := p.TokenUsage.Last
+	return &core.TokenUsage{InputTokens: *last.InputTokens - last.CachedInputTokens, CacheReadTokens: last.CachedInputTokens,
+		OutputTokens: last.OutputTokens}
+}
