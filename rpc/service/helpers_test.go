@@ -18,7 +18,7 @@ import (
 
 // rig is a service over a real SQLite store and fake hosts.
 type rig struct {
-	t     *testing.T
+	t     testing.TB
 	svc   *service.Service
 	db    *storage.DB
 	rec   *servicetest.Recorder
@@ -50,7 +50,7 @@ type rigOptions struct {
 	approvalTimeout time.Duration
 }
 
-func newRig(t *testing.T, o rigOptions) *rig {
+func newRig(t testing.TB, o rigOptions) *rig {
 	t.Helper()
 	db := o.db
 	if db == nil {
