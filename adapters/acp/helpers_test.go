@@ -13,14 +13,14 @@ import (
 	"github.com/bridge-dev/bridge/adapters/acp"
 	"github.com/bridge-dev/bridge/core"
 
-	"github.com/bridge-dev/bridge/adapters/adaptertest"
+	"github.com/bridge-dev/bridge/core/testhome"
 )
 
 // scriptAgentBin is the scripted ACP agent, built once by TestMain.
 var scriptAgentBin string
 
 func TestMain(m *testing.M) {
-	cleanupHome, err := adaptertest.IsolateHome()
+	cleanupHome, err := testhome.Isolate()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "isolating the test home:", err)
 		os.Exit(1)

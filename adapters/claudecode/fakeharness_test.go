@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bridge-dev/bridge/adapters/adaptertest"
+	"github.com/bridge-dev/bridge/core/testhome"
 )
 
 // The test binary doubles as a fake `claude` when CLAUDECODE_FAKE names a
@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv("CLAUDECODE_FAKE"); mode != "" {
 		os.Exit(fakeClaude(mode))
 	}
-	adaptertest.Main(m)
+	testhome.Main(m)
 }
 
 // fakeCommand returns a Config that runs this test binary as a fake claude

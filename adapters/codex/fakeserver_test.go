@@ -14,6 +14,7 @@ import (
 
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/testhome"
 )
 
 // The test binary doubles as a fake `codex app-server`: when
@@ -34,7 +35,7 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv("BRIDGE_FAKE_CODEX"); mode != "" {
 		os.Exit(fakeServer(mode))
 	}
-	adaptertest.Main(m)
+	testhome.Main(m)
 }
 
 // fakeHost returns a Host whose program is this test binary in mode.

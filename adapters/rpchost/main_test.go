@@ -3,10 +3,10 @@ package rpchost_test
 import (
 	"testing"
 
-	"github.com/bridge-dev/bridge/adapters/adaptertest"
+	"github.com/bridge-dev/bridge/core/testhome"
 )
 
 // TestMain runs the package's tests with HOME and the XDG directories in a
 // temporary folder: no test, and no program a test starts, writes into the
 // real home.
-func TestMain(m *testing.M) { adaptertest.Main(m) }
+func TestMain(m *testing.M) { testhome.Main(m) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
+	"github.com/bridge-dev/bridge/core/testhome"
 )
 
 var binPath string
@@ -18,7 +19,7 @@ var binPath string
 func TestMain(m *testing.M) {
 	// Chromium and npm write under HOME (dconf, caches): give them a
 	// temporary one.
-	cleanupHome, err := adaptertest.IsolateHome()
+	cleanupHome, err := testhome.Isolate()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "isolating the test home:", err)
 		os.Exit(1)

@@ -14,14 +14,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bridge-dev/bridge/adapters/adaptertest"
+	"github.com/bridge-dev/bridge/core/testhome"
 )
 
 // binPath is the bridge binary built once for the end-to-end tests.
 var binPath string
 
 func TestMain(m *testing.M) {
-	cleanupHome, err := adaptertest.IsolateHome()
+	cleanupHome, err := testhome.Isolate()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "isolating the test home:", err)
 		os.Exit(1)

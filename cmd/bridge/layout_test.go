@@ -31,6 +31,7 @@ var allowed = map[string]struct {
 	"core/handoff":    {[]string{"core", "core/checkpoint"}, "the migration algorithm is pure"},
 	"core/inputfile":  {[]string{"core"}, "reading input files a user names"},
 	"core/storetest":  {[]string{"core", "core/checkpoint"}, "the Store conformance suite knows only the port"},
+	"core/testhome":   {nil, "isolating a test binary's home, for any package's tests"},
 
 	"schema":          {nil, "the contract is plain data types"},
 	"schema/validate": {[]string{"schema"}, "the contract's validator"},

@@ -1,4 +1,10 @@
-package adaptertest
+// Package testhome isolates a test binary's home: HOME and the XDG base
+// directories point at a fresh temporary directory, so that no test, and
+// no program a test starts, writes into the real home. Every test package
+// that starts programs or writes state uses it from TestMain
+// (`func TestMain(m *testing.M) { testhome.Main(m) }`). Standard library
+// only, so that any package's tests may import it.
+package testhome
 
 import (
 	"fmt"
@@ -7,14 +13,14 @@ import (
 	"testing"
 )
 
-// IsolateHome points HOME and the XDG base directories of the test process
+// Isolate points HOME and the XDG base directories of the test process
 // at a fresh temporary directory, so that no test, and no harness program a
 // test starts (they inherit the environment), writes into the real home.
 // The Go tool caches and the CI cache keep their real places (set
 // explicitly, so that a `go` or a lookup run by a test still finds them).
 // Call it from TestMain before m.Run; the returned cleanup removes the
 // directory.
-func IsolateHome() (cleanup func(), err error) {
+func Isolate() (cleanup func(), err error) {
 	if h := os.Getenv("HOME"); h != "" && os.Getenv("BRIDGE_TEST_HOME") == h {
 		// A test binary started by a test (a crash or multi-process test)
 		// keeps its parent's isolated home.
@@ -67,10 +73,10 @@ func IsolateHome() (cleanup func(), err error) {
 	return func() { _ = os.RemoveAll(dir) }, nil
 }
 
-// Main runs a test package with its home isolated (IsolateHome): use it as
-// `func TestMain(m *testing.M) { adaptertest.Main(m) }`.
+// Main runs a test package with its home isolated (Isolate): use it as
+// `func TestMain(m *testing.M) { testhome.Main(m) }`.
 func Main(m *testing.M) {
-	cleanup, err := IsolateHome()
+	cleanup, err := Isolate()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "isolating the test home:", err)
 		os.Exit(1)
