@@ -43,12 +43,12 @@ func BenchmarkValidJSON(b *testing.B) {
 	payload := []byte(`{"toolId":"toolu_01ABCDEF","name":"Bash","input":{"command":"go test ./... -run 'TestX' -count=1",` +
 		`"description":"Run the tests"},"output":"ok  \tgithub.com/bridge-dev/bridge/core\t0.028s\n","isError":false,` +
 		`"durationMs":1234,"nums":[1,2.5,-3e10,0]}`)
-	b.Run("validJSON", func(b *testing.B) {
+	b.Run("impl=validJSON", func(b *testing.B) {
 		for b.Loop() {
 			validJSON(payload)
 		}
 	})
-	b.Run("json.Valid", func(b *testing.B) {
+	b.Run("impl=json.Valid", func(b *testing.B) {
 		for b.Loop() {
 			json.Valid(payload)
 		}
