@@ -33,9 +33,9 @@ func (a *app) acpAgent(ctx context.Context, args []string) int {
 		}
 		return a.report("acp", err)
 	}
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
-		return a.report("acp", usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", *logLevel)})
+	lvl, err := parseLogLevel(*logLevel)
+	if err != nil {
+		return a.report("acp", err)
 	}
 	if _, ok := factory(*harness); !ok {
 		return a.report("acp", usageError{fmt.Sprintf("--harness %q: want one of %v", *harness, harnessNames())})

@@ -51,9 +51,9 @@ func (a *app) serve(ctx context.Context, args []string) int {
 		}
 		return a.report("serve", err)
 	}
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
-		return a.report("serve", usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", *logLevel)})
+	lvl, err := parseLogLevel(*logLevel)
+	if err != nil {
+		return a.report("serve", err)
 	}
 	if v := os.Getenv("BRIDGE_MAX_CONTENT_LENGTH"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -129,7 +129,6 @@ func (a *app) serve(ctx context.Context, args []string) int {
 		defer stop()
 	}
 	var code int
-	var err error
 	if pre.ch != nil {
 		// Opening the database is the longest part of answering
 		// initialize: it runs on this goroutine, which is running already,
@@ -155,6 +154,15 @@ func (a *app) serve(ctx context.Context, args []string) int {
 		logger.Error("bridge serve", "error", err)
 	}
 	return code
+}
+
+// parseLogLevel reads a --log-level value (serve, web, acp).
+func parseLogLevel(v string) (slog.Level, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(v)); err != nil {
+		return lvl, usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", v)}
+	}
+	return lvl, nil
 }
 
 // startCPUProfile writes a CPU profile of the sidecar to path until stop is

@@ -39,9 +39,9 @@ func (a *app) web(ctx context.Context, args []string) int {
 		}
 		return a.report("web", err)
 	}
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
-		return a.report("web", usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", *logLevel)})
+	lvl, err := parseLogLevel(*logLevel)
+	if err != nil {
+		return a.report("web", err)
 	}
 	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: lvl}))
 	ln, err := web.Listen(*listen)

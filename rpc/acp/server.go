@@ -377,6 +377,20 @@ type sessionSetup struct {
 	McpServers []json.RawMessage `json:"mcpServers"`
 }
 
+// setup reads the params of session/new, load, resume or fork (needID:
+// the session is named).
+func (s *Server) setup(params json.RawMessage, needID bool) (sessionSetup, error) {
+	var p sessionSetup
+	if err := decode(params, &p); err != nil {
+		return p, err
+	}
+	if err := p.check(needID); err != nil {
+		return p, err
+	}
+	s.warnMCP(p.McpServers)
+	return p, nil
+}
+
 func (p sessionSetup) check(needID bool) error {
 	if needID && p.SessionID == "" {
 		return badParams("sessionId is required")
@@ -388,11 +402,8 @@ func (p sessionSetup) check(needID bool) error {
 }
 
 func (s *Server) newSession(ctx context.Context, params json.RawMessage) (any, error) {
-	var p sessionSetup
-	if err := decode(params, &p); err != nil {
-		return nil, err
-	}
-	if err := p.check(false); err != nil {
+	p, err := s.setup(params, false)
+	if err != nil {
 		return nil, err
 	}
 	if p.Cwd == "" {
@@ -401,7 +412,6 @@ func (s *Server) newSession(ctx context.Context, params json.RawMessage) (any, e
 	if s.opts.Harness == "" {
 		return nil, core.Errorf(core.CodeInvalid, "session/new: no harness: start bridge acp with --harness")
 	}
-	s.warnMCP(p.McpServers)
 	r, err := s.b.SessionCreate(ctx, schema.SessionCreateParams{Harness: s.opts.Harness, Cwd: p.Cwd,
 		Preset: s.opts.Preset, Model: s.opts.Model})
 	if err != nil {
@@ -424,9 +434,10 @@ func (s *Server) warnMCP(servers []json.RawMessage) {
 	}
 }
 
-// resumed is the restoration a load or resume made, for the reply's _meta.
-func resumedMeta(r schema.SessionResumeResult) map[string]any {
-	m := map[string]any{"restoreMode": string(r.Mode)}
+// restoreMeta is how a session came back, as _meta (a load or resume
+// result, the restoration notice).
+func restoreMeta(r service.Restored) map[string]any {
+	m := map[string]any{"restoreMode": r.Mode}
 	if r.Reason != "" {
 		m["reason"] = r.Reason
 	}
@@ -443,14 +454,10 @@ func resumedMeta(r schema.SessionResumeResult) map[string]any {
 // harness back (hot, native or from a checkpoint), which the restoration
 // notice says.
 func (s *Server) loadSession(ctx context.Context, params json.RawMessage) (any, error) {
-	var p sessionSetup
-	if err := decode(params, &p); err != nil {
+	p, err := s.setup(params, true)
+	if err != nil {
 		return nil, err
 	}
-	if err := p.check(true); err != nil {
-		return nil, err
-	}
-	s.warnMCP(p.McpServers)
 	entries, err := s.wholeHistory(ctx, p.SessionID)
 	if err != nil {
 		return nil, err
@@ -473,7 +480,8 @@ func (s *Server) resumeOpened(ctx context.Context, id string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := map[string]any{"_meta": resumedMeta(r)}
+	res := map[string]any{"_meta": restoreMeta(service.Restored{SessionID: r.SessionID, Mode: string(r.Mode), Reason: r.Reason,
+		NativeError: r.NativeError, CheckpointEntryID: r.CheckpointEntryID})}
 	if opts := s.configOptions(ctx, id); opts != nil {
 		res["configOptions"] = opts
 	}
@@ -507,24 +515,17 @@ func (s *Server) wholeHistory(ctx context.Context, id string) ([]core.Entry, err
 }
 
 func (s *Server) resumeSession(ctx context.Context, params json.RawMessage) (any, error) {
-	var p sessionSetup
-	if err := decode(params, &p); err != nil {
+	p, err := s.setup(params, true)
+	if err != nil {
 		return nil, err
 	}
-	if err := p.check(true); err != nil {
-		return nil, err
-	}
-	s.warnMCP(p.McpServers)
 	s.open(p.SessionID, p.Cwd)
 	return s.resumeOpened(ctx, p.SessionID)
 }
 
 func (s *Server) forkSession(ctx context.Context, params json.RawMessage) (any, error) {
-	var p sessionSetup
-	if err := decode(params, &p); err != nil {
-		return nil, err
-	}
-	if err := p.check(true); err != nil {
+	p, err := s.setup(params, true)
+	if err != nil {
 		return nil, err
 	}
 	r, err := s.b.SessionFork(ctx, schema.SessionForkParams{SessionID: p.SessionID, Cwd: p.Cwd})
@@ -735,17 +736,7 @@ func (s *Server) Restored(r service.Restored) {
 		text += " (" + r.Reason + ")"
 	}
 	u := chunk("agent_message_chunk", text+"\n")
-	meta := map[string]any{"restoreMode": r.Mode}
-	if r.Reason != "" {
-		meta["reason"] = r.Reason
-	}
-	if r.NativeError != "" {
-		meta["nativeError"] = r.NativeError
-	}
-	if r.CheckpointEntryID != "" {
-		meta["checkpointEntryId"] = r.CheckpointEntryID
-	}
-	u["_meta"] = map[string]any{"bridge": meta}
+	u["_meta"] = restoreMeta(r)
 	s.send(r.SessionID, u)
 }
 
