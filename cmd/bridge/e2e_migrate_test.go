@@ -314,3 +314,53 @@ func TestMigratePreviewOnAFreshInstall(t *testing.T) {
 		t.Fatalf("migrate execute: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 }
+
+// TestE2EMigrateConfirmVersusContinue: with the real Claude Code as the
+// target, the default flow (restate and wait, then the user's go-ahead)
+// costs exactly one more target model request than --continue (restate and
+// begin in the same request), counted at the fake model server.
+func TestE2EMigrateConfirmVersusContinue(t *testing.T) {
+	t.Parallel()
+	h := newHarnessEnv(t, harnessOptions{Config: map[string]any{
+		"presets": []map[string]any{{"name": "reviewer", "harness": "claude-code", "description": "reviews"}}}})
+	h.onText("You write handoffs", workerHandoff)
+	h.onText("then stop and wait", "Understood: port 55837 in internal/server/listen.go. I will wait.")
+	h.onText("then continue with the next step", "Understood: port 55837. Changing internal/server/listen.go now.")
+	h.onText("Go ahead", "Changing internal/server/listen.go now.")
+	c := h.start(t)
+	src := h.create(t, c, "claude-code", "port change")
+	say(t, c, src, "The service must listen on port 55837. The listener lives in internal/server/listen.go.")
+
+	targetRequests := func(cont bool) int {
+		var p previewResult
+		c.mustCall("migration/preview", map[string]any{"sessionId": src, "target": map[string]any{"preset": "reviewer"}}, &p)
+		before := len(h.fake.Requests())
+		var x executeResult
+		c.mustCall("migration/execute", map[string]any{"previewId": p.PreviewID, "continue": cont}, &x)
+		if !x.KickoffSent {
+			t.Fatalf("migration/execute (continue %v) = %+v", cont, x)
+		}
+		if !cont {
+			say(t, c, x.TargetSessionID, "Go ahead.")
+		}
+		rs := h.requestsSince(before)
+		for _, r := range rs {
+			if r.API != "anthropic" {
+				t.Errorf("a %s request during the target's turns", r.API)
+			}
+		}
+		ask := "then stop and wait"
+		if cont {
+			ask = "then continue with the next step"
+		}
+		if len(rs) == 0 || !strings.Contains(requestText(rs[0]), ask) {
+			t.Errorf("continue %v: the kickoff request does not ask to %q", cont, ask)
+		}
+		return len(rs)
+	}
+	confirm, cont := targetRequests(false), targetRequests(true)
+	if confirm != cont+1 {
+		t.Fatalf("target model requests: confirm %d, continue %d; want exactly one more for confirm", confirm, cont)
+	}
+	t.Logf("target model requests: confirm %d, continue %d", confirm, cont)
+}

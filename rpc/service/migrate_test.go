@@ -136,6 +136,12 @@ func TestMigrationPreviewAndExecute(t *testing.T) {
 	if tgt.Preset != "reviewer" || tgt.Model != src.Model || tgt.Effort != src.Effort || !strings.Contains(tgt.Title, "→ reviewer") {
 		t.Fatalf("target %+v", tgt)
 	}
+	// goalRounds was not given: the goal reaches the host with one round
+	// (a second bound on an upstream goal loop), paused, carrying the edit.
+	goals, err := r.hosts[0].(*fake.Host).Goals(tgt.NativeSessionID)
+	if err != nil || len(goals) != 1 || goals[0].Rounds != 1 || goals[0].Status != "paused" || !strings.Contains(goals[0].Text, "8192") {
+		t.Fatalf("the target's goals %+v (%v): want one paused goal of 1 round carrying the edited handoff", goals, err)
+	}
 	if n, h := recordHash(t, r, src.ID); n != n0 || h != h0 {
 		t.Fatal("execute changed the source's record")
 	}
