@@ -29,6 +29,9 @@ const (
 	// CapSessionFork: the live session can be forked natively (core.Forker),
 	// so a checkpoint is written beside the live thread, never in it.
 	CapSessionFork = "session.fork"
+	// CapPromptSteer: a prompt can be delivered into the running turn
+	// (the live session implements Steerer).
+	CapPromptSteer = "prompt.steer"
 )
 
 // ClientHosted is implemented by hosts whose sessions a client hosts
@@ -43,7 +46,7 @@ var Capabilities = []string{CapSessionCreate, CapSessionPrompt, CapSessionCancel
 	CapSessionList, CapSessionHistory, CapSessionModels, CapSessionSelect, CapSessionRename,
 	CapWorkspaceList, CapWorkspaceArchive, CapPresetList, CapAttachment, CapHistoryWindow,
 	CapNativeResume, CapSessionFork, CapCompactCommand, CapCompactionFocus, CapContextGauge, CapApprovalRelay,
-	CapGoalCreate, CapGoalPause, CapGoalClear}
+	CapGoalCreate, CapGoalPause, CapGoalClear, CapPromptSteer}
 
 // RequiredCapabilities are those without which Bridge cannot drive a
 // session of a harness at all: start one, run a turn, stop a turn.
@@ -105,6 +108,7 @@ var without = map[string]string{
 	CapGoalCreate:       "a migration sends the handoff as the target's first prompt",
 	CapGoalPause:        "a migration sends the handoff as the target's first prompt",
 	CapGoalClear:        "a goal is paused, never cleared",
+	CapPromptSteer:      "a prompt sent while a turn runs waits in Bridge's queue for the turn to end",
 }
 
 // CapabilityNeed is the one rule saying whether capability name is

@@ -137,6 +137,8 @@ type Backend interface {
 	SessionFork(ctx context.Context, p SessionForkParams) (SessionForkResult, error)
 	MigrationPreview(ctx context.Context, p MigrationPreviewParams) (MigrationPreviewResult, error)
 	MigrationExecute(ctx context.Context, p MigrationExecuteParams) (MigrationExecuteResult, error)
+	SessionQueue(ctx context.Context, p SessionQueueParams) (SessionQueueResult, error)
+	SessionWithdraw(ctx context.Context, p SessionWithdrawParams) (SessionWithdrawResult, error)
 }
 
 // Methods returns the contract's single method table, built on first use
@@ -178,6 +180,8 @@ var Methods = sync.OnceValue(func() []Method {
 		call("session/search", Backend.SessionSearch, "", "Search the text of every session, best hits first."),
 		call("session/export", Backend.SessionExport, "", "Render a session as Markdown or lossless JSON."),
 		call("session/fork", Backend.SessionFork, "Fork", "Start a new session, on any harness, from a point of another."),
+		call("session/queue", Backend.SessionQueue, "", "List the prompts waiting for the running turn to end."),
+		call("session/withdraw", Backend.SessionWithdraw, "", "Take a queued prompt back before it runs."),
 		call("migration/preview", Backend.MigrationPreview, "Migration preview", "Write an editable five-part handoff."),
 		call("migration/execute", Backend.MigrationExecute, "Migration", "Run a previewed migration."),
 
@@ -186,6 +190,7 @@ var Methods = sync.OnceValue(func() []Method {
 		note("session/contextCompacted", ServerToClient, ContextCompactedNotification{}, "The harness compacted its window."),
 		note("session/checkpointSaved", ServerToClient, CheckpointSavedNotification{}, "A Bridge checkpoint was committed."),
 		note("session/restored", ServerToClient, RestoredNotification{}, "A session came back, in this mode."),
+		note("session/queueChanged", ServerToClient, QueueChangedNotification{}, "A session's prompt queue changed."),
 
 		// Requests from Bridge to a client that declared capabilities.session.requestPermission.
 		req("session/requestPermission", ServerToClient, SessionRequestPermissionParams{}, SessionRequestPermissionResult{},

@@ -162,6 +162,17 @@ type SessionPromptParams struct {
 	// Content is the prompt, in order.
 	Content []Content `json:"content" jsonschema:"minItems=1"`
 	WorkDoneProgressParams
+	// Steer delivers the prompt into the turn that is running, where the
+	// harness can take input mid-turn (bridge/doctor: prompt.steer); it is
+	// answered at once with stopReason "steered". Refused (unavailable)
+	// when the harness cannot; with no turn running it runs as usual.
+	// Without it, a prompt sent while a turn runs waits in the session's
+	// queue and runs when the turns before it end.
+	Steer bool `json:"steer,omitempty"`
+	// PromptID names the prompt while it waits in the queue (session/queue
+	// lists it, session/withdraw takes it back); Bridge makes one when it
+	// is absent.
+	PromptID string `json:"promptId,omitempty" jsonschema:"maxLength=128"`
 }
 
 // MarshalJSON writes empty lists as [] rather than null.
@@ -173,14 +184,24 @@ func (p SessionPromptParams) MarshalJSON() ([]byte, error) {
 // SessionPromptResult is how the turn ended.
 type SessionPromptResult struct {
 	// StopReason is end_turn, cancelled, error, max_tokens or the harness's
-	// own reason.
+	// own reason; "steered" for a prompt delivered into the running turn,
+	// "withdrawn" for a queued prompt taken back before it ran.
 	StopReason string `json:"stopReason"`
+	// PromptID names the prompt (the client's promptId or Bridge's own).
+	PromptID string `json:"promptId,omitempty"`
+	// Queued is true when the prompt waited in the queue before it ran
+	// (or was withdrawn).
+	Queued bool `json:"queued,omitempty"`
 }
 
 // SessionCancelParams interrupts the running turn.
 type SessionCancelParams struct {
 	// SessionID is the session to interrupt.
 	SessionID string `json:"sessionId"`
+	// ClearQueue withdraws every queued prompt too (each is answered with
+	// stopReason "withdrawn"); without it the queue stays and its first
+	// prompt runs once the cancelled turn has ended.
+	ClearQueue bool `json:"clearQueue,omitempty"`
 }
 
 // SessionCancelResult acknowledges session/cancel.

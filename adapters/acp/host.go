@@ -320,6 +320,7 @@ func capabilities(k knowledge, why string, found bool) []core.Capability {
 	add(core.CapAttachment, false, "ACP has no attachment recovery")
 	add(core.CapGoalClear, false, "ACP has no goals")
 	add(core.CapHistoryWindow, false, "session/load replays the whole history")
+	add(core.CapPromptSteer, false, "ACP has no prompt into a running turn (a second session/prompt waits in Bridge's queue)")
 	switch {
 	case ini == nil:
 		add(core.CapNativeResume, false, why)

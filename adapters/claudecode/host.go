@@ -162,6 +162,7 @@ func (h *Host) Probe(ctx context.Context) core.Probe {
 		core.CapCompactCommand:   proc(core.CapCompactCommand, "/compact"),
 		core.CapCompactionFocus:  proc(core.CapCompactionFocus, "/compact <instructions>"),
 		core.CapContextGauge:     no(core.CapContextGauge, "Claude Code compacts its own window; Bridge does not gauge it"),
+		core.CapPromptSteer:      proc(core.CapPromptSteer, "a user line written on stream-json input while the turn runs"),
 		core.CapApprovalRelay:    proc(core.CapApprovalRelay, "can_use_tool control requests (--permission-prompt-tool stdio) for tools the preset does not allow"),
 	}
 	if c := caps[core.CapSessionCreate]; len(h.cfg.Env) > 0 {
@@ -195,7 +196,7 @@ func newUUID() string {
 func (h *Host) args(req core.CreateRequest, sessionFlag, id string, extra ...string) []string {
 	// --permission-prompt-tool stdio: the CLI asks Bridge (a can_use_tool
 	// control request) before running a tool the preset does not allow.
-	a := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+	a := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--replay-user-messages",
 		"--permission-prompt-tool", "stdio", sessionFlag, id}
 	pr := req.Preset
 	model := req.Model

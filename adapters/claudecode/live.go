@@ -49,6 +49,8 @@ type live struct {
 	// starts with them.
 	selModel, selEffort string
 
+	echoes echoes // user lines written, until Claude Code replays them
+
 	reqSeq  atomic.Int64
 	million atomic.Bool // the model was asked for with the "[1m]" suffix
 
@@ -145,6 +147,10 @@ func (l *live) handleLine(raw []byte) {
 	case "control_cancel_request":
 		l.asks.cancel(m.RequestID)
 		return
+	case "user":
+		if m.IsReplay && l.echoes.take(&m) {
+			return // the echo of a line Bridge wrote (see steer.go)
+		}
 	}
 	for _, ev := range l.evidence.add(mapStream(&m, raw)) {
 		if ev.Model != "" && l.million.Load() && !strings.HasSuffix(ev.Model, "[1m]") {
@@ -175,6 +181,10 @@ func (l *live) handleLine(raw []byte) {
 		case l.orphans > 0:
 			// The result of a turn whose caller stopped waiting.
 			l.orphans--
+		case l.turn != nil && l.echoes.steersPending() > 0:
+			// A steered message arrived too late for this turn: Claude
+			// Code runs it as a turn of its own, which the caller's
+			// Prompt waits for too (see steer.go).
 		case l.turn != nil:
 			l.turn <- &m
 			l.turn = nil
@@ -307,7 +317,9 @@ func (l *live) runTurn(ctx context.Context, content []core.Content) (*streamMsg,
 		}
 		l.mu.Unlock()
 	}
+	l.echoes.expect(line, false)
 	if err := l.writeJSON(line); err != nil {
+		l.echoes.forget(line)
 		clear(false)
 		return nil, false, err
 	}

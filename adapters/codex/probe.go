@@ -33,6 +33,7 @@ var capMethods = map[string][]string{
 	core.CapGoalClear:        {"thread/goal/clear"},
 	core.CapNativeResume:     {"thread/resume"},
 	core.CapCompactCommand:   {"thread/compact/start"},
+	core.CapPromptSteer:      {"turn/steer"},
 }
 
 var capDetail = map[string]string{
@@ -46,6 +47,7 @@ var capDetail = map[string]string{
 	core.CapNativeResume:     "thread/resume returning the same thread id",
 	core.CapCompactCommand:   "thread/compact/start",
 	core.CapContextGauge:     "thread/tokenUsage/updated",
+	core.CapPromptSteer:      "turn/steer into the running turn",
 }
 
 // Probe reports the binary, its version and the capabilities its protocol
@@ -163,7 +165,7 @@ func (h *Host) capabilities(methods map[string]bool, why string) []core.Capabili
 		case core.CapSessionPrompt, core.CapSessionCreate, core.CapSessionCancel, core.CapSessionModels,
 			core.CapSessionRename, core.CapSessionSelect, core.CapSessionList, core.CapSessionHistory,
 			core.CapWorkspaceList, core.CapWorkspaceArchive, core.CapGoalCreate, core.CapGoalPause,
-			core.CapGoalClear, core.CapNativeResume, core.CapCompactCommand:
+			core.CapGoalClear, core.CapNativeResume, core.CapCompactCommand, core.CapPromptSteer:
 			c.Available = true
 			for _, m := range capMethods[name] {
 				if !methods[m] {

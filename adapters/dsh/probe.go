@@ -146,6 +146,7 @@ func (h *Host) Probe(ctx context.Context) (p core.Probe) {
 	}
 	wg.Wait()
 	missing[core.CapCompactionFocus] = "DSH's /compact takes no argument (commands/list gives it no input)"
+	missing[core.CapPromptSteer] = "not implemented for DeepSeek Harness (its session.prompt mode \"steer\" is not used yet)"
 	missing[core.CapApprovalRelay] = "DeepSeek Harness applies its own permission preset; its approvals are not relayed"
 	missing[core.CapSessionFork] = "not implemented for DeepSeek Harness (no session fork found in its web API)"
 	p.Capabilities = caps(missing, shown)

@@ -105,6 +105,7 @@ func capabilities(ok bool, why string) []core.Capability {
 		c(core.CapNativeResume, ok, detail("sessions persist in OpenCode's database; GET /session/{id} proves one exists")),
 		c(core.CapCompactCommand, ok, detail("POST /session/{id}/summarize")),
 		c(core.CapCompactionFocus, false, "summarize takes no focus"),
+		c(core.CapPromptSteer, false, "not implemented for OpenCode"),
 		c(core.CapContextGauge, ok, detail("each finished step's token usage (input + cache read + output) against the model's limit.context from GET /config/providers")),
 		c(core.CapApprovalRelay, ok, detail("permission.asked events answered with POST /permission/{id}/reply (asked where OpenCode's permission config says ask)")),
 	}

@@ -42,22 +42,22 @@ func (s *Service) SessionCreate(ctx context.Context, p schema.SessionCreateParam
 	return schema.SessionCreateResult{SessionID: sess.ID, Harness: sess.Harness, NativeSessionID: sess.NativeSessionID}, nil
 }
 
-// SessionPrompt records the user's message and runs one turn.
+// SessionPrompt records the user's message and runs one turn: at once, or
+// after the turns before it when one runs (or, with steer, inside it).
 func (s *Service) SessionPrompt(ctx context.Context, p schema.SessionPromptParams) (schema.SessionPromptResult, error) {
 	content := make([]core.Content, 0, len(p.Content))
 	for _, c := range p.Content {
 		content = append(content, core.Content{Type: c.Type, Text: c.Text, MediaType: c.MediaType, Data: c.Data})
 	}
-	r, err := s.prompt(ctx, p.SessionID, content)
-	if err != nil {
-		return schema.SessionPromptResult{StopReason: r.StopReason}, err
-	}
-	return schema.SessionPromptResult{StopReason: r.StopReason}, nil
+	return s.promptQueued(ctx, p, content)
 }
 
 // SessionCancel interrupts the running turn; an idle session is not an
 // error.
 func (s *Service) SessionCancel(ctx context.Context, p schema.SessionCancelParams) (schema.SessionCancelResult, error) {
+	if p.ClearQueue {
+		s.withdraw(p.SessionID, "")
+	}
 	return schema.SessionCancelResult{}, s.cancel(ctx, p.SessionID)
 }
 

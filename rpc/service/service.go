@@ -71,6 +71,8 @@ type Service struct {
 	mu   sync.Mutex
 	live map[string]*liveSession // by Bridge session id
 
+	queues queues // prompts waiting for a running turn (queue.go)
+
 	probes       map[string]cachedProbe // by harness; see capabilities
 	inCheckpoint map[string]bool        // sessions with a checkpoint being written
 

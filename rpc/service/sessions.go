@@ -87,31 +87,47 @@ func (s *Service) preset(ctx context.Context, h core.BridgeHost, name string) (c
 // prompt records the user's message and runs one turn. A session whose
 // harness is not running is resumed first (and the client is told how).
 func (s *Service) prompt(ctx context.Context, sessionID string, content []core.Content) (core.TurnResult, error) {
+	sess, err := s.promptable(ctx, sessionID, content)
+	if err != nil {
+		return core.TurnResult{}, err
+	}
+	l, err := s.lockLive(ctx, sess)
+	if err != nil {
+		return core.TurnResult{}, err
+	}
+	return s.promptHeld(ctx, l, content)
+}
+
+// promptable checks a prompt's content and loads its session, which must
+// not be archived.
+func (s *Service) promptable(ctx context.Context, sessionID string, content []core.Content) (core.Session, error) {
 	if len(content) == 0 {
-		return core.TurnResult{}, invalidField("content", "content must hold at least one block")
+		return core.Session{}, invalidField("content", "content must hold at least one block")
 	}
 	for i, c := range content {
 		switch c.Type {
 		case "text":
 		case "image":
 			if err := checkImage(i, c); err != nil {
-				return core.TurnResult{}, err
+				return core.Session{}, err
 			}
 		default:
-			return core.TurnResult{}, invalidField(fmt.Sprintf("content[%d].type", i), "content[%d]: unknown type %q (want text or image)", i, c.Type)
+			return core.Session{}, invalidField(fmt.Sprintf("content[%d].type", i), "content[%d]: unknown type %q (want text or image)", i, c.Type)
 		}
 	}
 	sess, err := s.session(ctx, sessionID)
 	if err != nil {
-		return core.TurnResult{}, err
+		return core.Session{}, err
 	}
 	if sess.Archived {
-		return core.TurnResult{}, core.Errorf(core.CodeInvalid, "session %s is archived", sessionID)
+		return core.Session{}, core.Errorf(core.CodeInvalid, "session %s is archived", sessionID)
 	}
-	l, err := s.lockLive(ctx, sess)
-	if err != nil {
-		return core.TurnResult{}, err
-	}
+	return sess, nil
+}
+
+// promptHeld runs one prompt turn on l, whose turn the caller holds;
+// it releases the turn.
+func (s *Service) promptHeld(ctx context.Context, l *liveSession, content []core.Content) (core.TurnResult, error) {
 	l.mu.Lock()
 	l.stepsCompleted = 0
 	l.turns++
@@ -161,23 +177,9 @@ func (s *Service) lockLive(ctx context.Context, sess core.Session) (*liveSession
 // l.turn.
 func (s *Service) runTurn(ctx context.Context, l *liveSession, content []core.Content) (core.TurnResult, error) {
 	defer l.clearPending()
-	var text []string
-	var kept []core.Attachment
-	for _, c := range content {
-		if c.Type == "text" {
-			text = append(text, c.Text)
-			continue
-		}
-		a, err := s.keepAttachment(ctx, c)
-		if err != nil {
-			return core.TurnResult{}, err
-		}
-		kept = append(kept, a)
-	}
-	payload := map[string]any{"text": strings.Join(text, "\n")}
-	if len(kept) > 0 {
-		payload["images"] = len(kept)
-		payload["attachments"] = kept
+	payload, err := s.userPayload(ctx, content)
+	if err != nil {
+		return core.TurnResult{}, err
 	}
 	if _, err := l.appendInOrder(ctx, core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(payload)}); err != nil {
 		return core.TurnResult{}, err
@@ -216,6 +218,30 @@ func (s *Service) runTurn(ctx context.Context, l *liveSession, content []core.Co
 		return core.TurnResult{}, wrapHarness(l.host.Harness(), err)
 	}
 	return res, nil
+}
+
+// userPayload is the payload of the user.message entry recording content:
+// its text blocks joined, its images kept in the record by hash.
+func (s *Service) userPayload(ctx context.Context, content []core.Content) (map[string]any, error) {
+	var text []string
+	var kept []core.Attachment
+	for _, c := range content {
+		if c.Type == "text" {
+			text = append(text, c.Text)
+			continue
+		}
+		a, err := s.keepAttachment(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		kept = append(kept, a)
+	}
+	payload := map[string]any{"text": strings.Join(text, "\n")}
+	if len(kept) > 0 {
+		payload["images"] = len(kept)
+		payload["attachments"] = kept
+	}
+	return payload, nil
 }
 
 // wrapHarness gives a harness failure a code when it has none.

@@ -1327,6 +1327,40 @@ export interface ProgressParams {
   value: WorkDoneProgress;
 }
 /**
+ * QueueChangedNotification tells the client a session's queue changed: a prompt joined it, left it to run, or was withdrawn (session/queueChanged).
+ */
+export interface QueueChangedNotification {
+  /**
+   * Items is the whole queue now, in the order it will run.
+   */
+  items: QueuedPrompt[];
+  /**
+   * SessionID is the session.
+   */
+  sessionId: string;
+}
+/**
+ * QueuedPrompt is a prompt waiting in a session's queue for the running turn to end.
+ */
+export interface QueuedPrompt {
+  /**
+   * Images counts the prompt's image blocks.
+   */
+  images?: number;
+  /**
+   * PromptID names the prompt (the client's own promptId, or one Bridge made).
+   */
+  promptId: string;
+  /**
+   * QueuedAt is when the prompt joined the queue.
+   */
+  queuedAt: string;
+  /**
+   * Text is the prompt's text blocks, joined by newlines.
+   */
+  text: string;
+}
+/**
  * RestoredNotification tells the client how a session came back (session/restored).
  */
 export interface RestoredNotification {
@@ -1457,6 +1491,10 @@ export interface SessionArchiveResult {}
  * SessionCancelParams interrupts the running turn.
  */
 export interface SessionCancelParams {
+  /**
+   * ClearQueue withdraws every queued prompt too (each is answered with stopReason "withdrawn"); without it the queue stays and its first prompt runs once the cancelled turn has ended.
+   */
+  clearQueue?: boolean;
   /**
    * SessionID is the session to interrupt.
    */
@@ -1873,9 +1911,17 @@ export interface SessionPromptParams {
    */
   content: [Content, ...Content[]];
   /**
+   * PromptID names the prompt while it waits in the queue (session/queue lists it, session/withdraw takes it back); Bridge makes one when it is absent.
+   */
+  promptId?: string;
+  /**
    * SessionID is the session to prompt.
    */
   sessionId: string;
+  /**
+   * Steer delivers the prompt into the turn that is running, where the harness can take input mid-turn (bridge/doctor: prompt.steer); it is answered at once with stopReason "steered". Refused (unavailable) when the harness cannot; with no turn running it runs as usual. Without it, a prompt sent while a turn runs waits in the session's queue and runs when the turns before it end.
+   */
+  steer?: boolean;
   /**
    * WorkDoneToken, when set, is the token Bridge reports $/progress with.
    */
@@ -1886,9 +1932,35 @@ export interface SessionPromptParams {
  */
 export interface SessionPromptResult {
   /**
-   * StopReason is end_turn, cancelled, error, max_tokens or the harness's own reason.
+   * PromptID names the prompt (the client's promptId or Bridge's own).
+   */
+  promptId?: string;
+  /**
+   * Queued is true when the prompt waited in the queue before it ran (or was withdrawn).
+   */
+  queued?: boolean;
+  /**
+   * StopReason is end_turn, cancelled, error, max_tokens or the harness's own reason; "steered" for a prompt delivered into the running turn, "withdrawn" for a queued prompt taken back before it ran.
    */
   stopReason: string;
+}
+/**
+ * SessionQueueParams lists a session's queued prompts.
+ */
+export interface SessionQueueParams {
+  /**
+   * SessionID is the session.
+   */
+  sessionId: string;
+}
+/**
+ * SessionQueueResult is the queue, first to run first.
+ */
+export interface SessionQueueResult {
+  /**
+   * Items are the queued prompts, in the order they will run.
+   */
+  items: QueuedPrompt[];
 }
 /**
  * SessionRenameParams renames a session.
@@ -2102,6 +2174,23 @@ export interface SessionUpdateNotification {
    */
   sessionId: string;
 }
+/**
+ * SessionWithdrawParams takes a queued prompt back before it runs; its session/prompt is answered with stopReason "withdrawn".
+ */
+export interface SessionWithdrawParams {
+  /**
+   * PromptID is the queued prompt to withdraw.
+   */
+  promptId: string;
+  /**
+   * SessionID is the session.
+   */
+  sessionId: string;
+}
+/**
+ * SessionWithdrawResult acknowledges session/withdraw.
+ */
+export interface SessionWithdrawResult {}
 /**
  * ShowDocumentClientCapabilities are the client's window/showDocument features (LSP).
  */
@@ -2398,6 +2487,8 @@ export interface BridgeMethods {
   "session/models": { direction: "clientToServer"; params: SessionModelsParams; result: SessionModelsResult };
   /** Run one turn; entries stream as session/update. */
   "session/prompt": { direction: "clientToServer"; params: SessionPromptParams; result: SessionPromptResult };
+  /** List the prompts waiting for the running turn to end. */
+  "session/queue": { direction: "clientToServer"; params: SessionQueueParams; result: SessionQueueResult };
   /** Rename a session. */
   "session/rename": { direction: "clientToServer"; params: SessionRenameParams; result: SessionRenameResult };
   /** Ask the user whether a harness may run a tool. */
@@ -2418,6 +2509,8 @@ export interface BridgeMethods {
   };
   /** Checkpoint a live session and stop its process; the next prompt brings it back. */
   "session/suspend": { direction: "clientToServer"; params: SessionSuspendParams; result: SessionSuspendResult };
+  /** Take a queued prompt back before it runs. */
+  "session/withdraw": { direction: "clientToServer"; params: SessionWithdrawParams; result: SessionWithdrawResult };
   /** Stop serving; exit follows. */
   shutdown: { direction: "clientToServer"; params: undefined; result: null };
   /** Create a progress token. */
@@ -2440,6 +2533,8 @@ export interface BridgeNotifications {
   "session/checkpointSaved": { direction: "serverToClient"; params: CheckpointSavedNotification };
   /** The harness compacted its window. */
   "session/contextCompacted": { direction: "serverToClient"; params: ContextCompactedNotification };
+  /** A session's prompt queue changed. */
+  "session/queueChanged": { direction: "serverToClient"; params: QueueChangedNotification };
   /** A session came back, in this mode. */
   "session/restored": { direction: "serverToClient"; params: RestoredNotification };
   /** A new entry was recorded. */

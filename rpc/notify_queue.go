@@ -1,0 +1,13 @@
+package rpc
+
+import (
+	"github.com/bridge-dev/bridge/rpc/service"
+	"github.com/bridge-dev/bridge/schema"
+)
+
+var _ service.QueueNotifier = (*server)(nil)
+
+// QueueChanged sends session/queueChanged.
+func (s *server) QueueChanged(sessionID string, items []schema.QueuedPrompt) {
+	s.notify("session/queueChanged", schema.QueueChangedNotification{SessionID: sessionID, Items: items})
+}
