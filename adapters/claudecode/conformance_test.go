@@ -36,7 +36,7 @@ func TestConformance(t *testing.T) {
 		Claims: []string{core.CapSessionList, core.CapSessionCreate, core.CapSessionHistory, core.CapSessionModels,
 			core.CapSessionSelect, core.CapSessionPrompt, core.CapSessionCancel, core.CapSessionRename,
 			core.CapWorkspaceList, core.CapPresetList, core.CapNativeResume, core.CapCompactCommand,
-			core.CapCompactionFocus, core.CapApprovalRelay},
+			core.CapCompactionFocus, core.CapApprovalRelay, core.CapSessionFork, core.CapPromptSteer},
 		// A Write the default permission mode does not allow: Claude Code
 		// asks (can_use_tool).
 		Approval: func(t *testing.T) []core.Content {

@@ -27,7 +27,7 @@ func TestConformance(t *testing.T) {
 			core.CapSessionSelect, core.CapSessionPrompt, core.CapSessionCancel, core.CapSessionRename,
 			core.CapWorkspaceList, core.CapWorkspaceArchive, core.CapPresetList, core.CapGoalCreate,
 			core.CapGoalPause, core.CapGoalClear, core.CapNativeResume, core.CapCompactCommand, core.CapContextGauge,
-			core.CapApprovalRelay,
+			core.CapApprovalRelay, core.CapPromptSteer,
 		},
 		// A command Codex does not trust: it asks (untrusted policy).
 		Approval: func(t *testing.T) []core.Content {
