@@ -1,11 +1,11 @@
 package rpc
 
 import (
-	"github.com/bridge-dev/bridge/rpc/service"
+	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/schema"
 )
 
-var _ service.QueueNotifier = (*server)(nil)
+var _ peer.QueueNotifier = (*server)(nil)
 
 // QueueChanged sends session/queueChanged.
 func (s *server) QueueChanged(sessionID string, items []schema.QueuedPrompt) {

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -22,11 +23,8 @@ import (
 // asked (clearQueue). With steer: true a prompt is delivered into the
 // running turn instead, where the harness can take input mid-turn.
 
-// QueueNotifier is implemented by notifiers that tell the client about
-// queue changes (session/queueChanged); the service checks for it.
-type QueueNotifier interface {
-	QueueChanged(sessionID string, items []schema.QueuedPrompt)
-}
+// QueueNotifier is a Notifier told of queue changes (session/queueChanged).
+type QueueNotifier = peer.QueueNotifier
 
 // queueWait is how often a prompt at the head of its queue tries for the
 // turn (a checkpoint or a migration's kickoff may hold it too).
@@ -179,7 +177,7 @@ func (s *Service) promptQueued(ctx context.Context, p schema.SessionPromptParams
 		return out, err
 	}
 	if item.waited {
-		progressFrom(ctx)(0, 0, "running")
+		peer.ProgressFrom(ctx)(0, 0, "running")
 	}
 	res, err := s.promptHeld(ctx, l, content)
 	s.queues.mu.Lock()
@@ -258,7 +256,7 @@ func (s *Service) awaitTurn(ctx context.Context, sess core.Session, q *promptQue
 			s.queues.mu.Unlock()
 			s.queueChanged(sess.ID, items)
 		}
-		progressFrom(ctx)(0, 0, fmt.Sprintf("queued: waiting for the running turn (%d prompts ahead)", ahead))
+		peer.ProgressFrom(ctx)(0, 0, fmt.Sprintf("queued: waiting for the running turn (%d prompts ahead)", ahead))
 		t := time.NewTimer(queueWait)
 		select {
 		case <-item.withdrawn:
