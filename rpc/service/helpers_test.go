@@ -48,6 +48,8 @@ type rigOptions struct {
 	// permissions and approvalTimeout are service.Options'.
 	permissions     service.PermissionAsker
 	approvalTimeout time.Duration
+	// notifier wraps the recorder the service tells (to hear more).
+	notifier func(*servicetest.Recorder) service.Notifier
 }
 
 func newRig(t testing.TB, o rigOptions) *rig {
@@ -66,11 +68,15 @@ func newRig(t testing.TB, o rigOptions) *rig {
 	}
 	hosts := append([]core.BridgeHost{main}, o.extra...)
 	rec := servicetest.NewRecorder()
+	var n service.Notifier = rec
+	if o.notifier != nil {
+		n = o.notifier(rec)
+	}
 	var st core.Store = db
 	if o.store != nil {
 		st = o.store(db)
 	}
-	svc, err := service.New(service.Options{Store: st, Hosts: hosts, Notifier: rec, DataDir: dir,
+	svc, err := service.New(service.Options{Store: st, Hosts: hosts, Notifier: n, DataDir: dir,
 		Presets: o.presets, CheckpointTimeout: o.timeout, Permissions: o.permissions, ApprovalTimeout: o.approvalTimeout,
 		NoShutdownCheckpoint: !o.shutdownCheckpoints, ShutdownCheckpoint: o.shutdownLimit,
 		SuspendAfter: o.suspendAfter, RiskyResumeEntries: o.riskyEntries,

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/bridge-dev/bridge/adapters/fake"
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/rpc/service"
+	"github.com/bridge-dev/bridge/rpc/service/servicetest"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -97,7 +100,8 @@ func userTexts(t *testing.T, r *rig, sid string) []string {
 // one is withdrawn, one is steered into the running turn, and after the
 // turn is cancelled (queue kept) the first queued prompt runs.
 func TestPromptQueueAndSteer(t *testing.T) {
-	r := newRig(t, rigOptions{})
+	qr := &queueRecorder{}
+	r := newRig(t, rigOptions{notifier: func(rec *servicetest.Recorder) service.Notifier { qr.Recorder = rec; return qr }})
 	sid := r.create().ID
 	running := promptAsync(r, schema.SessionPromptParams{SessionID: sid, Content: text("hang")})
 	awaitUserMessage(t, r, "hang")
@@ -150,16 +154,38 @@ func TestPromptQueueAndSteer(t *testing.T) {
 		t.Fatalf("user messages %q, want %q (the withdrawn one never recorded)", got, want)
 	}
 	r.rec.Await(t, "queue notifications", func() bool {
+		qr.mu.Lock()
+		defer qr.mu.Unlock()
 		var last []schema.QueuedPrompt
 		seen := 0
-		for _, q := range r.rec.Queues {
-			if q.SessionID == sid {
+		for _, q := range qr.changes {
+			if q.sessionID == sid {
 				seen++
-				last = q.Items
+				last = q.items
 			}
 		}
 		return seen >= 3 && len(last) == 0
 	})
+}
+
+// queueRecorder is a recorder that also hears session/queueChanged.
+type queueRecorder struct {
+	*servicetest.Recorder
+	mu      sync.Mutex
+	changes []struct {
+		sessionID string
+		items     []schema.QueuedPrompt
+	}
+}
+
+func (q *queueRecorder) QueueChanged(sessionID string, items []schema.QueuedPrompt) {
+	q.mu.Lock()
+	q.changes = append(q.changes, struct {
+		sessionID string
+		items     []schema.QueuedPrompt
+	}{sessionID, items})
+	q.mu.Unlock()
+	q.Recorder.Log(4, "queue changed") // wakes Await
 }
 
 // TestCancelClearsQueue: session/cancel with clearQueue withdraws every

@@ -9,7 +9,6 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/rpc/service"
-	"github.com/bridge-dev/bridge/schema"
 )
 
 // Recorder is a service.Notifier that keeps everything it is told. Read
@@ -21,20 +20,10 @@ type Recorder struct {
 	Saved    []service.CheckpointSaved
 	Restores []service.Restored
 	Logs     []string
-	Queues   []QueueChange
 	changed  chan struct{}
 }
 
-// QueueChange is one session/queueChanged.
-type QueueChange struct {
-	SessionID string
-	Items     []schema.QueuedPrompt
-}
-
-var (
-	_ service.Notifier      = (*Recorder)(nil)
-	_ service.QueueNotifier = (*Recorder)(nil)
-)
+var _ service.Notifier = (*Recorder)(nil)
 
 // NewRecorder returns an empty Recorder.
 func NewRecorder() *Recorder { return &Recorder{changed: make(chan struct{}, 1)} }
@@ -64,11 +53,6 @@ func (r *Recorder) CheckpointSaved(n service.CheckpointSaved) {
 
 // Restored records a session/restored.
 func (r *Recorder) Restored(n service.Restored) { r.add(func() { r.Restores = append(r.Restores, n) }) }
-
-// QueueChanged records a session/queueChanged.
-func (r *Recorder) QueueChanged(sessionID string, items []schema.QueuedPrompt) {
-	r.add(func() { r.Queues = append(r.Queues, QueueChange{SessionID: sessionID, Items: items}) })
-}
 
 // Log records a window/logMessage.
 func (r *Recorder) Log(level int, msg string) { r.add(func() { r.Logs = append(r.Logs, msg) }) }
