@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/rpc/service/servicetest"
 )
 
 // BenchmarkEventToUpdate measures the whole path Bridge adds per Claude
@@ -17,7 +17,7 @@ import (
 func BenchmarkEventToUpdate(b *testing.B) {
 	const perTurn = 10000
 	cfg := fakeCommand(b, "bench", "CLAUDECODE_FAKE_N="+strconv.Itoa(perTurn), "CLAUDECODE_FAKE_PACE_US=100")
-	adaptertest.BenchEventToUpdate(b, New(cfg), perTurn, func(e core.Entry) (int64, bool) {
+	servicetest.BenchEventToUpdate(b, New(cfg), perTurn, func(e core.Entry) (int64, bool) {
 		if e.Kind != core.KindAssistantMessage {
 			return 0, false
 		}

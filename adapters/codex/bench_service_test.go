@@ -7,6 +7,7 @@ import (
 
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/rpc/service/servicetest"
 )
 
 // BenchmarkEventToUpdate measures the whole path Bridge adds per Codex
@@ -18,7 +19,7 @@ import (
 func BenchmarkEventToUpdate(b *testing.B) {
 	const n = 10000
 	host := adaptertest.AllCapable(fakeHost(b, "flood:"+strconv.Itoa(n)+":50"))
-	adaptertest.BenchEventToUpdate(b, host, n, func(e core.Entry) (int64, bool) {
+	servicetest.BenchEventToUpdate(b, host, n, func(e core.Entry) (int64, bool) {
 		if e.Kind != core.KindAssistantMessage {
 			return 0, false
 		}

@@ -1,5 +1,7 @@
 // Package servicetest holds what tests of rpc/service and of the adapters
-// that run under it share: a Notifier that records what the client is told.
+// that run under it share: a Notifier that records what the client is told,
+// and BenchEventToUpdate, the per-event path from an adapter through the
+// service into a real SQLite record.
 package servicetest
 
 import (
