@@ -38,6 +38,18 @@ func fakeClaude(mode string) int {
 			fmt.Println("2.1.328 (Claude Code) [fake]")
 			return 0
 		}
+		if a == "--help" {
+			// An older CLI (CLAUDECODE_FAKE_OLD) has no --fork-session.
+			fmt.Println("Usage: claude [options] [command] [prompt]\n\nOptions:")
+			for _, f := range []string{"-p, --print", "--input-format <format>", "--output-format <format>", "--session-id <uuid>",
+				"-r, --resume [value]", "--fork-session", "--no-session-persistence", "--permission-prompt-tool <tool>", "--replay-user-messages"} {
+				if f == "--fork-session" && os.Getenv("CLAUDECODE_FAKE_OLD") != "" {
+					continue
+				}
+				fmt.Printf("  %-40s does something\n", f)
+			}
+			return 0
+		}
 	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<24)
@@ -75,8 +87,17 @@ func fakeClaude(mode string) int {
 			return 2
 		}
 		if m.Type == "control_request" {
+			resp := map[string]any{}
+			if m.Request.Subtype == "initialize" {
+				// The older CLI's /compact takes no instructions.
+				hint := "<optional custom summarization instructions>"
+				if os.Getenv("CLAUDECODE_FAKE_OLD") != "" {
+					hint = ""
+				}
+				resp["commands"] = []map[string]string{{"name": "clear", "argumentHint": ""}, {"name": "compact", "argumentHint": hint}}
+			}
 			emit(map[string]any{"type": "control_response", "response": map[string]any{
-				"subtype": "success", "request_id": m.RequestID, "response": map[string]any{}}})
+				"subtype": "success", "request_id": m.RequestID, "response": resp}})
 			continue
 		}
 		if m.Type != "user" {

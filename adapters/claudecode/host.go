@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -138,17 +139,62 @@ func (h *Host) Probe(ctx context.Context) core.Probe {
 		}
 		return core.Capability{Name: name, Available: true, Detail: detail}
 	}
+	// What the installed CLI offers is asked of it, not assumed from its
+	// version: the flags its --help lists, and the slash commands its
+	// initialize response lists.
+	var d discovery
+	if procDetail == "" {
+		d = h.discover(ctx, bin)
+	}
+	flag := func(name, detail string, flags ...string) core.Capability {
+		c := proc(name, detail)
+		if !c.Available {
+			return c
+		}
+		if d.helpErr != "" {
+			return core.Capability{Name: name, Detail: d.helpErr}
+		}
+		for _, f := range flags {
+			if !d.flags[f] {
+				return core.Capability{Name: name, Detail: fmt.Sprintf("`claude --help` of %s lists no %s", p.Version, f)}
+			}
+		}
+		return c
+	}
+	control := func(name, detail string) core.Capability {
+		c := proc(name, detail)
+		if c.Available && d.initErr != "" {
+			return core.Capability{Name: name, Detail: d.initErr}
+		}
+		return c
+	}
+	command := func(name, cmd string, wantInput bool) core.Capability {
+		c := control(name, "")
+		if !c.Available {
+			return c
+		}
+		hint, ok := d.commands[cmd]
+		switch {
+		case !ok:
+			return core.Capability{Name: name, Detail: fmt.Sprintf("the initialize response of %s lists no /%s", p.Version, cmd)}
+		case wantInput && hint == "":
+			return core.Capability{Name: name, Detail: fmt.Sprintf("/%s of %s takes no input (no argument hint)", cmd, p.Version)}
+		case wantInput:
+			return core.Capability{Name: name, Available: true, Detail: fmt.Sprintf("/%s %s", cmd, hint)}
+		}
+		return core.Capability{Name: name, Available: true, Detail: "/" + cmd + " (listed by the initialize response)"}
+	}
 	no := func(name, why string) core.Capability { return core.Capability{Name: name, Detail: why} }
 	projects := filepath.Join(h.configDir(), "projects")
 	caps := map[string]core.Capability{
 		core.CapSessionList:      {Name: core.CapSessionList, Available: true, Detail: "transcripts under " + projects},
-		core.CapSessionCreate:    proc(core.CapSessionCreate, "claude -p --input-format stream-json"),
+		core.CapSessionCreate:    flag(core.CapSessionCreate, "claude -p --input-format stream-json", "--print", "--input-format", "--output-format", "--session-id"),
 		core.CapSessionHistory:   {Name: core.CapSessionHistory, Available: true, Detail: "transcripts under " + projects},
-		core.CapSessionModels:    proc(core.CapSessionModels, "from the initialize control response"),
-		core.CapSessionSelect:    proc(core.CapSessionSelect, "set_model control request"),
-		core.CapSessionPrompt:    proc(core.CapSessionPrompt, ""),
-		core.CapSessionCancel:    proc(core.CapSessionCancel, "interrupt control request"),
-		core.CapSessionRename:    proc(core.CapSessionRename, "rename_session control request (stored as the transcript's custom title)"),
+		core.CapSessionModels:    control(core.CapSessionModels, "from the initialize control response"),
+		core.CapSessionSelect:    control(core.CapSessionSelect, "set_model control request"),
+		core.CapSessionPrompt:    flag(core.CapSessionPrompt, "", "--input-format"),
+		core.CapSessionCancel:    control(core.CapSessionCancel, "interrupt control request"),
+		core.CapSessionRename:    control(core.CapSessionRename, "rename_session control request (stored as the transcript's custom title)"),
 		core.CapWorkspaceList:    {Name: core.CapWorkspaceList, Available: true, Detail: "project folders under " + projects},
 		core.CapWorkspaceArchive: no(core.CapWorkspaceArchive, "Claude Code has no archive operation"),
 		core.CapPresetList:       {Name: core.CapPresetList, Available: true, Detail: "presets from Bridge's configuration"},
@@ -157,13 +203,13 @@ func (h *Host) Probe(ctx context.Context) core.Probe {
 		core.CapAttachment:       no(core.CapAttachment, "not implemented for Claude Code"),
 		core.CapGoalClear:        no(core.CapGoalClear, "Claude Code has no goals"),
 		core.CapHistoryWindow:    no(core.CapHistoryWindow, "Claude Code has no history window"),
-		core.CapNativeResume:     proc(core.CapNativeResume, "--resume <id>, proven by the CLI's own session id"),
-		core.CapSessionFork:      proc(core.CapSessionFork, "a side process: --resume <id> --fork-session --no-session-persistence, with the session's own options"),
-		core.CapCompactCommand:   proc(core.CapCompactCommand, "/compact"),
-		core.CapCompactionFocus:  proc(core.CapCompactionFocus, "/compact <instructions>"),
+		core.CapNativeResume:     flag(core.CapNativeResume, "--resume <id>, proven by the CLI's own session id", "--resume"),
+		core.CapSessionFork:      flag(core.CapSessionFork, "a side process: --resume <id> --fork-session --no-session-persistence, with the session's own options", "--resume", "--fork-session", "--no-session-persistence"),
+		core.CapCompactCommand:   command(core.CapCompactCommand, "compact", false),
+		core.CapCompactionFocus:  command(core.CapCompactionFocus, "compact", true),
 		core.CapContextGauge:     no(core.CapContextGauge, "Claude Code compacts its own window; Bridge does not gauge it"),
-		core.CapPromptSteer:      proc(core.CapPromptSteer, "a user line written on stream-json input while the turn runs"),
-		core.CapApprovalRelay:    proc(core.CapApprovalRelay, "can_use_tool control requests (--permission-prompt-tool stdio) for tools the preset does not allow"),
+		core.CapPromptSteer:      flag(core.CapPromptSteer, "a user line written on stream-json input while the turn runs", "--input-format", "--replay-user-messages"),
+		core.CapApprovalRelay:    flag(core.CapApprovalRelay, "can_use_tool control requests (--permission-prompt-tool stdio) for tools the preset does not allow", "--permission-prompt-tool"),
 	}
 	if c := caps[core.CapSessionCreate]; len(h.cfg.Env) > 0 {
 		c.Detail += envNote(h.cfg.Env)
@@ -356,13 +402,60 @@ func statusRow(resp json.RawMessage, label string) string {
 	return ""
 }
 
-// Models lists the models the CLI offers, read from a short-lived
-// process's initialize response (no turn is run).
-func (h *Host) Models(ctx context.Context) ([]core.Model, error) {
-	bin, err := h.binary()
+// discovery is what the installed CLI says it offers: the flags its
+// --help lists and the slash commands (name → argument hint) its
+// initialize response lists. helpErr and initErr say why either is unknown.
+type discovery struct {
+	flags    map[string]bool
+	commands map[string]string
+	helpErr  string
+	initErr  string
+}
+
+// helpFlag matches a flag at the start of a --help option line
+// ("  -r, --resume [value]   …", "  --fork-session   …").
+var helpFlag = regexp.MustCompile(`(?m)^\s+(?:-[A-Za-z], )?(--[a-z][a-z0-9-]*)`)
+
+// discover asks the installed CLI what it offers: `claude --help` for its
+// flags and a short-lived process's initialize response (no turn is run)
+// for its slash commands.
+func (h *Host) discover(ctx context.Context, bin string) discovery {
+	d := discovery{flags: map[string]bool{}, commands: map[string]string{}}
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	cmd := exec.CommandContext(hctx, bin, "--help")
+	cmd.Env = h.environ()
+	out, err := cmd.Output()
+	cancel()
 	if err != nil {
-		return nil, err
+		d.helpErr = fmt.Sprintf("claude-code: `%s --help` failed: %v", bin, err)
 	}
+	for _, m := range helpFlag.FindAllStringSubmatch(string(out), -1) {
+		d.flags[m[1]] = true
+	}
+	resp, err := h.initResponse(ctx, bin)
+	if err != nil {
+		d.initErr = "claude-code: the initialize control request failed: " + err.Error()
+		return d
+	}
+	var init struct {
+		Commands []struct {
+			Name         string `json:"name"`
+			ArgumentHint string `json:"argumentHint"`
+		} `json:"commands"`
+	}
+	if err := json.Unmarshal(resp, &init); err != nil {
+		d.initErr = "claude-code: unreadable initialize response: " + err.Error()
+		return d
+	}
+	for _, c := range init.Commands {
+		d.commands[strings.TrimPrefix(c.Name, "/")] = strings.TrimSpace(c.ArgumentHint)
+	}
+	return d
+}
+
+// initResponse starts a short-lived process and returns its initialize
+// response (no turn is run, nothing is persisted).
+func (h *Host) initResponse(ctx context.Context, bin string) (json.RawMessage, error) {
 	l, err := startLive(procutil.Spec{Path: bin, Args: append([]string{"-p", "--input-format", "stream-json", "--output-format",
 		"stream-json", "--verbose", "--no-session-persistence"}, h.cfg.Args...), Dir: os.TempDir(), Env: h.environ()}, core.CreateRequest{}, nil)
 	if err != nil {
@@ -371,7 +464,17 @@ func (h *Host) Models(ctx context.Context) ([]core.Model, error) {
 	defer l.Close(context.Background())
 	ictx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	resp, err := l.initialize(ictx)
+	return l.initialize(ictx)
+}
+
+// Models lists the models the CLI offers, read from a short-lived
+// process's initialize response (no turn is run).
+func (h *Host) Models(ctx context.Context) ([]core.Model, error) {
+	bin, err := h.binary()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := h.initResponse(ctx, bin)
 	if err != nil {
 		return nil, err
 	}

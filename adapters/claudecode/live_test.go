@@ -144,3 +144,40 @@ func TestAbandonedTurnResultNotReused(t *testing.T) {
 		t.Errorf("turn results seen when the second Prompt returned: %d, want 2", n)
 	}
 }
+
+// TestProbeAsksTheCLI: the capabilities come from what the installed CLI
+// says (its --help flags, its initialize response's slash commands), so an
+// older CLI without --fork-session has no fork and one whose /compact takes
+// no instructions applies no focus, whatever its version string.
+func TestProbeAsksTheCLI(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	p := New(fakeCommand(t, "echo")).Probe(ctx)
+	for _, c := range []string{core.CapSessionCreate, core.CapNativeResume, core.CapSessionFork, core.CapCompactCommand,
+		core.CapCompactionFocus, core.CapApprovalRelay, core.CapSessionModels} {
+		if !p.Has(c) {
+			t.Errorf("current CLI: %s missing: %+v", c, p.Capabilities)
+		}
+	}
+	old := New(fakeCommand(t, "echo", "CLAUDECODE_FAKE_OLD=1")).Probe(ctx)
+	if old.Version != p.Version {
+		t.Fatalf("versions %q and %q: the two must differ in what they offer only", old.Version, p.Version)
+	}
+	detail := func(name string) string {
+		for _, c := range old.Capabilities {
+			if c.Name == name {
+				return c.Detail
+			}
+		}
+		return ""
+	}
+	if old.Has(core.CapSessionFork) || !strings.Contains(detail(core.CapSessionFork), "lists no --fork-session") {
+		t.Errorf("older CLI fork: %q", detail(core.CapSessionFork))
+	}
+	if old.Has(core.CapCompactionFocus) || !old.Has(core.CapCompactCommand) || !strings.Contains(detail(core.CapCompactionFocus), "takes no input") {
+		t.Errorf("older CLI compact %v, focus %q", old.Has(core.CapCompactCommand), detail(core.CapCompactionFocus))
+	}
+	if !old.Has(core.CapNativeResume) {
+		t.Error("older CLI still resumes")
+	}
+}
