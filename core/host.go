@@ -67,11 +67,30 @@ type Preset struct {
 	Profile            string   `json:"profile,omitempty"`            // Codex
 	ApprovalPolicy     string   `json:"approvalPolicy,omitempty"`     // Codex, ACP: how to answer approvals
 	Agent              string   `json:"agent,omitempty"`              // OpenCode, DSH
+	// ApprovalRelay false stops Bridge from relaying the harness's
+	// permission requests (Claude Code: no --permission-prompt-tool stdio,
+	// which adds the AskUserQuestion tool to every request); the harness
+	// then decides its own permissions. Unset means relayed.
+	ApprovalRelay *bool `json:"approvalRelay,omitempty"`
+	// PlanTools false stops Bridge from enabling the harness's plan tools
+	// where they are off by default (Claude Code's
+	// CLAUDE_CODE_ENABLE_TODO_TOOLS=1, which adds the Task tools to every
+	// request); phase-boundary checkpoints then follow only the plans the
+	// harness reports anyway. Unset means enabled.
+	PlanTools *bool `json:"planTools,omitempty"`
 	// Checkpoint is how a checkpoint of a running session is written
 	// (CheckpointFork, the default, or CheckpointInThread); see
 	// CheckpointMethodFor.
 	Checkpoint string `json:"checkpoint,omitempty"`
 }
+
+// Relays reports whether Bridge relays the harness's permission requests
+// for sessions of p (ApprovalRelay unset or true).
+func (p Preset) Relays() bool { return p.ApprovalRelay == nil || *p.ApprovalRelay }
+
+// WantsPlanTools reports whether Bridge enables the harness's plan tools for
+// sessions of p (PlanTools unset or true).
+func (p Preset) WantsPlanTools() bool { return p.PlanTools == nil || *p.PlanTools }
 
 // How a checkpoint was obtained (the checkpoint entry's method).
 const (

@@ -74,12 +74,20 @@ func (h *Host) binary() (string, error) {
 }
 
 // environ is the process environment for the CLI.
-func (h *Host) environ() []string {
+func (h *Host) environ() []string { return h.environFor(core.Preset{}) }
+
+// environFor is the process environment for a session of preset p.
+func (h *Host) environFor(p core.Preset) []string {
 	// Claude Code leaves its plan tools (TaskCreate, TaskUpdate) out of
 	// headless sessions unless asked; Bridge's sessions are interactive and
-	// their plan updates mark phase boundaries. The user's environment and
-	// Config.Env come later and win.
-	env := append([]string{"CLAUDE_CODE_ENABLE_TODO_TOOLS=1"}, os.Environ()...)
+	// their plan updates mark phase boundaries (unless the preset says
+	// planTools: false). The user's environment and Config.Env come later
+	// and win.
+	var env []string
+	if p.WantsPlanTools() {
+		env = append(env, "CLAUDE_CODE_ENABLE_TODO_TOOLS=1")
+	}
+	env = append(env, os.Environ()...)
 	env = append(env, h.cfg.Env...)
 	if h.cfg.ConfigDir != "" {
 		env = append(env, "CLAUDE_CONFIG_DIR="+h.cfg.ConfigDir)
@@ -241,9 +249,13 @@ func newUUID() string {
 // args builds the command line for a session.
 func (h *Host) args(req core.CreateRequest, sessionFlag, id string, extra ...string) []string {
 	// --permission-prompt-tool stdio: the CLI asks Bridge (a can_use_tool
-	// control request) before running a tool the preset does not allow.
-	a := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--replay-user-messages",
-		"--permission-prompt-tool", "stdio", sessionFlag, id}
+	// control request) before running a tool the preset does not allow,
+	// unless the preset says approvalRelay: false.
+	a := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--replay-user-messages"}
+	if req.Preset.Relays() {
+		a = append(a, "--permission-prompt-tool", "stdio")
+	}
+	a = append(a, sessionFlag, id)
 	pr := req.Preset
 	model := req.Model
 	if model == "" {
@@ -289,7 +301,7 @@ func (h *Host) start(ctx context.Context, req core.CreateRequest, sessionFlag, i
 			return nil, core.E(core.CodeInvalid, fmt.Sprintf("claude-code: working directory %q is not a directory", req.Cwd), err)
 		}
 	}
-	l, err := startLive(procutil.Spec{Path: bin, Args: h.args(req, sessionFlag, id, extra...), Dir: req.Cwd, Env: h.environ()}, req, sink)
+	l, err := startLive(procutil.Spec{Path: bin, Args: h.args(req, sessionFlag, id, extra...), Dir: req.Cwd, Env: h.environFor(req.Preset)}, req, sink)
 	if err != nil {
 		return nil, err
 	}
