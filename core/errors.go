@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -88,7 +89,23 @@ var (
 	// the prompt at admission because its model reads no images: nothing
 	// of the prompt reached the model, so the text alone may be sent.
 	ErrImagesRefused = errors.New("core: the model reads no images")
+	// ErrDiskFull marks a write that failed because the disk had no space
+	// left (ENOSPC, or SQLite's "database or disk is full").
+	ErrDiskFull = errors.New("no space left on the disk")
 )
+
+// DiskFull is the error of a write that failed for want of disk space
+// under dir: CodeUnavailable, saying so in words a user can act on (never
+// a harness's name or a bare "disk I/O error").
+func DiskFull(dir string, cause error) *Error {
+	return &Error{Code: CodeUnavailable, Message: fmt.Sprintf("disk full: no space left on the disk holding %s; free some space and try again", dir),
+		Err: fmt.Errorf("%w: %w", ErrDiskFull, cause)}
+}
+
+// IsDiskFull reports whether err is, or was caused by, a full disk.
+func IsDiskFull(err error) bool {
+	return errors.Is(err, ErrDiskFull) || errors.Is(err, syscall.ENOSPC)
+}
 
 // NotFound builds a not_found error naming what was missing.
 func NotFound(what, id string) *Error {

@@ -68,6 +68,12 @@ func toWire(log *slog.Logger, method string, err error) *jsonrpc2.Error {
 	}
 	code := core.ErrorCode(err)
 	var ce *core.Error
+	if code == core.CodeInternal && core.IsDiskFull(err) {
+		// A file Bridge writes (a preview, a copy of a harness's
+		// database) on a full disk: the cause, not "internal error".
+		ce, code = core.DiskFull("the data directory", err), core.CodeUnavailable
+		err = ce
+	}
 	if !errors.As(err, &ce) || code == core.CodeInternal {
 		if code == core.CodeCancelled {
 			return cancelledError(method)

@@ -48,7 +48,7 @@ func (w *txWriter) insertFast(sessionID, parentID string, seq int64, now time.Ti
 		if !ok {
 			return fmt.Errorf("storage: insert entry: unexpected driver connection %T", dc)
 		}
-		defer recoverInto(&err, &sc.broken)
+		defer recoverInto(&err, sc)
 		c := sc.c.Raw()
 		if w.ins == nil {
 			if w.ins, _, err = c.Prepare(insertEntryOrSkipSQL); err != nil {

@@ -159,7 +159,7 @@ func (li *liveIndex) run(ctx context.Context) {
 		if !ok {
 			return fmt.Errorf("unexpected driver connection %T", dc)
 		}
-		defer recoverInto(&err, &sc.broken)
+		defer recoverInto(&err, sc)
 		err = li.index(sc.c.Raw())
 		if sc.broken.Load() {
 			return errors.Join(err, errDriverBroken)

@@ -6,6 +6,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"net/url"
+	"path/filepath"
 	"sync/atomic"
 
 	"github.com/ncruces/go-sqlite3"
@@ -48,12 +50,22 @@ func (safeDriver) OpenConnector(name string) (driver.Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return safeConnector{c: c}, nil
+	return safeConnector{c: c, dir: dsnDir(name)}, nil
 }
 
 type safeConnector struct {
 	c    driver.Connector
 	init func(*sqlite3.Conn) error // run on each new connection, after the extensions
+	dir  string                    // of the database file
+}
+
+// dsnDir is the folder of the database file a "file:" DSN names.
+func dsnDir(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Path == "" {
+		return ""
+	}
+	return filepath.Dir(u.Path)
 }
 
 func (s safeConnector) Driver() driver.Driver { return safeDriver{} }
@@ -62,7 +74,7 @@ func (s safeConnector) Connect(ctx context.Context) (_ driver.Conn, err error) {
 	defer recoverInto(&err, nil)
 	inner, err := s.c.Connect(ctx)
 	if err != nil {
-		return nil, err
+		return nil, diskError(err, s.dir)
 	}
 	c := inner.(sqlite.Conn)
 	if err := registerExtensions(c.Raw()); err != nil {
@@ -75,17 +87,25 @@ func (s safeConnector) Connect(ctx context.Context) (_ driver.Conn, err error) {
 			return nil, fmt.Errorf("storage: set up connection: %w", err)
 		}
 	}
-	return &safeConn{c: c}, nil
+	return &safeConn{c: c, dir: s.dir}, nil
 }
 
 // recoverInto turns a panic into *err (wrapping errDriverPanic) and marks
 // the connection broken. It must be deferred directly.
-func recoverInto(err *error, broken *atomic.Bool) {
+//
+// It also names a write that failed for want of disk space as such
+// (diskError): every call into the driver passes here, so no caller sees a
+// bare "disk I/O error" for a full disk.
+func recoverInto(err *error, c *safeConn) {
 	if v := recover(); v != nil {
-		if broken != nil {
-			broken.Store(true)
+		if c != nil {
+			c.broken.Store(true)
 		}
 		*err = core.E(core.CodeInternal, fmt.Sprintf("storage: the SQLite driver panicked: %.200v", v), errDriverPanic)
+		return
+	}
+	if *err != nil && c != nil {
+		*err = diskError(*err, c.dir)
 	}
 }
 
@@ -94,6 +114,7 @@ func recoverInto(err *error, broken *atomic.Bool) {
 type safeConn struct {
 	c      sqlite.Conn
 	broken atomic.Bool
+	dir    string // of the database file, for diskError
 }
 
 var (
@@ -114,7 +135,7 @@ func (c *safeConn) PrepareContext(ctx context.Context, query string) (s driver.S
 	if c.broken.Load() {
 		return nil, driver.ErrBadConn
 	}
-	defer recoverInto(&err, &c.broken)
+	defer recoverInto(&err, c)
 	inner, err := c.c.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
@@ -123,7 +144,7 @@ func (c *safeConn) PrepareContext(ctx context.Context, query string) (s driver.S
 }
 
 func (c *safeConn) Close() (err error) {
-	defer recoverInto(&err, &c.broken)
+	defer recoverInto(&err, c)
 	return c.c.Close()
 }
 
@@ -135,7 +156,7 @@ func (c *safeConn) BeginTx(ctx context.Context, opts driver.TxOptions) (t driver
 	if c.broken.Load() {
 		return nil, driver.ErrBadConn
 	}
-	defer recoverInto(&err, &c.broken)
+	defer recoverInto(&err, c)
 	inner, err := c.c.BeginTx(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -151,7 +172,7 @@ func (c *safeConn) ExecContext(ctx context.Context, query string, args []driver.
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	defer recoverInto(&err, &c.broken)
+	defer recoverInto(&err, c)
 	return e.ExecContext(ctx, query, args)
 }
 
@@ -193,7 +214,7 @@ func (t *safeTx) Commit() (err error) {
 	if t.conn.broken.Load() {
 		return driver.ErrBadConn
 	}
-	defer recoverInto(&err, &t.conn.broken)
+	defer recoverInto(&err, t.conn)
 	return t.t.Commit()
 }
 
@@ -203,7 +224,7 @@ func (t *safeTx) Rollback() (err error) {
 		// transaction inside SQLite.
 		return driver.ErrBadConn
 	}
-	defer recoverInto(&err, &t.conn.broken)
+	defer recoverInto(&err, t.conn)
 	return t.t.Rollback()
 }
 
@@ -219,7 +240,7 @@ var (
 )
 
 func (s *safeStmt) Close() (err error) {
-	defer recoverInto(&err, &s.conn.broken)
+	defer recoverInto(&err, s.conn)
 	return s.s.Close()
 }
 
@@ -237,7 +258,7 @@ func (s *safeStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (r
 	if s.conn.broken.Load() {
 		return nil, driver.ErrBadConn
 	}
-	defer recoverInto(&err, &s.conn.broken)
+	defer recoverInto(&err, s.conn)
 	return s.s.(driver.StmtExecContext).ExecContext(ctx, args)
 }
 
@@ -245,7 +266,7 @@ func (s *safeStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (
 	if s.conn.broken.Load() {
 		return nil, driver.ErrBadConn
 	}
-	defer recoverInto(&err, &s.conn.broken)
+	defer recoverInto(&err, s.conn)
 	rows, err := s.s.(driver.StmtQueryContext).QueryContext(ctx, args)
 	if err != nil {
 		return nil, err
@@ -268,11 +289,11 @@ type safeRows struct {
 func (r *safeRows) Columns() []string { return r.r.Columns() }
 
 func (r *safeRows) Close() (err error) {
-	defer recoverInto(&err, &r.conn.broken)
+	defer recoverInto(&err, r.conn)
 	return r.r.Close()
 }
 
 func (r *safeRows) Next(dest []driver.Value) (err error) {
-	defer recoverInto(&err, &r.conn.broken)
+	defer recoverInto(&err, r.conn)
 	return r.r.Next(dest) // io.EOF unwrapped: database/sql compares it
 }

@@ -406,7 +406,7 @@ func searchError(query string, err error) error {
 		if strings.HasPrefix(msg, "no such column") {
 			msg += " (a word followed by ':' names a column; put the word in double quotes)"
 		}
-		return queryError("search query %.80q is not valid: %.200s", query, msg)
+		return queryError("search query %s is not valid: %.200s", core.Quote(query), msg)
 	}
 	return fmt.Errorf("storage: search: %w", err)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -202,7 +203,7 @@ func openPool(path string, q url.Values, init func(*sqlite3.Conn) error) (*sql.D
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", path, err)
 	}
-	p := sql.OpenDB(safeConnector{c: c, init: init})
+	p := sql.OpenDB(safeConnector{c: c, init: init, dir: filepath.Dir(path)})
 	p.SetConnMaxIdleTime(0)
 	p.SetConnMaxLifetime(0)
 	return p, nil
@@ -544,7 +545,7 @@ func (db *DB) indexBatch(ctx context.Context, target int64) (done bool, err erro
 		if !ok {
 			return fmt.Errorf("storage: search index: unexpected driver connection %T", dc)
 		}
-		defer recoverInto(&err, &sc.broken)
+		defer recoverInto(&err, sc)
 		_, err = db.writeBatch(sc.c.Raw(), from, batch, last)
 		if sc.broken.Load() {
 			return driver.ErrBadConn

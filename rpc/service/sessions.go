@@ -244,11 +244,15 @@ func (s *Service) userPayload(ctx context.Context, content []core.Content) (map[
 	return payload, nil
 }
 
-// wrapHarness gives a harness failure a code when it has none.
+// wrapHarness gives a harness failure a code when it has none. A turn
+// that failed because the disk is full says so, not the harness's name.
 func wrapHarness(harness string, err error) error {
 	var e *core.Error
 	if errors.As(err, &e) {
 		return err
+	}
+	if core.IsDiskFull(err) {
+		return core.DiskFull("the data directory", err)
 	}
 	return core.E(core.CodeHarness, harness, err)
 }
