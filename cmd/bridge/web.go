@@ -51,7 +51,8 @@ func (a *app) web(ctx context.Context, args []string) int {
 	defer ln.Close()
 
 	fan := &fanout{targets: map[*fanTarget]struct{}{}, fallback: &cliNotifier{w: a.stderr}}
-	e, err := a.open(ctx, openOptions{notifier: fan})
+	asker := newWebAsker()
+	e, err := a.open(ctx, openOptions{notifier: fan, permissions: asker})
 	if err != nil {
 		return a.report("web", err)
 	}
@@ -61,7 +62,7 @@ func (a *app) web(ctx context.Context, args []string) int {
 		Version:   version,
 		Harnesses: harnessNames(),
 		Logger:    logger,
-		Open: func(ctx context.Context, opts rpc.InitOptions, n service.Notifier, _ rpc.Caller) (rpc.Backend, error) {
+		Open: func(ctx context.Context, opts rpc.InitOptions, n service.Notifier, client rpc.Caller) (rpc.Backend, error) {
 			if opts.HostsSessions {
 				return nil, core.Errorf(core.CodeUnsupported,
 					"initialize: hosting sessions in the client (hostsSessions) needs the stdio transport (bridge serve); bridge web shares one service among its tabs")
@@ -74,7 +75,13 @@ func (a *app) web(ctx context.Context, args []string) int {
 				return nil, core.Errorf(core.CodeInvalid,
 					"initialize: initializationOptions.harnesses cannot change the harnesses bridge web shares among its tabs; use config.json in %s", e.dir)
 			}
-			return webBackend{Service: e.svc, detach: fan.attach(n)}, nil
+			detach := fan.attach(n)
+			if opts.RequestPermission {
+				// This tab answers tool approvals (the WebUI does).
+				notified, asked := detach, asker.attach(client)
+				detach = func() { asked(); notified() }
+			}
+			return webBackend{Service: e.svc, detach: detach}, nil
 		},
 	}
 	queue := 0

@@ -1,15 +1,30 @@
-// The Bridge WebUI: sessions, a session's live view, migration with the
-// handoff editor, and the doctor matrix, over bridge web's /rpc. It holds
-// no data of its own: everything comes over the WebSocket.
+// The Bridge WebUI: sessions, a session's live view, the approvals the
+// harnesses ask of the user, migration with the handoff editor, search,
+// and the doctor, over bridge web's /rpc. It holds no data of its own:
+// everything comes over the WebSocket.
 
-import { connectWebSocket, type BridgeClient, type DoctorResult, type SessionListItem } from "../../typescript/src/browser.js";
+import {
+  connectWebSocket,
+  type BridgeClient,
+  type DoctorResult,
+  type SessionListItem,
+  type SessionRequestPermissionParams,
+  type SessionRequestPermissionResult,
+} from "../../typescript/src/browser.js";
 import { h, append, clear, when } from "./dom.js";
+import { harnessName } from "./entries.js";
 import { SessionView } from "./session.js";
 import { renderDoctor } from "./doctor.js";
 import { SearchPanel } from "./search.js";
 
 /** listPage is how many sessions one session/list page brings. */
 const listPage = 200;
+
+/** PendingApproval is a harness's question (session/requestPermission) waiting for the user. */
+export interface PendingApproval {
+  params: SessionRequestPermissionParams;
+  answer: (r: SessionRequestPermissionResult) => void;
+}
 
 /** App is the page's state. */
 export class App {
@@ -28,11 +43,15 @@ export class App {
   /** unlisted are sessions whose entries brought a refresh that did not list them (archived ones, with archived hidden). */
   private readonly unlisted = new Set<string>();
   running = new Set<string>(); // sessions with a turn this page started, not yet answered
+  /** approvals are the questions waiting for the user, oldest first. */
+  approvals: PendingApproval[] = [];
 
   readonly status = h("p", { id: "status", role: "status", "aria-live": "polite" });
   readonly list = h("ul", { id: "session-list", "aria-label": "Session list" });
   readonly moreButton = h("button", { type: "button", id: "more-sessions", hidden: true, onclick: () => void this.more() }, "More sessions");
   readonly main = h("main", { id: "main", "aria-label": "Session" });
+  readonly sidebar = h("nav", { id: "sessions", "aria-label": "Sessions" });
+  readonly notifyButton = h("button", { type: "button", id: "notify", hidden: true, onclick: () => void this.enableNotifications() }, "Notify me");
   readonly doctorRegion = h("section", { id: "doctor", "aria-label": "Doctor", hidden: true });
   readonly showArchived = h("input", { type: "checkbox", id: "show-archived" });
   readonly harnessSelect = h("select", { id: "new-harness", "aria-label": "Harness", required: true });
@@ -42,6 +61,7 @@ export class App {
   readonly search = new SearchPanel(
     () => this.client,
     (id) => this.open(id),
+    () => this.showView("search"),
   );
 
   mount(root: HTMLElement): void {
@@ -58,10 +78,31 @@ export class App {
     this.harnessSelect.addEventListener("change", () => this.fillPresets());
     this.showArchived.addEventListener("change", () => void this.refresh(false));
     append(
+      this.sidebar,
+      h("h2", {}, "Sessions"),
+      this.search.root,
+      h("label", {}, this.showArchived, " show archived"),
+      this.list,
+      this.moreButton,
+      create,
+    );
+    append(
       root,
       h(
         "header",
         {},
+        h(
+          "button",
+          {
+            type: "button",
+            id: "toggle-sidebar",
+            "aria-controls": "sessions",
+            "aria-expanded": "false",
+            onclick: (e: Event) => this.toggleSidebar(e.currentTarget as HTMLElement),
+          },
+          "☰",
+          h("span", { class: "sr-only" }, " Sessions"),
+        ),
         h("h1", {}, "Bridge"),
         h(
           "nav",
@@ -69,19 +110,12 @@ export class App {
           h("button", { type: "button", id: "show-sessions", onclick: () => this.showView("session") }, "Sessions"),
           h("button", { type: "button", id: "show-doctor", onclick: () => this.showView("doctor") }, "Doctor"),
         ),
+        this.notifyButton,
         this.status,
       ),
-      h(
-        "nav",
-        { id: "sessions", "aria-label": "Sessions" },
-        h("h2", {}, "Sessions"),
-        this.search.root,
-        h("label", {}, this.showArchived, " show archived"),
-        this.list,
-        this.moreButton,
-        create,
-      ),
+      this.sidebar,
       this.main,
+      this.search.panel,
       this.doctorRegion,
     );
     append(this.main, h("p", { class: "hint" }, "Pick a session, or create one."));
@@ -92,10 +126,25 @@ export class App {
     this.status.className = error ? "error" : "";
   }
 
-  showView(which: "session" | "doctor"): void {
+  showView(which: "session" | "doctor" | "search"): void {
     this.main.hidden = which !== "session";
     this.doctorRegion.hidden = which !== "doctor";
+    this.search.panel.hidden = which !== "search";
+    document.body.dataset.view = which;
     if (which === "doctor") void this.loadDoctor();
+    this.closeSidebar();
+  }
+
+  /** toggleSidebar shows or hides the session list on a narrow screen (where it overlays the page). */
+  toggleSidebar(button: HTMLElement): void {
+    const open = !document.body.classList.contains("sidebar-open");
+    document.body.classList.toggle("sidebar-open", open);
+    button.setAttribute("aria-expanded", String(open));
+  }
+
+  closeSidebar(): void {
+    document.body.classList.remove("sidebar-open");
+    document.getElementById("toggle-sidebar")?.setAttribute("aria-expanded", "false");
   }
 
   async start(): Promise<void> {
@@ -104,13 +153,7 @@ export class App {
     try {
       await this.connect(url);
     } catch {
-      this.say(
-        token
-          ? "Cannot reach Bridge at /rpc: the token is wrong or bridge web has stopped. Open the URL bridge web printed."
-          : "No access token: open the exact URL bridge web printed (it ends with #token=…).",
-        true,
-      );
-      document.body.dataset.state = "unauthorized";
+      this.unauthorized(token !== "");
       return;
     }
     // The doctor probes every adapter (it starts their programs): ask for
@@ -119,6 +162,33 @@ export class App {
     performance.mark("bridge:sessions-shown");
     await this.loadDoctor(false);
     this.say("Connected.");
+  }
+
+  /**
+   * unauthorized replaces the page's controls with an explanation: without
+   * the token bridge web printed, the page can do nothing.
+   */
+  unauthorized(hadToken: boolean): void {
+    const why = hadToken
+      ? "Cannot reach Bridge at /rpc: the token is wrong or bridge web has stopped."
+      : "No access token: this page needs the exact URL bridge web printed (it ends with #token=…).";
+    this.say(why, true);
+    document.body.dataset.state = "unauthorized";
+    this.sidebar.hidden = true;
+    this.search.panel.hidden = true;
+    this.doctorRegion.hidden = true;
+    this.main.hidden = false;
+    this.main.replaceChildren(
+      h(
+        "section",
+        { class: "no-access", "aria-label": "No access" },
+        h("h2", {}, "This page is not connected"),
+        h("p", {}, why),
+        h("p", {}, "Bridge serves its WebUI to whoever holds the token it prints when it starts, so that other pages and programs on this computer cannot drive your agents. Run:"),
+        h("pre", {}, "bridge web"),
+        h("p", {}, "and open the address it prints, for example http://127.0.0.1:PORT/#token=… (the part after # never leaves your browser)."),
+      ),
+    );
   }
 
   /** connect opens /rpc, initializes and subscribes; a later close reconnects. */
@@ -157,7 +227,28 @@ export class App {
       document.body.dataset.state = "disconnected";
       void this.reconnect(url);
     });
-    await client.initialize({ clientInfo: { name: "bridge-webui" }, capabilities: { window: { workDoneProgress: true } } } as never);
+    // The page answers the harnesses' tool approvals (session/requestPermission).
+    client.onRequest("session/requestPermission", (params, token) =>
+      new Promise<SessionRequestPermissionResult>((resolve) => {
+        const a: PendingApproval = {
+          params,
+          answer: (r) => {
+            this.approvals = this.approvals.filter((x) => x !== a);
+            this.approvalsChanged(params.sessionId);
+            resolve(r);
+          },
+        };
+        this.approvals.push(a);
+        // Answered in another tab, timed out, or the turn was cancelled.
+        token.onCancellationRequested(() => a.answer({ outcome: { outcome: "cancelled" } }));
+        this.approvalsChanged(params.sessionId);
+        this.notifyApproval(params);
+      }),
+    );
+    await client.initialize({
+      clientInfo: { name: "bridge-webui" },
+      capabilities: { window: { workDoneProgress: true }, session: { requestPermission: true } },
+    } as never);
     client.onNotification("session/update", (u) => {
       this.touch(u.sessionId, u.entry.createdAt, u.entry.kind, u.entry.payload);
       if (this.current?.id === u.sessionId) this.current.onEntry(u.entry);
@@ -177,6 +268,50 @@ export class App {
     });
     client.connection.onRequest("window/workDoneProgress/create", () => null);
     document.body.dataset.state = "connected";
+  }
+
+  /** approvalsFor are the approvals waiting in a session. */
+  approvalsFor(sessionId: string): PendingApproval[] {
+    return this.approvals.filter((a) => a.params.sessionId === sessionId);
+  }
+
+  /** harnessOf is a listed session's harness. */
+  harnessOf(sessionId: string): string | undefined {
+    return this.sessions.find((s) => s.sessionId === sessionId)?.harness;
+  }
+
+  /** answer answers an approval with the option the user chose. */
+  answer(a: PendingApproval, optionId: string): void {
+    a.answer({ outcome: { outcome: "selected", optionId } });
+  }
+
+  /** approvalsChanged redraws what shows pending approvals: the session's cards, its row, the title. */
+  approvalsChanged(sessionId: string): void {
+    if (this.current?.id === sessionId) this.current.showApprovals();
+    this.redraw(sessionId);
+    const n = this.approvals.length;
+    document.title = n > 0 ? `(${n}) Waiting for you — Bridge` : "Bridge";
+    this.notifyButton.hidden = n === 0 || typeof Notification === "undefined" || Notification.permission !== "default";
+  }
+
+  /** notifyApproval tells a user looking elsewhere that an agent waits (when they allowed notifications). */
+  notifyApproval(p: SessionRequestPermissionParams): void {
+    if (!document.hidden || typeof Notification === "undefined" || Notification.permission !== "granted") return;
+    const s = this.sessions.find((x) => x.sessionId === p.sessionId);
+    const n = new Notification(`${harnessName(s?.harness)} is waiting for you`, {
+      body: `${s?.title || p.sessionId}: ${p.toolCall.title || p.toolCall.kind || "a tool call"}`,
+      tag: `bridge-approval-${p.toolCall.toolCallId}`,
+    });
+    n.onclick = () => {
+      window.focus();
+      void this.open(p.sessionId);
+      n.close();
+    };
+  }
+
+  async enableNotifications(): Promise<void> {
+    await Notification.requestPermission();
+    this.notifyButton.hidden = Notification.permission !== "default";
   }
 
   /**
@@ -313,13 +448,15 @@ export class App {
       : this.running.has(s.sessionId)
         ? "running"
         : s.status + (s.restoreMode ? ` (${s.restoreMode})` : "");
+    const waiting = this.approvalsFor(s.sessionId).length;
     const title = s.title || s.sessionId;
     const open = h("button", { type: "button", class: "open", "aria-label": `Open ${title}`, onclick: () => void this.open(s.sessionId) }, title);
     const item = h(
       "li",
-      { "data-session": s.sessionId, class: this.current?.id === s.sessionId ? "current" : "" },
+      { "data-session": s.sessionId, class: `${this.current?.id === s.sessionId ? "current" : ""}${waiting ? " waiting" : ""}` },
       open,
-      h("span", { class: "harness" }, s.harness),
+      waiting ? h("span", { class: "badge waiting-badge" }, `Waiting for you (${waiting})`) : null,
+      h("span", { class: "harness", title: s.harness }, harnessName(s.harness)),
       h("span", { class: "cwd" }, s.cwd ?? ""),
       h("span", { class: "state" }, status),
       h("time", { datetime: s.updatedAt }, when(s.updatedAt)),
@@ -361,7 +498,7 @@ export class App {
     const chosen = this.harnessSelect.value;
     clear(this.harnessSelect);
     for (const a of rep.adapters) {
-      if (a.installed) this.harnessSelect.appendChild(h("option", { value: a.harness }, a.harness));
+      if (a.installed) this.harnessSelect.appendChild(h("option", { value: a.harness }, harnessName(a.harness)));
     }
     if (chosen) this.harnessSelect.value = chosen;
     else if (rep.adapters.some((a) => a.harness === "fake" && a.installed)) this.harnessSelect.value = "fake";
@@ -391,6 +528,7 @@ export class App {
   }
 
   async open(sessionId: string): Promise<void> {
+    this.closeSidebar();
     performance.clearMarks("bridge:open-start");
     performance.clearMarks("bridge:newest-shown");
     performance.mark("bridge:open-start");

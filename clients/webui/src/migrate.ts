@@ -26,6 +26,7 @@ export class MigrationPanel {
   private readonly checks = h("ul", { id: "handoff-checks", "aria-label": "Handoff sections" });
   private readonly cont = h("input", { type: "checkbox", id: "mig-continue" });
   private readonly warnings = h("ul", { id: "mig-warnings", "aria-label": "Migration warnings" });
+  private readonly executeButton = h("button", { type: "button", id: "mig-execute", onclick: () => void this.execute() }, "Execute migration");
   private preview: MigrationPreviewResult | undefined;
   private token = "";
 
@@ -58,7 +59,7 @@ export class MigrationPanel {
       this.checks,
       this.warnings,
       h("label", {}, this.cont, " let the target continue after restating (otherwise it restates and waits)"),
-      h("button", { type: "button", id: "mig-execute", onclick: () => void this.execute() }, "Execute migration"),
+      this.executeButton,
     );
     this.root.append(
       h("h3", {}, "Migrate this task"),
@@ -164,12 +165,17 @@ export class MigrationPanel {
     clear(this.checks);
     const lang = parsed.lang === "zh" ? "zh" : "en";
     const parts = ["goal", "currentState", "keyDecisions", "keyFiles", "nextStep"] as const;
+    let complete = true;
     parts.forEach((part, i) => {
       const ok = parsed.sections[part] !== undefined && parsed.sections[part]!.body !== "";
+      complete &&= ok;
       this.checks.appendChild(h("li", { class: ok ? "ok" : "bad", "data-part": part }, ok ? "✓ " : "✗ ", handoffHeadings[lang][i]));
     });
     for (const p of parsed.problems) this.checks.appendChild(h("li", { class: "problem" }, p));
     this.editor.dataset.valid = String(parsed.problems.length === 0);
+    // A handoff missing a section is not executed: the target would lack it.
+    this.executeButton.disabled = !complete || parsed.problems.length > 0;
+    this.executeButton.title = this.executeButton.disabled ? "Every section needs a heading and some text first" : "";
   }
 
   async execute(): Promise<void> {

@@ -1,6 +1,10 @@
 // One session's view: history paged backwards as the user scrolls, live
-// entries, the prompt box (text and pasted images), cancel, /compact with a
-// focus, checkpoint, resume with its banner, and the two distinct cards.
+// entries read as a conversation (entries.ts), the approvals waiting for
+// the user, the model and effort picker, the prompt box (Enter sends,
+// Shift+Enter is a new line, Escape cancels; text and pasted images; a
+// prompt written while a turn runs waits in a visible queue), /compact
+// with a focus, checkpoint, resume with its banner, and the two distinct
+// cards.
 
 import type {
   CheckpointSavedNotification,
@@ -9,30 +13,54 @@ import type {
   Entry,
   ProgressParams,
   SessionListItem,
+  SessionModelsResult,
 } from "../../typescript/src/browser.js";
-import type { App } from "./main.js";
-import { clear, h, when } from "./dom.js";
-import { renderMarkdown } from "./markdown.js";
+import type { App, PendingApproval } from "./main.js";
+import { clear, h } from "./dom.js";
+import { Conversation, diffOf, gauge, harnessName } from "./entries.js";
 import { MigrationPanel } from "./migrate.js";
 
 const pageSize = 40;
 
+/** stopReasons say how a turn ended, in words. */
+const stopReasons: Record<string, string> = {
+  end_turn: "Turn ended.",
+  cancelled: "Turn ended: cancelled.",
+  max_tokens: "Turn ended: the model reached its output limit.",
+  max_turn_requests: "Turn ended: the harness reached its step limit.",
+  refusal: "Turn ended: the model refused.",
+  error: "Turn ended: the harness reported an error.",
+};
+
 export class SessionView {
   readonly root: HTMLElement;
-  private readonly log = h("ol", { id: "history", role: "log", "aria-label": "History", "aria-live": "polite" });
-  private readonly scroller = h("div", { class: "scroller" }, this.log);
+  private readonly log = h("ol", { id: "history" });
+  private readonly scroller = h("div", { class: "scroller", role: "log", tabindex: "0", "aria-label": "History", "aria-live": "polite" }, this.log);
   private readonly bannerEl = h("div", { id: "resume-banner", role: "status", "aria-label": "Resume", hidden: true });
   private readonly note = h("p", { class: "note", role: "status", "aria-label": "Session status" });
   private readonly titleEl = h("h2", { id: "session-title" });
-  private readonly text = h("textarea", { id: "prompt-text", "aria-label": "Prompt text", rows: 3, placeholder: "Message (paste images here)" });
-  private readonly thumbs = h("div", { class: "thumbs", "aria-label": "Pasted images" });
+  private readonly gaugeEl = h("div", { class: "header-gauge" });
+  private readonly approvalsEl = h("section", { class: "approvals", "aria-label": "Waiting for you", hidden: true });
+  private readonly text = h("textarea", {
+    id: "prompt-text",
+    "aria-label": "Prompt text",
+    "aria-describedby": "prompt-hint",
+    rows: 3,
+    placeholder: "Message (paste images here)",
+  });
+  private readonly thumbs = h("div", { class: "thumbs", role: "group", "aria-label": "Pasted images" });
+  private readonly queueEl = h("ol", { class: "queued", "aria-label": "Queued prompts", hidden: true });
   private readonly focusInput = h("input", { id: "compact-focus", "aria-label": "Compaction focus", placeholder: "focus for /compact (optional)" });
+  private readonly modelPanel = h("section", { id: "model-panel", "aria-label": "Model and effort", hidden: true });
   private images: { mediaType: string; data: string; url: string }[] = [];
+  private queue: { content: Content[]; label: string }[] = [];
+  private running = false;
   private oldest: number | undefined;
   private newest = -1;
   private hasMore = false;
   private loading = false;
   private closed = false;
+  private readonly conversation: Conversation;
   readonly migration: MigrationPanel;
 
   constructor(
@@ -41,17 +69,24 @@ export class SessionView {
     item: SessionListItem | undefined,
   ) {
     this.setTitle(item?.title || id);
+    this.conversation = new Conversation(item?.harness ?? "", { fork: (entryId) => void this.app.forkFrom(this.id, entryId) });
     this.migration = new MigrationPanel(app, this, item);
     const form = h(
       "form",
       { id: "prompt", "aria-label": "Prompt", onsubmit: (e: Event) => (e.preventDefault(), void this.send()) },
+      this.queueEl,
       this.text,
+      h("p", { id: "prompt-hint", class: "hint keys" }, "Enter sends · Shift+Enter adds a line · Esc cancels the turn"),
       this.thumbs,
       h(
         "div",
         { class: "actions" },
         h("button", { type: "submit", id: "send" }, "Send"),
         h("button", { type: "button", id: "cancel", onclick: () => void this.cancel() }, "Cancel"),
+      ),
+      h(
+        "div",
+        { class: "actions secondary" },
         this.focusInput,
         h("button", { type: "button", id: "compact", onclick: () => void this.compact() }, "Compact"),
         h("button", { type: "button", id: "checkpoint", onclick: () => void this.checkpoint() }, "Checkpoint now"),
@@ -61,7 +96,7 @@ export class SessionView {
     );
     this.text.addEventListener("paste", (e) => this.paste(e as ClipboardEvent));
     this.text.addEventListener("keydown", (e) => {
-      if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
         e.preventDefault();
         void this.send();
       }
@@ -71,14 +106,34 @@ export class SessionView {
     });
     this.root = h(
       "article",
-      { class: "session", "data-session": id, "aria-labelledby": "session-title" },
-      h("header", {}, this.titleEl, h("span", { class: "harness" }, item ? `${item.harness} · ${item.cwd ?? ""}` : "")),
+      {
+        class: "session",
+        "data-session": id,
+        "aria-labelledby": "session-title",
+        onkeydown: (e: Event) => {
+          if ((e as KeyboardEvent).key === "Escape" && this.running) {
+            e.preventDefault();
+            void this.cancel();
+          }
+        },
+      },
+      h(
+        "header",
+        {},
+        this.titleEl,
+        h("span", { class: "harness" }, item ? `${harnessName(item.harness)} · ${item.cwd ?? ""}` : ""),
+        this.gaugeEl,
+        h("button", { type: "button", id: "model-button", "aria-expanded": "false", onclick: (e: Event) => void this.toggleModels(e.currentTarget as HTMLElement) }, "Model…"),
+      ),
+      this.modelPanel,
       this.bannerEl,
       this.scroller,
+      this.approvalsEl,
       this.note,
       form,
       this.migration.root,
     );
+    this.showApprovals();
   }
 
   setTitle(t: string): void {
@@ -95,7 +150,7 @@ export class SessionView {
     const res = await this.app.guard(this.app.client.request("session/history", { sessionId: this.id, maxMessages: pageSize }));
     if (!res || this.closed) return;
     clear(this.log);
-    for (const e of res.entries) this.log.appendChild(this.entryEl(e));
+    for (const e of res.entries) this.put(e, false);
     this.oldest = res.entries[0]?.seq;
     this.newest = Math.max(this.newest, res.entries.at(-1)?.seq ?? -1);
     this.hasMore = res.hasMore;
@@ -114,7 +169,10 @@ export class SessionView {
       if (!res || this.closed) return;
       const before = this.scroller.scrollHeight;
       const frag = document.createDocumentFragment();
-      for (const e of res.entries) frag.appendChild(this.entryEl(e));
+      for (const e of res.entries) {
+        const row = this.rowOf(e, false);
+        if (row) frag.appendChild(row);
+      }
       this.log.insertBefore(frag, this.log.firstChild);
       this.scroller.scrollTop += this.scroller.scrollHeight - before;
       this.oldest = res.entries[0]?.seq ?? this.oldest;
@@ -130,8 +188,14 @@ export class SessionView {
     const atBottom = this.scroller.scrollHeight - this.scroller.scrollTop - this.scroller.clientHeight < 60;
     // Live, a context.compacted or checkpoint entry shows as recorded
     // until its notification turns it into its card (below).
-    this.log.appendChild(this.entryEl(e, true));
+    this.put(e, true);
     if (atBottom) this.scroller.scrollTop = this.scroller.scrollHeight;
+  }
+
+  /** put appends e's row (none when it completed a tool card already shown). */
+  private put(e: Entry, live: boolean): void {
+    const row = this.rowOf(e, live);
+    if (row) this.log.appendChild(row);
   }
 
   /** The "Context compacted" card, live: from session/contextCompacted. */
@@ -182,12 +246,12 @@ export class SessionView {
   }
 
   /**
-   * entryEl shows one recorded entry. From the history (not live), a
+   * rowOf shows one recorded entry. From the history (not live), a
    * context.compacted entry is the "Context compacted" card and a
    * checkpoint entry the "Checkpoint saved" card, built by the same
    * functions as the live cards from the same fields.
    */
-  private entryEl(e: Entry, live = false): HTMLElement {
+  private rowOf(e: Entry, live: boolean): HTMLElement | undefined {
     const p = (e.payload ?? {}) as Record<string, unknown>;
     const card = live ? undefined : cardOf(e.kind, p);
     if (card) {
@@ -195,32 +259,40 @@ export class SessionView {
       card.dataset.seq = String(e.seq);
       return card;
     }
-    const li = h("li", { class: `entry kind-${e.kind.replace(/[^a-z0-9]+/gi, "-")}`, "data-seq": String(e.seq), "data-entry-id": e.id });
-    li.appendChild(h("span", { class: "kind" }, e.kind));
-    li.appendChild(h("time", { datetime: e.createdAt }, when(e.createdAt)));
-    const text = typeof p.text === "string" ? p.text : undefined;
-    if (e.kind === "assistant.message" && text !== undefined) {
-      li.appendChild(h("div", { class: "md" }, renderMarkdown(text)));
-    } else if (text !== undefined) {
-      li.appendChild(h("div", { class: "text" }, text));
-    } else if (e.kind.startsWith("tool.")) {
-      const name = typeof p.name === "string" ? p.name : "";
-      const detail = e.kind === "tool.started" ? p.input : p.output;
-      li.appendChild(h("div", { class: "text" }, name));
-      if (detail !== undefined) li.appendChild(h("pre", {}, typeof detail === "string" ? detail : JSON.stringify(detail, null, 1)));
-    } else {
-      li.appendChild(h("pre", { class: "payload" }, JSON.stringify(p, null, 1)));
+    if (e.kind === "context.usage" && typeof p.used === "number" && e.seq >= this.newest) {
+      const size = typeof p.size === "number" ? p.size : undefined;
+      this.gaugeEl.replaceChildren(gauge(p.used, size));
     }
-    const images = Array.isArray(p.images) ? p.images.length : Array.isArray(p.attachments) ? p.attachments.length : 0;
-    if (images > 0) li.appendChild(h("span", { class: "images" }, `${images} image(s)`));
-    if (e.kind === "user.message" || e.kind === "assistant.message") {
-      // A new session (on the harness chosen under "New session") that
-      // starts from this session's record up to this entry.
-      li.appendChild(
-        h("button", { type: "button", class: "fork", "aria-label": `Fork from entry ${e.seq}`, onclick: () => void this.app.forkFrom(this.id, e.id) }, "Fork from here"),
-      );
-    }
-    return li;
+    return this.conversation.row(e);
+  }
+
+  /** showApprovals draws the approvals waiting for the user in this session. */
+  showApprovals(): void {
+    const pending = this.app.approvalsFor(this.id);
+    this.approvalsEl.replaceChildren(...pending.map((a) => this.approvalCard(a)));
+    this.approvalsEl.hidden = pending.length === 0;
+  }
+
+  /** approvalCard is one approval: what the harness wants to run and its options. */
+  private approvalCard(a: PendingApproval): HTMLElement {
+    const tc = a.params.toolCall;
+    const title = tc.title || tc.kind || "a tool call";
+    const input = tc.rawInput;
+    const diff = diffOf(input);
+    const shown = diff ?? (input !== undefined ? h("pre", { class: "tool-input" }, typeof input === "string" ? input : JSON.stringify(input, null, 2)) : null);
+    return h(
+      "div",
+      { class: "approval", role: "group", "aria-label": `Approval: ${title}` },
+      h("p", {}, h("strong", {}, `${harnessName(this.app.harnessOf(this.id))} asks to run: `), title),
+      shown,
+      h(
+        "div",
+        { class: "options" },
+        ...a.params.options.map((o) =>
+          h("button", { type: "button", class: `option ${o.kind}`, onclick: () => this.app.answer(a, o.optionId) }, o.name),
+        ),
+      ),
+    );
   }
 
   private paste(e: ClipboardEvent): void {
@@ -261,26 +333,139 @@ export class SessionView {
     );
   }
 
+  /** send sends what the prompt box holds; while a turn runs, it queues it instead. */
   async send(): Promise<void> {
     const text = this.text.value;
     if (!text.trim() && this.images.length === 0) return;
     const content: Content[] = [];
     if (text.trim()) content.push({ type: "text", text });
     for (const i of this.images) content.push({ type: "image", mediaType: i.mediaType, data: i.data } as Content);
+    const label = text.trim() || `${this.images.length} image(s)`;
     this.text.value = "";
     this.images = [];
     clear(this.thumbs);
+    if (this.running) {
+      this.queue.push({ content, label });
+      this.drawQueue();
+      return;
+    }
+    await this.run(content);
+  }
+
+  /** run runs one turn, then the next queued prompt. */
+  private async run(content: Content[]): Promise<void> {
+    this.running = true;
     this.app.running.add(this.id);
     this.app.redraw(this.id);
-    this.note.textContent = "Running…";
+    this.note.textContent = "Running… (Esc cancels)";
     const res = await this.app.guard(this.app.client.request("session/prompt", { sessionId: this.id, content: content as [Content, ...Content[]] }));
+    this.running = false;
     this.app.running.delete(this.id);
     this.app.redraw(this.id);
-    this.note.textContent = res ? `Turn ended: ${res.stopReason}` : "Turn failed.";
+    if (!this.closed) this.note.textContent = res ? (stopReasons[res.stopReason] ?? `Turn ended: ${res.stopReason}.`) : "Turn failed.";
+    const next = this.queue.shift();
+    this.drawQueue();
+    if (next && !this.closed) await this.run(next.content);
+  }
+
+  /** drawQueue shows the prompts waiting for the running turn to end. */
+  private drawQueue(): void {
+    this.queueEl.hidden = this.queue.length === 0;
+    this.queueEl.replaceChildren(
+      ...this.queue.map((q) =>
+        h(
+          "li",
+          {},
+          h("span", { class: "badge" }, "Queued"),
+          " ",
+          h("span", { class: "queued-text" }, q.label.length > 200 ? `${q.label.slice(0, 200)}…` : q.label),
+          " ",
+          h("button", {
+            type: "button",
+            "aria-label": "Remove queued prompt",
+            onclick: () => {
+              this.queue = this.queue.filter((x) => x !== q);
+              this.drawQueue();
+            },
+          }, "Remove"),
+        ),
+      ),
+    );
   }
 
   async cancel(): Promise<void> {
     await this.app.guard(this.app.client.request("session/cancel", { sessionId: this.id }));
+  }
+
+  /** toggleModels opens the model and effort picker (asking the harness what it offers) or closes it. */
+  private async toggleModels(button: HTMLElement): Promise<void> {
+    const open = this.modelPanel.hidden;
+    this.modelPanel.hidden = !open;
+    button.setAttribute("aria-expanded", String(open));
+    if (!open) return;
+    this.modelPanel.replaceChildren(h("p", { class: "hint" }, "Asking the harness which models it offers…"));
+    const res = await this.app.guard(this.app.client.request("session/models", { sessionId: this.id }));
+    if (!res) {
+      this.modelPanel.replaceChildren(h("p", { class: "hint" }, "This harness does not say which models it offers."));
+      return;
+    }
+    this.drawModels(res);
+  }
+
+  private drawModels(res: SessionModelsResult): void {
+    const model = h("select", { id: "model-select", "aria-label": "Model" });
+    model.append(h("option", { value: "" }, "(keep the current model)"));
+    for (const m of res.models) {
+      const window = m.contextWindow ? ` · ${Math.round(m.contextWindow / 1000)}k context` : "";
+      model.append(h("option", { value: m.id }, `${m.name || m.id}${window}${m.id === res.model ? " (current)" : ""}`));
+    }
+    const effort = h("select", { id: "effort-select", "aria-label": "Effort" });
+    const fillEfforts = () => {
+      const m = res.models.find((x) => x.id === (model.value || res.model));
+      effort.replaceChildren(h("option", { value: "" }, "(keep the current effort)"));
+      for (const e of m?.efforts ?? []) effort.append(h("option", { value: e }, `${e}${e === res.effort ? " (current)" : ""}`));
+    };
+    model.addEventListener("change", fillEfforts);
+    fillEfforts();
+    const out = h("p", { class: "model-result", role: "status" });
+    const current = `Now: ${res.model || "the harness's default model"}${res.effort ? `, effort ${res.effort}` : ""}.`;
+    this.modelPanel.replaceChildren(
+      h(
+        "form",
+        {
+          "aria-label": "Switch model",
+          onsubmit: async (e: Event) => {
+            e.preventDefault();
+            if (!model.value && !effort.value) return;
+            out.textContent = "Switching…";
+            const r = await this.app.guard(
+              this.app.client.request("session/selectModel", {
+                sessionId: this.id,
+                ...(model.value ? { model: model.value } : {}),
+                ...(effort.value ? { effort: effort.value } : {}),
+              }),
+            );
+            if (!r) {
+              out.textContent = "The switch failed (see the status line).";
+              return;
+            }
+            const now = `Now on ${r.model || "the default model"}${r.effort ? `, effort ${r.effort}` : ""}.`;
+            const down = r.downgrade
+              ? r.checkpointEntryId
+                ? " A downgrade: Bridge saved a checkpoint first (before_downgrade), shown in the history."
+                : ` A downgrade; no checkpoint was written${r.checkpointNote ? `: ${r.checkpointNote}` : ""}.`
+              : "";
+            out.textContent = now + down;
+            this.note.textContent = now + down;
+          },
+        },
+        h("p", { class: "hint" }, current),
+        model,
+        effort,
+        h("button", { type: "submit" }, "Switch"),
+      ),
+      out,
+    );
   }
 
   async compact(): Promise<void> {
@@ -324,7 +509,7 @@ interface Checkpointed {
 
 /** card builds a card; its text is set as text. */
 function card(cls: string, title: string, body: string): HTMLElement {
-  return h("li", { class: `card ${cls}`, role: "note", "aria-label": title }, h("strong", {}, title), h("p", {}, body));
+  return h("li", { class: `card ${cls}` }, h("strong", {}, title), h("p", {}, body));
 }
 
 /** compactedCard is the "Context compacted" card. */

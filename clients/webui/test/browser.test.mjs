@@ -5,7 +5,8 @@
 // points claude-code at a fake model server) and CLAUDE_REPLY.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
@@ -53,6 +54,57 @@ export function startWeb(dataDir, env = {}) {
   });
 }
 
+const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+/**
+ * checkAccessibility runs axe-core in the page and fails on any serious or
+ * critical violation. (Evaluated over the DevTools protocol, which the
+ * page's Content-Security-Policy does not govern.)
+ */
+async function checkAccessibility(page, where) {
+  await page.evaluate(`${axeSource}\n;0`);
+  const violations = await page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ["violations"] });
+    return r.violations
+      .filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join(", ")})`);
+  });
+  assert.deepEqual(violations, [], `axe-core in ${where}`);
+}
+
+/** noHorizontalScroll asserts that nothing in the page scrolls sideways. */
+async function noHorizontalScroll(page, where) {
+  const wide = await page.evaluate(() => {
+    const out = [];
+    const root = document.documentElement;
+    if (root.scrollWidth > root.clientWidth) out.push(`the page (${root.scrollWidth} > ${root.clientWidth})`);
+    for (const el of document.querySelectorAll("main, #sessions, .scroller, #doctor, #search-panel")) {
+      const st = getComputedStyle(el);
+      if (el.offsetParent !== null && st.overflowX !== "hidden" && el.scrollWidth > el.clientWidth + 1) out.push(`${el.id || el.className} (${el.scrollWidth} > ${el.clientWidth})`);
+    }
+    return out;
+  });
+  assert.deepEqual(wide, [], `horizontal scroll at ${where}`);
+}
+
+/**
+ * shoot writes docs/img/NAME-1280.png and NAME-390.png (SCREENSHOTS set:
+ * clients/webui/screenshots.sh); opts.open names a details element to open first.
+ */
+async function shoot(page, name, opts = {}) {
+  const dir = path.join(path.dirname(new URL(import.meta.url).pathname), "..", "..", "..", "docs", "img");
+  if (opts.open) await page.locator(opts.open).first().evaluate((d) => (d.open = true));
+  for (const [width, height] of [
+    [1280, 800],
+    [390, 844],
+  ]) {
+    await page.setViewportSize({ width, height });
+    await page.waitForTimeout(150);
+    await page.screenshot({ path: path.join(dir, `${name}-${width}.png`) });
+  }
+  await page.setViewportSize({ width: 1280, height: 800 });
+}
+
 let browser;
 before(async () => {
   browser = await chromium.launch({ executablePath: chromiumPath, args: ["--no-sandbox"] });
@@ -69,6 +121,9 @@ async function openPage(url) {
   page.setDefaultTimeout(120_000);
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => {
+    if (m.type() === "error") errors.push(`console: ${m.text()}`);
+  });
   page.on("dialog", async (d) => {
     errors.push(`dialog: ${d.message()}`);
     await d.dismiss();
@@ -111,7 +166,7 @@ test("a fake session: create, prompt, entries stream; landmarks are named", asyn
   assert.match(await page.locator("#history").innerText(), /first words/);
   // The list shows harness, title, cwd, status and last activity.
   const item = page.locator("#session-list li").first();
-  assert.match(await item.innerText(), /stream me[\s\S]*fake[\s\S]*bridge-webui-test-/);
+  assert.match(await item.innerText(), /stream me[\s\S]*Fake agent[\s\S]*bridge-webui-test-/);
   // The status is the service's: its harness process runs (live).
   await page.waitForFunction(() => document.querySelector("#session-list li .state")?.textContent === "live");
   // Rename and archive.
@@ -257,23 +312,34 @@ test("migration on a fresh install: one plain prompt, the form's defaults, the p
   assert.deepEqual(errors, []);
 });
 
-test("the doctor page lists every adapter with the reason for each missing capability", async () => {
+test("the doctor page lists every adapter in one row, with the reason for each missing capability on demand", async () => {
   const web = await startWeb(tmp());
   const { page, errors } = await openPage(web.url);
   await page.getByRole("button", { name: "Doctor" }).click();
   const region = page.getByRole("region", { name: "Doctor" });
   await region.waitFor();
-  await page.locator("#doctor-matrix").waitFor();
-  const adapters = await page.locator("#doctor-matrix thead th[data-adapter]").evaluateAll((els) => els.map((e) => e.dataset.adapter));
-  // Every adapter this bridge serves (rpchost only exists for a client that hosts sessions).
+  await page.locator("#doctor-table").waitFor();
+  const adapters = await page.locator("#doctor-table tr[data-adapter]").evaluateAll((els) => els.map((e) => e.dataset.adapter));
+  // Every adapter this bridge serves (rpchost only exists for a client that hosts sessions), once.
   for (const a of ["claude-code", "codex", "opencode", "acp", "dsh", "fake"]) {
-    assert.ok(adapters.includes(a), `doctor lists ${a} (has ${adapters})`);
+    assert.equal(adapters.filter((x) => x === a).length, 1, `doctor lists ${a} once (has ${adapters})`);
   }
-  const missing = page.locator("#doctor-matrix td.no");
-  assert.ok((await missing.count()) > 0, "some capability is missing somewhere");
-  for (const cell of await missing.all()) {
+  // Details are on demand: hidden, then shown, each missing capability with why.
+  const fake = page.locator('#doctor-table tr[data-adapter="fake"]');
+  assert.match(await fake.innerText(), /ready/);
+  const missingSomewhere = page.locator("#doctor-table .caps li.no");
+  assert.equal(await missingSomewhere.first().isVisible(), false, "details start hidden");
+  for (const button of await page.getByRole("button", { name: /^Details of / }).all()) await button.click();
+  assert.ok((await missingSomewhere.count()) > 0, "some capability is missing somewhere");
+  for (const cell of await missingSomewhere.all()) {
     assert.ok((await cell.locator(".why").innerText()).trim().length > 0, "a missing capability says why");
   }
+  // The table fits the page: nothing cut off at 1280 px.
+  const fits = await page.evaluate(() => {
+    const t = document.getElementById("doctor-table");
+    return t.getBoundingClientRect().right <= document.documentElement.clientWidth;
+  });
+  assert.ok(fits, "the doctor table fits the page width");
   assert.deepEqual(errors, []);
 });
 
@@ -284,6 +350,11 @@ test("a page without the token cannot reach /rpc", async () => {
     await page.waitForFunction(() => document.body.dataset.state === "unauthorized");
     assert.match(await page.locator("#status").innerText(), /token/);
     assert.equal(await page.locator("#session-list li").count(), 0);
+    // An explanation instead of live controls.
+    const note = page.getByRole("region", { name: "No access" });
+    assert.match(await note.innerText(), /bridge web[\s\S]*#token=/);
+    assert.equal(await page.getByRole("button", { name: "Create" }).isVisible(), false, "no live form without the token");
+    assert.equal(await page.locator("#search-query").isVisible(), false);
     const outcome = await page.evaluate(
       (u) =>
         new Promise((resolve) => {
@@ -320,7 +391,7 @@ test("markup in a session's text runs no script", async () => {
   assert.deepEqual(errors, []);
 });
 
-test("real Claude Code through the page", async () => {
+test("real Claude Code through the page: Markdown from the model, approvals answered in the page, an edit as a diff", async () => {
   const dataDir = process.env.CLAUDE_DATA_DIR;
   const cwd = process.env.CLAUDE_CWD;
   const reply = process.env.CLAUDE_REPLY;
@@ -335,8 +406,56 @@ test("real Claude Code through the page", async () => {
   await page.getByRole("button", { name: "Create" }).click();
   await page.waitForFunction(() => document.getElementById("session-title")?.textContent === "claude in the page", null, { timeout: 120000 });
   await promptText(page, "Say hello to the page.");
-  await page.locator("#history .kind-assistant-message", { hasText: reply }).waitFor({ timeout: 180000 });
-  assert.match(await page.locator("#history .kind-user-message").first().innerText(), /Say hello to the page/);
+  const answer = page.locator("#history .kind-assistant-message", { hasText: "Hello, page" });
+  await answer.waitFor({ timeout: 180000 });
+  assert.match(await page.locator("#history .kind-user-message").first().innerText(), /You[\s\S]*Say hello to the page/);
+  assert.match(await answer.locator(".speaker").innerText(), /^Claude Code$/);
+  // The model's Markdown: a code block (with Copy), snake_case and a link, as written.
+  assert.equal(await answer.locator(".code-block pre code").innerText(), "def parse_header_line(raw_line):\n    return raw_line.split(\"_\")");
+  assert.equal(await answer.getByRole("button", { name: "Copy code" }).count(), 1);
+  assert.match(await answer.locator(".md").innerText(), /uses parse_header_line and my_var_name/);
+  assert.equal(await answer.locator("a").getAttribute("href"), "https://example.com/docs_v2");
+  assert.equal(await answer.locator("em").count(), 0);
+
+  // Claude Code asks before running Bash: the page shows the question in
+  // the session and flags the session in the list; "Allow once" runs it.
+  const approval = page.getByRole("group", { name: /^Approval: / });
+  await promptText(page, "run the allowed command");
+  await approval.waitFor({ timeout: 180000 });
+  assert.match(await approval.innerText(), /Claude Code asks to run[\s\S]*echo allowed/);
+  await page.locator("#session-list li.waiting .waiting-badge").waitFor();
+  assert.match(await page.title(), /Waiting for you/);
+  await approval.getByRole("button", { name: "Allow once" }).click();
+  await page.locator("#history .entry.kind-approval-resolved", { hasText: "Allowed once by you" }).waitFor({ timeout: 180000 });
+  await page.locator("#history .entry.tool.kind-tool-completed", { hasText: "echo allowed" }).waitFor({ timeout: 180000 });
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Turn ended/ }).waitFor({ timeout: 180000 });
+  assert.equal(readFileSync(path.join(cwd, "allowed.txt"), "utf8").trim(), "allowed", "the allowed command ran");
+  assert.equal(await page.locator("#session-list li.waiting").count(), 0, "nothing waits any more");
+  assert.doesNotMatch(await page.title(), /Waiting/);
+
+  // "Reject once": the command does not run.
+  await promptText(page, "run the rejected command");
+  await approval.waitFor({ timeout: 180000 });
+  await approval.getByRole("button", { name: "Reject once" }).click();
+  await page.locator("#history .entry.kind-approval-resolved", { hasText: "Rejected once by you" }).waitFor({ timeout: 180000 });
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Turn ended/ }).waitFor({ timeout: 180000 });
+  assert.equal(existsSync(path.join(cwd, "rejected.txt")), false, "the rejected command did not run");
+
+  // An edit: asked with its diff, then shown as a tool card with the diff.
+  await promptText(page, "edit the notes");
+  await approval.waitFor({ timeout: 180000 });
+  assert.match(await approval.locator("pre.diff").innerText(), /- budget: 4096\s+\+ budget: 8192/);
+  if (process.env.SCREENSHOTS) await shoot(page, "approval");
+  await approval.getByRole("button", { name: "Allow once" }).click();
+  const edit = page.locator("#history .entry.tool.kind-tool-completed", { has: page.locator("pre.diff") });
+  await edit.waitFor({ timeout: 180000 });
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Turn ended/ }).waitFor({ timeout: 180000 });
+  assert.match(readFileSync(path.join(cwd, "notes.txt"), "utf8"), /budget: 8192/);
+  await edit.locator("summary").click();
+  assert.match(await edit.locator("pre.diff").innerText(), /- budget: 4096\s+\+ budget: 8192/);
+  assert.match(await edit.locator("summary").innerText(), /Edit[\s\S]*notes\.txt[\s\S]*done/);
+  await checkAccessibility(page, "Claude Code session with tool cards");
+  if (process.env.SCREENSHOTS) await shoot(page, "session-claude", { open: "#history .entry.tool.kind-tool-completed details" });
   assert.deepEqual(errors, []);
 });
 
@@ -353,7 +472,7 @@ test("search finds a word across sessions, marks it, and opens the session; a ba
   await page.getByRole("button", { name: "Search", exact: true }).click();
   const hit = page.locator("#search-results li").first();
   await hit.waitFor();
-  assert.match(await hit.innerText(), /first[\s\S]*fake/);
+  assert.match(await hit.innerText(), /first[\s\S]*Fake agent/);
   const marks = await hit.locator("mark").allInnerTexts();
   assert.deepEqual(marks.join(" ").toLowerCase().split(/\s+/), ["zanzibar", "quokka"]);
   assert.equal(await hit.locator("b").count(), 0, "the snippet's markup stays text");
@@ -368,8 +487,8 @@ test("search finds a word across sessions, marks it, and opens the session; a ba
   assert.match(await page.getByRole("status").first().innerText(), /Forked into fake session/);
   await page.getByRole("searchbox", { name: "Search query" }).fill('"unbalanced');
   await page.getByRole("button", { name: "Search", exact: true }).click();
-  await page.locator("#search-results li.error").waitFor();
-  assert.match(await page.locator("#search-results li.error").innerText(), /not valid/);
+  await page.locator("#search-panel .search-summary.error").waitFor();
+  assert.match(await page.locator("#search-panel .search-summary.error").innerText(), /not valid/);
   assert.deepEqual(errors, []);
 });
 
@@ -571,5 +690,148 @@ test("80 KB of hostile Markdown opens without freezing the page; snake_case, lin
   await responsive(page);
   await page.getByRole("textbox", { name: "Prompt text" }).fill("still typing");
   assert.equal(await page.getByRole("textbox", { name: "Prompt text" }).inputValue(), "still typing");
+  assert.deepEqual(errors, []);
+});
+
+test("chat conventions: Enter sends, Shift+Enter is a new line, a prompt written during a turn is queued and runs after it, Escape cancels", async () => {
+  const web = await startWeb(tmp());
+  const { page, errors } = await openPage(web.url);
+  await createFake(page, "conventions");
+  const box = page.getByRole("textbox", { name: "Prompt text" });
+  assert.match(await page.locator("#prompt-hint").innerText(), /Enter sends · Shift\+Enter adds a line/);
+  // Shift+Enter adds a line; Enter sends the two lines as one prompt.
+  await box.click();
+  await box.pressSequentially("say first");
+  await box.press("Shift+Enter");
+  await box.pressSequentially("sleep 3000");
+  assert.equal(await box.inputValue(), "say first\nsleep 3000");
+  await box.press("Enter");
+  await page.locator("#history .kind-assistant-message", { hasText: "first" }).waitFor();
+  assert.equal(await box.inputValue(), "", "Enter sent the prompt");
+  // Written while the turn runs: queued, shown, then sent when it ends.
+  await box.fill("say second");
+  await box.press("Enter");
+  const queued = page.getByRole("list", { name: "Queued prompts" });
+  await queued.getByText("say second").waitFor();
+  assert.equal(await page.locator("#history .kind-assistant-message", { hasText: "second" }).count(), 0, "not sent while the turn runs");
+  await page.locator("#history .kind-assistant-message", { hasText: "second" }).waitFor();
+  await queued.waitFor({ state: "hidden" });
+  const said = await page.locator("#history .kind-assistant-message .md").allInnerTexts();
+  assert.deepEqual(said.map((x) => x.trim()), ["first", "second"], "the queued prompt ran after the first turn");
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /^Turn ended\.$/ }).waitFor();
+  // Escape cancels a running turn.
+  await box.fill("hang");
+  await box.press("Enter");
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Running/ }).waitFor();
+  await box.press("Escape");
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /cancelled/ }).waitFor();
+  // Speakers in words; per-message actions only on hover or focus.
+  const user = page.locator("#history .kind-user-message").first();
+  assert.match(await user.locator(".speaker").innerText(), /^You$/);
+  assert.match(await page.locator("#history .kind-assistant-message .speaker").first().innerText(), /^Fake agent$/);
+  const fork = user.getByRole("button", { name: /^Fork from entry/ });
+  await page.mouse.move(0, 0);
+  assert.equal(await fork.evaluate((b) => getComputedStyle(b.parentElement).opacity), "0", "hidden until hover or focus");
+  await fork.focus();
+  assert.equal(await fork.evaluate((b) => getComputedStyle(b.parentElement).opacity), "1", "shown on focus");
+  assert.deepEqual(errors, []);
+});
+
+test("approvals from the fake harness: a card in the session and a flag in the list, the answer in the history; tool cards; a model switch with its downgrade checkpoint", async () => {
+  const web = await startWeb(tmp());
+  const { page, errors } = await openPage(web.url);
+  await createFake(page, "asks");
+  await promptText(page, "ask Bash rm -rf build\nask Bash ls docs\ntool Read src/main_file.go");
+  const approval = page.getByRole("group", { name: /^Approval: / });
+  await approval.waitFor();
+  assert.match(await approval.innerText(), /Fake agent asks to run[\s\S]*Bash: rm -rf build/);
+  assert.deepEqual(await approval.getByRole("button").allInnerTexts(), ["Allow once", "Allow always", "Reject once", "Reject always"]);
+  await page.locator("#session-list li.waiting", { hasText: "Waiting for you (1)" }).waitFor();
+  await checkAccessibility(page, "a session with an approval waiting");
+  await approval.getByRole("button", { name: "Reject once" }).click();
+  await approval.getByText("Bash: ls docs").waitFor();
+  await approval.getByRole("button", { name: "Allow once" }).click();
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Turn ended/ }).waitFor();
+  const resolved = await page.locator("#history .kind-approval-resolved").allInnerTexts();
+  assert.equal(resolved.length, 2);
+  assert.match(resolved[0], /Rejected once by you/);
+  assert.match(resolved[1], /Allowed once by you/);
+  // The refused call and the allowed one as tool cards.
+  const cards = page.locator("#history .entry.tool");
+  assert.match(await cards.nth(0).locator("summary").innerText(), /Bash[\s\S]*failed/);
+  assert.match(await cards.nth(1).locator("summary").innerText(), /Bash[\s\S]*ls docs[\s\S]*done/);
+  assert.match(await page.locator("#history .entry.tool", { hasText: "main_file.go" }).locator("summary").innerText(), /Read[\s\S]*src\/main_file\.go[\s\S]*done/);
+  // Model and effort: up to the large model, then down to the small one,
+  // which is a downgrade: Bridge saves a checkpoint first, shown as its card.
+  await page.getByRole("button", { name: "Model…" }).click();
+  await page.getByRole("combobox", { name: "Model" }).waitFor();
+  await page.getByRole("combobox", { name: "Model" }).selectOption("fake-large");
+  await page.getByRole("button", { name: "Switch" }).click();
+  await page.locator("#model-panel .model-result", { hasText: "Now on fake-large" }).waitFor();
+  await page.getByRole("combobox", { name: "Model" }).selectOption("fake-small");
+  await page.getByRole("button", { name: "Switch" }).click();
+  await page.locator("#model-panel .model-result", { hasText: "Now on fake-small" }).waitFor();
+  assert.match(await page.locator("#model-panel .model-result").innerText(), /downgrade/i);
+  const checkpoint = page.locator("#history .card-checkpoint", { hasText: "before_downgrade" });
+  await checkpoint.waitFor();
+  if (process.env.SCREENSHOTS) await shoot(page, "session");
+  assert.deepEqual(errors, []);
+});
+
+test("360 px: no horizontal scroll, the session list opens as a drawer; search and doctor are readable panels; axe finds nothing serious", async () => {
+  const web = await startWeb(tmp());
+  const { page, errors } = await openPage(web.url);
+  await createFake(page, "a rather long session title that must wrap on a phone screen");
+  await promptText(
+    page,
+    `say ${"averyveryverylongwordwithoutanyspace".repeat(6)} and https://example.com/${"x".repeat(120)}\ntool Bash ${"--flag ".repeat(40)}\nplan completed:read the code; in_progress:check the narrow layout; pending:run the tests`,
+  );
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Turn ended/ }).waitFor();
+  await page.locator("#history .entry.tool details").first().evaluate((d) => (d.open = true));
+  // A plan as a checklist.
+  const plan = page.getByRole("list", { name: "Plan" });
+  assert.deepEqual(await plan.locator("li").evaluateAll((ls) => ls.map((l) => l.dataset.status)), ["completed", "in_progress", "pending"]);
+  assert.match(await plan.innerText(), /read the code[\s\S]*check the narrow layout[\s\S]*run the tests/);
+  await page.getByRole("searchbox", { name: "Search query" }).fill("narrow");
+  await page.getByRole("button", { name: "Search", exact: true }).click();
+  const panel = page.getByRole("region", { name: "Search" });
+  await panel.locator("#search-results li").first().waitFor();
+  assert.match(await panel.locator(".search-summary").innerText(), /^\d+ match(es)? for “narrow”\.$/);
+  assert.match(await panel.locator("#search-results li .hit-meta").first().innerText(), /^Fake agent · \S.* · \S/);
+  await checkAccessibility(page, "search results");
+  if (process.env.SCREENSHOTS) await shoot(page, "search");
+  await page.getByRole("button", { name: "Doctor" }).click();
+  await page.locator("#doctor-table").waitFor();
+  await checkAccessibility(page, "doctor");
+  if (process.env.SCREENSHOTS) {
+    await page.getByRole("button", { name: "Details of Fake agent" }).click();
+    await shoot(page, "doctor");
+  }
+  await page.setViewportSize({ width: 360, height: 740 });
+  await noHorizontalScroll(page, "360 px, doctor");
+  await page.getByRole("button", { name: "Sessions", exact: true }).click();
+  const toggle = page.locator("#toggle-sidebar");
+  assert.ok(await toggle.isVisible(), "a toggle for the session list");
+  // The list is out of the way (it slides off to the left).
+  await page.waitForFunction(() => document.getElementById("sessions").getBoundingClientRect().right <= 0);
+  await toggle.click();
+  await page.getByRole("button", { name: /^Open a rather long session title/ }).click();
+  await page.locator("#history .entry.tool").first().waitFor();
+  // Opening a session closes the drawer.
+  await page.waitForFunction(() => document.getElementById("sessions").getBoundingClientRect().right <= 0);
+  await page.locator("#history .entry.tool details").first().evaluate((d) => (d.open = true));
+  await noHorizontalScroll(page, "360 px, session");
+  await checkAccessibility(page, "360 px session");
+  // Dark theme: the page follows prefers-color-scheme.
+  await page.emulateMedia({ colorScheme: "dark" });
+  const dark = await page.evaluate(() => getComputedStyle(document.querySelector(".scroller")).backgroundColor);
+  await page.emulateMedia({ colorScheme: "light" });
+  const light = await page.evaluate(() => getComputedStyle(document.querySelector(".scroller")).backgroundColor);
+  assert.notEqual(dark, light);
+  await page.emulateMedia({ colorScheme: "dark" });
+  await checkAccessibility(page, "dark theme");
+  // The favicon is served (no 404 in the console).
+  const icon = await page.evaluate(async () => (await fetch(document.querySelector('link[rel="icon"]').href)).status);
+  assert.equal(icon, 200);
   assert.deepEqual(errors, []);
 });
