@@ -2,8 +2,13 @@
 // bridge binary, runs `bridge web` on a fresh data directory, and drives
 // Debian's chromium with playwright-core through a fake session (a prompt
 // with a tool call that completes a plan step, after which Bridge writes
-// a phase-boundary checkpoint). Run from the repository root after
-// changing the WebUI: node docs/screenshots.mjs
+// a phase-boundary checkpoint). Then it runs the WebUI's browser tests
+// with SCREENSHOTS=1, which write the rest of docs/img at 1280 and 390 px
+// wide from the flows they check: the session view (session-*.png), an
+// approval from real Claude Code (approval-*), a tool card with an edit's
+// diff (session-claude-*), search (search-*) and the doctor (doctor-*).
+// Run from the repository root after changing the WebUI:
+// node docs/screenshots.mjs
 import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -67,3 +72,9 @@ try {
   web.kill("SIGTERM");
   rmSync(tmp, { recursive: true, force: true });
 }
+execFileSync("go", ["test", "./clients/webui", "-run", "TestBrowser", "-count=1"], {
+  cwd: root,
+  stdio: "inherit",
+  env: { ...process.env, SCREENSHOTS: "1" },
+});
+console.log("wrote docs/img/{session,session-claude,approval,search,doctor}-{1280,390}.png");

@@ -54,6 +54,7 @@ export class SessionView {
   private readonly modelPanel = h("section", { id: "model-panel", "aria-label": "Model and effort", hidden: true });
   private images: { mediaType: string; data: string; url: string }[] = [];
   private queue: { content: Content[]; label: string }[] = [];
+  private pending: Entry[] = [];
   private running = false;
   private oldest: number | undefined;
   private newest = -1;
@@ -182,13 +183,29 @@ export class SessionView {
     }
   }
 
+  /**
+   * onEntry shows a live entry. Entries are added in batches, once per
+   * frame (or every 50 ms in a hidden tab): a turn streaming many entries
+   * costs one layout per frame, not one per entry, so the tab keeps up with
+   * its WebSocket.
+   */
   onEntry(e: Entry): void {
     if (e.seq <= this.newest) return;
     this.newest = e.seq;
+    this.pending.push(e);
+    if (this.pending.length === 1) {
+      if (document.hidden) setTimeout(() => this.flush(), 50);
+      else requestAnimationFrame(() => this.flush());
+    }
+  }
+
+  /** flush adds the live entries waiting for the next frame. */
+  private flush(): void {
+    if (this.pending.length === 0) return;
     const atBottom = this.scroller.scrollHeight - this.scroller.scrollTop - this.scroller.clientHeight < 60;
     // Live, a context.compacted or checkpoint entry shows as recorded
     // until its notification turns it into its card (below).
-    this.put(e, true);
+    for (const e of this.pending.splice(0)) this.put(e, true);
     if (atBottom) this.scroller.scrollTop = this.scroller.scrollHeight;
   }
 
@@ -215,6 +232,7 @@ export class SessionView {
    * card from that entry, are the same; with the entry not shown, at the end.
    */
   private placeCard(entryId: string, card: HTMLElement): void {
+    this.flush();
     const shown = Array.from(this.log.children).find((li) => (li as HTMLElement).dataset.entryId === entryId) as HTMLElement | undefined;
     card.dataset.entryId = entryId;
     if (shown) {

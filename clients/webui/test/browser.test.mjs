@@ -89,7 +89,7 @@ async function noHorizontalScroll(page, where) {
 
 /**
  * shoot writes docs/img/NAME-1280.png and NAME-390.png (SCREENSHOTS set:
- * clients/webui/screenshots.sh); opts.open names a details element to open first.
+ * node docs/screenshots.mjs); opts.open names a details element to open first.
  */
 async function shoot(page, name, opts = {}) {
   const dir = path.join(path.dirname(new URL(import.meta.url).pathname), "..", "..", "..", "docs", "img");
