@@ -25,8 +25,11 @@ export function harnessName(harness: string | undefined): string {
   return harness ? (harnessNames[harness] ?? harness) : "Agent";
 }
 
+/** foldAbove is the length of a message above which it shows its beginning, with the rest on demand. */
+const foldAbove = 4_000;
+
 /** shownOutput bounds the characters of one tool input or output put in the page (the rest is counted). */
-const shownOutput = 20_000;
+const shownOutput = 8_000;
 
 type Payload = Record<string, unknown>;
 const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
@@ -120,7 +123,21 @@ export class Conversation {
       // Bridge's own prompt asking the harness for a checkpoint, not the user's.
       (li.querySelector(".speaker") as HTMLElement).textContent = "Bridge";
       li.append(h("details", { class: "bridge-prompt" }, h("summary", {}, text.split("\n", 1)[0]), h("div", { class: "text" }, text)));
-    } else li.append(mine ? h("div", { class: "text" }, text) : h("div", { class: "md" }, renderMarkdown(text)));
+    } else {
+      // A long message shows its beginning, and the rest on demand: laying
+      // out megabytes of text would stall the tab.
+      const body = (t: string) => (mine ? h("div", { class: "text" }, t) : h("div", { class: "md" }, renderMarkdown(t)));
+      if (text.length <= foldAbove) li.append(body(text));
+      else {
+        const head = body(`${text.slice(0, foldAbove)}…`);
+        const more = h("button", { type: "button", class: "show-all" }, `Show all ${text.length.toLocaleString()} characters`);
+        more.addEventListener("click", () => {
+          head.replaceWith(body(text));
+          more.remove();
+        });
+        li.append(head, more);
+      }
+    }
     const images = Array.isArray(p.images) ? p.images.length : Array.isArray(p.attachments) ? p.attachments.length : 0;
     if (images > 0) li.append(h("span", { class: "images" }, `${images} image(s)`));
     // Per-message actions: shown on hover or focus (CSS).

@@ -378,6 +378,7 @@ export class SessionView {
     this.note.textContent = "Running… (Esc cancels)";
     const res = await this.app.guard(this.app.client.request("session/prompt", { sessionId: this.id, content: content as [Content, ...Content[]] }));
     this.running = false;
+    this.flush(); // the turn's entries came before its answer: show them with it
     this.app.running.delete(this.id);
     this.app.redraw(this.id);
     if (!this.closed) this.note.textContent = res ? (stopReasons[res.stopReason] ?? `Turn ended: ${res.stopReason}.`) : "Turn failed.";

@@ -668,6 +668,9 @@ test("80 KB of hostile Markdown opens without freezing the page; snake_case, lin
   const live = page.locator("#history .kind-assistant-message", { hasText: "[a]([a](" });
   await live.waitFor();
   await responsive(page);
+  // Its beginning, then all of it on demand.
+  await live.getByRole("button", { name: "Show all 80,000 characters" }).click();
+  await responsive(page);
   assert.equal((await live.locator(".md").innerText()).trim(), hostile, "the hostile text is shown as written");
   // The same renderer keeps snake_case, links and code.
   const rendered = page.locator("#history .kind-assistant-message", { hasText: "s_01M8XY" });
@@ -686,8 +689,11 @@ test("80 KB of hostile Markdown opens without freezing the page; snake_case, lin
   // the page keeps answering.
   await page.reload();
   await page.getByRole("button", { name: "Open hostile" }).click();
-  await page.locator("#history .kind-assistant-message", { hasText: "[a]([a](" }).waitFor();
+  const again = page.locator("#history .kind-assistant-message", { hasText: "[a]([a](" });
+  await again.waitFor();
+  await again.getByRole("button", { name: /^Show all/ }).click();
   await responsive(page);
+  assert.equal((await again.locator(".md").innerText()).trim(), hostile);
   await page.getByRole("textbox", { name: "Prompt text" }).fill("still typing");
   assert.equal(await page.getByRole("textbox", { name: "Prompt text" }).inputValue(), "still typing");
   assert.deepEqual(errors, []);
