@@ -201,13 +201,19 @@ await r1.app.connectWith(one.stream, async (agent) => {
   await agent.notify("session/cancel", { sessionId: sid });
   assert.equal((await hanging).stopReason, "cancelled");
 
+  // An image in the prompt reaches the harness (the fake names what it got).
+  const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+  let before = r1.text(sid).length;
+  await agent.request("session/prompt", { sessionId: sid, prompt: [{ type: "text", text: "what is this?" }, { type: "image", data: png, mimeType: "image/png" }] });
+  assert.match(r1.text(sid).slice(before), /1 image\(s\): image\/png/);
+
   // Model selection through a config option.
   const set = await agent.request("session/set_config_option", { sessionId: sid, configId: "model", value: "fake-large" });
   assert.equal(set.configOptions.find((o) => o.id === "model").currentValue, "fake-large");
 
   // Bridge's own slash commands.
   await agent.request("session/prompt", { sessionId: sid, prompt: [{ type: "text", text: "say noted\n" + checkpointReply }] });
-  let before = r1.text(sid).length;
+  before = r1.text(sid).length;
   await agent.request("session/prompt", { sessionId: sid, prompt: [{ type: "text", text: "/checkpoint" }] });
   assert.match(r1.text(sid).slice(before), /Checkpoint saved \(manual, agent/);
   assert.ok(!r1.text(sid).includes("greeted and listed the folder"), "Bridge's own checkpoint exchange is not shown");
