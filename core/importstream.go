@@ -1,6 +1,9 @@
 package core
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // ImportBatcher groups the entries an importer maps into batches for an
 // ImportSink. Head is the session header handed with every batch; Hold
@@ -13,6 +16,11 @@ type ImportBatcher struct {
 	// out a batch (e.g. the session id has been read). Batches are held
 	// until it returns true or MaxHold entries are waiting.
 	Ready func() bool
+	// At is the time of the transcript line being mapped: entries queued
+	// without a time of their own get it. An importer sets it from each
+	// line that carries a time, so a line without one takes its
+	// predecessor's.
+	At time.Time
 
 	buf  []NewEntry
 	sent bool
@@ -29,7 +37,7 @@ func (b *ImportBatcher) Add(es ...NewEntry) error {
 	if b.err != nil {
 		return b.err
 	}
-	b.buf = append(b.buf, es...)
+	b.Queue(es...)
 	if len(b.buf) >= ImportBatch {
 		if !b.sent && b.Ready != nil && !b.Ready() && len(b.buf) < MaxHold {
 			return nil
@@ -39,9 +47,35 @@ func (b *ImportBatcher) Add(es ...NewEntry) error {
 	return nil
 }
 
+// Stamp sets At to t, the time of the line being mapped, unless t is zero
+// or outside what the record can hold (core.Representable): then the
+// previous line's time stays.
+func (b *ImportBatcher) Stamp(t time.Time) {
+	if !t.IsZero() && Representable(t) {
+		b.At = t.UTC()
+	}
+}
+
+// ParseTime reads a transcript's time: RFC 3339 (with or without
+// fractional seconds). Anything else is the zero time (no time).
+func ParseTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
 // Queue appends entries without handing any out: for an importer that
 // decides itself when to flush (FlushUpTo).
-func (b *ImportBatcher) Queue(es ...NewEntry) { b.buf = append(b.buf, es...) }
+func (b *ImportBatcher) Queue(es ...NewEntry) {
+	for _, e := range es {
+		if e.At.IsZero() {
+			e.At = b.At
+		}
+		b.buf = append(b.buf, e)
+	}
+}
 
 // Pending returns the entries queued and not yet handed out; an importer
 // may change them (e.g. fold a summary into an earlier entry).

@@ -115,6 +115,10 @@ type NewEntry struct {
 	Payload       json.RawMessage
 	NativeID      string
 	TokenEstimate int64
+	// At is when the harness wrote the entry (an imported transcript's
+	// own time); zero means the time of the append. An import that finds
+	// the entry already recorded (by NativeID) sets its time to At.
+	At time.Time
 }
 
 // Validate checks that e has a known kind and a JSON object payload holding

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -41,8 +42,8 @@ func (w *txWriter) canInsertFast(st sessionState, parentID string, parentSeq int
 // session's newest), skipping those whose native id the session already
 // has, and appends the inserted ones to out. It returns out and the status
 // of the newest session.status entry inserted.
-func (w *txWriter) insertFast(sessionID, parentID string, seq int64, now time.Time, entries []core.NewEntry, out []core.Entry) (_ []core.Entry, status sql.NullString, err error) {
-	created := norm(now)
+func (w *txWriter) insertFast(ctx context.Context, sessionID, parentID string, seq int64, now time.Time, entries []core.NewEntry, out []core.Entry) (_ []core.Entry, status sql.NullString, err error) {
+	var retime []core.NewEntry // already recorded: their times are corrected after the batch
 	err = w.conn.Raw(func(dc any) (err error) {
 		sc, ok := dc.(*safeConn)
 		if !ok {
@@ -58,6 +59,7 @@ func (w *txWriter) insertFast(sessionID, parentID string, seq int64, now time.Ti
 		ins := w.ins
 		for _, ne := range entries {
 			id := w.db.ids.New("e_")
+			created := entryTime(ne, now)
 			err := errors.Join(ins.BindText(1, id), ins.BindText(2, sessionID), bindOptText(ins, 3, parentID),
 				ins.BindInt64(4, seq+1), ins.BindText(5, string(ne.Kind)), ins.BindRawText(6, ne.Payload),
 				bindOptText(ins, 7, ne.NativeID), ins.BindInt64(8, int64(ne.TokenEstimate)), ins.BindInt64(9, nanos(created)))
@@ -68,6 +70,9 @@ func (w *txWriter) insertFast(sessionID, parentID string, seq int64, now time.Ti
 				return fmt.Errorf("storage: insert entry: %w", err)
 			}
 			if c.Changes() == 0 {
+				if !ne.At.IsZero() {
+					retime = append(retime, ne)
+				}
 				continue // already imported: skipped by contract
 			}
 			seq++
@@ -88,7 +93,15 @@ func (w *txWriter) insertFast(sessionID, parentID string, seq int64, now time.Ti
 		}
 		return nil
 	})
-	return out, status, err
+	if err != nil {
+		return out, status, err
+	}
+	for _, ne := range retime {
+		if err := w.retime(ctx, sessionID, ne); err != nil {
+			return out, status, err
+		}
+	}
+	return out, status, nil
 }
 
 // bindOptText binds s, or NULL when s is "".

@@ -229,6 +229,48 @@ func nanos(t time.Time) int64    { return t.UnixNano() }
 func unix(n int64) time.Time     { return time.Unix(0, n).UTC() }
 func norm(t time.Time) time.Time { return unix(nanos(t)) }
 
+// entryTime is when ne happened: its own At (an imported transcript's
+// time) when it has one the store can hold, else now.
+func entryTime(ne core.NewEntry, now time.Time) time.Time {
+	if !ne.At.IsZero() && core.Representable(ne.At) {
+		return norm(ne.At)
+	}
+	return norm(now)
+}
+
+// retime sets the time of the entry of sessionID whose native id is ne's
+// to ne.At, when ne has a time: an import of a transcript already recorded
+// corrects the times an older Bridge recorded (the moment of import).
+func (w *txWriter) retime(ctx context.Context, sessionID string, ne core.NewEntry) error {
+	if ne.NativeID == "" || ne.At.IsZero() || !core.Representable(ne.At) {
+		return nil
+	}
+	t := nanos(norm(ne.At))
+	if _, err := w.q.ExecContext(ctx, `UPDATE entries SET created_at = ? WHERE session_id = ? AND native_id = ? AND created_at <> ?`,
+		t, sessionID, ne.NativeID, t); err != nil {
+		return fmt.Errorf("storage: correct an entry's time: %w", err)
+	}
+	return nil
+}
+
+// RetimeSession dates sessionID by its entries: created at its earliest
+// entry's time (when earlier than recorded), updated at its newest's. An
+// import calls it once its entries carry the harness's own times, so the
+// session list orders an imported session by when it happened.
+func (w *txWriter) RetimeSession(ctx context.Context, sessionID string) error {
+	if err := w.lock(); err != nil {
+		return err
+	}
+	defer w.mu.Unlock()
+	if _, err := w.q.ExecContext(ctx, `UPDATE sessions SET
+		created_at = min(created_at, coalesce((SELECT min(created_at) FROM entries WHERE session_id = ?1), created_at)),
+		updated_at = coalesce((SELECT max(created_at) FROM entries WHERE session_id = ?1), updated_at)
+		WHERE id = ?1`, sessionID); err != nil {
+		return fmt.Errorf("storage: date session %s by its entries: %w", sessionID, err)
+	}
+	return nil
+}
+
 func (w *txWriter) createSession(ctx context.Context, s core.Session) (core.Session, error) {
 	s = validSession(s)
 	now := w.db.now()
@@ -374,7 +416,7 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 	var status sql.NullString // of the newest session.status entry added
 	rest := entries           // inserted one statement at a time below
 	if w.canInsertFast(st, parentID, parentSeq, explicit, entries) {
-		if out, status, err = w.insertFast(sessionID, parentID, seq, now, entries, out); err != nil {
+		if out, status, err = w.insertFast(ctx, sessionID, parentID, seq, now, entries, out); err != nil {
 			return nil, err
 		}
 		if n := len(out); n > 0 {
@@ -410,7 +452,7 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 		branches := (parentID == "" && seq > 0) || (parentID != "" && parentSeq < seq)
 		e := core.Entry{
 			ID: id, SessionID: sessionID, ParentID: parentID, Seq: seq + 1, Kind: ne.Kind,
-			Payload: ne.Payload, NativeID: ne.NativeID, TokenEstimate: ne.TokenEstimate, CreatedAt: norm(now),
+			Payload: ne.Payload, NativeID: ne.NativeID, TokenEstimate: ne.TokenEstimate, CreatedAt: entryTime(ne, now),
 		}
 		// An entry whose native id the session already has is skipped by
 		// contract: the unique index (session_id, native_id) finds it, in
@@ -428,7 +470,10 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 			if n, err := res.RowsAffected(); err != nil {
 				return nil, fmt.Errorf("storage: insert entry: %w", err)
 			} else if n == 0 {
-				continue // already imported: skipped by contract
+				if err := w.retime(ctx, sessionID, ne); err != nil {
+					return nil, err
+				}
+				continue // already imported: skipped by contract (its time corrected)
 			}
 		}
 		seq++

@@ -26,6 +26,9 @@ type transcriptLine struct {
 	IsCompactSummary bool         `json:"isCompactSummary"`
 	IsMeta           bool         `json:"isMeta"`
 	CustomTitle      string       `json:"customTitle"`
+	// Timestamp is when Claude Code wrote the line (RFC 3339); the
+	// entries mapped from it are recorded at that time.
+	Timestamp string `json:"timestamp"`
 }
 
 // bookkeeping lists on-disk line types that are Claude Code's own state,
@@ -58,6 +61,7 @@ func (im *importer) add(raw []byte) (record bool, err error) {
 	if raw[0] != '{' || unmarshal(raw, &t) != nil {
 		return false, im.emit(*harnessEvent("malformed", lineID(raw), raw))
 	}
+	im.b.Stamp(core.ParseTime(t.Timestamp))
 	record = t.Type != "" && (recordTypes[t.Type] || bookkeeping[t.Type] || t.SessionIDC != "" || t.SessionID != "" || t.UUID != "")
 	head := &im.b.Head
 	if sid := firstNonEmpty(t.SessionIDC, t.SessionID); sid != "" && head.NativeID == "" {

@@ -22,9 +22,12 @@ import (
 // twice, adds nothing new.
 
 type rolloutLine struct {
-	Type    string          `json:"type"`
-	Ordinal *int64          `json:"ordinal"`
-	Payload json.RawMessage `json:"payload"`
+	// Timestamp is when Codex wrote the line (RFC 3339): the entries mapped
+	// from it are recorded at that time.
+	Timestamp string          `json:"timestamp"`
+	Type      string          `json:"type"`
+	Ordinal   *int64          `json:"ordinal"`
+	Payload   json.RawMessage `json:"payload"`
 }
 
 type rolloutItemEvent struct {
@@ -241,6 +244,7 @@ func (m *rolloutMapper) line(i int, raw []byte) {
 			map[string]any{"type": "codex/rollout.badLine", "line": text, "error": err.Error()})
 		return
 	}
+	m.b.Stamp(core.ParseTime(l.Timestamp))
 	key := strconv.Itoa(i)
 	if l.Ordinal != nil {
 		key = strconv.FormatInt(*l.Ordinal, 10)

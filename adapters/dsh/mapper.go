@@ -17,6 +17,7 @@ type Event struct {
 	Seq             *int64          `json:"seq,omitempty"`
 	Seq0            *int64          `json:"seq0,omitempty"`
 	Time            int64           `json:"time,omitempty"`
+	Time0           int64           `json:"time0,omitempty"`
 	Data            json.RawMessage `json:"data,omitempty"`
 	SurfaceOp       json.RawMessage `json:"surfaceOp,omitempty"`
 	SourceEventSeqs []int64         `json:"sourceEventSeqs,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"time"
 
 	"github.com/bridge-dev/bridge/adapters/internal/zstd"
 	"github.com/bridge-dev/bridge/core"
@@ -361,11 +362,21 @@ type Mapped struct {
 	StaleBrackets int
 }
 
-// MapLog maps every event of log to entries, in order.
+// MapLog maps every event of log to entries, in order, each at its
+// event's time.
 func MapLog(log *Log) Mapped {
 	var out Mapped
-	m := newMapper(log.Header.ID, func(e core.NewEntry) { out.Entries = append(out.Entries, e) })
+	b := core.ImportBatcher{Sink: func(core.ImportedSession) error { return nil }}
+	b.Stamp(msTime(log.Header.CreatedAt))
+	m := newMapper(log.Header.ID, func(e core.NewEntry) {
+		if e.At.IsZero() {
+			e.At = b.At
+		}
+		out.Entries = append(out.Entries, e)
+	})
 	for _, ev := range log.Events {
+		b.Stamp(msTime(ev.Time))
+		b.Stamp(msTime(ev.Time0))
 		m.feed(ev)
 	}
 	for _, b := range log.Unreadable {
@@ -400,6 +411,7 @@ func (h *Host) ImportStream(ctx context.Context, path string, sink core.ImportSi
 		header: func(hd Header) {
 			if m == nil {
 				b.Head.NativeID, b.Head.Cwd = hd.ID, hd.Cwd
+				b.Stamp(msTime(hd.CreatedAt))
 			}
 		},
 		event: func(ev Event) error {
@@ -408,6 +420,10 @@ func (h *Host) ImportStream(ctx context.Context, path string, sink core.ImportSi
 					return err
 				}
 			}
+			// Entries are recorded at DSH's own event times (a batch of text
+			// chunks at its first chunk's).
+			b.Stamp(msTime(ev.Time))
+			b.Stamp(msTime(ev.Time0))
 			m.feed(ev)
 			b.Head.Title, b.Head.Model = m.title, m.model
 			return b.Err()
@@ -442,6 +458,14 @@ func (h *Host) ImportStream(ctx context.Context, path string, sink core.ImportSi
 		return b.Head, err
 	}
 	return b.Head, nil
+}
+
+// msTime is DSH's time in Unix milliseconds (zero: none).
+func msTime(ms int64) time.Time {
+	if ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
 }
 
 // emitBad keeps a line that was not an event as a harness.event entry.

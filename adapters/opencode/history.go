@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/bridge-dev/bridge/core/jsonstream"
 
@@ -60,8 +61,19 @@ func newMessageMapper(add func(core.NewEntry)) *messageMapper {
 func (mm *messageMapper) message(sm storedMessage) {
 	i := mm.i
 	mm.i++
+	// Entries are recorded at OpenCode's own times: a part's start, else
+	// its message's creation (a part without either takes the one before).
+	var cur time.Time
+	at := func(ms int64) {
+		if t := msTime(ms); !t.IsZero() {
+			cur = t
+		}
+	}
 	add := func(es ...core.NewEntry) {
 		for _, e := range es {
+			if e.At.IsZero() {
+				e.At = cur
+			}
 			mm.add(e)
 		}
 	}
@@ -71,6 +83,14 @@ func (mm *messageMapper) message(sm storedMessage) {
 		if err := json.Unmarshal(sm.Info, &info); err != nil || info.ID == "" {
 			add(harnessEvent(fmt.Sprintf("message#%d", i), "message.unreadable", sm.Info))
 			return
+		}
+		at(info.Time.Created)
+		msgAt := cur
+		partAt := func(p part) {
+			cur = msgAt
+			if p.Time != nil {
+				at(p.Time.Start)
+			}
 		}
 		parts := make([]part, 0, len(sm.Parts))
 		for j, raw := range sm.Parts {
@@ -87,6 +107,7 @@ func (mm *messageMapper) message(sm storedMessage) {
 		switch {
 		case info.Role == "user":
 			for _, p := range parts {
+				partAt(p)
 				switch p.Type {
 				case "text":
 					if p.Text != "" && !p.Synthetic && !p.Ignored {
@@ -113,9 +134,11 @@ func (mm *messageMapper) message(sm storedMessage) {
 			m := newEventMapper(info.SessionID)
 			m.messages[info.ID] = &info
 			for _, p := range parts {
+				partAt(p)
 				add(m.partEntries(p)...)
 			}
 			if info.Error != nil {
+				at(info.Time.Completed)
 				status := "error"
 				if info.Error.Name == "MessageAbortedError" {
 					status = "cancelled"
@@ -125,6 +148,19 @@ func (mm *messageMapper) message(sm storedMessage) {
 			}
 		}
 	}
+}
+
+// msTime is OpenCode's time in Unix milliseconds (zero: none, or one the
+// record cannot hold).
+func msTime(ms int64) time.Time {
+	if ms <= 0 {
+		return time.Time{}
+	}
+	t := time.UnixMilli(ms).UTC()
+	if !core.Representable(t) {
+		return time.Time{}
+	}
+	return t
 }
 
 // exportInfo is the "info" member of an `opencode export` document.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"path/filepath"
 	"runtime/debug"
+	"time"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/inputfile"
@@ -129,12 +130,14 @@ func (s *Service) recordStream(ctx context.Context, harness string, read core.Im
 			created, out.SessionID = &sess, sess.ID
 			return nil
 		}
+		var times entryTimes
 		final, err := pipeline(ctx, read, func(part core.ImportedSession) error {
 			if out.SessionID == "" {
 				if err := open(part); err != nil {
 					return err
 				}
 			}
+			times.fill(part.Entries)
 			for _, e := range part.Entries {
 				if e.Kind == core.KindContextCompacted {
 					out.ContextCompacted++
@@ -155,6 +158,18 @@ func (s *Service) recordStream(ctx context.Context, harness string, read core.Im
 		}
 		if out.SessionID == "" {
 			return open(final)
+		}
+		if !times.last.IsZero() {
+			// The entries carry the harness's own times: the session is
+			// dated by them (and one imported before it got them is
+			// corrected).
+			rt, ok := w.(sessionRetimer)
+			if !ok {
+				return core.Errorf(core.CodeInternal, "this record cannot date an imported session by its entries")
+			}
+			if err := rt.RetimeSession(ctx, out.SessionID); err != nil {
+				return err
+			}
 		}
 		// A title or model read after the session was created.
 		if created != nil {
@@ -182,6 +197,37 @@ func (s *Service) recordStream(ctx context.Context, harness string, read core.Im
 		return ImportOutcome{}, err
 	}
 	return out, nil
+}
+
+// sessionRetimer dates a session by its entries' times (the store's
+// writer implements it).
+type sessionRetimer interface {
+	RetimeSession(ctx context.Context, sessionID string) error
+}
+
+// entryTimes fills in the times of imported entries that have none: an
+// entry takes its predecessor's time, and those before the first entry
+// with a time take that one's. last is the newest time seen (zero: the
+// import carries no times, and its entries are recorded at the moment of
+// import).
+type entryTimes struct{ last time.Time }
+
+func (t *entryTimes) fill(es []core.NewEntry) {
+	if t.last.IsZero() {
+		for _, e := range es {
+			if !e.At.IsZero() {
+				t.last = e.At
+				break
+			}
+		}
+	}
+	for i := range es {
+		if es[i].At.IsZero() {
+			es[i].At = t.last
+		} else {
+			t.last = es[i].At
+		}
+	}
 }
 
 // pipelineDepth is how many batches the reader may map ahead of the
