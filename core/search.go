@@ -23,6 +23,11 @@ type SearchQuery struct {
 	Limit     int       // 0 means 20; at most 200
 }
 
+// HandoffWorkerTitle begins the title of the temporary session a
+// migration's summary worker runs in ("handoff worker for s_…"): a search
+// leaves those sessions out, once archived, unless it names one.
+const HandoffWorkerTitle = "handoff worker for "
+
 // SearchHit is one matching entry.
 type SearchHit struct {
 	SessionID    string

@@ -251,6 +251,16 @@ func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, 
 	join := ""
 	if len(where) > 0 {
 		join = ` JOIN rec.entries e ON e.rowid = entry_search.rowid JOIN rec.sessions s ON s.id = e.session_id`
+	}
+	if q.SessionID == "" {
+		// The temporary sessions a migration's summary worker ran in
+		// (archived once done) repeat their source's text: left out
+		// unless the search names one.
+		where = append(where, `entry_search.rowid NOT IN (SELECT we.rowid FROM rec.sessions ws
+			JOIN rec.entries we ON we.session_id = ws.id WHERE ws.archived <> 0 AND ws.title LIKE ?)`)
+		args = append(args, core.HandoffWorkerTitle+"%")
+	}
+	if len(where) > 0 {
 		where = append([]string{""}, where...)
 	}
 	args = append(args, limit+1, offset)
@@ -405,8 +415,19 @@ func searchError(query string, err error) error {
 		msg = strings.TrimPrefix(msg, "fts5: ")
 		if strings.HasPrefix(msg, "no such column") {
 			msg += " (a word followed by ':' names a column; put the word in double quotes)"
+		} else {
+			if msg == `syntax error near ""` {
+				msg = "it ends in the middle of an expression (an open parenthesis or quote, or an operator without a word after it)"
+			}
+			// Parentheses, quotes, '*', ':' and AND/OR/NOT/NEAR are search
+			// syntax; a phrase in double quotes finds the text as it is.
+			if len(query) <= 80 && !strings.ContainsFunc(query, unicode.IsControl) {
+				msg += fmt.Sprintf("; to find the text itself, put it in double quotes: %s", `"`+strings.ReplaceAll(query, `"`, `""`)+`"`)
+			} else {
+				msg += "; to find the text itself, put it in double quotes"
+			}
 		}
-		return queryError("search query %s is not valid: %.200s", core.Quote(query), msg)
+		return queryError("search query %s is not valid: %.300s", core.Quote(query), msg)
 	}
 	return fmt.Errorf("storage: search: %w", err)
 }

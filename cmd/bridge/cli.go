@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -43,7 +44,7 @@ var commands = []command{
 	{name: "sessions", summary: "list recorded sessions"},
 	{name: "history", args: "SESSION", nargs: 1, summary: "page a session's record (oldest of the page first)"},
 	{name: "import", args: "[PATH]", variadic: true, summary: "bring a transcript (--harness H PATH; --harness bridge for an export) or, with --discover, every harness's new transcripts into the record",
-		about: "With --discover, Bridge looks where each configured harness keeps its transcripts (Claude Code:\n$CLAUDE_CONFIG_DIR or ~/.claude/projects; Codex: $CODEX_HOME or ~/.codex/sessions; DeepSeek Harness:\n$DSH_HOME or ~/.dsh/sessions), imports the new and changed ones (a grown transcript adds only its new\nentries) and prints a summary per harness. It only reads the harnesses' files."},
+		about: "With --discover, Bridge looks where each configured harness keeps its transcripts (Claude Code:\n$CLAUDE_CONFIG_DIR or ~/.claude/projects; Codex: $CODEX_HOME or ~/.codex/sessions; OpenCode: its database\nopencode.db in $XDG_DATA_HOME/opencode or ~/.local/share/opencode; DeepSeek Harness: $DSH_HOME or\n~/.dsh/sessions), imports the new and changed ones (a grown transcript adds only its new entries) and\nprints a summary per harness. Entries keep the times the harness wrote them. It only reads the\nharnesses' files."},
 	{name: "search", args: "QUERY...", nargs: 1, variadic: true, summary: "search every session's text (--harness, --cwd, --session, --since, --until)"},
 	{name: "export", args: "SESSION", nargs: 1, summary: "render a session as Markdown or lossless JSON (--format, --output)"},
 	{name: "fork", args: "SESSION", nargs: 1, summary: "start a new session on any harness from a point of this one (--entry, --harness)"},
@@ -73,6 +74,7 @@ func usageText() string {
 		left := strings.TrimSpace(c.name + " " + c.args)
 		fmt.Fprintf(&b, "  %-27s %s\n", left, c.summary)
 	}
+	fmt.Fprintf(&b, "\nHarnesses (--harness): %s.\n", harnessList())
 	b.WriteString(`
 Global flags, before or after the command (bridge --json sessions = bridge sessions --json):
   --json                       machine-readable output (errors too)
@@ -175,6 +177,23 @@ func valueName(flag string) string {
 
 // errHelpShown ends a command whose --help was printed.
 var errHelpShown = errors.New("help shown")
+
+// harnessFlag checks a --harness value against the harnesses this binary
+// has (and extra names, such as import's "bridge"): an unknown one is a
+// usage error naming them all.
+func harnessFlag(v string, extra ...string) error {
+	if v == "" {
+		return nil
+	}
+	known := append(harnessNames(), extra...)
+	if slices.Contains(known, v) {
+		return nil
+	}
+	return usageError{fmt.Sprintf("--harness %q is not a harness Bridge has (want one of: %s)", v, strings.Join(known, ", "))}
+}
+
+// harnessList names every harness (and extra names) for a flag's help.
+func harnessList(extra ...string) string { return strings.Join(append(harnessNames(), extra...), ", ") }
 
 // usageError is a mistake in the command line (exit status 2).
 type usageError struct{ msg string }

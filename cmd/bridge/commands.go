@@ -95,9 +95,12 @@ func (a *app) withEnv(ctx context.Context, fn func(e *env) error) error {
 
 func (a *app) doctor(ctx context.Context, args []string) error {
 	fs, asJSON := a.flags("doctor")
-	harness := fs.String("harness", "", "probe only this harness")
+	harness := fs.String("harness", "", "probe only this harness ("+harnessList()+")")
 	verbose := fs.Bool("verbose", false, "list every capability of each adapter, with the reasons")
 	if _, err := a.parse(fs, args); err != nil {
+		return err
+	}
+	if err := harnessFlag(*harness); err != nil {
 		return err
 	}
 	return a.withEnv(ctx, func(e *env) error {
@@ -237,6 +240,14 @@ func (a *app) sessions(ctx context.Context, args []string) error {
 		if *asJSON {
 			return printJSON(a.stdout, list)
 		}
+		if len(list.Items) == 0 {
+			hidden := ""
+			if !*all {
+				hidden = " (archived ones are listed with --all)"
+			}
+			_, err := fmt.Fprintf(a.stdout, "No sessions in %s%s. Start one with `bridge web` (the fake harness needs nothing installed), or import transcripts: bridge import --discover\n", e.dir, hidden)
+			return err
+		}
 		tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "SESSION\tHARNESS\tTITLE\tSTATUS\tUPDATED\tRESTORED")
 		for _, s := range list.Items {
@@ -276,7 +287,7 @@ func (a *app) history(ctx context.Context, args []string) error {
 		}
 		entries, more := res.Entries, res.HasMore
 		for _, en := range entries {
-			fmt.Fprintf(a.stdout, "%6d  %s  %-20s %s\n", en.Seq, en.CreatedAt.Local().Format(time.TimeOnly), en.Kind, describe(en.Kind, en.Payload))
+			fmt.Fprintf(a.stdout, "%6d  %s  %-20s %s\n", en.Seq, en.CreatedAt.Local().Format(time.DateTime), en.Kind, describe(en.Kind, en.Payload))
 		}
 		if more && len(entries) > 0 {
 			fmt.Fprintf(a.stdout, "… older entries: bridge history %s --before %d\n", pos[0], entries[0].Seq)
@@ -296,10 +307,13 @@ func brief(p []byte) string {
 
 func (a *app) importCmd(ctx context.Context, args []string) error {
 	fs, asJSON := a.flags("import")
-	harness := fs.String("harness", "", "claude-code, codex, opencode, …, or bridge (an export); with --discover, only this harness")
-	discover := fs.Bool("discover", false, "find and import every harness's new or changed transcripts")
+	harness := fs.String("harness", "", "the transcript's harness ("+harnessList("bridge")+"; bridge: a Bridge export); with --discover, only this harness")
+	discover := fs.Bool("discover", false, "find and import the new or changed transcripts of Claude Code, Codex, OpenCode and DeepSeek Harness")
 	pos, err := a.parse(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := harnessFlag(*harness, "bridge"); err != nil {
 		return err
 	}
 	if *discover {
@@ -314,7 +328,7 @@ func (a *app) importCmd(ctx context.Context, args []string) error {
 	case len(pos) > 1:
 		return usageError{fmt.Sprintf("unexpected argument %q", pos[1])}
 	case *harness == "":
-		return usageError{"missing --harness (claude-code, codex, opencode, …)"}
+		return usageError{"missing --harness (" + harnessList("bridge") + ")"}
 	}
 	if path := os.Getenv("BRIDGE_CPUPROFILE"); path != "" {
 		stop, err := startCPUProfile(path)
@@ -379,7 +393,7 @@ func (a *app) migrate(ctx context.Context, args []string) error {
 	sub := args[0]
 	fs, asJSON := a.flags("migrate " + sub)
 	if sub == "preview" {
-		harness := fs.String("harness", "", "target harness (default: the source's)")
+		harness := fs.String("harness", "", "target harness (default: the source's; "+harnessList()+")")
 		preset := fs.String("preset", "", "target preset")
 		model := fs.String("model", "", "target model")
 		effort := fs.String("effort", "", "target reasoning effort")
@@ -387,6 +401,9 @@ func (a *app) migrate(ctx context.Context, args []string) error {
 		lang := fs.String("lang", "", "en or zh (default: by the source's language)")
 		pos, err := a.parse(fs, args[1:])
 		if err != nil {
+			return err
+		}
+		if err := harnessFlag(*harness); err != nil {
 			return err
 		}
 		return a.withEnv(ctx, func(e *env) error {

@@ -89,13 +89,15 @@ func TestDoctorGolden(t *testing.T) {
 	}
 }
 
+// TestDoctorUnknownHarness: a --harness this binary does not have is a
+// usage error (exit 2) naming it.
 func TestDoctorUnknownHarness(t *testing.T) {
 	_, stderr, code := runCLI(t, nil, "--data-dir", t.TempDir(), "doctor", "--harness", "nope")
-	if code != 1 || !strings.Contains(stderr, `"nope"`) {
+	if code != 2 || !strings.Contains(stderr, `"nope"`) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	out, _, code := runCLI(t, nil, "--data-dir", t.TempDir(), "doctor", "--harness", "nope", "--json")
-	if ec, _ := jsonError(t, out); code != 1 || ec != "unavailable" {
+	if ec, _ := jsonError(t, out); code != 2 || ec != "usage" {
 		t.Fatalf("--json: exit %d, code %q", code, ec)
 	}
 }

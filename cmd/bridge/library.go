@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -16,7 +17,7 @@ import (
 // searchCmd is `bridge search QUERY`: ranked hits across every session.
 func (a *app) searchCmd(ctx context.Context, args []string) error {
 	fs, asJSON := a.flags("search")
-	harness := fs.String("harness", "", "only sessions of this harness")
+	harness := fs.String("harness", "", "only sessions of this harness ("+harnessList()+")")
 	cwd := fs.String("cwd", "", "only sessions in this working directory")
 	session := fs.String("session", "", "only this session")
 	since := fs.String("since", "", "only entries recorded at or after this time (RFC 3339 or YYYY-MM-DD)")
@@ -29,6 +30,9 @@ func (a *app) searchCmd(ctx context.Context, args []string) error {
 	}
 	if len(pos) == 0 {
 		return usageError{"want a QUERY"}
+	}
+	if err := harnessFlag(*harness); err != nil {
+		return err
 	}
 	if *limit < 1 || *limit > 200 {
 		return usageError{"--limit must be between 1 and 200"}
@@ -136,20 +140,29 @@ func (a *app) exportCmd(ctx context.Context, args []string) error {
 		if *output != "" {
 			// O_EXCL: an export never replaces a file that exists.
 			f, err := os.OpenFile(*output, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if errors.Is(err, os.ErrExist) {
+				return core.Errorf(core.CodeConflict, "%s already exists (an export never replaces a file; name a new one)", *output)
+			}
 			if err != nil {
-				return core.E(core.CodeInvalid, "export: "+*output, err)
+				return core.E(core.CodeInvalid, "cannot create "+*output, err)
 			}
-			if _, err := f.WriteString(content); err != nil {
-				f.Close()
-				return fmt.Errorf("export: write %s: %w", *output, err)
+			_, err = f.WriteString(content)
+			if cerr := f.Close(); err == nil {
+				err = cerr
 			}
-			if err := f.Close(); err != nil {
-				return fmt.Errorf("export: write %s: %w", *output, err)
+			if err != nil {
+				_ = os.Remove(*output) // a partial export is no export
+				return fmt.Errorf("write %s: %w", *output, err)
 			}
 			if *asJSON {
 				return printJSON(a.stdout, map[string]any{"sessionId": pos[0], "format": *format, "path": *output, "bytes": len(content)})
 			}
-			return nil
+			what := "Markdown"
+			if *format == "json" {
+				what = "lossless JSON (bridge import --harness bridge reads it)"
+			}
+			_, err = fmt.Fprintf(a.stdout, "Wrote session %s as %s to %s (%d bytes).\n", pos[0], what, *output, len(content))
+			return err
 		}
 		if *asJSON {
 			return printJSON(a.stdout, schema.SessionExportResult{Format: schema.ExportFormat(*format), Content: content})
@@ -164,7 +177,7 @@ func (a *app) exportCmd(ctx context.Context, args []string) error {
 func (a *app) forkCmd(ctx context.Context, args []string) error {
 	fs, asJSON := a.flags("fork")
 	entry := fs.String("entry", "", "fork at this entry (default: the head)")
-	harness := fs.String("harness", "", "harness of the new session (default: the source's)")
+	harness := fs.String("harness", "", "harness of the new session (default: the source's; "+harnessList()+")")
 	preset := fs.String("preset", "", "preset of the new session")
 	model := fs.String("model", "", "model of the new session")
 	effort := fs.String("effort", "", "reasoning effort of the new session")
@@ -175,6 +188,9 @@ func (a *app) forkCmd(ctx context.Context, args []string) error {
 	}
 	if len(pos) != 1 {
 		return usageError{"want exactly one SESSION"}
+	}
+	if err := harnessFlag(*harness); err != nil {
+		return err
 	}
 	return a.withEnv(ctx, func(e *env) error {
 		res, err := e.svc.SessionFork(ctx, schema.SessionForkParams{SessionID: pos[0], EntryID: *entry, Cwd: *cwd,

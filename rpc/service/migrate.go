@@ -233,7 +233,7 @@ func (s *Service) writeHandoff(ctx context.Context, src core.Session, lang, prom
 // It is archived whatever happens.
 func (s *Service) withWorker(ctx context.Context, src core.Session, do func(ask func(prompt string) (string, error)) error) error {
 	w, err := s.create(ctx, schema.SessionCreateParams{Harness: src.Harness, Cwd: src.Cwd, Model: src.Model, Effort: src.Effort,
-		Title: "handoff worker for " + src.ID})
+		Title: core.HandoffWorkerTitle + src.ID})
 	if err != nil {
 		return fmt.Errorf("start the summary worker: %w", err)
 	}

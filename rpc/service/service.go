@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -176,9 +177,47 @@ func (s *Service) require(ctx context.Context, h core.BridgeHost, op string, cap
 	if len(missing) == 0 {
 		return nil
 	}
-	e := core.Errorf(core.CodeUnavailable, "%s: harness %q lacks %v", op, h.Harness(), missing)
+	var e *core.Error
+	if p.Binary == "" && p.Version == "" {
+		// Not a capability gap: the harness's program is missing. Say
+		// which, and which harnesses could do it instead.
+		msg := fmt.Sprintf("%s: harness %q is not installed", op, h.Harness())
+		for _, c := range p.Capabilities {
+			if !c.Available && c.Detail != "" {
+				msg += ": " + c.Detail
+				break
+			}
+		}
+		if alt := s.harnessesWith(ctx, h.Harness(), caps); len(alt) > 0 {
+			msg += fmt.Sprintf("; use another harness, e.g. --harness %s (usable here: %s)", alt[0], strings.Join(alt, ", "))
+		}
+		e = core.Errorf(core.CodeUnavailable, "%s", msg)
+	} else {
+		e = core.Errorf(core.CodeUnavailable, "%s: harness %q lacks %v", op, h.Harness(), missing)
+	}
 	e.Data = map[string]any{"missing": missing}
 	return e
+}
+
+// harnessesWith lists the installed harnesses other than except that have
+// every capability of caps, real harnesses first, then the fake.
+func (s *Service) harnessesWith(ctx context.Context, except string, caps []string) []string {
+	var real, fake []string
+	for _, name := range s.Harnesses() {
+		if name == except {
+			continue
+		}
+		p := s.capabilities(ctx, s.hosts[name])
+		if (p.Binary == "" && p.Version == "") || len(p.Missing(caps...)) > 0 {
+			continue
+		}
+		if name == "fake" {
+			fake = append(fake, name)
+		} else {
+			real = append(real, name)
+		}
+	}
+	return append(real, fake...)
 }
 
 // session loads a session's head record.
