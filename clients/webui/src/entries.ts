@@ -85,7 +85,7 @@ export class Conversation {
         break;
       case "approval.requested":
         li.classList.add("event");
-        li.append(line("🔒", `${harnessName(str(p.harness) ?? this.harness)} asked: ${str(p.title) ?? str(p.kind) ?? "a tool call"}`, e));
+        li.append(line("⚑", `${harnessName(str(p.harness) ?? this.harness)} asked: ${str(p.title) ?? str(p.kind) ?? "a tool call"}`, e));
         break;
       case "approval.resolved":
         li.classList.add("event", p.allowed === true ? "allowed" : "refused");

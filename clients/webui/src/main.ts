@@ -253,6 +253,9 @@ export class App {
       this.touch(u.sessionId, u.entry.createdAt, u.entry.kind, u.entry.payload);
       if (this.current?.id === u.sessionId) this.current.onEntry(u.entry);
     });
+    client.onNotification("session/queueChanged", (n) => {
+      if (this.current?.id === n.sessionId) this.current.onQueue(n.items);
+    });
     client.onNotification("session/contextCompacted", (n) => {
       if (this.current?.id === n.sessionId) this.current.onCompacted(n);
     });

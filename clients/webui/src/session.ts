@@ -12,6 +12,7 @@ import type {
   ContextCompactedNotification,
   Entry,
   ProgressParams,
+  QueuedPrompt,
   SessionListItem,
   SessionModelsResult,
 } from "../../typescript/src/browser.js";
@@ -53,7 +54,8 @@ export class SessionView {
   private readonly focusInput = h("input", { id: "compact-focus", "aria-label": "Compaction focus", placeholder: "focus for /compact (optional)" });
   private readonly modelPanel = h("section", { id: "model-panel", "aria-label": "Model and effort", hidden: true });
   private images: { mediaType: string; data: string; url: string }[] = [];
-  private queue: { content: Content[]; label: string }[] = [];
+  /** outstanding counts this page's prompts not answered yet (running or queued). */
+  private outstanding = 0;
   private pending: Entry[] = [];
   private running = false;
   private oldest: number | undefined;
@@ -157,6 +159,8 @@ export class SessionView {
     this.hasMore = res.hasMore;
     this.scroller.scrollTop = this.scroller.scrollHeight;
     if (this.hasMore && this.scroller.scrollHeight <= this.scroller.clientHeight) void this.older();
+    const q = await this.app.client.request("session/queue", { sessionId: this.id }).catch(() => undefined);
+    if (q && !this.closed) this.onQueue(q.items);
   }
 
   /** older prepends the page before the oldest entry shown. */
@@ -351,64 +355,64 @@ export class SessionView {
     );
   }
 
-  /** send sends what the prompt box holds; while a turn runs, it queues it instead. */
+  /**
+   * send sends what the prompt box holds. Sent while a turn runs, Bridge
+   * queues it (session/queueChanged shows it above the box) and runs it
+   * when the turns before it have ended.
+   */
   async send(): Promise<void> {
     const text = this.text.value;
     if (!text.trim() && this.images.length === 0) return;
     const content: Content[] = [];
     if (text.trim()) content.push({ type: "text", text });
     for (const i of this.images) content.push({ type: "image", mediaType: i.mediaType, data: i.data } as Content);
-    const label = text.trim() || `${this.images.length} image(s)`;
     this.text.value = "";
     this.images = [];
     clear(this.thumbs);
-    if (this.running) {
-      this.queue.push({ content, label });
-      this.drawQueue();
-      return;
-    }
     await this.run(content);
   }
 
-  /** run runs one turn, then the next queued prompt. */
+  /** run sends one prompt and waits for its turn's end. */
   private async run(content: Content[]): Promise<void> {
+    this.outstanding++;
     this.running = true;
     this.app.running.add(this.id);
     this.app.redraw(this.id);
-    this.note.textContent = "Running… (Esc cancels)";
+    if (this.outstanding === 1) this.note.textContent = "Running… (Esc cancels)";
     const res = await this.app.guard(this.app.client.request("session/prompt", { sessionId: this.id, content: content as [Content, ...Content[]] }));
-    this.running = false;
+    this.outstanding--;
     this.flush(); // the turn's entries came before its answer: show them with it
+    if (res?.stopReason === "withdrawn") return;
+    if (this.outstanding > 0) {
+      this.note.textContent = "Running the next prompt… (Esc cancels)";
+      return;
+    }
+    this.running = false;
     this.app.running.delete(this.id);
     this.app.redraw(this.id);
     if (!this.closed) this.note.textContent = res ? (stopReasons[res.stopReason] ?? `Turn ended: ${res.stopReason}.`) : "Turn failed.";
-    const next = this.queue.shift();
-    this.drawQueue();
-    if (next && !this.closed) await this.run(next.content);
   }
 
-  /** drawQueue shows the prompts waiting for the running turn to end. */
-  private drawQueue(): void {
-    this.queueEl.hidden = this.queue.length === 0;
+  /** onQueue shows Bridge's queue of prompts waiting for the running turn. */
+  onQueue(items: QueuedPrompt[]): void {
+    this.queueEl.hidden = items.length === 0;
     this.queueEl.replaceChildren(
-      ...this.queue.map((q) =>
-        h(
+      ...items.map((q) => {
+        const label = q.text || `${q.images ?? 0} image(s)`;
+        return h(
           "li",
           {},
           h("span", { class: "badge" }, "Queued"),
           " ",
-          h("span", { class: "queued-text" }, q.label.length > 200 ? `${q.label.slice(0, 200)}…` : q.label),
+          h("span", { class: "queued-text" }, label.length > 200 ? `${label.slice(0, 200)}…` : label),
           " ",
           h("button", {
             type: "button",
-            "aria-label": "Remove queued prompt",
-            onclick: () => {
-              this.queue = this.queue.filter((x) => x !== q);
-              this.drawQueue();
-            },
-          }, "Remove"),
-        ),
-      ),
+            "aria-label": "Withdraw queued prompt",
+            onclick: () => void this.app.guard(this.app.client.request("session/withdraw", { sessionId: this.id, promptId: q.promptId })),
+          }, "Withdraw"),
+        );
+      }),
     );
   }
 
