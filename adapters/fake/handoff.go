@@ -35,24 +35,35 @@ func handoffReply(prompt string) (string, bool) {
 	if len(answers) > 0 {
 		answer = answers[0]
 	}
+	w := handoffWords[lang]
 	h := func(p handoff.Part) string { return "## " + handoff.Heading(lang, p) + "\n" }
 	var b strings.Builder
-	if lang == "zh" {
-		b.WriteString(h(handoff.Goal) + orElse(first, "继续另一个会话中的对话。") + "\n\n")
-		fmt.Fprintf(&b, "%s材料中有 %d 条用户消息和 %d 条助手输出（由 fake harness 根据材料写成）。最新的用户消息：%s\n最新的回答：%s\n\n",
-			h(handoff.CurrentState), len(users), len(answers), orElse(last, "（无）"), orElse(answer, "（无）"))
-		b.WriteString(h(handoff.KeyDecisions) + "- 材料中没有记录决策。\n\n")
-		b.WriteString(h(handoff.KeyFiles) + "（材料中没有可用的文件）\n\n")
-		b.WriteString(h(handoff.NextStep) + "回应最新的用户消息：" + orElse(last, "（无）") + "\n")
-		return b.String(), true
-	}
-	b.WriteString(h(handoff.Goal) + orElse(first, "Continue the conversation of another session.") + "\n\n")
-	fmt.Fprintf(&b, "%sThe material holds %d user message(s) and %d assistant answer(s) (this handoff was written by the fake harness from the material alone). The newest user message: %s\nThe newest answer: %s\n\n",
-		h(handoff.CurrentState), len(users), len(answers), orElse(last, "(none)"), orElse(answer, "(none)"))
-	b.WriteString(h(handoff.KeyDecisions) + "- No decisions are recorded in the material.\n\n")
-	b.WriteString(h(handoff.KeyFiles) + "(none available from the material)\n\n")
-	b.WriteString(h(handoff.NextStep) + "Answer the newest user message: " + orElse(last, "(none)") + "\n")
+	b.WriteString(h(handoff.Goal) + orElse(first, w.goal) + "\n\n")
+	fmt.Fprintf(&b, "%s"+w.state+"\n\n", h(handoff.CurrentState), len(users), len(answers), orElse(last, w.none), orElse(answer, w.none))
+	b.WriteString(h(handoff.KeyDecisions) + w.decisions + "\n\n")
+	b.WriteString(h(handoff.KeyFiles) + w.files + "\n\n")
+	b.WriteString(h(handoff.NextStep) + w.next + orElse(last, w.none) + "\n")
 	return b.String(), true
+}
+
+// handoffWords are the fixed words of the fake's handoff, per language.
+var handoffWords = map[string]struct{ goal, state, decisions, files, next, none string }{
+	"en": {
+		goal:      "Continue the conversation of another session.",
+		state:     "The material holds %d user message(s) and %d assistant answer(s) (this handoff was written by the fake harness from the material alone). The newest user message: %s\nThe newest answer: %s",
+		decisions: "- No decisions are recorded in the material.",
+		files:     "(none available from the material)",
+		next:      "Answer the newest user message: ",
+		none:      "(none)",
+	},
+	"zh": {
+		goal:      "继续另一个会话中的对话。",
+		state:     "材料中有 %d 条用户消息和 %d 条助手输出（由 fake harness 根据材料写成）。最新的用户消息：%s\n最新的回答：%s",
+		decisions: "- 材料中没有记录决策。",
+		files:     "（材料中没有可用的文件）",
+		next:      "回应最新的用户消息：",
+		none:      "（无）",
+	},
 }
 
 // asksForHandoff: prompt names the five headings of lang, in order, as the
