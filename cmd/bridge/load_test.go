@@ -1,0 +1,225 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// loadSeconds is how long TestLoadManySessions streams turns:
+// BRIDGE_LOAD_SECONDS, else 15 s (CI). The campaign's form is two minutes:
+//
+//	BRIDGE_LOAD_SECONDS=120 go test -run TestLoadManySessions -timeout 20m ./cmd/bridge
+func loadSeconds(t *testing.T) time.Duration {
+	if v := os.Getenv("BRIDGE_LOAD_SECONDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("BRIDGE_LOAD_SECONDS=%q is not a positive number of seconds", v)
+		}
+		return time.Duration(n) * time.Second
+	}
+	return 15 * time.Second
+}
+
+// procStat is the resident memory (KiB) and open descriptors of a process.
+func procStat(t *testing.T, pid int) (rssKiB, fds int) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			rssKiB, _ = strconv.Atoi(f[1])
+		}
+	}
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rssKiB, len(ents)
+}
+
+// TestLoadManySessions: 50 sessions stream turns (the fake harness)
+// through one `bridge serve` for loadSeconds, each as fast as its turns
+// are answered. Afterwards every acknowledged turn (a prompt answered
+// end_turn) is in its session's record, exactly once and in order, with
+// the harness's answer, and the server's descriptors and resident memory
+// are back near where they stood before the load (no descriptor or memory
+// kept per turn).
+func TestLoadManySessions(t *testing.T) {
+	const sessions = 50
+	dir := t.TempDir()
+	c := startBridge(t, dir)
+	c.initialize(nil)
+	pid := c.cmd.Process.Pid
+	ids := make([]string, sessions)
+	for i := range ids {
+		ids[i] = createFake(t, c)
+	}
+	// Warm up as the load runs (every session at once, two turns each), so
+	// that the start counts what the server keeps for any load: its
+	// bounded connection pools, the live sessions.
+	for round := 0; round < 2; round++ {
+		var sent []string
+		for _, id := range ids {
+			sent = append(sent, c.send("session/prompt", map[string]any{"sessionId": id, "content": prompt("say warm")}))
+		}
+		for _, id := range sent {
+			if m := c.wait(id); m.Error != nil {
+				t.Fatalf("warm-up: %s", m.Error.Message)
+			}
+		}
+	}
+	rss0, fds0 := procStat(t, pid)
+	before := fdTargets(t, pid)
+
+	dur := loadSeconds(t)
+	deadline := time.Now().Add(dur)
+	acked := make([][]int, sessions)
+	var wg sync.WaitGroup
+	peakRSS, peakFDs := rss0, fds0
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(500 * time.Millisecond):
+				if r, f := procStat(t, pid); r > peakRSS || f > peakFDs {
+					peakRSS, peakFDs = max(peakRSS, r), max(peakFDs, f)
+				}
+			}
+		}
+	}()
+	for s := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; time.Now().Before(deadline); n++ {
+				m := c.wait(c.send("session/prompt", map[string]any{"sessionId": ids[s],
+					"content": prompt(fmt.Sprintf("say answer %d of session %d", n, s))}))
+				if m.Error != nil {
+					t.Errorf("session %d, turn %d: error %d %s", s, n, m.Error.Code, m.Error.Message)
+					return
+				}
+				var r struct {
+					StopReason string `json:"stopReason"`
+				}
+				if json.Unmarshal(m.Result, &r) == nil && r.StopReason == "end_turn" {
+					acked[s] = append(acked[s], n)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if t.Failed() {
+		return
+	}
+	total := 0
+	for s, id := range ids {
+		var doc struct {
+			Entries []struct {
+				Seq     int64 `json:"seq"`
+				Kind    string
+				Payload struct {
+					Text string `json:"text"`
+				} `json:"payload"`
+			} `json:"entries"`
+		}
+		var out struct {
+			Content string `json:"content"`
+		}
+		c.mustCall("session/export", map[string]any{"sessionId": id, "format": "json"}, &out)
+		if err := json.Unmarshal([]byte(out.Content), &doc); err != nil {
+			t.Fatalf("session %d: export: %v", s, err)
+		}
+		var asked, answered []string
+		for _, e := range doc.Entries {
+			switch e.Kind {
+			case "user.message":
+				asked = append(asked, e.Payload.Text)
+			case "assistant.message":
+				answered = append(answered, e.Payload.Text)
+			}
+		}
+		want := 0
+		for _, n := range acked[s] {
+			q := fmt.Sprintf("say answer %d of session %d", n, s)
+			a := strings.TrimPrefix(q, "say ")
+			for want < len(asked) && asked[want] != q {
+				want++
+			}
+			if want == len(asked) {
+				t.Fatalf("session %d: acknowledged turn %d is missing or out of order in the record (%d user messages)", s, n, len(asked))
+			}
+			if c := strings.Count(strings.Join(answered, "\n")+"\n", a+"\n"); c != 1 {
+				t.Fatalf("session %d: the answer of acknowledged turn %d is recorded %d times", s, n, c)
+			}
+		}
+		total += len(acked[s])
+	}
+	if total < sessions {
+		t.Fatalf("only %d turns acknowledged in %v", total, dur)
+	}
+
+	// Back near the start: the descriptors at once (within a few of the
+	// start), memory once the runtime has given back what the load used
+	// (within 64 MiB or half again the start).
+	var rss, fds int
+	for end := time.Now().Add(60 * time.Second); ; {
+		rss, fds = procStat(t, pid)
+		if (fds <= fds0+4 && rss <= max(rss0*3/2, rss0+64<<10)) || time.Now().After(end) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("%d sessions, %v: %d turns acknowledged; RSS %d → peak %d → %d MiB; descriptors %d → peak %d → %d",
+		sessions, dur, total, rss0>>10, peakRSS>>10, rss>>10, fds0, peakFDs, fds)
+	if fds > fds0+4 {
+		t.Fatalf("descriptors: %d before the load, %d after it; new: %v", fds0, fds, newTargets(before, fdTargets(t, pid)))
+	}
+	if rss > max(rss0*3/2, rss0+64<<10) {
+		t.Fatalf("resident memory: %d KiB before the load, %d KiB a minute after it", rss0, rss)
+	}
+}
+
+// fdTargets lists what a process's descriptors point at.
+func fdTargets(t *testing.T, pid int) []string {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if l, err := os.Readlink(dir + "/" + e.Name()); err == nil {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// newTargets is what after holds beyond before (as multisets).
+func newTargets(before, after []string) []string {
+	n := map[string]int{}
+	for _, b := range before {
+		n[b]++
+	}
+	var out []string
+	for _, a := range after {
+		if n[a] > 0 {
+			n[a]--
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
