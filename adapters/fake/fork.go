@@ -22,7 +22,24 @@ func (l *Live) Fork(ctx context.Context) (core.Fork, error) {
 	if err := l.alive(); err != nil {
 		return nil, err
 	}
-	return &fork{parent: l}, nil
+	// The fork's first turn is the session's next prompt, taken now: the
+	// fork copies the session as it stands, and the live session may take
+	// turns of its own meanwhile.
+	f := &fork{parent: l}
+	due, prompts, used, err := l.takeDue()
+	if err != nil {
+		return nil, err
+	}
+	f.first = &forkTurn{due: due, prompts: prompts, used: used}
+	return f, nil
+}
+
+// forkTurn is what a fork's turn takes from the session: the directives due,
+// the prompt's number and the usage so far.
+type forkTurn struct {
+	due     []string
+	prompts int64
+	used    int64
 }
 
 // fork is the fake's core.Fork.
@@ -32,6 +49,7 @@ type fork struct {
 	mu     sync.Mutex
 	closed bool
 	asks   int
+	first  *forkTurn // taken at Fork, for the first Ask
 }
 
 // Ask runs one turn in the fork.
@@ -39,6 +57,8 @@ func (f *fork) Ask(ctx context.Context, prompt string) (core.ForkReply, error) {
 	f.mu.Lock()
 	closed := f.closed
 	f.asks++
+	turn := f.first
+	f.first = nil
 	f.mu.Unlock()
 	if closed {
 		return core.ForkReply{}, core.Errorf(core.CodeHarness, "fake: the fork is closed")
@@ -71,15 +91,18 @@ func (f *fork) Ask(ctx context.Context, prompt string) (core.ForkReply, error) {
 			text.WriteString("\n")
 			mu.Unlock()
 		}}
-	due, prompts, used, err := p.takeDue()
+	if turn == nil {
+		due, prompts, used, err := p.takeDue()
+		if err != nil {
+			return core.ForkReply{}, err
+		}
+		turn = &forkTurn{due: due, prompts: prompts, used: used}
+	}
+	steps, err := side.steps(prompt, nil, turn.due)
 	if err != nil {
 		return core.ForkReply{}, err
 	}
-	steps, err := side.steps(prompt, nil, due)
-	if err != nil {
-		return core.ForkReply{}, err
-	}
-	res, err := side.run(ctx, steps, prompts)
+	res, err := side.run(ctx, steps, turn.prompts)
 	if err != nil {
 		return core.ForkReply{}, err
 	}
@@ -89,7 +112,7 @@ func (f *fork) Ask(ctx context.Context, prompt string) (core.ForkReply, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	out := text.String()
-	return core.ForkReply{Text: out, Usage: &core.TokenUsage{InputTokens: used + tokens(prompt), OutputTokens: tokens(out)}}, nil
+	return core.ForkReply{Text: out, Usage: &core.TokenUsage{InputTokens: turn.used + tokens(prompt), OutputTokens: tokens(out)}}, nil
 }
 
 // Close discards the fork.

@@ -169,6 +169,9 @@ func conversation(es []core.Entry) []core.Entry {
 				drops = append(drops, span{open + 1, i})
 			}
 			open = i
+			if forkRequest(es[i].Payload) {
+				open = -1 // asked of a fork: no exchange in the live thread
+			}
 		case core.KindCompaction, core.KindCompactionFailed:
 			if open >= 0 {
 				drops = append(drops, span{open + 1, i})

@@ -43,16 +43,19 @@ func Track(w *core.Window, e core.Entry) {
 	}
 	w.Entries++
 	w.Tokens += e.TokenEstimate
+	exchange := inExchange(w)
 	if !e.Kind.Bookkeeping() {
 		w.Conversation++
-		if w.Pending != nil {
+		if exchange {
 			w.PendingConversation++
 		}
 	}
 	// Work inside a checkpoint exchange (a request answered by a failure
 	// or a repair) is Bridge's own prompt and the model's reply, not work.
+	// A checkpoint asked of a fork has no exchange in the live thread:
+	// what is recorded meanwhile is the conversation going on.
 	work := func() {
-		if w.Pending != nil {
+		if exchange {
 			w.Provisional = true
 		} else {
 			w.MeaningfulWork = true
@@ -81,7 +84,7 @@ func Track(w *core.Window, e core.Entry) {
 		w.Files = addItem(w.Files, []byte(memberString(e.Payload, "path")))
 	case core.KindWorkerResult:
 		work()
-		if w.Pending == nil {
+		if !exchange {
 			w.WorkerDone = memberString(e.Payload, "status") == "completed"
 		}
 		eachMemberString(e.Payload, "decisions", func(b []byte) { w.Decisions = addItem(w.Decisions, b) })
@@ -95,7 +98,7 @@ func Track(w *core.Window, e core.Entry) {
 			}
 		})
 	case core.KindCompactionRequest:
-		if w.Pending != nil {
+		if exchange {
 			attempt := requestAttempt(e.Payload)
 			if attempt == 0 && w.Provisional {
 				w.MeaningfulWork = true // the earlier request's process died; that was real work
@@ -107,7 +110,7 @@ func Track(w *core.Window, e core.Entry) {
 		p := e
 		w.Pending, w.Provisional, w.PendingConversation = &p, false, 0
 	case core.KindCompactionFailed:
-		if w.Pending != nil {
+		if exchange {
 			dropExchange(w, e.Seq)
 		}
 		w.Pending, w.Provisional, w.PendingConversation = nil, false, 0
@@ -145,6 +148,19 @@ func EvidenceOf(w core.Window) Evidence {
 // PendingOf is FindPending's answer from a window summary.
 func PendingOf(w core.Window, processStart time.Time) Lock {
 	return pendingLock(w.Pending, processStart)
+}
+
+// inExchange reports whether a checkpoint exchange is open in the live
+// thread: a pending request that was not asked of a fork.
+func inExchange(w *core.Window) bool {
+	return w.Pending != nil && !forkRequest(w.Pending.Payload)
+}
+
+// forkRequest reports whether a compaction.requested payload says the
+// checkpoint is asked of a fork (method "fork"): nothing of it is in the
+// live conversation.
+func forkRequest(raw []byte) bool {
+	return memberString(raw, "method") == core.CheckpointFork
 }
 
 // dropExchange closes the checkpoint exchange opened by w.Pending at seq

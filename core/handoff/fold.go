@@ -94,7 +94,8 @@ type Own struct{ exchange, restore bool }
 func (t *Own) Next(e core.Entry) bool {
 	switch e.Kind {
 	case core.KindCompactionRequest:
-		t.exchange = true
+		// A checkpoint asked of a fork exchanged nothing in the live thread.
+		t.exchange = !forkRequest(e.Payload)
 	case core.KindCheckpoint, core.KindCompaction, core.KindBranchSummary, core.KindCompactionFailed:
 		t.exchange = false
 	case core.KindSessionRestored, core.KindSessionResumeFail, core.KindSessionStatus:
@@ -402,3 +403,12 @@ func stripThink(s string) string {
 }
 
 func runes(s string) int { return utf8.RuneCountInString(s) }
+
+// forkRequest reports whether a compaction.requested payload says the
+// checkpoint was asked of a fork (method "fork").
+func forkRequest(raw []byte) bool {
+	var p struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(raw, &p) == nil && p.Method == core.CheckpointFork
+}

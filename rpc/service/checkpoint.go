@@ -97,7 +97,12 @@ func (s *Service) runCheckpoint(ctx context.Context, sessionID string, reason ch
 	} else if !l.turn.TryLock() {
 		return CheckpointOutcome{}, core.Errorf(core.CodeBusy, "session %s is running a turn; checkpoint after it ends", sessionID)
 	}
-	defer l.turn.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			l.turn.Unlock()
+		}
+	}()
 
 	method := s.checkpointMethod(ctx, l)
 	if method == core.CheckpointReconstructed {
@@ -118,7 +123,8 @@ func (s *Service) runCheckpoint(ctx context.Context, sessionID string, reason ch
 		TokensBefore: s.tokensBefore(l, win), Reason: reason}
 	req := checkpoint.Request{Reason: reason, TokensBefore: book.TokensBefore, SourceAgent: sessionID,
 		FirstRetainedEntryID: first, Method: method}
-	if _, err := s.appendOrdered(ctx, l, checkpoint.RequestEntry(req)); err != nil {
+	opened, err := s.appendOrdered(ctx, l, checkpoint.RequestEntry(req))
+	if err != nil {
 		return CheckpointOutcome{}, core.E(core.CodePersistence, "record the checkpoint request", err)
 	}
 
@@ -135,6 +141,16 @@ func (s *Service) runCheckpoint(ctx context.Context, sessionID string, reason ch
 			usage = usage.Add(r.Usage)
 			return r.Text, err
 		}
+		// The fork holds the conversation as it stood; the live session
+		// takes its turns meanwhile. What they record lies between the
+		// request and the boundary, so when nothing before the request is
+		// retained, retention starts at the request: those turns are kept
+		// verbatim after the checkpoint, which does not cover them.
+		l.turn.Unlock()
+		locked = false
+		if plan.FirstRetainedEntryID == "" && len(opened) > 0 {
+			book.FirstRetainedEntryID = opened[0].ID
+		}
 	}
 	prompt := checkpoint.RequestPrompt(reason, ev, checkpoint.PromptOptions{Focus: focus, Instructions: s.opts.CheckpointInstructions})
 	draft, err := s.askDraft(ctx, ask, prompt)
@@ -150,6 +166,13 @@ func (s *Service) runCheckpoint(ctx context.Context, sessionID string, reason ch
 	if err != nil {
 		return CheckpointOutcome{}, s.checkpointFailed(ctx, l, sessionID, reason, attempt, err)
 	}
+	if !locked {
+		// The boundary goes between turns: wait for a live turn under way.
+		if err := lockTurn(ctx, l); err != nil {
+			return CheckpointOutcome{}, s.checkpointFailed(ctx, l, sessionID, reason, attempt, err)
+		}
+		locked = true
+	}
 	cp, rep := checkpoint.Assemble(draft, ev, book)
 	cp.Method, cp.ForkUsage = method, usage
 	entries, err := s.commitCheckpoint(ctx, l, sessionID, cp, marker, checkpoint.EvidenceAudit(sessionID, rep))
@@ -164,10 +187,12 @@ func (s *Service) runCheckpoint(ctx context.Context, sessionID string, reason ch
 
 // checkpointMethod is how a checkpoint of the running session l is written
 // (core.CheckpointMethodFor): a fork where the harness has session.fork and
-// its live session implements core.Forker.
+// its live session implements core.Forker. A recent probe that says no is
+// asked again before the checkpoint settles for less (a probe can fail on a
+// loaded machine).
 func (s *Service) checkpointMethod(ctx context.Context, l *liveSession) string {
 	_, forker := l.live.(core.Forker)
-	canFork := forker && s.capabilities(ctx, l.host).Has(core.CapSessionFork)
+	canFork := forker && (s.capabilities(ctx, l.host).Has(core.CapSessionFork) || probe(ctx, l.host).Has(core.CapSessionFork))
 	return core.CheckpointMethodFor(l.preset, canFork)
 }
 

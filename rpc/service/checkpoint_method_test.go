@@ -4,9 +4,11 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bridge-dev/bridge/adapters/fake"
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/checkpoint"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -119,4 +121,57 @@ func TestCheckpointMethods(t *testing.T) {
 		// The live session is unharmed.
 		r.prompt(s.ID, "say still here")
 	})
+}
+
+// TestForkCheckpointLiveTurnGoesOn: while a checkpoint is asked of a fork,
+// the live session takes a turn; that turn is recorded before the
+// checkpoint's boundary (the prompt did not wait for the checkpoint), and it
+// is retained verbatim after the checkpoint and kept as conversation, not
+// dropped as a checkpoint exchange.
+func TestForkCheckpointLiveTurnGoesOn(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, rigOptions{timeout: time.Minute})
+	s := r.create()
+	r.prompt(s.ID, "say work before\nnext sleep 3000\nnext json {\"summary\": \"FORKED summary\"}")
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.svc.SessionCheckpoint(ctx, schema.SessionCheckpointParams{SessionID: s.ID})
+		done <- err
+	}()
+	h := r.hosts[0].(*fake.Host)
+	for len(h.ForkAsks()) == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("the checkpoint ended before its fork was asked: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	r.prompt(s.ID, "say DURING-FORK turn")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	b := r.branch(s.ID)
+	during, cp := -1, -1
+	for i, e := range b {
+		if e.Kind == core.KindAssistantMessage && strings.Contains(string(e.Payload), "DURING-FORK") {
+			during = i
+		}
+		if e.Kind == core.KindCheckpoint {
+			cp = i
+		}
+	}
+	if during < 0 || cp < 0 || during > cp {
+		t.Fatalf("the live turn at %d, the checkpoint at %d: want the turn recorded while the fork ran (%v)", during, cp, kinds(b))
+	}
+	p, err := checkpoint.Project(b, checkpoint.ProjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := false
+	for _, e := range p.Retained {
+		kept = kept || strings.Contains(string(e.Payload), "DURING-FORK")
+	}
+	if !kept || p.Checkpoint.Summary != "FORKED summary" {
+		t.Errorf("projection %+v: the turn taken during the fork must be retained verbatim", p)
+	}
 }
