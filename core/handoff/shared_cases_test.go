@@ -9,7 +9,7 @@ import (
 
 // TestSharedCases holds Parse to the cases in
 // clients/typescript/test/handoff-cases.json, each with its expected
-// problems and language; the client package's node test holds the
+// problems, language and summary-budget count; the client package's node test holds the
 // TypeScript parser (which the WebUI's editor uses) to the same file, so the
 // two parsers cannot drift apart.
 func TestSharedCases(t *testing.T) {
@@ -22,6 +22,9 @@ func TestSharedCases(t *testing.T) {
 		MD       string   `json:"md"`
 		Problems []string `json:"problems"`
 		Lang     string   `json:"lang"`
+		// SummaryChars is the count the summary budget holds (the
+		// WebUI's live count uses the same rule).
+		SummaryChars int `json:"summaryChars"`
 	}
 	if err := json.Unmarshal(raw, &cases); err != nil {
 		t.Fatal(err)
@@ -37,6 +40,9 @@ func TestSharedCases(t *testing.T) {
 		}
 		if err == nil && h.Lang != c.Lang {
 			t.Errorf("%s: lang %q, the shared file says %q", c.Name, h.Lang, c.Lang)
+		}
+		if n := SummaryChars(c.MD); n != c.SummaryChars {
+			t.Errorf("%s: SummaryChars %d, the shared file says %d", c.Name, n, c.SummaryChars)
 		}
 	}
 }

@@ -112,3 +112,29 @@ export function parseHandoff(md: string): ParsedHandoff {
   for (let p = next; p < 5; p++) out.problems.push(`section "${en[p]}" is missing`);
   return out;
 }
+
+/** The headings of the sections outside the summary budget (they have their own). */
+export const budgetFreeHeadings: readonly string[] = [
+  "Visual evidence — verbatim, not summarized",
+  "视觉证据（原文，未经摘要）",
+  "Unresolved images",
+  "未解析的图片",
+];
+
+/**
+ * summaryChars counts a handoff as its summary budget does (the server's
+ * rule, the preview's summaryChars): Unicode code points of the text with
+ * surrounding white space trimmed, leaving out the visual evidence and
+ * unresolved images sections, each from its "## " heading to the next one.
+ */
+export function summaryChars(md: string): number {
+  const kept: string[] = [];
+  let skip = false;
+  let inFence = false;
+  for (const line of md.replace(/\r\n/g, "\n").split("\n")) {
+    if (line.trim().startsWith("```")) inFence = !inFence;
+    if (!inFence && line.startsWith("## ")) skip = budgetFreeHeadings.includes(line.slice(3).trim());
+    if (!skip) kept.push(line);
+  }
+  return [...kept.join("\n").trim()].length;
+}

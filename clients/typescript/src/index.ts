@@ -14,7 +14,7 @@ import { makeConnectWebSocket } from "./websocket.js";
 
 export type * from "./contract.js";
 export * from "./client.js";
-export { handoffHeadings, handoffParts, parseHandoff, partOf, splitSections } from "./handoff.js";
+export { budgetFreeHeadings, handoffHeadings, handoffParts, parseHandoff, partOf, splitSections, summaryChars } from "./handoff.js";
 export type { HandoffPart, ParsedHandoff } from "./handoff.js";
 export type { ConnectWebSocketOptions, WebSocketConstructor, WebSocketLike } from "./websocket.js";
 

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { parseHandoff, handoffHeadings } from "../dist/esm/index.js";
+import { parseHandoff, handoffHeadings, summaryChars } from "../dist/esm/index.js";
 
 const cases = JSON.parse(readFileSync(new URL("./handoff-cases.json", import.meta.url), "utf8"));
 
@@ -11,6 +11,7 @@ for (const c of cases) {
   test(`handoff case: ${c.name}`, () => {
     const h = parseHandoff(c.md);
     assert.deepEqual(h.problems, c.problems);
+    assert.equal(summaryChars(c.md), c.summaryChars, "summaryChars");
     if (c.problems.length === 0) {
       assert.equal(h.lang, c.lang);
       assert.equal(Object.keys(h.sections).length, 5);

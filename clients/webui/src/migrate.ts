@@ -3,7 +3,7 @@
 // Markdown view) whose headings are checked live by the client package's
 // parser, then execute with the edited text inline, and open the target.
 
-import { handoffHeadings, parseHandoff, type MigrationPreviewResult, type ProgressParams, type SessionListItem } from "../../typescript/src/browser.js";
+import { handoffHeadings, parseHandoff, summaryChars, type MigrationPreviewResult, type ProgressParams, type SessionListItem } from "../../typescript/src/browser.js";
 import type { App } from "./main.js";
 import type { SessionView } from "./session.js";
 import { clear, h } from "./dom.js";
@@ -24,6 +24,9 @@ export class MigrationPanel {
   private readonly textArea = h("textarea", { id: "handoff-text", "aria-label": "Handoff text", rows: 18, spellcheck: false });
   private readonly rendered = h("div", { id: "handoff-rendered", "aria-label": "Rendered handoff", role: "document", hidden: true });
   private readonly checks = h("ul", { id: "handoff-checks", "aria-label": "Handoff sections" });
+  private readonly count = h("p", { id: "handoff-count", role: "status" });
+  private readonly overBudget = h("input", { type: "checkbox", id: "mig-over-budget" });
+  private readonly overBudgetLabel = h("label", { hidden: true }, this.overBudget, " send it over its budget anyway");
   private readonly cont = h("input", { type: "checkbox", id: "mig-continue" });
   private readonly warnings = h("ul", { id: "mig-warnings", "aria-label": "Migration warnings" });
   private readonly executeButton = h("button", { type: "button", id: "mig-execute", onclick: () => void this.execute() }, "Execute migration");
@@ -57,6 +60,8 @@ export class MigrationPanel {
       this.textArea,
       this.rendered,
       this.checks,
+      this.count,
+      this.overBudgetLabel,
       this.warnings,
       h("label", {}, this.cont, " let the target continue after restating (otherwise it restates and waits)"),
       this.executeButton,
@@ -176,6 +181,16 @@ export class MigrationPanel {
     // A handoff missing a section is not executed: the target would lack it.
     this.executeButton.disabled = !complete || parsed.problems.length > 0;
     this.executeButton.title = this.executeButton.disabled ? "Every section needs a heading and some text first" : "";
+    // The summary budget, counted live as the server counts it (visual
+    // evidence has its own budget); execute refuses an over-budget handoff
+    // unless the box says to send it anyway.
+    const budget = this.preview?.summaryCharBudget ?? 0;
+    const n = summaryChars(this.textArea.value);
+    const over = budget > 0 && n > budget;
+    this.count.textContent = budget > 0 ? `${n} / ${budget} characters${over ? " — over the summary budget" : ""}` : `${n} characters`;
+    this.count.className = over ? "bad" : "ok";
+    this.editor.dataset.overBudget = String(over);
+    this.overBudgetLabel.hidden = !over;
   }
 
   async execute(): Promise<void> {
@@ -185,6 +200,7 @@ export class MigrationPanel {
         previewId: this.preview.previewId,
         summary: this.textArea.value,
         ...(this.cont.checked ? { continue: true } : {}),
+        ...(this.overBudget.checked && !this.overBudgetLabel.hidden ? { allowOverBudget: true } : {}),
       }),
     );
     if (!res) return;

@@ -281,6 +281,11 @@ test("migration: preview, edit a number in the handoff editor, execute; the targ
   const original = await text.inputValue();
   assert.match(original, /4096/);
   assert.equal(await page.locator("#handoff-checks li.ok").count(), 5);
+  // The summary budget is counted live, as the server counts it…
+  await page.locator("#handoff-count", { hasText: / \/ 2400 characters$/ }).waitFor();
+  await text.fill(original.replace("The tests pass.", "The tests pass. " + "x".repeat(2400)));
+  await page.locator("#handoff-count", { hasText: "over the summary budget" }).waitFor();
+  assert.ok(await page.getByRole("checkbox", { name: "send it over its budget anyway" }).isVisible());
   // A broken heading is caught live by the client package's parser…
   await text.fill(original.replace("## Key files", "## Files"));
   await page.locator('#handoff-checks li.bad[data-part="keyFiles"]').waitFor();
