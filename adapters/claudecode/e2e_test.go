@@ -38,7 +38,7 @@ func offlineEnv(url, home string) []string {
 	}
 }
 
-func newE2E(t *testing.T) *e2e {
+func newE2E(t testing.TB) *e2e {
 	t.Helper()
 	bin := adaptertest.FindBinary(t, "claude")
 	fake, err := fakemodel.Start()
