@@ -512,3 +512,63 @@ func TestMigrationSummaryBudget(t *testing.T) {
 		}
 	})
 }
+
+// providerHost is a fake host under another harness's name whose models
+// carry a provider prefix ("anthropic/fake-large"), as OpenCode names
+// them; it starts the fake model underneath.
+type providerHost struct {
+	named
+	prefix string
+}
+
+func (p providerHost) Models(ctx context.Context) ([]core.Model, error) {
+	ms, err := p.Host.Models(ctx)
+	for i := range ms {
+		ms[i].ID = p.prefix + ms[i].ID
+	}
+	return ms, err
+}
+
+func (p providerHost) CreateSession(ctx context.Context, req core.CreateRequest, sink core.EventSink) (core.Live, error) {
+	req.Model = strings.TrimPrefix(req.Model, p.prefix)
+	return p.Host.CreateSession(ctx, req, sink)
+}
+
+// TestMigrationCarriesModelAcrossHarnesses: the source's model, its
+// provider and its effort reach a target on another harness by the pair's
+// table (Claude Code's bare Anthropic id becomes OpenCode's
+// "anthropic/<id>"); a pair with no shared provider carries none, and says so.
+func TestMigrationCarriesModelAcrossHarnesses(t *testing.T) {
+	ctx := context.Background()
+	var prompts []string
+	o := fake.Options{Script: workerScript(&prompts)}
+	claude := named{Host: fake.New(o), name: "claude-code"}
+	opencode := providerHost{named: named{Host: fake.New(o), name: "opencode"}, prefix: "anthropic/"}
+	codex := named{Host: fake.New(o), name: "codex"}
+	r := newRig(t, rigOptions{fake: o, extra: []core.BridgeHost{claude, opencode, codex}})
+	created, err := r.svc.SessionCreate(ctx, schema.SessionCreateParams{Harness: "claude-code", Cwd: t.TempDir(), Model: "fake-large", Effort: "high"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.prompt(created.SessionID, "say the port is 55837")
+	for _, c := range []struct {
+		harness, model, effort string
+		carried                bool
+	}{{"opencode", "anthropic/fake-large", "high", true}, {"codex", "", "", false}} {
+		p, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: created.SessionID, Target: schema.MigrationTarget{Harness: c.harness}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := r.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID, Inject: "prompt"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tgt, _ := r.db.GetSession(ctx, out.TargetSessionID)
+		if out.ModelTransferred != c.carried || tgt.Model != c.model || tgt.Effort != c.effort {
+			t.Errorf("%s target: model %q effort %q (transferred %v), want %q %q", c.harness, tgt.Model, tgt.Effort, out.ModelTransferred, c.model, c.effort)
+		}
+		if said := strings.Contains(strings.Join(out.Warnings, "\n"), "is not carried across harnesses"); said == c.carried {
+			t.Errorf("%s target: warnings %q", c.harness, out.Warnings)
+		}
+	}
+}
