@@ -27,7 +27,7 @@ func TestConformance(t *testing.T) {
 			core.CapSessionSelect, core.CapSessionPrompt, core.CapSessionCancel, core.CapSessionRename,
 			core.CapWorkspaceList, core.CapWorkspaceArchive, core.CapPresetList, core.CapGoalCreate,
 			core.CapGoalPause, core.CapGoalClear, core.CapNativeResume, core.CapCompactCommand, core.CapContextGauge,
-			core.CapApprovalRelay, core.CapPromptSteer,
+			core.CapApprovalRelay, core.CapPromptSteer, core.CapSessionFork,
 		},
 		// A command Codex does not trust: it asks (untrusted policy).
 		Approval: func(t *testing.T) []core.Content {

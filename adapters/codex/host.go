@@ -280,8 +280,14 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
+// threadParams are thread/start's (and resume's, fork's) overrides: the
+// asking approval policy, so that approvals reach the client, unless the
+// preset says approvalRelay: false (then Codex's own configured policy).
 func (l *live) threadParams(req core.CreateRequest) map[string]any {
-	params := map[string]any{"approvalPolicy": askingPolicy}
+	params := map[string]any{}
+	if req.Preset.Relays() {
+		params["approvalPolicy"] = askingPolicy
+	}
 	if req.Cwd != "" {
 		params["cwd"] = req.Cwd
 	}
