@@ -46,7 +46,7 @@ func (s *server) EntryAppended(e core.Entry) {
 func (s *server) ContextCompacted(n peer.ContextCompacted) {
 	s.notify("session/contextCompacted", schema.ContextCompactedNotification{SessionID: n.SessionID, EntryID: n.EntryID,
 		Harness: n.Harness, Trigger: schema.CompactionTrigger(n.Trigger), PreTokens: n.PreTokens, PostTokens: n.PostTokens,
-		Estimated: n.Estimated})
+		Estimated: n.Estimated, ShadowedTokens: n.ShadowedTokens, Cause: n.Cause})
 }
 
 // CheckpointSaved sends session/checkpointSaved.

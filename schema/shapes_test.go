@@ -55,7 +55,7 @@ var shapes = map[string]string{
 	"MigrationExecuteParams":       "previewId path? continue? inject? goalRounds? | workDoneToken? summary? allowOverBudget?",
 	"MigrationExecuteResult":       "targetSessionId modelTransferred goalCreated goalPaused kickoffSent warnings",
 	"SessionUpdateNotification":    "sessionId entry",
-	"ContextCompactedNotification": "sessionId entryId harness trigger preTokens? postTokens? estimated?",
+	"ContextCompactedNotification": "sessionId entryId harness trigger preTokens? postTokens? estimated? | shadowedTokens? cause?",
 	"CheckpointSavedNotification":  "sessionId entryId reason provenance method hot",
 	"RestoredNotification":         "sessionId mode reason? nativeError? checkpointEntryId?",
 	"ErrorData":                    "code detail? missing? | field?",

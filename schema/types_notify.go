@@ -27,6 +27,13 @@ type ContextCompactedNotification struct {
 	PostTokens *int64 `json:"postTokens,omitempty"`
 	// Estimated is true when the token counts were derived, not reported.
 	Estimated bool `json:"estimated,omitempty"`
+	// ShadowedTokens counts the tokens of the span the compaction replaced
+	// (not the window's size), where the harness reports it.
+	ShadowedTokens *int64 `json:"shadowedTokens,omitempty"`
+	// Cause says why an automatic compaction ran, where the harness tells:
+	// pressure (its threshold was crossed between steps) or
+	// context-overflow (the provider refused a request as too large).
+	Cause string `json:"cause,omitempty" jsonschema:"enum=pressure,enum=context-overflow"`
 }
 
 // CheckpointSavedNotification tells the client a Bridge checkpoint was

@@ -16,7 +16,7 @@ import (
 
 // TestE2EDSH drives the real DeepSeek Harness through the bridge binary:
 // doctor, a turn, /compact (one session/contextCompacted carrying DSH's
-// shadowedTokenCount), then, with both DSH and bridge restarted, a native
+// gauge as preTokens and its shadowedTokenCount as shadowedTokens), then, with both DSH and bridge restarted, a native
 // resume whose next turn still carries the compacted conversation, and the
 // session log DSH wrote imported with `bridge import`.
 func TestE2EDSH(t *testing.T) {
@@ -51,16 +51,17 @@ func TestE2EDSH(t *testing.T) {
 		t.Fatalf("session/compact = %+v, want by harness", cr)
 	}
 	var note struct {
-		SessionID string `json:"sessionId"`
-		Trigger   string `json:"trigger"`
-		Harness   string `json:"harness"`
-		PreTokens int64  `json:"preTokens"`
+		SessionID      string `json:"sessionId"`
+		Trigger        string `json:"trigger"`
+		Harness        string `json:"harness"`
+		PreTokens      int64  `json:"preTokens"`
+		ShadowedTokens int64  `json:"shadowedTokens"`
 	}
 	c.awaitNote("session/contextCompacted", func(m wireMsg) bool {
 		return m.Method == "session/contextCompacted" && json.Unmarshal(m.Params, &note) == nil && note.SessionID == sid
 	})
-	if note.Harness != "dsh" || note.Trigger != "manual" || note.PreTokens <= 0 {
-		t.Errorf("session/contextCompacted = %+v, want dsh, manual, preTokens from shadowedTokenCount", note)
+	if note.Harness != "dsh" || note.Trigger != "manual" || note.PreTokens <= 0 || note.ShadowedTokens <= 0 {
+		t.Errorf("session/contextCompacted = %+v, want dsh, manual, preTokens from DSH's gauge and shadowedTokens from its shadowedTokenCount", note)
 	}
 	if n := len(c.notesOf("session/contextCompacted")); n != 1 {
 		t.Errorf("%d session/contextCompacted notifications, want 1", n)

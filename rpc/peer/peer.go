@@ -46,6 +46,9 @@ type ContextCompacted struct {
 	PreTokens  *int64
 	PostTokens *int64
 	Estimated  bool
+	// ShadowedTokens and Cause are the context.compacted entry's.
+	ShadowedTokens *int64
+	Cause          string
 }
 
 // CheckpointSaved tells the client a Bridge checkpoint was committed. Hot is

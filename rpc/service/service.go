@@ -248,7 +248,7 @@ func (s *Service) announce(es ...core.Entry) {
 			if json.Unmarshal(e.Payload, &c) == nil {
 				s.opts.Notifier.ContextCompacted(ContextCompacted{SessionID: e.SessionID, EntryID: e.ID,
 					Harness: c.Harness, Trigger: c.Trigger, PreTokens: c.PreTokens, PostTokens: c.PostTokens,
-					Estimated: c.Estimated})
+					Estimated: c.Estimated, ShadowedTokens: c.ShadowedTokens, Cause: c.Cause})
 			}
 		}
 	}

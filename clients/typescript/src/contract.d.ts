@@ -255,6 +255,10 @@ export interface ClientInfo {
  */
 export interface ContextCompactedNotification {
   /**
+   * Cause says why an automatic compaction ran, where the harness tells: pressure (its threshold was crossed between steps) or context-overflow (the provider refused a request as too large).
+   */
+  cause?: "pressure" | "context-overflow";
+  /**
    * EntryID is the context.compacted entry.
    */
   entryId: string;
@@ -278,6 +282,10 @@ export interface ContextCompactedNotification {
    * SessionID is the session.
    */
   sessionId: string;
+  /**
+   * ShadowedTokens counts the tokens of the span the compaction replaced (not the window's size), where the harness reports it.
+   */
+  shadowedTokens?: number;
   /**
    * Trigger says who started the compaction.
    */
