@@ -252,3 +252,49 @@ func TestRealDSHCompactionContract(t *testing.T) {
 	// The held turn is left to the end of the test (rc.8 does not end a
 	// turn whose request is still open).
 }
+
+// TestRealDSHPressureCompaction: with a 4,000-token window (DSH's settings,
+// as a user would set them) and requests reported at 20,000 input tokens,
+// the real DSH compacts before a step for pressure; the record says
+// pressure (not context-overflow), with preTokens the gauge and the span's
+// shadowedTokenCount apart. A follow-up attempt DSH itself fails (its
+// summary not smaller) is kept as data, not as a compaction.
+func TestRealDSHPressureCompaction(t *testing.T) {
+	model, r := startReal(t)
+	model.Responder(func(req fakemodel.Request) (fakemodel.Reply, bool) {
+		if req.IsSummaryRequest() {
+			return fakemodel.Reply{Text: "SUMMARY: the earlier turns, condensed."}, true
+		}
+		return fakemodel.Reply{Text: "Fine.", InputTokens: 20000}, true
+	})
+	if err := r.SetContextWindow(4000); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rec := adaptertest.NewEvents()
+	live, err := realHost(r).CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir()}, rec.Sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close(ctx)
+	// Long enough turns that an older span lies outside DSH's retained tail.
+	for _, q := range []string{"First " + strings.Repeat("lorem ipsum ", 400), "Second " + strings.Repeat("dolor sit ", 400), "Third"} {
+		if _, err := live.Prompt(ctx, []core.Content{{Type: "text", Text: q}}); err != nil {
+			t.Fatalf("Prompt: %v\n%s", err, r.Logs())
+		}
+	}
+	cs := compacted(t, rec.Entries())
+	if len(cs) == 0 {
+		t.Fatalf("no compaction with a 4,000-token window and 20,000-token requests\n%s", r.Logs())
+	}
+	for _, c := range cs {
+		if c.Trigger != core.TriggerAuto || c.Cause != core.CausePressure || c.PreTokens == nil || *c.PreTokens != 20000 ||
+			c.ShadowedTokens == nil || *c.ShadowedTokens <= 0 || *c.ShadowedTokens == 20000 {
+			t.Errorf("context.compacted %+v, want auto for pressure, preTokens the 20,000-token gauge, the span's tokens apart", c)
+		}
+	}
+	if got := refusals(t, rec.Entries()); len(got) != 0 {
+		t.Errorf("the real DSH's record was refused: %q", got)
+	}
+}

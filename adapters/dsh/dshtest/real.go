@@ -336,6 +336,17 @@ func (r *Real) Call(method string, payload, out any) error {
 	return nil
 }
 
+// SetContextWindow declares DSH's DeepSeek models' context window in its
+// settings (settings.update of llm-deepseek models, as a user would), so a
+// test can cross DSH's pressure threshold (80% of it) with a few turns.
+func (r *Real) SetContextWindow(tokens int) error {
+	models := []map[string]any{
+		{"id": "deepseek-v4-flash", "name": "DeepSeek-V4-Flash", "contextWindow": tokens},
+		{"id": "deepseek-v4-pro", "name": "DeepSeek-V4-Pro", "contextWindow": tokens},
+	}
+	return r.Call("settings.update", map[string]any{"ns": "llm-deepseek", "patch": map[string]any{"models": models}}, nil)
+}
+
 // EnableImages declares DSH's DeepSeek models image-capable in its
 // settings (settings.update of llm-deepseek models, as a user would in
 // DSH's settings), so prompts may carry images; rc.8's defaults are
