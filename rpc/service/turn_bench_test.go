@@ -113,4 +113,3 @@ func turnShaped(n int) []core.NewEntry {
 	}
 	return out[:n]
 }
-
