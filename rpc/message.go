@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"go.lsp.dev/jsonrpc2"
+
+	"github.com/bridge-dev/bridge/core"
 )
 
 // MessageConn is a message-oriented transport (a WebSocket): each message
@@ -105,6 +107,10 @@ func (s *messageStream) Write(ctx context.Context, msg jsonrpc2.Message) (int64,
 	if err != nil {
 		return 0, fmt.Errorf("rpc: encoding a message: %w", err)
 	}
+	// Every message is valid UTF-8 (a WebSocket text message holding
+	// anything else is a protocol error that closes the connection), as on
+	// the stdio stream.
+	data = core.ValidJSON(data)
 	id, isResponse := responseID(data)
 	s.wmu.Lock()
 	err = s.conn.WriteMessage(context.WithoutCancel(ctx), data)

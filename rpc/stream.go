@@ -11,8 +11,11 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"go.lsp.dev/jsonrpc2"
+
+	"github.com/bridge-dev/bridge/core"
 )
 
 // DefaultMaxContentLength is the largest message body the server accepts
@@ -334,6 +337,13 @@ func (s *lspStream) Write(_ context.Context, msg jsonrpc2.Message) (int64, error
 	start := len(buf)
 	buf = jsonrpc2.AppendMessage(buf, msg)
 	body := buf[start:]
+	if !utf8.Valid(body) {
+		// Encoding/json passes raw JSON (payloads) through as it is: the
+		// record's door already made them valid, this is the last guard.
+		body = core.ValidJSON(body)
+		buf = append(buf[:start], body...)
+		body = buf[start:]
+	}
 	var hb [48]byte
 	head := strconv.AppendInt(append(hb[:0], header...), int64(len(body)), 10)
 	head = append(head, "\r\n\r\n"...)
