@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -169,21 +170,38 @@ func TestLoadManySessions(t *testing.T) {
 		t.Fatalf("only %d turns acknowledged in %v", total, dur)
 	}
 
-	// Back near the start: the descriptors at once (within a few of the
-	// start), memory once the runtime has given back what the load used
-	// (within 64 MiB or half again the start).
-	var rss, fds int
+	// Back near the start. Descriptors: those on anything but the
+	// record's own files within 2 of the start; the record's files are
+	// held by SQLite connection pools that keep what a load opened, up to
+	// their bound (16 connections to the record and 5 to its search index,
+	// each with the file, its log and its shared memory: 63). Memory:
+	// within 64 MiB or half again the start once the runtime has given
+	// back what the load used.
+	const recordFDs = 63
+	split := func(targets []string) (record, other int) {
+		for _, l := range targets {
+			if strings.HasPrefix(filepath.Base(l), "bridge.db") {
+				record++
+			} else {
+				other++
+			}
+		}
+		return record, other
+	}
+	_, other0 := split(before)
+	var rss, fds, rec, other int
 	for end := time.Now().Add(60 * time.Second); ; {
 		rss, fds = procStat(t, pid)
-		if (fds <= fds0+4 && rss <= max(rss0*3/2, rss0+64<<10)) || time.Now().After(end) {
+		rec, other = split(fdTargets(t, pid))
+		if (other <= other0+2 && rss <= max(rss0*3/2, rss0+64<<10)) || time.Now().After(end) {
 			break
 		}
 		time.Sleep(time.Second)
 	}
-	t.Logf("%d sessions, %v: %d turns acknowledged; RSS %d → peak %d → %d MiB; descriptors %d → peak %d → %d",
-		sessions, dur, total, rss0>>10, peakRSS>>10, rss>>10, fds0, peakFDs, fds)
-	if fds > fds0+4 {
-		t.Fatalf("descriptors: %d before the load, %d after it; new: %v", fds0, fds, newTargets(before, fdTargets(t, pid)))
+	t.Logf("%d sessions, %v: %d turns acknowledged; RSS %d → peak %d → %d MiB; descriptors %d → peak %d → %d (%d on the record's files)",
+		sessions, dur, total, rss0>>10, peakRSS>>10, rss>>10, fds0, peakFDs, fds, rec)
+	if other > other0+2 || rec > recordFDs {
+		t.Fatalf("descriptors: %d before the load, %d after it (%d on the record's files); new: %v", fds0, fds, rec, newTargets(before, fdTargets(t, pid)))
 	}
 	if rss > max(rss0*3/2, rss0+64<<10) {
 		t.Fatalf("resident memory: %d KiB before the load, %d KiB a minute after it", rss0, rss)
