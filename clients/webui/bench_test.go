@@ -71,7 +71,13 @@ func BenchmarkWebUI(b *testing.B) {
 	b.Setenv("CHROMIUM", chromium)
 	dir := b.TempDir()
 	sid := seed(b, dir, 100_000)
-	cmd := exec.Command(binPath, "web", "--data-dir", dir, "--listen", "127.0.0.1:0")
+	// WEBUI_BENCH_BIN measures another build (an older commit's, for a
+	// baseline in the same conditions).
+	bin := binPath
+	if v := os.Getenv("WEBUI_BENCH_BIN"); v != "" {
+		bin = v
+	}
+	cmd := exec.Command(bin, "web", "--data-dir", dir, "--listen", "127.0.0.1:0")
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)

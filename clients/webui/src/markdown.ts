@@ -20,6 +20,14 @@ const maxQuoteDepth = 8;
 /** maxInlineDepth bounds inline markup nested inside inline markup. */
 const maxInlineDepth = 4;
 
+/**
+ * work counts the characters the parser reads (each line once per block
+ * pattern tried on it, each character the inline scanner visits or skips,
+ * each character a look-ahead searches): a measure of its cost that a
+ * loaded machine does not blur. The unit tests hold it to linear growth.
+ */
+export const work = { reads: 0 };
+
 /** Inline is a run of text or inline markup. */
 export type Inline =
   | string
@@ -49,6 +57,7 @@ export function parseMarkdown(md: string, depth = 0): Block[] {
   let i = 0;
   while (i < lines.length) {
     const line = lines[i];
+    work.reads += 5 * (line.length + 1); // at most five anchored patterns tried on it
     const fence = fenceRe.exec(line);
     if (fence) {
       const body: string[] = [];
@@ -68,7 +77,10 @@ export function parseMarkdown(md: string, depth = 0): Block[] {
     if (itemRe.test(line)) {
       const ordered = /^\s*\d/.test(line);
       const items: Inline[][] = [];
-      while (i < lines.length && itemRe.test(lines[i])) items.push(parseInline(lines[i++].replace(itemRe, "")));
+      while (i < lines.length && itemRe.test(lines[i])) {
+        work.reads += 2 * (lines[i].length + 1);
+        items.push(parseInline(lines[i++].replace(itemRe, "")));
+      }
       out.push({ t: "list", ordered, items });
       continue;
     }
@@ -84,7 +96,10 @@ export function parseMarkdown(md: string, depth = 0): Block[] {
     }
     const para: Inline[][] = [parseInline(line)];
     i++;
-    while (i < lines.length && lines[i].trim() !== "" && !paraEndRe.test(lines[i])) para.push(parseInline(lines[i++]));
+    while (i < lines.length && lines[i].trim() !== "" && !paraEndRe.test(lines[i])) {
+      work.reads += 2 * (lines[i].length + 1);
+      para.push(parseInline(lines[i++]));
+    }
     out.push({ t: "p", lines: para });
   }
   return out;
@@ -120,6 +135,7 @@ class Ahead {
     if (q >= this.from[k] && q <= this.found[k]) return this.found[k];
     let at = this.s.indexOf(c, q);
     if (at < 0) at = this.s.length;
+    work.reads += at - q + 1;
     this.from[k] = q;
     this.found[k] = at;
     return at;
@@ -131,6 +147,7 @@ class Backticks {
   private readonly runs = new Map<number, number[]>();
   private readonly cursor = new Map<number, number>();
   constructor(s: string) {
+    work.reads += s.length;
     for (let i = 0; i < s.length; ) {
       if (s.charCodeAt(i) !== 96) {
         i++;
@@ -150,7 +167,7 @@ class Backticks {
     const list = this.runs.get(n);
     if (!list) return -1;
     let k = this.cursor.get(n) ?? 0;
-    while (k < list.length && list[k] < q) k++;
+    while (k < list.length && list[k] < q) (k++, work.reads++);
     this.cursor.set(n, k);
     return k < list.length ? list[k] : -1;
   }
@@ -201,11 +218,14 @@ class InlineScanner {
     let i = from;
     while (i < to) {
       const c = s[i];
+      work.reads++;
       if (!"\\`[!*_hH".includes(c)) {
         // Plain text: go to the next character that may start markup.
         special.lastIndex = i;
         const m = special.exec(s);
-        i = m ? Math.min(m.index, to) : to;
+        const next = m ? m.index : s.length;
+        work.reads += next - i;
+        i = Math.min(next, to);
         continue;
       }
       if (c === "\\" && i + 1 < to && punct.includes(s[i + 1])) {
@@ -216,7 +236,7 @@ class InlineScanner {
       }
       if (c === "`") {
         let j = i;
-        while (j < to && s[j] === "`") j++;
+        while (j < to && s[j] === "`") (j++, work.reads++);
         const n = j - i;
         const close = this.ticks.closer(n, j);
         if (close >= 0 && close + n <= to && close > j) {
@@ -294,6 +314,7 @@ class InlineScanner {
     let end = i;
     let open = 0;
     while (end < to && s[end].trim() !== "" && !"<>\"`".includes(s[end])) {
+      work.reads++;
       if (s[end] === "(") open++;
       else if (s[end] === ")") open--;
       end++;

@@ -73,3 +73,24 @@ test("hostile inputs of 80 KB parse, and keep their text", { timeout: 120_000 },
   for (let b = deep[0]; b?.t === "quote"; b = b.blocks[0]) depth++;
   assert.equal(depth, 8);
 });
+
+test("the parser's work grows linearly: per byte, 100× a hostile input costs at most 1.5× what 1× does", () => {
+  // work.reads counts the characters the parser reads (see markdown.ts):
+  // deterministic, unlike time on a loaded machine (bench/markdown.mjs
+  // times the same inputs).
+  const perByte = (input) => {
+    md.work.reads = 0;
+    md.parseMarkdown(input);
+    return md.work.reads / input.length;
+  };
+  const worse = [];
+  for (const [name, unit] of Object.entries(hostile)) {
+    const [one, ten, hundred] = [1_000, 10_000, 100_000].map((n) => perByte(unit.repeat(Math.ceil(n / unit.length))));
+    if (ten > 1.5 * one || hundred > 1.5 * one) worse.push(`${name}: ${one.toFixed(2)}, ${ten.toFixed(2)}, ${hundred.toFixed(2)} reads per byte`);
+    // A constant per byte, whatever the size (eight nested quotes read a line eight times).
+    assert.ok(hundred < 100, `${name}: ${hundred} reads per byte`);
+  }
+  assert.deepEqual(worse, []);
+  // The old link pattern's worst case, for scale: linear here too.
+  assert.ok(perByte("[a](".repeat(20_000)) < 20);
+});
