@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 
+	"github.com/bridge-dev/bridge/adapters/internal/forkreply"
 	"github.com/bridge-dev/bridge/core"
 )
 
@@ -16,15 +16,7 @@ import (
 // the fork gets a session id of its own and stores no transcript.
 type fork struct {
 	side *live
-
-	mu   sync.Mutex
-	text strings.Builder // assistant text of the running Ask
-}
-
-// refuseTools is the fork's approver: a checkpoint fork runs no tool it
-// would have to ask for.
-func refuseTools(ctx context.Context, r core.ApprovalRequest) core.ApprovalDecision {
-	return core.PolicyDecision(core.Preset{}, r, core.DecidedByPolicy, "a checkpoint fork runs no tools")
+	text forkreply.Text // assistant text of the running Ask
 }
 
 // Fork starts a side process holding a copy of the conversation as it
@@ -35,7 +27,7 @@ func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 		return nil, core.Errorf(core.CodeUnavailable, "claude-code: the session has no id to fork yet")
 	}
 	req := l.req
-	req.Approve = refuseTools
+	req.Approve = forkreply.Refuse
 	l.mu.Lock()
 	if l.selModel != "" {
 		req.Model = l.selModel
@@ -45,7 +37,7 @@ func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 	}
 	l.mu.Unlock()
 	f := &fork{}
-	side, err := l.host.start(ctx, req, "--resume", id, f.sink, "--fork-session", "--no-session-persistence")
+	side, err := l.host.start(ctx, req, "--resume", id, f.text.Sink, "--fork-session", "--no-session-persistence")
 	if err != nil {
 		return nil, core.E(core.CodeHarness, "claude-code: the fork of session "+id+" did not start", err)
 	}
@@ -53,29 +45,9 @@ func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 	return f, nil
 }
 
-// sink keeps the assistant text of the fork's turn; nothing else of the
-// fork is recorded.
-func (f *fork) sink(ev core.Event) {
-	if ev.Entry == nil || ev.Entry.Kind != core.KindAssistantMessage {
-		return
-	}
-	var p struct {
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(ev.Entry.Payload, &p) != nil || p.Text == "" {
-		return
-	}
-	f.mu.Lock()
-	f.text.WriteString(p.Text)
-	f.text.WriteString("\n")
-	f.mu.Unlock()
-}
-
 // Ask runs one turn in the fork.
 func (f *fork) Ask(ctx context.Context, prompt string) (core.ForkReply, error) {
-	f.mu.Lock()
 	f.text.Reset()
-	f.mu.Unlock()
 	m, _, err := f.side.runTurn(ctx, []core.Content{{Type: "text", Text: prompt}})
 	if err != nil {
 		return core.ForkReply{}, err
@@ -87,8 +59,6 @@ func (f *fork) Ask(ctx context.Context, prompt string) (core.ForkReply, error) {
 		}
 		return core.ForkReply{}, core.Errorf(core.CodeHarness, "claude-code: the fork's turn failed: %s", why)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	return core.ForkReply{Text: f.text.String(), Usage: resultUsage(m.Usage)}, nil
 }
 

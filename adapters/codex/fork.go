@@ -3,9 +3,8 @@ package codex
 import (
 	"context"
 	"encoding/json"
-	"strings"
-	"sync"
 
+	"github.com/bridge-dev/bridge/adapters/internal/forkreply"
 	"github.com/bridge-dev/bridge/core"
 )
 
@@ -15,15 +14,7 @@ import (
 // The live process is not paused, restarted or told.
 type fork struct {
 	side *live
-
-	mu   sync.Mutex
-	text strings.Builder // assistant text of the running Ask
-}
-
-// refuseTools is the fork's approver: a checkpoint fork runs no command or
-// file change it would have to ask for.
-func refuseTools(ctx context.Context, r core.ApprovalRequest) core.ApprovalDecision {
-	return core.PolicyDecision(core.Preset{}, r, core.DecidedByPolicy, "a checkpoint fork runs no tools")
+	text forkreply.Text // assistant text of the running Ask
 }
 
 // Fork starts the side process and forks the thread there.
@@ -33,12 +24,12 @@ func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 		return nil, core.Errorf(core.CodeUnavailable, "codex: the session has no thread to fork yet")
 	}
 	req := l.req
-	req.Approve = refuseTools
+	req.Approve = forkreply.Refuse
 	l.mu.Lock()
 	req.Model, req.Effort = l.model, l.effort
 	l.mu.Unlock()
 	f := &fork{}
-	side, err := l.h.open(ctx, req, f.sink)
+	side, err := l.h.open(ctx, req, f.text.Sink)
 	if err != nil {
 		return nil, err
 	}
@@ -65,29 +56,9 @@ func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 	return f, nil
 }
 
-// sink keeps the assistant text of the fork's turn; nothing else of the
-// fork is recorded.
-func (f *fork) sink(ev core.Event) {
-	if ev.Entry == nil || ev.Entry.Kind != core.KindAssistantMessage {
-		return
-	}
-	var p struct {
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(ev.Entry.Payload, &p) != nil || p.Text == "" {
-		return
-	}
-	f.mu.Lock()
-	f.text.WriteString(p.Text)
-	f.text.WriteString("\n")
-	f.mu.Unlock()
-}
-
 // Ask runs one turn in the fork.
 func (f *fork) Ask(ctx context.Context, prompt string) (core.ForkReply, error) {
-	f.mu.Lock()
 	f.text.Reset()
-	f.mu.Unlock()
 	res, err := f.side.Prompt(ctx, []core.Content{{Type: "text", Text: prompt}})
 	if err != nil {
 		return core.ForkReply{}, err
@@ -98,8 +69,6 @@ func (f *fork) Ask(ctx context.Context, prompt string) (core.ForkReply, error) {
 	f.side.mu.Lock()
 	u := f.side.usage
 	f.side.mu.Unlock()
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	return core.ForkReply{Text: f.text.String(), Usage: u}, nil
 }
 

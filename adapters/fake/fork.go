@@ -134,20 +134,28 @@ func (h *Host) ForkAsks() []string {
 // for it, without storing the prompt in the session's history.
 func (l *Live) takeDue() (due []string, prompts, used int64, err error) {
 	err = l.h.update(l.id, func(r *record) error {
-		r.Prompts++
+		due = r.nextPrompt()
 		prompts = r.Prompts
-		var keep []queued
-		for _, q := range r.Queue {
-			switch {
-			case q.Due == r.Prompts:
-				due = append(due, q.Line)
-			case q.Due > r.Prompts:
-				keep = append(keep, q)
-			}
-		}
-		r.Queue = keep
 		used = r.Used
 		return nil
 	})
 	return due, prompts, used, err
+}
+
+// nextPrompt counts one more prompt and takes the directives queued for it
+// (dropping any whose prompt has passed).
+func (r *record) nextPrompt() []string {
+	r.Prompts++
+	var due []string
+	var keep []queued
+	for _, q := range r.Queue {
+		switch {
+		case q.Due == r.Prompts:
+			due = append(due, q.Line)
+		case q.Due > r.Prompts:
+			keep = append(keep, q)
+		}
+	}
+	r.Queue = keep
+	return due
 }

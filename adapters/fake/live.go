@@ -226,18 +226,8 @@ func (l *Live) begin(text string, images []core.Content) ([]string, int64, error
 	var prompts, used int64
 	userID := l.nextID()
 	err := l.h.update(l.id, func(r *record) error {
-		r.Prompts++
+		due = r.nextPrompt()
 		prompts = r.Prompts
-		var keep []queued
-		for _, q := range r.Queue {
-			switch {
-			case q.Due == r.Prompts:
-				due = append(due, q.Line)
-			case q.Due > r.Prompts:
-				keep = append(keep, q)
-			}
-		}
-		r.Queue = keep
 		payload := map[string]any{"text": text}
 		if len(images) > 0 {
 			if r.Attachments == nil {

@@ -20,6 +20,13 @@ const (
 	replyMarker   = "CKPT-REPLY-9Z"
 )
 
+// liveThreadConfig plants the marker, and gives the shutdown checkpoints
+// (each a fork: a harness process start) time on a loaded machine.
+var liveThreadConfig = map[string]any{
+	"checkpointInstructions":    plantedMarker + ": a marker the tests look for.",
+	"shutdownCheckpointSeconds": 180,
+}
+
 // claudeSessionOf is the Claude Code session a model request belongs to
 // (metadata.user_id carries it as JSON text).
 func claudeSessionOf(r fakemodel.Request) string {
@@ -119,7 +126,7 @@ func checkForkCheckpoint(t *testing.T, c *client, sid, id, reason string) {
 // request (a marker planted in it), its heading or its reply.
 func TestE2EClaudeCheckpointsLeaveLiveThread(t *testing.T) {
 	t.Parallel()
-	h := newHarnessEnv(t, harnessOptions{Config: map[string]any{"checkpointInstructions": plantedMarker + ": a marker the tests look for."}})
+	h := newHarnessEnv(t, harnessOptions{Config: liveThreadConfig})
 	h.onText(checkpointMarker, inProse(checkpointJSON(replyMarker+": the parser is written; port 55837")))
 	var step atomic.Int32
 	h.on("PLAN-STEP-TURN", func(fakemodel.Request) fakemodel.Reply {
@@ -177,6 +184,15 @@ func TestE2EClaudeCheckpointsLeaveLiveThread(t *testing.T) {
 	}
 
 	// Shutdown, then a native resume in a new bridge process.
+	shutdownThenResume(t, h, c, sid, native, "TURN-FOUR: are you back?", 3, "TURN-THREE-ANSWER", "TURN-TWO-ANSWER")
+}
+
+// shutdownThenResume shuts the bridge down (a before_shutdown checkpoint,
+// by a fork), resumes sid natively in a new bridge process and runs turn:
+// the live request holds each of kept and nothing Bridge wrote, and asked
+// checkpoint requests in all went to forks.
+func shutdownThenResume(t *testing.T, h *harnessEnv, c *client, sid, native, turn string, asked int, kept ...string) {
+	t.Helper()
 	reply := c.wait(c.send("shutdown", nil))
 	if reply.Error != nil {
 		t.Fatalf("shutdown: %+v", reply.Error)
@@ -194,22 +210,23 @@ func TestE2EClaudeCheckpointsLeaveLiveThread(t *testing.T) {
 		t.Fatalf("session/resume = %+v, want native", r)
 	}
 	checkForkCheckpoint(t, c, sid, notes[0].EntryID, "before_shutdown")
-	say(t, c, sid, "TURN-FOUR: are you back?")
-	live = checkLiveThreadClean(t, h, native)
-	if txt := requestText(live[len(live)-1]); !strings.Contains(txt, "TURN-THREE-ANSWER") || !strings.Contains(txt, "TURN-TWO-ANSWER") {
-		t.Errorf("the live request after the shutdown checkpoint and native resume lost the turns before it")
-	}
-	// The checkpoints were asked, of forks: three requests outside the
-	// live thread carry the planted marker.
-	_, other := liveRequests(h.fake.Requests(), native)
-	asked := 0
-	for _, r := range other {
-		if strings.Contains(r.LastUserText, plantedMarker) {
-			asked++
+	say(t, c, sid, turn)
+	live := checkLiveThreadClean(t, h, native)
+	txt := requestText(live[len(live)-1])
+	for _, k := range kept {
+		if !strings.Contains(txt, k) {
+			t.Errorf("the live request after the shutdown checkpoint and native resume lost %q", k)
 		}
 	}
-	if asked != 2 {
-		t.Errorf("%d checkpoint requests outside the live thread, want 2", asked)
+	_, other := liveRequests(h.fake.Requests(), native)
+	n := 0
+	for _, r := range other {
+		if strings.Contains(r.LastUserText, plantedMarker) {
+			n++
+		}
+	}
+	if n != asked {
+		t.Errorf("%d checkpoint requests outside the live thread, want %d", n, asked)
 	}
 	if code := c.exit(true); code != 0 {
 		t.Errorf("bridge exit code %d", code)
@@ -223,7 +240,7 @@ func TestE2EClaudeCheckpointsLeaveLiveThread(t *testing.T) {
 // is not driven here; the service path is the same as Claude Code's.)
 func TestE2ECodexCheckpointsLeaveLiveThread(t *testing.T) {
 	t.Parallel()
-	h := newHarnessEnv(t, harnessOptions{Config: map[string]any{"checkpointInstructions": plantedMarker + ": a marker the tests look for."}})
+	h := newHarnessEnv(t, harnessOptions{Config: liveThreadConfig})
 	h.onText(checkpointMarker, inProse(checkpointJSON(replyMarker+": the parser is written; port 55837")))
 	h.onText("TURN-ONE", "TURN-ONE-ANSWER: port 55837 noted.")
 	h.onText("TURN-TWO", "TURN-TWO-ANSWER: done.")
@@ -246,39 +263,5 @@ func TestE2ECodexCheckpointsLeaveLiveThread(t *testing.T) {
 		t.Errorf("the live request after the manual checkpoint lost the turn before it")
 	}
 
-	reply := c.wait(c.send("shutdown", nil))
-	if reply.Error != nil {
-		t.Fatalf("shutdown: %+v", reply.Error)
-	}
-	notes, _ := savedNotes(c, sid, "before_shutdown")
-	if len(notes) != 1 || notes[0].Method != "fork" {
-		t.Fatalf("before_shutdown notifications %+v, want one by a fork", notes)
-	}
-	c.notify("exit", nil)
-	if code := waitExit(t, c); code != 0 {
-		t.Fatalf("exit code %d", code)
-	}
-	c = h.start(t)
-	if r, _ := resume(t, c, sid); r.Mode != "native" {
-		t.Fatalf("session/resume = %+v, want native", r)
-	}
-	checkForkCheckpoint(t, c, sid, notes[0].EntryID, "before_shutdown")
-	say(t, c, sid, "TURN-THREE: are you back?")
-	live = checkLiveThreadClean(t, h, native)
-	if txt := requestText(live[len(live)-1]); !strings.Contains(txt, "TURN-TWO-ANSWER") || !strings.Contains(txt, "TURN-ONE-ANSWER") {
-		t.Errorf("the live request after the shutdown checkpoint and native resume lost the turns before it")
-	}
-	_, other := liveRequests(h.fake.Requests(), native)
-	asked := 0
-	for _, r := range other {
-		if strings.Contains(r.LastUserText, plantedMarker) {
-			asked++
-		}
-	}
-	if asked != 2 {
-		t.Errorf("%d checkpoint requests outside the live thread, want 2", asked)
-	}
-	if code := c.exit(true); code != 0 {
-		t.Errorf("bridge exit code %d", code)
-	}
+	shutdownThenResume(t, h, c, sid, native, "TURN-THREE: are you back?", 2, "TURN-TWO-ANSWER", "TURN-ONE-ANSWER")
 }

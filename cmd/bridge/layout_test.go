@@ -66,6 +66,7 @@ var allowed = map[string]struct {
 	"adapters/fakemodel":          {nil, "the fake model server"},
 	"adapters/adaptertest":        {[]string{"core"}, "the conformance suite drives adapters through core's port only"},
 	"adapters/internal/findfiles": {nil, "the bounded file walk"},
+	"adapters/internal/forkreply": {[]string{"core"}, "what the adapters' forks share"},
 	"adapters/internal/ndjson":    {[]string{"adapters/internal/procutil"}, "one newline-delimited JSON-RPC connection"},
 	"adapters/internal/pending":   {nil, "the requests an adapter awaits"},
 	"adapters/internal/procutil":  {[]string{"core"}, "the one way a harness program is started"},
