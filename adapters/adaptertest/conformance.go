@@ -121,6 +121,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("fail-closed", s.testFailClosed)
 	t.Run("resume", s.testResume)
 	t.Run("approvals", s.testApprovals)
+	t.Run("fork", s.testFork)
 }
 
 type suite struct{ h Harness }
@@ -439,4 +440,46 @@ func orNone(s string) string {
 		return "(not reported)"
 	}
 	return s
+}
+
+// testFork: an adapter that claims session.fork has a live session that
+// implements core.Forker; a fork answers a scripted prompt and closes, and
+// nothing of it reaches the live session's sink. One that does not claim it
+// refuses Fork with core.ErrUnsupported where its live session has one.
+func (s *suite) testFork(t *testing.T) {
+	e := s.setup(t)
+	if !needLive(t, e) {
+		return
+	}
+	rec := newRecorder()
+	live := s.start(t, e, rec)
+	fk, isForker := live.(core.Forker)
+	if !e.claims[core.CapSessionFork] {
+		if isForker {
+			_, err := fk.Fork(e.ctx)
+			checkRefused(t, core.CapSessionFork, "Fork", err)
+		}
+		return
+	}
+	if !isForker {
+		t.Fatalf("%s is claimed available, but the live session does not implement core.Forker", core.CapSessionFork)
+	}
+	s.hello(t, e, live, rec)
+	before := len(rec.entries())
+	f, err := fk.Fork(e.ctx)
+	if err != nil {
+		t.Fatalf("%s is claimed available, but Fork failed: %v", core.CapSessionFork, err)
+	}
+	if s.h.Script != nil {
+		s.h.Script(t)
+	}
+	r, err := f.Ask(e.ctx, "Reply with one short sentence.")
+	checkWorks(t, core.CapSessionFork, "Fork.Ask", err)
+	if err == nil && strings.TrimSpace(r.Text) == "" {
+		t.Errorf("the fork answered with no text")
+	}
+	checkWorks(t, core.CapSessionFork, "Fork.Close", f.Close(e.ctx))
+	if after := rec.entries(); len(after) != before {
+		t.Errorf("the fork's turn reached the live session's sink: %d entries", len(after)-before)
+	}
 }
