@@ -78,6 +78,9 @@ type Preset struct {
 	// request); phase-boundary checkpoints then follow only the plans the
 	// harness reports anyway. Unset means enabled.
 	PlanTools *bool `json:"planTools,omitempty"`
+	// Worktree runs each session of the preset in a git worktree of its
+	// own (as session/create's worktree: true).
+	Worktree bool `json:"worktree,omitempty"`
 	// Checkpoint is how a checkpoint of a running session is written
 	// (CheckpointFork, the default, or CheckpointInThread); see
 	// CheckpointMethodFor.

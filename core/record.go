@@ -82,6 +82,8 @@ var RequiredFields = map[Kind][]string{
 	KindSessionForked: {"sourceSessionId", "sourceEntryId"},
 	// harness.event keeps a harness message Bridge has no mapping for, whole.
 	KindHarnessEvent: {"type"},
+	// usage.reported is what a turn cost (core.Usage).
+	KindUsageReported: {"inputTokens", "outputTokens"},
 }
 
 // Known reports whether this version of Bridge can write entries of kind k.

@@ -112,7 +112,7 @@ func (k Kind) Bookkeeping() bool {
 	switch k {
 	case KindCompactionRequest, KindCheckpoint, KindCompaction,
 		KindCompactionFailed, KindBranchSummary, KindSessionRestored,
-		KindSessionResumeFail, KindContextUsage:
+		KindSessionResumeFail, KindContextUsage, KindUsageReported:
 		return true
 	}
 	return false

@@ -139,6 +139,8 @@ type Backend interface {
 	MigrationExecute(ctx context.Context, p MigrationExecuteParams) (MigrationExecuteResult, error)
 	SessionQueue(ctx context.Context, p SessionQueueParams) (SessionQueueResult, error)
 	SessionWithdraw(ctx context.Context, p SessionWithdrawParams) (SessionWithdrawResult, error)
+	SessionUsage(ctx context.Context, p SessionUsageParams) (SessionUsageResult, error)
+	SessionDiff(ctx context.Context, p SessionDiffParams) (SessionDiffResult, error)
 }
 
 // Methods returns the contract's single method table, built on first use
@@ -182,6 +184,8 @@ var Methods = sync.OnceValue(func() []Method {
 		call("session/fork", Backend.SessionFork, "Fork", "Start a new session, on any harness, from a point of another."),
 		call("session/queue", Backend.SessionQueue, "", "List the prompts waiting for the running turn to end."),
 		call("session/withdraw", Backend.SessionWithdraw, "", "Take a queued prompt back before it runs."),
+		call("session/diff", Backend.SessionDiff, "", "A session's changes since it started (or a checkpoint) as a unified diff with per-file stats."),
+		call("session/usage", Backend.SessionUsage, "", "Sum what turns cost (tokens, cost) by session, harness, model or day."),
 		call("migration/preview", Backend.MigrationPreview, "Migration preview", "Write an editable five-part handoff."),
 		call("migration/execute", Backend.MigrationExecute, "Migration", "Run a previewed migration."),
 

@@ -51,6 +51,7 @@ var Shapes = sync.OnceValue(func() map[reflect.Type]Shape {
 		reflect.TypeFor[PermissionOptionKind]():  enum(AllowOnce, AllowAlways, RejectOnce, RejectAlways),
 		reflect.TypeFor[PermissionOutcomeKind](): enum(OutcomeSelected, OutcomeCancelled),
 		reflect.TypeFor[ExportFormat]():          enum(ExportMarkdown, ExportJSON),
+		reflect.TypeFor[UsageGroupBy]():          enum(UsageBySession, UsageByHarness, UsageByModel, UsageByDay),
 		reflect.TypeFor[Content]():               {OneOf: []string{"TextContent", "ImageContent"}},
 		reflect.TypeFor[WorkDoneProgress](): {OneOf: []string{"WorkDoneProgressBegin", "WorkDoneProgressReport",
 			"WorkDoneProgressEnd"}},

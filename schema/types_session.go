@@ -125,6 +125,10 @@ type SessionListItem struct {
 	RestoreMode RestoreMode `json:"restoreMode,omitempty"`
 	// Status is where the session stands: live, suspended, ended or idle.
 	Status SessionStatus `json:"status"`
+	// Branch is the branch of the session's own worktree, when it has one.
+	Branch string `json:"branch,omitempty"`
+	// Worktree is the session's own worktree (absent once removed).
+	Worktree string `json:"worktree,omitempty"`
 }
 
 // SessionCreateParams starts a session.
@@ -142,6 +146,10 @@ type SessionCreateParams struct {
 	Effort string `json:"effort,omitempty"`
 	// Title is the session's title.
 	Title string `json:"title,omitempty"`
+	// Worktree runs the session in a git worktree of its own, made from
+	// the cwd's repository on a new branch named for the session (a cwd in
+	// no repository is refused). A preset's worktree key does the same.
+	Worktree bool `json:"worktree,omitempty"`
 }
 
 // SessionCreateResult names the new session.
@@ -152,6 +160,29 @@ type SessionCreateResult struct {
 	Harness string `json:"harness"`
 	// NativeSessionID is the harness's own id, when already known.
 	NativeSessionID string `json:"nativeSessionId,omitempty"`
+	// Repo is the session's git repository, when it started in one.
+	Repo *SessionRepo `json:"repo,omitempty"`
+}
+
+// SessionRepo is a session's git repository as Bridge recorded it when the
+// session started.
+type SessionRepo struct {
+	// Root is the repository's top level.
+	Root string `json:"root"`
+	// BaseCommit is the commit the session started from: session/diff
+	// compares against it.
+	BaseCommit string `json:"baseCommit"`
+	// Worktree is the session's own worktree; absent when the session
+	// works in the shared cwd.
+	Worktree string `json:"worktree,omitempty"`
+	// Branch is the worktree's branch.
+	Branch string `json:"branch,omitempty"`
+	// Removed is true once the worktree was removed (archived); the
+	// branch stays.
+	Removed bool `json:"removed,omitempty"`
+	// SourceDirty is true when the cwd had uncommitted changes as the
+	// worktree was made: the worktree starts from the commit without them.
+	SourceDirty bool `json:"sourceDirty,omitempty"`
 }
 
 // SessionPromptParams runs one turn; entries stream as session/update

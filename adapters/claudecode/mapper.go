@@ -37,6 +37,8 @@ type streamMsg struct {
 	NumTurns   int             `json:"num_turns"`
 	CostUSD    float64         `json:"total_cost_usd"`
 	DurationMS int64           `json:"duration_ms"`
+	// SinceLastResult is the turn's usage per model (usage.go).
+	SinceLastResult map[string]modelUsage `json:"model_usage_since_last_result"`
 	// system/status
 	Status        *string `json:"status"`
 	CompactResult string  `json:"compact_result"`
@@ -295,7 +297,7 @@ func mapStream(m *streamMsg, raw []byte) []core.Event {
 		if m.Result != "" {
 			p["result"] = m.Result
 		}
-		return []core.Event{{Entry: entry(core.KindSessionStatus, id, p)}}
+		return append([]core.Event{{Entry: entry(core.KindSessionStatus, id, p)}}, turnUsage(m, id, m.Model)...)
 	case "control_response", "control_request", "control_cancel_request", "keep_alive", "stream_event":
 		return nil
 	}

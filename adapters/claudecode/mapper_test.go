@@ -101,9 +101,9 @@ func TestMapRecordedSession(t *testing.T) {
 		}
 		kinds = append(kinds, k)
 	}
-	want := "assistant.message session.status(turn_completed) assistant.message session.status(turn_completed) " +
+	want := "assistant.message session.status(turn_completed) usage.reported assistant.message session.status(turn_completed) usage.reported " +
 		"session.status(compacting) session.status(compact_success) context.compacted harness.event(compact_summary) " +
-		"harness.event(local_command) session.status(turn_completed)"
+		"harness.event(local_command) session.status(turn_completed) usage.reported"
 	if got := strings.Join(kinds, " "); got != want {
 		t.Errorf("kinds:\n got %s\nwant %s", got, want)
 	}

@@ -51,6 +51,7 @@ type importer struct {
 	lastComp   int  // index in b.Pending() of the last context.compacted, or -1
 	folded     bool // whether a summary was folded into it
 	evidence   *evidence
+	response   *responseUsage // the usage of the response being read (usage.go)
 }
 
 // add maps one transcript line and tells whether it is a Claude Code
@@ -104,6 +105,13 @@ func (im *importer) add(raw []byte) (record bool, err error) {
 			head.Model = t.Message.Model
 		}
 		evs = assistantEvents(t.Message, id, t.ParentToolUseID, t.Error)
+		if t.SessionIDC != "" { // on disk: no result lines carry the turn's usage
+			for _, e := range im.noteResponse(t.Message, raw) {
+				if err := im.emit(e); err != nil {
+					return record, err
+				}
+			}
+		}
 	default:
 		evs = mapStream(&t.streamMsg, raw)
 	}
@@ -239,6 +247,11 @@ func readTranscript(ctx context.Context, r io.Reader, total int64, fallbackID st
 		return core.ImportedSession{}, core.Errorf(core.CodeInvalid,
 			"not a Claude Code transcript: %d of %d non-empty lines are Claude Code records",
 			records, records+other)
+	}
+	for _, e := range im.takeResponse() {
+		if err := im.emit(e); err != nil {
+			return core.ImportedSession{}, err
+		}
 	}
 	if err := im.flush(true); err != nil {
 		return core.ImportedSession{}, err

@@ -184,7 +184,7 @@ func TestReplayAutoCompaction(t *testing.T) {
 	}
 	// The token count Codex reports after the compaction (the second
 	// turn's) is recorded as context.usage.
-	want := "assistant.message context.compacted assistant.message context.usage"
+	want := "assistant.message usage.reported context.compacted assistant.message context.usage usage.reported"
 	if got := strings.Join(kinds, " "); got != want {
 		t.Errorf("kinds = %s\nwant    %s", got, want)
 	}

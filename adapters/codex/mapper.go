@@ -55,6 +55,7 @@ type mapper struct {
 	// while Codex has not yet reported the next token count (the context's
 	// size after it), which is then recorded as context.usage.
 	afterCompaction string
+	ledger          ledger // token totals, for each turn's usage.reported (usage.go)
 }
 
 func newMapper() *mapper {
@@ -197,6 +198,7 @@ func (m *mapper) notification(method string, params json.RawMessage, raw []byte)
 		}
 		if json.Unmarshal(params, &p) == nil && p.Thread.ID != "" {
 			out.Events = append(out.Events, core.Event{NativeSessionID: p.Thread.ID, Model: p.Thread.Model})
+			m.ledger.model = p.Thread.Model
 		}
 	case "turn/started":
 		var p struct {
@@ -225,6 +227,9 @@ func (m *mapper) notification(method string, params json.RawMessage, raw []byte)
 		if m.activeTurn == p.Turn.ID {
 			m.activeTurn = ""
 		}
+		if ev := m.ledger.turnEnded(p.Turn.ID); ev != nil {
+			out.Events = append(out.Events, *ev)
+		}
 		out.TurnEnded = end
 	case "thread/tokenUsage/updated":
 		var p struct {
@@ -240,6 +245,7 @@ func (m *mapper) notification(method string, params json.RawMessage, raw []byte)
 			out.Events = append(out.Events, harnessEvent(method, params, raw))
 			break
 		}
+		m.ledger.noteTotals(params)
 		n := p.TokenUsage.Last.TotalTokens
 		m.lastTotal = &n
 		for id := range m.compPre {

@@ -31,8 +31,8 @@ func TestReplayToolsRecording(t *testing.T) {
 			kinds = append(kinds, string(e.Kind))
 		}
 	}
-	want := "tool.started tool.completed assistant.message " +
-		"tool.started tool.completed artifact.created assistant.message"
+	want := "tool.started tool.completed assistant.message usage.reported " +
+		"tool.started tool.completed artifact.created assistant.message usage.reported"
 	if got := strings.Join(kinds, " "); got != want {
 		t.Errorf("kinds = %s\nwant    %s", got, want)
 	}

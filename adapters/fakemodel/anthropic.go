@@ -88,7 +88,7 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		stop = "tool_use"
 	}
 	usage := map[string]any{"input_tokens": reply.InputTokens, "output_tokens": reply.OutputTokens,
-		"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+		"cache_creation_input_tokens": reply.CacheWriteTokens, "cache_read_input_tokens": reply.CacheReadTokens}
 	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")
 		b, _ := json.Marshal(map[string]any{"id": id, "type": "message", "role": "assistant", "model": model,
@@ -103,7 +103,7 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		"id": id, "type": "message", "role": "assistant", "model": model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": reply.InputTokens, "output_tokens": 1,
-			"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}})
+			"cache_creation_input_tokens": reply.CacheWriteTokens, "cache_read_input_tokens": reply.CacheReadTokens}}})
 	for i, b := range blocks {
 		switch b["type"] {
 		case "text":

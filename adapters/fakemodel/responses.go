@@ -88,11 +88,11 @@ func (s *Server) openaiResponses(w http.ResponseWriter, r *http.Request) {
 		item = responsesMessage(emit, n, reply.Text)
 	}
 	usage := map[string]any{
-		"input_tokens":          reply.InputTokens,
-		"input_tokens_details":  map[string]any{"cached_tokens": 0},
+		"input_tokens":          reply.InputTokens + reply.CacheReadTokens,
+		"input_tokens_details":  map[string]any{"cached_tokens": reply.CacheReadTokens},
 		"output_tokens":         reply.OutputTokens,
 		"output_tokens_details": map[string]any{"reasoning_tokens": 0},
-		"total_tokens":          reply.InputTokens + reply.OutputTokens,
+		"total_tokens":          reply.InputTokens + reply.CacheReadTokens + reply.OutputTokens,
 	}
 	emit("response.completed", map[string]any{"response": base("completed", []any{item}, usage)})
 }

@@ -28,6 +28,12 @@ type Reply struct {
 	InputTokens int64
 	// OutputTokens is the output usage reported (0: a small count).
 	OutputTokens int64
+	// CacheReadTokens and CacheWriteTokens are the prompt-cache usage
+	// reported (Anthropic cache_read_input_tokens and
+	// cache_creation_input_tokens; OpenAI Responses cached_tokens, counted
+	// within input_tokens as that API does, and no cache writes).
+	CacheReadTokens  int64
+	CacheWriteTokens int64
 	// Hang keeps the response open without an answer until the client goes
 	// away or the server closes.
 	Hang bool
@@ -57,6 +63,19 @@ type Request struct {
 	// shape, flattened), used to tell a summarisation request from a turn.
 	LastUserText string    `json:"lastUserText"`
 	Time         time.Time `json:"time"`
+	// Reported is the usage the answer reported (zero for an error or a
+	// hanging answer).
+	Reported Usage `json:"reported"`
+}
+
+// Usage is what the server reported for one request, in the four parts
+// the usage ledger keeps: input not read from the cache, output, cache
+// reads and cache writes.
+type Usage struct {
+	InputTokens      int64 `json:"inputTokens"`
+	OutputTokens     int64 `json:"outputTokens"`
+	CacheReadTokens  int64 `json:"cacheReadTokens"`
+	CacheWriteTokens int64 `json:"cacheWriteTokens"`
 }
 
 // IsSummaryRequest reports whether r looks like a harness's own compaction
@@ -146,6 +165,7 @@ func (s *Server) record(req Request) Reply {
 	req.Time = time.Now()
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
+	at := len(s.requests) - 1
 	var r Reply
 	picked := false
 	if len(s.queue) > 0 {
@@ -169,6 +189,18 @@ func (s *Server) record(req Request) Reply {
 	}
 	if r.OutputTokens == 0 {
 		r.OutputTokens = int64(len(r.Text)/4 + 1)
+	}
+	if !r.Hang && (r.Status == 0 || r.Status == 200) {
+		s.mu.Lock()
+		u := Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens}
+		switch req.API {
+		case "anthropic":
+			u.CacheReadTokens, u.CacheWriteTokens = r.CacheReadTokens, r.CacheWriteTokens
+		case "responses":
+			u.CacheReadTokens = r.CacheReadTokens
+		}
+		s.requests[at].Reported = u
+		s.mu.Unlock()
 	}
 	return r
 }

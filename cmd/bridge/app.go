@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -155,7 +156,7 @@ func (a *app) buildWith(st store, h hostSet, o openOptions) (*env, error) {
 		n = &cliNotifier{w: a.stderr}
 	}
 	so := service.Options{Store: st.db, Hosts: h.hosts, Notifier: n, Presets: cfg.Presets,
-		DataDir: st.dir, Database: st.db.Path(), CheckpointTimeout: cfg.CheckpointTimeout(), CheckpointInstructions: cfg.CheckpointInstructions, RepoStatus: gitStatus,
+		DataDir: st.dir, Database: st.db.Path(), CheckpointTimeout: cfg.CheckpointTimeout(), CheckpointInstructions: cfg.CheckpointInstructions, RepoStatus: gitStatus, Git: runGit,
 		Permissions: o.permissions, ApprovalTimeout: cfg.ApprovalTimeout()}
 	if err := cfg.controller(&so); err != nil {
 		st.db.Close()
@@ -179,24 +180,12 @@ func (a *app) buildWith(st store, h hostSet, o openOptions) (*env, error) {
 // hooks, no pager, no optional locks (a status must not write the index),
 // no terminal prompt.
 func gitStatus(ctx context.Context, dir string) (string, error) {
-	bin, err := gitBinary()
-	if err != nil {
-		return "", err
-	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--no-pager",
-		"-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat",
-		"-c", "core.untrackedCache=false",
-		"-C", dir, "status", "--porcelain")
-	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "PAGER=cat",
-		"GIT_NO_REPLACE_OBJECTS=1")
-	cmd.Stdin = nil
-	cmd.WaitDelay = time.Second
-	out, err := cmd.Output()
+	out, err := runGit(ctx, dir, "status", "--porcelain")
 	if err != nil {
-		var ee *exec.ExitError
-		if ok := asExit(err, &ee); ok && strings.Contains(string(ee.Stderr), "not a git repository") {
+		var ge *gitError
+		if errors.As(err, &ge) && strings.Contains(ge.stderr, "not a git repository") {
 			return "", nil
 		}
 		return "", fmt.Errorf("git status in %s: %w", core.Quote(dir), err)
@@ -223,14 +212,6 @@ var gitPath = sync.OnceValues(func() (string, error) {
 })
 
 func gitBinary() (string, error) { return gitPath() }
-
-func asExit(err error, target **exec.ExitError) bool {
-	e, ok := err.(*exec.ExitError)
-	if ok {
-		*target = e
-	}
-	return ok
-}
 
 // cliNotifier tells a person at a terminal about warnings only.
 type cliNotifier struct{ w io.Writer }

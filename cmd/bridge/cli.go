@@ -46,6 +46,8 @@ var commands = []command{
 	{name: "import", args: "[PATH]", variadic: true, summary: "bring a transcript (--harness H PATH; --harness bridge for an export) or, with --discover, every harness's new transcripts into the record",
 		about: "With --discover, Bridge looks where each configured harness keeps its transcripts (Claude Code:\n$CLAUDE_CONFIG_DIR or ~/.claude/projects; Codex: $CODEX_HOME or ~/.codex/sessions; OpenCode: its database\nopencode.db in $XDG_DATA_HOME/opencode or ~/.local/share/opencode; DeepSeek Harness: $DSH_HOME or\n~/.dsh/sessions), imports the new and changed ones (a grown transcript adds only its new entries) and\nprints a summary per harness. Entries keep the times the harness wrote them. It only reads the\nharnesses' files."},
 	{name: "search", args: "QUERY...", nargs: 1, variadic: true, summary: "search every session's text (--harness, --cwd, --session, --since, --until)"},
+	{name: "diff", args: "SESSION", nargs: 1, summary: "what a session changed in its repository since it started (--since CHECKPOINT, --stat)"},
+	{name: "usage", args: "[SESSION]", variadic: true, summary: "what turns cost: tokens and cost by session, harness, model or day (--group-by, --since, --until)"},
 	{name: "export", args: "SESSION", nargs: 1, summary: "render a session as Markdown or lossless JSON (--format, --output)"},
 	{name: "fork", args: "SESSION", nargs: 1, summary: "start a new session on any harness from a point of this one (--entry, --harness)"},
 	{name: "checkpoint", args: "SESSION", nargs: 1, summary: "write a Bridge checkpoint of a session now"},

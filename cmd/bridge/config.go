@@ -56,6 +56,14 @@ type Config struct {
 	// is more than this many entries behind its newest is preceded by a
 	// before_native_resume checkpoint (default 200; negative never).
 	RiskyResumeEntries int `json:"riskyResumeEntries,omitempty"`
+	// Prices is the usage ledger's price table: per model, US dollars per
+	// million tokens ({"input", "output", "cacheRead", "cacheWrite"}).
+	// Usage a harness reports without a cost is priced from it, marked
+	// estimated.
+	Prices map[string]core.Price `json:"prices,omitempty"`
+	// WorktreesDir is where sessions' own git worktrees are made (default
+	// <data dir>/worktrees); an absolute path.
+	WorktreesDir string `json:"worktreesDir,omitempty"`
 }
 
 // controller returns the checkpoint controller's settings of c.
@@ -72,7 +80,7 @@ func (c Config) controller(o *service.Options) error {
 	o.ShutdownCheckpoint = time.Duration(c.ShutdownCheckpointSeconds * float64(time.Second))
 	o.NoShutdownCheckpoint = c.CheckpointOnShutdown != nil && !*c.CheckpointOnShutdown
 	o.RiskyResumeEntries = c.RiskyResumeEntries
-	return nil
+	return c.prices(o)
 }
 
 // HarnessConfig says how to start one harness program.

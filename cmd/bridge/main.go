@@ -110,6 +110,10 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		err = a.importCmd(ctx, cargs)
 	case "search":
 		err = a.searchCmd(ctx, cargs)
+	case "usage":
+		err = a.usageCmd(ctx, cargs)
+	case "diff":
+		err = a.diffCmd(ctx, cargs)
 	case "export":
 		err = a.exportCmd(ctx, cargs)
 	case "fork":

@@ -25,10 +25,21 @@ func (s *Service) SessionList(ctx context.Context, p schema.SessionListParams) (
 		return schema.SessionListResult{}, err
 	}
 	out := schema.SessionListResult{Items: make([]schema.SessionListItem, 0, len(items)), NextCursor: next}
+	repos, err := s.reposOf(ctx, items)
+	if err != nil {
+		return schema.SessionListResult{}, err
+	}
 	for _, x := range items {
-		out.Items = append(out.Items, schema.SessionListItem{SessionID: x.ID, Harness: x.Harness, Title: x.Title, Cwd: x.Cwd,
+		it := schema.SessionListItem{SessionID: x.ID, Harness: x.Harness, Title: x.Title, Cwd: x.Cwd,
 			Archived: x.Archived, UpdatedAt: x.UpdatedAt, CreatedAt: x.CreatedAt, Preset: x.Preset, Model: x.Model,
-			NativeSessionID: x.NativeSessionID, RestoreMode: schema.RestoreMode(x.RestoreMode), Status: s.status(x)})
+			NativeSessionID: x.NativeSessionID, RestoreMode: schema.RestoreMode(x.RestoreMode), Status: s.status(x)}
+		if r, ok := repos[x.ID]; ok {
+			it.Branch = r.Branch
+			if !r.Removed {
+				it.Worktree = r.Worktree
+			}
+		}
+		out.Items = append(out.Items, it)
 	}
 	return out, nil
 }
@@ -39,7 +50,11 @@ func (s *Service) SessionCreate(ctx context.Context, p schema.SessionCreateParam
 	if err != nil {
 		return schema.SessionCreateResult{}, err
 	}
-	return schema.SessionCreateResult{SessionID: sess.ID, Harness: sess.Harness, NativeSessionID: sess.NativeSessionID}, nil
+	out := schema.SessionCreateResult{SessionID: sess.ID, Harness: sess.Harness, NativeSessionID: sess.NativeSessionID}
+	if r, ok, err := s.sessionRepo(ctx, sess.ID); err == nil && ok {
+		out.Repo = wireRepo(r)
+	}
+	return out, nil
 }
 
 // SessionPrompt records the user's message and runs one turn: at once, or

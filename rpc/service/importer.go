@@ -146,7 +146,7 @@ func (s *Service) recordStream(ctx context.Context, harness string, read core.Im
 			if len(part.Entries) == 0 {
 				return nil
 			}
-			added, err := w.Append(ctx, out.SessionID, part.Entries...)
+			added, err := w.Append(ctx, out.SessionID, core.PriceUsage(s.opts.Prices, part.Entries)...)
 			if err != nil {
 				return fmt.Errorf("import %s: %w", core.Quote(what), err)
 			}

@@ -169,6 +169,7 @@ func (l *liveSession) appendRun(run []core.NewEntry, first int64) {
 		return
 	}
 	ctx := context.Background()
+	run = core.PriceUsage(l.svc.opts.Prices, run) // the usage ledger (usage.go)
 	out, err := l.svc.opts.Store.Append(ctx, l.sessionID, run...)
 	if err != nil && len(run) > 1 {
 		out = out[:0]

@@ -143,6 +143,9 @@ func (s *Service) promptQueued(ctx context.Context, p schema.SessionPromptParams
 	if err != nil {
 		return schema.SessionPromptResult{}, err
 	}
+	if err := s.worktreeGone(ctx, sess.ID); err != nil {
+		return schema.SessionPromptResult{}, err
+	}
 	id := p.PromptID
 	if id == "" {
 		id = s.opts.IDs.New("q_")

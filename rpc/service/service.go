@@ -56,6 +56,16 @@ type Options struct {
 	ShutdownCheckpoint time.Duration
 	// NoShutdownCheckpoint turns the before_shutdown checkpoints off.
 	NoShutdownCheckpoint bool
+	// Git runs git (worktrees and diffs, worktree.go); nil: sessions have
+	// no repository features.
+	Git GitRunner
+	// WorktreeDir is where sessions' worktrees are made (default
+	// DataDir/worktrees).
+	WorktreeDir string
+	// Prices are the price table of the usage ledger, by model, in US
+	// dollars per million tokens: usage a harness reports without a cost
+	// is priced from it, marked estimated.
+	Prices map[string]core.Price
 	// RiskyResumeEntries: a native resume of a session whose last boundary
 	// is more than this many entries behind its head is preceded by a
 	// before_native_resume checkpoint (0: 200; negative: never on this

@@ -96,6 +96,10 @@ export type ResumeRequestMode = "fresh";
  */
 export type SessionStatus = "live" | "suspended" | "ended" | "idle";
 /**
+ * UsageGroupBy is what session/usage sums by.
+ */
+export type UsageGroupBy = "session" | "harness" | "model" | "day";
+/**
  * WorkDoneProgress is one progress value, tagged by kind: begin, report or end. In Go it is one flat struct; the schema is the oneOf of WorkDoneProgressBegin, WorkDoneProgressReport and WorkDoneProgressEnd.
  */
 export type WorkDoneProgress = WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd;
@@ -290,6 +294,28 @@ export interface ContextCompactedNotification {
    * Trigger says who started the compaction.
    */
   trigger: CompactionTrigger;
+}
+/**
+ * DiffFile is one changed file's stats.
+ */
+export interface DiffFile {
+  /**
+   * Added and Removed count lines (0 for a binary file).
+   */
+  added: number;
+  /**
+   * Binary is true for a binary file.
+   */
+  binary?: boolean;
+  /**
+   * Path is the file's path in the repository.
+   */
+  path: string;
+  removed: number;
+  /**
+   * Untracked is true for a new file not yet added to git.
+   */
+  untracked?: boolean;
 }
 /**
  * DiscoverFailure is one transcript discovery could not import.
@@ -1629,6 +1655,10 @@ export interface SessionCreateParams {
    * Title is the session's title.
    */
   title?: string;
+  /**
+   * Worktree runs the session in a git worktree of its own, made from the cwd's repository on a new branch named for the session (a cwd in no repository is refused). A preset's worktree key does the same.
+   */
+  worktree?: boolean;
 }
 /**
  * SessionCreateResult names the new session.
@@ -1643,9 +1673,63 @@ export interface SessionCreateResult {
    */
   nativeSessionId?: string;
   /**
+   * Repo is the session's git repository, when it started in one.
+   */
+  repo?: SessionRepo;
+  /**
    * SessionID is Bridge's id of the session.
    */
   sessionId: string;
+}
+/**
+ * SessionDiffParams asks what a session changed in its repository.
+ */
+export interface SessionDiffParams {
+  /**
+   * SessionID is the session.
+   */
+  sessionId: string;
+  /**
+   * Since is "start" (default: the commit the session started from) or the id of one of the session's checkpoint entries (the last commit made before that checkpoint).
+   */
+  since?: string;
+}
+/**
+ * SessionDiffResult is a session's changes as a unified diff, with per-file stats.
+ */
+export interface SessionDiffResult {
+  /**
+   * BaseCommit is the commit compared against.
+   */
+  baseCommit: string;
+  /**
+   * Branch is the session's worktree branch, when it has one.
+   */
+  branch?: string;
+  /**
+   * Diff is the unified diff (git's format; new untracked files included).
+   */
+  diff: string;
+  /**
+   * Dir is the folder compared: the session's worktree, or the shared cwd.
+   */
+  dir: string;
+  /**
+   * Files are the changed files, by path.
+   */
+  files: DiffFile[];
+  /**
+   * Note says what the diff cannot tell (shared folder, deleted worktree, checkpoint base).
+   */
+  note?: string;
+  /**
+   * Shared is true when the session works in a folder others may write too: the diff then shows every change there since the base commit, not only this session's.
+   */
+  shared: boolean;
+  /**
+   * Truncated is true when Diff was cut at 8 MiB (Files is complete).
+   */
+  truncated?: boolean;
 }
 /**
  * SessionExportParams renders a session for reading or for moving it.
@@ -1804,6 +1888,10 @@ export interface SessionListItem {
    */
   archived: boolean;
   /**
+   * Branch is the branch of the session's own worktree, when it has one.
+   */
+  branch?: string;
+  /**
    * CreatedAt is when the session was created.
    */
   createdAt?: string;
@@ -1847,6 +1935,10 @@ export interface SessionListItem {
    * UpdatedAt is when the record last changed.
    */
   updatedAt: string;
+  /**
+   * Worktree is the session's own worktree (absent once removed).
+   */
+  worktree?: string;
 }
 /**
  * SessionListParams pages the sessions Bridge knows.
@@ -1987,6 +2079,35 @@ export interface SessionRenameParams {
  * SessionRenameResult acknowledges session/rename.
  */
 export interface SessionRenameResult {}
+/**
+ * SessionRepo is a session's git repository as Bridge recorded it when the session started.
+ */
+export interface SessionRepo {
+  /**
+   * BaseCommit is the commit the session started from: session/diff compares against it.
+   */
+  baseCommit: string;
+  /**
+   * Branch is the worktree's branch.
+   */
+  branch?: string;
+  /**
+   * Removed is true once the worktree was removed (archived); the branch stays.
+   */
+  removed?: boolean;
+  /**
+   * Root is the repository's top level.
+   */
+  root: string;
+  /**
+   * SourceDirty is true when the cwd had uncommitted changes as the worktree was made: the worktree starts from the commit without them.
+   */
+  sourceDirty?: boolean;
+  /**
+   * Worktree is the session's own worktree; absent when the session works in the shared cwd.
+   */
+  worktree?: string;
+}
 /**
  * SessionRequestPermissionParams asks the client's user whether a harness may run a tool (session/requestPermission, a request from Bridge). It is shaped as ACP's session/request_permission.
  */
@@ -2183,6 +2304,40 @@ export interface SessionUpdateNotification {
   sessionId: string;
 }
 /**
+ * SessionUsageParams asks the usage ledger what turns cost: of one session, or of every session in a time range, grouped.
+ */
+export interface SessionUsageParams {
+  /**
+   * GroupBy is what to sum by: session (default), harness, model or day (UTC).
+   */
+  groupBy?: UsageGroupBy;
+  /**
+   * SessionID keeps only this session's usage.
+   */
+  sessionId?: string;
+  /**
+   * Since keeps only usage at or after this time.
+   */
+  since?: string;
+  /**
+   * Until keeps only usage before this time.
+   */
+  until?: string;
+}
+/**
+ * SessionUsageResult is the ledger's sums, one per group, and their total.
+ */
+export interface SessionUsageResult {
+  /**
+   * Groups are the sums, ordered by key.
+   */
+  groups: UsageGroup[];
+  /**
+   * Total sums every group.
+   */
+  total: UsageGroup;
+}
+/**
  * SessionWithdrawParams takes a queued prompt back before it runs; its session/prompt is answered with stopReason "withdrawn".
  */
 export interface SessionWithdrawParams {
@@ -2276,6 +2431,51 @@ export interface TokenUsage {
    * OutputTokens are the reply's tokens.
    */
   outputTokens: number;
+}
+/**
+ * UsageGroup is the sum of the usage reports of one group.
+ */
+export interface UsageGroup {
+  /**
+   * CacheReadTokens counts input tokens read from the prompt cache.
+   */
+  cacheReadTokens: number;
+  /**
+   * CacheWriteTokens counts input tokens written to the prompt cache.
+   */
+  cacheWriteTokens: number;
+  /**
+   * CostUSD sums the costs known: the harnesses' own and those estimated from the configured price table.
+   */
+  costUsd: number;
+  /**
+   * EstimatedUSD is the estimated part of CostUSD.
+   */
+  estimatedUsd: number;
+  /**
+   * Harness is the group's harness, when all its reports have one.
+   */
+  harness?: string;
+  /**
+   * InputTokens counts input tokens not read from the prompt cache.
+   */
+  inputTokens: number;
+  /**
+   * Key is the group: a session id, a harness, a model or a day (YYYY-MM-DD, UTC); absent on the total.
+   */
+  key?: string;
+  /**
+   * OutputTokens counts output tokens.
+   */
+  outputTokens: number;
+  /**
+   * Reports counts the usage reports (one per turn, or per model response of an imported transcript).
+   */
+  reports: number;
+  /**
+   * UnpricedReports counts the reports with no cost at all (the harness gave none and the price table has no price for the model).
+   */
+  unpricedReports: number;
 }
 /**
  * WindowClientCapabilities are the window/* features of a client (LSP 3.17).
@@ -2481,6 +2681,8 @@ export interface BridgeMethods {
   "session/compact": { direction: "clientToServer"; params: SessionCompactParams; result: SessionCompactResult };
   /** Start a session. */
   "session/create": { direction: "clientToServer"; params: SessionCreateParams; result: SessionCreateResult };
+  /** A session's changes since it started (or a checkpoint) as a unified diff with per-file stats. */
+  "session/diff": { direction: "clientToServer"; params: SessionDiffParams; result: SessionDiffResult };
   /** Render a session as Markdown or lossless JSON. */
   "session/export": { direction: "clientToServer"; params: SessionExportParams; result: SessionExportResult };
   /** Start a new session, on any harness, from a point of another. */
@@ -2517,6 +2719,8 @@ export interface BridgeMethods {
   };
   /** Checkpoint a live session and stop its process; the next prompt brings it back. */
   "session/suspend": { direction: "clientToServer"; params: SessionSuspendParams; result: SessionSuspendResult };
+  /** Sum what turns cost (tokens, cost) by session, harness, model or day. */
+  "session/usage": { direction: "clientToServer"; params: SessionUsageParams; result: SessionUsageResult };
   /** Take a queued prompt back before it runs. */
   "session/withdraw": { direction: "clientToServer"; params: SessionWithdrawParams; result: SessionWithdrawResult };
   /** Stop serving; exit follows. */
