@@ -59,7 +59,7 @@ func (a *app) diffCmd(ctx context.Context, args []string) error {
 				}
 				fmt.Fprintf(a.stdout, "%s\t%s\n", counts, f.Path)
 			}
-			fmt.Fprintf(a.stdout, "%d files changed since %s\n", len(r.Files), shortID(r.BaseCommit))
+			fmt.Fprintf(a.stdout, "%d files changed since %.12s\n", len(r.Files), r.BaseCommit)
 			return nil
 		}
 		_, err = io.WriteString(a.stdout, r.Diff)
@@ -68,13 +68,6 @@ func (a *app) diffCmd(ctx context.Context, args []string) error {
 		}
 		return err
 	})
-}
-
-func shortID(c string) string {
-	if len(c) > 12 {
-		return c[:12]
-	}
-	return c
 }
 
 // usageCmd is `bridge usage [SESSION] [--group-by session|harness|model|day]

@@ -184,14 +184,7 @@ func (s *Service) checkpointBase(ctx context.Context, sessionID, entryID, dir st
 	if base == "" {
 		base = r.BaseCommit
 	}
-	return base, fmt.Sprintf("since checkpoint %s: from %s, the last commit before it (changes not committed by then count as after it)", entryID, shortCommit(base)), nil
-}
-
-func shortCommit(c string) string {
-	if len(c) > 12 {
-		return c[:12]
-	}
-	return c
+	return base, fmt.Sprintf("since checkpoint %s: from %.12s, the last commit before it (changes not committed by then count as after it)", entryID, base), nil
 }
 
 func exists(path string) bool {

@@ -90,7 +90,7 @@ func (s *Service) startRepo(ctx context.Context, sessionID, cwd string, worktree
 	if !worktree {
 		return r, cwd, nil
 	}
-	dirty, err := s.git(ctx, top, "status", "--porcelain", "--untracked-files=normal")
+	dirty, err := s.git(ctx, top, "status", "--porcelain", "--untracked-files=no")
 	if err != nil {
 		return core.SessionRepo{}, "", fmt.Errorf("git status of %s: %w", core.Quote(top), err)
 	}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// repoOfFiles makes a repository of n committed files (100 per folder).
+func repoOfFiles(b *testing.B, n int) string {
+	b.Helper()
+	dir := b.TempDir()
+	for i := 0; i < n; i++ {
+		p := filepath.Join(dir, fmt.Sprintf("d%03d", i/100), fmt.Sprintf("f%05d.txt", i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(fmt.Sprintf("file %d\nline two\n", i)), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-q", "-m", "files"}} {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=B", "-c", "user.email=b@localhost"}, args...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
+func gitB(b *testing.B, dir string, args ...string) {
+	b.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// BenchmarkWorktreeCreate: session/create with worktree: true on a
+// repository of 10,000 files (the fake harness, through the binary)
+// against `git worktree add` of a new branch alone; each worktree is
+// removed again outside the timing.
+//
+//	go test ./cmd/bridge -run '^$' -bench BenchmarkWorktreeCreate -count=10
+func BenchmarkWorktreeCreate(b *testing.B) {
+	repo := repoOfFiles(b, 10000)
+	b.Run("impl=git", func(b *testing.B) {
+		wt := b.TempDir()
+		for i := 0; i < b.N; i++ {
+			path := filepath.Join(wt, fmt.Sprint(i))
+			gitB(b, repo, "worktree", "add", "--quiet", "-b", fmt.Sprintf("plain-%d-%d", b.N, i), path, "HEAD")
+			b.StopTimer()
+			gitB(b, repo, "worktree", "remove", "--force", path)
+			b.StartTimer()
+		}
+	})
+	b.Run("impl=bridge", func(b *testing.B) {
+		data := b.TempDir()
+		c := startBridge(b, data)
+		c.initialize(nil)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			var r struct {
+				SessionID string    `json:"sessionId"`
+				Repo      *repoWire `json:"repo"`
+			}
+			c.mustCall("session/create", map[string]any{"harness": "fake", "cwd": repo, "worktree": true}, &r)
+			b.StopTimer()
+			if r.Repo == nil || r.Repo.Worktree == "" {
+				b.Fatalf("no worktree: %+v", r)
+			}
+			gitB(b, repo, "worktree", "remove", "--force", r.Repo.Worktree)
+			b.StartTimer()
+		}
+		b.StopTimer()
+		c.exit(true)
+	})
+}
+
+// BenchmarkSessionDiff: session/diff of a worktree session that changed
+// 100 of 10,000 files and added 10 (through the binary) against `git diff`
+// of the same worktree alone.
+//
+//	go test ./cmd/bridge -run '^$' -bench BenchmarkSessionDiff -count=10
+func BenchmarkSessionDiff(b *testing.B) {
+	repo := repoOfFiles(b, 10000)
+	data := b.TempDir()
+	c := startBridge(b, data)
+	c.initialize(nil)
+	var r struct {
+		SessionID string    `json:"sessionId"`
+		Repo      *repoWire `json:"repo"`
+	}
+	c.mustCall("session/create", map[string]any{"harness": "fake", "cwd": repo, "worktree": true}, &r)
+	for i := 0; i < 100; i++ {
+		p := filepath.Join(r.Repo.Worktree, fmt.Sprintf("d%03d", i), fmt.Sprintf("f%05d.txt", i*100))
+		if err := os.WriteFile(p, []byte("changed\n"), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; i < 10; i++ {
+		if err := os.WriteFile(filepath.Join(r.Repo.Worktree, fmt.Sprintf("new%d.txt", i)), []byte("new\n"), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("impl=git", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			gitB(b, r.Repo.Worktree, "diff", r.Repo.BaseCommit)
+		}
+	})
+	b.Run("impl=bridge", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			var d diffWire
+			c.mustCall("session/diff", map[string]any{"sessionId": r.SessionID}, &d)
+			if len(d.Files) != 110 {
+				b.Fatalf("diff of %d files, want 110", len(d.Files))
+			}
+		}
+	})
+	c.exit(true)
+}
