@@ -137,6 +137,22 @@ type UsageSum struct {
 	Unpriced     int64
 }
 
+// Add adds o's counts to u; the harness stays only when both have the
+// same.
+func (u *UsageSum) Add(o UsageSum) {
+	if u.Harness != o.Harness {
+		u.Harness = ""
+	}
+	u.Reports += o.Reports
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	u.CacheReadTokens += o.CacheReadTokens
+	u.CacheWriteTokens += o.CacheWriteTokens
+	u.CostUSD += o.CostUSD
+	u.EstimatedUSD += o.EstimatedUSD
+	u.Unpriced += o.Unpriced
+}
+
 // UsageLedger is implemented by stores that keep the usage ledger's index.
 type UsageLedger interface {
 	Usage(ctx context.Context, q UsageQuery) ([]UsageSum, error)

@@ -132,22 +132,11 @@ func addUsage(ctx context.Context, t *stmtTx, sums map[string]*core.UsageSum, qu
 		if minH == maxH {
 			r.Harness = minH
 		}
-		s := sums[r.Key]
-		if s == nil {
+		if s := sums[r.Key]; s != nil {
+			s.Add(r)
+		} else {
 			sums[r.Key] = &r
-			continue
 		}
-		if s.Harness != r.Harness {
-			s.Harness = ""
-		}
-		s.Reports += r.Reports
-		s.InputTokens += r.InputTokens
-		s.OutputTokens += r.OutputTokens
-		s.CacheReadTokens += r.CacheReadTokens
-		s.CacheWriteTokens += r.CacheWriteTokens
-		s.CostUSD += r.CostUSD
-		s.EstimatedUSD += r.EstimatedUSD
-		s.Unpriced += r.Unpriced
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("storage: usage: %w", err)

@@ -52,25 +52,22 @@ func (s *Service) SessionUsage(ctx context.Context, p schema.SessionUsageParams)
 		return schema.SessionUsageResult{}, err
 	}
 	out := schema.SessionUsageResult{Groups: make([]schema.UsageGroup, 0, len(sums))}
+	var total core.UsageSum
 	for i, x := range sums {
-		g := schema.UsageGroup{Key: x.Key, Harness: x.Harness, Reports: x.Reports, InputTokens: x.InputTokens,
-			OutputTokens: x.OutputTokens, CacheReadTokens: x.CacheReadTokens, CacheWriteTokens: x.CacheWriteTokens,
-			CostUSD: x.CostUSD, EstimatedUSD: x.EstimatedUSD, UnpricedReports: x.Unpriced}
-		out.Groups = append(out.Groups, g)
-		t := &out.Total
+		out.Groups = append(out.Groups, wireUsageSum(x))
 		if i == 0 {
-			t.Harness = g.Harness
-		} else if t.Harness != g.Harness {
-			t.Harness = ""
+			total.Harness = x.Harness
 		}
-		t.Reports += g.Reports
-		t.InputTokens += g.InputTokens
-		t.OutputTokens += g.OutputTokens
-		t.CacheReadTokens += g.CacheReadTokens
-		t.CacheWriteTokens += g.CacheWriteTokens
-		t.CostUSD += g.CostUSD
-		t.EstimatedUSD += g.EstimatedUSD
-		t.UnpricedReports += g.UnpricedReports
+		total.Add(x)
 	}
+	out.Total = wireUsageSum(total)
+	out.Total.Key = ""
 	return out, nil
+}
+
+// wireUsageSum is x in the contract's shape.
+func wireUsageSum(x core.UsageSum) schema.UsageGroup {
+	return schema.UsageGroup{Key: x.Key, Harness: x.Harness, Reports: x.Reports, InputTokens: x.InputTokens,
+		OutputTokens: x.OutputTokens, CacheReadTokens: x.CacheReadTokens, CacheWriteTokens: x.CacheWriteTokens,
+		CostUSD: x.CostUSD, EstimatedUSD: x.EstimatedUSD, UnpricedReports: x.Unpriced}
 }
