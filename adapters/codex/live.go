@@ -372,6 +372,7 @@ func (l *live) SelectModel(ctx context.Context, model, effort string) error {
 	}
 	l.mu.Unlock()
 	if model != "" {
+		l.m.useModel(model)
 		l.sink(core.Event{Model: model})
 	}
 	return nil

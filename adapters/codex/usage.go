@@ -68,3 +68,10 @@ func (g *ledger) turnEnded(turn string) *core.Event {
 	e := u.Entry("usage:" + turn)
 	return &core.Event{Entry: &e}
 }
+
+// useModel names the model turns run on from now on (session/selectModel).
+func (m *mapper) useModel(model string) {
+	m.mu.Lock()
+	m.ledger.model = model
+	m.mu.Unlock()
+}
