@@ -25,7 +25,7 @@ var usageKeys = map[core.UsageGroupBy][2]string{
 
 // Usage sums the usage ledger (migration 0014) over q's sessions and time,
 // grouped. Whole UTC days come from the daily sums (a row per day, session
-// and model); the parts of the first and last day that q cuts come from
+// and model; or, for all sessions, per day, harness and model); the parts of the first and last day that q cuts come from
 // the rows of single reports, read by time. Both are read in one
 // snapshot.
 func (db *DB) Usage(ctx context.Context, q core.UsageQuery) ([]core.UsageSum, error) {
@@ -73,10 +73,16 @@ func (db *DB) Usage(ctx context.Context, q core.UsageQuery) ([]core.UsageSum, er
 			if q.SessionID != "" {
 				a = append(a, q.SessionID)
 			}
+			// Without a session to keep or to group by, the sums per day,
+			// harness and model do.
+			table := "usage_days"
+			if q.SessionID != "" || q.GroupBy == core.UsageBySession {
+				table = "usage_daily"
+			}
 			if err := addUsage(ctx, t, sums, fmt.Sprintf(`SELECT %s, min(harness), max(harness), sum(reports),
 				sum(input_tokens), sum(output_tokens), sum(cache_read_tokens), sum(cache_write_tokens),
 				sum(cost_usd), sum(estimated_usd), sum(unpriced)
-				FROM usage_daily WHERE day >= ? AND day < ?%s GROUP BY 1`, keys[0], session), a...); err != nil {
+				FROM %s WHERE day >= ? AND day < ?%s GROUP BY 1`, keys[0], table, session), a...); err != nil {
 				return err
 			}
 		}

@@ -40,6 +40,9 @@ func gitB(b *testing.B, dir string, args ...string) {
 	}
 }
 
+// plainBranches numbers the branches of plain `git worktree add`.
+var plainBranches int
+
 // BenchmarkWorktreeCreate: session/create with worktree: true on a
 // repository of 10,000 files (the fake harness, through the binary)
 // against `git worktree add` of a new branch alone; each worktree is
@@ -52,7 +55,8 @@ func BenchmarkWorktreeCreate(b *testing.B) {
 		wt := b.TempDir()
 		for i := 0; i < b.N; i++ {
 			path := filepath.Join(wt, fmt.Sprint(i))
-			gitB(b, repo, "worktree", "add", "--quiet", "-b", fmt.Sprintf("plain-%d-%d", b.N, i), path, "HEAD")
+			plainBranches++
+			gitB(b, repo, "worktree", "add", "--quiet", "-b", fmt.Sprintf("plain-%d", plainBranches), path, "HEAD")
 			b.StopTimer()
 			gitB(b, repo, "worktree", "remove", "--force", path)
 			b.StartTimer()

@@ -2,7 +2,9 @@
 -- usage.reported entry gets a row in usage_ledger (its tokens and cost, the
 -- session's harness, and when the usage happened: the payload's "at" when
 -- a transcript says, else when the entry was recorded), and its sums are
--- added to the row of its UTC day, session and model in usage_daily. A
+-- added to the row of its UTC day, session and model in usage_daily, and
+-- to the row of its day, harness and model in usage_days (what a query of
+-- every session reads: a few rows a day, whatever the number of sessions). A
 -- trigger maintains both in the transaction that inserts the entry,
 -- whatever writes it (a live turn, an import, a restore), so session/usage
 -- sums a few rows per day instead of scanning entries.
@@ -39,6 +41,21 @@ CREATE TABLE usage_daily (
 ) WITHOUT ROWID;
 CREATE INDEX usage_daily_session ON usage_daily (session_id, day);
 
+CREATE TABLE usage_days (
+    day                INTEGER NOT NULL,
+    harness            TEXT    NOT NULL,
+    model              TEXT    NOT NULL,
+    reports            INTEGER NOT NULL,
+    input_tokens       INTEGER NOT NULL,
+    output_tokens      INTEGER NOT NULL,
+    cache_read_tokens  INTEGER NOT NULL,
+    cache_write_tokens INTEGER NOT NULL,
+    cost_usd           REAL    NOT NULL,
+    estimated_usd      REAL    NOT NULL,
+    unpriced           INTEGER NOT NULL,
+    PRIMARY KEY (day, harness, model)
+) WITHOUT ROWID;
+
 CREATE TRIGGER usage_ledger_add AFTER INSERT ON entries
 WHEN new.kind = 'usage.reported' AND json_valid(new.payload)
 BEGIN
@@ -61,6 +78,21 @@ BEGIN
         cost_usd IS NULL
     FROM usage_ledger WHERE entry_rowid = new.rowid
     ON CONFLICT (day, session_id, model) DO UPDATE SET
+        reports = reports + 1,
+        input_tokens = input_tokens + excluded.input_tokens,
+        output_tokens = output_tokens + excluded.output_tokens,
+        cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
+        cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
+        cost_usd = cost_usd + excluded.cost_usd,
+        estimated_usd = estimated_usd + excluded.estimated_usd,
+        unpriced = unpriced + excluded.unpriced;
+    INSERT INTO usage_days (day, harness, model, reports, input_tokens, output_tokens,
+        cache_read_tokens, cache_write_tokens, cost_usd, estimated_usd, unpriced)
+    SELECT at / 86400000000000, harness, model, 1, input_tokens, output_tokens,
+        cache_read_tokens, cache_write_tokens, coalesce(cost_usd, 0), CASE WHEN estimated THEN coalesce(cost_usd, 0) ELSE 0 END,
+        cost_usd IS NULL
+    FROM usage_ledger WHERE entry_rowid = new.rowid
+    ON CONFLICT (day, harness, model) DO UPDATE SET
         reports = reports + 1,
         input_tokens = input_tokens + excluded.input_tokens,
         output_tokens = output_tokens + excluded.output_tokens,
