@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/inputfile"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -120,17 +122,20 @@ func numstatFile(parts []string) schema.DiffFile {
 	return f
 }
 
-// untrackedDiff appends to b the diff of each new untracked file of dir
-// (not ignored), and returns their stats and how many were left out.
+// maxUntrackedBytes bounds a new untracked file a diff reads.
+const maxUntrackedBytes = 1 << 20
+
+// untrackedDiff appends to b the diff of each new untracked file of the
+// repository holding dir (not ignored), written here as git writes a new
+// file's diff (one git process lists them, none runs per file), and
+// returns their stats and how many were left out. A file that is not
+// regular or over maxUntrackedBytes is listed without its lines.
 func (s *Service) untrackedDiff(ctx context.Context, dir string, b *strings.Builder) ([]schema.DiffFile, int, error) {
-	top, err := s.git(ctx, dir, "rev-parse", "--show-toplevel")
+	list, err := s.git(ctx, dir, "ls-files", "--others", "--exclude-standard", "--full-name", "-z", "--", ":/")
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("git ls-files in %s: %w", core.Quote(dir), err)
 	}
-	list, err := s.git(ctx, top, "ls-files", "--others", "--exclude-standard", "-z")
-	if err != nil {
-		return nil, 0, fmt.Errorf("git ls-files in %s: %w", core.Quote(top), err)
-	}
+	var top string
 	var files []schema.DiffFile
 	more := 0
 	for _, path := range strings.Split(list, "\x00") {
@@ -141,21 +146,49 @@ func (s *Service) untrackedDiff(ctx context.Context, dir string, b *strings.Buil
 			more++
 			continue
 		}
-		// git diff --no-index exits 1 when the files differ, which they do.
-		stat, _ := s.git(ctx, top, "diff", "--no-index", "--no-color", "--no-ext-diff", "--no-textconv", "--numstat", "--", os.DevNull, path)
-		if parts := strings.SplitN(stat, "\t", 3); len(parts) == 3 {
-			f := numstatFile(parts)
-			f.Path, f.Untracked = path, true
-			files = append(files, f)
-		}
-		if b.Len() < maxDiffBytes {
-			d, _ := s.git(ctx, top, "diff", "--no-index", "--no-color", "--no-ext-diff", "--no-textconv", "--", os.DevNull, path)
-			if d != "" {
-				if b.Len() > 0 {
-					b.WriteString("\n")
-				}
-				b.WriteString(d)
+		if top == "" {
+			if top, err = s.git(ctx, dir, "rev-parse", "--show-toplevel"); err != nil {
+				return nil, 0, err
 			}
+		}
+		f := schema.DiffFile{Path: path, Untracked: true}
+		data, err := inputfile.ReadFile(ctx, filepath.Join(top, filepath.FromSlash(path)), "new file", maxUntrackedBytes)
+		if err != nil || bytes.IndexByte(data, 0) >= 0 {
+			f.Binary = true
+			files = append(files, f)
+			if b.Len() < maxDiffBytes {
+				fmt.Fprintf(b, "diff --git a/%s b/%s\nnew file mode 100644\nBinary files /dev/null and b/%s differ\n", path, path, path)
+			}
+			continue
+		}
+		text := string(data)
+		lines := strings.SplitAfter(text, "\n")
+		if lines[len(lines)-1] == "" {
+			lines = lines[:len(lines)-1]
+		}
+		f.Added = len(lines)
+		files = append(files, f)
+		if b.Len() >= maxDiffBytes {
+			continue
+		}
+		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(b, "diff --git a/%s b/%s\nnew file mode 100644\n", path, path)
+		if len(lines) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "--- /dev/null\n+++ b/%s\n@@ -0,0 +1", path)
+		if len(lines) != 1 {
+			fmt.Fprintf(b, ",%d", len(lines))
+		}
+		b.WriteString(" @@\n")
+		for _, l := range lines {
+			b.WriteString("+")
+			b.WriteString(l)
+		}
+		if !strings.HasSuffix(text, "\n") {
+			b.WriteString("\n\\ No newline at end of file\n")
 		}
 	}
 	return files, more, nil
