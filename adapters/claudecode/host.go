@@ -121,6 +121,12 @@ func (h *Host) configDir() string {
 	return filepath.Join(home, ".claude")
 }
 
+// probeCommandTimeout bounds `claude --version` and `claude --help`. Each
+// answers in about a second, but a two-core machine loaded by other work
+// (CI running test packages side by side) stretched one past 5 s, and the
+// probe then reported capabilities the program has as unavailable.
+const probeCommandTimeout = 30 * time.Second
+
 // Probe reports the binary, its version and the capabilities.
 func (h *Host) Probe(ctx context.Context) core.Probe {
 	p := core.Probe{Harness: Harness}
@@ -130,7 +136,7 @@ func (h *Host) Probe(ctx context.Context) core.Probe {
 		procDetail = err.Error()
 	} else {
 		p.Binary = bin
-		vctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		vctx, cancel := context.WithTimeout(ctx, probeCommandTimeout)
 		vcmd := exec.CommandContext(vctx, bin, "--version")
 		vcmd.Env = h.environ() // as the sessions will run it
 		out, verr := vcmd.Output()
@@ -433,7 +439,7 @@ var helpFlag = regexp.MustCompile(`(?m)^\s+(?:-[A-Za-z], )?(--[a-z][a-z0-9-]*)`)
 // for its slash commands.
 func (h *Host) discover(ctx context.Context, bin string) discovery {
 	d := discovery{flags: map[string]bool{}, commands: map[string]string{}}
-	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	hctx, cancel := context.WithTimeout(ctx, probeCommandTimeout)
 	cmd := exec.CommandContext(hctx, bin, "--help")
 	cmd.Env = h.environ()
 	out, err := cmd.Output()
