@@ -17,7 +17,7 @@ func TestDescribeNewEntries(t *testing.T) {
 			"rejected (reject_once) by timeout: no answer within 5m0s (approval a2)"},
 		{"model.changed", `{"model":"haiku","from":"claude-sonnet-5-5[1m]","downgrade":true}`, "model claude-sonnet-5-5[1m] -> haiku (downgrade)"},
 		{"effort.changed", `{"effort":"high","from":"low"}`, "effort low -> high"},
-		{"user.message", `{"text":"hi"}`, `{"text":"hi"}`},
+		{"user.message", `{"text":"hi"}`, "hi"},
 	} {
 		if got := describe(tc.kind, []byte(tc.payload)); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.kind, got, tc.want)
