@@ -18,6 +18,10 @@ func TestDescribeNewEntries(t *testing.T) {
 		{"model.changed", `{"model":"haiku","from":"claude-sonnet-5-5[1m]","downgrade":true}`, "model claude-sonnet-5-5[1m] -> haiku (downgrade)"},
 		{"effort.changed", `{"effort":"high","from":"low"}`, "effort low -> high"},
 		{"user.message", `{"text":"hi"}`, "hi"},
+		{"tool.started", `{"toolId":"t1","name":"Bash","input":{"command":"ls"}}`, `Bash {"command":"ls"}`},
+		{"tool.completed", `{"toolId":"t1","name":"Bash","output":"a.go","isError":true}`, "Bash failed: a.go"},
+		{"checkpoint", `{"reason":"manual","summary":"parser done"}`, "checkpoint (manual): parser done"},
+		{"context.usage", `{"used":5}`, `{"used":5}`},
 	} {
 		if got := describe(tc.kind, []byte(tc.payload)); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.kind, got, tc.want)

@@ -110,7 +110,11 @@ func TestCIInstallWritesNothingUnderHome(t *testing.T) {
 	cmd.Dir, cmd.Env = tree, env
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("bash .ci/install with an empty HOME: %v\n%s", err, out)
+		hint := ""
+		if strings.Contains(string(out), "GOPROXY=off") {
+			hint = " (Go's module cache " + os.Getenv("GOMODCACHE") + " lacks a module go.mod names: bash .ci/test fills it with go mod download)"
+		}
+		t.Fatalf("bash .ci/install with an empty HOME: %v%s\n%s", err, hint, out)
 	}
 	for _, bin := range []string{"node_modules/.bin/opencode", ".ci/dsh/node_modules/@deepseek-ai/dsh/lib/bin.js"} {
 		if _, err := os.Stat(filepath.Join(tree, bin)); err != nil {
