@@ -97,8 +97,14 @@ func TestE2EForkClaudeToCodex(t *testing.T) {
 	if origin["sourceSessionId"] != src || origin["sourceEntryId"] != at {
 		t.Fatalf("origin %v", origin)
 	}
-	if !strings.Contains(string(fh.Entries[len(fh.Entries)-1].Payload), "Ready to carry on") {
-		t.Fatalf("the fork did not run its first turn: last entry %s", fh.Entries[len(fh.Entries)-1].Payload)
+	// The fork's first turn ends with the target's answer (its usage, where
+	// the harness reports one, is recorded after it).
+	last := fh.Entries[len(fh.Entries)-1]
+	for i := len(fh.Entries) - 1; i > 0 && last.Kind == "usage.reported"; i-- {
+		last = fh.Entries[i-1]
+	}
+	if last.Kind != "assistant.message" || !strings.Contains(string(last.Payload), "Ready to carry on") {
+		t.Fatalf("the fork did not run its first turn: last entry %s %s", last.Kind, last.Payload)
 	}
 	// Forking at an entry of another session, or one that does not exist, is refused.
 	if e := c.call("session/fork", map[string]any{"sessionId": res.SessionID, "entryId": at, "target": map[string]any{}}, nil); e == nil || e.Code != -32602 {

@@ -144,9 +144,20 @@ func TestImportPeakMemoryFlat(t *testing.T) {
 		t.Errorf("peak memory grows with the transcript: %d KiB for 48 MB vs %d KiB for 6 MB", rb.peakKiB, rs.peakKiB)
 	}
 	// One entry a line (a tool call line is one tool.started, its result
-	// one tool.completed).
-	if rb.Entries != lines {
-		t.Errorf("imported %d entries from %d lines, want %d", rb.Entries, lines, lines)
+	// one tool.completed), plus one usage.reported for each assistant
+	// message that reports its usage (every one does here).
+	raw, err := os.ReadFile(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	usage := 0
+	for _, l := range strings.Split(string(raw), "\n") {
+		if strings.Contains(l, `"role":"assistant"`) && strings.Contains(l, `"usage":{`) {
+			usage++
+		}
+	}
+	if want := lines + usage; usage == 0 || rb.Entries != want {
+		t.Errorf("imported %d entries from %d lines (%d of them reporting usage), want %d", rb.Entries, lines, usage, want)
 	}
 	again := runImport(filepath.Join(dir, "d2"), big)
 	if again.err != nil || again.Entries != 0 || again.SessionID != rb.SessionID {
