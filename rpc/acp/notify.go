@@ -1,0 +1,117 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/rpc/service"
+)
+
+// send writes one session/update.
+func (s *Server) send(sessionID string, u update) {
+	if err := s.c.notify("session/update", map[string]any{"sessionId": sessionID, "update": u}); err != nil {
+		s.log.Debug("acp: writing an update", "error", err)
+	}
+}
+
+// EntryAppended implements service.Notifier: a recorded entry of a session
+// this client opened becomes its session/update(s).
+func (s *Server) EntryAppended(e core.Entry) {
+	ss := s.opened(e.SessionID)
+	if ss == nil {
+		return
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for _, u := range ss.view.updatesFor(e, false) {
+		s.send(e.SessionID, u)
+	}
+}
+
+// ContextCompacted implements service.Notifier (the context.compacted entry
+// itself is shown).
+func (s *Server) ContextCompacted(service.ContextCompacted) {}
+
+// CheckpointSaved implements service.Notifier; a checkpoint a client asked
+// for is reported by its command.
+func (s *Server) CheckpointSaved(service.CheckpointSaved) {}
+
+// Restored implements service.Notifier: how a session came back is the
+// first thing its client is told, in text and in _meta.
+func (s *Server) Restored(r service.Restored) {
+	if s.opened(r.SessionID) == nil {
+		return
+	}
+	text := "[Bridge] Session restored: " + r.Mode
+	if r.Reason != "" {
+		text += " (" + r.Reason + ")"
+	}
+	u := chunk("agent_message_chunk", text+"\n")
+	u["_meta"] = restoreMeta(r)
+	s.send(r.SessionID, u)
+}
+
+// Gauge implements service.GaugeNotifier: a context reading of a session
+// this client opened is its usage_update (the context gauge).
+func (s *Server) Gauge(sessionID string, g core.Gauge) {
+	if g.Size <= 0 || g.Used < 0 || s.opened(sessionID) == nil {
+		return
+	}
+	s.send(sessionID, update{"sessionUpdate": "usage_update", "used": g.Used, "size": g.Size})
+}
+
+// Log implements service.Notifier: the service's messages go to the log.
+func (s *Server) Log(level int, msg string) {
+	switch level {
+	case 1:
+		s.log.Error(msg)
+	case 2:
+		s.log.Warn(msg)
+	case 3:
+		s.log.Info(msg)
+	default:
+		s.log.Debug(msg)
+	}
+}
+
+// RequestPermission implements service.PermissionAsker: the harness's
+// question goes to the client as session/request_permission, with ACP's
+// own option kinds, and the chosen option's id comes back ("" when the
+// client answered "cancelled").
+func (s *Server) RequestPermission(ctx context.Context, p service.PermissionRequest) (string, error) {
+	if s.opened(p.SessionID) == nil {
+		return "", core.Errorf(core.CodeUnavailable, "session %s is not open in this ACP connection", p.SessionID)
+	}
+	r := p.Request
+	tc := map[string]any{"toolCallId": r.ToolCallID, "title": r.Title, "status": "pending"}
+	if r.Kind != "" {
+		tc["kind"] = r.Kind
+	}
+	if len(r.RawInput) > 0 && json.Valid(r.RawInput) {
+		tc["rawInput"] = r.RawInput
+	}
+	opts := make([]any, 0, len(r.Options))
+	for _, o := range r.Options {
+		opts = append(opts, map[string]any{"optionId": o.ID, "name": o.Name, "kind": o.Kind})
+	}
+	var res struct {
+		Outcome struct {
+			Outcome  string `json:"outcome"`
+			OptionID string `json:"optionId"`
+		} `json:"outcome"`
+	}
+	if err := s.c.call(ctx, "session/request_permission", map[string]any{"sessionId": p.SessionID, "toolCall": tc, "options": opts}, &res); err != nil {
+		return "", err
+	}
+	switch res.Outcome.Outcome {
+	case "cancelled":
+		return "", nil
+	case "selected":
+		if res.Outcome.OptionID == "" {
+			return "", core.Errorf(core.CodeInvalid, "session/request_permission: outcome \"selected\" without an optionId")
+		}
+		return res.Outcome.OptionID, nil
+	}
+	return "", core.Errorf(core.CodeInvalid, "session/request_permission: outcome %q is not \"selected\" or \"cancelled\"", res.Outcome.Outcome)
+}
