@@ -83,21 +83,7 @@ func TestE2EClaudePhaseBoundary(t *testing.T) {
 		return fakemodel.Reply{Text: "Tracking the work.", ToolCall: &fakemodel.ToolCall{ID: "toolu_plan_1", Name: "TaskCreate",
 			Input: json.RawMessage(`{"subject":"Write the parser","description":"The parser for port 55837","activeForm":"Writing the parser"}`)}}
 	})
-	h.fake.Responder(func(r fakemodel.Request) (fakemodel.Reply, bool) {
-		if rep, ok := h.respond(r); ok {
-			return rep, true
-		}
-		switch step.Load() {
-		case 1:
-			step.Store(2)
-			return fakemodel.Reply{Text: "Parser written.", ToolCall: &fakemodel.ToolCall{ID: "toolu_plan_2", Name: "TaskUpdate",
-				Input: json.RawMessage(`{"taskId":"1","status":"completed"}`)}}, true
-		case 2:
-			step.Store(3)
-			return fakemodel.Reply{Text: "The parser is done; tests are next."}, true
-		}
-		return fakemodel.Reply{}, false
-	})
+	h.respondToPlanSteps(&step, "The parser is done; tests are next.")
 	c := h.start(t)
 	sid := h.create(t, c, "claude-code", "phase")
 	say(t, c, sid, "PLAN-STEP-TURN: write the parser (port 55837, internal/server/listen.go), then track the plan.")
@@ -441,4 +427,25 @@ func TestE2EClaudeSubAgentWorkerResult(t *testing.T) {
 	if code := c.exit(true); code != 0 {
 		t.Errorf("bridge exit code %d", code)
 	}
+}
+
+// respondToPlanSteps answers the fake model's turns after a TaskCreate (step
+// 1): the task is marked completed (a phase boundary), then the turn ends
+// with done. Replies set with on/onText come first.
+func (h *harnessEnv) respondToPlanSteps(step *atomic.Int32, done string) {
+	h.fake.Responder(func(r fakemodel.Request) (fakemodel.Reply, bool) {
+		if rep, ok := h.respond(r); ok {
+			return rep, true
+		}
+		switch step.Load() {
+		case 1:
+			step.Store(2)
+			return fakemodel.Reply{Text: "Parser written.", ToolCall: &fakemodel.ToolCall{ID: "toolu_plan_2", Name: "TaskUpdate",
+				Input: json.RawMessage(`{"taskId":"1","status":"completed"}`)}}, true
+		case 2:
+			step.Store(3)
+			return fakemodel.Reply{Text: done}, true
+		}
+		return fakemodel.Reply{}, false
+	})
 }

@@ -137,21 +137,7 @@ func TestE2EClaudeCheckpointsLeaveLiveThread(t *testing.T) {
 	h.onText("TURN-TWO", "TURN-TWO-ANSWER: port 55837 noted.")
 	h.onText("TURN-THREE", "TURN-THREE-ANSWER: done.")
 	h.onText("TURN-FOUR", "TURN-FOUR-ANSWER: back.")
-	h.fake.Responder(func(r fakemodel.Request) (fakemodel.Reply, bool) {
-		if rep, ok := h.respond(r); ok {
-			return rep, true
-		}
-		switch step.Load() {
-		case 1:
-			step.Store(2)
-			return fakemodel.Reply{Text: "Parser written.", ToolCall: &fakemodel.ToolCall{ID: "toolu_plan_2", Name: "TaskUpdate",
-				Input: json.RawMessage(`{"taskId":"1","status":"completed"}`)}}, true
-		case 2:
-			step.Store(3)
-			return fakemodel.Reply{Text: "PLAN-DONE-ANSWER: the parser is done."}, true
-		}
-		return fakemodel.Reply{}, false
-	})
+	h.respondToPlanSteps(&step, "PLAN-DONE-ANSWER: the parser is done.")
 	c := h.start(t)
 	sid := h.create(t, c, "claude-code", "live thread")
 	db := h.openDB(t)
