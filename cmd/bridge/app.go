@@ -15,15 +15,17 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/rpc/service"
-	"github.com/bridge-dev/bridge/storage"
 )
 
 // app holds what every subcommand shares.
 type app struct {
 	dataDirFlag string
-	stdin       io.Reader
-	stdout      io.Writer
-	stderr      io.Writer
+	// storeFlag is --store: where the record lives ("" decides by
+	// BRIDGE_STORE, then config.json, else SQLite in the data directory).
+	storeFlag string
+	stdin     io.Reader
+	stdout    io.Writer
+	stderr    io.Writer
 	// wantJSON: the command line asked for --json, so errors are JSON too.
 	wantJSON bool
 }
@@ -32,7 +34,7 @@ type app struct {
 type env struct {
 	dir string
 	cfg Config
-	db  *storage.DB
+	db  recordStore
 	svc *service.Service
 }
 
@@ -60,9 +62,10 @@ type openOptions struct {
 
 // store is an opened data directory: its configuration file and database.
 type store struct {
-	dir string
-	cfg Config
-	db  *storage.DB
+	dir  string
+	cfg  Config
+	db   recordStore
+	spec storeSpec
 }
 
 // openStore resolves the data directory, creates it owner-only, reads its
@@ -72,7 +75,7 @@ func (a *app) openStore(ctx context.Context, initDataDir string) (store, error) 
 	if err != nil {
 		return store{}, err
 	}
-	return openDatabase(ctx, dir, cfg)
+	return a.openDatabase(ctx, dir, cfg)
 }
 
 // prepareDir resolves the data directory, creates it owner-only and reads
@@ -95,13 +98,18 @@ func (a *app) prepareDir(initDataDir string) (string, Config, error) {
 	return dir, cfg, nil
 }
 
-// openDatabase opens the database of a prepared data directory.
-func openDatabase(ctx context.Context, dir string, cfg Config) (store, error) {
-	db, err := storage.Open(ctx, filepath.Join(dir, DatabaseFile), storage.Options{MaxEntryBytes: cfg.MaxEntryBytes})
+// openDatabase opens the record of a prepared data directory: SQLite in
+// it, or the store --store, BRIDGE_STORE or config.json names.
+func (a *app) openDatabase(ctx context.Context, dir string, cfg Config) (store, error) {
+	spec, err := resolveStore(a.storeFlag, cfg, dir)
 	if err != nil {
-		return store{}, core.E(core.CodePersistence, "open the database", err)
+		return store{}, err
 	}
-	return store{dir: dir, cfg: cfg, db: db}, nil
+	db, err := openSpec(ctx, spec, cfg.MaxEntryBytes)
+	if err != nil {
+		return store{}, err
+	}
+	return store{dir: dir, cfg: cfg, db: db, spec: spec}, nil
 }
 
 // open resolves and opens the data directory and builds the service.
@@ -156,7 +164,7 @@ func (a *app) buildWith(st store, h hostSet, o openOptions) (*env, error) {
 		n = &cliNotifier{w: a.stderr}
 	}
 	so := service.Options{Store: st.db, Hosts: h.hosts, Notifier: n, Presets: cfg.Presets,
-		DataDir: st.dir, Database: st.db.Path(), CheckpointTimeout: cfg.CheckpointTimeout(), CheckpointInstructions: cfg.CheckpointInstructions, RepoStatus: gitStatus, Git: runGit,
+		DataDir: st.dir, Database: st.spec.String(), CheckpointTimeout: cfg.CheckpointTimeout(), CheckpointInstructions: cfg.CheckpointInstructions, RepoStatus: gitStatus, Git: runGit,
 		Permissions: o.permissions, ApprovalTimeout: cfg.ApprovalTimeout()}
 	if err := cfg.controller(&so); err != nil {
 		st.db.Close()

@@ -81,9 +81,12 @@ func usageText() string {
 Global flags, before or after the command (bridge --json sessions = bridge sessions --json):
   --json                       machine-readable output (errors too)
   --data-dir DIR               the data directory
+  --store URL                  the record: postgres://USER@HOST/DB, or sqlite (the default)
 A command's own flags go after its name ('bridge help COMMAND' lists them).
 The data directory is --data-dir, else $BRIDGE_DATA_DIR, else $XDG_DATA_HOME/bridge,
-else ~/.local/share/bridge. Exit status: 0 success, 1 failure, 2 usage error.
+else ~/.local/share/bridge. The record is --store, else $BRIDGE_STORE, else config.json's
+"store", else the SQLite database in the data directory.
+Exit status: 0 success, 1 failure, 2 usage error.
 `)
 	return b.String()
 }
@@ -114,7 +117,7 @@ func helpText(c command, fs *flag.FlagSet) string {
 		if value != "" {
 			left += " " + value
 		}
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.Name != "data-dir" {
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.Name != "data-dir" && f.Name != "store" {
 			usage += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
 		fmt.Fprintf(&b, "  %-28s %s\n", left, usage)
@@ -132,6 +135,7 @@ func (a *app) globalFlags(args []string) (rest []string, err error) {
 	global.SetOutput(io.Discard)
 	global.Usage = func() {}
 	global.StringVar(&a.dataDirFlag, "data-dir", "", "data directory")
+	global.StringVar(&a.storeFlag, "store", "", storeFlagHelp)
 	global.BoolVar(&a.wantJSON, "json", a.wantJSON, "machine-readable output (errors too)")
 	showVersion := global.Bool("version", false, "print the version")
 	if err := global.Parse(args); err != nil {
@@ -140,7 +144,7 @@ func (a *app) globalFlags(args []string) (rest []string, err error) {
 		}
 		msg := flagMessage(err)
 		if strings.HasPrefix(msg, "unknown flag --") {
-			msg += " before the command: only --data-dir DIR, --json, --version and --help may come first; a command's own flags go after its name"
+			msg += " before the command: only --data-dir DIR, --store URL, --json, --version and --help may come first; a command's own flags go after its name"
 		}
 		return nil, usageError{msg}
 	}
@@ -161,6 +165,8 @@ func valueName(flag string) string {
 	switch flag {
 	case "data-dir":
 		return "DIR"
+	case "store":
+		return "URL"
 	case "before":
 		return "SEQ"
 	case "max", "goal-rounds":

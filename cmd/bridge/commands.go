@@ -27,6 +27,7 @@ func (a *app) flags(name string) (*flag.FlagSet, *bool) {
 	fs.Usage = func() {}
 	asJSON := fs.Bool("json", a.wantJSON, "machine-readable output (errors too)")
 	fs.StringVar(&a.dataDirFlag, "data-dir", a.dataDirFlag, "data directory")
+	fs.StringVar(&a.storeFlag, "store", a.storeFlag, storeFlagHelp)
 	return fs, asJSON
 }
 

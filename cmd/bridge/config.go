@@ -64,6 +64,10 @@ type Config struct {
 	// WorktreesDir is where sessions' own git worktrees are made (default
 	// <data dir>/worktrees); an absolute path.
 	WorktreesDir string `json:"worktreesDir,omitempty"`
+	// Store is where the record lives: "sqlite" (the data directory's
+	// database, the default) or a PostgreSQL URL (postgres://USER@HOST/DB);
+	// --store and BRIDGE_STORE override it.
+	Store string `json:"store,omitempty"`
 }
 
 // controller returns the checkpoint controller's settings of c.

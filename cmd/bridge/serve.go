@@ -221,7 +221,7 @@ func (p *preopened) open(ctx context.Context, a *app) {
 		p.ch <- preopenResult{err: err}
 		return
 	}
-	st, err := openDatabase(ctx, dir, cfg)
+	st, err := a.openDatabase(ctx, dir, cfg)
 	p.ch <- preopenResult{st, err}
 }
 
