@@ -40,6 +40,9 @@ var allowed = map[string]struct {
 
 	"storage":             {[]string{"core", "core/checkpoint", "github.com/ncruces/go-sqlite3"}, "storage is the SQLite Store"},
 	"storage/storagetest": {[]string{"core", "storage"}, "the SQLite store for other packages' tests"},
+	"storage/postgres": {[]string{"core", "core/checkpoint", "github.com/jackc/pgx/v5"},
+		"storage/postgres is the PostgreSQL Store"},
+	"storage/postgres/pgtest": {[]string{"github.com/jackc/pgx/v5"}, "a PostgreSQL database per test"},
 
 	"rpc/peer": {[]string{"core", "schema"}, "the client as the service sees it: plain types the transports implement"},
 	"rpc": {[]string{"core", "schema", "schema/validate", "rpc/peer", "go.lsp.dev/jsonrpc2"},

@@ -1,0 +1,384 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/checkpoint"
+)
+
+// Dump implements core.Dumper: one snapshot, entries by seq, the audit
+// records whose entity is the session, oldest first.
+func (db *DB) Dump(ctx context.Context, sessionID string) (core.SessionDump, error) {
+	var d core.SessionDump
+	err := db.read(ctx, func(q querier) error {
+		s, err := getSession(ctx, db, q, sessionID, false)
+		if err != nil {
+			return err
+		}
+		d.Session = s
+		rows, err := q.Query(ctx, `SELECT `+entryCols+` FROM entries WHERE session_id = $1 ORDER BY seq`, sessionID)
+		if err != nil {
+			return db.errf(err, "dump %s", sessionID)
+		}
+		defer rows.Close()
+		d.Entries = []core.Entry{}
+		for rows.Next() {
+			var r entryRow
+			if err := rows.Scan(r.dest()...); err != nil {
+				return db.errf(err, "dump %s", sessionID)
+			}
+			d.Entries = append(d.Entries, r.entry())
+		}
+		if err := rows.Err(); err != nil {
+			return db.errf(err, "dump %s", sessionID)
+		}
+		rows.Close()
+		d.Audit, err = audit(ctx, db, q, sessionID, "")
+		return err
+	})
+	if err != nil {
+		return core.SessionDump{}, err
+	}
+	return d, nil
+}
+
+// Restore implements core.Dumper in one transaction.
+func (db *DB) Restore(ctx context.Context, d core.SessionDump) (int, error) {
+	return db.RestoreStream(ctx, d.Session, func(r core.Restorer) error {
+		for _, e := range d.Entries {
+			if err := r.Entry(e); err != nil {
+				return err
+			}
+		}
+		for _, a := range d.Audit {
+			if err := r.Audit(a); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// restoreBatch is how many entries a restore sends to the server at once.
+const restoreBatch = 1000
+
+// RestoreStream implements core.Dumper in one transaction, with storage's
+// checks: every entry's session, id, sequence number, kind, payload and
+// parent (in the same session and earlier). Entries are checked and
+// written restoreBatch at a time; the session's row is locked for the
+// whole restore, so appends from other processes wait for it.
+func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r core.Restorer) error) (added int, err error) {
+	s = validSession(s)
+	if s.CreatedAt.IsZero() {
+		s.CreatedAt = db.now()
+	}
+	if s.UpdatedAt.IsZero() {
+		s.UpdatedAt = s.CreatedAt
+	}
+	if err := checkRestoredSession(s); err != nil {
+		return 0, err
+	}
+	err = db.update(ctx, func(w *txWriter) error {
+		tag, err := w.tx.Exec(ctx, `INSERT INTO sessions (id, harness, cwd, title, preset, model, effort,
+			native_session_id, head_id, restore_mode, latest_checkpoint_id, archived, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '', $9, $10, $11, $12, $13) ON CONFLICT (id) DO NOTHING`,
+			s.ID, s.Harness, s.Cwd, s.Title, s.Preset, s.Model, s.Effort, s.NativeSessionID,
+			s.RestoreMode, s.LatestCheckpointID, s.Archived, nanos(s.CreatedAt), nanos(s.UpdatedAt))
+		if err != nil {
+			return db.errf(err, "restore session")
+		}
+		exists := tag.RowsAffected() == 0
+		st, err := loadState(ctx, db, w.tx, s.ID, true)
+		if err != nil {
+			return err
+		}
+		r := &restorer{ctx: ctx, db: db, w: w, s: s, exists: exists, tracking: !exists, harness: st.harness, branched: st.branched}
+		if exists {
+			r.storeMax = st.maxSeq
+		}
+		if err := fill(r); err != nil {
+			return err
+		}
+		if err := r.flush(); err != nil {
+			return err
+		}
+		added = r.added
+		if r.added > 0 && !slices.Contains(w.appended, s.ID) {
+			w.appended = append(w.appended, s.ID)
+		}
+		if exists {
+			// A session already present only gains entries: its head
+			// fields stay what this record says.
+			if r.branched && !st.branched {
+				if _, err := w.tx.Exec(ctx, `UPDATE sessions SET branched = true WHERE id = $1`, s.ID); err != nil {
+					return db.errf(err, "restore")
+				}
+			}
+			return nil
+		}
+		for _, ref := range []struct{ what, id string }{{"head", s.HeadID}, {"latestCheckpointId", s.LatestCheckpointID}} {
+			if ref.id == "" {
+				continue
+			}
+			var n int
+			if err := w.tx.QueryRow(ctx, `SELECT count(*) FROM entries WHERE id = $1 AND session_id = $2`, ref.id, s.ID).Scan(&n); err != nil {
+				return db.errf(err, "restore")
+			}
+			if n == 0 {
+				return core.Errorf(core.CodeInvalid, "restore: %s %q is not an entry of the session", ref.what, ref.id)
+			}
+		}
+		var status *string
+		if r.hasStatus {
+			status = &r.status
+		}
+		if _, err := w.tx.Exec(ctx, `UPDATE sessions SET title = $1, preset = $2, model = $3, effort = $4,
+			native_session_id = $5, head_id = $6, restore_mode = $7, latest_checkpoint_id = $8, archived = $9,
+			branched = $10, last_status = coalesce($11, last_status), updated_at = $12 WHERE id = $13`,
+			s.Title, s.Preset, s.Model, s.Effort, s.NativeSessionID, s.HeadID, s.RestoreMode, s.LatestCheckpointID,
+			s.Archived, r.branched, status, nanos(s.UpdatedAt), s.ID); err != nil {
+			return db.errf(err, "restore head")
+		}
+		return r.saveWindow(s.HeadID)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return added, nil
+}
+
+// restorer is core.Restorer inside RestoreStream's transaction.
+type restorer struct {
+	ctx       context.Context
+	db        *DB
+	w         *txWriter
+	s         core.Session
+	harness   string
+	exists    bool
+	storeMax  int64 // of a session already present: its newest seq before the restore
+	n         int
+	lastSeq   int64
+	branched  bool
+	added     int
+	status    string
+	hasStatus bool
+
+	pending []core.Entry
+	// seqs of the entries of pending and of the batches written, by id
+	// (the parents a later entry may name without a query).
+	written map[string]int64
+
+	tracking bool
+	tip      string
+	win      core.Window
+}
+
+// Entry implements core.Restorer.
+func (r *restorer) Entry(e core.Entry) error {
+	r.n++
+	s := r.s
+	ne := validEntry(core.NewEntry{ID: e.ID, Kind: e.Kind, Payload: e.Payload, NativeID: e.NativeID})
+	e.ID, e.Kind, e.Payload, e.NativeID = ne.ID, ne.Kind, ne.Payload, ne.NativeID
+	e.SessionID, e.ParentID = txt(e.SessionID), txt(e.ParentID)
+	if e.SessionID != s.ID {
+		return core.Errorf(core.CodeInvalid, "restore: entry %d (%.80s) belongs to session %.80q, not %.80q", r.n, e.ID, e.SessionID, s.ID)
+	}
+	if e.ID == "" || e.Seq <= 0 {
+		return core.Errorf(core.CodeInvalid, "restore: entry %d has no id or sequence number", r.n)
+	}
+	if err := checkRestoredEntry(r.n, e); err != nil {
+		return err
+	}
+	if e.Seq <= r.lastSeq {
+		return core.Errorf(core.CodeInvalid, "restore: entries are not in sequence order at %s", e.ID)
+	}
+	r.lastSeq = e.Seq
+	err := r.db.checkSize(ne)
+	if err == nil {
+		err = ne.Validate()
+	}
+	if err != nil {
+		return core.E(core.CodeInvalid, fmt.Sprintf("restore: entry %s", e.ID), err)
+	}
+	e.CreatedAt = norm(e.CreatedAt)
+	r.pending = append(r.pending, e)
+	if len(r.pending) >= restoreBatch {
+		return r.flush()
+	}
+	return nil
+}
+
+// flush checks the pending entries against the record and writes the new
+// ones.
+func (r *restorer) flush() error {
+	if len(r.pending) == 0 {
+		return nil
+	}
+	ctx, db, tx := r.ctx, r.db, r.w.tx
+	batch := r.pending
+	r.pending = nil
+	if r.written == nil {
+		r.written = map[string]int64{}
+	}
+	ids := make([]string, 0, len(batch))
+	var parents []string
+	for _, e := range batch {
+		ids = append(ids, e.ID)
+		if e.ParentID != "" {
+			parents = append(parents, e.ParentID)
+		}
+	}
+	type row struct {
+		session string
+		seq     int64
+	}
+	existing := map[string]row{}
+	rows, err := tx.Query(ctx, `SELECT id, session_id, seq FROM entries WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return db.errf(err, "restore")
+	}
+	for rows.Next() {
+		var id string
+		var rw row
+		if err := rows.Scan(&id, &rw.session, &rw.seq); err != nil {
+			rows.Close()
+			return db.errf(err, "restore")
+		}
+		existing[id] = rw
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return db.errf(err, "restore")
+	}
+	known := map[string]int64{} // parents of this session in the record
+	if len(parents) > 0 {
+		rows, err := tx.Query(ctx, `SELECT id, seq FROM entries WHERE session_id = $1 AND id = ANY($2)`, r.s.ID, parents)
+		if err != nil {
+			return db.errf(err, "restore")
+		}
+		for rows.Next() {
+			var id string
+			var seq int64
+			if err := rows.Scan(&id, &seq); err != nil {
+				rows.Close()
+				return db.errf(err, "restore")
+			}
+			known[id] = seq
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return db.errf(err, "restore")
+		}
+	}
+	var fresh []core.Entry
+	prev := r.storeMax
+	for _, e := range batch {
+		if x, ok := existing[e.ID]; ok {
+			switch {
+			case x.session != r.s.ID:
+				return core.Errorf(core.CodeConflict, "restore: entry %q already exists in session %s", e.ID, x.session)
+			case x.seq != e.Seq:
+				return core.Errorf(core.CodeConflict, "restore: entry %q is already recorded with sequence %d, not %d", e.ID, x.seq, e.Seq)
+			}
+			continue // already there
+		}
+		if e.Seq <= r.storeMax {
+			return core.Errorf(core.CodeConflict, "restore: entry %s has sequence %d, among the entries session %s already holds (up to %d); a session already present only gains entries after its own",
+				e.ID, e.Seq, r.s.ID, r.storeMax)
+		}
+		if _, dup := r.written[e.ID]; dup {
+			return core.Errorf(core.CodeConflict, "restore: entry %q appears twice", e.ID)
+		}
+		if e.ParentID != "" {
+			pseq, ok := r.written[e.ParentID]
+			if !ok {
+				pseq, ok = known[e.ParentID]
+			}
+			if !ok || pseq >= e.Seq {
+				return core.Errorf(core.CodeInvalid, "restore: entry %s: parent %q is not an earlier entry of the session", e.ID, e.ParentID)
+			}
+			if pseq < e.Seq-1 || pseq < prev {
+				r.branched = true
+			}
+		} else if e.Seq > 1 {
+			r.branched = true
+		}
+		prev = e.Seq
+		r.written[e.ID] = e.Seq
+		r.track(e)
+		if v, ok := entryStatus(e.Kind, e.Payload); ok {
+			r.status, r.hasStatus = v, true
+		}
+		fresh = append(fresh, e)
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	if err := r.w.insertEntries(ctx, r.harness, fresh); err != nil {
+		if core.ErrorCode(err) == core.CodeConflict {
+			return core.E(core.CodeConflict, "restore: an entry id is taken", err)
+		}
+		return err
+	}
+	r.added += len(fresh)
+	return nil
+}
+
+// track folds a restored entry into the summary while the entries form one
+// chain from its head.
+func (r *restorer) track(e core.Entry) {
+	if !r.tracking {
+		return
+	}
+	if e.ParentID != r.tip {
+		r.tracking, r.win = false, core.Window{}
+		return
+	}
+	checkpoint.Track(&r.win, e)
+	r.tip = e.ID
+}
+
+// saveWindow writes the summary of the restored session's head.
+func (r *restorer) saveWindow(head string) error {
+	if head == "" {
+		return nil
+	}
+	win := r.win
+	if !r.tracking || r.tip != head {
+		st, err := loadState(r.ctx, r.db, r.w.tx, r.s.ID, false)
+		if err != nil {
+			return err
+		}
+		if win, err = rebuildWindow(r.ctx, r.db, r.w.tx, r.s.ID, st); core.ErrorCode(err) == core.CodeCorrupt {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+	r.db.lists.forget(r.s.ID)
+	return saveWindow(r.ctx, r.db, r.w.tx, r.s.ID, win, core.Window{}, true)
+}
+
+// Audit implements core.Restorer: the records are kept only when the
+// session is new.
+func (r *restorer) Audit(a core.AuditRecord) error {
+	if r.exists {
+		return nil
+	}
+	if a.Time.IsZero() {
+		return core.Errorf(core.CodeInvalid, "restore: audit record %.40q has no time", a.Kind)
+	}
+	if err := validateAudit(a); err != nil {
+		return core.E(core.CodeInvalid, "restore", err)
+	}
+	if txt(a.Entity) != r.s.ID {
+		return core.Errorf(core.CodeInvalid, "restore: audit record %.40q is about %.80q, not the restored session %s", a.Kind, a.Entity, r.s.ID)
+	}
+	if err := r.flush(); err != nil { // keep the order of the stream's writes
+		return err
+	}
+	return r.w.appendAudit(r.ctx, a)
+}

@@ -1,0 +1,39 @@
+package pgtest_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bridge-dev/bridge/storage/postgres/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// TestURLGivesEachTestItsOwnDatabase: two URLs name two empty databases,
+// and a table made in one is not in the other.
+func TestURLGivesEachTestItsOwnDatabase(t *testing.T) {
+	ctx := context.Background()
+	a, b := pgtest.URL(t), pgtest.URL(t)
+	if a == b {
+		t.Fatal("two calls gave one database")
+	}
+	ca, err := pgx.Connect(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ca.Close(ctx)
+	cb, err := pgx.Connect(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cb.Close(ctx)
+	if _, err := ca.Exec(ctx, `CREATE TABLE only_in_a (x int)`); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := cb.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE tablename = 'only_in_a'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the second database sees the first's table: %d, %v", n, err)
+	}
+}

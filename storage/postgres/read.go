@@ -1,0 +1,589 @@
+package postgres
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+const sessionCols = `id, harness, cwd, title, preset, model, effort, native_session_id, head_id,
+	restore_mode, latest_checkpoint_id, archived, last_status, created_at, updated_at`
+
+func scanSession(sc pgx.Row) (core.Session, error) {
+	var s core.Session
+	var created, updated int64
+	err := sc.Scan(&s.ID, &s.Harness, &s.Cwd, &s.Title, &s.Preset, &s.Model, &s.Effort, &s.NativeSessionID,
+		&s.HeadID, &s.RestoreMode, &s.LatestCheckpointID, &s.Archived, &s.LastStatus, &created, &updated)
+	s.CreatedAt, s.UpdatedAt = unix(created), unix(updated)
+	return s, err
+}
+
+// getSession reads a session's head record; with lock it locks the row
+// until the transaction ends.
+func getSession(ctx context.Context, db *DB, q querier, id string, lock bool) (core.Session, error) {
+	query := `SELECT ` + sessionCols + ` FROM sessions WHERE id = $1`
+	if lock {
+		query += ` FOR UPDATE`
+	}
+	s, err := scanSession(q.QueryRow(ctx, query, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return core.Session{}, core.NotFound("session", id)
+	}
+	if err != nil {
+		return core.Session{}, db.errf(err, "get session %s", id)
+	}
+	return s, nil
+}
+
+// GetSession implements core.Store.
+func (db *DB) GetSession(ctx context.Context, id string) (core.Session, error) {
+	return getSession(ctx, db, db.pool, id, false)
+}
+
+// ListSessions implements core.Store: most recently updated first (ties by
+// id, descending), archived sessions only with IncludeArchived. Each page
+// is an index range scan from the cursor on.
+func (db *DB) ListSessions(ctx context.Context, q core.ListQuery) ([]core.Session, string, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if !q.IncludeArchived {
+		where = append(where, "archived = false")
+	}
+	if q.Harness != "" {
+		where = append(where, "harness = "+arg(q.Harness))
+	}
+	if q.Cursor != "" {
+		upd, id, err := decodeCursor(q.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		where = append(where, "(updated_at, id) < ("+arg(upd)+", "+arg(id)+")")
+	}
+	query := `SELECT ` + sessionCols + ` FROM sessions`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	query += ` ORDER BY updated_at DESC, id DESC LIMIT ` + arg(limit+1)
+	rows, err := db.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, "", db.errf(err, "list sessions")
+	}
+	defer rows.Close()
+	out := []core.Session{}
+	for rows.Next() {
+		s, err := scanSession(rows)
+		if err != nil {
+			return nil, "", db.errf(err, "list sessions")
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", db.errf(err, "list sessions")
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		last := out[limit-1]
+		next = encodeCursor(nanos(last.UpdatedAt), last.ID)
+	}
+	return out, next, nil
+}
+
+// The cursor has the same form as storage's.
+func encodeCursor(upd int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(upd, 10) + "|" + id))
+}
+
+func decodeCursor(c string) (int64, string, error) {
+	bad := core.Errorf(core.CodeInvalid, "session list cursor %q is not valid", c)
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, "", bad
+	}
+	n, id, ok := strings.Cut(string(b), "|")
+	upd, err := strconv.ParseInt(n, 10, 64)
+	if !ok || err != nil || id == "" || strings.IndexByte(id, 0) >= 0 {
+		return 0, "", bad
+	}
+	return upd, core.ValidText(id), nil
+}
+
+// FindSessionByNative implements core.Store; when several sessions share
+// the native id, the most recently updated wins.
+func (db *DB) FindSessionByNative(ctx context.Context, harness, nativeID string) (core.Session, error) {
+	if nativeID == "" {
+		return core.Session{}, core.NotFound("native session", nativeID)
+	}
+	s, err := scanSession(db.pool.QueryRow(ctx, `SELECT `+sessionCols+` FROM sessions
+		WHERE harness = $1 AND native_session_id = $2 ORDER BY updated_at DESC, id DESC LIMIT 1`, txt(harness), txt(nativeID)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return core.Session{}, core.NotFound(harness+" native session", nativeID)
+	}
+	if err != nil {
+		return core.Session{}, db.errf(err, "find native session %s", nativeID)
+	}
+	return s, nil
+}
+
+const entryCols = `id, session_id, parent_id, seq, kind, payload, native_id, token_estimate, created_at`
+
+// entryRow holds nullable scan targets for one entry row.
+type entryRow struct {
+	id, session, parent, kind, payload, native *string
+	seq, tokens, created                       *int64
+}
+
+func (r *entryRow) dest() []any {
+	return []any{&r.id, &r.session, &r.parent, &r.seq, &r.kind, &r.payload, &r.native, &r.tokens, &r.created}
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func num(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func (r *entryRow) entry() core.Entry {
+	return core.Entry{
+		ID: str(r.id), SessionID: str(r.session), ParentID: str(r.parent), Seq: num(r.seq),
+		Kind: core.Kind(str(r.kind)), Payload: []byte(str(r.payload)), NativeID: str(r.native),
+		TokenEstimate: num(r.tokens), CreatedAt: unix(num(r.created)),
+	}
+}
+
+// GetEntry implements core.Store.
+func (db *DB) GetEntry(ctx context.Context, id string) (core.Entry, error) {
+	var r entryRow
+	err := db.pool.QueryRow(ctx, `SELECT `+entryCols+` FROM entries WHERE id = $1`, txt(id)).Scan(r.dest()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return core.Entry{}, core.NotFound("entry", id)
+	}
+	if err != nil {
+		return core.Entry{}, db.errf(err, "get entry %s", id)
+	}
+	return r.entry(), nil
+}
+
+// Audit implements core.Store.
+func (db *DB) Audit(ctx context.Context, entity, kind string) ([]core.AuditRecord, error) {
+	return audit(ctx, db, db.pool, entity, kind)
+}
+
+func audit(ctx context.Context, db *DB, q querier, entity, kind string) ([]core.AuditRecord, error) {
+	where := []string{"true"}
+	var args []any
+	if entity != "" {
+		args = append(args, txt(entity))
+		where = append(where, "entity = $"+strconv.Itoa(len(args)))
+	}
+	if kind != "" {
+		args = append(args, txt(kind))
+		where = append(where, "kind = $"+strconv.Itoa(len(args)))
+	}
+	rows, err := q.Query(ctx, `SELECT id, source, kind, entity, body, time FROM audit WHERE `+
+		strings.Join(where, " AND ")+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, db.errf(err, "audit")
+	}
+	defer rows.Close()
+	out := []core.AuditRecord{}
+	for rows.Next() {
+		var r core.AuditRecord
+		var body string
+		var t int64
+		if err := rows.Scan(&r.ID, &r.Source, &r.Kind, &r.Entity, &body, &t); err != nil {
+			return nil, db.errf(err, "audit")
+		}
+		r.Body, r.Time = []byte(body), unix(t)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.errf(err, "audit")
+	}
+	return out, nil
+}
+
+// chainSQL reads a session's entries newest first from a seq down.
+const chainSQL = `SELECT ` + entryCols + ` FROM entries WHERE session_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT $3`
+
+// scanChain is the fast path for a session that has never branched: its
+// tree is one chain, so walking back from the entry at fromSeq is reading
+// the (session_id, seq) index backwards. Every link is still checked: each
+// entry must be the parent of the one visited before it, the first must be
+// firstID when that is set, and the chain must end at a root. fn returns
+// false to stop. ok is false when the rows do not form that chain; the
+// caller then walks by parent links, which names the problem.
+func scanChain(ctx context.Context, db *DB, q querier, sessionID, firstID string, fromSeq int64, batch int, fn func(core.Entry) bool) (ok bool, err error) {
+	batch = min(max(batch, 16), 1024)
+	upper := fromSeq
+	var prev *core.Entry
+	stopped := false
+	step := func(e core.Entry) (done, ok bool) {
+		if prev == nil && firstID != "" && e.ID != firstID {
+			return true, false
+		}
+		if prev != nil && prev.ParentID != e.ID {
+			return true, false
+		}
+		if stopped {
+			return true, true
+		}
+		prev, upper = &e, e.Seq-1
+		if !fn(e) {
+			stopped = true
+			if e.ParentID == "" {
+				return true, true
+			}
+		}
+		return false, true
+	}
+	for {
+		rows, err := q.Query(ctx, chainSQL, sessionID, upper, batch)
+		if err != nil {
+			return false, db.errf(err, "read session %s", sessionID)
+		}
+		n := 0
+		done, good := false, true
+		for !done && rows.Next() {
+			var r entryRow
+			if err := rows.Scan(r.dest()...); err != nil {
+				rows.Close()
+				return false, db.errf(err, "read session %s", sessionID)
+			}
+			n++
+			done, good = step(r.entry())
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return false, db.errf(err, "read session %s", sessionID)
+		}
+		if done {
+			return good, nil
+		}
+		if n < batch {
+			if prev == nil {
+				return firstID == "", nil
+			}
+			return prev.ParentID == "", nil
+		}
+	}
+}
+
+// walkSQL follows parent links from $1 for at most $2 steps. A row whose
+// entry columns are NULL names an id that does not exist; the walk stops
+// there, at a root, or after $2 rows (which bounds it on a cycle).
+const walkSQL = `WITH RECURSIVE w(id, n) AS (
+	SELECT $1::text, 0
+	UNION ALL
+	SELECT e.parent_id, w.n + 1 FROM w JOIN entries e ON e.id = w.id
+	WHERE e.parent_id IS NOT NULL AND w.n + 1 < $2
+)
+SELECT w.id, e.id, e.session_id, e.parent_id, e.seq, e.kind, e.payload, e.native_id, e.token_estimate, e.created_at
+FROM w LEFT JOIN entries e ON e.id = w.id ORDER BY w.n`
+
+// walker walks a session's tree from an entry towards the root, newest
+// first, checking every step: a missing id, an entry of another session or
+// an entry seen twice (a cycle) is a CodeCorrupt error.
+type walker struct {
+	db        *DB
+	q         querier
+	sessionID string
+	seen      map[string]struct{}
+}
+
+func newWalker(db *DB, q querier, sessionID string) *walker {
+	return &walker{db: db, q: q, sessionID: sessionID, seen: map[string]struct{}{}}
+}
+
+func (w *walker) walk(ctx context.Context, startID string, isHead bool, batch int, fn func(core.Entry) bool) error {
+	next, child := startID, ""
+	for next != "" {
+		rows, err := w.q.Query(ctx, walkSQL, next, batch)
+		if err != nil {
+			return w.db.errf(err, "walk session %s", w.sessionID)
+		}
+		var buf []core.Entry
+		missing := ""
+		for rows.Next() {
+			var want *string
+			var r entryRow
+			if err := rows.Scan(append([]any{&want}, r.dest()...)...); err != nil {
+				rows.Close()
+				return w.db.errf(err, "walk session %s", w.sessionID)
+			}
+			if r.id == nil {
+				missing = str(want)
+				break
+			}
+			buf = append(buf, r.entry())
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return w.db.errf(err, "walk session %s", w.sessionID)
+		}
+		for _, e := range buf {
+			if e.SessionID != w.sessionID {
+				return core.Errorf(core.CodeCorrupt, "session %s: entry %q (parent of %q) belongs to session %s",
+					w.sessionID, e.ID, child, e.SessionID)
+			}
+			if _, dup := w.seen[e.ID]; dup {
+				return core.Errorf(core.CodeCorrupt, "session %s: cycle: entry %q is its own ancestor", w.sessionID, e.ID)
+			}
+			w.seen[e.ID] = struct{}{}
+			if !fn(e) {
+				return nil
+			}
+			child, next = e.ID, e.ParentID
+		}
+		if missing != "" {
+			if child == "" && isHead {
+				return core.Errorf(core.CodeCorrupt, "session %s: head %q does not exist", w.sessionID, missing)
+			}
+			if child == "" {
+				return core.Errorf(core.CodeCorrupt, "session %s: entry %q does not exist", w.sessionID, missing)
+			}
+			return core.Errorf(core.CodeCorrupt, "session %s: entry %q has parent %q, which does not exist",
+				w.sessionID, child, missing)
+		}
+		if len(buf) == 0 {
+			return nil
+		}
+	}
+	return nil
+}
+
+// ActiveBranch implements core.Store: the entries from the root to the
+// head, in order, read in one snapshot.
+func (db *DB) ActiveBranch(ctx context.Context, sessionID string) ([]core.Entry, error) {
+	var out []core.Entry
+	err := db.read(ctx, func(q querier) (err error) {
+		out, err = activeBranch(ctx, db, q, sessionID)
+		return err
+	})
+	return out, err
+}
+
+func activeBranch(ctx context.Context, db *DB, q querier, sessionID string) ([]core.Entry, error) {
+	st, err := loadState(ctx, db, q, sessionID, false)
+	if err != nil {
+		return nil, err
+	}
+	out := []core.Entry{}
+	if st.headID == "" {
+		return out, nil
+	}
+	collect := func(e core.Entry) bool {
+		out = append(out, e)
+		return true
+	}
+	if !st.branched && st.headSeq != nil {
+		ok, err := scanChain(ctx, db, q, sessionID, st.headID, *st.headSeq, 1024, collect)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			reverse(out)
+			return out, nil
+		}
+		out = out[:0]
+	}
+	if err := newWalker(db, q, sessionID).walk(ctx, st.headID, true, 1024, collect); err != nil {
+		return nil, err
+	}
+	reverse(out)
+	return out, nil
+}
+
+func reverse(es []core.Entry) {
+	for i, j := 0, len(es)-1; i < j; i, j = i+1, j-1 {
+		es[i], es[j] = es[j], es[i]
+	}
+}
+
+// DefaultHistoryMessages is the page size History uses when asked for
+// maxMessages <= 0.
+const DefaultHistoryMessages = 60
+
+// History implements core.Store, as storage's does: an unbranched session
+// is read by seq (only the page), a branched one by walking parent links
+// from the head (a page far from the head of a branched session costs a
+// walk to it; SQLite's store keeps jump pointers for that, this one does
+// not yet).
+func (db *DB) History(ctx context.Context, sessionID string, beforeSeq int64, maxMessages int) (entries []core.Entry, hasMore bool, err error) {
+	if maxMessages <= 0 {
+		maxMessages = DefaultHistoryMessages
+	}
+	err = db.read(ctx, func(q querier) error {
+		entries, hasMore, err = history(ctx, db, q, sessionID, beforeSeq, maxMessages)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return entries, hasMore, nil
+}
+
+func history(ctx context.Context, db *DB, q querier, sessionID string, beforeSeq int64, maxMessages int) ([]core.Entry, bool, error) {
+	st, err := loadState(ctx, db, q, sessionID, false)
+	if err != nil {
+		return nil, false, err
+	}
+	out := []core.Entry{}
+	if st.headID == "" {
+		return out, false, nil
+	}
+	if st.headSeq == nil {
+		return nil, false, core.Errorf(core.CodeCorrupt, "session %s: head %q does not exist", sessionID, st.headID)
+	}
+	batch := min(2*maxMessages+16, 1024)
+	count := 0
+	collect := func(e core.Entry) bool {
+		out = append(out, e)
+		if e.Kind.IsMessage() {
+			count++
+		}
+		return count < maxMessages
+	}
+	if !st.branched {
+		fromSeq, firstID := *st.headSeq, st.headID
+		if beforeSeq > 0 && beforeSeq <= fromSeq {
+			fromSeq, firstID = beforeSeq-1, ""
+		}
+		ok, err := scanChain(ctx, db, q, sessionID, firstID, fromSeq, batch, collect)
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			hasMore := len(out) > 0 && out[len(out)-1].ParentID != ""
+			reverse(out)
+			return out, hasMore, nil
+		}
+		out, count = out[:0], 0
+	}
+	w := newWalker(db, q, sessionID)
+	start := st.headID
+	if beforeSeq > 0 && beforeSeq <= *st.headSeq {
+		found := ""
+		err := w.walk(ctx, st.headID, true, 1024, func(e core.Entry) bool {
+			if e.Seq < beforeSeq {
+				found = e.ID
+				return false
+			}
+			return true
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		if found == "" {
+			return out, false, nil
+		}
+		start = found
+		w = newWalker(db, q, sessionID)
+	}
+	if err := w.walk(ctx, start, start == st.headID, batch, collect); err != nil {
+		return nil, false, err
+	}
+	hasMore := len(out) > 0 && out[len(out)-1].ParentID != ""
+	reverse(out)
+	return out, hasMore, nil
+}
+
+// Integrity implements core.Store: each session's active branch is walked
+// and every parent link is checked (it must name an existing, older entry
+// of the same session); one problem is reported per unsound session.
+func (db *DB) Integrity(ctx context.Context) (core.IntegrityReport, error) {
+	rep := core.IntegrityReport{Problems: []core.IntegrityProblem{}}
+	err := db.read(ctx, func(q querier) error {
+		var ids []string
+		rows, err := q.Query(ctx, `SELECT id FROM sessions ORDER BY id`)
+		if err != nil {
+			return db.errf(err, "integrity")
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return db.errf(err, "integrity")
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return db.errf(err, "integrity")
+		}
+		bad := map[string]bool{}
+		for _, id := range ids {
+			rep.SessionsChecked++
+			if _, err := activeBranch(ctx, db, q, id); err != nil {
+				if core.ErrorCode(err) != core.CodeCorrupt {
+					return err
+				}
+				rep.Problems = append(rep.Problems, core.IntegrityProblem{SessionID: id, Problem: err.Error()})
+				bad[id] = true
+			}
+		}
+		rows, err = q.Query(ctx, `SELECT e.session_id, e.id, e.parent_id, p.id, p.session_id, e.seq, p.seq
+			FROM entries e LEFT JOIN entries p ON p.id = e.parent_id
+			WHERE e.parent_id IS NOT NULL AND (p.id IS NULL OR p.session_id <> e.session_id OR p.seq >= e.seq)
+			ORDER BY e.session_id, e.seq`)
+		if err != nil {
+			return db.errf(err, "integrity")
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var sid, id, parent string
+			var pid, psid *string
+			var seq int64
+			var pseq *int64
+			if err := rows.Scan(&sid, &id, &parent, &pid, &psid, &seq, &pseq); err != nil {
+				return db.errf(err, "integrity")
+			}
+			if bad[sid] {
+				continue
+			}
+			var msg string
+			switch {
+			case pid == nil:
+				msg = fmt.Sprintf("session %s: entry %q has parent %q, which does not exist", sid, id, parent)
+			case str(psid) != sid:
+				msg = fmt.Sprintf("session %s: entry %q has parent %q from session %s", sid, id, parent, str(psid))
+			default:
+				msg = fmt.Sprintf("session %s: entry %q (seq %d) has parent %q with seq %d, not older (a cycle or misordered link)",
+					sid, id, seq, parent, num(pseq))
+			}
+			rep.Problems = append(rep.Problems, core.IntegrityProblem{SessionID: sid, Problem: msg})
+			bad[sid] = true
+		}
+		if err := rows.Err(); err != nil {
+			return db.errf(err, "integrity")
+		}
+		if err := q.QueryRow(ctx, `SELECT count(*) FROM entries`).Scan(&rep.EntriesChecked); err != nil {
+			return db.errf(err, "integrity")
+		}
+		return nil
+	})
+	return rep, err
+}
