@@ -35,12 +35,21 @@ var Codes = []Code{CodeInvalid, CodeNotFound, CodeUnavailable, CodeBusy, CodeCon
 	CodeUnsupported, CodeHarness, CodeTimeout, CodeCancelled, CodeCorrupt, CodeInternal,
 	CodeChanged, CodeSummary, CodeCommit, CodePersistence}
 
-// Error is a domain failure with a code, a message fit for a user, optional
-// structured data, and the underlying cause.
+// Error is a domain failure with a code, a message fit for a user, the
+// typed facts a client may act on, and the underlying cause. Facts of one
+// failure that only Go callers need (a refused checkpoint's rule, a bad
+// frame's offset) are typed errors in the chain, read with errors.As.
 type Error struct {
 	Code    Code
 	Message string
-	Data    map[string]any
+	// Field names the params member at fault for CodeInvalid, as a dotted
+	// path ("content[1].type"); "" when no one member is. It travels as
+	// the wire error's data.field.
+	Field string
+	// Missing names the capabilities whose absence refused the operation
+	// (CodeUnavailable, CodeUnsupported), in doctor's spelling. It travels
+	// as data.missing.
+	Missing []string
 	Err     error
 }
 
@@ -62,6 +71,12 @@ func E(code Code, msg string, cause error) *Error {
 // Errorf builds an *Error with a formatted message and no cause.
 func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// InvalidField builds a CodeInvalid error naming the params member at
+// fault (Field), with a formatted message.
+func InvalidField(field, format string, args ...any) *Error {
+	return &Error{Code: CodeInvalid, Message: fmt.Sprintf(format, args...), Field: field}
 }
 
 // ErrorCode returns the code of the first *Error in err's chain, CodeCancelled

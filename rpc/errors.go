@@ -85,10 +85,8 @@ func toWire(log *slog.Logger, method string, err error) *jsonrpc2.Error {
 	if !ok {
 		wc = CodeDomain
 	}
-	data := errorData{Code: schema.ErrorCode(code), Missing: missingOf(ce.Data)}
-	data.Field, _ = ce.Data["field"].(string)
-	data.Detail, _ = ce.Data["detail"].(string)
-	if data.Detail == "" && ce.Err != nil && detailCodes[code] && !isSentinel(ce.Err) {
+	data := errorData{Code: schema.ErrorCode(code), Field: ce.Field, Missing: ce.Missing}
+	if ce.Err != nil && detailCodes[code] && !isSentinel(ce.Err) {
 		data.Detail = truncate([]byte(ce.Err.Error()), 400)
 	}
 	if ce.Err != nil {
@@ -112,23 +110,6 @@ func isSentinel(err error) bool {
 		}
 	}
 	return false
-}
-
-// missingOf reads data["missing"] as a list of names.
-func missingOf(data map[string]any) []string {
-	switch v := data["missing"].(type) {
-	case []string:
-		return v
-	case []any:
-		out := make([]string, 0, len(v))
-		for _, x := range v {
-			out = append(out, fmt.Sprint(x))
-		}
-		return out
-	case string:
-		return []string{v}
-	}
-	return nil
 }
 
 // WireError is the JSON-RPC error object another transport of the same

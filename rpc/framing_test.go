@@ -172,7 +172,7 @@ func TestDomainErrors(t *testing.T) {
 	c := startServer(t, fake, nil)
 	c.initialize()
 	unavailable := core.Errorf(core.CodeUnavailable, "codex cannot resume natively")
-	unavailable.Data = map[string]any{"missing": []string{"native.resume", "history.window"}}
+	unavailable.Missing = []string{"native.resume", "history.window"}
 	cases := []struct {
 		err     error
 		code    int

@@ -147,7 +147,7 @@ func TestSearchQueryCostBound(t *testing.T) {
 	} {
 		_, err := db.Search(ctx, core.SearchQuery{Query: c.query})
 		var ce *core.Error
-		if !errors.As(err, &ce) || ce.Code != core.CodeInvalid || ce.Data["field"] != "query" || !strings.Contains(ce.Message, c.limit) {
+		if !errors.As(err, &ce) || ce.Code != core.CodeInvalid || ce.Field != "query" || !strings.Contains(ce.Message, c.limit) {
 			t.Fatalf("%.40q…: %v; want invalid naming %q and the query field", c.query, err, c.limit)
 		}
 		if len(err.Error()) > 400 {

@@ -133,9 +133,7 @@ const DefaultSearchTimeout = 10 * time.Second
 // quoted at most 80 characters long: an error never echoes a long query
 // whole.
 func queryError(format string, args ...any) error {
-	e := core.Errorf(core.CodeInvalid, format, args...)
-	e.Data = map[string]any{"field": "query"}
-	return e
+	return core.InvalidField("query", format, args...)
 }
 
 // checkQueryCost refuses a query over the cost bound, naming the limit.
@@ -199,9 +197,7 @@ func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, 
 		t    time.Time
 	}{{"since", q.Since}, {"until", q.Until}} {
 		if !f.t.IsZero() && !core.Representable(f.t) {
-			e := core.Errorf(core.CodeInvalid, "search: %s %s is outside the years the record holds (1678-2262)", f.name, f.t.Format(time.RFC3339))
-			e.Data = map[string]any{"field": f.name}
-			return core.SearchPage{}, e
+			return core.SearchPage{}, core.InvalidField(f.name, "search: %s %s is outside the years the record holds (1678-2262)", f.name, f.t.Format(time.RFC3339))
 		}
 	}
 	match, phrased, err := ftsQuery(q.Query)
@@ -440,9 +436,7 @@ func searchError(query string, err error) error {
 func ftsQuery(in string) (match string, phrased bool, err error) {
 	s := strings.TrimSpace(in)
 	if s == "" {
-		e := core.Errorf(core.CodeInvalid, "search query is empty")
-		e.Data = map[string]any{"field": "query"}
-		return "", false, e
+		return "", false, core.InvalidField("query", "search query is empty")
 	}
 	if !strings.ContainsRune(s, 0) && !usesSyntax(s) {
 		words := strings.Fields(s)

@@ -152,8 +152,7 @@ func (c *client) callID(ctx context.Context, rpcID, method string, payload, out 
 			rerr = &RPCError{Message: "ok:false with no error"}
 		}
 		rerr.Method = method
-		return nil, &core.Error{Code: codeFor(rerr), Message: rerr.Error(), Err: rerr,
-			Data: map[string]any{"dshCode": rerr.Code, "goalCode": rerr.GoalCode()}}
+		return nil, &core.Error{Code: codeFor(rerr), Message: rerr.Error(), Err: rerr}
 	}
 	if out != nil && len(env.Result.Value) > 0 {
 		if err := json.Unmarshal(env.Result.Value, out); err != nil {

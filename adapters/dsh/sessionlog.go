@@ -146,7 +146,7 @@ func streamLog(ctx context.Context, path string, progress func(done, total int64
 			return &core.Error{Code: core.CodeCorrupt,
 				Message: fmt.Sprintf("dsh session log %s: zstd frame %d at byte offset %d of %d is truncated or corrupt (%d events read before it are kept)",
 					core.Quote(filepath.Base(path)), *frames+1, off, total, lr.events),
-				Data: map[string]any{"offset": off, "path": path}, Err: ferr}
+				Err: &FrameError{Path: path, Offset: off, Err: ferr}}
 		}
 		if !skippable {
 			decoded += int64(len(buf))
@@ -480,3 +480,17 @@ func (m *mapper) emitBad(b BadLine) {
 func (h *Host) Import(ctx context.Context, path string, progress func(done, total int64)) (core.ImportedSession, error) {
 	return core.CollectImport(ctx, h, path, progress)
 }
+
+// FrameError is the cause of a session log refused as corrupt: the zstd
+// frame at byte Offset of the file at Path did not decode. Its text is
+// the decoder's.
+type FrameError struct {
+	Path   string
+	Offset int
+	Err    error
+}
+
+func (e *FrameError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the decoder's error.
+func (e *FrameError) Unwrap() error { return e.Err }

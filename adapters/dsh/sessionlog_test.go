@@ -298,10 +298,9 @@ func TestCorruptZstdFrame(t *testing.T) {
 			if core.ErrorCode(err) != core.CodeCorrupt {
 				t.Fatalf("err = %v, want a corrupt error", err)
 			}
-			var ce *core.Error
-			errors.As(err, &ce)
-			if ce.Data["offset"] != offsets[c.frame] || !strings.Contains(err.Error(), "byte offset "+itoa(offsets[c.frame])) {
-				t.Errorf("error %q / offset %v does not name frame offset %d", err, ce.Data["offset"], offsets[c.frame])
+			var fe *dsh.FrameError
+			if !errors.As(err, &fe) || fe.Offset != offsets[c.frame] || fe.Path != path || !strings.Contains(err.Error(), "byte offset "+itoa(offsets[c.frame])) {
+				t.Errorf("error %q / frame %+v does not name frame offset %d", err, fe, offsets[c.frame])
 			}
 			// Every whole line of the good frames is kept.
 			var want int

@@ -235,7 +235,7 @@ func asFlagError(err error) error {
 	if !errors.As(err, &ce) || ce.Code != core.CodeInvalid {
 		return err
 	}
-	field, _ := ce.Data["field"].(string)
+	field := ce.Field
 	flag, ok := flagOfField(field)
 	if !ok {
 		return err

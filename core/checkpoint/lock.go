@@ -37,9 +37,7 @@ func (l Lock) Err() error {
 	if l.State != LockBusy {
 		return nil
 	}
-	return &core.Error{Code: core.CodeBusy,
-		Message: "a checkpoint request is already pending",
-		Data:    map[string]any{"requestEntryId": l.Entry.ID, "reason": string(l.Request.Reason), "attempt": l.Request.Attempt}}
+	return &core.Error{Code: core.CodeBusy, Message: "a checkpoint request is already pending"}
 }
 
 // FindPending finds the pending request on branch (root first): the newest

@@ -74,8 +74,7 @@ func (s *Service) runCheckpoint(ctx context.Context, sessionID string, reason ch
 		if d.Suppressed == checkpoint.SuppressedToolInFlight || d.Suppressed == checkpoint.SuppressedApproval {
 			code = core.CodeBusy
 		}
-		return CheckpointOutcome{}, &core.Error{Code: code, Message: "checkpoint not written: " + d.Detail,
-			Data: map[string]any{"suppressed": d.Suppressed}}
+		return CheckpointOutcome{}, d.Refusal(code)
 	}
 	if l == nil {
 		return s.recoveryCheckpoint(ctx, sess, win, reason, false)
@@ -91,8 +90,7 @@ func (s *Service) runCheckpoint(ctx context.Context, sessionID string, reason ch
 		}
 		if d := checkpoint.Decide(reason, checkpoint.ActivityOf(win).Apply(state)); !d.Fire {
 			l.turn.Unlock()
-			return CheckpointOutcome{}, &core.Error{Code: core.CodeInvalid, Message: "checkpoint not written: " + d.Detail,
-				Data: map[string]any{"suppressed": d.Suppressed}}
+			return CheckpointOutcome{}, d.Refusal(core.CodeInvalid)
 		}
 	} else if !l.turn.TryLock() {
 		return CheckpointOutcome{}, core.Errorf(core.CodeBusy, "session %s is running a turn; checkpoint after it ends", sessionID)

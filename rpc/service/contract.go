@@ -182,7 +182,5 @@ func (s *Service) SessionImport(ctx context.Context, p schema.SessionImportParam
 // invalidField is an invalid-input error naming the params field at fault
 // (data.field on the wire).
 func invalidField(field, format string, args ...any) *core.Error {
-	e := core.Errorf(core.CodeInvalid, format, args...)
-	e.Data = map[string]any{"field": field}
-	return e
+	return core.InvalidField(field, format, args...)
 }

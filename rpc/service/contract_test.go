@@ -60,19 +60,19 @@ func TestContractRefusesBadValues(t *testing.T) {
 	for _, tc := range cases {
 		err := tc.call()
 		var ce *core.Error
-		if core.ErrorCode(err) != core.CodeInvalid || !asError(err, &ce) || ce.Data["field"] != tc.field || !strings.Contains(err.Error(), tc.msg) {
-			t.Errorf("%s: %v (data %+v); want invalid naming field %q and %q", tc.name, err, dataOf(ce), tc.field, tc.msg)
+		if core.ErrorCode(err) != core.CodeInvalid || !asError(err, &ce) || ce.Field != tc.field || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: %v (field %q); want invalid naming field %q and %q", tc.name, err, fieldOf(ce), tc.field, tc.msg)
 		}
 	}
 }
 
 func asError(err error, ce **core.Error) bool { return errors.As(err, ce) }
 
-func dataOf(ce *core.Error) map[string]any {
+func fieldOf(ce *core.Error) string {
 	if ce == nil {
-		return nil
+		return ""
 	}
-	return ce.Data
+	return ce.Field
 }
 
 // TestEntryIDsSortBySeq: the ids of a session's entries, made by the

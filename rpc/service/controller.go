@@ -29,11 +29,9 @@ const (
 // suppressed reports the suppression rule named by a refused checkpoint's
 // error ("" when err is not a suppression).
 func suppressed(err error) string {
-	var e *core.Error
+	var e *checkpoint.SuppressedError
 	if errors.As(err, &e) {
-		if r, ok := e.Data["suppressed"].(string); ok {
-			return r
-		}
+		return e.Rule
 	}
 	return ""
 }

@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -396,18 +397,11 @@ func logged(logs []string, sub string) bool {
 }
 
 func suppressedOf(err error) string {
-	var e *core.Error
-	if err == nil {
+	var e *checkpoint.SuppressedError
+	if !errors.As(err, &e) {
 		return ""
 	}
-	if ce, ok := err.(*core.Error); ok {
-		e = ce
-	}
-	if e == nil {
-		return ""
-	}
-	s, _ := e.Data["suppressed"].(string)
-	return s
+	return e.Rule
 }
 
 // TestPromptDuringIdleSuspension: a prompt that arrives while an idle

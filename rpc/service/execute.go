@@ -61,9 +61,7 @@ func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExec
 	}
 	if n := handoff.SummaryChars(summary); n > budget {
 		if !req.AllowOverBudget {
-			e := invalidField("allowOverBudget", "the handoff is %d characters, over its %d-character summary budget: edit it within the budget, or pass allowOverBudget to send it as it is", n, budget)
-			e.Data["summaryChars"], e.Data["summaryCharBudget"] = n, budget
-			return schema.MigrationExecuteResult{}, e
+			return schema.MigrationExecuteResult{}, handoff.OverBudget(n, budget)
 		}
 		warnings = append(warnings, fmt.Sprintf("the handoff is sent over its budget (%d characters of %d), as allowOverBudget asked", n, budget))
 	}

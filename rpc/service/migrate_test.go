@@ -197,8 +197,8 @@ func TestMigrationRefusedBeforeMutation(t *testing.T) {
 	if core.ErrorCode(err) != core.CodeUnavailable || !strings.Contains(err.Error(), "goal.pause") {
 		t.Fatalf("err %v, want unavailable naming goal.pause", err)
 	}
-	if asErr(err, &ce); fmt.Sprint(ce.Data["missing"]) != "[goal.pause]" {
-		t.Fatalf("data.missing = %v", ce.Data["missing"])
+	if asErr(err, &ce); fmt.Sprint(ce.Missing) != "[goal.pause]" {
+		t.Fatalf("data.missing = %v", ce.Missing)
 	}
 	after, _, _ := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true})
 	if len(after) != len(before) {
@@ -487,7 +487,8 @@ func TestMigrationSummaryBudget(t *testing.T) {
 		before := workers()
 		_, err := r.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID})
 		var ce *core.Error
-		if !errors.As(err, &ce) || ce.Code != core.CodeInvalid || ce.Data["field"] != "allowOverBudget" || ce.Data["summaryChars"] != p.SummaryChars {
+		var ob *handoff.OverBudgetError
+		if !errors.As(err, &ce) || ce.Code != core.CodeInvalid || ce.Field != "allowOverBudget" || !errors.As(err, &ob) || ob.Chars != p.SummaryChars {
 			t.Fatalf("execute of an over-budget handoff: %v (%+v)", err, ce)
 		}
 		if workers() != before {

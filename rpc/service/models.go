@@ -120,12 +120,12 @@ func (s *Service) SessionSelectModel(ctx context.Context, p schema.SessionSelect
 	out.Downgrade = down
 	if down {
 		cp, err := s.checkpoint(ctx, sess.ID, checkpoint.ReasonBeforeDowngrade, "")
-		var ce *core.Error
+		var se *checkpoint.SuppressedError
 		switch {
 		case err == nil:
 			out.CheckpointEntryID = cp.EntryID
-		case errors.As(err, &ce) && ce.Data != nil && ce.Data["suppressed"] != nil:
-			out.CheckpointNote = ce.Message
+		case errors.As(err, &se):
+			out.CheckpointNote = se.Err.Message
 		default:
 			return schema.SessionSelectModelResult{}, fmt.Errorf("before_downgrade checkpoint (%s): %w", why, err)
 		}

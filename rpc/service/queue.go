@@ -294,7 +294,7 @@ func (s *Service) steer(ctx context.Context, sess core.Session, content []core.C
 	st, ok := l.live.(core.Steerer)
 	if !ok {
 		e := core.Errorf(core.CodeUnavailable, "session/prompt with steer: the %s adapter does not implement it", l.host.Harness())
-		e.Data = map[string]any{"missing": []string{core.CapPromptSteer}}
+		e.Missing = []string{core.CapPromptSteer}
 		return false, e
 	}
 	payload, err := s.userPayload(ctx, content)

@@ -225,7 +225,7 @@ func TestSteerRefusedWithoutCapability(t *testing.T) {
 	awaitUserMessage(t, r, "hang")
 	_, err = r.svc.SessionPrompt(context.Background(), schema.SessionPromptParams{SessionID: sid, Content: text("steer"), Steer: true})
 	var ce *core.Error
-	if !errors.As(err, &ce) || ce.Code != core.CodeUnavailable || !strings.Contains(fmt.Sprint(ce.Data), core.CapPromptSteer) {
+	if !errors.As(err, &ce) || ce.Code != core.CodeUnavailable || !strings.Contains(fmt.Sprint(ce.Missing), core.CapPromptSteer) {
 		t.Fatalf("steer without prompt.steer: %v, want unavailable naming it", err)
 	}
 	if _, err := r.svc.SessionCancel(context.Background(), schema.SessionCancelParams{SessionID: sid}); err != nil {

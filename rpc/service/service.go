@@ -205,7 +205,7 @@ func (s *Service) require(ctx context.Context, h core.BridgeHost, op string, cap
 	} else {
 		e = core.Errorf(core.CodeUnavailable, "%s: harness %q lacks %v", op, h.Harness(), missing)
 	}
-	e.Data = map[string]any{"missing": missing}
+	e.Missing = missing
 	return e
 }
 
