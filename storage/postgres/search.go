@@ -21,9 +21,7 @@ const (
 )
 
 func queryError(format string, args ...any) error {
-	e := core.Errorf(core.CodeInvalid, format, args...)
-	e.Data = map[string]any{"field": "query"}
-	return e
+	return core.InvalidField("query", format, args...)
 }
 
 func checkQueryCost(q string) error {
@@ -405,9 +403,7 @@ func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, 
 		t    time.Time
 	}{{"since", q.Since}, {"until", q.Until}} {
 		if !f.t.IsZero() && !core.Representable(f.t) {
-			e := core.Errorf(core.CodeInvalid, "search: %s %s is outside the years the record holds (1678-2262)", f.name, f.t.Format(time.RFC3339))
-			e.Data = map[string]any{"field": f.name}
-			return core.SearchPage{}, e
+			return core.SearchPage{}, core.InvalidField(f.name, "search: %s %s is outside the years the record holds (1678-2262)", f.name, f.t.Format(time.RFC3339))
 		}
 	}
 	tq, err := buildQuery(q.Query)
