@@ -28,12 +28,15 @@ const (
 	CodeSummary     Code = "summary"     // compaction: no valid summary
 	CodeCommit      Code = "commit"      // compaction: commit failed
 	CodePersistence Code = "persistence" // compaction: store failed
+	// CodeLiveElsewhere: another process sharing the record drives the
+	// session (it holds the session's lease, SessionLeases).
+	CodeLiveElsewhere Code = "live_elsewhere"
 )
 
 // Codes is the closed set, in a stable order, for schemas and docs.
 var Codes = []Code{CodeInvalid, CodeNotFound, CodeUnavailable, CodeBusy, CodeConflict,
 	CodeUnsupported, CodeHarness, CodeTimeout, CodeCancelled, CodeCorrupt, CodeInternal,
-	CodeChanged, CodeSummary, CodeCommit, CodePersistence}
+	CodeChanged, CodeSummary, CodeCommit, CodePersistence, CodeLiveElsewhere}
 
 // Error is a domain failure with a code, a message fit for a user, the
 // typed facts a client may act on, and the underlying cause. Facts of one

@@ -22,12 +22,15 @@ const (
 	ErrSummary     ErrorCode = "summary"     // compaction: no valid summary
 	ErrCommit      ErrorCode = "commit"      // compaction: commit failed
 	ErrPersistence ErrorCode = "persistence" // compaction: store failed
+	// ErrLiveElsewhere: another Bridge process sharing the record drives
+	// the session (it holds the session's lease); data.detail names it.
+	ErrLiveElsewhere ErrorCode = "live_elsewhere"
 )
 
 // ErrorCodes is the closed set, in core.Codes order.
 var ErrorCodes = []ErrorCode{ErrInvalid, ErrNotFound, ErrUnavailable, ErrBusy, ErrConflict,
 	ErrUnsupported, ErrHarness, ErrTimeout, ErrCancelled, ErrCorrupt, ErrInternal,
-	ErrChanged, ErrSummary, ErrCommit, ErrPersistence}
+	ErrChanged, ErrSummary, ErrCommit, ErrPersistence, ErrLiveElsewhere}
 
 // ErrorData is the data member of a JSON-RPC error for a domain failure.
 type ErrorData struct {

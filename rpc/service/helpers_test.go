@@ -50,6 +50,9 @@ type rigOptions struct {
 	approvalTimeout time.Duration
 	// notifier wraps the recorder the service tells (to hear more).
 	notifier func(*servicetest.Recorder) service.Notifier
+	// leaseOwner and leaseTTL are service.Options' (lease_test.go).
+	leaseOwner string
+	leaseTTL   time.Duration
 }
 
 func newRig(t testing.TB, o rigOptions) *rig {
@@ -79,7 +82,7 @@ func newRig(t testing.TB, o rigOptions) *rig {
 	svc, err := service.New(service.Options{Store: st, Hosts: hosts, Notifier: n, DataDir: dir,
 		Presets: o.presets, CheckpointTimeout: o.timeout, Permissions: o.permissions, ApprovalTimeout: o.approvalTimeout,
 		NoShutdownCheckpoint: !o.shutdownCheckpoints, ShutdownCheckpoint: o.shutdownLimit,
-		SuspendAfter: o.suspendAfter, RiskyResumeEntries: o.riskyEntries,
+		SuspendAfter: o.suspendAfter, RiskyResumeEntries: o.riskyEntries, LeaseOwner: o.leaseOwner, LeaseTTL: o.leaseTTL,
 		RepoStatus: func(ctx context.Context, cwd string) (string, error) { return " M src/changed.go\n", nil }})
 	if err != nil {
 		t.Fatal(err)

@@ -252,6 +252,7 @@ func (l *liveSession) watch() {
 	if closing {
 		return
 	}
+	defer l.svc.releaseLease(l.sessionID)
 	x := l.live.Exit()
 	payload := map[string]any{"status": "stopped", "exitCode": x.Code}
 	if x.StderrTail != "" {
@@ -300,6 +301,7 @@ func (l *liveSession) close(ctx context.Context) error {
 	defer cancel()
 	err := l.live.Close(ctx)
 	l.recordAbandoned(context.WithoutCancel(ctx))
+	l.svc.releaseLease(l.sessionID)
 	return err
 }
 
@@ -384,6 +386,9 @@ func (s *Service) liveFor(sessionID string) *liveSession {
 // When recorded is false the session row does not exist yet: events wait
 // until the caller has created it and called markRecorded.
 func (s *Service) startLive(ctx context.Context, h core.BridgeHost, sess core.Session, preset core.Preset, native string, recorded bool) (*liveSession, error) {
+	if err := s.claimLease(ctx, sess.ID); err != nil {
+		return nil, err
+	}
 	l := newLive(s, sess.ID, h, recorded)
 	l.preset = preset
 	req := core.CreateRequest{Cwd: sess.Cwd, Preset: preset, Model: sess.Model, Effort: sess.Effort, Title: sess.Title,
@@ -402,6 +407,7 @@ func (s *Service) startLive(ctx context.Context, h core.BridgeHost, sess core.Se
 		live, err = h.CreateSession(ctx, req, l.sink)
 	}
 	if err != nil {
+		s.releaseLease(sess.ID)
 		return nil, err
 	}
 	l.live = live

@@ -33,6 +33,11 @@ func (s *Service) resume(ctx context.Context, sessionID string, fresh bool) (Res
 			return s.restored(ctx, Restored{SessionID: sessionID, Mode: core.ModeHot})
 		}
 	}
+	// Before anything is written or started: a session another process
+	// drives is refused (live_elsewhere) until its lease lapses.
+	if err := s.claimLease(ctx, sessionID); err != nil {
+		return Restored{}, err
+	}
 	if err := s.require(ctx, h, "session/resume", core.CapSessionCreate); err != nil {
 		return Restored{}, err
 	}

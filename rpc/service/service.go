@@ -71,6 +71,12 @@ type Options struct {
 	// before_native_resume checkpoint (0: 200; negative: never on this
 	// ground).
 	RiskyResumeEntries int
+	// LeaseOwner names this process in the leases of the sessions it
+	// drives, when the Store implements core.SessionLeases (default: host,
+	// pid and a random part); LeaseTTL is how long a lease lasts unless
+	// renewed (0: 30 s).
+	LeaseOwner string
+	LeaseTTL   time.Duration
 }
 
 // Service is Bridge's orchestration. It is safe for concurrent use.
@@ -90,6 +96,8 @@ type Service struct {
 	life     context.Context // ends when Close begins to stop sessions
 	stopLife context.CancelFunc
 	bg       sync.WaitGroup // controller goroutines
+
+	renewOnce sync.Once // starts the lease renewer (lease.go)
 }
 
 // New returns a Service; call Close when done.
@@ -105,6 +113,12 @@ func New(opts Options) (*Service, error) {
 	}
 	if opts.CheckpointTimeout <= 0 {
 		opts.CheckpointTimeout = 30 * time.Second
+	}
+	if opts.LeaseOwner == "" {
+		opts.LeaseOwner = leaseOwner()
+	}
+	if opts.LeaseTTL <= 0 {
+		opts.LeaseTTL = defaultLeaseTTL
 	}
 	s := &Service{opts: opts, hosts: map[string]core.BridgeHost{}, live: map[string]*liveSession{}}
 	s.life, s.stopLife = context.WithCancel(context.Background())

@@ -50,7 +50,8 @@ export type ErrorCode =
   | "changed"
   | "summary"
   | "commit"
-  | "persistence";
+  | "persistence"
+  | "live_elsewhere";
 /**
  * ExportFormat is the form session/export renders a session in.
  */
