@@ -347,7 +347,10 @@ func capabilities(k knowledge, why string, found bool) []core.Capability {
 		add(core.CapCompactionFocus, false, "no compact command advertised")
 	}
 	add(core.CapApprovalRelay, true, "session/request_permission, with the agent's own options")
-	add(core.CapSessionFork, false, "not implemented for ACP agents yet (the unstable session/fork)")
+	ok, d = initDetail(ini != nil && present(ini.AgentCapabilities.SessionCapabilities.Fork),
+		"session/fork in a second agent process, which is stopped afterwards",
+		"the agent does not advertise sessionCapabilities.fork")
+	add(core.CapSessionFork, ok, d)
 	if k.sawGauge {
 		add(core.CapContextGauge, true, "usage_update")
 	} else {

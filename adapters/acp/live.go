@@ -30,6 +30,7 @@ type live struct {
 	setup     sessionSetup
 	closed    bool
 	approvals int
+	usage     *core.TokenUsage // the last turn's, when the agent reported it
 }
 
 var (
@@ -411,6 +412,12 @@ func (l *live) run(ctx context.Context, blocks []contentBlock) (core.TurnResult,
 		var res promptResult
 		if err := json.Unmarshal(r.Result, &res); err != nil || res.StopReason == "" {
 			return core.TurnResult{}, core.Errorf(core.CodeHarness, "acp: session/prompt result has no stopReason: %s", r.Result)
+		}
+		if u := res.Usage; u != nil {
+			l.mu.Lock()
+			l.usage = &core.TokenUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+				CacheReadTokens: u.CachedReadTokens, CacheCreationTokens: u.CachedWriteTokens}
+			l.mu.Unlock()
 		}
 		return core.TurnResult{StopReason: res.StopReason}, nil
 	case <-ctx.Done():

@@ -62,6 +62,8 @@ type sessionCapabilities struct {
 	Resume json.RawMessage `json:"resume,omitempty"`
 	Delete json.RawMessage `json:"delete,omitempty"`
 	Close  json.RawMessage `json:"close,omitempty"`
+	// Fork (unstable): session/fork copies a session into a new one.
+	Fork json.RawMessage `json:"fork,omitempty"`
 	// Compaction (unstable): the agent reports its compactions through
 	// compaction_update.
 	Compaction json.RawMessage `json:"compaction,omitempty"`
@@ -123,6 +125,24 @@ type promptParams struct {
 
 type promptResult struct {
 	StopReason string `json:"stopReason"`
+	// Usage (unstable) is the turn's token usage, when the agent reports it.
+	Usage *promptUsage `json:"usage,omitempty"`
+}
+
+// promptUsage is the unstable usage of a session/prompt result.
+type promptUsage struct {
+	InputTokens       int64 `json:"inputTokens"`
+	OutputTokens      int64 `json:"outputTokens"`
+	CachedReadTokens  int64 `json:"cachedReadTokens"`
+	CachedWriteTokens int64 `json:"cachedWriteTokens"`
+}
+
+// forkSessionParams are session/fork's params.
+type forkSessionParams struct {
+	SessionID  string         `json:"sessionId"`
+	Cwd        string         `json:"cwd"`
+	McpServers []any          `json:"mcpServers"`
+	Meta       map[string]any `json:"_meta,omitempty"`
 }
 
 type sessionNotification struct {

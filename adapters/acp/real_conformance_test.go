@@ -27,15 +27,17 @@ var realConformanceAgents = []struct {
 	untrusted bool
 }{
 	// claude-code-acp lists a compact command but reports no compaction
-	// over ACP, and sends no usage_update: neither is claimed.
+	// over ACP, and sends no usage_update: neither is claimed. It
+	// advertises session/fork.
 	{realACPAgents[0], []string{core.CapSessionList, core.CapSessionCreate, core.CapSessionHistory,
 		core.CapSessionModels, core.CapSessionSelect, core.CapSessionPrompt, core.CapSessionCancel,
-		core.CapPresetList, core.CapNativeResume, core.CapApprovalRelay}, false},
+		core.CapPresetList, core.CapNativeResume, core.CapApprovalRelay, core.CapSessionFork}, false},
 	// claude-agent-acp reports usage (a gauge) but, like claude-code-acp,
-	// no compaction.
+	// no compaction; it advertises session/fork too.
 	{realACPAgents[1], []string{core.CapSessionList, core.CapSessionCreate, core.CapSessionHistory,
 		core.CapSessionModels, core.CapSessionSelect, core.CapSessionPrompt, core.CapSessionCancel,
-		core.CapPresetList, core.CapNativeResume, core.CapApprovalRelay, core.CapContextGauge}, false},
+		core.CapPresetList, core.CapNativeResume, core.CapApprovalRelay, core.CapContextGauge, core.CapSessionFork}, false},
+	// codex-acp advertises no session/fork.
 	{realACPAgents[2], []string{core.CapSessionList, core.CapSessionCreate, core.CapSessionHistory,
 		core.CapSessionModels, core.CapSessionSelect, core.CapSessionPrompt, core.CapSessionCancel,
 		core.CapPresetList, core.CapNativeResume, core.CapApprovalRelay, core.CapContextGauge}, true},

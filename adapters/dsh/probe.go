@@ -88,6 +88,7 @@ func (h *Host) Probe(ctx context.Context) (p core.Probe) {
 		{caps: []string{core.CapSessionPrompt}, method: "session.prompt", payload: invalid},
 		{caps: []string{core.CapSessionCancel}, method: "session.cancel", payload: invalid},
 		{caps: []string{core.CapSessionRename}, method: "session.rename", payload: invalid},
+		{caps: []string{core.CapSessionFork}, method: "session.fork", payload: invalid},
 		{caps: []string{core.CapWorkspaceArchive}, method: "workspace.archiveSession", payload: invalid},
 		{caps: []string{core.CapGoalCreate}, method: "goal.create", payload: invalid},
 		{caps: []string{core.CapGoalPause}, method: "goal.pause", payload: invalid},
@@ -148,7 +149,6 @@ func (h *Host) Probe(ctx context.Context) (p core.Probe) {
 	missing[core.CapCompactionFocus] = "DSH's /compact takes no argument (commands/list gives it no input)"
 	missing[core.CapPromptSteer] = "not implemented for DeepSeek Harness (its session.prompt mode \"steer\" is not used yet)"
 	missing[core.CapApprovalRelay] = "DeepSeek Harness applies its own permission preset; its approvals are not relayed"
-	missing[core.CapSessionFork] = "not implemented for DeepSeek Harness (no session fork found in its web API)"
 	p.Capabilities = caps(missing, shown)
 	return p
 }
@@ -234,6 +234,7 @@ var routes = map[string]string{
 	core.CapNativeResume:     "sessions persist on the DSH server; session.history proves one exists",
 	core.CapCompactCommand:   "POST /api/commands/execute {line:\"/compact\"}",
 	core.CapContextGauge:     "session.history projections.contextPressure",
+	core.CapSessionFork:      "POST /api/session.fork (a child seeded through the last completed turn; archived afterwards, as DSH has no session delete)",
 }
 
 // caps lists every capability, available unless missing names it (or "*"

@@ -262,5 +262,6 @@ func TestRealDSHConformance(t *testing.T) {
 }
 
 // realClaims is what the probe finds on DSH 0.1.0-rc.8: everything but
-// session.historyWindow (not served) and a compaction focus.
-var realClaims = claims
+// session.historyWindow (not served) and a compaction focus. Unlike the
+// fake server's replay, the real one serves session.fork.
+var realClaims = append(append([]string(nil), claims...), core.CapSessionFork)

@@ -51,7 +51,7 @@ func TestConformance(t *testing.T) {
 			core.CapSessionList, core.CapSessionCreate, core.CapSessionHistory, core.CapSessionModels,
 			core.CapSessionSelect, core.CapSessionPrompt, core.CapSessionCancel, core.CapSessionRename,
 			core.CapWorkspaceList, core.CapWorkspaceArchive, core.CapPresetList,
-			core.CapNativeResume, core.CapCompactCommand, core.CapContextGauge, core.CapApprovalRelay,
+			core.CapNativeResume, core.CapCompactCommand, core.CapContextGauge, core.CapApprovalRelay, core.CapSessionFork,
 		},
 		Approval: func(t *testing.T) []core.Content {
 			in, _ := json.Marshal(map[string]string{"filePath": filepath.Join(t.TempDir(), "conformance.txt"), "content": "x\n"})

@@ -262,12 +262,18 @@ func promptParts(content []core.Content) ([]map[string]any, error) {
 // that ended in a model or provider error returns StopReason "error" and a
 // harness error with OpenCode's own text; an aborted turn "cancelled".
 func (l *live) Prompt(ctx context.Context, content []core.Content) (core.TurnResult, error) {
+	res, _, err := l.prompt(ctx, content)
+	return res, err
+}
+
+// prompt is Prompt, also returning the server's assistant message.
+func (l *live) prompt(ctx context.Context, content []core.Content) (core.TurnResult, messageInfo, error) {
 	if err := l.usable(); err != nil {
-		return core.TurnResult{}, err
+		return core.TurnResult{}, messageInfo{}, err
 	}
 	parts, err := promptParts(content)
 	if err != nil {
-		return core.TurnResult{}, err
+		return core.TurnResult{}, messageInfo{}, err
 	}
 	l.turnMu.Lock()
 	defer l.turnMu.Unlock()
@@ -289,7 +295,7 @@ func (l *live) Prompt(ctx context.Context, content []core.Content) (core.TurnRes
 		Info messageInfo `json:"info"`
 	}
 	if err := l.call(ctx, http.MethodPost, l.path("/message"), body, &resp); err != nil {
-		return core.TurnResult{}, domainError(l.srv, "prompt", err)
+		return core.TurnResult{}, messageInfo{}, domainError(l.srv, "prompt", err)
 	}
 	l.mark(w, nil)
 	l.settle(ctx, w.idle)
@@ -301,11 +307,11 @@ func (l *live) Prompt(ctx context.Context, content []core.Content) (core.TurnRes
 	}
 	if apiErr != nil {
 		if apiErr.Name == "MessageAbortedError" {
-			return core.TurnResult{StopReason: "cancelled"}, nil
+			return core.TurnResult{StopReason: "cancelled"}, resp.Info, nil
 		}
-		return core.TurnResult{StopReason: "error"}, core.Errorf(core.CodeHarness, "opencode: turn failed: %s", apiErr.String())
+		return core.TurnResult{StopReason: "error"}, resp.Info, core.Errorf(core.CodeHarness, "opencode: turn failed: %s", apiErr.String())
 	}
-	return core.TurnResult{StopReason: stopReason(resp.Info.Finish)}, nil
+	return core.TurnResult{StopReason: stopReason(resp.Info.Finish)}, resp.Info, nil
 }
 
 // stopReason maps an assistant message's finish to Bridge's stop reasons.

@@ -43,7 +43,7 @@ func TestBridgeDrivesBridgeOverACP(t *testing.T) {
 		// Everything the ACP consumer can use of an agent: Bridge offers it.
 		Claims: []string{core.CapSessionList, core.CapSessionCreate, core.CapSessionHistory, core.CapSessionModels,
 			core.CapSessionSelect, core.CapSessionPrompt, core.CapSessionCancel, core.CapPresetList, core.CapNativeResume,
-			core.CapCompactCommand, core.CapCompactionFocus, core.CapApprovalRelay, core.CapContextGauge},
+			core.CapCompactCommand, core.CapCompactionFocus, core.CapApprovalRelay, core.CapContextGauge, core.CapSessionFork},
 		Timeout: 2 * time.Minute,
 	})
 }
