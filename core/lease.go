@@ -21,13 +21,24 @@ type SessionLeases interface {
 	ReleaseLease(ctx context.Context, sessionID, owner string) error
 }
 
+// LiveElsewhereError is the cause of a CodeLiveElsewhere error: who holds
+// the session's lease and until when (find it with errors.As).
+type LiveElsewhereError struct {
+	SessionID string
+	Owner     string
+	Expires   time.Time
+}
+
+func (e *LiveElsewhereError) Error() string {
+	return fmt.Sprintf("lease held by %s until %s", e.Owner, e.Expires.UTC().Format(time.RFC3339))
+}
+
 // LiveElsewhere is the error of a session whose lease another process
-// holds: CodeLiveElsewhere, with the owner and the lease's end in Data
-// ("owner", "leaseExpires", RFC 3339) and in the detail.
+// holds: CodeLiveElsewhere, its cause a *LiveElsewhereError (said on the
+// wire as data.detail).
 func LiveElsewhere(sessionID, owner string, expires time.Time) *Error {
 	exp := expires.UTC().Format(time.RFC3339)
 	return &Error{Code: CodeLiveElsewhere,
 		Message: fmt.Sprintf("session %s is live elsewhere: another Bridge process runs its harness; it can be resumed here once that process stops (its lease ends %s unless renewed)", sessionID, exp),
-		Data: map[string]any{"owner": owner, "leaseExpires": exp,
-			"detail": fmt.Sprintf("lease held by %s until %s", owner, exp)}}
+		Err:     &LiveElsewhereError{SessionID: sessionID, Owner: owner, Expires: expires}}
 }

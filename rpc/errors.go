@@ -99,7 +99,8 @@ func toWire(log *slog.Logger, method string, err error) *jsonrpc2.Error {
 // the caller can look at. A harness's or the store's own words (which may
 // name paths or environment of the machine) stay in the log.
 var detailCodes = map[core.Code]bool{core.CodeInvalid: true, core.CodeNotFound: true, core.CodeConflict: true,
-	core.CodeTimeout: true}
+	core.CodeLiveElsewhere: true,
+	core.CodeTimeout:       true}
 
 // isSentinel reports whether err is one of core's bare sentinel errors,
 // which say nothing the code does not.

@@ -32,9 +32,9 @@ func RunLeases(t *testing.T, open Open) {
 	}
 	err := ls.AcquireLease(ctx, sid, "proc-b", minute)
 	WantCode(t, err, core.CodeLiveElsewhere)
-	var ce *core.Error
-	if !errors.As(err, &ce) || ce.Data["owner"] != "proc-a" || ce.Data["leaseExpires"] == nil {
-		t.Errorf("the refusal does not name the owner and the lease's end: %#v", ce)
+	var le *core.LiveElsewhereError
+	if !errors.As(err, &le) || le.Owner != "proc-a" || le.SessionID != sid || le.Expires.Before(time.Now().Add(30*time.Second)) {
+		t.Errorf("the refusal does not name the owner and the lease's end: %#v", le)
 	}
 	// Only the owner releases.
 	if err := ls.ReleaseLease(ctx, sid, "proc-b"); err != nil {

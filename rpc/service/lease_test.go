@@ -110,7 +110,8 @@ func wantLiveElsewhere(t *testing.T, err error, owner string) {
 	if !errors.As(err, &ce) || ce.Code != core.CodeLiveElsewhere {
 		t.Fatalf("want a live_elsewhere error, got %v", err)
 	}
-	if ce.Data["owner"] != owner {
-		t.Errorf("live_elsewhere names owner %v, want %q", ce.Data["owner"], owner)
+	var le *core.LiveElsewhereError
+	if !errors.As(err, &le) || le.Owner != owner {
+		t.Errorf("live_elsewhere names owner %+v, want %q", le, owner)
 	}
 }

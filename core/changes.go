@@ -1,0 +1,15 @@
+package core
+
+import "context"
+
+// ChangeFeed tells a process what other processes sharing its record
+// append, as they commit, so that its clients see a session another
+// machine runs, updating. A Store may implement it (the SQLite record is
+// one process's, and has none).
+type ChangeFeed interface {
+	// FollowAppends calls fn with each batch of entries another process
+	// committed (one session's, in sequence order), on one goroutine, until
+	// ctx ends; it returns ctx's error then. What this process appends is
+	// not handed back: the process announced it itself.
+	FollowAppends(ctx context.Context, fn func(entries []Entry)) error
+}
