@@ -21,3 +21,15 @@ func TestStoreConformance(t *testing.T) {
 		return db
 	})
 }
+
+// TestSearchConformance runs the search part of the suite (the query forms
+// both stores must read alike) against the SQLite store.
+func TestSearchConformance(t *testing.T) {
+	storetest.RunSearch(t, func(t *testing.T) core.Store {
+		db, err := storage.Open(context.Background(), filepath.Join(t.TempDir(), "bridge.db"), storage.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	})
+}

@@ -119,7 +119,7 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	if err != nil {
 		// pgx names the string in its message; keep only what it says
 		// is wrong, with any password removed.
-		return nil, core.Errorf(core.CodeInvalid, "postgres: the connection string does not parse: %s", scrub(parseReason(err), passwordOf(url)))
+		return nil, core.Errorf(core.CodeInvalid, "postgres: the connection string does not parse: %s", scrub(parseReason(err, url), passwordOf(url)))
 	}
 	password := cfg.ConnConfig.Password
 	if opts.MaxConns > 0 {

@@ -67,7 +67,7 @@ func passwordOf(conn string) string {
 
 // parseReason is what a pgx parse error says is wrong, without the
 // connection string it quotes or the cause (which may quote it again).
-func parseReason(err error) string {
+func parseReason(err error, conn string) string {
 	var pe *pgconn.ParseConfigError
 	if !errors.As(err, &pe) {
 		return "it is not a connection string"
@@ -78,6 +78,11 @@ func parseReason(err error) string {
 	}
 	if cause := errors.Unwrap(pe); cause != nil {
 		s = strings.TrimSuffix(s, " ("+cause.Error()+")")
+		// The cause says more (a certificate file that cannot be read),
+		// unless it quotes the connection string.
+		if c := scrub(cause.Error(), passwordOf(conn)); !strings.Contains(c, "://") && !strings.Contains(c, "password") {
+			s += ": " + c
+		}
 	}
 	return s
 }

@@ -30,3 +30,9 @@ func open(t testing.TB) *postgres.DB {
 func TestStoreConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) core.Store { return open(t) })
 }
+
+// TestSearchConformance runs the search part of the suite against
+// PostgreSQL: the same hits as SQLite's for every documented query form.
+func TestSearchConformance(t *testing.T) {
+	storetest.RunSearch(t, func(t *testing.T) core.Store { return open(t) })
+}

@@ -262,13 +262,24 @@ type sessionState struct {
 func loadState(ctx context.Context, db *DB, q querier, id string, lock bool) (sessionState, error) {
 	var st sessionState
 	var upd int64
+	if lock {
+		// The lock first, in a statement of its own: at READ COMMITTED
+		// the next statement then sees every append committed before the
+		// lock was granted (one statement would read the entries with the
+		// snapshot it started with, before waiting for the lock).
+		var one int
+		err := q.QueryRow(ctx, `SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, id).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return st, core.NotFound("session", id)
+		}
+		if err != nil {
+			return st, db.errf(err, "lock session %s", id)
+		}
+	}
 	query := `SELECT s.head_id, s.branched, s.updated_at, s.harness,
 		coalesce((SELECT max(seq) FROM entries WHERE session_id = s.id), 0),
 		(SELECT seq FROM entries WHERE id = s.head_id AND session_id = s.id)
 		FROM sessions s WHERE s.id = $1`
-	if lock {
-		query += ` FOR UPDATE OF s`
-	}
 	err := q.QueryRow(ctx, query, id).Scan(&st.headID, &st.branched, &upd, &st.harness, &st.maxSeq, &st.headSeq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return st, core.NotFound("session", id)
