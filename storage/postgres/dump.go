@@ -91,7 +91,7 @@ func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r cor
 			return db.errf(err, "restore session")
 		}
 		exists := tag.RowsAffected() == 0
-		st, err := loadState(ctx, db, w.tx, s.ID, true)
+		st, err := w.lockState(ctx, s.ID)
 		if err != nil {
 			return err
 		}
@@ -112,8 +112,9 @@ func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r cor
 		if exists {
 			// A session already present only gains entries: its head
 			// fields stay what this record says.
-			if r.branched && !st.branched {
-				if _, err := w.tx.Exec(ctx, `UPDATE sessions SET branched = true WHERE id = $1`, s.ID); err != nil {
+			if r.added > 0 {
+				if _, err := w.tx.Exec(ctx, `UPDATE sessions SET branched = branched OR $2,
+					max_seq = greatest(max_seq, $3) WHERE id = $1`, s.ID, r.branched, r.lastSeq); err != nil {
 					return db.errf(err, "restore")
 				}
 			}
@@ -137,7 +138,9 @@ func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r cor
 		}
 		if _, err := w.tx.Exec(ctx, `UPDATE sessions SET title = $1, preset = $2, model = $3, effort = $4,
 			native_session_id = $5, head_id = $6, restore_mode = $7, latest_checkpoint_id = $8, archived = $9,
-			branched = $10, last_status = coalesce($11, last_status), updated_at = $12 WHERE id = $13`,
+			branched = $10, last_status = coalesce($11, last_status), updated_at = $12,
+			head_seq = coalesce((SELECT seq FROM entries WHERE id = $6 AND session_id = $13), 0),
+			max_seq = coalesce((SELECT max(seq) FROM entries WHERE session_id = $13), 0) WHERE id = $13`,
 			s.Title, s.Preset, s.Model, s.Effort, s.NativeSessionID, s.HeadID, s.RestoreMode, s.LatestCheckpointID,
 			s.Archived, r.branched, status, nanos(s.UpdatedAt), s.ID); err != nil {
 			return db.errf(err, "restore head")
@@ -317,7 +320,7 @@ func (r *restorer) flush() error {
 	if len(fresh) == 0 {
 		return nil
 	}
-	if err := r.w.insertEntries(ctx, r.harness, fresh); err != nil {
+	if err := r.w.execBatch(ctx, []stmt{r.w.insertStmt(r.harness, fresh)}, false); err != nil {
 		if core.ErrorCode(err) == core.CodeConflict {
 			return core.E(core.CodeConflict, "restore: an entry id is taken", err)
 		}
@@ -348,7 +351,7 @@ func (r *restorer) saveWindow(head string) error {
 	}
 	win := r.win
 	if !r.tracking || r.tip != head {
-		st, err := loadState(r.ctx, r.db, r.w.tx, r.s.ID, false)
+		st, err := loadState(r.ctx, r.db, r.w.tx, r.s.ID)
 		if err != nil {
 			return err
 		}
@@ -358,8 +361,7 @@ func (r *restorer) saveWindow(head string) error {
 			return err
 		}
 	}
-	r.db.lists.forget(r.s.ID)
-	return saveWindow(r.ctx, r.db, r.w.tx, r.s.ID, win, core.Window{}, true)
+	return saveWindow(r.ctx, r.w, r.s.ID, win)
 }
 
 // Audit implements core.Restorer: the records are kept only when the

@@ -43,7 +43,15 @@ CREATE TABLE sessions (
     branched             boolean NOT NULL DEFAULT false,
     last_status          text NOT NULL DEFAULT '',
     created_at           bigint NOT NULL,
-    updated_at           bigint NOT NULL
+    updated_at           bigint NOT NULL,
+    -- What a write needs, kept on the row it locks: the head's seq and the
+    -- newest seq, and the window summary (core.Window, without its
+    -- evidence lists) with the head it describes. A summary whose
+    -- window_head is not head_id is stale and rebuilt when read.
+    head_seq             bigint NOT NULL DEFAULT 0,
+    max_seq              bigint NOT NULL DEFAULT 0,
+    window_head          text NOT NULL DEFAULT '',
+    window_state         text NOT NULL DEFAULT ''
 );
 CREATE INDEX sessions_list ON sessions (archived, updated_at, id);
 CREATE INDEX sessions_harness_list ON sessions (harness, archived, updated_at, id);
@@ -108,11 +116,8 @@ CREATE TABLE attachments (
     created_at bigint NOT NULL
 );
 
-CREATE TABLE session_windows (
-    session_id text PRIMARY KEY REFERENCES sessions (id),
-    head_id    text NOT NULL,
-    state      text NOT NULL
-);
+-- The window summaries' evidence lists, one row per item (list 0:
+-- decisions, 1: files, 2: the decisions of the newest checkpoint).
 CREATE TABLE session_window_items (
     session_id text NOT NULL,
     list       integer NOT NULL,

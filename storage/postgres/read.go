@@ -387,7 +387,7 @@ func (db *DB) ActiveBranch(ctx context.Context, sessionID string) ([]core.Entry,
 }
 
 func activeBranch(ctx context.Context, db *DB, q querier, sessionID string) ([]core.Entry, error) {
-	st, err := loadState(ctx, db, q, sessionID, false)
+	st, err := loadState(ctx, db, q, sessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -447,7 +447,7 @@ func (db *DB) History(ctx context.Context, sessionID string, beforeSeq int64, ma
 }
 
 func history(ctx context.Context, db *DB, q querier, sessionID string, beforeSeq int64, maxMessages int) ([]core.Entry, bool, error) {
-	st, err := loadState(ctx, db, q, sessionID, false)
+	st, err := loadState(ctx, db, q, sessionID)
 	if err != nil {
 		return nil, false, err
 	}

@@ -3,22 +3,21 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
 	"sync"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/checkpoint"
 )
 
-// The window summary (core.Window) of each session lives in
-// session_windows, one JSON row per session with the head it describes,
-// and its evidence lists in session_window_items, as in storage: an append
-// under the head folds its entries in (checkpoint.Track) in the append's
-// transaction, which holds the session's row lock; any other change of
-// head leaves the row describing an older head, and Window rebuilds it.
+// The window summary (core.Window) of each session lives on its row
+// (window_head, window_state: the head it describes and the summary as
+// JSON, without its evidence lists) and its evidence lists in
+// session_window_items, as storage keeps them in its own tables: an append
+// under the head folds its entries in (checkpoint.Track) and writes the
+// summary with the head it moves, on the row it holds locked; any other
+// change of head leaves the summary describing an older head, and Window
+// rebuilds it.
 
 const (
 	listDecisions  = 0
@@ -30,19 +29,19 @@ func windowLists(w *core.Window) [3]*[]string {
 	return [3]*[]string{&w.Decisions, &w.Files, &w.LastCheckpointDecisions}
 }
 
-func loadWindow(ctx context.Context, db *DB, q querier, sessionID string) (head string, win core.Window, found bool, err error) {
-	var state string
-	err = q.QueryRow(ctx, `SELECT head_id, state FROM session_windows WHERE session_id = $1`, sessionID).Scan(&head, &state)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", core.Window{}, false, nil
+// decodeWindow reads a stored summary; found is false when there is none
+// or it is unreadable (then it is rebuilt).
+func decodeWindow(state string) (win core.Window, found bool) {
+	if state == "" || json.Unmarshal([]byte(state), &win) != nil {
+		return core.Window{}, false
 	}
-	if err != nil {
-		return "", core.Window{}, false, db.errf(err, "read the window of session %s", sessionID)
-	}
-	if json.Unmarshal([]byte(state), &win) != nil {
-		return "", core.Window{}, false, nil // unreadable: rebuilt
-	}
-	return head, win, true, nil
+	return win, true
+}
+
+// stmt is one statement of a batch.
+type stmt struct {
+	sql  string
+	args []any
 }
 
 func loadItems(ctx context.Context, db *DB, q querier, sessionID string, w *core.Window) (bool, error) {
@@ -78,20 +77,29 @@ func evidenceKind(k core.Kind) bool {
 	return false
 }
 
+// windowWrite is what an append writes of the summary: its new state
+// (state "" when the summary is left as it is) and the statements that
+// write its evidence lists.
+type windowWrite struct {
+	head, state string
+	items       []stmt
+}
+
 // trackWindow folds out, just appended as a chain, into the session's
-// summary when that chain hangs under prevHead and the row describes
-// prevHead; a new root starts an empty summary. Otherwise the row is left
-// stale and rebuilt when next read.
-func (w *txWriter) trackWindow(ctx context.Context, sessionID, prevHead string, out []core.Entry) error {
+// summary when that chain hangs under the head before the append and the
+// summary describes that head; a new root starts an empty summary.
+// Otherwise the summary is left stale and rebuilt when next read.
+func (w *txWriter) trackWindow(ctx context.Context, sessionID string, st sessionState, out []core.Entry) (windowWrite, error) {
+	prevHead := st.headID
 	if len(out) == 0 || out[0].ParentID != prevHead {
-		return nil
+		return windowWrite{}, nil
 	}
 	var win core.Window
 	lists := prevHead == ""
 	if prevHead != "" {
-		head, state, found, err := loadWindow(ctx, w.db, w.tx, sessionID)
-		if err != nil || !found || head != prevHead {
-			return err
+		state, found := decodeWindow(st.windowState)
+		if !found || st.windowHead != prevHead {
+			return windowWrite{}, nil
 		}
 		win = state
 	}
@@ -106,7 +114,7 @@ func (w *txWriter) trackWindow(ctx context.Context, sessionID, prevHead string, 
 		} else {
 			found, err := loadItems(ctx, w.db, w.tx, sessionID, &stored)
 			if err != nil {
-				return err
+				return windowWrite{}, err
 			}
 			ok = found
 		}
@@ -117,13 +125,14 @@ func (w *txWriter) trackWindow(ctx context.Context, sessionID, prevHead string, 
 	for _, e := range out {
 		checkpoint.Track(&win, e)
 	}
-	if err := saveWindow(ctx, w.db, w.tx, sessionID, win, stored, lists); err != nil {
-		return err
+	state, items, err := encodeWindow(w.db, sessionID, win, stored, lists)
+	if err != nil {
+		return windowWrite{}, err
 	}
 	if lists {
 		w.db.lists.keep(sessionID, win)
 	}
-	return nil
+	return windowWrite{head: win.HeadID, state: state, items: items}, nil
 }
 
 // listCache keeps the evidence lists last written for a few sessions, by
@@ -171,31 +180,27 @@ func (c *listCache) forget(sessionID string) {
 	delete(c.m, sessionID)
 }
 
-// saveWindow writes win's state and, with lists, its evidence lists as
-// changes against stored.
-func saveWindow(ctx context.Context, db *DB, q querier, sessionID string, win, stored core.Window, lists bool) error {
+// encodeWindow returns win's state (the summary row's JSON) and, with
+// lists, the statements that write its evidence lists as changes against
+// stored: items added at the end are inserted; a list that changed
+// otherwise is written again.
+func encodeWindow(db *DB, sessionID string, win, stored core.Window, lists bool) (string, []stmt, error) {
 	state := win
 	state.Decisions, state.Files, state.LastCheckpointDecisions = nil, nil, nil
 	b, err := json.Marshal(state)
 	if err != nil {
-		return db.errf(err, "encode the window of session %s", sessionID)
-	}
-	if _, err := q.Exec(ctx, `INSERT INTO session_windows (session_id, head_id, state) VALUES ($1, $2, $3)
-		ON CONFLICT (session_id) DO UPDATE SET head_id = excluded.head_id, state = excluded.state`,
-		sessionID, win.HeadID, string(b)); err != nil {
-		return db.errf(err, "save the window of session %s", sessionID)
+		return "", nil, db.errf(err, "encode the window of session %s", sessionID)
 	}
 	if !lists {
-		return nil
+		return string(b), nil, nil
 	}
+	var out []stmt
 	now, was := windowLists(&win), windowLists(&stored)
 	for list := range now {
 		n, o := *now[list], *was[list]
 		from := len(o)
 		if len(n) < len(o) || !slices.Equal(n[:len(o)], o) {
-			if _, err := q.Exec(ctx, `DELETE FROM session_window_items WHERE session_id = $1 AND list = $2`, sessionID, list); err != nil {
-				return db.errf(err, "save the window items of session %s", sessionID)
-			}
+			out = append(out, stmt{`DELETE FROM session_window_items WHERE session_id = $1 AND list = $2`, []any{sessionID, list}})
 			from = 0
 		}
 		if from >= len(n) {
@@ -207,12 +212,26 @@ func saveWindow(ctx context.Context, db *DB, q querier, sessionID string, win, s
 			ords = append(ords, int32(i))
 			items = append(items, txt(n[i]))
 		}
-		if _, err := q.Exec(ctx, `INSERT INTO session_window_items (session_id, list, ord, item)
-			SELECT $1, $2, o, i FROM unnest($3::integer[], $4::text[]) AS u(o, i)`, sessionID, list, ords, items); err != nil {
-			return db.errf(err, "save the window items of session %s", sessionID)
-		}
+		out = append(out, stmt{`INSERT INTO session_window_items (session_id, list, ord, item)
+			SELECT $1, $2, o, i FROM unnest($3::integer[], $4::text[]) AS u(o, i)`, []any{sessionID, list, ords, items}})
 	}
-	return nil
+	return string(b), out, nil
+}
+
+// saveWindow writes a summary built from the record (Window's rebuild, a
+// restore) in the transaction of w, which holds the session's row.
+func saveWindow(ctx context.Context, w *txWriter, sessionID string, win core.Window) error {
+	var stored core.Window
+	if _, err := loadItems(ctx, w.db, w.tx, sessionID, &stored); err != nil {
+		return err
+	}
+	w.db.lists.forget(sessionID)
+	state, items, err := encodeWindow(w.db, sessionID, win, stored, true)
+	if err != nil {
+		return err
+	}
+	items = append(items, stmt{`UPDATE sessions SET window_head = $2, window_state = $3 WHERE id = $1`, []any{sessionID, win.HeadID, state}})
+	return w.execBatch(ctx, items, false)
 }
 
 // Window implements core.WindowReader: the session's summary row when it
@@ -222,17 +241,18 @@ func (db *DB) Window(ctx context.Context, sessionID string) (core.Window, error)
 	var win core.Window
 	rebuilt := false
 	err := db.read(ctx, func(q querier) error {
-		st, err := loadState(ctx, db, q, sessionID, false)
+		st, err := loadState(ctx, db, q, sessionID)
 		if err != nil {
 			return err
 		}
 		if st.headID == "" {
 			return nil
 		}
-		head, state, found, err := loadWindow(ctx, db, q, sessionID)
-		if err != nil {
-			return err
+		var head, stateText string
+		if err := q.QueryRow(ctx, `SELECT window_head, window_state FROM sessions WHERE id = $1`, sessionID).Scan(&head, &stateText); err != nil {
+			return db.errf(err, "read the window of session %s", sessionID)
 		}
+		state, found := decodeWindow(stateText)
 		if found && head == st.headID {
 			var items core.Window
 			ok, err := loadItems(ctx, db, q, sessionID, &items)
@@ -259,12 +279,7 @@ func (db *DB) Window(ctx context.Context, sessionID string) (core.Window, error)
 			if err := w.tx.QueryRow(ctx, `SELECT head_id FROM sessions WHERE id = $1 FOR UPDATE`, sessionID).Scan(&head); err != nil || head != win.HeadID {
 				return err
 			}
-			var stored core.Window
-			if _, err := loadItems(ctx, db, w.tx, sessionID, &stored); err != nil {
-				return err
-			}
-			db.lists.forget(sessionID)
-			return saveWindow(ctx, db, w.tx, sessionID, win, stored, true)
+			return saveWindow(ctx, w, sessionID, win)
 		})
 	}
 	return win, nil

@@ -15,7 +15,12 @@ import (
 // txWriter is core.Writer inside one write transaction.
 type txWriter struct {
 	db *DB
-	tx pgx.Tx
+	tx querier // the transaction (Update), or a connection (fast)
+
+	// fast: a single append on a connection of its own, in two round
+	// trips: BEGIN goes with the first statement (lockState) and COMMIT
+	// with the last batch. begun and committed say how far it got.
+	fast, begun, committed bool
 
 	mu   sync.Mutex
 	done bool
@@ -65,11 +70,7 @@ func (db *DB) Append(ctx context.Context, sessionID string, entries ...core.NewE
 	if err := db.validateAll(entries); err != nil {
 		return nil, err
 	}
-	err = db.write(ctx, func(w *txWriter) error {
-		out, err = w.appendEntries(ctx, sessionID, "", false, entries)
-		return err
-	})
-	return out, err
+	return db.appendFast(ctx, sessionID, "", false, entries)
 }
 
 // AppendTo implements core.Writer.
@@ -77,11 +78,55 @@ func (db *DB) AppendTo(ctx context.Context, sessionID, parentID string, entries 
 	if err := db.validateAll(entries); err != nil {
 		return nil, err
 	}
-	err = db.write(ctx, func(w *txWriter) error {
-		out, err = w.appendEntries(ctx, sessionID, parentID, true, entries)
-		return err
-	})
-	return out, err
+	return db.appendFast(ctx, sessionID, parentID, true, entries)
+}
+
+// appendFast is one append in a transaction of its own, on a connection
+// of its own: BEGIN travels with the statement that locks the session and
+// COMMIT with the batch that writes the entries, the head and the
+// summary, so an append costs two round trips to the server (plus one per
+// lookup of known native or chosen ids, and of evidence lists). A
+// deadlock or serialisation failure is retried from the start.
+func (db *DB) appendFast(ctx context.Context, sessionID, parentID string, explicit bool, entries []core.NewEntry) ([]core.Entry, error) {
+	for attempt := 0; ; attempt++ {
+		out, err := db.appendOnce(ctx, sessionID, parentID, explicit, entries)
+		if err == nil || !retryable(err) || attempt >= 8 || ctx.Err() != nil {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(time.Duration(attempt+1) * 5 * time.Millisecond):
+		}
+	}
+}
+
+func (db *DB) appendOnce(ctx context.Context, sessionID, parentID string, explicit bool, entries []core.NewEntry) ([]core.Entry, error) {
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return nil, db.errf(err, "connect")
+	}
+	defer conn.Release()
+	w := &txWriter{db: db, tx: conn, fast: true}
+	out, err := w.appendEntries(ctx, sessionID, parentID, explicit, entries)
+	w.close()
+	end := context.WithoutCancel(ctx)
+	switch {
+	case err != nil && w.begun && !w.committed:
+		if _, rerr := conn.Exec(end, "ROLLBACK"); rerr != nil {
+			_ = conn.Conn().Close(end) // the pool drops a closed connection
+		}
+		return nil, err
+	case err != nil:
+		return nil, err
+	case w.begun && !w.committed: // nothing appended (every entry known); times may have been corrected
+		if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+			_ = conn.Conn().Close(end)
+			return nil, db.errf(err, "commit")
+		}
+	}
+	db.fireAppended(w.appended)
+	return out, nil
 }
 
 // MoveHead implements core.Writer.
@@ -254,33 +299,19 @@ type sessionState struct {
 	branched  bool
 	updatedAt time.Time
 	harness   string
+	// The stored window summary and the head it describes (lockState).
+	windowHead, windowState string
 }
 
-// loadState reads a session's state; with lock, it locks the session's
-// row until the transaction ends, so that appends to one session from
-// every process run one after the other.
-func loadState(ctx context.Context, db *DB, q querier, id string, lock bool) (sessionState, error) {
+// loadState reads a session's state in a read's snapshot, checking the
+// head against the entries.
+func loadState(ctx context.Context, db *DB, q querier, id string) (sessionState, error) {
 	var st sessionState
 	var upd int64
-	if lock {
-		// The lock first, in a statement of its own: at READ COMMITTED
-		// the next statement then sees every append committed before the
-		// lock was granted (one statement would read the entries with the
-		// snapshot it started with, before waiting for the lock).
-		var one int
-		err := q.QueryRow(ctx, `SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, id).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return st, core.NotFound("session", id)
-		}
-		if err != nil {
-			return st, db.errf(err, "lock session %s", id)
-		}
-	}
-	query := `SELECT s.head_id, s.branched, s.updated_at, s.harness,
+	err := q.QueryRow(ctx, `SELECT s.head_id, s.branched, s.updated_at, s.harness,
 		coalesce((SELECT max(seq) FROM entries WHERE session_id = s.id), 0),
 		(SELECT seq FROM entries WHERE id = s.head_id AND session_id = s.id)
-		FROM sessions s WHERE s.id = $1`
-	err := q.QueryRow(ctx, query, id).Scan(&st.headID, &st.branched, &upd, &st.harness, &st.maxSeq, &st.headSeq)
+		FROM sessions s WHERE s.id = $1`, id).Scan(&st.headID, &st.branched, &upd, &st.harness, &st.maxSeq, &st.headSeq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return st, core.NotFound("session", id)
 	}
@@ -291,12 +322,94 @@ func loadState(ctx context.Context, db *DB, q querier, id string, lock bool) (se
 	return st, nil
 }
 
+// lockStateSQL locks a session's row until the transaction ends and reads
+// what a write needs from it. Every write of a session's entries or head
+// takes this lock first, so they run one after the other whatever process
+// makes them; the row (not the entries) holds the head's and the newest
+// seq, so that the row the lock returns, the newest version, is all the
+// write needs (at READ COMMITTED a locking read returns the row as the
+// last writer left it, while other tables would be read as of the
+// statement's start).
+const lockStateSQL = `SELECT head_id, head_seq, max_seq, branched, updated_at, harness, window_head, window_state
+	FROM sessions WHERE id = $1 FOR UPDATE`
+
+// lockState locks the session's row and reads its state. On the fast
+// path, BEGIN goes in the same round trip.
+func (w *txWriter) lockState(ctx context.Context, id string) (sessionState, error) {
+	var st sessionState
+	var headSeq, upd int64
+	b := &pgx.Batch{}
+	if w.fast && !w.begun {
+		b.Queue("BEGIN")
+	}
+	b.Queue(lockStateSQL, id)
+	br := w.tx.SendBatch(ctx, b)
+	if w.fast && !w.begun {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return st, w.db.errf(err, "begin")
+		}
+		w.begun = true
+	}
+	err := br.QueryRow().Scan(&st.headID, &headSeq, &st.maxSeq, &st.branched, &upd, &st.harness, &st.windowHead, &st.windowState)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return st, core.NotFound("session", id)
+	}
+	if err != nil {
+		return st, w.db.errf(err, "lock session %s", id)
+	}
+	if st.headID != "" {
+		st.headSeq = &headSeq
+	}
+	st.updatedAt = unix(upd)
+	return st, nil
+}
+
+// execBatch sends stmts in one round trip; with commit (the fast path),
+// COMMIT goes with them.
+func (w *txWriter) execBatch(ctx context.Context, stmts []stmt, commit bool) error {
+	commit = commit && w.fast
+	if len(stmts) == 0 && !commit {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, s := range stmts {
+		b.Queue(s.sql, s.args...)
+	}
+	if commit {
+		b.Queue("COMMIT")
+	}
+	br := w.tx.SendBatch(ctx, b)
+	for range stmts {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return w.writeErr(err)
+		}
+	}
+	if commit {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return w.db.errf(err, "commit")
+		}
+	}
+	if err := br.Close(); err != nil {
+		return w.writeErr(err)
+	}
+	if commit {
+		w.committed = true
+	}
+	return nil
+}
+
 // appendEntries adds entries as a chain. With explicit false the parent is
-// the head; otherwise it is parentID ("" starts a new root). The rows go
-// to the server in one statement.
+// the head; otherwise it is parentID ("" starts a new root). The entries,
+// the head and the summary go to the server in one batch.
 func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string, explicit bool, entries []core.NewEntry) ([]core.Entry, error) {
 	entries = validText(entries)
-	st, err := loadState(ctx, w.db, w.tx, sessionID, true)
+	st, err := w.lockState(ctx, sessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -304,9 +417,6 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 	if !explicit {
 		parentID = st.headID
 		if parentID != "" {
-			if st.headSeq == nil {
-				return nil, core.Errorf(core.CodeCorrupt, "session %s: head %q does not exist", sessionID, parentID)
-			}
 			parentSeq = *st.headSeq
 		}
 	} else if parentID != "" {
@@ -355,7 +465,7 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 	out := make([]core.Entry, 0, len(entries))
 	seq := st.maxSeq
 	branched := st.branched
-	status, hasStatus := "", false
+	var status *string
 	for _, ne := range entries {
 		if ne.NativeID != "" && known[ne.NativeID] {
 			// Already recorded: skipped by contract, its time corrected.
@@ -385,7 +495,7 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 			Payload: ne.Payload, NativeID: ne.NativeID, TokenEstimate: ne.TokenEstimate, CreatedAt: entryTime(ne, now),
 		}
 		if v, ok := entryStatus(e.Kind, e.Payload); ok {
-			status, hasStatus = v, true
+			status = &v
 		}
 		out = append(out, e)
 		parentID, parentSeq = id, seq
@@ -393,19 +503,19 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 	if len(out) == 0 {
 		return out, nil
 	}
-	if err := w.insertEntries(ctx, st.harness, out); err != nil {
+	win, err := w.trackWindow(ctx, sessionID, st, out)
+	if err != nil {
 		return nil, err
 	}
-	var statusArg *string
-	if hasStatus {
-		statusArg = &status
+	var winHead, winState *string
+	if win.state != "" {
+		winHead, winState = &win.head, &win.state
 	}
-	if _, err := w.tx.Exec(ctx, `UPDATE sessions SET head_id = $1, branched = $2, updated_at = $3,
-		last_status = coalesce($4, last_status) WHERE id = $5`,
-		parentID, branched, nanos(w.touch(st.updatedAt)), statusArg, sessionID); err != nil {
-		return nil, w.db.errf(err, "move head")
-	}
-	if err := w.trackWindow(ctx, sessionID, st.headID, out); err != nil {
+	stmts := []stmt{w.insertStmt(st.harness, out), {`UPDATE sessions SET head_id = $1, head_seq = $2, max_seq = $3, branched = $4,
+		updated_at = $5, last_status = coalesce($6, last_status),
+		window_head = coalesce($7, window_head), window_state = coalesce($8, window_state) WHERE id = $9`,
+		[]any{parentID, parentSeq, seq, branched, nanos(w.touch(st.updatedAt)), status, winHead, winState, sessionID}}}
+	if err := w.execBatch(ctx, append(stmts, win.items...), true); err != nil {
 		return nil, err
 	}
 	if !slices.Contains(w.appended, sessionID) {
@@ -423,17 +533,28 @@ const insertEntrySQL = `INSERT INTO entries
 		CASE WHEN u.text = '' THEN NULL ELSE u.text::tsvector END
 	FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[], $10::text[])
 		AS u(id, parent_id, seq, kind, payload, native_id, tokens, created, text)
-	ORDER BY u.seq
-	RETURNING rowid, id`
+	ORDER BY u.seq`
 
-// insertEntries writes es (of one session, in seq order) and their usage
-// ledger rows.
-func (w *txWriter) insertEntries(ctx context.Context, harness string, es []core.Entry) error {
+// insertLedgerSQL is insertEntrySQL with the usage ledger rows of the
+// usage.reported entries among them, in the same statement.
+const insertLedgerSQL = `WITH ins AS (` + insertEntrySQL + ` RETURNING rowid, id)
+	INSERT INTO usage_ledger (entry_rowid, session_id, harness, model, at, input_tokens, output_tokens,
+		cache_read_tokens, cache_write_tokens, cost_usd, estimated)
+	SELECT ins.rowid, $1, $11, l.model, l.at, l.i, l.o, l.cr, l.cw, l.cost, l.est
+	FROM ins JOIN unnest($12::text[], $13::text[], $14::bigint[], $15::bigint[], $16::bigint[], $17::bigint[],
+		$18::bigint[], $19::float8[], $20::boolean[]) AS l(id, model, at, i, o, cr, cw, cost, est) ON l.id = ins.id`
+
+// insertStmt is the statement that writes es (of one session, in seq
+// order) and their usage ledger rows.
+func (w *txWriter) insertStmt(harness string, es []core.Entry) stmt {
 	n := len(es)
 	ids, parents, kinds, payloads, natives, texts := make([]string, n), make([]*string, n), make([]string, n),
 		make([]string, n), make([]*string, n), make([]string, n)
 	seqs, tokens, created := make([]int64, n), make([]int64, n), make([]int64, n)
-	usage := false
+	var lid, lmodel []string
+	var lat, li, lo, lcr, lcw []int64
+	var lcost []*float64
+	var lest []bool
 	for i, e := range es {
 		ids[i], kinds[i], payloads[i], seqs[i], tokens[i], created[i] = e.ID, string(e.Kind), string(e.Payload), e.Seq, e.TokenEstimate, nanos(e.CreatedAt)
 		if e.ParentID != "" {
@@ -443,46 +564,38 @@ func (w *txWriter) insertEntries(ctx context.Context, harness string, es []core.
 			natives[i] = &es[i].NativeID
 		}
 		texts[i] = searchText(e.Kind, e.Payload)
-		usage = usage || e.Kind == core.KindUsageReported
-	}
-	rows, err := w.tx.Query(ctx, insertEntrySQL, es[0].SessionID, ids, parents, seqs, kinds, payloads, natives, tokens, created, texts)
-	if err != nil {
-		return w.insertErr(err)
-	}
-	rowids := make(map[string]int64, n)
-	for rows.Next() {
-		var rowid int64
-		var id string
-		if err := rows.Scan(&rowid, &id); err != nil {
-			rows.Close()
-			return w.insertErr(err)
+		if e.Kind != core.KindUsageReported {
+			continue
 		}
-		rowids[id] = rowid
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return w.insertErr(err)
-	}
-	if !usage {
-		return nil
-	}
-	for _, e := range es {
-		if e.Kind == core.KindUsageReported {
-			if err := w.ledger(ctx, harness, rowids[e.ID], e); err != nil {
-				return err
-			}
+		// The ledger row: its tokens and cost, and when the usage happened
+		// (the payload's "at" when it has one, else when it was recorded).
+		u, ok := core.ParseUsage(e.Payload)
+		if !ok {
+			continue
 		}
+		at := nanos(e.CreatedAt)
+		if u.At != nil && core.Representable(*u.At) {
+			at = u.At.UnixNano()
+		}
+		lid, lmodel = append(lid, e.ID), append(lmodel, txt(u.Model))
+		lat, li, lo = append(lat, at), append(li, max(u.InputTokens, 0)), append(lo, max(u.OutputTokens, 0))
+		lcr, lcw = append(lcr, max(u.CacheReadTokens, 0)), append(lcw, max(u.CacheWriteTokens, 0))
+		lcost, lest = append(lcost, u.CostUSD), append(lest, u.CostEstimated)
 	}
-	return nil
+	args := []any{es[0].SessionID, ids, parents, seqs, kinds, payloads, natives, tokens, created, texts}
+	if len(lid) == 0 {
+		return stmt{insertEntrySQL, args}
+	}
+	return stmt{insertLedgerSQL, append(args, harness, lid, lmodel, lat, li, lo, lcr, lcw, lcost, lest)}
 }
 
-// insertErr maps a unique violation (an entry id another transaction
-// took meanwhile) to CodeConflict.
-func (w *txWriter) insertErr(err error) error {
+// writeErr maps a unique violation (an entry id another transaction took
+// meanwhile) to CodeConflict.
+func (w *txWriter) writeErr(err error) error {
 	if code := pgCode(err); code == "23505" {
 		return core.E(core.CodeConflict, "postgres: insert entries: an entry id or sequence number is taken", &scrubbed{err, w.db.password})
 	}
-	return w.db.errf(err, "insert entries")
+	return w.db.errf(err, "write")
 }
 
 func (w *txWriter) collect(ctx context.Context, into map[string]bool, query string, args ...any) error {
@@ -518,35 +631,14 @@ func (w *txWriter) retime(ctx context.Context, sessionID string, ne core.NewEntr
 	return nil
 }
 
-// ledger writes the usage ledger row of a usage.reported entry: its
-// tokens and cost, the session's harness, and when the usage happened
-// (the payload's "at" when it has one, else when the entry was recorded).
-func (w *txWriter) ledger(ctx context.Context, harness string, rowid int64, e core.Entry) error {
-	u, ok := core.ParseUsage(e.Payload)
-	if !ok {
-		return nil
-	}
-	at := nanos(e.CreatedAt)
-	if u.At != nil && core.Representable(*u.At) {
-		at = u.At.UnixNano()
-	}
-	if _, err := w.tx.Exec(ctx, `INSERT INTO usage_ledger (entry_rowid, session_id, harness, model, at, input_tokens,
-		output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, estimated)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (entry_rowid) DO NOTHING`,
-		rowid, e.SessionID, harness, txt(u.Model), at, max(u.InputTokens, 0), max(u.OutputTokens, 0),
-		max(u.CacheReadTokens, 0), max(u.CacheWriteTokens, 0), u.CostUSD, u.CostEstimated); err != nil {
-		return w.db.errf(err, "usage ledger")
-	}
-	return nil
-}
-
 func (w *txWriter) moveHead(ctx context.Context, sessionID, entryID string) error {
-	st, err := loadState(ctx, w.db, w.tx, sessionID, true)
+	st, err := w.lockState(ctx, sessionID)
 	if err != nil {
 		return err
 	}
 	var owner string
-	err = w.tx.QueryRow(ctx, `SELECT session_id FROM entries WHERE id = $1`, entryID).Scan(&owner)
+	var seq int64
+	err = w.tx.QueryRow(ctx, `SELECT session_id, seq FROM entries WHERE id = $1`, entryID).Scan(&owner, &seq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return core.NotFound("entry", entryID)
 	}
@@ -556,8 +648,8 @@ func (w *txWriter) moveHead(ctx context.Context, sessionID, entryID string) erro
 	if owner != sessionID {
 		return core.Errorf(core.CodeInvalid, "entry %q belongs to session %s, not %s", entryID, owner, sessionID)
 	}
-	if _, err := w.tx.Exec(ctx, `UPDATE sessions SET head_id = $1, updated_at = $2 WHERE id = $3`,
-		entryID, nanos(w.touch(st.updatedAt)), sessionID); err != nil {
+	if _, err := w.tx.Exec(ctx, `UPDATE sessions SET head_id = $1, head_seq = $2, updated_at = $3 WHERE id = $4`,
+		entryID, seq, nanos(w.touch(st.updatedAt)), sessionID); err != nil {
 		return w.db.errf(err, "move head")
 	}
 	return nil
