@@ -24,11 +24,11 @@ func TestCancelRequest(t *testing.T) {
 		}
 		c := startServer(t, fake, nil)
 		c.initialize()
-		c.send(id, "session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "slow"}}})
+		c.Send(id, "session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "slow"}}})
 		<-started
-		c.send(nil, "$/cancelRequest", map[string]any{"id": id})
+		c.Send(nil, "$/cancelRequest", map[string]any{"id": id})
 		e := wantError(t, c.reply(id), int(CodeCancelled))
-		if d := e.errData(t); d.Code != schema.ErrCancelled {
+		if d := errData(t, e); d.Code != schema.ErrCancelled {
 			t.Errorf("id %v: data %+v", id, d)
 		}
 		if err := <-backendErr; err == nil {
@@ -42,10 +42,10 @@ func TestCancelRequest(t *testing.T) {
 func TestCancelUnknownIDIsHarmless(t *testing.T) {
 	c := startServer(t, newFake(), nil)
 	c.initialize()
-	c.send(nil, "$/cancelRequest", map[string]any{"id": 99999})
-	c.send(nil, "$/cancelRequest", nil)
-	c.send(nil, "$/cancelRequest", map[string]any{"id": map[string]any{}})
-	c.mustCall("session/list", map[string]any{}, nil)
+	c.Send(nil, "$/cancelRequest", map[string]any{"id": 99999})
+	c.Send(nil, "$/cancelRequest", nil)
+	c.Send(nil, "$/cancelRequest", map[string]any{"id": map[string]any{}})
+	c.MustCall("session/list", map[string]any{}, nil)
 }
 
 // TestSlowRequestDoesNotBlockFast runs a fast request while a slow one is
@@ -61,23 +61,23 @@ func TestSlowRequestDoesNotBlockFast(t *testing.T) {
 	}
 	c := startServer(t, fake, nil)
 	c.initialize()
-	slow := c.nextID()
-	c.send(slow, "session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "slow"}}})
+	slow := c.NextID()
+	c.Send(slow, "session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "slow"}}})
 	<-started
 	var res struct {
 		Items []struct {
 			SessionID string `json:"sessionId"`
 		} `json:"items"`
 	}
-	c.mustCall("session/list", map[string]any{}, &res)
+	c.MustCall("session/list", map[string]any{}, &res)
 	if len(res.Items) != 1 || res.Items[0].SessionID != "s9" {
 		t.Fatalf("list = %+v", res)
 	}
 	slowJSON, _ := json.Marshal(slow)
-	if i := c.index(func(m wireMsg) bool { return string(m.ID) == string(slowJSON) }); i >= 0 {
+	if i := c.Index(func(m wireMsg) bool { return string(m.ID) == string(slowJSON) }); i >= 0 {
 		t.Fatalf("the slow request was answered before it was cancelled")
 	}
-	c.send(nil, "$/cancelRequest", map[string]any{"id": slow})
+	c.Send(nil, "$/cancelRequest", map[string]any{"id": slow})
 	wantError(t, c.reply(slow), int(CodeCancelled))
 }
 
@@ -96,15 +96,15 @@ func TestShutdownWithWorkInFlight(t *testing.T) {
 	}
 	c := startServer(t, fake, nil)
 	c.initialize()
-	slow := c.nextID()
-	c.send(slow, "session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "x"}}})
+	slow := c.NextID()
+	c.Send(slow, "session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "x"}}})
 	<-started
-	c.mustCall("shutdown", nil, nil)
+	c.MustCall("shutdown", nil, nil)
 	e := wantError(t, c.reply(slow), int(CodeDomain))
-	if d := e.errData(t); d.Code != schema.ErrUnavailable {
+	if d := errData(t, e); d.Code != schema.ErrUnavailable {
 		t.Errorf("data %+v", d)
 	}
-	c.send(nil, "exit", nil)
+	c.Send(nil, "exit", nil)
 	if r := c.waitExit(); r.code != 0 {
 		t.Errorf("exit code %d", r.code)
 	}
@@ -123,9 +123,9 @@ func TestWorkDoneProgressCancel(t *testing.T) {
 		}
 		c := startServer(t, fake, nil)
 		c.initialize()
-		c.send(nil, "window/workDoneProgress/cancel", map[string]any{"token": "nothing-runs"})
-		id := c.nextID()
-		c.send(id, "session/prompt", map[string]any{"sessionId": "s1", "workDoneToken": tok,
+		c.Send(nil, "window/workDoneProgress/cancel", map[string]any{"token": "nothing-runs"})
+		id := c.NextID()
+		c.Send(id, "session/prompt", map[string]any{"sessionId": "s1", "workDoneToken": tok,
 			"content": []any{map[string]any{"type": "text", "text": "slow"}}})
 		<-started
 		// The other kind of token with the same text cancels nothing.
@@ -133,15 +133,15 @@ func TestWorkDoneProgressCancel(t *testing.T) {
 		if tok == "tok-1" {
 			other = 0
 		}
-		c.send(nil, "window/workDoneProgress/cancel", map[string]any{"token": other})
-		c.mustCall("session/list", map[string]any{}, nil)
-		if i := c.index(func(m wireMsg) bool { return m.Method == "" && string(m.ID) == fmt.Sprint(id) }); i >= 0 {
+		c.Send(nil, "window/workDoneProgress/cancel", map[string]any{"token": other})
+		c.MustCall("session/list", map[string]any{}, nil)
+		if i := c.Index(func(m wireMsg) bool { return m.Method == "" && string(m.ID) == fmt.Sprint(id) }); i >= 0 {
 			t.Fatalf("token %v: the prompt ended before its progress was cancelled", tok)
 		}
-		c.send(nil, "window/workDoneProgress/cancel", map[string]any{"token": tok})
+		c.Send(nil, "window/workDoneProgress/cancel", map[string]any{"token": tok})
 		wantError(t, c.reply(id), int(CodeCancelled))
 		want, _ := json.Marshal(tok)
-		c.notification("$/progress", func(p json.RawMessage) bool {
+		c.AwaitNotification("$/progress", func(p json.RawMessage) bool {
 			var v struct {
 				Token json.RawMessage `json:"token"`
 				Value struct{ Kind, Message string }

@@ -41,7 +41,7 @@ func initializeWith(t *testing.T, caps any) (wireMsg, InitOptions) {
 			return fake, nil
 		}
 	})
-	return c.call("initialize", map[string]any{"processId": nil, "capabilities": caps}), opened
+	return c.Call("initialize", map[string]any{"processId": nil, "capabilities": caps}), opened
 }
 
 // TestInitializeAcceptsLSPClientCapabilities: editors send LSP 3.17's
@@ -101,7 +101,7 @@ func TestInitializeValidatesBridgesOwnCapabilities(t *testing.T) {
 	for _, tc := range cases {
 		m, _ := initializeWith(t, tc.caps)
 		e := wantError(t, m, int(CodeInvalidParams))
-		if d := e.errData(t); d.Field != tc.field {
+		if d := errData(t, e); d.Field != tc.field {
 			t.Errorf("capabilities %v: error field %q (%s), want %q", tc.caps, d.Field, e.Message, tc.field)
 		}
 	}
@@ -114,7 +114,7 @@ func TestInitializeResultRepeatsBridgeMembersUnderExperimental(t *testing.T) {
 	fake := newFake()
 	c := startServer(t, fake, func(cfg *Config) { cfg.Harnesses = []string{"fake"} })
 	var res schema.InitializeResult
-	c.mustCall("initialize", map[string]any{"capabilities": map[string]any{},
+	c.MustCall("initialize", map[string]any{"capabilities": map[string]any{},
 		"initializationOptions": map[string]any{"hostsSessions": true, "hostCapabilities": []string{"session.list"}}}, &res)
 	caps := res.Capabilities
 	var exp struct {

@@ -16,7 +16,7 @@ import (
 func (c *client) nullReply(n int) wireMsg {
 	c.t.Helper()
 	seen := 0
-	return c.await(fmt.Sprintf("null-id reply #%d", n+1), func(m wireMsg) bool {
+	return c.Await(fmt.Sprintf("null-id reply #%d", n+1), func(m wireMsg) bool {
 		if m.Method != "" || string(m.ID) != "null" {
 			return false
 		}
@@ -62,14 +62,14 @@ func TestBadFramesAreAnsweredAndSkipped(t *testing.T) {
 				m = c.nullReply(nulls)
 				nulls++
 			} else {
-				m = c.await("reply "+tc.id, func(m wireMsg) bool { return m.Method == "" && string(m.ID) == tc.id })
+				m = c.Await("reply "+tc.id, func(m wireMsg) bool { return m.Method == "" && string(m.ID) == tc.id })
 			}
 			e := wantError(t, m, tc.code)
 			if !strings.Contains(e.Message, tc.message) {
 				t.Errorf("message %q lacks %q", e.Message, tc.message)
 			}
 			// The connection carries on.
-			c.mustCall("session/list", map[string]any{}, nil)
+			c.MustCall("session/list", map[string]any{}, nil)
 		})
 	}
 }
@@ -80,7 +80,7 @@ func TestBadFramesAreAnsweredAndSkipped(t *testing.T) {
 func TestResyncAfterUnframedBody(t *testing.T) {
 	c := startServer(t, newFake(), nil)
 	c.initialize()
-	id := c.nextID()
+	id := c.NextID()
 	good := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/list","params":{}}`, id)
 	c.sendRaw([]byte("X-Foo: bar\r\n\r\n{\"stray\":true}" + string(frame([]byte(good)))))
 	wantError(t, c.nullReply(0), int(CodeParseError))
@@ -109,13 +109,13 @@ func TestHugeContentLengthIsNotAllocated(t *testing.T) {
 func TestUnknownMethod(t *testing.T) {
 	c := startServer(t, newFake(), nil)
 	c.initialize()
-	e := wantError(t, c.call("session/teleport", map[string]any{}), int(CodeMethodNotFound))
+	e := wantError(t, c.Call("session/teleport", map[string]any{}), int(CodeMethodNotFound))
 	if !strings.Contains(e.Message, "session/teleport") {
 		t.Errorf("message %q", e.Message)
 	}
 	// Unknown notifications are ignored.
-	c.send(nil, "session/teleport", map[string]any{})
-	c.mustCall("session/list", nil, nil)
+	c.Send(nil, "session/teleport", map[string]any{})
+	c.MustCall("session/list", nil, nil)
 }
 
 func TestInvalidParams(t *testing.T) {
@@ -153,8 +153,8 @@ func TestInvalidParams(t *testing.T) {
 		{"migration/preview", map[string]any{"sessionId": "s"}, "target", `missing required field "target"`},
 	}
 	for _, tc := range cases {
-		e := wantError(t, c.call(tc.method, tc.params), int(CodeInvalidParams))
-		d := e.errData(t)
+		e := wantError(t, c.Call(tc.method, tc.params), int(CodeInvalidParams))
+		d := errData(t, e)
 		if d.Code != schema.ErrInvalid || d.Field != tc.field || !strings.Contains(e.Message, tc.msg) {
 			t.Errorf("%s %v: got %q data %+v; want field %q and message containing %q", tc.method, tc.params, e.Message, d, tc.field, tc.msg)
 		}
@@ -191,13 +191,13 @@ func TestDomainErrors(t *testing.T) {
 	}
 	// An invalid input's cause is said in data.detail (the schema's member).
 	next = core.E(core.CodeInvalid, "read the handoff file", errors.New("open edited.md: no such file or directory"))
-	if d := wantError(t, c.call("session/history", map[string]any{"sessionId": "s1"}), int(CodeInvalidParams)).errData(t); d.Detail != "open edited.md: no such file or directory" {
+	if d := errData(t, wantError(t, c.Call("session/history", map[string]any{"sessionId": "s1"}), int(CodeInvalidParams))); d.Detail != "open edited.md: no such file or directory" {
 		t.Errorf("detail %q", d.Detail)
 	}
 	for _, tc := range cases {
 		next = tc.err
-		e := wantError(t, c.call("session/history", map[string]any{"sessionId": "s1"}), tc.code)
-		d := e.errData(t)
+		e := wantError(t, c.Call("session/history", map[string]any{"sessionId": "s1"}), tc.code)
+		d := errData(t, e)
 		if string(d.Code) != string(tc.data) || !strings.Contains(e.Message, tc.message) || fmt.Sprint(d.Missing) != fmt.Sprint(tc.missing) {
 			t.Errorf("%v: got %d %q %+v", tc.err, e.Code, e.Message, d)
 		}
@@ -242,11 +242,11 @@ func TestPanicFailsOnlyItsRequest(t *testing.T) {
 	fake.doctor = func(context.Context, schema.DoctorParams) (schema.DoctorResult, error) { panic("boom at /home/secret") }
 	c := startServer(t, fake, nil)
 	c.initialize()
-	e := wantError(t, c.call("bridge/doctor", map[string]any{}), int(CodeInternal))
+	e := wantError(t, c.Call("bridge/doctor", map[string]any{}), int(CodeInternal))
 	if strings.Contains(e.Message, "secret") {
 		t.Errorf("panic leaked: %q", e.Message)
 	}
-	c.mustCall("session/list", nil, nil)
+	c.MustCall("session/list", nil, nil)
 	if !strings.Contains(c.logBuf.String(), "boom at /home/secret") {
 		t.Errorf("panic not logged")
 	}
@@ -260,5 +260,5 @@ func TestDefaultLoggerKeepsStdoutClean(t *testing.T) {
 	c.sendRaw(frame([]byte(`{not json`)))
 	wantError(t, c.nullReply(0), int(CodeParseError))
 	c.sendRaw([]byte("junk Content-Length: 2\r\n\r\n{}"))
-	c.mustCall("session/list", nil, nil)
+	c.MustCall("session/list", nil, nil)
 }

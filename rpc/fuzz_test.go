@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -51,7 +52,7 @@ func FuzzFraming(f *testing.F) {
 		}
 		br := bufio.NewReader(&out)
 		for {
-			m, err := readFrame(br)
+			m, err := rpctest.ReadMessage(br)
 			if err == io.EOF {
 				break
 			}
@@ -90,7 +91,7 @@ func FuzzParams(f *testing.F) {
 		}
 		c := startServer(t, newFake(), nil)
 		c.initialize()
-		m := c.call(method, json.RawMessage(params))
+		m := c.Call(method, json.RawMessage(params))
 		if m.Error != nil {
 			if m.Error.Code == int(CodeInternal) {
 				t.Fatalf("%s %s: internal error %q", method, params, m.Error.Message)
@@ -99,6 +100,6 @@ func FuzzParams(f *testing.F) {
 				t.Fatalf("%s: error of %d bytes", method, len(m.Error.Message)+len(m.Error.Data))
 			}
 		}
-		c.mustCall("session/list", map[string]any{}, nil)
+		c.MustCall("session/list", map[string]any{}, nil)
 	})
 }

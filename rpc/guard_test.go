@@ -26,7 +26,7 @@ func TestGoneClientCancelsItsRequests(t *testing.T) {
 	}
 	c := startServer(t, fake, nil)
 	c.initialize()
-	c.send(1, "session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "slow"}}})
+	c.Send(1, "session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "slow"}}})
 	<-started
 	c.w.Close()
 	select {
@@ -51,7 +51,7 @@ func TestRepliesAreValidUTF8(t *testing.T) {
 	}
 	c := startServer(t, fake, nil)
 	c.initialize()
-	c.send(5, "session/history", map[string]any{"sessionId": "s1"})
+	c.Send(5, "session/history", map[string]any{"sessionId": "s1"})
 	m := c.reply(5)
 	if m.Error != nil || !utf8.Valid(m.Result) || !strings.Contains(string(m.Result), "a\ufffdb") {
 		t.Fatalf("reply %q (error %+v); want valid UTF-8 with U+FFFD", m.Result, m.Error)

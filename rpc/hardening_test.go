@@ -22,7 +22,7 @@ func TestNullIDIsInvalidRequest(t *testing.T) {
 	if !strings.Contains(e.Message, "id") {
 		t.Fatalf("message %q should say what is wrong with the id", e.Message)
 	}
-	c.mustCall("session/list", map[string]any{}, nil)
+	c.MustCall("session/list", map[string]any{}, nil)
 	if n := len(f.received()) - before; n != 1 {
 		t.Fatalf("%d calls reached the backend, want only the valid one", n)
 	}
@@ -50,7 +50,7 @@ func TestHugeFieldGetsAShortError(t *testing.T) {
 		{huge, map[string]any{}},
 		{"session/prompt", map[string]any{"sessionId": "s", "content": []any{map[string]any{"type": huge, "text": "a"}}}},
 	} {
-		m := c.call(tc.method, tc.params)
+		m := c.Call(tc.method, tc.params)
 		if m.Error == nil {
 			continue // accepted (the fake answers); nothing to quote
 		}

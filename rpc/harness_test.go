@@ -1,21 +1,19 @@
 package rpc
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/rpc/peer"
+	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/schema/validate"
 )
@@ -153,24 +151,16 @@ func (f *fakeBackend) Close(context.Context) error {
 	return nil
 }
 
-// wireMsg is any message as the test client sees it.
-type wireMsg struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   *wireErr        `json:"error,omitempty"`
-}
+// wireMsg and wireErr are messages and errors as the test client sees
+// them.
+type (
+	wireMsg = rpctest.Message
+	wireErr = rpctest.Error
+)
 
-type wireErr struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
-
-// errData decodes the error's data member.
-func (e *wireErr) errData(t *testing.T) errorData {
+// errData decodes e's data member; data that is not the contract's
+// ErrorData fails the test.
+func errData(t *testing.T, e *wireErr) errorData {
 	t.Helper()
 	var d errorData
 	if err := json.Unmarshal(e.Data, &d); err != nil {
@@ -179,26 +169,15 @@ func (e *wireErr) errData(t *testing.T) errorData {
 	return d
 }
 
-// client is a fake editor speaking raw frames to a server run by Serve over
-// io.Pipe pairs. It records every message the server sends, so tests await
-// conditions on that stream instead of sleeping.
+// client is the test client (rpctest) speaking frames to a server run by
+// Serve over io.Pipe pairs, with the server's fake backend, log and exit.
 type client struct {
+	*rpctest.Client
 	t      *testing.T
-	w      *io.PipeWriter
-	wmu    sync.Mutex
-	seq    int
+	w      *io.PipeWriter // the server's input
 	fake   *fakeBackend
 	logBuf *syncBuffer
-
-	mu      sync.Mutex
-	msgs    []wireMsg
-	changed chan struct{}
-	readErr error
-
-	// onCall answers server-to-client requests; nil answers null.
-	onCall func(m wireMsg) (any, *wireErr)
-
-	exit chan serveResult
+	exit   chan serveResult
 }
 
 type serveResult struct {
@@ -225,6 +204,8 @@ func (s *syncBuffer) String() string {
 }
 
 // startServer runs Serve with a fake backend and returns the client side.
+// The server's requests are answered null unless a test sets its own
+// answers (SetOnRequest).
 func startServer(t *testing.T, fake *fakeBackend, tweak func(*Config)) *client {
 	t.Helper()
 	inR, inW := io.Pipe()
@@ -240,13 +221,12 @@ func startServer(t *testing.T, fake *fakeBackend, tweak func(*Config)) *client {
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	c := &client{t: t, w: inW, fake: fake, logBuf: logBuf, changed: make(chan struct{}), exit: make(chan serveResult, 1)}
+	c := newClient(t, fake, logBuf, outR, inW)
 	go func() {
 		code, err := Serve(context.Background(), inR, outW, cfg)
 		outW.Close()
 		c.exit <- serveResult{code, err}
 	}()
-	go c.readLoop(outR)
 	t.Cleanup(func() {
 		inW.Close()
 		if t.Failed() {
@@ -256,181 +236,28 @@ func startServer(t *testing.T, fake *fakeBackend, tweak func(*Config)) *client {
 	return c
 }
 
-// readLoop parses frames strictly: anything on the server's stdout that is
-// not a Content-Length frame of JSON fails the test.
-func (c *client) readLoop(r io.Reader) {
-	br := bufio.NewReader(r)
-	var err error
-	for {
-		var m wireMsg
-		m, err = readFrame(br)
-		if err != nil {
-			break
-		}
-		if m.Method != "" && len(m.ID) > 0 {
-			go c.answer(m)
-		}
-		c.mu.Lock()
-		c.msgs = append(c.msgs, m)
-		close(c.changed)
-		c.changed = make(chan struct{})
-		c.mu.Unlock()
-	}
-	c.mu.Lock()
-	c.readErr = err
-	close(c.changed)
-	c.changed = make(chan struct{})
-	c.mu.Unlock()
-}
-
-func readFrame(br *bufio.Reader) (wireMsg, error) {
-	var m wireMsg
-	length := -1
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			return m, err
-		}
-		line = strings.TrimRight(line, "\r\n")
-		if line == "" {
-			break
-		}
-		name, value, ok := strings.Cut(line, ":")
-		if !ok || !strings.EqualFold(name, "Content-Length") {
-			return m, fmt.Errorf("stdout carried a non-frame line %q", line)
-		}
-		length, err = strconv.Atoi(strings.TrimSpace(value))
-		if err != nil {
-			return m, fmt.Errorf("bad Content-Length %q", value)
-		}
-	}
-	if length < 0 {
-		return m, fmt.Errorf("frame without Content-Length")
-	}
-	body := make([]byte, length)
-	if _, err := io.ReadFull(br, body); err != nil {
-		return m, err
-	}
-	if err := json.Unmarshal(body, &m); err != nil {
-		return m, fmt.Errorf("frame body %q: %w", body, err)
-	}
-	if m.JSONRPC != "2.0" {
-		return m, fmt.Errorf("frame body %q lacks jsonrpc 2.0", body)
-	}
-	return m, nil
-}
-
-// answer replies to a server-to-client request.
-func (c *client) answer(m wireMsg) {
-	var res any
-	var werr *wireErr
-	if c.onCall != nil {
-		res, werr = c.onCall(m)
-		if res == nil && werr == nil {
-			return // the test answers later, or never
-		}
-	}
-	reply := map[string]any{"jsonrpc": "2.0", "id": m.ID}
-	if werr != nil {
-		reply["error"] = werr
-	} else {
-		reply["result"] = res
-	}
-	b, _ := json.Marshal(reply)
-	c.sendRaw(frame(b))
+// newClient is the client reading the server's output out and writing its
+// input in.
+func newClient(t *testing.T, fake *fakeBackend, logBuf *syncBuffer, out io.Reader, in *io.PipeWriter) *client {
+	return &client{Client: rpctest.NewFramed(t, out, in, rpctest.Options{OnRequest: rpctest.AnswerNull, FailWrites: true}),
+		t: t, w: in, fake: fake, logBuf: logBuf, exit: make(chan serveResult, 1)}
 }
 
 // frame wraps body in an LSP header.
-func frame(body []byte) []byte {
-	return append([]byte(fmt.Sprintf("Content-Length: %d\r\n\r\n", len(body))), body...)
-}
+func frame(body []byte) []byte { return rpctest.Frame(body) }
 
-// sendRaw writes bytes to the server's stdin.
+// sendRaw writes bytes to the server's stdin as they are.
 func (c *client) sendRaw(b []byte) {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if _, err := c.w.Write(b); err != nil {
+	if err := c.WriteRaw(b); err != nil {
 		c.t.Errorf("writing to the server: %v", err)
 	}
 }
 
-// send writes one message; id may be nil (a notification), an int or a
-// string.
-func (c *client) send(id any, method string, params any) {
-	m := map[string]any{"jsonrpc": "2.0", "method": method}
-	if id != nil {
-		m["id"] = id
-	}
-	if params != nil {
-		m["params"] = params
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.sendRaw(frame(b))
-}
-
-// nextID returns a fresh numeric request id.
-func (c *client) nextID() int {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.seq++
-	return c.seq
-}
-
-// await blocks until some message satisfies pred and returns it. Without a
-// match it ends when the test binary's timeout fires, or fails when the
-// server's output ends.
-func (c *client) await(what string, pred func(wireMsg) bool) wireMsg {
-	c.t.Helper()
-	seen := 0
-	for {
-		c.mu.Lock()
-		msgs, ch, rerr := c.msgs, c.changed, c.readErr
-		c.mu.Unlock()
-		for _, m := range msgs[seen:] {
-			if pred(m) {
-				return m
-			}
-		}
-		seen = len(msgs)
-		if rerr != nil {
-			c.t.Fatalf("awaiting %s: the server's output ended: %v", what, rerr)
-		}
-		<-ch
-	}
-}
-
-// reply awaits the response to id.
+// reply awaits the response to id (an int or a string).
 func (c *client) reply(id any) wireMsg {
 	c.t.Helper()
 	want, _ := json.Marshal(id)
-	return c.await("reply to "+string(want), func(m wireMsg) bool {
-		return m.Method == "" && bytes.Equal(m.ID, want)
-	})
-}
-
-// call sends a request and awaits its response.
-func (c *client) call(method string, params any) wireMsg {
-	c.t.Helper()
-	id := c.nextID()
-	c.send(id, method, params)
-	return c.reply(id)
-}
-
-// mustCall calls and decodes a successful result into out (may be nil).
-func (c *client) mustCall(method string, params, out any) {
-	c.t.Helper()
-	m := c.call(method, params)
-	if m.Error != nil {
-		c.t.Fatalf("%s: error %d %s", method, m.Error.Code, m.Error.Message)
-	}
-	if out != nil {
-		if err := json.Unmarshal(m.Result, out); err != nil {
-			c.t.Fatalf("%s: result %s: %v", method, m.Result, err)
-		}
-	}
+	return c.Reply(string(want))
 }
 
 // wantError checks m is an error reply with code.
@@ -452,37 +279,17 @@ func wantError(t *testing.T, m wireMsg, code int) *wireErr {
 	return m.Error
 }
 
-// notification awaits a notification of method matching pred (nil: any).
-func (c *client) notification(method string, pred func(params json.RawMessage) bool) wireMsg {
-	c.t.Helper()
-	return c.await(method, func(m wireMsg) bool {
-		return m.Method == method && len(m.ID) == 0 && (pred == nil || pred(m.Params))
-	})
-}
-
 // initialize runs the handshake.
 func (c *client) initialize() {
 	c.t.Helper()
-	c.mustCall("initialize", map[string]any{"processId": 1, "capabilities": map[string]any{}}, nil)
-	c.send(nil, "initialized", map[string]any{})
+	c.MustCall("initialize", map[string]any{"processId": 1, "capabilities": map[string]any{}}, nil)
+	c.Notify("initialized", map[string]any{})
 }
 
 // waitExit returns Serve's outcome once it has returned.
 func (c *client) waitExit() serveResult {
 	c.t.Helper()
 	return <-c.exit
-}
-
-// index returns the position of the first message matching pred, or -1.
-func (c *client) index(pred func(wireMsg) bool) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i, m := range c.msgs {
-		if pred(m) {
-			return i
-		}
-	}
-	return -1
 }
 
 // blockUntilCancelled is a backend body that waits for cancellation.
@@ -499,10 +306,3 @@ var _ = time.Second
 func typeName(v any) string { return fmt.Sprintf("%T", v) }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-// snapshot returns the messages received so far.
-func (c *client) snapshot() []wireMsg {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]wireMsg(nil), c.msgs...)
-}

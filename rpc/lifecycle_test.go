@@ -22,14 +22,14 @@ func TestLifecycle(t *testing.T) {
 	})
 
 	// Before initialize: requests get -32002, notifications are dropped.
-	wantError(t, c.call("session/list", map[string]any{}), int(CodeNotInitialized))
-	wantError(t, c.call("no/such", nil), int(CodeNotInitialized))
-	wantError(t, c.call("shutdown", nil), int(CodeNotInitialized))
-	c.send(nil, "initialized", map[string]any{})
-	c.send(nil, "session/whatever", map[string]any{})
+	wantError(t, c.Call("session/list", map[string]any{}), int(CodeNotInitialized))
+	wantError(t, c.Call("no/such", nil), int(CodeNotInitialized))
+	wantError(t, c.Call("shutdown", nil), int(CodeNotInitialized))
+	c.Send(nil, "initialized", map[string]any{})
+	c.Send(nil, "session/whatever", map[string]any{})
 
 	var res schema.InitializeResult
-	c.mustCall("initialize", map[string]any{
+	c.MustCall("initialize", map[string]any{
 		"processId":    42,
 		"clientInfo":   map[string]any{"name": "vsc", "version": "1.2"},
 		"capabilities": map[string]any{},
@@ -54,27 +54,27 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("InitOptions = %+v", opened)
 	}
 
-	e := wantError(t, c.call("initialize", map[string]any{"capabilities": map[string]any{}}), int(CodeInvalidRequest))
+	e := wantError(t, c.Call("initialize", map[string]any{"capabilities": map[string]any{}}), int(CodeInvalidRequest))
 	if want := "initialize: the server is already initialized"; e.Message != want {
 		t.Errorf("second initialize: %q, want %q", e.Message, want)
 	}
-	c.send(nil, "initialized", map[string]any{})
+	c.Send(nil, "initialized", map[string]any{})
 
-	c.mustCall("session/list", map[string]any{}, nil)
-	wantError(t, c.call("no/such", nil), int(CodeMethodNotFound))
+	c.MustCall("session/list", map[string]any{}, nil)
+	wantError(t, c.Call("no/such", nil), int(CodeMethodNotFound))
 
 	// shutdown is idempotent; the backend is closed once.
 	for range 2 {
-		m := c.call("shutdown", nil)
+		m := c.Call("shutdown", nil)
 		if m.Error != nil || string(m.Result) != "null" {
 			t.Fatalf("shutdown: %+v", m)
 		}
 	}
 	<-fake.closed
-	wantError(t, c.call("session/list", map[string]any{}), int(CodeInvalidRequest))
-	wantError(t, c.call("no/such", nil), int(CodeInvalidRequest))
+	wantError(t, c.Call("session/list", map[string]any{}), int(CodeInvalidRequest))
+	wantError(t, c.Call("no/such", nil), int(CodeInvalidRequest))
 
-	c.send(nil, "exit", nil)
+	c.Send(nil, "exit", nil)
 	if r := c.waitExit(); r.code != 0 || r.err != nil {
 		t.Fatalf("exit after shutdown: code %d err %v, want 0 nil", r.code, r.err)
 	}
@@ -84,7 +84,7 @@ func TestExitWithoutShutdown(t *testing.T) {
 	fake := newFake()
 	c := startServer(t, fake, nil)
 	c.initialize()
-	c.send(nil, "exit", nil)
+	c.Send(nil, "exit", nil)
 	if r := c.waitExit(); r.code != 1 || r.err != nil {
 		t.Fatalf("exit without shutdown: code %d err %v, want 1 nil", r.code, r.err)
 	}
@@ -93,7 +93,7 @@ func TestExitWithoutShutdown(t *testing.T) {
 
 func TestExitBeforeInitialize(t *testing.T) {
 	c := startServer(t, newFake(), nil)
-	c.send(nil, "exit", nil)
+	c.Send(nil, "exit", nil)
 	if r := c.waitExit(); r.code != 1 {
 		t.Fatalf("exit before initialize: code %d, want 1", r.code)
 	}
@@ -105,7 +105,7 @@ func TestEndOfInput(t *testing.T) {
 		c.initialize()
 		want := 1
 		if shutdown {
-			c.mustCall("shutdown", nil, nil)
+			c.MustCall("shutdown", nil, nil)
 			want = 0
 		}
 		c.w.Close()
@@ -127,17 +127,17 @@ func TestInitializeFailureAllowsRetry(t *testing.T) {
 			return fake, nil
 		}
 	})
-	e := wantError(t, c.call("initialize", map[string]any{"capabilities": map[string]any{}, "initializationOptions": map[string]any{"dataDir": "/ro"}}), int(CodeInvalidParams))
+	e := wantError(t, c.Call("initialize", map[string]any{"capabilities": map[string]any{}, "initializationOptions": map[string]any{"dataDir": "/ro"}}), int(CodeInvalidParams))
 	if e.Message != `data directory "/ro" is not writable` {
 		t.Errorf("message %q", e.Message)
 	}
-	wantError(t, c.call("session/list", nil), int(CodeNotInitialized))
-	e = wantError(t, c.call("initialize", map[string]any{}), int(CodeInvalidParams))
-	if d := e.errData(t); d.Field != "capabilities" {
+	wantError(t, c.Call("session/list", nil), int(CodeNotInitialized))
+	e = wantError(t, c.Call("initialize", map[string]any{}), int(CodeInvalidParams))
+	if d := errData(t, e); d.Field != "capabilities" {
 		t.Errorf("missing capabilities: data %+v", d)
 	}
 	c.initialize()
-	c.mustCall("session/list", nil, nil)
+	c.MustCall("session/list", nil, nil)
 }
 
 func TestMethodTableCoversSchema(t *testing.T) {

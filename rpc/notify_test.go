@@ -46,12 +46,12 @@ func TestPromptStreamsUpdates(t *testing.T) {
 		return schema.SessionPromptResult{StopReason: "end_turn"}, nil
 	}
 	var res schema.SessionPromptResult
-	c.mustCall("session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "hello"}}}, &res)
+	c.MustCall("session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "hello"}}}, &res)
 	if res.StopReason != "end_turn" {
 		t.Errorf("stopReason %q", res.StopReason)
 	}
 	var got []schema.SessionUpdateNotification
-	for _, m := range c.snapshot() {
+	for _, m := range c.Messages() {
 		if m.Method == "session/update" {
 			var u schema.SessionUpdateNotification
 			if err := json.Unmarshal(m.Params, &u); err != nil {
@@ -84,7 +84,7 @@ func TestNotifications(t *testing.T) {
 		{"window/logMessage", `{"type":2,"message":"codex is older than 0.169"}`},
 	}
 	for _, tc := range cases {
-		m := c.notification(tc.method, nil)
+		m := c.AwaitNotification(tc.method, nil)
 		if string(m.Params) != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", tc.method, m.Params, tc.want)
 		}
@@ -108,13 +108,13 @@ func TestWorkDoneProgress(t *testing.T) {
 		return schema.SessionPromptResult{StopReason: "end_turn"}, nil
 	}
 	for _, token := range []any{"tok-1", 17} {
-		id := c.nextID()
-		c.send(id, "session/prompt", map[string]any{"sessionId": "s1", "workDoneToken": token,
+		id := c.NextID()
+		c.Send(id, "session/prompt", map[string]any{"sessionId": "s1", "workDoneToken": token,
 			"content": []any{map[string]any{"type": "text", "text": "x"}}})
 		c.reply(id)
 		tokJSON, _ := json.Marshal(token)
 		var kinds []string
-		for _, m := range c.snapshot() {
+		for _, m := range c.Messages() {
 			if m.Method != "$/progress" {
 				continue
 			}
@@ -141,25 +141,23 @@ func TestWorkDoneProgress(t *testing.T) {
 	}
 	// Without a token: no $/progress at all.
 	before := c.count("$/progress")
-	c.mustCall("session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "x"}}}, nil)
+	c.MustCall("session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "x"}}}, nil)
 	if after := c.count("$/progress"); after != before {
 		t.Errorf("progress sent without a token: %d -> %d", before, after)
 	}
 	// A failing operation ends its progress with "failed".
-	id := c.nextID()
-	c.send(id, "session/checkpoint", map[string]any{"sessionId": "s1", "workDoneToken": "tok-f"})
+	id := c.NextID()
+	c.Send(id, "session/checkpoint", map[string]any{"sessionId": "s1", "workDoneToken": "tok-f"})
 	wantError(t, c.reply(id), int(CodeInternal))
-	c.notification("$/progress", func(p json.RawMessage) bool {
+	c.AwaitNotification("$/progress", func(p json.RawMessage) bool {
 		return strings.Contains(string(p), `"tok-f"`) && strings.Contains(string(p), `"kind":"end","message":"failed"`)
 	})
 }
 
 // count returns how many messages have method.
 func (c *client) count(method string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	n := 0
-	for _, m := range c.msgs {
+	for _, m := range c.Messages() {
 		if m.Method == method {
 			n++
 		}
@@ -172,7 +170,7 @@ func (c *client) count(method string) int {
 func TestCallerRoundTripAndCancel(t *testing.T) {
 	fake := newFake()
 	c, _, cs := notifyingServer(t, fake)
-	c.onCall = func(m wireMsg) (any, *wireErr) {
+	c.SetOnRequest(func(m wireMsg) (any, *wireErr) {
 		switch m.Method {
 		case "host/probe":
 			return map[string]any{"harness": "vsc-host", "capabilities": []any{}}, nil
@@ -180,7 +178,7 @@ func TestCallerRoundTripAndCancel(t *testing.T) {
 			return nil, &wireErr{Code: -32001, Message: "no live session"}
 		}
 		return nil, nil // host/session.prompt: never answered
-	}
+	})
 	c.initialize()
 	cl := <-cs
 	var probe struct {
@@ -197,13 +195,13 @@ func TestCallerRoundTripAndCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- cl.Call(ctx, "host/session.prompt", map[string]any{"sessionId": "n1"}, nil) }()
-	req := c.await("host/session.prompt", func(m wireMsg) bool { return m.Method == "host/session.prompt" })
+	req := c.Await("host/session.prompt", func(m wireMsg) bool { return m.Method == "host/session.prompt" })
 	cancel()
 	err = <-done
 	if core.ErrorCode(err) != core.CodeCancelled || !errors.Is(err, core.ErrCancelled) {
 		t.Errorf("cancelled call: %v", err)
 	}
-	c.notification("$/cancelRequest", func(p json.RawMessage) bool {
+	c.AwaitNotification("$/cancelRequest", func(p json.RawMessage) bool {
 		return string(p) == `{"id":`+string(req.ID)+`}`
 	})
 }
@@ -223,9 +221,9 @@ func TestHostEventReachesBackend(t *testing.T) {
 	c := startServer(t, nil, func(cfg *Config) {
 		cfg.Open = func(context.Context, InitOptions, peer.Notifier, Caller) (Backend, error) { return b, nil }
 	})
-	c.send(nil, "host/event", map[string]any{"n": 0}) // before initialize: dropped
+	c.Send(nil, "host/event", map[string]any{"n": 0}) // before initialize: dropped
 	c.initialize()
-	c.send(nil, "host/event", map[string]any{"n": 1})
+	c.Send(nil, "host/event", map[string]any{"n": 1})
 	if got := <-b.events; got != `{"n":1}` {
 		t.Errorf("event %s", got)
 	}

@@ -18,15 +18,8 @@ import (
 // message it sent.
 func (c *client) drained() []wireMsg {
 	c.t.Helper()
-	for {
-		c.mu.Lock()
-		msgs, ch, rerr := c.msgs, c.changed, c.readErr
-		c.mu.Unlock()
-		if rerr != nil {
-			return msgs
-		}
-		<-ch
-	}
+	<-c.Done()
+	return c.Messages()
 }
 
 // replyIndex is the position of the reply to id in msgs, or -1.
@@ -56,7 +49,7 @@ func TestShutdownReplyNeverOvertakes(t *testing.T) {
 		}
 		c := startServer(t, fake, nil)
 		c.initialize()
-		req, shut := c.nextID(), c.nextID()
+		req, shut := c.NextID(), c.NextID()
 		var batch []byte
 		for _, m := range []map[string]any{
 			{"jsonrpc": "2.0", "id": req, "method": "session/list", "params": map[string]any{}},
@@ -95,7 +88,7 @@ func TestImmediateExitKeepsEarlierReply(t *testing.T) {
 		fake := newFake()
 		c := startServer(t, fake, nil)
 		c.initialize()
-		req := c.nextID()
+		req := c.NextID()
 		var batch []byte
 		for _, m := range []map[string]any{
 			{"jsonrpc": "2.0", "id": req, "method": "session/list", "params": map[string]any{}},
@@ -135,18 +128,17 @@ func TestStopTakesTheShutdownPath(t *testing.T) {
 	outR, outW := io.Pipe()
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	c := &client{t: t, w: inW, fake: fake, logBuf: &syncBuffer{}, changed: make(chan struct{}), exit: make(chan serveResult, 1)}
+	c := newClient(t, fake, &syncBuffer{}, outR, inW)
 	go func() {
 		code, err := Serve(ctx, inR, outW, Config{Version: "test", Logger: discardLogger(),
 			Open: func(context.Context, InitOptions, peer.Notifier, Caller) (Backend, error) { return fake, nil }})
 		outW.Close()
 		c.exit <- serveResult{code, err}
 	}()
-	go c.readLoop(outR)
 	defer inW.Close()
 	c.initialize()
-	slow := c.nextID()
-	c.send(slow, "session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "x"}}})
+	slow := c.NextID()
+	c.Send(slow, "session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "x"}}})
 	<-started
 	stop()
 	if r := c.waitExit(); r.code != 0 || r.err != nil {
@@ -171,7 +163,7 @@ func TestEndOfInputKeepsReplies(t *testing.T) {
 	var batch []byte
 	var ids []int
 	for range 5 {
-		id := c.nextID()
+		id := c.NextID()
 		ids = append(ids, id)
 		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "session/list", "params": map[string]any{}})
 		batch = append(batch, frame(b)...)

@@ -34,13 +34,13 @@ func TestPermissionAskerRoundTrip(t *testing.T) {
 		map[string]any{"outcome": map[string]any{"outcome": "maybe"}},
 	}
 	var got []wireMsg
-	c.onCall = func(m wireMsg) (any, *wireErr) {
+	c.SetOnRequest(func(m wireMsg) (any, *wireErr) {
 		got = append(got, m)
 		a := answers[0]
 		answers = answers[1:]
 		return a, nil
-	}
-	c.mustCall("initialize", map[string]any{"processId": 1, "capabilities": map[string]any{"session": map[string]any{"requestPermission": true}}}, nil)
+	})
+	c.MustCall("initialize", map[string]any{"processId": 1, "capabilities": map[string]any{"session": map[string]any{"requestPermission": true}}}, nil)
 	if o := <-opts; !o.RequestPermission {
 		t.Fatalf("capabilities.session.requestPermission was not read: %+v", o)
 	}
@@ -84,7 +84,7 @@ func TestPermissionAskerRoundTrip(t *testing.T) {
 func TestPermissionAskerCancelSendsCancelRequest(t *testing.T) {
 	fake := newFake()
 	c, _, cs := notifyingServer(t, fake)
-	c.onCall = func(m wireMsg) (any, *wireErr) { return nil, nil } // never answers
+	c.SetOnRequest(func(m wireMsg) (any, *wireErr) { return nil, nil }) // never answers
 	c.initialize()
 	a := PermissionAsker(<-cs)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -93,10 +93,10 @@ func TestPermissionAskerCancelSendsCancelRequest(t *testing.T) {
 		_, err := a.RequestPermission(ctx, permissionRequest())
 		done <- err
 	}()
-	req := c.await("session/requestPermission", func(m wireMsg) bool { return m.Method == "session/requestPermission" })
+	req := c.Await("session/requestPermission", func(m wireMsg) bool { return m.Method == "session/requestPermission" })
 	cancel()
 	if err := <-done; !errors.Is(err, core.ErrCancelled) {
 		t.Errorf("abandoned request: %v", err)
 	}
-	c.notification("$/cancelRequest", func(p json.RawMessage) bool { return string(p) == `{"id":`+string(req.ID)+`}` })
+	c.AwaitNotification("$/cancelRequest", func(p json.RawMessage) bool { return string(p) == `{"id":`+string(req.ID)+`}` })
 }

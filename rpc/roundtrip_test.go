@@ -58,7 +58,7 @@ func TestParamsRoundTrip(t *testing.T) {
 			t.Fatalf("%s: the test left fields unset: %v", m.Name, unset)
 		}
 		before := len(got())
-		c.mustCall(m.Name, v.Interface(), nil)
+		c.MustCall(m.Name, v.Interface(), nil)
 		calls := got()
 		if len(calls) != before+1 {
 			t.Fatalf("%s: backend called %d times, want once", m.Name, len(calls)-before)

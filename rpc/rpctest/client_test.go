@@ -1,0 +1,136 @@
+package rpctest_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
+)
+
+// echo is a server over pipes that answers every request with its method
+// name as the error message (code -32001 for "session/history", else a
+// zero result of the method's result type).
+func echo(t *testing.T) *rpctest.Client {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	t.Cleanup(func() { inW.Close(); outW.Close() })
+	srv := rpctest.NewFramed(t, inR, outW, rpctest.Options{})
+	srv.SetOnRequest(func(m rpctest.Message) (any, *rpctest.Error) {
+		if m.Method == "session/history" {
+			return nil, &rpctest.Error{Code: -32001, Message: m.Method, Data: json.RawMessage(`{"code":"not_found"}`)}
+		}
+		row, ok := schema.MethodByName(m.Method)
+		if !ok {
+			return nil, &rpctest.Error{Code: -32601, Message: m.Method}
+		}
+		return map[string]any{"method": m.Method, "zero": row.Result}, nil
+	})
+	return rpctest.NewFramed(t, outR, inW, rpctest.Options{})
+}
+
+// TestTypedCallsUseTheirRows: every Backend method of the client sends its
+// row's wire name (the server side sees it), and an error reply is an
+// *rpctest.Error with the contract's data.
+func TestTypedCallsUseTheirRows(t *testing.T) {
+	c := echo(t)
+	ctx := context.Background()
+	n := 0
+	for _, row := range schema.Methods() {
+		if row.Call == nil {
+			continue
+		}
+		n++
+		_, err := row.Call(ctx, c, row.Params)
+		if row.Name == "session/history" {
+			if e := rpctest.AsError(err); e == nil || e.Code != -32001 || e.DataCode() != "not_found" {
+				t.Errorf("session/history: %v, want the error reply", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", row.Name, err)
+		}
+	}
+	var sent []string
+	for _, m := range c.Messages() {
+		var r struct {
+			Method string `json:"method"`
+		}
+		_ = json.Unmarshal(m.Result, &r)
+		if r.Method != "" {
+			sent = append(sent, r.Method)
+		}
+	}
+	var want []string
+	for _, row := range schema.Methods() {
+		if row.Call != nil && row.Name != "session/history" {
+			want = append(want, row.Name)
+		}
+	}
+	if n < 20 || !reflect.DeepEqual(sent, want) {
+		t.Errorf("the server saw %v\nwant %v", sent, want)
+	}
+}
+
+// TestCancelledCallSendsCancelRequest: a call whose context ends sends
+// $/cancelRequest with its id and still returns the reply.
+func TestCancelledCallSendsCancelRequest(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	t.Cleanup(func() { inW.Close(); outW.Close() })
+	srv := rpctest.NewFramed(t, inR, outW, rpctest.Options{})
+	srv.SetOnRequest(func(rpctest.Message) (any, *rpctest.Error) { return nil, nil }) // answered below
+	c := rpctest.NewFramed(t, outR, inW, rpctest.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: "s1"})
+		done <- err
+	}()
+	req := srv.AwaitRequest("session/prompt")
+	cancel()
+	p := rpctest.Await(srv, "$/cancelRequest", func(p struct {
+		ID json.RawMessage `json:"id"`
+	}) bool {
+		return string(p.ID) == string(req.ID)
+	})
+	if string(p.ID) != string(req.ID) {
+		t.Fatalf("$/cancelRequest id %s, want %s", p.ID, req.ID)
+	}
+	srv.Respond(req.ID, nil, &rpctest.Error{Code: -32800, Message: "session/prompt: request cancelled"})
+	if e := rpctest.AsError(<-done); e == nil || e.Code != -32800 {
+		t.Fatalf("cancelled call: %v, want its -32800 reply", e)
+	}
+}
+
+// TestStrictFrames: anything on the stream that is not a frame ends it
+// with a ProtocolError, and an await pending fails naming it.
+func TestStrictFrames(t *testing.T) {
+	r, w := io.Pipe()
+	ft := &fakeT{TB: t}
+	c := rpctest.NewFramed(ft, r, io.Discard, rpctest.Options{})
+	go func() { io.WriteString(w, "hello from a stray print\n"); w.Close() }()
+	<-c.Done()
+	var pe *rpctest.ProtocolError
+	if err := c.EndErr(); err == nil || !strings.Contains(err.Error(), "non-frame line") || !asProtocol(err, &pe) {
+		t.Fatalf("EndErr = %v, want a ProtocolError naming the line", err)
+	}
+}
+
+func asProtocol(err error, pe **rpctest.ProtocolError) bool {
+	p, ok := err.(*rpctest.ProtocolError)
+	*pe = p
+	return ok
+}
+
+// fakeT swallows the cleanup's report of the broken protocol (the test
+// checks it itself).
+type fakeT struct{ testing.TB }
+
+func (f *fakeT) Errorf(string, ...any) {}
