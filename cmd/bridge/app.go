@@ -58,6 +58,9 @@ type openOptions struct {
 	// serve: the sidecar, whose shutdown checkpoints its live sessions; a
 	// one-shot command does not.
 	serve bool
+	// follow: announce what other processes sharing the record append
+	// (serve, acp and web do).
+	follow bool
 }
 
 // store is an opened data directory: its configuration file and database.
@@ -165,7 +168,8 @@ func (a *app) buildWith(st store, h hostSet, o openOptions) (*env, error) {
 	}
 	so := service.Options{Store: st.db, Hosts: h.hosts, Notifier: n, Presets: cfg.Presets,
 		DataDir: st.dir, Database: st.spec.String(), CheckpointTimeout: cfg.CheckpointTimeout(), CheckpointInstructions: cfg.CheckpointInstructions, RepoStatus: gitStatus, Git: runGit,
-		Permissions: o.permissions, ApprovalTimeout: cfg.ApprovalTimeout()}
+		Permissions: o.permissions, ApprovalTimeout: cfg.ApprovalTimeout(),
+		LeaseOwner: processOwner(), LeaseTTL: cfg.leaseTTL(), Follow: o.serve || o.follow}
 	if err := cfg.controller(&so); err != nil {
 		st.db.Close()
 		return nil, core.E(core.CodeInvalid, "configuration", err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core/testhome"
+	"github.com/bridge-dev/bridge/storage/postgres/pgtest"
 )
 
 // binPath is the bridge binary built once for the end-to-end tests.
@@ -47,6 +48,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	pgtest.Stop() // a PostgreSQL cluster a test started (storepg_test.go)
 	os.RemoveAll(dir)
 	cleanupHome()
 	os.Exit(code)

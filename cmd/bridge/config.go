@@ -68,6 +68,15 @@ type Config struct {
 	// database, the default) or a PostgreSQL URL (postgres://USER@HOST/DB);
 	// --store and BRIDGE_STORE override it.
 	Store string `json:"store,omitempty"`
+	// SessionLeaseSeconds is how long a live session's lease lasts unless
+	// its process renews it (default 30): after a process dies, another may
+	// resume its sessions this long after its last renewal.
+	SessionLeaseSeconds float64 `json:"sessionLeaseSeconds,omitempty"`
+}
+
+// leaseTTL returns the configured session lease or 0 (the default).
+func (c Config) leaseTTL() time.Duration {
+	return time.Duration(c.SessionLeaseSeconds * float64(time.Second))
 }
 
 // controller returns the checkpoint controller's settings of c.

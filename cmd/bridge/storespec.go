@@ -2,14 +2,19 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/storage"
+	"github.com/bridge-dev/bridge/storage/postgres"
 )
 
 // recordStore is an opened record, whichever database holds it.
@@ -149,17 +154,40 @@ func redactError(err error, rawURL string) error {
 	return &redactedError{msg: msg, err: err}
 }
 
-// openPostgresStore opens a PostgreSQL record; it is set by the file that
-// links the PostgreSQL store in (nil: this binary has none).
-var openPostgresStore func(ctx context.Context, rawURL string, maxEntryBytes int) (recordStore, error)
+// openPostgresStore opens a PostgreSQL record, its connections marked with
+// this process's origin (so that the appends other processes commit reach
+// this one's clients, and its own are not announced twice).
+var openPostgresStore = func(ctx context.Context, rawURL string, maxEntryBytes int) (recordStore, error) {
+	withOrigin, err := postgres.WithOrigin(rawURL, processOwner())
+	if err != nil {
+		return nil, err
+	}
+	return postgres.Open(ctx, withOrigin, postgres.Options{MaxEntryBytes: maxEntryBytes})
+}
+
+// processOwner names this process among those sharing a record: in its
+// sessions' leases and as the origin of its appends. Host, pid and a
+// random part (a pid repeats across machines and restarts).
+var processOwner = sync.OnceValue(func() string {
+	host, _ := os.Hostname()
+	host = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		return '_'
+	}, host)
+	if len(host) > 32 {
+		host = host[:32]
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s.%d.%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+})
 
 // openSpec opens the record spec names.
 func openSpec(ctx context.Context, spec storeSpec, maxEntryBytes int) (recordStore, error) {
 	switch spec.kind {
 	case "postgres":
-		if openPostgresStore == nil {
-			return nil, core.Errorf(core.CodeUnavailable, "%s: this Bridge has no PostgreSQL store", spec.from)
-		}
 		st, err := openPostgresStore(ctx, spec.url, maxEntryBytes)
 		if err != nil {
 			// The outer error is the one the wire and the terminal show:

@@ -52,7 +52,7 @@ func (a *app) web(ctx context.Context, args []string) int {
 
 	fan := &fanout{targets: map[*fanTarget]struct{}{}, fallback: &cliNotifier{w: a.stderr}}
 	asker := newWebAsker()
-	e, err := a.open(ctx, openOptions{notifier: fan, permissions: asker})
+	e, err := a.open(ctx, openOptions{notifier: fan, permissions: asker, follow: true})
 	if err != nil {
 		return a.report("web", err)
 	}

@@ -77,6 +77,10 @@ type Options struct {
 	// renewed (0: 30 s).
 	LeaseOwner string
 	LeaseTTL   time.Duration
+	// Follow announces to the Notifier the entries other processes sharing
+	// the record append, when the Store implements core.ChangeFeed (serve,
+	// web and acp set it; a one-shot command does not).
+	Follow bool
 }
 
 // Service is Bridge's orchestration. It is safe for concurrent use.
@@ -126,6 +130,7 @@ func New(opts Options) (*Service, error) {
 	for _, h := range opts.Hosts {
 		s.hosts[h.Harness()] = h
 	}
+	s.follow()
 	return s, nil
 }
 

@@ -1,0 +1,164 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+var _ core.ChangeFeed = (*DB)(nil)
+
+// appendsChannel is the LISTEN/NOTIFY channel of committed appends.
+const appendsChannel = "bridge_appends"
+
+// Migration 101: every statement that inserts entries notifies, once per
+// session it wrote to, with the session, the range of sequence numbers and
+// the writer's origin (the bridge.origin setting of its connection,
+// WithOrigin). NOTIFY is transactional: the notice goes out when the
+// transaction commits, never for one rolled back, and the entries it names
+// are visible to whoever reads them after receiving it.
+var _ = func() int {
+	migrations = append(migrations, migration{101, "notify_appends", `
+CREATE FUNCTION bridge_notify_appends() RETURNS trigger LANGUAGE plpgsql AS $f$
+DECLARE r record;
+BEGIN
+    FOR r IN SELECT session_id, min(seq) AS lo, max(seq) AS hi FROM bridge_new_entries GROUP BY session_id LOOP
+        PERFORM pg_notify('` + appendsChannel + `', json_build_object('s', r.session_id, 'lo', r.lo, 'hi', r.hi,
+            'o', coalesce(current_setting('bridge.origin', true), ''))::text);
+    END LOOP;
+    RETURN NULL;
+END
+$f$;
+CREATE TRIGGER entries_notify_appends AFTER INSERT ON entries
+    REFERENCING NEW TABLE AS bridge_new_entries
+    FOR EACH STATEMENT EXECUTE FUNCTION bridge_notify_appends();
+`})
+	return 0
+}()
+
+// WithOrigin returns the connection URL with this process's origin added
+// (the connection option bridge.origin), which the notice of every append
+// it commits carries: FollowAppends hands a process only what others
+// appended. origin is letters, digits, '-', '_' and '.'.
+func WithOrigin(rawURL, origin string) (string, error) {
+	for _, r := range origin {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return "", core.Errorf(core.CodeInvalid, "postgres: origin %s: only letters, digits, '-', '_' and '.'", core.Quote(origin))
+		}
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || origin == "" {
+		return "", core.Errorf(core.CodeInvalid, "postgres: cannot add an origin to the connection URL (want postgres://USER@HOST/DATABASE)")
+	}
+	q := u.Query()
+	opt := strings.TrimSpace(q.Get("options") + " -c bridge.origin=" + origin)
+	q.Set("options", opt)
+	// Spaces as %20: pgx reads a '+' in the query as itself.
+	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
+	return u.String(), nil
+}
+
+// appendNotice is the payload of one notice.
+type appendNotice struct {
+	Session string `json:"s"`
+	Lo      int64  `json:"lo"`
+	Hi      int64  `json:"hi"`
+	Origin  string `json:"o"`
+}
+
+// FollowAppends implements core.ChangeFeed: it LISTENs on a connection of
+// its own (not one of the pool's) and, for each notice from another origin,
+// reads the entries it names and hands them to fn. A lost connection is
+// made again (after a pause growing to 5 s); notices sent while it was down
+// are lost, which it logs through logf (nil: not logged).
+func (db *DB) FollowAppends(ctx context.Context, fn func(entries []core.Entry)) error {
+	return db.follow(ctx, fn, nil)
+}
+
+// FollowAppendsLogged is FollowAppends reporting lost connections to logf.
+func (db *DB) FollowAppendsLogged(ctx context.Context, fn func(entries []core.Entry), logf func(string)) error {
+	return db.follow(ctx, fn, logf)
+}
+
+func (db *DB) follow(ctx context.Context, fn func(entries []core.Entry), logf func(string)) error {
+	pause := 100 * time.Millisecond
+	for {
+		err := db.listen(ctx, fn)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if logf != nil {
+			logf(fmt.Sprintf("postgres: following other processes' appends stopped (%v); reconnecting, and changes made meanwhile are not announced", scrub(err.Error(), db.password)))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(pause*2, 5*time.Second)
+	}
+}
+
+// listen runs one LISTEN connection until it fails or ctx ends.
+func (db *DB) listen(ctx context.Context, fn func(entries []core.Entry)) error {
+	conn, err := pgx.ConnectConfig(ctx, db.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var self string
+	if err := conn.QueryRow(ctx, `SELECT coalesce(current_setting('bridge.origin', true), '')`).Scan(&self); err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, `LISTEN `+appendsChannel); err != nil {
+		return err
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		var a appendNotice
+		if json.Unmarshal([]byte(n.Payload), &a) != nil || a.Session == "" {
+			continue
+		}
+		if self != "" && a.Origin == self {
+			continue
+		}
+		es, err := db.entriesBetween(ctx, a.Session, a.Lo, a.Hi)
+		if err != nil {
+			return err
+		}
+		if len(es) > 0 {
+			fn(es)
+		}
+	}
+}
+
+// entriesBetween reads a session's entries with lo <= seq <= hi, in order.
+func (db *DB) entriesBetween(ctx context.Context, sessionID string, lo, hi int64) ([]core.Entry, error) {
+	rows, err := db.pool.Query(ctx, `SELECT `+entryCols+` FROM entries WHERE session_id = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq`, sessionID, lo, hi)
+	if err != nil {
+		return nil, db.errf(err, "read the entries another process appended to session %s", sessionID)
+	}
+	defer rows.Close()
+	var out []core.Entry
+	for rows.Next() {
+		var r entryRow
+		if err := rows.Scan(r.dest()...); err != nil {
+			return nil, db.errf(err, "read the entries another process appended to session %s", sessionID)
+		}
+		out = append(out, r.entry())
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.errf(err, "read the entries another process appended to session %s", sessionID)
+	}
+	return out, nil
+}
