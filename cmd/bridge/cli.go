@@ -53,6 +53,8 @@ var commands = []command{
 	{name: "checkpoint", args: "SESSION", nargs: 1, summary: "write a Bridge checkpoint of a session now"},
 	{name: "migrate preview", args: "SESSION", nargs: 1, summary: "write a five-part handoff for another harness, preset or model"},
 	{name: "migrate execute", args: "PREVIEW", nargs: 1, summary: "start the target session from a (possibly edited) preview"},
+	{name: "store copy", summary: "copy every session from one record to another (--from, --to: a PostgreSQL URL or a SQLite path)",
+		about: "Copies losslessly (ids, sequence numbers, times, audit records, images: what export --format json\nkeeps), each session in one transaction. A session already copied is skipped, one grown since gets\nwhat it lacks: a second run copies nothing new and an interrupted one resumes. --from and --to are each\na postgres:// URL, a data directory (its bridge.db) or a SQLite database file (created when missing)."},
 	{name: "schema", summary: "print the JSON Schema bundle of the client contract"},
 	{name: "help", args: "[COMMAND]", summary: "show help for bridge or for one command"},
 }

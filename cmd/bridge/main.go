@@ -125,6 +125,11 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			cmd += " " + cargs[0]
 		}
 		err = a.migrate(ctx, cargs)
+	case "store":
+		if len(cargs) > 0 && cargs[0] == "copy" {
+			cmd += " copy"
+		}
+		err = a.storeCmd(ctx, cargs)
 	case "schema":
 		err = a.schema(cargs)
 	default:
@@ -151,7 +156,7 @@ func (a *app) help(ctx context.Context, topic []string) int {
 	if name == "-h" || name == "-help" || name == "--help" {
 		name = "help"
 	}
-	if name == "migrate" && len(topic) > 1 {
+	if (name == "migrate" || name == "store") && len(topic) > 1 {
 		name += " " + topic[1]
 	}
 	c, ok := commandNamed(name)
@@ -159,6 +164,9 @@ func (a *app) help(ctx context.Context, topic []string) int {
 	case name == "migrate" && len(topic) == 1:
 		fmt.Fprint(a.stdout, migrateHelp())
 		return 0
+	case name == "store" && len(topic) == 1:
+		name = "store copy"
+		c, ok = commandNamed(name)
 	case !ok:
 		return a.report("help", usageError{fmt.Sprintf("unknown command %q", strings.Join(topic, " "))})
 	case len(strings.Fields(name)) < len(topic):
