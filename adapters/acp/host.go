@@ -44,7 +44,9 @@ type Config struct {
 	// Cwd is the working directory used when a request names none.
 	Cwd string
 	// ProbeTimeout bounds the one initialize Probe runs when it knows
-	// nothing about the agent yet (default 20s).
+	// nothing about the agent yet (default 60s: a Node agent's start took
+	// over 20 s on a loaded two-core machine, and a probe that gives up
+	// reports every capability unavailable).
 	ProbeTimeout time.Duration
 }
 
@@ -74,7 +76,7 @@ func New(cfg Config) *Host {
 		cfg.Name = "acp"
 	}
 	if cfg.ProbeTimeout <= 0 {
-		cfg.ProbeTimeout = 20 * time.Second
+		cfg.ProbeTimeout = 60 * time.Second
 	}
 	return &Host{cfg: cfg}
 }

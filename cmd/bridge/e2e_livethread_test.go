@@ -62,19 +62,30 @@ func codexThreadOf(r fakemodel.Request) string {
 }
 
 // threadOf is the harness's own session or thread a model request belongs
-// to, for the two harnesses these tests drive.
+// to: Claude Code's (directly or under an ACP agent) and Codex's requests
+// name it; OpenCode's and DeepSeek Harness's chat requests do not ("").
 func threadOf(r fakemodel.Request) string {
-	if r.API == "anthropic" {
+	switch r.API {
+	case "anthropic":
 		return claudeSessionOf(r)
+	case "responses":
+		return codexThreadOf(r)
 	}
-	return codexThreadOf(r)
+	return ""
 }
+
+// liveTurnPrefix starts the prompt of every live turn of the tests whose
+// harness names no thread in its requests: there a request belongs to the
+// live thread when its last user text is such a prompt (a fork's request
+// ends with the checkpoint request instead).
+const liveTurnPrefix = "TURN-"
 
 // liveRequests splits the model requests into those of the live session
 // native and the others (the forks').
 func liveRequests(rs []fakemodel.Request, native string) (live, other []fakemodel.Request) {
 	for _, r := range rs {
-		if threadOf(r) == native {
+		id := threadOf(r)
+		if id == native || (id == "" && strings.Contains(r.LastUserText, liveTurnPrefix)) {
 			live = append(live, r)
 		} else {
 			other = append(other, r)
