@@ -370,6 +370,11 @@ func (r *restorer) Audit(a core.AuditRecord) error {
 	if r.exists {
 		return nil
 	}
+	// The entries handed over before it are checked first, as they would
+	// be one at a time.
+	if err := r.flush(); err != nil {
+		return err
+	}
 	if a.Time.IsZero() {
 		return core.Errorf(core.CodeInvalid, "restore: audit record %.40q has no time", a.Kind)
 	}
@@ -378,9 +383,6 @@ func (r *restorer) Audit(a core.AuditRecord) error {
 	}
 	if txt(a.Entity) != r.s.ID {
 		return core.Errorf(core.CodeInvalid, "restore: audit record %.40q is about %.80q, not the restored session %s", a.Kind, a.Entity, r.s.ID)
-	}
-	if err := r.flush(); err != nil { // keep the order of the stream's writes
-		return err
 	}
 	return r.w.appendAudit(r.ctx, a)
 }

@@ -2,6 +2,9 @@ package pgtest_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -35,5 +38,24 @@ func TestURLGivesEachTestItsOwnDatabase(t *testing.T) {
 	var n int
 	if err := cb.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE tablename = 'only_in_a'`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("the second database sees the first's table: %d, %v", n, err)
+	}
+}
+
+// TestMissingServerFailsInCI: under CI=true with no BRIDGE_TEST_POSTGRES,
+// a test that needs PostgreSQL fails, naming the variable, instead of
+// starting a cluster of its own or skipping.
+func TestMissingServerFailsInCI(t *testing.T) {
+	if os.Getenv("PGTEST_CHILD") == "1" {
+		pgtest.URL(t)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMissingServerFailsInCI$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "PGTEST_CHILD=1", "CI=true", pgtest.EnvURL+"=")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the test passed without a server:\n%s", out)
+	}
+	if !strings.Contains(string(out), pgtest.EnvURL+" is not set") || strings.Contains(string(out), "SKIP") {
+		t.Fatalf("the failure does not name %s:\n%s", pgtest.EnvURL, out)
 	}
 }
