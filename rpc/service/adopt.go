@@ -34,7 +34,7 @@ func (s *Service) sourceSession(ctx context.Context, req schema.MigrationPreview
 // session (entries keyed by their native ids); the harness's session is
 // not changed. A session Bridge already records is taken as recorded.
 func (s *Service) adopt(ctx context.Context, harness, native string) (core.Session, error) {
-	h, err := s.host(harness)
+	h, err := s.hosts.Get(harness)
 	if err != nil {
 		return core.Session{}, err
 	}
@@ -43,7 +43,7 @@ func (s *Service) adopt(ctx context.Context, harness, native string) (core.Sessi
 	} else if core.ErrorCode(err) != core.CodeNotFound {
 		return core.Session{}, err
 	}
-	if err := s.require(ctx, h, "migration of a session Bridge did not create", core.CapSessionList, core.CapSessionHistory); err != nil {
+	if err := s.hosts.Require(ctx, h, "migration of a session Bridge did not create", core.CapSessionList, core.CapSessionHistory); err != nil {
 		return core.Session{}, err
 	}
 	rows, err := h.ListSessions(ctx, "")
@@ -61,7 +61,7 @@ func (s *Service) adopt(ctx context.Context, harness, native string) (core.Sessi
 	}
 	var entries []core.NewEntry
 	more := false
-	if w, ok := h.(core.HistoryWindower); ok && s.capabilities(ctx, h).Has(core.CapHistoryWindow) {
+	if w, ok := h.(core.HistoryWindower); ok && s.hosts.Capabilities(ctx, h).Has(core.CapHistoryWindow) {
 		entries, more, err = w.HistoryWindow(ctx, native, handoff.MaxMessages)
 	} else {
 		entries, err = h.History(ctx, native)
@@ -79,7 +79,7 @@ func (s *Service) adopt(ctx context.Context, harness, native string) (core.Sessi
 	if title == "" {
 		title = harness + " " + native
 	}
-	out, err := s.recordImported(ctx, harness, core.ImportedSession{NativeID: native, Cwd: row.Cwd, Title: title, Entries: entries},
+	out, err := s.lib.RecordImported(ctx, harness, core.ImportedSession{NativeID: native, Cwd: row.Cwd, Title: title, Entries: entries},
 		title, native)
 	if err != nil {
 		return core.Session{}, err

@@ -41,10 +41,3 @@ type CheckpointOutcome struct {
 	Method     string
 	ForkUsage  *core.TokenUsage
 }
-
-// ImportOutcome is the result of session/import.
-type ImportOutcome struct {
-	SessionID        string
-	Entries          int // entries added by this import
-	ContextCompacted int // context.compacted entries in the imported session
-}

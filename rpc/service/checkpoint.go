@@ -8,6 +8,7 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/checkpoint"
+	"github.com/bridge-dev/bridge/rpc/service/hosts"
 )
 
 // retainPolicy is how much conversation a checkpoint keeps verbatim after
@@ -190,7 +191,7 @@ func (s *Service) runCheckpoint(ctx context.Context, sessionID string, reason ch
 // loaded machine).
 func (s *Service) checkpointMethod(ctx context.Context, l *liveSession) string {
 	_, forker := l.live.(core.Forker)
-	canFork := forker && (s.capabilities(ctx, l.host).Has(core.CapSessionFork) || probe(ctx, l.host).Has(core.CapSessionFork))
+	canFork := forker && (s.hosts.Capabilities(ctx, l.host).Has(core.CapSessionFork) || hosts.Probe(ctx, l.host).Has(core.CapSessionFork))
 	return core.CheckpointMethodFor(l.preset, canFork)
 }
 
@@ -383,7 +384,7 @@ func (s *Service) endCheckpoint(id string) {
 func (s *Service) onGauge(l *liveSession, g core.Gauge) {
 	st := checkpoint.State{HasGauge: true, GaugeUsed: g.Used, GaugeSize: g.Size,
 		ResponseReserve: s.opts.ResponseReserve, MeaningfulWork: true}
-	if p, ok := s.cachedProbe(l.host); ok {
+	if p, ok := s.hosts.Cached(l.host); ok {
 		st.OwnCompaction = p.Has(core.CapCompactCommand)
 	}
 	var reasons []checkpoint.Reason
@@ -435,15 +436,6 @@ func (s *Service) controllerCheckpoint(ctx context.Context, l *liveSession, reas
 	}
 }
 
-// cachedProbe is the last capability probe of h's harness, if any, without
-// probing.
-func (s *Service) cachedProbe(h core.BridgeHost) (core.Probe, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.probes[h.Harness()]
-	return c.p, ok
-}
-
 // checkNotPending refuses with busy while a checkpoint request opened by
 // this process is pending on the session (a native compaction must not race
 // a Bridge checkpoint).
@@ -471,9 +463,9 @@ func (s *Service) controllerState(ctx context.Context, sess core.Session, l *liv
 	if l == nil {
 		return st
 	}
-	p := s.capabilities(ctx, l.host)
+	p := s.hosts.Capabilities(ctx, l.host)
 	if fresh {
-		p = probe(ctx, l.host)
+		p = hosts.Probe(ctx, l.host)
 	}
 	st.OwnCompaction = p.Has(core.CapCompactCommand)
 	l.mu.Lock()

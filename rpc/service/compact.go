@@ -18,11 +18,11 @@ func (s *Service) compact(ctx context.Context, sessionID, focus string) (Compact
 	if err != nil {
 		return CompactOutcome{}, err
 	}
-	h, err := s.host(sess.Harness)
+	h, err := s.hosts.Get(sess.Harness)
 	if err != nil {
 		return CompactOutcome{}, err
 	}
-	p := s.capabilities(ctx, h)
+	p := s.hosts.Capabilities(ctx, h)
 	if !p.Has(core.CapCompactCommand) {
 		out, err := s.checkpoint(ctx, sessionID, checkpoint.ReasonManual, focus)
 		if err != nil {

@@ -153,32 +153,6 @@ func wireUsage(u *core.TokenUsage) *schema.TokenUsage {
 		CacheReadTokens: u.CacheReadTokens, CacheCreationTokens: u.CacheCreationTokens}
 }
 
-// SessionImport brings an existing harness transcript into the record.
-// Afterwards the store's write-ahead log is truncated and the memory the
-// import used goes back to the operating system (afterBulk).
-func (s *Service) SessionImport(ctx context.Context, p schema.SessionImportParams) (schema.SessionImportResult, error) {
-	defer s.afterBulk(ctx)
-	if p.Discover {
-		if p.Path != "" {
-			return schema.SessionImportResult{}, invalidField("path", "session/import: discover and path do not go together")
-		}
-		sums, err := s.Discover(ctx, p.Harness)
-		if err != nil {
-			return schema.SessionImportResult{}, err
-		}
-		out := schema.SessionImportResult{Discovered: sums}
-		for _, d := range sums {
-			out.Entries += d.Entries
-		}
-		return out, nil
-	}
-	r, err := s.importFile(ctx, p.Harness, p.Path)
-	if err != nil {
-		return schema.SessionImportResult{}, err
-	}
-	return schema.SessionImportResult{SessionID: r.SessionID, Entries: r.Entries, ContextCompacted: r.ContextCompacted}, nil
-}
-
 // invalidField is an invalid-input error naming the params field at fault
 // (data.field on the wire).
 func invalidField(field, format string, args ...any) *core.Error {

@@ -292,7 +292,7 @@ const shutdownGrace = 3 * time.Second
 // RiskyResumeEntries entries behind its head.
 func (s *Service) riskyResume(ctx context.Context, h core.BridgeHost, sess core.Session) string {
 	if last := s.lastHarnessVersion(ctx, sess.ID); last != "" {
-		if now := s.capabilities(ctx, h).Version; now != "" && now != last {
+		if now := s.hosts.Capabilities(ctx, h).Version; now != "" && now != last {
 			return fmt.Sprintf("the harness version changed from %q to %q", last, now)
 		}
 	}
@@ -326,7 +326,7 @@ const auditHarnessStarted = "harness.started"
 // recordHarnessVersion notes which version of the harness program runs a
 // session now (an audit row, read by riskyResume).
 func (s *Service) recordHarnessVersion(ctx context.Context, h core.BridgeHost, sessionID string) {
-	v := s.capabilities(ctx, h).Version
+	v := s.hosts.Capabilities(ctx, h).Version
 	if v == "" {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/rpc/service/hosts"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -11,17 +12,15 @@ import (
 // mutating anything and reports what is available and what is missing.
 func (s *Service) BridgeDoctor(ctx context.Context, p schema.DoctorParams) (schema.DoctorResult, error) {
 	harness := p.Harness
-	var hosts []core.BridgeHost
+	var hs []core.BridgeHost
 	if harness != "" {
-		h, err := s.host(harness)
+		h, err := s.hosts.Get(harness)
 		if err != nil {
 			return schema.DoctorResult{}, err
 		}
-		hosts = append(hosts, h)
+		hs = append(hs, h)
 	} else {
-		for _, n := range s.Harnesses() {
-			hosts = append(hosts, s.hosts[n])
-		}
+		hs = s.hosts.All()
 	}
 	rep := schema.DoctorResult{DataDir: s.opts.DataDir, Database: s.opts.Database}
 	v, err := s.opts.Store.SchemaVersion(ctx)
@@ -29,8 +28,8 @@ func (s *Service) BridgeDoctor(ctx context.Context, p schema.DoctorParams) (sche
 		return schema.DoctorResult{}, err
 	}
 	rep.SchemaVersion = v
-	for _, h := range hosts {
-		r := adapterReport(probe(ctx, h))
+	for _, h := range hs {
+		r := adapterReport(hosts.Probe(ctx, h))
 		if r.Installed {
 			r.Presets = s.presetNames(ctx, h)
 		}

@@ -168,7 +168,7 @@ func (s *Service) carryModel(ctx context.Context, src core.Session, t core.Migra
 	}
 	// Across harnesses the mapped model must be one the target lists (when
 	// it answers), and the effort one it offers for that model.
-	h, err := s.host(t.Harness)
+	h, err := s.hosts.Get(t.Harness)
 	if err != nil {
 		return "", effort
 	}
@@ -256,7 +256,7 @@ func (s *Service) unresolvedImages(ctx context.Context, unresolved []unresolvedM
 	n := len(unresolved)
 	var from core.AttachmentSource
 	if len(refs) > 0 && source.NativeSessionID != "" {
-		if h, err := s.host(source.Harness); err == nil && s.capabilities(ctx, h).Has(core.CapAttachment) {
+		if h, err := s.hosts.Get(source.Harness); err == nil && s.hosts.Capabilities(ctx, h).Has(core.CapAttachment) {
 			from, _ = h.(core.AttachmentSource)
 		}
 	}
@@ -269,7 +269,7 @@ func (s *Service) unresolvedImages(ctx context.Context, unresolved []unresolvedM
 	var out []core.Content
 	var warnings []string
 	for _, a := range atts {
-		c, err := s.loadAttachment(ctx, a)
+		c, err := s.images.Load(ctx, a)
 		if err != nil {
 			warnings = append(warnings, "an unresolved image could not be recovered: "+err.Error())
 			continue

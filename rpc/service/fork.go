@@ -122,9 +122,9 @@ func (s *Service) pathTo(ctx context.Context, src core.Session, entryID string) 
 	if e.SessionID != src.ID {
 		return nil, invalidField("entryId", "entry %s belongs to session %s, not %s", entryID, e.SessionID, src.ID)
 	}
-	dm, err := s.dumper()
-	if err != nil {
-		return nil, err
+	dm, ok := s.opts.Store.(core.Dumper)
+	if !ok {
+		return nil, core.Errorf(core.CodeUnsupported, "this record cannot export or restore whole sessions")
 	}
 	d, err := dm.Dump(ctx, src.ID)
 	if err != nil {

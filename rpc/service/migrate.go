@@ -69,23 +69,23 @@ func resolveInject(p core.Probe, inject string) (string, error) {
 // checkMigration refuses, before anything exists, a migration whose source
 // or target host lacks a capability the flow needs.
 func (s *Service) checkMigration(ctx context.Context, src core.Session, t schema.MigrationTarget, inject string) (core.BridgeHost, string, error) {
-	sh, err := s.host(src.Harness)
+	sh, err := s.hosts.Get(src.Harness)
 	if err != nil {
 		return nil, "", err
 	}
-	th, err := s.host(t.Harness)
+	th, err := s.hosts.Get(t.Harness)
 	if err != nil {
 		return nil, "", err
 	}
-	inj, err := resolveInject(s.capabilities(ctx, th), inject)
+	inj, err := resolveInject(s.hosts.Capabilities(ctx, th), inject)
 	if err != nil {
 		return nil, "", err
 	}
 	needS, needT := migrationNeeds(inj)
-	if err := s.require(ctx, sh, "migration (summary worker on the source harness)", needS...); err != nil {
+	if err := s.hosts.Require(ctx, sh, "migration (summary worker on the source harness)", needS...); err != nil {
 		return nil, "", err
 	}
-	if err := s.require(ctx, th, "migration (target)", needT...); err != nil {
+	if err := s.hosts.Require(ctx, th, "migration (target)", needT...); err != nil {
 		return nil, "", err
 	}
 	if t.Preset != "" {

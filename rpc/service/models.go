@@ -17,11 +17,11 @@ func (s *Service) SessionModels(ctx context.Context, p schema.SessionModelsParam
 	if err != nil {
 		return schema.SessionModelsResult{}, err
 	}
-	h, err := s.host(sess.Harness)
+	h, err := s.hosts.Get(sess.Harness)
 	if err != nil {
 		return schema.SessionModelsResult{}, err
 	}
-	if err := s.require(ctx, h, "session/models", core.CapSessionModels); err != nil {
+	if err := s.hosts.Require(ctx, h, "session/models", core.CapSessionModels); err != nil {
 		return schema.SessionModelsResult{}, err
 	}
 	ms, err := h.Models(ctx)
@@ -100,12 +100,12 @@ func (s *Service) SessionSelectModel(ctx context.Context, p schema.SessionSelect
 	if sess.Archived {
 		return schema.SessionSelectModelResult{}, core.Errorf(core.CodeInvalid, "session %s is archived", sess.ID)
 	}
-	h, err := s.host(sess.Harness)
+	h, err := s.hosts.Get(sess.Harness)
 	if err != nil {
 		return schema.SessionSelectModelResult{}, err
 	}
 	// A harness that cannot switch live is refused before anything changes.
-	if err := s.require(ctx, h, "session/selectModel", core.CapSessionSelect); err != nil {
+	if err := s.hosts.Require(ctx, h, "session/selectModel", core.CapSessionSelect); err != nil {
 		return schema.SessionSelectModelResult{}, err
 	}
 	out := schema.SessionSelectModelResult{Model: sess.Model, Effort: sess.Effort}

@@ -288,7 +288,7 @@ func (s *Service) steer(ctx context.Context, sess core.Session, content []core.C
 	if l == nil || !running {
 		return false, nil
 	}
-	if err := s.require(ctx, l.host, "session/prompt with steer", core.CapPromptSteer); err != nil {
+	if err := s.hosts.Require(ctx, l.host, "session/prompt with steer", core.CapPromptSteer); err != nil {
 		return false, err
 	}
 	st, ok := l.live.(core.Steerer)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bridge-dev/bridge/rpc/service/library"
 	"strings"
 
 	"github.com/bridge-dev/bridge/core"
@@ -24,7 +25,7 @@ func (s *Service) resume(ctx context.Context, sessionID string, fresh bool) (Res
 	if sess.Archived {
 		return Restored{}, core.Errorf(core.CodeInvalid, "session %s is archived", sessionID)
 	}
-	h, err := s.host(sess.Harness)
+	h, err := s.hosts.Get(sess.Harness)
 	if err != nil {
 		return Restored{}, err
 	}
@@ -38,7 +39,7 @@ func (s *Service) resume(ctx context.Context, sessionID string, fresh bool) (Res
 	if err := s.claimLease(ctx, sessionID); err != nil {
 		return Restored{}, err
 	}
-	if err := s.require(ctx, h, "session/resume", core.CapSessionCreate); err != nil {
+	if err := s.hosts.Require(ctx, h, "session/resume", core.CapSessionCreate); err != nil {
 		return Restored{}, err
 	}
 	preset, err := s.preset(ctx, h, sess.Preset)
@@ -57,9 +58,9 @@ func (s *Service) resume(ctx context.Context, sessionID string, fresh bool) (Res
 	switch {
 	case sess.NativeSessionID == "":
 		reason = "the harness never reported its own session id"
-	case strings.HasPrefix(sess.NativeSessionID, ContentIDPrefix):
+	case strings.HasPrefix(sess.NativeSessionID, library.ContentIDPrefix):
 		reason = "the imported transcript had no readable session id"
-	case !canResume || !s.capabilities(ctx, h).Has(core.CapNativeResume):
+	case !canResume || !s.hosts.Capabilities(ctx, h).Has(core.CapNativeResume):
 		reason = fmt.Sprintf("harness %s has no native resume", h.Harness())
 	default:
 		// Before a risky native attempt, a checkpoint rebuilt from the

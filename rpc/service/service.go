@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/rpc/service/attach"
+	"github.com/bridge-dev/bridge/rpc/service/hosts"
+	"github.com/bridge-dev/bridge/rpc/service/library"
 )
 
 // Options configures a Service. Store, Hosts and Notifier are required.
@@ -86,7 +87,9 @@ type Options struct {
 // Service is Bridge's orchestration. It is safe for concurrent use.
 type Service struct {
 	opts      Options
-	hosts     map[string]core.BridgeHost
+	hosts     *hosts.Table     // the adapters and their probes
+	lib       *library.Library // import, discovery, export, search
+	images    attach.Images    // the images prompts carry
 	startedAt time.Time
 
 	mu   sync.Mutex
@@ -94,8 +97,7 @@ type Service struct {
 
 	queues queues // prompts waiting for a running turn (queue.go)
 
-	probes       map[string]cachedProbe // by harness; see capabilities
-	inCheckpoint map[string]bool        // sessions with a checkpoint being written
+	inCheckpoint map[string]bool // sessions with a checkpoint being written
 
 	life     context.Context // ends when Close begins to stop sessions
 	stopLife context.CancelFunc
@@ -124,130 +126,17 @@ func New(opts Options) (*Service, error) {
 	if opts.LeaseTTL <= 0 {
 		opts.LeaseTTL = defaultLeaseTTL
 	}
-	s := &Service{opts: opts, hosts: map[string]core.BridgeHost{}, live: map[string]*liveSession{}}
+	s := &Service{opts: opts, hosts: hosts.New(opts.Hosts, opts.Now), live: map[string]*liveSession{}}
+	s.images = attach.Images{Store: opts.Store, DataDir: opts.DataDir}
+	s.lib = library.New(library.Options{Store: opts.Store, Hosts: s.hosts, IDs: opts.IDs, Prices: opts.Prices, Images: s.images})
 	s.life, s.stopLife = context.WithCancel(context.Background())
 	s.startedAt = opts.Now()
-	for _, h := range opts.Hosts {
-		s.hosts[h.Harness()] = h
-	}
 	s.follow()
 	return s, nil
 }
 
 // Harnesses lists the configured harness names, sorted.
-func (s *Service) Harnesses() []string {
-	var out []string
-	for n := range s.hosts {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// host returns the adapter for harness, or an unavailable error.
-func (s *Service) host(harness string) (core.BridgeHost, error) {
-	h, ok := s.hosts[harness]
-	if !ok {
-		e := core.Errorf(core.CodeUnavailable, "harness %q is not configured (have: %v)", harness, s.Harnesses())
-		return nil, e
-	}
-	return h, nil
-}
-
-// probe runs a host's probe, counting a panicking probe as "nothing
-// available" instead of crashing.
-func probe(ctx context.Context, h core.BridgeHost) (p core.Probe) {
-	defer func() {
-		if r := recover(); r != nil {
-			p = core.Probe{Harness: h.Harness()}
-			for _, n := range core.Capabilities {
-				p.Capabilities = append(p.Capabilities, core.Capability{Name: n, Detail: fmt.Sprintf("probe failed: %v", r)})
-			}
-		}
-	}()
-	return core.Confirm(h, h.Probe(ctx))
-}
-
-// probeTTL is how long a probe answers capability checks. Probes can be
-// costly (a harness's --version, a protocol schema, a request to a hosting
-// client), and capabilities change rarely; doctor always probes afresh.
-const probeTTL = 10 * time.Second
-
-type cachedProbe struct {
-	p  core.Probe
-	at time.Time
-}
-
-// capabilities returns h's probe, reusing one younger than probeTTL.
-func (s *Service) capabilities(ctx context.Context, h core.BridgeHost) core.Probe {
-	s.mu.Lock()
-	c, ok := s.probes[h.Harness()]
-	s.mu.Unlock()
-	if ok && s.opts.Now().Sub(c.at) < probeTTL {
-		return c.p
-	}
-	p := probe(ctx, h)
-	if ctx.Err() == nil {
-		s.mu.Lock()
-		if s.probes == nil {
-			s.probes = map[string]cachedProbe{}
-		}
-		s.probes[h.Harness()] = cachedProbe{p: p, at: s.opts.Now()}
-		s.mu.Unlock()
-	}
-	return p
-}
-
-// require refuses, before anything changes, an operation that needs
-// capabilities the host lacks.
-func (s *Service) require(ctx context.Context, h core.BridgeHost, op string, caps ...string) error {
-	p := s.capabilities(ctx, h)
-	missing := p.Missing(caps...)
-	if len(missing) == 0 {
-		return nil
-	}
-	var e *core.Error
-	if p.Binary == "" && p.Version == "" {
-		// Not a capability gap: the harness's program is missing. Say
-		// which, and which harnesses could do it instead.
-		msg := fmt.Sprintf("%s: harness %q is not installed", op, h.Harness())
-		for _, c := range p.Capabilities {
-			if !c.Available && c.Detail != "" {
-				msg += ": " + c.Detail
-				break
-			}
-		}
-		if alt := s.harnessesWith(ctx, h.Harness(), caps); len(alt) > 0 {
-			msg += fmt.Sprintf("; use another harness, e.g. --harness %s (usable here: %s)", alt[0], strings.Join(alt, ", "))
-		}
-		e = core.Errorf(core.CodeUnavailable, "%s", msg)
-	} else {
-		e = core.Errorf(core.CodeUnavailable, "%s: harness %q lacks %v", op, h.Harness(), missing)
-	}
-	e.Missing = missing
-	return e
-}
-
-// harnessesWith lists the installed harnesses other than except that have
-// every capability of caps, real harnesses first, then the fake.
-func (s *Service) harnessesWith(ctx context.Context, except string, caps []string) []string {
-	var real, fake []string
-	for _, name := range s.Harnesses() {
-		if name == except {
-			continue
-		}
-		p := s.capabilities(ctx, s.hosts[name])
-		if (p.Binary == "" && p.Version == "") || len(p.Missing(caps...)) > 0 {
-			continue
-		}
-		if name == "fake" {
-			fake = append(fake, name)
-		} else {
-			real = append(real, name)
-		}
-	}
-	return append(real, fake...)
-}
+func (s *Service) Harnesses() []string { return s.hosts.Names() }
 
 // session loads a session's head record.
 func (s *Service) session(ctx context.Context, id string) (core.Session, error) {
@@ -306,7 +195,7 @@ func (s *Service) Close(ctx context.Context) error {
 		}
 	}
 	// Adapters that keep a process of their own (OpenCode's server) stop it.
-	for _, h := range s.hosts {
+	for _, h := range s.hosts.All() {
 		if c, ok := h.(interface{ Close(context.Context) error }); ok {
 			if err := c.Close(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("close %s: %w", h.Harness(), err))

@@ -2,8 +2,10 @@ package service
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/bridge-dev/bridge/rpc/service/attach"
 	"strings"
 	"time"
 
@@ -20,11 +22,11 @@ func (s *Service) create(ctx context.Context, p schema.SessionCreateParams) (cor
 	if p.Cwd == "" {
 		return core.Session{}, invalidField("cwd", "cwd is required")
 	}
-	h, err := s.host(p.Harness)
+	h, err := s.hosts.Get(p.Harness)
 	if err != nil {
 		return core.Session{}, err
 	}
-	if err := s.require(ctx, h, "session/create", core.CapSessionCreate, core.CapSessionPrompt); err != nil {
+	if err := s.hosts.Require(ctx, h, "session/create", core.CapSessionCreate, core.CapSessionPrompt); err != nil {
 		return core.Session{}, err
 	}
 	preset, err := s.preset(ctx, h, p.Preset)
@@ -242,7 +244,7 @@ func (s *Service) userPayload(ctx context.Context, content []core.Content) (map[
 			text = append(text, c.Text)
 			continue
 		}
-		a, err := s.keepAttachment(ctx, c)
+		a, err := s.images.Keep(ctx, c)
 		if err != nil {
 			return nil, err
 		}
@@ -354,7 +356,7 @@ func (s *Service) archive(ctx context.Context, sessionID string) error {
 			s.opts.Notifier.Log(2, fmt.Sprintf("session %s: stopping the harness: %v", sessionID, err))
 		}
 	}
-	if h, ok := s.hosts[sess.Harness]; ok && sess.NativeSessionID != "" {
+	if h, ok := s.hosts.Lookup(sess.Harness); ok && sess.NativeSessionID != "" {
 		if err := h.ArchiveSession(ctx, sess.NativeSessionID); err != nil && !errors.Is(err, core.ErrUnsupported) {
 			s.opts.Notifier.Log(2, fmt.Sprintf("session %s: archived in Bridge; the harness refused: %v", sessionID, err))
 		}
@@ -379,4 +381,19 @@ func (s *Service) history(ctx context.Context, sessionID string, beforeSeq int64
 	}
 	// The store reports an unknown session as not_found.
 	return s.opts.Store.History(ctx, sessionID, beforeSeq, maxMessages)
+}
+
+// checkImage refuses an image block Bridge cannot keep, before anything
+// happens.
+func checkImage(i int, c core.Content) error {
+	if c.Data == "" || c.MediaType == "" {
+		return invalidField(fmt.Sprintf("content[%d].data", i), "content[%d]: an image needs mediaType and data", i)
+	}
+	if _, ok := attach.MediaTypes[strings.ToLower(c.MediaType)]; !ok {
+		return invalidField(fmt.Sprintf("content[%d].mediaType", i), "content[%d]: image mediaType %q is not one of image/png, image/jpeg, image/webp, image/gif", i, c.MediaType)
+	}
+	if _, err := base64.StdEncoding.DecodeString(c.Data); err != nil {
+		return core.E(core.CodeInvalid, fmt.Sprintf("content[%d]: image data is not base64", i), err)
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package service
+package library
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/inputfile"
+	"github.com/bridge-dev/bridge/rpc/service/attach"
 )
 
 // ExportFormat names the form Export renders a session in.
@@ -62,7 +63,7 @@ type exportAttachment struct {
 // Export renders a session (session/export): "markdown" (the default) for
 // reading, "json" for a lossless copy that Import with harness "bridge"
 // reads back to the same record.
-func (s *Service) Export(ctx context.Context, sessionID, format string) (string, error) {
+func (s *Library) Export(ctx context.Context, sessionID, format string) (string, error) {
 	if sessionID == "" {
 		return "", core.Errorf(core.CodeInvalid, "sessionId is required")
 	}
@@ -75,7 +76,7 @@ func (s *Service) Export(ctx context.Context, sessionID, format string) (string,
 	return "", core.Errorf(core.CodeInvalid, "export format %q is not \"markdown\" or \"json\"", format)
 }
 
-func (s *Service) dumper() (core.Dumper, error) {
+func (s *Library) dumper() (core.Dumper, error) {
 	d, ok := s.opts.Store.(core.Dumper)
 	if !ok {
 		return nil, core.Errorf(core.CodeUnsupported, "this record cannot export or restore whole sessions")
@@ -83,7 +84,7 @@ func (s *Service) dumper() (core.Dumper, error) {
 	return d, nil
 }
 
-func (s *Service) exportJSON(ctx context.Context, sessionID string) (string, error) {
+func (s *Library) exportJSON(ctx context.Context, sessionID string) (string, error) {
 	dm, err := s.dumper()
 	if err != nil {
 		return "", err
@@ -104,7 +105,7 @@ func (s *Service) exportJSON(ctx context.Context, sessionID string) (string, err
 				continue
 			}
 			seen[a.SHA256] = true
-			c, err := s.loadAttachment(ctx, a)
+			c, err := s.opts.Images.Load(ctx, a)
 			if err != nil {
 				return "", core.E(core.CodeNotFound, fmt.Sprintf("export %s: image %s of entry %s is not in the data directory", sessionID, a.SHA256, e.ID), err)
 			}
@@ -139,10 +140,10 @@ func entryAttachments(e core.Entry) []core.Attachment {
 // check its format, version and every image (before anything is kept),
 // then to keep its images, then to restore its entries and audit records
 // one at a time in one transaction (Dumper.RestoreStream).
-func (s *Service) importExport(ctx context.Context, path string) (ImportOutcome, error) {
+func (s *Library) importExport(ctx context.Context, path string) (Outcome, error) {
 	dm, err := s.dumper()
 	if err != nil {
-		return ImportOutcome{}, err
+		return Outcome{}, err
 	}
 	// Pass 1: the header, the session, and every image checked.
 	var format string
@@ -170,16 +171,16 @@ func (s *Service) importExport(ctx context.Context, path string) (ImportOutcome,
 		return jsonstream.SkipValue(dec)
 	})
 	if err != nil {
-		return ImportOutcome{}, err
+		return Outcome{}, err
 	}
 	if format != exportFormatName {
-		return ImportOutcome{}, core.Errorf(core.CodeInvalid, "%s is not a Bridge session export (format %q)", path, format)
+		return Outcome{}, core.Errorf(core.CodeInvalid, "%s is not a Bridge session export (format %q)", path, format)
 	}
 	if version != exportVersion {
-		return ImportOutcome{}, core.Errorf(core.CodeUnsupported, "%s is export version %d; this Bridge reads version %d", path, version, exportVersion)
+		return Outcome{}, core.Errorf(core.CodeUnsupported, "%s is export version %d; this Bridge reads version %d", path, version, exportVersion)
 	}
 	if !haveSession {
-		return ImportOutcome{}, core.Errorf(core.CodeInvalid, "%s is not a Bridge session export (no session)", path)
+		return Outcome{}, core.Errorf(core.CodeInvalid, "%s is not a Bridge session export (no session)", path)
 	}
 	// Pass 2: the images are kept before the record changes.
 	err = walkExport(ctx, path, func(key string, dec *json.Decoder) error {
@@ -191,17 +192,17 @@ func (s *Service) importExport(ctx context.Context, path string) (ImportOutcome,
 			if err := dec.Decode(&a); err != nil {
 				return err
 			}
-			if _, err := s.keepAttachment(ctx, core.Content{Type: "image", MediaType: a.MediaType, Data: a.Data}); err != nil {
+			if _, err := s.opts.Images.Keep(ctx, core.Content{Type: "image", MediaType: a.MediaType, Data: a.Data}); err != nil {
 				return core.E(core.CodeInvalid, fmt.Sprintf("%s: image %s", path, a.SHA256), err)
 			}
 			return nil
 		})
 	})
 	if err != nil {
-		return ImportOutcome{}, err
+		return Outcome{}, err
 	}
 	// Pass 3: entries and audit records, streamed into one transaction.
-	out := ImportOutcome{SessionID: sess.ID}
+	out := Outcome{SessionID: sess.ID}
 	added, err := dm.RestoreStream(ctx, sess, func(r core.Restorer) error {
 		return walkExport(ctx, path, func(key string, dec *json.Decoder) error {
 			switch key {
@@ -229,7 +230,7 @@ func (s *Service) importExport(ctx context.Context, path string) (ImportOutcome,
 		})
 	})
 	if err != nil {
-		return ImportOutcome{}, err
+		return Outcome{}, err
 	}
 	out.Entries = added
 	return out, nil
@@ -246,7 +247,7 @@ func checkExportImage(path string, a exportAttachment) error {
 	if got := hex.EncodeToString(sum[:]); got != a.SHA256 || len(raw) != a.Bytes {
 		return core.Errorf(core.CodeInvalid, "%s: image %s does not match its data (sha256 %s, %d bytes)", path, a.SHA256, got, len(raw))
 	}
-	if _, ok := allowedImageTypes[a.MediaType]; !ok {
+	if _, ok := attach.MediaTypes[a.MediaType]; !ok {
 		return core.Errorf(core.CodeInvalid, "%s: image %s has media type %q", path, a.SHA256, a.MediaType)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package service
+package library
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // native ids. harness "" means every harness. Harness files are only read.
 // A transcript that cannot be imported is reported in its harness's
 // summary and the others go on. Progress counts transcripts.
-func (s *Service) Discover(ctx context.Context, harness string) ([]schema.DiscoverSummary, error) {
+func (s *Library) Discover(ctx context.Context, harness string) ([]schema.DiscoverSummary, error) {
 	dl, ok := s.opts.Store.(core.DiscoveryLog)
 	if !ok {
 		return nil, core.Errorf(core.CodeUnsupported, "this record cannot remember discovered transcripts")
@@ -30,9 +30,9 @@ func (s *Service) Discover(ctx context.Context, harness string) ([]schema.Discov
 		sum   *schema.DiscoverSummary
 	}
 	var sources []source
-	names := s.Harnesses()
+	names := s.opts.Hosts.Names()
 	if harness != "" {
-		if _, err := s.host(harness); err != nil {
+		if _, err := s.opts.Hosts.Get(harness); err != nil {
 			return nil, err
 		}
 		names = []string{harness}
@@ -40,7 +40,10 @@ func (s *Service) Discover(ctx context.Context, harness string) ([]schema.Discov
 	progress := peer.ProgressFrom(ctx)
 	total := 0
 	for _, name := range names {
-		h := s.hosts[name]
+		h, err := s.opts.Hosts.Get(name)
+		if err != nil {
+			return nil, err
+		}
 		ts, ok := h.(core.TranscriptSource)
 		if _, imp := h.(core.Importer); !ok || !imp {
 			if harness != "" {
@@ -93,7 +96,7 @@ func (s *Service) Discover(ctx context.Context, harness string) ([]schema.Discov
 // discoverOne imports one transcript unless the discovery log has it with
 // the same size and modification time; it returns the entries added, or -1
 // when the file was skipped as unchanged.
-func (s *Service) discoverOne(ctx context.Context, dl core.DiscoveryLog, harness, path string) (int, error) {
+func (s *Library) discoverOne(ctx context.Context, dl core.DiscoveryLog, harness, path string) (int, error) {
 	st, err := os.Lstat(path)
 	if err != nil {
 		return 0, err
@@ -118,8 +121,12 @@ func (s *Service) discoverOne(ctx context.Context, dl core.DiscoveryLog, harness
 	}
 	// The progress of one file is not passed on: discovery reports files.
 	quiet := peer.WithProgress(ctx, nil)
-	var r ImportOutcome
-	if mi, ok := s.hosts[harness].(core.MultiImporter); ok {
+	var r Outcome
+	h, err := s.opts.Hosts.Get(harness)
+	if err != nil {
+		return 0, err
+	}
+	if mi, ok := h.(core.MultiImporter); ok {
 		// One file holding many sessions (OpenCode's database), each
 		// recorded on its own as it is read.
 		err := mi.ImportAll(quiet, path, func(read core.ImportReader) error {
@@ -130,7 +137,7 @@ func (s *Service) discoverOne(ctx context.Context, dl core.DiscoveryLog, harness
 		if err != nil {
 			return r.Entries, err
 		}
-	} else if r, err = s.importFile(quiet, harness, path); err != nil {
+	} else if r, err = s.Import(quiet, harness, path); err != nil {
 		return 0, err
 	}
 	if err := dl.RecordDiscovered(ctx, core.DiscoveredFile{Harness: harness, Path: path, Size: size,

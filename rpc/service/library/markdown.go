@@ -1,4 +1,4 @@
-package service
+package library
 
 import (
 	"context"
@@ -18,8 +18,8 @@ const ExportHarness = "bridge"
 // messages in order, each tool call folded into a <details> block,
 // compaction and checkpoint boundaries marked as such, images referenced by
 // their digest (the bytes are in the record, and in the JSON export).
-func (s *Service) exportMarkdown(ctx context.Context, sessionID string) (string, error) {
-	sess, err := s.session(ctx, sessionID)
+func (s *Library) exportMarkdown(ctx context.Context, sessionID string) (string, error) {
+	sess, err := s.opts.Store.GetSession(ctx, sessionID)
 	if err != nil {
 		return "", err
 	}

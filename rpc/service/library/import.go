@@ -1,4 +1,4 @@
-package service
+package library
 
 import (
 	"context"
@@ -16,37 +16,37 @@ import (
 	"github.com/bridge-dev/bridge/rpc/peer"
 )
 
-// importFile brings an existing harness transcript into the record. Entries are
+// Import brings an existing harness transcript into the record. Entries are
 // keyed by their native ids, so importing the same file twice adds nothing;
 // a transcript of a session already recorded (same native session id) adds
 // only what is new. The transcript is read, mapped and written in batches
 // (core.Importer streams it), inside one write transaction: a transcript
 // that fails anywhere (an entry the store refuses, a read error, input that
 // turns out not to be a transcript, cancellation) adds nothing.
-func (s *Service) importFile(ctx context.Context, harness, path string) (ImportOutcome, error) {
+func (s *Library) Import(ctx context.Context, harness, path string) (Outcome, error) {
 	if harness == "" || path == "" {
-		return ImportOutcome{}, core.Errorf(core.CodeInvalid, "harness and path are required")
+		return Outcome{}, core.Errorf(core.CodeInvalid, "harness and path are required")
 	}
 	if harness == ExportHarness {
 		return s.importExport(ctx, path)
 	}
-	h, err := s.host(harness)
+	h, err := s.opts.Hosts.Get(harness)
 	if err != nil {
-		return ImportOutcome{}, err
+		return Outcome{}, err
 	}
 	imp, ok := h.(core.Importer)
 	if !ok {
-		return ImportOutcome{}, core.Errorf(core.CodeUnsupported, "harness %s cannot import transcripts", harness)
+		return Outcome{}, core.Errorf(core.CodeUnsupported, "harness %s cannot import transcripts", harness)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return ImportOutcome{}, core.E(core.CodeInvalid, "path", err)
+		return Outcome{}, core.E(core.CodeInvalid, "path", err)
 	}
 	// Refused at once, before the adapter opens anything: a device, a
 	// FIFO, a socket, a folder, a kernel file or an oversized file.
 	fi, err := inputfile.Check(abs, harness+" transcript", 0)
 	if err != nil {
-		return ImportOutcome{}, err
+		return Outcome{}, err
 	}
 	progress := peer.ProgressFrom(ctx)
 	name := filepath.Base(abs)
@@ -59,9 +59,9 @@ func (s *Service) importFile(ctx context.Context, harness, path string) (ImportO
 	return s.recordStream(ctx, harness, read, fallback, "imported: "+name, name, fi.Size() >= bulkBytes)
 }
 
-// recordImported records a session held in memory (the newest part of a
+// RecordImported records a session held in memory (the newest part of a
 // harness's own history): see recordStream.
-func (s *Service) recordImported(ctx context.Context, harness string, is core.ImportedSession, title, what string) (ImportOutcome, error) {
+func (s *Library) RecordImported(ctx context.Context, harness string, is core.ImportedSession, title, what string) (Outcome, error) {
 	read := func(sink core.ImportSink) (core.ImportedSession, error) {
 		head := is
 		for i := 0; i < len(is.Entries) || i == 0; i += core.ImportBatch {
@@ -89,114 +89,138 @@ func (s *Service) recordImported(ctx context.Context, harness string, is core.Im
 // with whatever else was written: a bulk transaction's fixed cost (a
 // second transaction on the index, a goroutine) doubled the CPU of a
 // 10-entry import, paid once per file when discovery finds many small ones.
-func (s *Service) recordStream(ctx context.Context, harness string, read core.ImportReader, fallback func() (string, error), title, what string, bulk bool) (ImportOutcome, error) {
-	var out ImportOutcome
+func (s *Library) recordStream(ctx context.Context, harness string, read core.ImportReader, fallback func() (string, error), title, what string, bulk bool) (Outcome, error) {
 	update := s.opts.Store.Update
 	if b, ok := s.opts.Store.(bulkUpdater); ok && bulk {
 		update = b.UpdateBulk
 	}
+	var tx *importTx
 	err := update(ctx, func(w core.Writer) error {
-		out = ImportOutcome{}
-		var created *core.Session
-		open := func(head core.ImportedSession) error {
-			native := head.NativeID
-			if native == "" && fallback != nil {
-				var err error
-				if native, err = fallback(); err != nil {
-					return err
-				}
-			}
-			if native != "" {
-				sess, err := s.opts.Store.FindSessionByNative(ctx, harness, native)
-				if err == nil {
-					out.SessionID = sess.ID
-					return nil
-				}
-				if core.ErrorCode(err) != core.CodeNotFound {
-					return err
-				}
-			}
-			t := title
-			if head.Title != "" {
-				t = head.Title
-			} else if t == "" {
-				t = "imported: " + harness + " session " + native
-			}
-			sess, err := w.CreateSession(ctx, core.Session{ID: s.opts.IDs.New("s_"), Harness: harness,
-				Cwd: head.Cwd, Title: t, Model: head.Model, NativeSessionID: native})
-			if err != nil {
-				return fmt.Errorf("record imported session: %w", err)
-			}
-			created, out.SessionID = &sess, sess.ID
-			return nil
-		}
-		var times entryTimes
-		final, err := pipeline(ctx, read, func(part core.ImportedSession) error {
-			if out.SessionID == "" {
-				if err := open(part); err != nil {
-					return err
-				}
-			}
-			times.fill(part.Entries)
-			for _, e := range part.Entries {
-				if e.Kind == core.KindContextCompacted {
-					out.ContextCompacted++
-				}
-			}
-			if len(part.Entries) == 0 {
-				return nil
-			}
-			added, err := w.Append(ctx, out.SessionID, core.PriceUsage(s.opts.Prices, part.Entries)...)
-			if err != nil {
-				return fmt.Errorf("import %s: %w", core.Quote(what), err)
-			}
-			out.Entries += len(added)
-			return nil
-		})
+		tx = &importTx{s: s, w: w, harness: harness, title: title, what: what, fallback: fallback}
+		final, err := pipeline(ctx, read, func(part core.ImportedSession) error { return tx.write(ctx, part) })
 		if err != nil {
 			return err
 		}
-		if out.SessionID == "" {
-			return open(final)
-		}
-		if !times.last.IsZero() {
-			// The entries carry the harness's own times: the session is
-			// dated by them (and one imported before it got them is
-			// corrected).
-			rt, ok := w.(sessionRetimer)
-			if !ok {
-				return core.Errorf(core.CodeInternal, "this record cannot date an imported session by its entries")
-			}
-			if err := rt.RetimeSession(ctx, out.SessionID); err != nil {
-				return err
-			}
-		}
-		// A title or model read after the session was created.
-		if created != nil {
-			var p core.SessionPatch
-			if final.Title != "" && final.Title != created.Title {
-				p.Title = &final.Title
-			}
-			if final.Model != "" && final.Model != created.Model {
-				p.Model = &final.Model
-			}
-			if p.Title != nil || p.Model != nil {
-				if _, err := w.PatchSession(ctx, created.ID, p); err != nil {
-					return fmt.Errorf("record imported session: %w", err)
-				}
-			}
-		}
-		return nil
+		return tx.finish(ctx, final)
 	})
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil && core.ErrorCode(err) != core.CodeCancelled {
 			// Cancelled while a batch was being written: the store's error
 			// names the statement, the user asked to stop.
-			return ImportOutcome{}, core.E(core.CodeCancelled, fmt.Sprintf("import %s cancelled", core.Quote(what)), errors.Join(core.ErrCancelled, cerr))
+			return Outcome{}, core.E(core.CodeCancelled, fmt.Sprintf("import %s cancelled", core.Quote(what)), errors.Join(core.ErrCancelled, cerr))
 		}
-		return ImportOutcome{}, err
+		return Outcome{}, err
 	}
-	return out, nil
+	return tx.out, nil
+}
+
+// importTx is one import's work inside its write transaction (see
+// recordStream): the session it opens or creates, the batches it appends,
+// what it reports.
+type importTx struct {
+	s                    *Library
+	w                    core.Writer
+	harness, title, what string
+	fallback             func() (string, error)
+
+	out     Outcome
+	created *core.Session // the session this import created, if it did
+	times   entryTimes
+}
+
+// open finds the session by its native id (head's, else fallback's), or
+// creates it titled by the header or the import's title.
+func (t *importTx) open(ctx context.Context, head core.ImportedSession) error {
+	native := head.NativeID
+	if native == "" && t.fallback != nil {
+		var err error
+		if native, err = t.fallback(); err != nil {
+			return err
+		}
+	}
+	if native != "" {
+		sess, err := t.s.opts.Store.FindSessionByNative(ctx, t.harness, native)
+		if err == nil {
+			t.out.SessionID = sess.ID
+			return nil
+		}
+		if core.ErrorCode(err) != core.CodeNotFound {
+			return err
+		}
+	}
+	title := t.title
+	if head.Title != "" {
+		title = head.Title
+	} else if title == "" {
+		title = "imported: " + t.harness + " session " + native
+	}
+	sess, err := t.w.CreateSession(ctx, core.Session{ID: t.s.opts.IDs.New("s_"), Harness: t.harness,
+		Cwd: head.Cwd, Title: title, Model: head.Model, NativeSessionID: native})
+	if err != nil {
+		return fmt.Errorf("record imported session: %w", err)
+	}
+	t.created, t.out.SessionID = &sess, sess.ID
+	return nil
+}
+
+// write appends one batch (opening the session at the first).
+func (t *importTx) write(ctx context.Context, part core.ImportedSession) error {
+	if t.out.SessionID == "" {
+		if err := t.open(ctx, part); err != nil {
+			return err
+		}
+	}
+	t.times.fill(part.Entries)
+	for _, e := range part.Entries {
+		if e.Kind == core.KindContextCompacted {
+			t.out.ContextCompacted++
+		}
+	}
+	if len(part.Entries) == 0 {
+		return nil
+	}
+	added, err := t.w.Append(ctx, t.out.SessionID, core.PriceUsage(t.s.opts.Prices, part.Entries)...)
+	if err != nil {
+		return fmt.Errorf("import %s: %w", core.Quote(t.what), err)
+	}
+	t.out.Entries += len(added)
+	return nil
+}
+
+// finish dates the session by its entries and sets a title or model read
+// after it was created; a transcript of no entries only opens it.
+func (t *importTx) finish(ctx context.Context, final core.ImportedSession) error {
+	if t.out.SessionID == "" {
+		return t.open(ctx, final)
+	}
+	if !t.times.last.IsZero() {
+		// The entries carry the harness's own times: the session is
+		// dated by them (and one imported before it got them is
+		// corrected).
+		rt, ok := t.w.(sessionRetimer)
+		if !ok {
+			return core.Errorf(core.CodeInternal, "this record cannot date an imported session by its entries")
+		}
+		if err := rt.RetimeSession(ctx, t.out.SessionID); err != nil {
+			return err
+		}
+	}
+	if t.created == nil {
+		return nil
+	}
+	var p core.SessionPatch
+	if final.Title != "" && final.Title != t.created.Title {
+		p.Title = &final.Title
+	}
+	if final.Model != "" && final.Model != t.created.Model {
+		p.Model = &final.Model
+	}
+	if p.Title != nil || p.Model != nil {
+		if _, err := t.w.PatchSession(ctx, t.created.ID, p); err != nil {
+			return fmt.Errorf("record imported session: %w", err)
+		}
+	}
+	return nil
 }
 
 // sessionRetimer dates a session by its entries' times (the store's
@@ -295,11 +319,11 @@ type bulkDone interface {
 	AfterBulk(ctx context.Context) error
 }
 
-// afterBulk runs after an import or a discovery: the store truncates its
+// AfterBulk runs after an import or a discovery: the store truncates its
 // write-ahead log and the Go runtime returns the memory the import used to
 // the operating system, so a long-running sidecar does not keep either at
 // its peak.
-func (s *Service) afterBulk(ctx context.Context) {
+func (s *Library) AfterBulk(ctx context.Context) {
 	if b, ok := s.opts.Store.(bulkDone); ok {
 		_ = b.AfterBulk(context.WithoutCancel(ctx)) // best effort: the background checkpointer retries
 	}
