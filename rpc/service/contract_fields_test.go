@@ -18,16 +18,17 @@ import (
 // schema.Backend names (rpc's TestParamsRoundTrip shows it arrives there),
 // and this test fails when that method never reads one — a field dropped
 // on the way, as target.effort once was. A params value handed whole to
-// another method of the service is followed into it; one handed to
-// anything else counts as read. The work-done token is rpc's, not the
-// service's.
+// another method of the service, or to a method of one of its parts (the
+// packages under rpc/service, as s.migrate.Execute(ctx, req)), is followed
+// into it; one handed to anything else counts as read. The work-done token
+// is rpc's, not the service's.
 func TestServiceReadsEveryParamsField(t *testing.T) {
 	funcs := serviceMethods(t)
 	backend := reflect.TypeFor[schema.Backend]()
 	for i := range backend.NumMethod() {
 		m := backend.Method(i)
 		params := m.Type.In(1)
-		fd, ok := funcs[m.Name]
+		fd, ok := funcs["Service."+m.Name]
 		if !ok {
 			t.Errorf("no (*Service).%s in rpc/service", m.Name)
 			continue
@@ -40,17 +41,22 @@ func TestServiceReadsEveryParamsField(t *testing.T) {
 	}
 }
 
-// serviceMethods parses the package's non-test files and returns the
-// methods of *Service by name.
+// serviceMethods parses the non-test files of the package and of its
+// parts (the packages under it) and returns their methods by
+// "Type.Method" (a part's type by its bare name: "Migrator.Execute").
 func serviceMethods(t *testing.T) map[string]*ast.FuncDecl {
 	t.Helper()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
+	parts, err := filepath.Glob("*/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
 	fset := token.NewFileSet()
 	out := map[string]*ast.FuncDecl{}
-	for _, f := range files {
+	for _, f := range append(files, parts...) {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
 		}
@@ -67,14 +73,24 @@ func serviceMethods(t *testing.T) map[string]*ast.FuncDecl {
 			if !ok || fd.Recv == nil || len(fd.Recv.List) != 1 {
 				continue
 			}
-			if star, ok := fd.Recv.List[0].Type.(*ast.StarExpr); ok {
-				if id, ok := star.X.(*ast.Ident); ok && id.Name == "Service" {
-					out[fd.Name.Name] = fd
-				}
+			if typ := recvType(fd); typ != "" {
+				out[typ+"."+fd.Name.Name] = fd
 			}
 		}
 	}
 	return out
+}
+
+// recvType is the name of fd's receiver type (T or *T).
+func recvType(fd *ast.FuncDecl) string {
+	x := fd.Recv.List[0].Type
+	if star, ok := x.(*ast.StarExpr); ok {
+		x = star.X
+	}
+	if id, ok := x.(*ast.Ident); ok {
+		return id.Name
+	}
+	return ""
 }
 
 // fieldsOf lists the Go names of t's fields, embedded structs flattened,
@@ -113,10 +129,11 @@ func paramName(fd *ast.FuncDecl, n int) string {
 
 // reads reports whether fd reads field of its n-th parameter.
 func reads(funcs map[string]*ast.FuncDecl, fd *ast.FuncDecl, n int, field string, seen map[string]bool) bool {
-	if seen[fd.Name.Name] {
+	key := recvType(fd) + "." + fd.Name.Name
+	if seen[key] {
 		return false
 	}
-	seen[fd.Name.Name] = true
+	seen[key] = true
 	p := paramName(fd, n)
 	if p == "" || p == "_" {
 		return false
@@ -142,16 +159,15 @@ func reads(funcs map[string]*ast.FuncDecl, fd *ast.FuncDecl, n int, field string
 					continue
 				}
 				// The whole value is passed on: into another method of the
-				// service, follow it; anywhere else, it is read.
-				if sel, ok := x.Fun.(*ast.SelectorExpr); ok {
-					if recv, ok := sel.X.(*ast.Ident); ok && recv.Name == fdRecv(fd) {
-						if callee, ok := funcs[sel.Sel.Name]; ok {
-							if reads(funcs, callee, i, field, seen) {
-								found = true
-							}
-							continue
+				// same type (recv.M) or of a part (recv.part.M), follow
+				// it; anywhere else, it is read.
+				if callees := calleesOf(funcs, fd, x); len(callees) > 0 {
+					for _, callee := range callees {
+						if reads(funcs, callee, i, field, seen) {
+							found = true
 						}
 					}
+					continue
 				}
 				found = true
 			}
@@ -174,4 +190,32 @@ func fdRecv(fd *ast.FuncDecl) string {
 		return ""
 	}
 	return fd.Recv.List[0].Names[0].Name
+}
+
+// calleesOf returns the methods call may run when fd makes it: recv.M is
+// M of fd's own type; recv.part.M is M of whichever part type has one.
+func calleesOf(funcs map[string]*ast.FuncDecl, fd *ast.FuncDecl, call *ast.CallExpr) []*ast.FuncDecl {
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok {
+		return nil
+	}
+	switch x := sel.X.(type) {
+	case *ast.Ident:
+		if x.Name == fdRecv(fd) {
+			if callee, ok := funcs[recvType(fd)+"."+sel.Sel.Name]; ok {
+				return []*ast.FuncDecl{callee}
+			}
+		}
+	case *ast.SelectorExpr:
+		if recv, ok := x.X.(*ast.Ident); ok && recv.Name == fdRecv(fd) {
+			var out []*ast.FuncDecl
+			for key, callee := range funcs {
+				if strings.HasSuffix(key, "."+sel.Sel.Name) && !strings.HasPrefix(key, "Service.") {
+					out = append(out, callee)
+				}
+			}
+			return out
+		}
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/bridge-dev/bridge/rpc/service/attach"
 	"github.com/bridge-dev/bridge/rpc/service/hosts"
 	"github.com/bridge-dev/bridge/rpc/service/library"
+	"github.com/bridge-dev/bridge/rpc/service/migrate"
 )
 
 // Options configures a Service. Store, Hosts and Notifier are required.
@@ -90,6 +91,7 @@ type Service struct {
 	hosts     *hosts.Table     // the adapters and their probes
 	lib       *library.Library // import, discovery, export, search
 	images    attach.Images    // the images prompts carry
+	migrate   *migrate.Migrator
 	startedAt time.Time
 
 	mu   sync.Mutex
@@ -129,6 +131,8 @@ func New(opts Options) (*Service, error) {
 	s := &Service{opts: opts, hosts: hosts.New(opts.Hosts, opts.Now), live: map[string]*liveSession{}}
 	s.images = attach.Images{Store: opts.Store, DataDir: opts.DataDir}
 	s.lib = library.New(library.Options{Store: opts.Store, Hosts: s.hosts, IDs: opts.IDs, Prices: opts.Prices, Images: s.images})
+	s.migrate = migrate.New(migrate.Options{Store: opts.Store, Hosts: s.hosts, Sessions: migrationSessions{s}, Library: s.lib,
+		Images: s.images, Log: opts.Notifier, DataDir: opts.DataDir, IDs: opts.IDs, Now: opts.Now})
 	s.life, s.stopLife = context.WithCancel(context.Background())
 	s.startedAt = opts.Now()
 	s.follow()

@@ -397,3 +397,26 @@ func checkImage(i int, c core.Content) error {
 	}
 	return nil
 }
+
+// askLocked runs one turn in l, whose turn the caller holds, and returns
+// the assistant text it produced.
+func (s *Service) askLocked(ctx context.Context, l *liveSession, prompt string) (string, error) {
+	var buf strings.Builder
+	l.mu.Lock()
+	l.capture = &buf
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.capture = nil
+		l.mu.Unlock()
+	}()
+	if _, err := s.runTurn(ctx, l, []core.Content{{Type: "text", Text: prompt}}); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return "", core.E(core.CodeTimeout, "no reply in time", err)
+		}
+		return "", err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return buf.String(), nil
+}

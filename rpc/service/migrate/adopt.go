@@ -1,4 +1,4 @@
-package service
+package migrate
 
 import (
 	"context"
@@ -12,15 +12,15 @@ import (
 // sourceSession resolves a migration's source: a recorded session by id,
 // or one named on its harness (schema.MigrationSource), which is adopted
 // into the record when Bridge does not have it yet.
-func (s *Service) sourceSession(ctx context.Context, req schema.MigrationPreviewParams) (core.Session, error) {
+func (s *Migrator) sourceSession(ctx context.Context, req schema.MigrationPreviewParams) (core.Session, error) {
 	if req.Source == nil {
 		return s.session(ctx, req.SessionID)
 	}
 	if req.SessionID != "" {
-		return core.Session{}, invalidField("source", "name the source by sessionId or by source, not both")
+		return core.Session{}, core.InvalidField("source", "name the source by sessionId or by source, not both")
 	}
 	if req.Source.Harness == "" || req.Source.NativeSessionID == "" {
-		return core.Session{}, invalidField("source", "source needs harness and nativeSessionId")
+		return core.Session{}, core.InvalidField("source", "source needs harness and nativeSessionId")
 	}
 	return s.adopt(ctx, req.Source.Harness, req.Source.NativeSessionID)
 }
@@ -33,8 +33,8 @@ func (s *Service) sourceSession(ctx context.Context, req schema.MigrationPreview
 // history, cut to the same window. The window is recorded as an imported
 // session (entries keyed by their native ids); the harness's session is
 // not changed. A session Bridge already records is taken as recorded.
-func (s *Service) adopt(ctx context.Context, harness, native string) (core.Session, error) {
-	h, err := s.hosts.Get(harness)
+func (s *Migrator) adopt(ctx context.Context, harness, native string) (core.Session, error) {
+	h, err := s.opts.Hosts.Get(harness)
 	if err != nil {
 		return core.Session{}, err
 	}
@@ -43,7 +43,7 @@ func (s *Service) adopt(ctx context.Context, harness, native string) (core.Sessi
 	} else if core.ErrorCode(err) != core.CodeNotFound {
 		return core.Session{}, err
 	}
-	if err := s.hosts.Require(ctx, h, "migration of a session Bridge did not create", core.CapSessionList, core.CapSessionHistory); err != nil {
+	if err := s.opts.Hosts.Require(ctx, h, "migration of a session Bridge did not create", core.CapSessionList, core.CapSessionHistory); err != nil {
 		return core.Session{}, err
 	}
 	rows, err := h.ListSessions(ctx, "")
@@ -61,7 +61,7 @@ func (s *Service) adopt(ctx context.Context, harness, native string) (core.Sessi
 	}
 	var entries []core.NewEntry
 	more := false
-	if w, ok := h.(core.HistoryWindower); ok && s.hosts.Capabilities(ctx, h).Has(core.CapHistoryWindow) {
+	if w, ok := h.(core.HistoryWindower); ok && s.opts.Hosts.Capabilities(ctx, h).Has(core.CapHistoryWindow) {
 		entries, more, err = w.HistoryWindow(ctx, native, handoff.MaxMessages)
 	} else {
 		entries, err = h.History(ctx, native)
@@ -79,7 +79,7 @@ func (s *Service) adopt(ctx context.Context, harness, native string) (core.Sessi
 	if title == "" {
 		title = harness + " " + native
 	}
-	out, err := s.lib.RecordImported(ctx, harness, core.ImportedSession{NativeID: native, Cwd: row.Cwd, Title: title, Entries: entries},
+	out, err := s.opts.Library.RecordImported(ctx, harness, core.ImportedSession{NativeID: native, Cwd: row.Cwd, Title: title, Entries: entries},
 		title, native)
 	if err != nil {
 		return core.Session{}, err

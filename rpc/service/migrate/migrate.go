@@ -1,10 +1,19 @@
-package service
+// Package migrate moves a task to a clean session elsewhere through a
+// reviewed handoff (ARCHITECTURE.md, Migration): a preview has a
+// temporary summary worker write the five-part handoff into an editable
+// file; executing it starts the target, carries the handoff in a paused
+// goal and a kickoff, and records the migration. The live sessions it
+// starts and prompts are the service's (Sessions); the source is never
+// rewritten.
+package migrate
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"github.com/bridge-dev/bridge/rpc/service/attach"
+	"github.com/bridge-dev/bridge/rpc/service/hosts"
+	"github.com/bridge-dev/bridge/rpc/service/library"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +24,77 @@ import (
 	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/schema"
 )
+
+// Sessions is what a migration needs of the live sessions: to start the
+// summary worker and the target, to run their turns, and to archive the
+// worker.
+type Sessions interface {
+	// Create starts a live session and records it.
+	Create(ctx context.Context, p schema.SessionCreateParams) (core.Session, error)
+	// Archive stops a session's harness and hides it from the list.
+	Archive(ctx context.Context, sessionID string) error
+	// Rename sets a session's title.
+	Rename(ctx context.Context, sessionID, title string) error
+	// Append appends to a session's record and tells the client.
+	Append(ctx context.Context, sessionID string, es ...core.NewEntry) ([]core.Entry, error)
+	// Preset finds a preset of h by name (an error names the ones there are).
+	Preset(ctx context.Context, h core.BridgeHost, name string) (core.Preset, error)
+	// Live is the running harness session of sessionID (false: none runs).
+	Live(sessionID string) (core.Live, bool)
+	// Hold takes sessionID's turn for the caller (false: a turn is running,
+	// or no harness runs); Release gives it back.
+	Hold(sessionID string) (Turn, bool)
+}
+
+// Turn runs turns in a live session whose turn the caller holds.
+type Turn interface {
+	// Run runs one turn with content.
+	Run(ctx context.Context, content []core.Content) error
+	// Ask runs one turn with prompt and returns the assistant text it produced.
+	Ask(ctx context.Context, prompt string) (string, error)
+	// Release gives the turn back.
+	Release()
+}
+
+// Recorder records a session read from a harness (the library's import).
+type Recorder interface {
+	RecordImported(ctx context.Context, harness string, is core.ImportedSession, title, what string) (library.Outcome, error)
+}
+
+// Logger is told what failed on the side (the client's window/logMessage).
+type Logger interface {
+	Log(level int, msg string)
+}
+
+// Options configures a Migrator; every field is required.
+type Options struct {
+	Store    core.Store
+	Hosts    *hosts.Table
+	Sessions Sessions
+	Library  Recorder
+	Images   attach.Images
+	Log      Logger
+	// DataDir holds the previews folder.
+	DataDir string
+	IDs     *core.IDs
+	Now     core.Clock
+}
+
+// Migrator previews and executes migrations. It is safe for concurrent use.
+type Migrator struct {
+	opts Options
+}
+
+// New returns a Migrator over opts.
+func New(opts Options) *Migrator { return &Migrator{opts: opts} }
+
+// session loads a session's head record.
+func (s *Migrator) session(ctx context.Context, id string) (core.Session, error) {
+	if id == "" {
+		return core.Session{}, core.InvalidField("sessionId", "sessionId is required")
+	}
+	return s.opts.Store.GetSession(ctx, id)
+}
 
 // previewTTL is how long a preview can be executed.
 const previewTTL = 30 * time.Minute
@@ -63,43 +143,43 @@ func resolveInject(p core.Probe, inject string) (string, error) {
 		}
 		return "prompt", nil
 	}
-	return "", invalidField("inject", "inject must be goal, prompt or both, not %q", inject)
+	return "", core.InvalidField("inject", "inject must be goal, prompt or both, not %q", inject)
 }
 
 // checkMigration refuses, before anything exists, a migration whose source
 // or target host lacks a capability the flow needs.
-func (s *Service) checkMigration(ctx context.Context, src core.Session, t schema.MigrationTarget, inject string) (core.BridgeHost, string, error) {
-	sh, err := s.hosts.Get(src.Harness)
+func (s *Migrator) checkMigration(ctx context.Context, src core.Session, t schema.MigrationTarget, inject string) (core.BridgeHost, string, error) {
+	sh, err := s.opts.Hosts.Get(src.Harness)
 	if err != nil {
 		return nil, "", err
 	}
-	th, err := s.hosts.Get(t.Harness)
+	th, err := s.opts.Hosts.Get(t.Harness)
 	if err != nil {
 		return nil, "", err
 	}
-	inj, err := resolveInject(s.hosts.Capabilities(ctx, th), inject)
+	inj, err := resolveInject(s.opts.Hosts.Capabilities(ctx, th), inject)
 	if err != nil {
 		return nil, "", err
 	}
 	needS, needT := migrationNeeds(inj)
-	if err := s.hosts.Require(ctx, sh, "migration (summary worker on the source harness)", needS...); err != nil {
+	if err := s.opts.Hosts.Require(ctx, sh, "migration (summary worker on the source harness)", needS...); err != nil {
 		return nil, "", err
 	}
-	if err := s.hosts.Require(ctx, th, "migration (target)", needT...); err != nil {
+	if err := s.opts.Hosts.Require(ctx, th, "migration (target)", needT...); err != nil {
 		return nil, "", err
 	}
 	if t.Preset != "" {
-		if _, err := s.preset(ctx, th, t.Preset); err != nil {
+		if _, err := s.opts.Sessions.Preset(ctx, th, t.Preset); err != nil {
 			return nil, "", err
 		}
 	}
 	return th, inj, nil
 }
 
-// MigrationPreview folds the source, has a temporary summary worker write
+// Preview (migration/preview) folds the source, has a temporary summary worker write
 // the five-part handoff and writes it to an editable file. The worker is
 // always archived; the source and any target are left untouched.
-func (s *Service) MigrationPreview(ctx context.Context, req schema.MigrationPreviewParams) (schema.MigrationPreviewResult, error) {
+func (s *Migrator) Preview(ctx context.Context, req schema.MigrationPreviewParams) (schema.MigrationPreviewResult, error) {
 	src, err := s.sourceSession(ctx, req)
 	if err != nil {
 		return schema.MigrationPreviewResult{}, err
@@ -112,10 +192,10 @@ func (s *Service) MigrationPreview(ctx context.Context, req schema.MigrationPrev
 		return schema.MigrationPreviewResult{}, core.Errorf(core.CodeInvalid, "the target is the source's own harness and preset: name another preset, model, effort or harness")
 	}
 	if req.SummaryCharBudget < 0 {
-		return schema.MigrationPreviewResult{}, invalidField("summaryCharBudget", "summaryCharBudget must not be negative")
+		return schema.MigrationPreviewResult{}, core.InvalidField("summaryCharBudget", "summaryCharBudget must not be negative")
 	}
 	if req.Lang != "" && req.Lang != "en" && req.Lang != "zh" {
-		return schema.MigrationPreviewResult{}, invalidField("lang", "lang must be en or zh, not %q", req.Lang)
+		return schema.MigrationPreviewResult{}, core.InvalidField("lang", "lang must be en or zh, not %q", req.Lang)
 	}
 	if _, _, err := s.checkMigration(ctx, src, t, ""); err != nil {
 		return schema.MigrationPreviewResult{}, err
@@ -198,7 +278,7 @@ func (s *Service) MigrationPreview(ctx context.Context, req schema.MigrationPrev
 // sections within the budget); the repaired one is kept when it is still
 // five valid sections and shorter. It returns the handoff and how many
 // requests the worker got.
-func (s *Service) writeHandoff(ctx context.Context, src core.Session, lang, prompt string, budget int) (handoff.Handoff, int, error) {
+func (s *Migrator) writeHandoff(ctx context.Context, src core.Session, lang, prompt string, budget int) (handoff.Handoff, int, error) {
 	var h handoff.Handoff
 	requests := 0
 	err := s.withWorker(ctx, src, func(ask func(string) (string, error)) error {
@@ -231,25 +311,29 @@ func (s *Service) writeHandoff(ctx context.Context, src core.Session, lang, prom
 // fresh session in the same working directory with the same model, which
 // sees only what do asks it (each ask one turn, bounded by workerTimeout).
 // It is archived whatever happens.
-func (s *Service) withWorker(ctx context.Context, src core.Session, do func(ask func(prompt string) (string, error)) error) error {
-	w, err := s.create(ctx, schema.SessionCreateParams{Harness: src.Harness, Cwd: src.Cwd, Model: src.Model, Effort: src.Effort,
+func (s *Migrator) withWorker(ctx context.Context, src core.Session, do func(ask func(prompt string) (string, error)) error) error {
+	w, err := s.opts.Sessions.Create(ctx, schema.SessionCreateParams{Harness: src.Harness, Cwd: src.Cwd, Model: src.Model, Effort: src.Effort,
 		Title: core.HandoffWorkerTitle + src.ID})
 	if err != nil {
 		return fmt.Errorf("start the summary worker: %w", err)
 	}
 	defer func() {
-		if err := s.archive(context.WithoutCancel(ctx), w.ID); err != nil {
-			s.opts.Notifier.Log(2, fmt.Sprintf("archiving summary worker %s: %v", w.ID, err))
+		if err := s.opts.Sessions.Archive(context.WithoutCancel(ctx), w.ID); err != nil {
+			s.opts.Log.Log(2, fmt.Sprintf("archiving summary worker %s: %v", w.ID, err))
 		}
 	}()
-	l := s.liveFor(w.ID)
-	if l == nil {
+	if _, ok := s.opts.Sessions.Live(w.ID); !ok {
 		return core.Errorf(core.CodeHarness, "the summary worker stopped before its turn")
 	}
 	return do(func(prompt string) (string, error) {
 		ctx, cancel := context.WithTimeout(ctx, workerTimeout)
 		defer cancel()
-		text, err := s.ask(ctx, l, prompt)
+		t, ok := s.opts.Sessions.Hold(w.ID)
+		if !ok {
+			return "", fmt.Errorf("summary worker: %w", core.Errorf(core.CodeBusy, "session %s is running a turn", w.ID))
+		}
+		defer t.Release()
+		text, err := t.Ask(ctx, prompt)
 		if err != nil {
 			return "", fmt.Errorf("summary worker: %w", err)
 		}
@@ -257,40 +341,9 @@ func (s *Service) withWorker(ctx context.Context, src core.Session, do func(ask 
 	})
 }
 
-// ask runs one turn in l and returns the assistant text it produced.
-func (s *Service) ask(ctx context.Context, l *liveSession, prompt string) (string, error) {
-	if !l.turn.TryLock() {
-		return "", core.Errorf(core.CodeBusy, "session %s is running a turn", l.sessionID)
-	}
-	defer l.turn.Unlock()
-	return s.askLocked(ctx, l, prompt)
-}
-
-// askLocked is ask for a caller that already holds l.turn.
-func (s *Service) askLocked(ctx context.Context, l *liveSession, prompt string) (string, error) {
-	var buf strings.Builder
-	l.mu.Lock()
-	l.capture = &buf
-	l.mu.Unlock()
-	defer func() {
-		l.mu.Lock()
-		l.capture = nil
-		l.mu.Unlock()
-	}()
-	if _, err := s.runTurn(ctx, l, []core.Content{{Type: "text", Text: prompt}}); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return "", core.E(core.CodeTimeout, "no reply in time", err)
-		}
-		return "", err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return buf.String(), nil
-}
-
 // writePreview writes the editable preview under the data directory,
 // owner-only.
-func (s *Service) writePreview(id, text string) (string, error) {
+func (s *Migrator) writePreview(id, text string) (string, error) {
 	dir := filepath.Join(s.opts.DataDir, "previews")
 	if s.opts.DataDir == "" {
 		return "", core.Errorf(core.CodeInternal, "no data directory for previews")

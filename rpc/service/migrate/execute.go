@@ -1,4 +1,4 @@
-package service
+package migrate
 
 import (
 	"context"
@@ -15,55 +15,28 @@ import (
 	"github.com/bridge-dev/bridge/schema"
 )
 
-// MigrationExecute starts a clean target session from a preview: it reads
-// the (possibly edited) preview file verbatim, creates the target under the
-// chosen harness and preset with the source's model and effort, renames it,
-// carries the handoff in a paused goal where the host has goals, and sends
-// the kickoff. The source is never rewritten. If pausing the goal fails,
-// goal.clear is tried, the target is cancelled and no kickoff is sent. A
-// kickoff whose delivery is uncertain is never retried.
-func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExecuteParams) (schema.MigrationExecuteResult, error) {
-	p, err := s.opts.Store.GetPreview(ctx, req.PreviewID)
-	if err == nil && s.opts.Now().Sub(p.CreatedAt) > previewTTL {
-		err = core.NotFound("preview", req.PreviewID)
-	}
-	if core.ErrorCode(err) == core.CodeNotFound {
-		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeNotFound, "preview %q not found or older than 30 minutes: make a new preview", req.PreviewID)
-	}
+// Execute starts a clean target session from a preview (migration/execute):
+// it reads the (possibly edited) preview file verbatim, creates the target
+// under the chosen harness and preset with the source's model and effort,
+// renames it, carries the handoff in a paused goal where the host has
+// goals, and sends the kickoff. The source is never rewritten. If pausing
+// the goal fails, goal.clear is tried, the target is cancelled and no
+// kickoff is sent. A kickoff whose delivery is uncertain is never retried.
+func (s *Migrator) Execute(ctx context.Context, req schema.MigrationExecuteParams) (schema.MigrationExecuteResult, error) {
+	p, extra, err := s.openPreview(ctx, req.PreviewID)
 	if err != nil {
 		return schema.MigrationExecuteResult{}, err
 	}
-	if !p.ExecutedAt.IsZero() {
-		return schema.MigrationExecuteResult{}, core.Errorf(core.CodeConflict, "preview %s was already executed", p.ID)
-	}
-	var extra previewExtra
-	if err := json.Unmarshal(p.Extra, &extra); err != nil {
-		return schema.MigrationExecuteResult{}, core.E(core.CodeCorrupt, "preview "+p.ID+": its state is unreadable", err)
-	}
 	if req.GoalRounds < 0 {
-		return schema.MigrationExecuteResult{}, invalidField("goalRounds", "goalRounds must not be negative")
+		return schema.MigrationExecuteResult{}, core.InvalidField("goalRounds", "goalRounds must not be negative")
 	}
 	rounds := req.GoalRounds
 	if rounds == 0 {
 		rounds = 1
 	}
-	summary, err := s.handoffText(ctx, req, p.Path)
+	summary, warnings, err := s.checkedHandoff(ctx, req, p.Path, extra.Budget)
 	if err != nil {
 		return schema.MigrationExecuteResult{}, err
-	}
-	var warnings []string
-	if _, err := handoff.Parse(summary); err != nil {
-		warnings = append(warnings, fmt.Sprintf("the edited handoff does not have the five sections (%v); it is sent as written", err))
-	}
-	budget := extra.Budget
-	if budget <= 0 {
-		budget = handoff.SummaryCharBudget
-	}
-	if n := handoff.SummaryChars(summary); n > budget {
-		if !req.AllowOverBudget {
-			return schema.MigrationExecuteResult{}, handoff.OverBudget(n, budget)
-		}
-		warnings = append(warnings, fmt.Sprintf("the handoff is sent over its budget (%d characters of %d), as allowOverBudget asked", n, budget))
 	}
 	src, err := s.session(ctx, p.SourceSessionID)
 	if err != nil {
@@ -77,45 +50,14 @@ func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExec
 	if err := s.opts.Store.ClaimPreview(ctx, p.ID, s.opts.Now()); err != nil {
 		return schema.MigrationExecuteResult{}, err
 	}
-
-	model, effort := s.carryModel(ctx, src, p.Target)
-	title := src.Title
-	if title == "" {
-		title = src.ID
-	}
-	target, err := s.create(ctx, schema.SessionCreateParams{Harness: p.Target.Harness, Cwd: src.Cwd, Preset: p.Target.Preset,
-		Model: model, Effort: effort})
+	target, out, ws, err := s.startTarget(ctx, p, src, summary)
+	warnings = append(warnings, ws...)
 	if err != nil {
-		// Nothing was created: the preview can be executed again.
-		if rerr := s.opts.Store.ReleasePreview(context.WithoutCancel(ctx), p.ID); rerr != nil {
-			s.opts.Notifier.Log(2, "releasing the preview after a failed execution: "+rerr.Error())
-		}
-		return schema.MigrationExecuteResult{}, fmt.Errorf("create the target session: %w", err)
-	}
-	out := schema.MigrationExecuteResult{TargetSessionID: target.ID}
-	if model != "" {
-		out.ModelTransferred = true
-	} else if src.Model != "" {
-		warnings = append(warnings, fmt.Sprintf("source model %q is not carried across harnesses (%s → %s: no shared provider for it); the target uses its default", src.Model, src.Harness, p.Target.Harness))
-	}
-	l := s.liveFor(target.ID)
-	if l == nil {
-		return out, core.Errorf(core.CodeHarness, "the target session %s stopped right after it started", target.ID)
-	}
-	to := p.Target.Preset
-	if to == "" {
-		to = p.Target.Harness
-	}
-	if err := s.rename(ctx, target.ID, title+" → "+to); err != nil {
-		warnings = append(warnings, "rename the target: "+err.Error())
-	}
-	if _, err := s.appendEntries(ctx, target.ID, core.NewEntry{Kind: core.KindMigrationHandoff, Payload: core.Payload(map[string]any{
-		"sourceSessionId": src.ID, "summary": summary, "previewId": p.ID, "sourceHarness": src.Harness, "sourcePreset": src.Preset})}); err != nil {
 		return out, err
 	}
-
 	if inject == "goal" || inject == "both" {
-		ok, ws := s.goalHandoff(ctx, l, summary, rounds, &out)
+		lv, _ := s.opts.Sessions.Live(target.ID)
+		ok, ws := s.goalHandoff(ctx, lv, summary, rounds, &out)
 		warnings = append(warnings, ws...)
 		if !ok {
 			out.Warnings = warnings
@@ -127,11 +69,11 @@ func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExec
 	images, ws := s.unresolvedImages(ctx, extra.Unresolved, src)
 	warnings = append(warnings, ws...)
 	if inject == "prompt" || inject == "both" || !out.GoalCreated {
-		if !l.turn.TryLock() {
+		if t, ok := s.opts.Sessions.Hold(target.ID); !ok {
 			warnings = append(warnings, "the target was busy; no kickoff sent")
 		} else {
-			w, err := s.kickoff(ctx, l, p.Lang, kick, images)
-			l.turn.Unlock()
+			w, err := s.kickoff(ctx, t, p.Lang, kick, images)
+			t.Release()
 			warnings = append(warnings, w...)
 			if err != nil {
 				warnings = append(warnings, "kickoff delivery is uncertain and is not retried: "+err.Error())
@@ -145,13 +87,102 @@ func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExec
 	return out, nil
 }
 
+// openPreview reads a preview that can still be executed: younger than
+// previewTTL, not executed yet, its state readable.
+func (s *Migrator) openPreview(ctx context.Context, id string) (core.Preview, previewExtra, error) {
+	p, err := s.opts.Store.GetPreview(ctx, id)
+	if err == nil && s.opts.Now().Sub(p.CreatedAt) > previewTTL {
+		err = core.NotFound("preview", id)
+	}
+	if core.ErrorCode(err) == core.CodeNotFound {
+		return core.Preview{}, previewExtra{}, core.Errorf(core.CodeNotFound, "preview %q not found or older than 30 minutes: make a new preview", id)
+	}
+	if err != nil {
+		return core.Preview{}, previewExtra{}, err
+	}
+	if !p.ExecutedAt.IsZero() {
+		return core.Preview{}, previewExtra{}, core.Errorf(core.CodeConflict, "preview %s was already executed", p.ID)
+	}
+	var extra previewExtra
+	if err := json.Unmarshal(p.Extra, &extra); err != nil {
+		return core.Preview{}, previewExtra{}, core.E(core.CodeCorrupt, "preview "+p.ID+": its state is unreadable", err)
+	}
+	return p, extra, nil
+}
+
+// checkedHandoff is the handoff to send (handoffText) with the warnings it
+// earns: not five sections (sent as written), or over its budget (refused
+// unless req.AllowOverBudget).
+func (s *Migrator) checkedHandoff(ctx context.Context, req schema.MigrationExecuteParams, previewPath string, budget int) (string, []string, error) {
+	summary, err := s.handoffText(ctx, req, previewPath)
+	if err != nil {
+		return "", nil, err
+	}
+	var warnings []string
+	if _, err := handoff.Parse(summary); err != nil {
+		warnings = append(warnings, fmt.Sprintf("the edited handoff does not have the five sections (%v); it is sent as written", err))
+	}
+	if budget <= 0 {
+		budget = handoff.SummaryCharBudget
+	}
+	if n := handoff.SummaryChars(summary); n > budget {
+		if !req.AllowOverBudget {
+			return "", nil, handoff.OverBudget(n, budget)
+		}
+		warnings = append(warnings, fmt.Sprintf("the handoff is sent over its budget (%d characters of %d), as allowOverBudget asked", n, budget))
+	}
+	return summary, warnings, nil
+}
+
+// startTarget creates the target session of a claimed preview (releasing
+// the claim when nothing was created), renames it and records the handoff
+// in it.
+func (s *Migrator) startTarget(ctx context.Context, p core.Preview, src core.Session, summary string) (core.Session, schema.MigrationExecuteResult, []string, error) {
+	var warnings []string
+	model, effort := s.carryModel(ctx, src, p.Target)
+	title := src.Title
+	if title == "" {
+		title = src.ID
+	}
+	target, err := s.opts.Sessions.Create(ctx, schema.SessionCreateParams{Harness: p.Target.Harness, Cwd: src.Cwd, Preset: p.Target.Preset,
+		Model: model, Effort: effort})
+	if err != nil {
+		// Nothing was created: the preview can be executed again.
+		if rerr := s.opts.Store.ReleasePreview(context.WithoutCancel(ctx), p.ID); rerr != nil {
+			s.opts.Log.Log(2, "releasing the preview after a failed execution: "+rerr.Error())
+		}
+		return core.Session{}, schema.MigrationExecuteResult{}, nil, fmt.Errorf("create the target session: %w", err)
+	}
+	out := schema.MigrationExecuteResult{TargetSessionID: target.ID}
+	if model != "" {
+		out.ModelTransferred = true
+	} else if src.Model != "" {
+		warnings = append(warnings, fmt.Sprintf("source model %q is not carried across harnesses (%s → %s: no shared provider for it); the target uses its default", src.Model, src.Harness, p.Target.Harness))
+	}
+	if _, ok := s.opts.Sessions.Live(target.ID); !ok {
+		return target, out, warnings, core.Errorf(core.CodeHarness, "the target session %s stopped right after it started", target.ID)
+	}
+	to := p.Target.Preset
+	if to == "" {
+		to = p.Target.Harness
+	}
+	if err := s.opts.Sessions.Rename(ctx, target.ID, title+" → "+to); err != nil {
+		warnings = append(warnings, "rename the target: "+err.Error())
+	}
+	if _, err := s.opts.Sessions.Append(ctx, target.ID, core.NewEntry{Kind: core.KindMigrationHandoff, Payload: core.Payload(map[string]any{
+		"sourceSessionId": src.ID, "summary": summary, "previewId": p.ID, "sourceHarness": src.Harness, "sourcePreset": src.Preset})}); err != nil {
+		return target, out, warnings, err
+	}
+	return target, out, warnings, nil
+}
+
 // carryModel is the model and effort the target starts with, so that no
 // host default or summary worker silently replaces the source's route: the
 // ones the migration names, else the source's model with its provider,
 // mapped to the target harness's name for it (handoff.CarryModel), and
 // its effort where the target offers that effort for that model (within
 // one harness, always).
-func (s *Service) carryModel(ctx context.Context, src core.Session, t core.MigrationTarget) (model, effort string) {
+func (s *Migrator) carryModel(ctx context.Context, src core.Session, t core.MigrationTarget) (model, effort string) {
 	model, effort = t.Model, t.Effort
 	if model != "" || t.Harness == src.Harness {
 		if model == "" {
@@ -168,7 +199,7 @@ func (s *Service) carryModel(ctx context.Context, src core.Session, t core.Migra
 	}
 	// Across harnesses the mapped model must be one the target lists (when
 	// it answers), and the effort one it offers for that model.
-	h, err := s.hosts.Get(t.Harness)
+	h, err := s.opts.Hosts.Get(t.Harness)
 	if err != nil {
 		return "", effort
 	}
@@ -190,9 +221,9 @@ func (s *Service) carryModel(ctx context.Context, src core.Session, t core.Migra
 // goalHandoff creates a goal carrying the handoff and pauses it. If pausing
 // fails it tries to clear the goal, cancels the target and reports false:
 // no kickoff may be sent.
-func (s *Service) goalHandoff(ctx context.Context, l *liveSession, summary string, rounds int, out *schema.MigrationExecuteResult) (bool, []string) {
+func (s *Migrator) goalHandoff(ctx context.Context, lv core.Live, summary string, rounds int, out *schema.MigrationExecuteResult) (bool, []string) {
 	var warnings []string
-	gh, ok := l.live.(core.GoalHost)
+	gh, ok := lv.(core.GoalHost)
 	if !ok {
 		return true, []string{"the target has no goals; the handoff travels in the kickoff"}
 	}
@@ -203,7 +234,7 @@ func (s *Service) goalHandoff(ctx context.Context, l *liveSession, summary strin
 	out.GoalCreated = true
 	if err := gh.PauseGoal(ctx, goalID); err != nil {
 		warnings = append(warnings, "goal.pause failed, so no kickoff was sent: "+err.Error())
-		if gc, ok := l.live.(core.GoalClearer); ok {
+		if gc, ok := lv.(core.GoalClearer); ok {
 			if cerr := gc.ClearGoal(ctx, goalID); cerr != nil {
 				warnings = append(warnings, "goal.clear failed too: "+cerr.Error())
 			} else {
@@ -212,7 +243,7 @@ func (s *Service) goalHandoff(ctx context.Context, l *liveSession, summary strin
 		} else {
 			warnings = append(warnings, "the target cannot clear goals (goal.clear missing)")
 		}
-		if cerr := l.live.Cancel(ctx); cerr != nil && !errors.Is(cerr, core.ErrUnsupported) {
+		if cerr := lv.Cancel(ctx); cerr != nil && !errors.Is(cerr, core.ErrUnsupported) {
 			warnings = append(warnings, "cancelling the target failed: "+cerr.Error())
 		} else {
 			warnings = append(warnings, "the target was cancelled")
@@ -223,13 +254,13 @@ func (s *Service) goalHandoff(ctx context.Context, l *liveSession, summary strin
 	return true, warnings
 }
 
-func (s *Service) auditMigration(ctx context.Context, src, target core.Session, out schema.MigrationExecuteResult) {
+func (s *Migrator) auditMigration(ctx context.Context, src, target core.Session, out schema.MigrationExecuteResult) {
 	err := s.opts.Store.AppendAudit(ctx, core.AuditRecord{Source: "migration", Kind: "migration.executed", Entity: src.ID,
 		Body: core.Payload(map[string]any{"sourceSessionId": src.ID, "targetSessionId": target.ID, "targetHarness": target.Harness,
 			"targetPreset": target.Preset, "modelTransferred": out.ModelTransferred, "goalCreated": out.GoalCreated,
 			"goalPaused": out.GoalPaused, "kickoffSent": out.KickoffSent, "warnings": out.Warnings})})
 	if err != nil {
-		s.opts.Notifier.Log(2, "recording the migration in the audit log failed: "+err.Error())
+		s.opts.Log.Log(2, "recording the migration in the audit log failed: "+err.Error())
 	}
 }
 
@@ -238,7 +269,7 @@ func (s *Service) auditMigration(ctx context.Context, src, target core.Session, 
 // prompts, else those the source's harness kept (its session.attachment,
 // for a session Bridge did not create). Otherwise it says why the target
 // gets the text handoff only.
-func (s *Service) unresolvedImages(ctx context.Context, unresolved []unresolvedMeta, source core.Session) ([]core.Content, []string) {
+func (s *Migrator) unresolvedImages(ctx context.Context, unresolved []unresolvedMeta, source core.Session) ([]core.Content, []string) {
 	if len(unresolved) == 0 {
 		return nil, nil
 	}
@@ -256,7 +287,7 @@ func (s *Service) unresolvedImages(ctx context.Context, unresolved []unresolvedM
 	n := len(unresolved)
 	var from core.AttachmentSource
 	if len(refs) > 0 && source.NativeSessionID != "" {
-		if h, err := s.hosts.Get(source.Harness); err == nil && s.hosts.Capabilities(ctx, h).Has(core.CapAttachment) {
+		if h, err := s.opts.Hosts.Get(source.Harness); err == nil && s.opts.Hosts.Capabilities(ctx, h).Has(core.CapAttachment) {
 			from, _ = h.(core.AttachmentSource)
 		}
 	}
@@ -269,7 +300,7 @@ func (s *Service) unresolvedImages(ctx context.Context, unresolved []unresolvedM
 	var out []core.Content
 	var warnings []string
 	for _, a := range atts {
-		c, err := s.images.Load(ctx, a)
+		c, err := s.opts.Images.Load(ctx, a)
 		if err != nil {
 			warnings = append(warnings, "an unresolved image could not be recovered: "+err.Error())
 			continue
@@ -300,9 +331,9 @@ func (s *Service) unresolvedImages(ctx context.Context, unresolved []unresolvedM
 // (core.ErrImagesRefused: nothing reached its model) gets the text handoff
 // instead, with an explicit unresolved warning. Any other failure is
 // returned and not retried.
-func (s *Service) kickoff(ctx context.Context, l *liveSession, lang, kick string, images []core.Content) ([]string, error) {
+func (s *Migrator) kickoff(ctx context.Context, t Turn, lang, kick string, images []core.Content) ([]string, error) {
 	content := append(append([]core.Content(nil), images...), core.Content{Type: "text", Text: kick})
-	_, err := s.runTurn(ctx, l, content)
+	err := t.Run(ctx, content)
 	if len(images) == 0 {
 		return nil, err
 	}
@@ -313,7 +344,7 @@ func (s *Service) kickoff(ctx context.Context, l *liveSession, lang, kick string
 		return nil, err
 	}
 	w := fmt.Sprintf("the target refused the %d unresolved image(s) at admission (%v); the text handoff was sent with an explicit unresolved warning", len(images), err)
-	_, err = s.runTurn(ctx, l, []core.Content{{Type: "text", Text: kick + "\n\n" + handoff.UnresolvedNote(lang, len(images))}})
+	err = t.Run(ctx, []core.Content{{Type: "text", Text: kick + "\n\n" + handoff.UnresolvedNote(lang, len(images))}})
 	return []string{w}, err
 }
 
@@ -324,10 +355,10 @@ const MaxHandoffBytes = 4 << 20
 // handoffText is the handoff migration/execute sends: req.Summary when
 // given, else the file req.Path, else the preview's own file (previewPath).
 // Inline text and a file are checked the same way.
-func (s *Service) handoffText(ctx context.Context, req schema.MigrationExecuteParams, previewPath string) (string, error) {
+func (s *Migrator) handoffText(ctx context.Context, req schema.MigrationExecuteParams, previewPath string) (string, error) {
 	if req.Summary != "" {
 		if req.Path != "" {
-			return "", invalidField("summary", "give path or summary, not both")
+			return "", core.InvalidField("summary", "give path or summary, not both")
 		}
 		if len(req.Summary) > MaxHandoffBytes {
 			return "", core.Errorf(core.CodeInvalid, "summary is %d bytes, more than the %d bytes a handoff may have", len(req.Summary), MaxHandoffBytes)
