@@ -7,7 +7,6 @@
 package service
 
 import (
-	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/rpc/peer"
 )
 
@@ -31,13 +30,4 @@ type CompactOutcome struct {
 	FocusApplied bool
 	FocusNote    string
 	EntryID      string
-}
-
-// CheckpointOutcome is the result of session/checkpoint.
-type CheckpointOutcome struct {
-	EntryID    string
-	Provenance string
-	Reason     string
-	Method     string
-	ForkUsage  *core.TokenUsage
 }

@@ -70,9 +70,7 @@ func (l *liveSession) cancelTurn() {
 	if l.mute.cancelled == nil {
 		// No turn under way; if a prompt holds the session, its turn is
 		// about to begin: it begins cancelled.
-		if l.turn.TryLock() {
-			l.turn.Unlock()
-		} else {
+		if l.turn.Held() {
 			l.mute.pending = true
 		}
 		return

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"github.com/bridge-dev/bridge/rpc/service/checkpointer"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/checkpoint"
@@ -24,7 +25,7 @@ func (s *Service) compact(ctx context.Context, sessionID, focus string) (Compact
 	}
 	p := s.hosts.Capabilities(ctx, h)
 	if !p.Has(core.CapCompactCommand) {
-		out, err := s.checkpoint(ctx, sessionID, checkpoint.ReasonManual, focus)
+		out, err := s.ckpt.Checkpoint(ctx, sessionID, checkpointer.Request{Reason: checkpoint.ReasonManual, Focus: focus})
 		if err != nil {
 			return CompactOutcome{}, err
 		}
@@ -34,7 +35,7 @@ func (s *Service) compact(ctx context.Context, sessionID, focus string) (Compact
 		}
 		return res, nil
 	}
-	if err := s.checkNotPending(ctx, sessionID); err != nil {
+	if err := s.ckpt.CheckNotPending(ctx, sessionID); err != nil {
 		return CompactOutcome{}, err
 	}
 	l, err := s.ensureLive(ctx, sess)

@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"github.com/bridge-dev/bridge/core/checkpoint"
+	"github.com/bridge-dev/bridge/rpc/service/checkpointer"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/rpc/peer"
@@ -136,7 +138,14 @@ func (s *Service) SessionCompact(ctx context.Context, p schema.SessionCompactPar
 
 // SessionCheckpoint writes a Bridge checkpoint of the session now.
 func (s *Service) SessionCheckpoint(ctx context.Context, p schema.SessionCheckpointParams) (schema.SessionCheckpointResult, error) {
-	r, err := s.checkpointNow(ctx, p.SessionID, string(p.Reason))
+	reason := checkpoint.Reason(p.Reason)
+	if reason == "" {
+		reason = checkpoint.ReasonManual
+	}
+	if !reason.Known() {
+		return schema.SessionCheckpointResult{}, invalidField("reason", "reason %q is not one of %v", p.Reason, checkpoint.Reasons)
+	}
+	r, err := s.ckpt.Checkpoint(ctx, p.SessionID, checkpointer.Request{Reason: reason})
 	if err != nil {
 		return schema.SessionCheckpointResult{}, err
 	}

@@ -2,8 +2,8 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"github.com/bridge-dev/bridge/rpc/service/checkpointer"
 	"sync"
 	"time"
 
@@ -26,40 +26,26 @@ const (
 	DefaultRiskyResumeEntries = 200
 )
 
-// suppressed reports the suppression rule named by a refused checkpoint's
-// error ("" when err is not a suppression).
-func suppressed(err error) string {
-	var e *checkpoint.SuppressedError
-	if errors.As(err, &e) {
-		return e.Rule
-	}
-	return ""
-}
-
 // autoCheckpoint runs the controller for reason on a session, waiting for
 // a running turn to end first, and logs what happened: a suppression as a
 // log line, a failure as a warning.
-func (s *Service) autoCheckpoint(ctx context.Context, sessionID string, reason checkpoint.Reason) (CheckpointOutcome, error) {
-	out, err := s.runCheckpoint(ctx, sessionID, reason, "", true)
+func (s *Service) autoCheckpoint(ctx context.Context, sessionID string, reason checkpoint.Reason) (checkpointer.Outcome, error) {
+	out, err := s.ckpt.Checkpoint(ctx, sessionID, checkpointer.Request{Reason: reason, Wait: true})
 	switch {
 	case err == nil:
 		s.opts.Notifier.Log(4, fmt.Sprintf("session %s: %s checkpoint %s (%s)", sessionID, reason, out.EntryID, out.Provenance))
-	case suppressed(err) != "":
-		s.opts.Notifier.Log(4, fmt.Sprintf("session %s: %s suppressed (%s): %v", sessionID, reason, suppressed(err), err))
+	case checkpointer.Suppressed(err) != "":
+		s.opts.Notifier.Log(4, fmt.Sprintf("session %s: %s suppressed (%s): %v", sessionID, reason, checkpointer.Suppressed(err), err))
 	default:
 		s.opts.Notifier.Log(2, fmt.Sprintf("session %s: %s checkpoint: %v", sessionID, reason, err))
 	}
 	return out, err
 }
 
-// lockTurn takes l.turn, waiting until it is free or ctx ends.
+// lockTurn takes l.turn, waiting until it is released or ctx ends.
 func lockTurn(ctx context.Context, l *liveSession) error {
-	for !l.turn.TryLock() {
-		select {
-		case <-ctx.Done():
-			return core.E(core.CodeBusy, fmt.Sprintf("session %s is still running a turn", l.sessionID), ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
+	if err := l.turn.LockContext(ctx); err != nil {
+		return core.E(core.CodeBusy, fmt.Sprintf("session %s is still running a turn", l.sessionID), err)
 	}
 	return nil
 }
@@ -128,14 +114,14 @@ func (s *Service) suspend(ctx context.Context, sessionID, by string, wait bool) 
 	l.mu.Lock()
 	turns := l.turns
 	l.mu.Unlock()
-	cp, err := s.runCheckpoint(ctx, sessionID, checkpoint.ReasonBeforeSuspend, "", wait)
+	cp, err := s.ckpt.Checkpoint(ctx, sessionID, checkpointer.Request{Reason: checkpoint.ReasonBeforeSuspend, Wait: wait})
 	switch {
 	case err == nil:
 		out.CheckpointEntryID = cp.EntryID
-	case suppressed(err) == checkpoint.SuppressedToolInFlight || suppressed(err) == checkpoint.SuppressedApproval:
+	case checkpointer.Suppressed(err) == checkpoint.SuppressedToolInFlight || checkpointer.Suppressed(err) == checkpoint.SuppressedApproval:
 		return SuspendOutcome{}, core.Errorf(core.CodeBusy, "session %s: %v", sessionID, err)
-	case suppressed(err) != "":
-		out.Suppressed = suppressed(err)
+	case checkpointer.Suppressed(err) != "":
+		out.Suppressed = checkpointer.Suppressed(err)
 	case core.ErrorCode(err) == core.CodeBusy:
 		return SuspendOutcome{}, err
 	default:
@@ -208,11 +194,10 @@ func (s *Service) idle(l *liveSession) {
 	l.mu.Lock()
 	busy := l.autoRunning > 0
 	l.mu.Unlock()
-	if busy || !l.turn.TryLock() {
+	if busy || l.turn.Held() {
 		l.touch()
 		return
 	}
-	l.turn.Unlock()
 	s.bg.Add(1)
 	defer s.bg.Done()
 	l.mu.Lock()

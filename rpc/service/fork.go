@@ -99,7 +99,7 @@ func (s *Service) forkPoint(ctx context.Context, src core.Session, entryID strin
 		if err != nil {
 			return core.Entry{}, checkpoint.Projection{}, err
 		}
-		proj, err := s.forkProjection(ctx, src.ID, opt)
+		proj, err := s.ckpt.ForkProjection(ctx, src.ID, opt)
 		return at, proj, err
 	}
 	path, err := s.pathTo(ctx, src, entryID)

@@ -23,7 +23,7 @@ type liveSession struct {
 	live    core.Live
 	closing bool
 
-	turn sync.Mutex // one turn (prompt, checkpoint, compaction) at a time
+	turn turnGate // one turn (prompt, checkpoint, compaction) at a time (turn.go)
 
 	// The sink queues events; a drainer goroutine records them in batches
 	// (one transaction for a run of entries), so a harness that reports
@@ -60,7 +60,7 @@ type liveSession struct {
 // newLive returns a liveSession for sessionID; recorded says whether its
 // session row exists yet.
 func newLive(s *Service, sessionID string, h core.BridgeHost, recorded bool) *liveSession {
-	l := &liveSession{svc: s, sessionID: sessionID, host: h, recorded: recorded}
+	l := &liveSession{svc: s, sessionID: sessionID, host: h, recorded: recorded, turn: newTurnGate()}
 	l.idle = sync.NewCond(&l.qmu)
 	return l
 }

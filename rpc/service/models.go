@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bridge-dev/bridge/rpc/service/checkpointer"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/checkpoint"
@@ -119,7 +120,7 @@ func (s *Service) SessionSelectModel(ctx context.Context, p schema.SessionSelect
 	down, why := s.isDowngrade(ctx, h, sess.Model, sess.Effort, p.Model, p.Effort)
 	out.Downgrade = down
 	if down {
-		cp, err := s.checkpoint(ctx, sess.ID, checkpoint.ReasonBeforeDowngrade, "")
+		cp, err := s.ckpt.Checkpoint(ctx, sess.ID, checkpointer.Request{Reason: checkpoint.ReasonBeforeDowngrade})
 		var se *checkpoint.SuppressedError
 		switch {
 		case err == nil:

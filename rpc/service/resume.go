@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bridge-dev/bridge/rpc/service/checkpointer"
 	"github.com/bridge-dev/bridge/rpc/service/library"
 	"strings"
 
@@ -68,7 +69,7 @@ func (s *Service) resume(ctx context.Context, sessionID string, fresh bool) (Res
 		// projection.
 		if why := s.riskyResume(ctx, h, sess); why != "" {
 			s.opts.Notifier.Log(3, fmt.Sprintf("session %s: native resume is risky (%s)", sessionID, why))
-			if _, err := s.autoCheckpoint(ctx, sessionID, checkpoint.ReasonBeforeNativeResume); err != nil && suppressed(err) == "" {
+			if _, err := s.autoCheckpoint(ctx, sessionID, checkpoint.ReasonBeforeNativeResume); err != nil && checkpointer.Suppressed(err) == "" {
 				return Restored{}, err
 			}
 			if sess, err = s.session(ctx, sessionID); err != nil {
@@ -140,7 +141,7 @@ func (s *Service) restored(ctx context.Context, r Restored) (Restored, error) {
 // checkpoint_restored. With no valid checkpoint the process starts empty:
 // fresh, with the reason.
 func (s *Service) restoreFromCheckpoint(ctx context.Context, h core.BridgeHost, sess core.Session, preset core.Preset) (Restored, error) {
-	proj, perr := s.projection(ctx, sess, checkpoint.ProjectOptions{Model: sess.Model, Effort: sess.Effort,
+	proj, perr := s.ckpt.Projection(ctx, sess, checkpoint.ProjectOptions{Model: sess.Model, Effort: sess.Effort,
 		Budget: checkpoint.RetainPolicy{TokenBudget: projectionTokens}})
 	if perr != nil && core.ErrorCode(perr) != core.CodeNotFound {
 		return Restored{}, perr

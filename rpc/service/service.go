@@ -10,6 +10,7 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/rpc/service/attach"
+	"github.com/bridge-dev/bridge/rpc/service/checkpointer"
 	"github.com/bridge-dev/bridge/rpc/service/hosts"
 	"github.com/bridge-dev/bridge/rpc/service/library"
 	"github.com/bridge-dev/bridge/rpc/service/migrate"
@@ -92,14 +93,13 @@ type Service struct {
 	lib       *library.Library // import, discovery, export, search
 	images    attach.Images    // the images prompts carry
 	migrate   *migrate.Migrator
+	ckpt      *checkpointer.Checkpointer
 	startedAt time.Time
 
 	mu   sync.Mutex
 	live map[string]*liveSession // by Bridge session id
 
 	queues queues // prompts waiting for a running turn (queue.go)
-
-	inCheckpoint map[string]bool // sessions with a checkpoint being written
 
 	life     context.Context // ends when Close begins to stop sessions
 	stopLife context.CancelFunc
@@ -129,12 +129,15 @@ func New(opts Options) (*Service, error) {
 		opts.LeaseTTL = defaultLeaseTTL
 	}
 	s := &Service{opts: opts, hosts: hosts.New(opts.Hosts, opts.Now), live: map[string]*liveSession{}}
+	s.startedAt = opts.Now()
 	s.images = attach.Images{Store: opts.Store, DataDir: opts.DataDir}
 	s.lib = library.New(library.Options{Store: opts.Store, Hosts: s.hosts, IDs: opts.IDs, Prices: opts.Prices, Images: s.images})
 	s.migrate = migrate.New(migrate.Options{Store: opts.Store, Hosts: s.hosts, Sessions: migrationSessions{s}, Library: s.lib,
 		Images: s.images, Log: opts.Notifier, DataDir: opts.DataDir, IDs: opts.IDs, Now: opts.Now})
+	s.ckpt = checkpointer.New(checkpointer.Options{Store: opts.Store, Hosts: s.hosts, Lives: checkpointLives{s},
+		Notifier: checkpointNotifier{s}, IDs: opts.IDs, Timeout: opts.CheckpointTimeout, Instructions: opts.CheckpointInstructions,
+		RepoStatus: opts.RepoStatus, ResponseReserve: opts.ResponseReserve, StartedAt: s.startedAt})
 	s.life, s.stopLife = context.WithCancel(context.Background())
-	s.startedAt = opts.Now()
 	s.follow()
 	return s, nil
 }

@@ -1,7 +1,8 @@
-package service
+package checkpointer
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 
 	"github.com/bridge-dev/bridge/core"
@@ -18,9 +19,9 @@ import (
 // says it needs more, until the page reaches back to the entry with seq
 // floor (the last boundary: nothing older matters; 0 for none) or to the
 // root. complete tells enough that nothing older can matter.
-func (s *Service) newest(ctx context.Context, sessionID string, floor int64, msgs int, enough func(page []core.Entry, complete bool) bool) error {
+func (c *Checkpointer) newest(ctx context.Context, sessionID string, floor int64, msgs int, enough func(page []core.Entry, complete bool) bool) error {
 	for {
-		page, more, err := s.opts.Store.History(ctx, sessionID, 0, msgs)
+		page, more, err := c.opts.Store.History(ctx, sessionID, 0, msgs)
 		if err != nil {
 			return err
 		}
@@ -34,9 +35,9 @@ func (s *Service) newest(ctx context.Context, sessionID string, floor int64, msg
 
 // planRetention picks where the retained tail of a checkpoint about to be
 // written starts (checkpoint.PlanRetention) from the newest entries.
-func (s *Service) planRetention(ctx context.Context, sessionID string, win core.Window) (checkpoint.RetentionPlan, error) {
+func (c *Checkpointer) planRetention(ctx context.Context, sessionID string, win core.Window) (checkpoint.RetentionPlan, error) {
 	var plan checkpoint.RetentionPlan
-	err := s.newest(ctx, sessionID, win.BoundarySeq, retainPolicy.KeepMessages+2, func(page []core.Entry, complete bool) bool {
+	err := c.newest(ctx, sessionID, win.BoundarySeq, retainPolicy.KeepMessages+2, func(page []core.Entry, complete bool) bool {
 		var more bool
 		plan, more = checkpoint.PlanRetentionTail(page, complete, retainPolicy)
 		return !more
@@ -49,16 +50,16 @@ func (s *Service) planRetention(ctx context.Context, sessionID string, win core.
 // messages (the newest entries) and the checkpoint the last boundary
 // committed (one entry). Only when that checkpoint is unusable is the
 // branch read, to find an older valid one.
-func (s *Service) recovery(ctx context.Context, sessionID string, win core.Window) (checkpoint.Recovery, error) {
+func (c *Checkpointer) recovery(ctx context.Context, sessionID string, win core.Window) (checkpoint.Recovery, error) {
 	in := checkpoint.Recovery{Evidence: checkpoint.EvidenceOf(win), Activity: checkpoint.ActivityOf(win)}
 	if win.LastUserID != "" {
-		e, err := s.opts.Store.GetEntry(ctx, win.LastUserID)
+		e, err := c.opts.Store.GetEntry(ctx, win.LastUserID)
 		if err != nil {
 			return in, err
 		}
-		in.Goal = strings.TrimSpace(memberString(e.Payload, "text"))
+		in.Goal = strings.TrimSpace(textOf(e.Payload))
 	}
-	err := s.newest(ctx, sessionID, win.BoundarySeq, 2*checkpoint.RecentAssistant, func(page []core.Entry, _ bool) bool {
+	err := c.newest(ctx, sessionID, win.BoundarySeq, 2*checkpoint.RecentAssistant, func(page []core.Entry, _ bool) bool {
 		in.Assistant = checkpoint.AssistantTexts(after(page, win.BoundarySeq))
 		return len(in.Assistant) >= checkpoint.RecentAssistant
 	})
@@ -68,11 +69,11 @@ func (s *Service) recovery(ctx context.Context, sessionID string, win core.Windo
 	if win.BoundaryID == "" {
 		return in, nil
 	}
-	if cp, _, err := s.boundaryCheckpoint(ctx, win); err == nil {
+	if cp, _, err := c.boundaryCheckpoint(ctx, win); err == nil {
 		in.Earlier = &cp
 		return in, nil
 	}
-	branch, err := s.opts.Store.ActiveBranch(ctx, sessionID)
+	branch, err := c.opts.Store.ActiveBranch(ctx, sessionID)
 	if err != nil {
 		return in, err
 	}
@@ -94,11 +95,11 @@ func after(page []core.Entry, floor int64) []core.Entry {
 
 // boundaryCheckpoint reads and checks the checkpoint the window's boundary
 // commits.
-func (s *Service) boundaryCheckpoint(ctx context.Context, win core.Window) (checkpoint.Checkpoint, core.Entry, error) {
+func (c *Checkpointer) boundaryCheckpoint(ctx context.Context, win core.Window) (checkpoint.Checkpoint, core.Entry, error) {
 	if !win.BoundaryCheckpointSeen {
 		return checkpoint.Checkpoint{}, core.Entry{}, core.Errorf(core.CodeNotFound, "boundary %s names no checkpoint committed with it", win.BoundaryID)
 	}
-	e, err := s.opts.Store.GetEntry(ctx, win.BoundaryCheckpointID)
+	e, err := c.opts.Store.GetEntry(ctx, win.BoundaryCheckpointID)
 	if err != nil {
 		return checkpoint.Checkpoint{}, core.Entry{}, err
 	}
@@ -106,24 +107,24 @@ func (s *Service) boundaryCheckpoint(ctx context.Context, win core.Window) (chec
 	return cp, e, err
 }
 
-// projection is the restoration projection of sess (checkpoint.Project's)
+// Projection is the restoration projection of sess (checkpoint.Project's)
 // read through the window: the checkpoint its last boundary commits, the
 // entries retained from before the boundary, and the newest entries after
 // it until the token budget is filled. A boundary whose checkpoint is
 // unusable (or an unusual layout) falls back to Project on the branch,
 // which looks for an older one.
-func (s *Service) projection(ctx context.Context, sess core.Session, opt checkpoint.ProjectOptions) (checkpoint.Projection, error) {
-	return s.projectTail(ctx, sess.ID, opt, false)
+func (c *Checkpointer) Projection(ctx context.Context, sess core.Session, opt checkpoint.ProjectOptions) (checkpoint.Projection, error) {
+	return c.projectTail(ctx, sess.ID, opt, false)
 }
 
-// forkProjection is the projection a fork at the head starts from
+// ForkProjection is the projection a fork at the head starts from
 // (checkpoint.ProjectFork's), read the same way.
-func (s *Service) forkProjection(ctx context.Context, sessionID string, opt checkpoint.ProjectOptions) (checkpoint.Projection, error) {
-	return s.projectTail(ctx, sessionID, opt, true)
+func (c *Checkpointer) ForkProjection(ctx context.Context, sessionID string, opt checkpoint.ProjectOptions) (checkpoint.Projection, error) {
+	return c.projectTail(ctx, sessionID, opt, true)
 }
 
-func (s *Service) projectTail(ctx context.Context, sessionID string, opt checkpoint.ProjectOptions, fork bool) (checkpoint.Projection, error) {
-	win, err := s.opts.Store.Window(ctx, sessionID)
+func (c *Checkpointer) projectTail(ctx context.Context, sessionID string, opt checkpoint.ProjectOptions, fork bool) (checkpoint.Projection, error) {
+	win, err := c.opts.Store.Window(ctx, sessionID)
 	if err != nil {
 		return checkpoint.Projection{}, err
 	}
@@ -134,17 +135,17 @@ func (s *Service) projectTail(ctx context.Context, sessionID string, opt checkpo
 	usable := true
 	if win.BoundaryID != "" {
 		var cp checkpoint.Checkpoint
-		cp, in.Checkpoint, err = s.boundaryCheckpoint(ctx, win)
+		cp, in.Checkpoint, err = c.boundaryCheckpoint(ctx, win)
 		usable = err == nil
 		if usable && cp.FirstRetainedEntryID != "" {
-			in.Before, usable, err = s.retainedBefore(ctx, sessionID, win, cp.FirstRetainedEntryID)
+			in.Before, usable, err = c.retainedBefore(ctx, sessionID, win, cp.FirstRetainedEntryID)
 			if err != nil {
 				return checkpoint.Projection{}, err
 			}
 		}
 	}
 	if !usable {
-		branch, err := s.opts.Store.ActiveBranch(ctx, sessionID)
+		branch, err := c.opts.Store.ActiveBranch(ctx, sessionID)
 		if err != nil {
 			return checkpoint.Projection{}, err
 		}
@@ -159,7 +160,7 @@ func (s *Service) projectTail(ctx context.Context, sessionID string, opt checkpo
 	}
 	var p checkpoint.Projection
 	var perr error
-	err = s.newest(ctx, sessionID, win.BoundarySeq, 64, func(page []core.Entry, complete bool) bool {
+	err = c.newest(ctx, sessionID, win.BoundarySeq, 64, func(page []core.Entry, complete bool) bool {
 		in.Tail, in.Complete = page, complete
 		var more bool
 		p, more, perr = project(in, opt)
@@ -175,8 +176,8 @@ func (s *Service) projectTail(ctx context.Context, sessionID string, opt checkpo
 // (inclusive) when first is an entry before it; nil when first is the
 // marker the commit wrote after the boundary or is not on the branch.
 // usable is false for any other layout.
-func (s *Service) retainedBefore(ctx context.Context, sessionID string, win core.Window, first string) (es []core.Entry, usable bool, err error) {
-	fe, err := s.opts.Store.GetEntry(ctx, first)
+func (c *Checkpointer) retainedBefore(ctx context.Context, sessionID string, win core.Window, first string) (es []core.Entry, usable bool, err error) {
+	fe, err := c.opts.Store.GetEntry(ctx, first)
 	switch {
 	case core.ErrorCode(err) == core.CodeNotFound:
 		return nil, true, nil // not on the branch: retained from the boundary on
@@ -188,7 +189,7 @@ func (s *Service) retainedBefore(ctx context.Context, sessionID string, win core
 		return nil, fe.Kind == core.KindBranchSummary && fe.ParentID == win.BoundaryID, nil
 	}
 	for msgs := 16; ; msgs *= 4 {
-		page, more, err := s.opts.Store.History(ctx, sessionID, win.BoundarySeq+1, msgs)
+		page, more, err := c.opts.Store.History(ctx, sessionID, win.BoundarySeq+1, msgs)
 		if err != nil {
 			return nil, false, err
 		}
@@ -201,4 +202,13 @@ func (s *Service) retainedBefore(ctx context.Context, sessionID string, win core
 			return nil, true, nil // not on the active branch
 		}
 	}
+}
+
+// textOf is the text member of a message payload ("" when it has none).
+func textOf(payload []byte) string {
+	var p struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(payload, &p)
+	return p.Text
 }
