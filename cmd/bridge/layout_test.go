@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -237,5 +239,60 @@ func TestRepositoryLayout(t *testing.T) {
 	}
 	if len(files) < 100 {
 		t.Fatalf("git ls-files listed %d files", len(files))
+	}
+}
+
+// TestArchitectureNamesFilesThatExist reads ARCHITECTURE.md's "What a
+// change touches": each "### ... (N files)" list names N files (the first
+// path in backquotes of each item), every path it names exists, and so do
+// the generated files it lists. A file moved or renamed without the
+// section fails here.
+func TestArchitectureNamesFilesThatExist(t *testing.T) {
+	root := filepath.Join("..", "..")
+	doc, err := os.ReadFile(filepath.Join(root, "ARCHITECTURE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## What a change touches\n")
+	if !ok {
+		t.Fatal(`ARCHITECTURE.md has no section "## What a change touches"`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	heading := regexp.MustCompile(`^### (.+) \((\d+) files\)$`)
+	quoted := regexp.MustCompile("`([^`]+)`")
+	counted := map[string]int{}
+	want := map[string]int{}
+	var current string
+	for _, line := range strings.Split(section, "\n") {
+		if m := heading.FindStringSubmatch(line); m != nil {
+			current = m[1]
+			want[current], _ = strconv.Atoi(m[2])
+			continue
+		}
+		isItem := strings.HasPrefix(line, "- ")
+		if !isItem && !strings.HasPrefix(line, "Generated: ") {
+			continue
+		}
+		for i, m := range quoted.FindAllStringSubmatch(line, -1) {
+			p := m[1]
+			if !strings.Contains(p, "/") || strings.ContainsAny(p, " <>()*") {
+				continue // a Go name, not a path
+			}
+			if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+				t.Errorf("ARCHITECTURE.md, %q: %s does not exist", current, p)
+			}
+			if isItem && i == 0 {
+				counted[current]++
+			}
+		}
+	}
+	for _, change := range []string{"A new request method", "A new entry kind", "A new harness", "A new store"} {
+		if _, ok := want[change]; !ok {
+			t.Errorf("ARCHITECTURE.md's \"What a change touches\" has no %q", change)
+			continue
+		}
+		if counted[change] != want[change] {
+			t.Errorf("ARCHITECTURE.md, %q: the heading says %d files, the list names %d", change, want[change], counted[change])
+		}
 	}
 }
