@@ -99,6 +99,7 @@ func (h *Host) Resume(ctx context.Context, req core.ResumeRequest, sink core.Eve
 	raw, err := l.a.call(ctx, method, loadSessionParams{SessionID: req.NativeID, Cwd: absDir(cwd), McpServers: []any{}})
 	l.mu.Lock()
 	l.m.flush() // the replay's last message, unrecorded
+	l.m.settleCost()
 	l.m.mode = modeLive
 	l.mu.Unlock()
 	if err != nil {
@@ -401,7 +402,7 @@ func (l *live) run(ctx context.Context, blocks []contentBlock) (core.TurnResult,
 	}
 	select {
 	case r := <-ch:
-		l.endTurn()
+		l.endTurn(r.Result)
 		if r.Err != nil {
 			var re *rpcError
 			if errors.As(r.Err, &re) {
@@ -422,17 +423,20 @@ func (l *live) run(ctx context.Context, blocks []contentBlock) (core.TurnResult,
 		return core.TurnResult{StopReason: res.StopReason}, nil
 	case <-ctx.Done():
 		go func() {
-			<-ch
-			l.endTurn()
+			r := <-ch
+			l.endTurn(r.Result)
 		}()
 		return core.TurnResult{}, core.E(core.CodeCancelled, "acp: stopped waiting for the turn", ctx.Err())
 	}
 }
 
-func (l *live) endTurn() {
+// endTurn records the end of a turn whose session/prompt result is result
+// (nil when it failed): its last message and its usage.
+func (l *live) endTurn(result json.RawMessage) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.emit(l.m.endTurn())
+	l.emit(l.m.turnUsage(result, currentModel(&l.setup)))
 	l.h.learnSession(l.m, nil)
 }
 

@@ -73,10 +73,14 @@ type mapper struct {
 	text, thought, user strings.Builder
 	messageID           string
 
-	used, size    int64
-	haveUsage     bool
-	sawGauge      bool
-	sawCompaction bool // a compaction_update arrived
+	used, size int64
+	haveUsage  bool
+	// cost is the last usage_update's cumulative US-dollar cost, costBase
+	// its value when the previous turn ended (usage.go).
+	cost, costBase float64
+	haveCost       bool
+	sawGauge       bool
+	sawCompaction  bool // a compaction_update arrived
 
 	commands      []command
 	haveCommands  bool
@@ -270,8 +274,9 @@ func (m *mapper) endTurn() []core.Event {
 
 func (m *mapper) usage(raw json.RawMessage) []core.Event {
 	var u struct {
-		Used *int64 `json:"used"`
-		Size int64  `json:"size"`
+		Used *int64     `json:"used"`
+		Size int64      `json:"size"`
+		Cost *usageCost `json:"cost"`
 	}
 	if err := json.Unmarshal(raw, &u); err != nil || u.Used == nil {
 		if m.emitting() {
@@ -280,6 +285,7 @@ func (m *mapper) usage(raw json.RawMessage) []core.Event {
 		return nil
 	}
 	m.used, m.size, m.haveUsage, m.sawGauge = *u.Used, u.Size, true, true
+	m.noteCost(u.Cost)
 	var out []core.Event
 	if m.pendingCompct != nil {
 		post := *u.Used

@@ -301,3 +301,50 @@ func TestMapEditToolCreatesArtifacts(t *testing.T) {
 		t.Fatalf("artifacts %v, want /p/a.go and /p/b.go", paths)
 	}
 }
+
+// TestTurnUsage: a turn's usage.reported entry from the session/prompt
+// result's usage, made disjoint by its totalTokens (thought tokens counted
+// apart from output are added to output; cache reads counted within input
+// are taken out of it), with the growth of usage_update's cumulative
+// US-dollar cost since the turn before as its cost; a turn that reports
+// neither records nothing, and a cost in another currency is not kept.
+func TestTurnUsage(t *testing.T) {
+	m := newMapper("acp", "s", "n", modeLive)
+	parse := func(evs []core.Event) core.Usage {
+		t.Helper()
+		if len(evs) != 1 || evs[0].Entry == nil || evs[0].Entry.Kind != core.KindUsageReported {
+			t.Fatalf("events %+v: want one usage.reported", evs)
+		}
+		u, _ := core.ParseUsage(evs[0].Entry.Payload)
+		return u
+	}
+	// Disjoint counts (claude-agent-acp), cumulative cost 0.5 then 0.75.
+	m.update(json.RawMessage(`{"sessionUpdate":"usage_update","used":10,"size":100,"cost":{"amount":0.5,"currency":"USD"}}`))
+	u := parse(m.turnUsage(json.RawMessage(`{"stopReason":"end_turn","usage":{"totalTokens":1700,"inputTokens":1000,"outputTokens":100,"cachedReadTokens":500,"cachedWriteTokens":100}}`), "opus"))
+	if u.InputTokens != 1000 || u.OutputTokens != 100 || u.CacheReadTokens != 500 || u.CacheWriteTokens != 100 ||
+		u.CostUSD == nil || *u.CostUSD != 0.5 || u.Model != "opus" || u.Scope != "turn" {
+		t.Errorf("first turn %+v", u)
+	}
+	m.update(json.RawMessage(`{"sessionUpdate":"usage_update","used":20,"size":100,"cost":{"amount":0.75,"currency":"USD"}}`))
+	u = parse(m.turnUsage(json.RawMessage(`{"stopReason":"end_turn","usage":{"totalTokens":1100,"inputTokens":1000,"outputTokens":100}}`), "opus"))
+	if u.CostUSD == nil || *u.CostUSD != 0.25 {
+		t.Errorf("second turn cost %v, want the growth 0.25", u.CostUSD)
+	}
+	// Cache reads within input, thoughts apart from output.
+	u = parse(m.turnUsage(json.RawMessage(`{"stopReason":"end_turn","usage":{"totalTokens":1150,"inputTokens":1000,"outputTokens":100,"thoughtTokens":50,"cachedReadTokens":400}}`), ""))
+	if u.InputTokens != 600 || u.OutputTokens != 150 || u.CacheReadTokens != 400 || u.CostUSD != nil {
+		t.Errorf("overlapping counts read as %+v, want input 600, output 150, cache reads 400, no cost (it did not grow)", u)
+	}
+	// Thoughts within output: kept as they are.
+	u = parse(m.turnUsage(json.RawMessage(`{"stopReason":"end_turn","usage":{"totalTokens":1100,"inputTokens":1000,"outputTokens":100,"thoughtTokens":50}}`), ""))
+	if u.InputTokens != 1000 || u.OutputTokens != 100 {
+		t.Errorf("thoughts within output read as %+v", u)
+	}
+	if evs := m.turnUsage(json.RawMessage(`{"stopReason":"end_turn"}`), ""); len(evs) != 0 {
+		t.Errorf("a turn with no usage recorded %+v", evs)
+	}
+	m.update(json.RawMessage(`{"sessionUpdate":"usage_update","used":20,"size":100,"cost":{"amount":9,"currency":"EUR"}}`))
+	if evs := m.turnUsage(nil, ""); len(evs) != 0 {
+		t.Errorf("a cost in EUR recorded %+v", evs)
+	}
+}

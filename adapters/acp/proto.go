@@ -125,16 +125,9 @@ type promptParams struct {
 
 type promptResult struct {
 	StopReason string `json:"stopReason"`
-	// Usage (unstable) is the turn's token usage, when the agent reports it.
+	// Usage (unstable) is the turn's token usage, when the agent reports
+	// it (usage.go).
 	Usage *promptUsage `json:"usage,omitempty"`
-}
-
-// promptUsage is the unstable usage of a session/prompt result.
-type promptUsage struct {
-	InputTokens       int64 `json:"inputTokens"`
-	OutputTokens      int64 `json:"outputTokens"`
-	CachedReadTokens  int64 `json:"cachedReadTokens"`
-	CachedWriteTokens int64 `json:"cachedWriteTokens"`
 }
 
 // forkSessionParams are session/fork's params.

@@ -162,6 +162,7 @@ type rolloutMapper struct {
 	lastTotal      *int64
 	turnStartTotal *int64
 	turn           string
+	usage          rolloutUsage // token totals, for each turn's usage.reported (usage.go)
 	pending        *pendingCompaction
 	nativeID       string // the session id as of the line being mapped
 }
@@ -318,6 +319,11 @@ func (m *rolloutMapper) event(key string, payload json.RawMessage, raw []byte) {
 		if head.Info != nil {
 			n := head.Info.Last.TotalTokens
 			m.lastTotal = &n
+		}
+		m.usage.noteTotals(payload)
+	case "task_complete":
+		if e := m.usage.turnEnded(head.TurnID, m.b.Head.Model); e != nil {
+			_ = m.b.Add(*e)
 		}
 	case "user_message", "agent_message":
 		if !m.legacyMessages {

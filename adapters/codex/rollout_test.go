@@ -31,21 +31,22 @@ func TestImportManualCompactionRollout(t *testing.T) {
 	for _, e := range s.Entries {
 		kinds = append(kinds, string(e.Kind))
 	}
-	if got := strings.Join(kinds, " "); got != "user.message assistant.message context.compacted" {
+	if got := strings.Join(kinds, " "); got != "user.message assistant.message usage.reported context.compacted usage.reported" {
 		t.Errorf("kinds = %s", got)
 	}
 	// The native ids are the ones the live mapping gives the same items
 	// (see TestReplayTurnAndManualCompaction), so live + import adds nothing.
-	wantIDs := []string{"01a22a77-448a-7c03-8429-6fcc7e2009b7", "msg_1", "01a22a77-4563-76a2-9cfe-2bfe4bff70f1"}
+	wantIDs := []string{"01a22a77-448a-7c03-8429-6fcc7e2009b7", "msg_1", "usage:01a22a77-4420-7d33-8052-5cb8fedf9af7",
+		"01a22a77-4563-76a2-9cfe-2bfe4bff70f1", "usage:01a22a77-4550-7513-8e49-fabe3fb939c6"}
 	for i, e := range s.Entries {
 		if e.NativeID != wantIDs[i] {
 			t.Errorf("entry %d NativeID = %q, want %q", i, e.NativeID, wantIDs[i])
 		}
 	}
-	cp := compactedOf(t, s.Entries[2])
+	cp := compactedOf(t, s.Entries[3])
 	if cp.Trigger != core.TriggerManual || !strings.HasSuffix(cp.Summary, "reply 2") || !cp.Estimated ||
 		cp.PreTokens == nil || *cp.PreTokens != 1010 || cp.PostTokens == nil || *cp.PostTokens != 6046 {
-		t.Errorf("compacted = %s", s.Entries[2].Payload)
+		t.Errorf("compacted = %s", s.Entries[3].Payload)
 	}
 	if strings.Contains(string(cp.Raw), "replacement_history\"") {
 		t.Error("raw keeps the whole replacement history")

@@ -75,3 +75,58 @@ func (m *mapper) useModel(model string) {
 	m.ledger.model = model
 	m.mu.Unlock()
 }
+
+// A rollout file records the same totals as token_count events
+// (info.total_token_usage, info.last_token_usage, in snake case) and each
+// turn's end as task_complete: an import records each turn's usage as the
+// live mapping does, under the same native id ("usage:" + the turn id), at
+// the time of the turn's end, so a thread imported after it was driven
+// live adds no usage twice.
+
+// rolloutTokens is a rollout's TokenUsage.
+type rolloutTokens struct {
+	InputTokens           int64 `json:"input_tokens"`
+	CachedInputTokens     int64 `json:"cached_input_tokens"`
+	CacheWriteInputTokens int64 `json:"cache_write_input_tokens"`
+	OutputTokens          int64 `json:"output_tokens"`
+}
+
+func (t rolloutTokens) breakdown() tokenBreakdown {
+	return tokenBreakdown{InputTokens: t.InputTokens, CachedInputTokens: t.CachedInputTokens,
+		CacheWriteInputTokens: t.CacheWriteInputTokens, OutputTokens: t.OutputTokens}
+}
+
+// rolloutUsage follows a rollout's totals between turn ends.
+type rolloutUsage struct{ g ledger }
+
+// noteTotals takes one token_count event's payload.
+func (r *rolloutUsage) noteTotals(payload json.RawMessage) {
+	var p struct {
+		Info *struct {
+			Total *rolloutTokens `json:"total_token_usage"`
+			Last  rolloutTokens  `json:"last_token_usage"`
+		} `json:"info"`
+	}
+	if json.Unmarshal(payload, &p) != nil || p.Info == nil || p.Info.Total == nil {
+		return
+	}
+	if !r.g.seen {
+		r.g.seen = true
+		r.g.base = p.Info.Total.breakdown().minus(p.Info.Last.breakdown())
+	}
+	r.g.total = p.Info.Total.breakdown()
+}
+
+// turnEnded returns the usage.reported entry of turn (on model), which
+// just ended, or nil.
+func (r *rolloutUsage) turnEnded(turn, model string) *core.NewEntry {
+	if turn == "" || !r.g.seen {
+		return nil
+	}
+	r.g.model = model
+	ev := r.g.turnEnded(turn)
+	if ev == nil {
+		return nil
+	}
+	return ev.Entry
+}

@@ -73,13 +73,18 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("history user messages %q", u)
 	}
 	// The live entries and the history entries share native ids.
-	live0 := rec.Entries()
+	var last core.NewEntry
+	for _, e := range rec.Entries() {
+		if e.Kind == core.KindAssistantMessage {
+			last = e
+		}
+	}
 	found := false
 	for _, e := range hist {
-		found = found || (e.Kind == core.KindAssistantMessage && e.NativeID == live0[len(live0)-1].NativeID)
+		found = found || (e.Kind == core.KindAssistantMessage && e.NativeID == last.NativeID)
 	}
 	if !found {
-		t.Errorf("history's assistant message has not the live entry's native id %q", live0[len(live0)-1].NativeID)
+		t.Errorf("history's assistant message has not the live entry's native id %q", last.NativeID)
 	}
 
 	if err := live.Rename(ctx, "renamed by bridge"); err != nil {

@@ -409,6 +409,7 @@ func (m *mapper) assistantMessage(ev Event) {
 	_ = json.Unmarshal(ev.Data, &d)
 	m.sample(d.Usage)
 	m.setModel(d.Message.Source.Provider, d.Message.Source.Model)
+	defer m.usageEntry(ev, id, d.Usage, d.Message.Source.Model) // after the message's own entries
 	for _, c := range d.Message.Content {
 		if c.Type == "tool-call" || c.Type == "tool_call" || c.Type == "tool-use" || c.Type == "tool_use" {
 			tid := firstNonEmpty(c.ToolCallID, c.ID)

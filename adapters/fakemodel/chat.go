@@ -80,9 +80,14 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
 		finish = "tool_calls"
 	}
 	usage := map[string]any{
-		"prompt_tokens":     reply.InputTokens,
+		"prompt_tokens":     reply.InputTokens + reply.CacheReadTokens,
 		"completion_tokens": reply.OutputTokens,
-		"total_tokens":      reply.InputTokens + reply.OutputTokens,
+		"total_tokens":      reply.InputTokens + reply.CacheReadTokens + reply.OutputTokens,
+	}
+	if reply.CacheReadTokens > 0 {
+		// Cache hits are counted within prompt_tokens, as OpenAI and
+		// DeepSeek count them.
+		usage["prompt_tokens_details"] = map[string]any{"cached_tokens": reply.CacheReadTokens}
 	}
 	if !req.Stream {
 		msg := map[string]any{"role": "assistant", "content": reply.Text}

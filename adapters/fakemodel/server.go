@@ -30,8 +30,9 @@ type Reply struct {
 	OutputTokens int64
 	// CacheReadTokens and CacheWriteTokens are the prompt-cache usage
 	// reported (Anthropic cache_read_input_tokens and
-	// cache_creation_input_tokens; OpenAI Responses cached_tokens, counted
-	// within input_tokens as that API does, and no cache writes).
+	// cache_creation_input_tokens; OpenAI Responses cached_tokens and Chat
+	// Completions prompt_tokens_details.cached_tokens, counted within the
+	// input tokens as those APIs do, and no cache writes).
 	CacheReadTokens  int64
 	CacheWriteTokens int64
 	// Hang keeps the response open without an answer until the client goes
@@ -196,7 +197,7 @@ func (s *Server) record(req Request) Reply {
 		switch req.API {
 		case "anthropic":
 			u.CacheReadTokens, u.CacheWriteTokens = r.CacheReadTokens, r.CacheWriteTokens
-		case "responses":
+		case "responses", "chat":
 			u.CacheReadTokens = r.CacheReadTokens
 		}
 		s.requests[at].Reported = u

@@ -145,6 +145,10 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatalf("Prompt = %+v, %v", res, err)
 		}
 		es := log.entries()[before:]
+		if u := ofKind(es, core.KindUsageReported); len(u) != 2 {
+			t.Errorf("%d usage.reported entries, want one per model request (2)", len(u))
+		}
+		es = withoutUsage(es)
 		got := strings.Join(kinds(es), ",")
 		if !strings.Contains(got, "tool.started,tool.completed,artifact.created") || !strings.HasSuffix(got, "assistant.message") {
 			t.Fatalf("tool turn kinds = %s", got)

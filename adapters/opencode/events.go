@@ -21,7 +21,7 @@ var quietEvents = map[string]bool{
 }
 
 // quietParts are part types that are pure bookkeeping.
-var quietParts = map[string]bool{"step-start": true, "step-finish": true, "snapshot": true}
+var quietParts = map[string]bool{"step-start": true, "snapshot": true}
 
 // eventMapper turns the bus events of one session into core events. It is
 // not safe for concurrent use; the event stream calls it from one goroutine.
@@ -244,6 +244,8 @@ func (m *eventMapper) partEntries(p part) []core.NewEntry {
 		return out
 	case "patch":
 		return patchArtifacts(p)
+	case "step-finish":
+		return stepUsage(p, m.messages[p.MessageID], m.model)
 	case "compaction":
 		cp := p
 		m.compaction = &cp

@@ -130,6 +130,12 @@ func (mm *messageMapper) message(sm storedMessage) {
 			}
 			add(compacted(compactions[info.ParentID], &info, text.String(), info.ID,
 				map[string]any{"summaryMessage": sm.Info}))
+			// The summary's own model request costs too.
+			for _, p := range parts {
+				if p.Type == "step-finish" {
+					add(stepUsage(p, &info, "")...)
+				}
+			}
 		default:
 			m := newEventMapper(info.SessionID)
 			m.messages[info.ID] = &info

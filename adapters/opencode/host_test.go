@@ -294,10 +294,23 @@ func TestImportExport(t *testing.T) {
 		t.Errorf("imported session = %+v (progress calls %d)", s1, calls)
 	}
 	checkEntries(t, s1.Entries)
-	if got := strings.Join(kinds(s1.Entries), ","); got != "user.message,assistant.message,context.compacted" {
+	if got := strings.Join(kinds(s1.Entries), ","); got != "user.message,assistant.message,usage.reported,context.compacted,usage.reported" {
 		t.Fatalf("kinds = %s", got)
 	}
-	c := payload(t, s1.Entries[2])
+	// The export carries each step's usage: the turn's (1200 in, 1 out) and
+	// the summary's (1200 in, 20 out), at the messages' completion times.
+	var in, out int64
+	for _, e := range ofKind(s1.Entries, core.KindUsageReported) {
+		u, _ := core.ParseUsage(e.Payload)
+		in, out = in+u.InputTokens, out+u.OutputTokens
+		if u.Model != "fake-model" || u.At == nil || u.At.Year() != 2026 || u.CostUSD != nil {
+			t.Errorf("usage %s: want fake-model at the message's time, no cost (OpenCode's is 0)", e.Payload)
+		}
+	}
+	if in != 2400 || out != 21 {
+		t.Errorf("usage entries sum to %d in, %d out; the export's step-finish parts say 2400 and 21", in, out)
+	}
+	c := payload(t, s1.Entries[3])
 	if c["trigger"] != "manual" || c["preTokens"] != float64(1200) || !strings.Contains(c["summary"].(string), "<summary>") {
 		t.Errorf("compacted = %v", c)
 	}

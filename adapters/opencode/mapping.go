@@ -13,25 +13,28 @@ const harnessName = "opencode"
 // part is the subset of an OpenCode message part the adapter reads; Raw
 // keeps the whole part.
 type part struct {
-	ID        string          `json:"id"`
-	SessionID string          `json:"sessionID"`
-	MessageID string          `json:"messageID"`
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	Synthetic bool            `json:"synthetic"`
-	Ignored   bool            `json:"ignored"`
-	Time      *partTime       `json:"time"`
-	CallID    string          `json:"callID"`
-	Tool      string          `json:"tool"`
-	State     *toolState      `json:"state"`
-	Files     []string        `json:"files"`
-	Hash      string          `json:"hash"`
-	Auto      *bool           `json:"auto"`
-	Overflow  bool            `json:"overflow"`
-	Filename  string          `json:"filename"`
-	Mime      string          `json:"mime"`
-	URL       string          `json:"url"`
-	Raw       json.RawMessage `json:"-"`
+	ID        string     `json:"id"`
+	SessionID string     `json:"sessionID"`
+	MessageID string     `json:"messageID"`
+	Type      string     `json:"type"`
+	Text      string     `json:"text"`
+	Synthetic bool       `json:"synthetic"`
+	Ignored   bool       `json:"ignored"`
+	Time      *partTime  `json:"time"`
+	CallID    string     `json:"callID"`
+	Tool      string     `json:"tool"`
+	State     *toolState `json:"state"`
+	Files     []string   `json:"files"`
+	Hash      string     `json:"hash"`
+	Auto      *bool      `json:"auto"`
+	Overflow  bool       `json:"overflow"`
+	Filename  string     `json:"filename"`
+	Mime      string     `json:"mime"`
+	URL       string     `json:"url"`
+	// Tokens and Cost are a step-finish part's usage of the step.
+	Tokens *tokens         `json:"tokens"`
+	Cost   *float64        `json:"cost"`
+	Raw    json.RawMessage `json:"-"`
 }
 
 type partTime struct {
@@ -49,10 +52,11 @@ type toolState struct {
 
 // tokens is a message's token usage.
 type tokens struct {
-	Total  int64 `json:"total"`
-	Input  int64 `json:"input"`
-	Output int64 `json:"output"`
-	Cache  struct {
+	Total     int64 `json:"total"`
+	Input     int64 `json:"input"`
+	Output    int64 `json:"output"`
+	Reasoning int64 `json:"reasoning"`
+	Cache     struct {
 		Read  int64 `json:"read"`
 		Write int64 `json:"write"`
 	} `json:"cache"`

@@ -95,6 +95,18 @@ func checkEntries(t *testing.T, es []core.NewEntry) {
 	}
 }
 
+// withoutUsage drops usage.reported entries (for tests of the other
+// mappings; usage_test.go tests the ledger's).
+func withoutUsage(es []core.NewEntry) []core.NewEntry {
+	var out []core.NewEntry
+	for _, e := range es {
+		if e.Kind != core.KindUsageReported {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 func ofKind(es []core.NewEntry, k core.Kind) []core.NewEntry {
 	var out []core.NewEntry
 	for _, e := range es {
@@ -112,6 +124,11 @@ func TestMapPromptAndSummarizeRecording(t *testing.T) {
 	}
 	es, models := replay(t, evs, recordedSession)
 	checkEntries(t, es)
+	// Each step-finish part (the turn's, the summary's) reports its usage.
+	if u := ofKind(es, core.KindUsageReported); len(u) != 2 {
+		t.Errorf("%d usage.reported entries, want one per step-finish part (2)", len(u))
+	}
+	es = withoutUsage(es)
 	want := []string{"assistant.message", "artifact.created", "artifact.created",
 		"artifact.created", "artifact.created", "context.compacted"}
 	if got := kinds(es); strings.Join(got, ",") != strings.Join(want, ",") {
@@ -197,6 +214,10 @@ func TestMapToolTurnRecording(t *testing.T) {
 	}
 	es, _ := replay(t, evs, sid)
 	checkEntries(t, es)
+	if u := ofKind(es, core.KindUsageReported); len(u) != 2 {
+		t.Errorf("%d usage.reported entries, want one per model request of the tool turn (2)", len(u))
+	}
+	es = withoutUsage(es)
 	want := "tool.started,tool.completed,artifact.created,assistant.message"
 	if got := strings.Join(kinds(es), ","); got != want {
 		t.Fatalf("kinds = %s, want %s", got, want)
