@@ -77,7 +77,9 @@ func TestUsageLedgerRealOpenCode(t *testing.T) {
 
 	target := filepath.Join(cwd, "usage.txt")
 	input, _ := json.Marshal(map[string]string{"filePath": target, "content": "usage\n"})
-	isTitle := func(r fakemodel.Request) bool { return strings.Contains(strings.ToLower(string(r.Body)), "title generator") }
+	isTitle := func(r fakemodel.Request) bool {
+		return strings.Contains(strings.ToLower(string(r.Body)), "title generator")
+	}
 	model.Responder(func(r fakemodel.Request) (fakemodel.Reply, bool) {
 		body := string(r.Body)
 		switch {
