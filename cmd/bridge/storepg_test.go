@@ -146,3 +146,37 @@ func notesMatching(c *client, pred func(wireMsg) bool) []wireMsg {
 	}
 	return out
 }
+
+// TestStorePostgresWebTabSeesAnotherMachine: a `bridge web` tab on one
+// PostgreSQL record shows, as session/update notifications, a session that
+// a `bridge serve` process elsewhere (its own data directory) is running.
+// The delay from the serve reply to the tab's notice is logged, not
+// asserted.
+func TestStorePostgresWebTabSeesAnotherMachine(t *testing.T) {
+	raw := pgtest.URL(t)
+	w := startWeb(t, pgDataDir(t, raw, 30))
+	tab := w.dial(t)
+	tab.initialize(nil)
+	b := startBridge(t, pgDataDir(t, raw, 30))
+	b.initialize(nil)
+	sid := createFake(t, b)
+	heard := func(text string) func(wireMsg) bool {
+		return func(m wireMsg) bool {
+			return m.Method == "session/update" && strings.Contains(string(m.Params), sid) && strings.Contains(string(m.Params), text)
+		}
+	}
+	for i := 0; len(notesMatching(tab, heard("warming up"))) == 0; i++ {
+		if i == 100 {
+			t.Fatalf("the tab never heard the other process's session; web stderr:\n%s", w.stderrText())
+		}
+		b.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say warming up")}, nil)
+		time.Sleep(100 * time.Millisecond)
+	}
+	for i := range 5 {
+		text := "turn " + string(rune('a'+i)) + " from the other machine"
+		b.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say " + text)}, nil)
+		replied := time.Now()
+		tab.awaitNote(text, heard(text))
+		t.Logf("the tab saw turn %d %v after the serve process answered", i, time.Since(replied))
+	}
+}
