@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -307,7 +308,10 @@ func (h *Host) start(ctx context.Context, req core.CreateRequest, sessionFlag, i
 			return nil, core.E(core.CodeInvalid, fmt.Sprintf("claude-code: working directory %q is not a directory", req.Cwd), err)
 		}
 	}
-	l, err := startLive(procutil.Spec{Path: bin, Args: h.args(req, sessionFlag, id, extra...), Dir: req.Cwd, Env: h.environFor(req.Preset)}, req, sink)
+	// A fork (a checkpoint's side process) runs at a lower CPU priority, so
+	// that its start does not slow the live session's turns.
+	l, err := startLive(procutil.Spec{Path: bin, Args: h.args(req, sessionFlag, id, extra...), Dir: req.Cwd, Env: h.environFor(req.Preset),
+		Background: slices.Contains(extra, "--fork-session")}, req, sink)
 	if err != nil {
 		return nil, err
 	}

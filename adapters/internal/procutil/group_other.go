@@ -14,3 +14,6 @@ func SignalGroup(cmd *exec.Cmd, hard bool) {
 		_ = cmd.Process.Kill()
 	}
 }
+
+// LowerPriority does nothing where process priorities are not set this way.
+func LowerPriority(cmd *exec.Cmd) {}

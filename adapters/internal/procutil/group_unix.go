@@ -29,3 +29,14 @@ func SignalGroup(cmd *exec.Cmd, hard bool) {
 		_ = cmd.Process.Kill()
 	}
 }
+
+// backgroundNice is the niceness of a Background program.
+const backgroundNice = 10
+
+// LowerPriority lowers the CPU priority of the program's process group
+// (nice 10); the children it starts inherit it. Best effort.
+func LowerPriority(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = syscall.Setpriority(syscall.PRIO_PGRP, cmd.Process.Pid, backgroundNice)
+	}
+}

@@ -35,6 +35,10 @@ type Spec struct {
 	// WaitDelay bounds the wait for the output pipes after the program
 	// exited (children holding them open); 0 means 3 seconds.
 	WaitDelay time.Duration
+	// Background runs the program at a lower CPU priority (nice 10, where
+	// the system has one): a side process, such as a checkpoint's fork,
+	// that must not slow the live session down.
+	Background bool
 }
 
 // Process is a running harness program in its own process group, with the
@@ -80,6 +84,9 @@ func Start(spec Spec) (*Process, error) {
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
+	}
+	if spec.Background {
+		LowerPriority(cmd)
 	}
 	go func() {
 		if spec.Stdout != nil {
