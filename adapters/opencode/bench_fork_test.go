@@ -32,7 +32,8 @@ func BenchmarkCheckpointMethods(b *testing.B) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	h := New(Config{Command: bin, Home: b.TempDir(), ConfigJSON: fakeProviderConfig(model.URL), Env: offlineEnv})
+	h := New(Config{Command: bin, Home: b.TempDir(), ConfigJSON: fakeProviderConfig(model.URL), Env: offlineEnv,
+		StartTimeout: 5 * time.Minute})
 	defer h.Close(context.Background())
 	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: b.TempDir()}, nil)
 	if err != nil {
