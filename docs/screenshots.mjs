@@ -6,7 +6,8 @@
 // with SCREENSHOTS=1, which write the rest of docs/img at 1280 and 390 px
 // wide from the flows they check: the session view (session-*.png), an
 // approval from real Claude Code (approval-*), a tool card with an edit's
-// diff (session-claude-*), search (search-*) and the doctor (doctor-*).
+// diff (session-claude-*), search (search-*), the doctor (doctor-*) and
+// context readings as bars (gauge-*).
 // Run from the repository root after changing the WebUI:
 // node docs/screenshots.mjs
 import { execFileSync, spawn } from "node:child_process";
@@ -77,4 +78,4 @@ execFileSync("go", ["test", "./clients/webui", "-run", "TestBrowser", "-count=1"
   stdio: "inherit",
   env: { ...process.env, SCREENSHOTS: "1" },
 });
-console.log("wrote docs/img/{session,session-claude,approval,search,doctor}-{1280,390}.png");
+console.log("wrote docs/img/{session,session-claude,approval,search,doctor,gauge}-{1280,390}.png");

@@ -61,48 +61,159 @@ func quantile(xs []float64, q float64) float64 {
 // page load to the session list shown (goal ≤ 300 ms), opening a session
 // of 100,000 entries to its newest page shown (goal ≤ 100 ms on loopback),
 // and the time between frames while scrolling 1,000 entries back (goal:
-// p95 ≤ 16 ms).
-// One iteration is 20 page loads; run with -benchtime=1x.
+// p95 ≤ 16 ms). One iteration is 20 page loads per build; run with
+// -benchtime=1x.
+//
+// WEBUI_BENCH_BASE_BIN names another build (an older commit's bridge) to
+// measure in the same run as the baseline: each build serves its own copy
+// of the same data directory, the two take turns page load by page load,
+// and the ratios new/base are reported beside each build's figures.
+// WEBUI_BENCH_THROTTLE=4 slows the page's CPU 4× (DevTools) for both.
 func BenchmarkWebUI(b *testing.B) {
+	sid, builds := startBuilds(b)
+	args := []string{"bench/pageload.mjs", sid, "20"}
+	for _, bu := range builds {
+		args = append(args, bu.label+"="+bu.url)
+	}
+	type result struct {
+		Load, Open, Frames []float64
+		Phases             map[string]float64
+	}
+	for i := 0; i < b.N; i++ {
+		cmd := exec.Command("node", args...)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			b.Fatalf("pageload.mjs: %v", err)
+		}
+		var rs map[string]result
+		if err := json.Unmarshal(out, &rs); err != nil {
+			b.Fatalf("pageload.mjs printed %q: %v", out, err)
+		}
+		figures := func(r result) map[string]float64 {
+			return map[string]float64{
+				"load-median-ms":             quantile(r.Load, 0.5),
+				"load-p90-ms":                quantile(r.Load, 0.9),
+				"open100k-median-ms":         quantile(r.Open, 0.5),
+				"open100k-p90-ms":            quantile(r.Open, 0.9),
+				"scroll1000-frame-median-ms": quantile(r.Frames, 0.5),
+				"scroll1000-frame-p95-ms":    quantile(r.Frames, 0.95),
+			}
+		}
+		for _, bu := range builds {
+			r := rs[bu.label]
+			for k, v := range figures(r) {
+				b.ReportMetric(v, bu.label+"-"+k)
+			}
+			b.Logf("%s: phases (median ms from navigation start): %v", bu.label, r.Phases)
+		}
+		if len(builds) == 2 {
+			n, o := figures(rs["new"]), figures(rs["base"])
+			for _, k := range []string{"load-median-ms", "open100k-median-ms", "scroll1000-frame-p95-ms"} {
+				b.ReportMetric(n[k]/o[k], "ratio-"+strings.TrimSuffix(k, "-ms"))
+			}
+		}
+	}
+}
+
+// build is one bridge web serving a seeded data directory.
+type build struct{ label, url string }
+
+// startBuilds seeds a session of 100,000 entries and starts bridge web on
+// it: the build under test ("new") and, with WEBUI_BENCH_BASE_BIN, that
+// binary ("base") on its own copy of the data directory.
+func startBuilds(b *testing.B) (string, []build) {
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		b.Fatalf("chromium is not on PATH: %v", err)
 	}
 	b.Setenv("CHROMIUM", chromium)
 	dir := b.TempDir()
-	sid := seed(b, dir, 100_000)
-	// WEBUI_BENCH_BIN measures another build (an older commit's, for a
-	// baseline in the same conditions).
-	bin := binPath
-	if v := os.Getenv("WEBUI_BENCH_BIN"); v != "" {
-		bin = v
-	}
-	cmd := exec.Command(bin, "web", "--data-dir", dir, "--listen", "127.0.0.1:0")
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, "new"), 0o700); err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
-	line, _ := bufio.NewReader(stdout).ReadString('\n')
-	m := regexp.MustCompile(`^Bridge WebUI: (\S+)`).FindStringSubmatch(line)
-	if m == nil {
-		b.Fatalf("first line %q", line)
+	sid := seed(b, filepath.Join(dir, "new"), 100_000)
+	type server struct{ label, bin, dir string }
+	servers := []server{{"new", binPath, filepath.Join(dir, "new")}}
+	if v := os.Getenv("WEBUI_BENCH_BASE_BIN"); v != "" {
+		base := filepath.Join(dir, "base")
+		if err := os.CopyFS(base, os.DirFS(filepath.Join(dir, "new"))); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Chmod(base, 0o700); err != nil {
+			b.Fatal(err)
+		}
+		servers = append(servers, server{"base", v, base})
+	}
+	var out []build
+	for _, sv := range servers {
+		cmd := exec.Command(sv.bin, "web", "--data-dir", sv.dir, "--listen", "127.0.0.1:0")
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		m := regexp.MustCompile(`^Bridge WebUI: (\S+)`).FindStringSubmatch(line)
+		if m == nil {
+			b.Fatalf("%s: first line %q", sv.label, line)
+		}
+		out = append(out, build{sv.label, m[1]})
+	}
+	return sid, out
+}
+
+// BenchmarkWebUIScrollCPU records a DevTools trace while scrolling 1,000
+// entries back (bench/profile.mjs) and reports the renderer main thread's
+// CPU time (thread time, which the machine's load inflates far less than
+// wall time): in all, in its longest task, the tasks over 16 ms, and per
+// kind of work (script, style, layout, paint). The builds take turns, six
+// traces each; the medians are reported, and with WEBUI_BENCH_BASE_BIN the
+// ratios new/base. Run with -benchtime=1x.
+func BenchmarkWebUIScrollCPU(b *testing.B) {
+	sid, builds := startBuilds(b)
+	type trace struct {
+		TasksCPUMs    float64 `json:"tasksCpuMs"`
+		TaskCPUMax    float64 `json:"taskCpuMax"`
+		TasksOver16ms float64 `json:"tasksOver16ms"`
+		CPUMs         map[string]float64
 	}
 	for i := 0; i < b.N; i++ {
-		out, err := exec.Command("node", "bench/pageload.mjs", m[1], sid, "20").Output()
-		if err != nil {
-			b.Fatalf("pageload.mjs: %v", err)
+		got := map[string]map[string][]float64{}
+		for round := 0; round < 6; round++ {
+			for _, bu := range builds {
+				cmd := exec.Command("node", "bench/profile.mjs", bu.url, sid)
+				cmd.Stderr = os.Stderr
+				out, err := cmd.Output()
+				if err != nil {
+					b.Fatalf("profile.mjs: %v", err)
+				}
+				var t trace
+				if err := json.Unmarshal(out, &t); err != nil {
+					b.Fatalf("profile.mjs printed %q: %v", out, err)
+				}
+				if got[bu.label] == nil {
+					got[bu.label] = map[string][]float64{}
+				}
+				m := got[bu.label]
+				m["cpu-ms"] = append(m["cpu-ms"], t.TasksCPUMs)
+				m["longest-task-cpu-ms"] = append(m["longest-task-cpu-ms"], t.TaskCPUMax)
+				m["tasks-over-16ms"] = append(m["tasks-over-16ms"], t.TasksOver16ms)
+				for _, k := range []string{"script", "style", "layout", "paint"} {
+					m[k+"-cpu-ms"] = append(m[k+"-cpu-ms"], t.CPUMs[k])
+				}
+			}
 		}
-		var r struct{ Load, Open, Frames []float64 }
-		if err := json.Unmarshal(out, &r); err != nil {
-			b.Fatalf("pageload.mjs printed %q: %v", out, err)
+		for label, m := range got {
+			for k, v := range m {
+				b.ReportMetric(quantile(v, 0.5), label+"-"+k)
+			}
 		}
-		b.ReportMetric(quantile(r.Load, 0.5), "load-median-ms")
-		b.ReportMetric(quantile(r.Load, 0.9), "load-p90-ms")
-		b.ReportMetric(quantile(r.Open, 0.5), "open100k-median-ms")
-		b.ReportMetric(quantile(r.Open, 0.9), "open100k-p90-ms")
-		b.ReportMetric(quantile(r.Frames, 0.5), "scroll1000-frame-median-ms")
-		b.ReportMetric(quantile(r.Frames, 0.95), "scroll1000-frame-p95-ms")
+		if got["base"] != nil {
+			for _, k := range []string{"cpu-ms", "layout-cpu-ms", "longest-task-cpu-ms"} {
+				b.ReportMetric(quantile(got["new"][k], 0.5)/quantile(got["base"][k], 0.5), "ratio-"+k)
+			}
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package webui_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
+	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/testhome"
+	"github.com/bridge-dev/bridge/storage"
 )
 
 var binPath string
@@ -190,6 +193,13 @@ func TestBrowser(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dataDir, "config.json"), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A Codex session as the record keeps it, with two context readings
+	// (context.usage, as the Codex adapter records them), for the gauge test.
+	gaugeDir := filepath.Join(root, "gauge")
+	if err := os.Mkdir(gaugeDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	seedGauge(t, gaugeDir, cwd)
 	args := []string{"--test", "--test-concurrency=1"}
 	// WEBUI_TEST_PATTERN runs only the browser tests whose names match (while
 	// working on them); the others then count as skipped.
@@ -198,7 +208,7 @@ func TestBrowser(t *testing.T) {
 		args = append(args, "--test-name-pattern="+pattern)
 	}
 	out := run(t, []string{"BRIDGE_BIN=" + binPath, "CHROMIUM=" + chromium, "CLAUDE_DATA_DIR=" + dataDir,
-		"CLAUDE_CWD=" + cwd, "CLAUDE_REPLY=" + reply}, "node", append(args, "test/")...)
+		"CLAUDE_CWD=" + cwd, "CLAUDE_REPLY=" + reply, "GAUGE_DATA_DIR=" + gaugeDir}, "node", append(args, "test/")...)
 	if !strings.Contains(out, "# fail 0") || (pattern == "" && !strings.Contains(out, "# skipped 0")) || strings.Contains(out, "# pass 0") {
 		t.Fatalf("browser tests:\n%s", out)
 	}
@@ -210,5 +220,38 @@ func TestBrowser(t *testing.T) {
 	}
 	if claudeCalls == 0 && pattern == "" {
 		t.Fatal("Claude Code never called the fake model server")
+	}
+}
+
+// seedGauge writes, into a data directory's database, a Codex session
+// titled "context readings" whose history holds two context readings of a
+// 200,000-token window (120,000 and 170,000 used) between messages.
+func seedGauge(t *testing.T, dir, cwd string) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := storage.Open(ctx, filepath.Join(dir, "bridge.db"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := db.CreateSession(ctx, core.Session{Harness: "codex", Cwd: cwd, Title: "context readings"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	usage := func(used int) core.NewEntry {
+		return core.NewEntry{Kind: core.KindContextUsage, Payload: core.Payload(map[string]any{"used": used, "size": 200_000, "turnId": "turn-1"})}
+	}
+	msg := func(kind core.Kind, text string) core.NewEntry {
+		return core.NewEntry{Kind: kind, Payload: core.Payload(map[string]any{"text": text})}
+	}
+	if _, err := db.Append(ctx, s.ID,
+		msg(core.KindUserMessage, "Read the parser and summarise it."),
+		msg(core.KindAssistantMessage, "The parser has three stages."),
+		usage(120_000),
+		msg(core.KindUserMessage, "Now the key rules."),
+		msg(core.KindAssistantMessage, "The key rules are in one function."),
+		usage(170_000),
+	); err != nil {
+		t.Fatal(err)
 	}
 }

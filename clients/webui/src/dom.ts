@@ -31,9 +31,14 @@ export function clear(el: Node): void {
   while (el.firstChild) el.removeChild(el.firstChild);
 }
 
+/** timeFormat is toLocaleString's format, made once (a page of history formats hundreds of times). */
+let timeFormat: Intl.DateTimeFormat | undefined;
+
 /** when formats an ISO time for people. */
 export function when(iso: string | undefined): string {
   if (!iso) return "";
   const d = new Date(iso);
-  return isNaN(d.getTime()) ? iso : d.toLocaleString();
+  if (isNaN(d.getTime())) return iso;
+  timeFormat ??= new Intl.DateTimeFormat(undefined, { year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "numeric", second: "numeric" });
+  return timeFormat.format(d);
 }

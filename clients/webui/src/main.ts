@@ -151,15 +151,17 @@ export class App {
     const token = new URLSearchParams(location.hash.slice(1)).get("token") ?? "";
     const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/rpc?token=${encodeURIComponent(token)}`;
     try {
-      await this.connect(url);
+      // The session list is asked for right behind initialize (see connect).
+      await this.connect(url, async () => {
+        await this.refresh(false);
+        performance.mark("bridge:sessions-shown");
+      });
     } catch {
       this.unauthorized(token !== "");
       return;
     }
     // The doctor probes every adapter (it starts their programs): ask for
     // it once the list is shown, so the two do not compete.
-    await this.refresh(false);
-    performance.mark("bridge:sessions-shown");
     await this.loadDoctor(false);
     this.say("Connected.");
   }
@@ -191,8 +193,14 @@ export class App {
     );
   }
 
-  /** connect opens /rpc, initializes and subscribes; a later close reconnects. */
-  async connect(url: string): Promise<void> {
+  /**
+   * connect opens /rpc, subscribes and initializes; a later close
+   * reconnects. first, when given, runs right after initialize is sent:
+   * Bridge reads a connection's messages in order and answers initialize
+   * before it reads the next one, so its first request need not wait for
+   * that answer (one round trip fewer before the page shows anything).
+   */
+  async connect(url: string, first?: () => Promise<void>): Promise<void> {
     const app = this;
     // Why a connection closed is not part of the client's API: keep the
     // socket's close code and reason, and the error Bridge sends just
@@ -245,10 +253,6 @@ export class App {
         this.notifyApproval(params);
       }),
     );
-    await client.initialize({
-      clientInfo: { name: "bridge-webui" },
-      capabilities: { window: { workDoneProgress: true }, session: { requestPermission: true } },
-    } as never);
     client.onNotification("session/update", (u) => {
       this.touch(u.sessionId, u.entry.createdAt, u.entry.kind, u.entry.payload);
       if (this.current?.id === u.sessionId) this.current.onEntry(u.entry);
@@ -270,6 +274,12 @@ export class App {
       if (m.type === 1 && this.client === client) this.say(`Bridge: ${m.message}`, true);
     });
     client.connection.onRequest("window/workDoneProgress/create", () => null);
+    if (first) performance.mark("bridge:ws-open");
+    const init = client.initialize({
+      clientInfo: { name: "bridge-webui" },
+      capabilities: { window: { workDoneProgress: true }, session: { requestPermission: true } },
+    } as never);
+    await Promise.all([init, first?.()]);
     document.body.dataset.state = "connected";
   }
 
@@ -307,7 +317,9 @@ export class App {
     });
     n.onclick = () => {
       window.focus();
-      void this.open(p.sessionId);
+      // The session may be open already (its turn still running): show it as it is.
+      if (this.current?.id === p.sessionId) this.showView("session");
+      else void this.open(p.sessionId);
       n.close();
     };
   }
@@ -573,7 +585,9 @@ export class App {
   }
 }
 
+performance.mark("bridge:script-start");
 const app = new App();
 (globalThis as { bridgeApp?: App }).bridgeApp = app;
-app.mount(document.getElementById("app") ?? document.body);
+// The WebSocket opens first (start's first step), the page is built while it connects.
 void app.start();
+app.mount(document.getElementById("app") ?? document.body);

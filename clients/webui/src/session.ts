@@ -21,6 +21,9 @@ import { clear, h } from "./dom.js";
 import { Conversation, diffOf, gauge, harnessName } from "./entries.js";
 import { MigrationPanel } from "./migrate.js";
 
+/** firstPage is how many messages the newest page brings: a screenful, so a session opens quickly. */
+const firstPage = 20;
+/** pageSize is how many messages each older page brings as the user scrolls up. */
 const pageSize = 40;
 
 /** stopReasons say how a turn ended, in words. */
@@ -148,19 +151,29 @@ export class SessionView {
     for (const i of this.images) URL.revokeObjectURL(i.url);
   }
 
-  /** load shows the newest page. */
+  /**
+   * load shows the newest page (a small one: what fills the screen). The
+   * queue is asked for at the same time, so its answer does not hold the
+   * history back.
+   */
   async load(): Promise<void> {
-    const res = await this.app.guard(this.app.client.request("session/history", { sessionId: this.id, maxMessages: pageSize }));
+    this.app.client.request("session/queue", { sessionId: this.id }).then(
+      (q) => this.closed || this.onQueue(q.items),
+      () => undefined,
+    );
+    const res = await this.app.guard(this.app.client.request("session/history", { sessionId: this.id, maxMessages: firstPage }));
     if (!res || this.closed) return;
-    clear(this.log);
-    for (const e of res.entries) this.put(e, false);
+    const frag = document.createDocumentFragment();
+    for (const e of res.entries) {
+      const row = this.rowOf(e, false);
+      if (row) frag.appendChild(row);
+    }
+    this.log.replaceChildren(frag);
     this.oldest = res.entries[0]?.seq;
     this.newest = Math.max(this.newest, res.entries.at(-1)?.seq ?? -1);
     this.hasMore = res.hasMore;
     this.scroller.scrollTop = this.scroller.scrollHeight;
     if (this.hasMore && this.scroller.scrollHeight <= this.scroller.clientHeight) void this.older();
-    const q = await this.app.client.request("session/queue", { sessionId: this.id }).catch(() => undefined);
-    if (q && !this.closed) this.onQueue(q.items);
   }
 
   /** older prepends the page before the oldest entry shown. */
@@ -172,19 +185,43 @@ export class SessionView {
         this.app.client.request("session/history", { sessionId: this.id, beforeSeq: this.oldest, maxMessages: pageSize }),
       );
       if (!res || this.closed) return;
-      const before = this.scroller.scrollHeight;
-      const frag = document.createDocumentFragment();
-      for (const e of res.entries) {
-        const row = this.rowOf(e, false);
-        if (row) frag.appendChild(row);
-      }
-      this.log.insertBefore(frag, this.log.firstChild);
-      this.scroller.scrollTop += this.scroller.scrollHeight - before;
       this.oldest = res.entries[0]?.seq ?? this.oldest;
       this.hasMore = res.hasMore && res.entries.length > 0;
+      await this.prepend(res.entries);
     } finally {
       this.loading = false;
     }
+  }
+
+  /**
+   * prepend puts an older page above the rows shown, built and inserted in
+   * an animation frame, so that the page's layout is that frame's and
+   * nothing forces it sooner: no height is measured, as the browser's
+   * scroll anchoring keeps the row in view where it is while rows go in
+   * above it (it anchors a view scrolled away from the very top, hence the
+   * nudge to 1 px). Rows contain their own layout (app.css), so a page
+   * going in above does not lay out again the rows below it. (Inserting a
+   * page a few rows per frame was measured too: each insertion then costs
+   * most of a page's layout, so it took three times the CPU.)
+   */
+  private prepend(entries: Entry[]): Promise<void> {
+    return new Promise((resolve) =>
+      requestAnimationFrame(() => {
+        if (!this.closed) {
+          const rows: HTMLElement[] = [];
+          // Newest first, as the pages come: a tool's completion may come before its start.
+          for (let i = entries.length - 1; i >= 0; i--) {
+            const row = this.rowOf(entries[i], false);
+            if (row) rows.push(row);
+          }
+          const frag = document.createDocumentFragment();
+          for (let i = rows.length - 1; i >= 0; i--) frag.appendChild(rows[i]);
+          if (this.scroller.scrollTop === 0) this.scroller.scrollTop = 1;
+          this.log.insertBefore(frag, this.log.firstChild);
+        }
+        resolve();
+      }),
+    );
   }
 
   /**

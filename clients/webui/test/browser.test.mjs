@@ -5,7 +5,7 @@
 // points claude-code at a fake model server) and CLAUDE_REPLY.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -113,9 +113,12 @@ after(async () => {
   await browser?.close();
 });
 
-/** openPage opens url and collects page errors and dialogs (any would mean script ran). */
-async function openPage(url) {
-  const page = await browser.newPage();
+/**
+ * openPage opens url and collects page errors and dialogs (any would mean
+ * script ran); opts.context is the browser context to open it in.
+ */
+async function openPage(url, opts = {}) {
+  const page = await (opts.context ?? browser).newPage();
   // Waits are for events, not deadlines: on a loaded 2-core machine a step
   // can take longer than Playwright's default 30 s without being wrong.
   page.setDefaultTimeout(120_000);
@@ -791,6 +794,121 @@ test("approvals from the fake harness: a card in the session and a flag in the l
   const checkpoint = page.locator("#history .card-checkpoint", { hasText: "before_downgrade" });
   await checkpoint.waitFor();
   if (process.env.SCREENSHOTS) await shoot(page, "session");
+  assert.deepEqual(errors, []);
+});
+
+test("an approval in a hidden tab: the title counts it, a browser notification (once allowed) names the agent, and clicking it opens the session", async () => {
+  const web = await startWeb(tmp());
+  // Notifications allowed for the page, as after "Notify me". Headless
+  // Chromium keeps every tab visible, so the test decides what
+  // document.hidden says (and fires visibilitychange); the Notification the
+  // page makes is the browser's own, watched as it is constructed.
+  const context = await browser.newContext({ permissions: ["notifications"] });
+  after(() => context.close());
+  await context.addInitScript(() => {
+    let hidden = false;
+    Object.defineProperty(Document.prototype, "hidden", { configurable: true, get: () => hidden });
+    Object.defineProperty(Document.prototype, "visibilityState", { configurable: true, get: () => (hidden ? "hidden" : "visible") });
+    window.setHiddenForTest = (h) => {
+      hidden = h;
+      document.dispatchEvent(new Event("visibilitychange"));
+    };
+    const Real = window.Notification;
+    window.notificationsMade = [];
+    window.Notification = class extends Real {
+      constructor(title, options) {
+        super(title, options);
+        window.notificationsMade.push(this);
+      }
+    };
+  });
+  const { page, errors } = await openPage(web.url, { context });
+  await createFake(page, "waits while away");
+  assert.equal(await page.evaluate(() => Notification.permission), "granted");
+  assert.equal(await page.title(), "Bridge");
+  // The user looks elsewhere; the agent asks.
+  await page.evaluate(() => window.setHiddenForTest(true));
+  await promptText(page, "ask Bash rm -rf build\nask Bash ls docs");
+  await page.getByRole("group", { name: /^Approval: / }).waitFor();
+  await page.waitForFunction(() => window.notificationsMade.length === 1);
+  const made = await page.evaluate(() => window.notificationsMade.map((n) => ({ title: n.title, body: n.body, tag: n.tag })));
+  assert.equal(made[0].title, "Fake agent is waiting for you");
+  assert.match(made[0].body, /^waits while away: Bash: rm -rf build$/);
+  assert.match(made[0].tag, /^bridge-approval-/);
+  assert.equal(await page.title(), "(1) Waiting for you — Bridge");
+  // Back in the tab, but on another view: the notification's click opens the session.
+  await page.evaluate(() => window.setHiddenForTest(false));
+  await page.getByRole("button", { name: "Doctor" }).click();
+  await page.locator("#doctor-table").waitFor();
+  assert.ok(await page.locator("main").isHidden());
+  await page.evaluate(() => window.notificationsMade[0].onclick(new Event("click")));
+  const approval = page.getByRole("group", { name: /^Approval: / });
+  await approval.waitFor();
+  assert.ok(await page.locator("main").isVisible(), "the click opened the session view");
+  await approval.getByRole("button", { name: "Allow once" }).click();
+  // The second question comes while the tab is visible: no notification.
+  await approval.getByText("Bash: ls docs").waitFor();
+  assert.equal(await page.title(), "(1) Waiting for you — Bridge");
+  await approval.getByRole("button", { name: "Allow once" }).click();
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Turn ended/ }).waitFor();
+  assert.equal(await page.title(), "Bridge");
+  assert.equal(await page.evaluate(() => window.notificationsMade.length), 1, "no notification for a visible tab");
+  assert.deepEqual(errors, []);
+});
+
+test("an approval nobody answers times out: its card goes, and the history says the preset's policy decided and why, also after a reload", async () => {
+  const dir = tmp();
+  writeFileSync(path.join(dir, "config.json"), JSON.stringify({ approvalTimeoutSeconds: 2 }), { mode: 0o600 });
+  const web = await startWeb(dir);
+  const { page, errors } = await openPage(web.url);
+  await createFake(page, "nobody answers");
+  await promptText(page, "ask Bash rm -rf build");
+  const approval = page.getByRole("group", { name: /^Approval: / });
+  await approval.waitFor();
+  assert.equal(await page.title(), "(1) Waiting for you — Bridge");
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Turn ended/ }).waitFor();
+  await approval.waitFor({ state: "detached" });
+  assert.equal(await page.title(), "Bridge");
+  assert.equal(await page.locator("#session-list li.waiting").count(), 0, "the list no longer flags the session");
+  const want = /Rejected once after no answer came \(the preset's policy\) — the client did not answer within 2s\./;
+  const resolved = page.locator("#history .kind-approval-resolved");
+  assert.match((await resolved.innerText()).trim(), want);
+  assert.match(await page.locator("#history .entry.tool").locator("summary").innerText(), /Bash[\s\S]*failed/, "the refused call");
+  await page.reload();
+  await page.getByRole("button", { name: "Open nobody answers" }).click();
+  await resolved.waitFor();
+  assert.match((await resolved.innerText()).trim(), want);
+  assert.match(await page.locator("#history .kind-approval-requested").innerText(), /Fake agent asked: Bash: rm -rf build/);
+  await checkAccessibility(page, "a timed-out approval in the history");
+  assert.deepEqual(errors, []);
+});
+
+test("the context gauge is a bar: a recorded context reading shows as a meter in the history and in the session's header", async () => {
+  const dataDir = process.env.GAUGE_DATA_DIR;
+  assert.ok(dataDir, "GAUGE_DATA_DIR (a data directory with a Codex session holding context readings) must be set");
+  const web = await startWeb(dataDir);
+  const { page, errors } = await openPage(web.url);
+  await page.getByRole("button", { name: "Open context readings" }).click();
+  const meters = page.locator("#history meter");
+  await meters.first().waitFor();
+  // Two readings: 120,000 then 170,000 of a 200,000-token window.
+  assert.deepEqual(
+    await meters.evaluateAll((ms) => ms.map((m) => [m.value, m.max, m.getAttribute("aria-label")])),
+    [
+      [120000, 200000, "Context: 120,000 of 200,000 tokens (60%)"],
+      [170000, 200000, "Context: 170,000 of 200,000 tokens (85%)"],
+    ],
+  );
+  // The header shows the newest reading, as a bar too.
+  const header = page.locator(".session > header .header-gauge meter");
+  assert.equal(await header.getAttribute("aria-label"), "Context: 170,000 of 200,000 tokens (85%)");
+  const box = await header.boundingBox();
+  assert.ok(box && box.width > 40 && box.height > 4, `the header gauge is drawn as a bar (${JSON.stringify(box)})`);
+  // The meter is drawn filled in proportion: 85% is past high (85% of the window), so the browser shows it as the bad range.
+  assert.equal(await header.evaluate((m) => m.high), 170000);
+  assert.match(await page.locator(".session > header .header-gauge").innerText(), /Context: 170,000 of 200,000 tokens \(85%\)/);
+  await checkAccessibility(page, "context gauges");
+  if (process.env.SCREENSHOTS) await shoot(page, "gauge");
   assert.deepEqual(errors, []);
 });
 
