@@ -722,17 +722,19 @@ test("chat conventions: Enter sends, Shift+Enter is a new line, a prompt written
   await box.click();
   await box.pressSequentially("say first");
   await box.press("Shift+Enter");
-  await box.pressSequentially("sleep 3000");
-  assert.equal(await box.inputValue(), "say first\nsleep 3000");
+  await box.pressSequentially("hang");
+  assert.equal(await box.inputValue(), "say first\nhang");
   await box.press("Enter");
   await page.locator("#history .kind-assistant-message", { hasText: "first" }).waitFor();
   assert.equal(await box.inputValue(), "", "Enter sent the prompt");
-  // Written while the turn runs: queued, shown, then sent when it ends.
+  // Written while the turn runs (it waits until cancelled): queued, shown,
+  // and run once that turn ends (Escape cancels it; the queue stays).
   await box.fill("say second");
   await box.press("Enter");
   const queued = page.getByRole("list", { name: "Queued prompts" });
   await queued.getByText("say second").waitFor();
   assert.equal(await page.locator("#history .kind-assistant-message", { hasText: "second" }).count(), 0, "not sent while the turn runs");
+  await box.press("Escape");
   await page.locator("#history .kind-assistant-message", { hasText: "second" }).waitFor();
   await queued.waitFor({ state: "hidden" });
   const said = await page.locator("#history .kind-assistant-message .md").allInnerTexts();
