@@ -129,6 +129,100 @@ func BenchmarkIngest(b *testing.B) {
 	}
 	b.Run("raw-insert", func(b *testing.B) { raw(b, false) })
 	b.Run("raw-copy", func(b *testing.B) { raw(b, true) })
+	// paired: on a loaded machine the sub-benchmarks above run minutes
+	// apart; here each iteration appends one batch through the store and
+	// writes one raw batch (multi-row INSERT) and one COPY, on one
+	// database, and the rates come from the same moments.
+	b.Run("paired", func(b *testing.B) {
+		db := open(b)
+		s, err := db.CreateSession(ctx, core.Session{Harness: "fake"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rawS, err := db.CreateSession(ctx, core.Session{Harness: "fake"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		batch := ingestEntries(ingestBatch)
+		cols := []string{"id", "session_id", "parent_id", "seq", "kind", "payload", "native_id", "token_estimate", "created_at"}
+		seq, parent := 0, ""
+		rows := func() [][]any {
+			out := make([][]any, len(batch))
+			for j, e := range batch {
+				seq++
+				id := fmt.Sprintf("e_%026d", seq)
+				var p *string
+				if parent != "" {
+					p = &parent
+				}
+				out[j] = []any{id, rawS.ID, p, int64(seq), string(e.Kind), string(e.Payload), nil, e.TokenEstimate, time.Now().UnixNano()}
+				parent = id
+			}
+			return out
+		}
+		insertSQL := func(n int) string {
+			var sb strings.Builder
+			sb.WriteString("INSERT INTO entries (" + strings.Join(cols, ", ") + ") VALUES ")
+			for j := range n {
+				if j > 0 {
+					sb.WriteString(", ")
+				}
+				sb.WriteString("(")
+				for k := range cols {
+					if k > 0 {
+						sb.WriteString(", ")
+					}
+					sb.WriteString("$" + strconv.Itoa(j*len(cols)+k+1))
+				}
+				sb.WriteString(")")
+			}
+			return sb.String()
+		}(len(batch))
+		var tStore, tInsert, tCopy time.Duration
+		b.ResetTimer()
+		for range b.N {
+			t0 := time.Now()
+			if _, err := db.Append(ctx, s.ID, batch...); err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			r := rows()
+			args := make([]any, 0, len(r)*len(cols))
+			for _, row := range r {
+				args = append(args, row...)
+			}
+			tx, err := db.Pool().Begin(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := tx.Exec(ctx, insertSQL, args...); err != nil {
+				b.Fatal(err)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				b.Fatal(err)
+			}
+			t2 := time.Now()
+			r = rows()
+			tx, err = db.Pool().Begin(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"entries"}, cols, pgx.CopyFromRows(r)); err != nil {
+				b.Fatal(err)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				b.Fatal(err)
+			}
+			t3 := time.Now()
+			tStore, tInsert, tCopy = tStore+t1.Sub(t0), tInsert+t2.Sub(t1), tCopy+t3.Sub(t2)
+		}
+		n := float64(b.N * ingestBatch)
+		b.ReportMetric(n/tStore.Seconds(), "store-entries/s")
+		b.ReportMetric(n/tInsert.Seconds(), "insert-entries/s")
+		b.ReportMetric(n/tCopy.Seconds(), "copy-entries/s")
+		b.ReportMetric(tInsert.Seconds()/tStore.Seconds(), "store/insert")
+		b.ReportMetric(tCopy.Seconds()/tStore.Seconds(), "store/copy")
+	})
 }
 
 // BenchmarkHistoryPage100k reads one 60-message page of a 100,000-entry
