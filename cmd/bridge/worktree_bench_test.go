@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"testing"
+	"time"
 )
 
 // repoOfFiles makes a repository of n committed files (100 per folder).
@@ -83,6 +85,75 @@ func BenchmarkWorktreeCreate(b *testing.B) {
 		b.StopTimer()
 		c.exit(true)
 	})
+}
+
+// BenchmarkWorktreeCreatePaired: the same comparison as
+// BenchmarkWorktreeCreate, as paired ratios: each iteration times one
+// `git worktree add -b` alone and one session/create with worktree: true
+// on the same repository of 10,000 files, back to back (their order
+// alternating), and takes the ratio bridge/git of the pair, so that both
+// sides of a ratio see the same load. It reports the median ratio and the
+// smallest and largest (each worktree is removed outside the timing).
+//
+//	go test ./cmd/bridge -run '^$' -bench BenchmarkWorktreeCreatePaired -benchtime 12x
+func BenchmarkWorktreeCreatePaired(b *testing.B) {
+	repo := repoOfFiles(b, 10000)
+	wt := b.TempDir()
+	data := b.TempDir()
+	c := startBridge(b, data)
+	c.initialize(nil)
+	defer c.exit(true)
+	plain := func(i int) time.Duration {
+		path := filepath.Join(wt, fmt.Sprint(i))
+		plainBranches++
+		t0 := time.Now()
+		gitB(b, repo, "worktree", "add", "--quiet", "-b", fmt.Sprintf("paired-%d", plainBranches), path, "HEAD")
+		d := time.Since(t0)
+		gitB(b, repo, "worktree", "remove", "--force", path)
+		return d
+	}
+	viaBridge := func() time.Duration {
+		var r struct {
+			SessionID string    `json:"sessionId"`
+			Repo      *repoWire `json:"repo"`
+		}
+		t0 := time.Now()
+		c.mustCall("session/create", map[string]any{"harness": "fake", "cwd": repo, "worktree": true}, &r)
+		d := time.Since(t0)
+		if r.Repo == nil || r.Repo.Worktree == "" {
+			b.Fatalf("no worktree: %+v", r)
+		}
+		gitB(b, repo, "worktree", "remove", "--force", r.Repo.Worktree)
+		return d
+	}
+	ratios := make([]float64, 0, b.N)
+	var gitSum, bridgeSum time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var g, br time.Duration
+		if i%2 == 0 {
+			g = plain(i)
+			br = viaBridge()
+		} else {
+			br = viaBridge()
+			g = plain(i)
+		}
+		gitSum += g
+		bridgeSum += br
+		ratios = append(ratios, float64(br)/float64(g))
+	}
+	b.StopTimer()
+	sort.Float64s(ratios)
+	med := ratios[len(ratios)/2]
+	if len(ratios)%2 == 0 {
+		med = (ratios[len(ratios)/2-1] + ratios[len(ratios)/2]) / 2
+	}
+	b.ReportMetric(med, "median-ratio")
+	b.ReportMetric(ratios[0], "min-ratio")
+	b.ReportMetric(ratios[len(ratios)-1], "max-ratio")
+	b.ReportMetric(float64(gitSum.Milliseconds())/float64(b.N), "git-ms/op")
+	b.ReportMetric(float64(bridgeSum.Milliseconds())/float64(b.N), "bridge-ms/op")
+	b.Logf("ratios (sorted): %.3f", ratios)
 }
 
 // BenchmarkSessionDiff: session/diff of a worktree session that changed

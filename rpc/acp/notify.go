@@ -55,9 +55,11 @@ func (s *Server) Restored(r service.Restored) {
 // Gauge implements service.GaugeNotifier: a context reading of a session
 // this client opened is its usage_update (the context gauge).
 func (s *Server) Gauge(sessionID string, g core.Gauge) {
-	if g.Size <= 0 || g.Used < 0 || s.opened(sessionID) == nil {
+	sess := s.opened(sessionID)
+	if g.Size <= 0 || g.Used < 0 || sess == nil {
 		return
 	}
+	sess.noteGauge(g)
 	s.send(sessionID, update{"sessionUpdate": "usage_update", "used": g.Used, "size": g.Size})
 }
 

@@ -102,6 +102,7 @@ func (s *Server) prompt(ctx context.Context, params json.RawMessage) (any, error
 			return map[string]any{"stopReason": "end_turn"}, nil
 		}
 	}
+	before, ok := s.sessionTotal(ctx, p.SessionID)
 	r, err := s.b.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: p.SessionID, Content: content})
 	if err != nil {
 		if errors.Is(err, context.Canceled) || core.ErrorCode(err) == core.CodeCancelled {
@@ -113,7 +114,9 @@ func (s *Server) prompt(ctx context.Context, params json.RawMessage) (any, error
 	if !stopReasons[stop] {
 		stop = "end_turn"
 	}
-	return map[string]any{"stopReason": stop}, nil
+	res := map[string]any{"stopReason": stop}
+	s.turnUsage(ctx, p.SessionID, before, ok, res)
+	return res, nil
 }
 
 // slashCommand reads "/name args" from a prompt that is one text block.

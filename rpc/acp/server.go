@@ -60,6 +60,9 @@ type session struct {
 	mu   sync.Mutex // one session's updates go out in order
 	view *view
 	cwd  string
+	// gauge is the last context reading sent (usage.go).
+	gauge     core.Gauge
+	haveGauge bool
 }
 
 // New returns the agent side of a connection writing to w. Give it to the

@@ -47,6 +47,18 @@ func (b *backend) SessionPrompt(ctx context.Context, p schema.SessionPromptParam
 	return schema.SessionPromptResult{StopReason: "end_turn"}, nil
 }
 
+// SessionUsage is a ledger that grows by one report (100 tokens in, 10
+// out, 5 read from the cache) per prompt answered.
+func (b *backend) SessionUsage(ctx context.Context, p schema.SessionUsageParams) (schema.SessionUsageResult, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := int64(len(b.prompts))
+	if b.block != nil {
+		n-- // the prompt now running has not reported yet
+	}
+	return schema.SessionUsageResult{Total: schema.UsageGroup{Reports: n, InputTokens: 100 * n, OutputTokens: 10 * n, CacheReadTokens: 5 * n}}, nil
+}
+
 func (b *backend) SessionHistory(ctx context.Context, p schema.SessionHistoryParams) (schema.SessionHistoryResult, error) {
 	return schema.SessionHistoryResult{}, core.E(core.CodeNotFound, "session "+p.SessionID+" not found", core.ErrNotFound)
 }
@@ -152,6 +164,11 @@ func TestPipelinedRequestsAreAnsweredAfterStdinCloses(t *testing.T) {
 	msgs := run(t, b, in)
 	if m := reply(t, msgs, "3"); m.Error != nil || !strings.Contains(string(m.Result), `"end_turn"`) {
 		t.Fatalf("the prompt: %+v", m)
+	}
+	// The answer carries the turn's usage: what the ledger grew by.
+	if m := reply(t, msgs, "3"); !strings.Contains(string(m.Result),
+		`"usage":{"cachedReadTokens":5,"cachedWriteTokens":0,"inputTokens":100,"outputTokens":10,"totalTokens":115}`) {
+		t.Errorf("the prompt's answer %s lacks the turn's usage", m.Result)
 	}
 	if len(b.prompts) != 1 || len(b.prompts[0].Content) != 2 || !strings.Contains(b.prompts[0].Content[1].Text, "package a") {
 		t.Fatalf("the backend got %+v: want the text and the embedded resource as text", b.prompts)
