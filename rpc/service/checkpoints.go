@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"github.com/bridge-dev/bridge/rpc/service/live"
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
@@ -26,10 +27,10 @@ const DirectChatPreset = checkpointer.DirectChatPreset
 // one is queued already. The queued worker waits for the turn to end and
 // decides with the record (no new work, a tool in flight, a fresh probe
 // that finds a compaction command: suppressed, logged).
-func (s *Service) onGauge(l *liveSession, g core.Gauge) {
+func (s *Service) onGauge(l *live.Session, g core.Gauge) {
 	st := checkpoint.State{HasGauge: true, GaugeUsed: g.Used, GaugeSize: g.Size,
 		ResponseReserve: s.opts.ResponseReserve, MeaningfulWork: true}
-	if p, ok := s.hosts.Cached(l.host); ok {
+	if p, ok := s.hosts.Cached(l.Host); ok {
 		st.OwnCompaction = p.Has(core.CapCompactCommand)
 	}
 	var reasons []checkpoint.Reason
@@ -41,21 +42,13 @@ func (s *Service) onGauge(l *liveSession, g core.Gauge) {
 	if len(reasons) == 0 {
 		return
 	}
-	l.mu.Lock()
-	queued := l.controllerQueued
-	l.controllerQueued = true
-	l.mu.Unlock()
-	if queued {
-		return
+	if !l.QueueController() {
+		return // one is queued already
 	}
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		defer func() {
-			l.mu.Lock()
-			l.controllerQueued = false
-			l.mu.Unlock()
-		}()
+		defer l.ControllerDone()
 		ctx, cancel := context.WithTimeout(s.life, 2*s.opts.CheckpointTimeout+10*time.Second)
 		defer cancel()
 		s.controllerCheckpoint(ctx, l, reasons)
@@ -66,16 +59,16 @@ func (s *Service) onGauge(l *liveSession, g core.Gauge) {
 // and the latest gauge, the first window reason that still fires gets a
 // checkpoint (which waits for the running turn and decides with the
 // record).
-func (s *Service) controllerCheckpoint(ctx context.Context, l *liveSession, reasons []checkpoint.Reason) {
-	sess, err := s.opts.Store.GetSession(ctx, l.sessionID)
+func (s *Service) controllerCheckpoint(ctx context.Context, l *live.Session, reasons []checkpoint.Reason) {
+	sess, err := s.opts.Store.GetSession(ctx, l.ID)
 	if err != nil {
 		return
 	}
-	st := s.ckpt.State(ctx, sess, checkpointLive{l}, true)
+	st := s.ckpt.State(ctx, sess, checkpointLive{s, l}, true)
 	st.MeaningfulWork = true
 	for _, r := range reasons {
 		if checkpoint.Decide(r, st).Fire {
-			_, _ = s.autoCheckpoint(ctx, l.sessionID, r)
+			_, _ = s.autoCheckpoint(ctx, l.ID, r)
 			return
 		}
 	}
@@ -86,43 +79,37 @@ type checkpointLives struct{ s *Service }
 
 func (c checkpointLives) Live(sessionID string) checkpointer.Live {
 	if l := c.s.liveFor(sessionID); l != nil {
-		return checkpointLive{l}
+		return checkpointLive{c.s, l}
 	}
 	return nil
 }
 
 // checkpointLive is a live session as the checkpointer sees it.
-type checkpointLive struct{ l *liveSession }
-
-func (c checkpointLive) Host() core.BridgeHost { return c.l.host }
-func (c checkpointLive) Harness() core.Live    { return c.l.live }
-func (c checkpointLive) Preset() core.Preset   { return c.l.preset }
-func (c checkpointLive) ApprovalPending() bool { return c.l.approvals.busy() }
-func (c checkpointLive) TryHold() bool         { return c.l.turn.TryLock() }
-func (c checkpointLive) Release()              { c.l.turn.Unlock() }
-
-func (c checkpointLive) Hold(ctx context.Context) error { return c.l.turn.LockContext(ctx) }
-
-func (c checkpointLive) Gauge() *core.Gauge {
-	c.l.mu.Lock()
-	defer c.l.mu.Unlock()
-	return c.l.gauge
+type checkpointLive struct {
+	s *Service
+	l *live.Session
 }
 
+func (c checkpointLive) Host() core.BridgeHost { return c.l.Host }
+func (c checkpointLive) Harness() core.Live    { return c.l.Harness }
+func (c checkpointLive) Preset() core.Preset   { return c.l.Preset }
+func (c checkpointLive) ApprovalPending() bool { return c.l.ApprovalPending() }
+func (c checkpointLive) TryHold() bool         { return c.l.Turn.TryLock() }
+func (c checkpointLive) Release()              { c.l.Turn.Unlock() }
+
+func (c checkpointLive) Hold(ctx context.Context) error { return c.l.Turn.LockContext(ctx) }
+
+func (c checkpointLive) Gauge() *core.Gauge { return c.l.Gauge() }
+
 func (c checkpointLive) Ask(ctx context.Context, prompt string) (string, error) {
-	return c.l.svc.askLocked(ctx, c.l, prompt)
+	return c.s.askLocked(ctx, c.l, prompt)
 }
 
 func (c checkpointLive) Append(ctx context.Context, es ...core.NewEntry) ([]core.Entry, error) {
-	return c.l.appendInOrder(ctx, es...)
+	return c.l.AppendInOrder(ctx, es...)
 }
 
-func (c checkpointLive) Commit(fn func() error) error {
-	c.l.flush()
-	c.l.order.Lock()
-	defer c.l.order.Unlock()
-	return fn()
-}
+func (c checkpointLive) Commit(fn func() error) error { return c.l.Commit(fn) }
 
 // checkpointNotifier tells the client what a checkpoint did.
 type checkpointNotifier struct{ s *Service }

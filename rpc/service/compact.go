@@ -42,19 +42,17 @@ func (s *Service) compact(ctx context.Context, sessionID, focus string) (Compact
 	if err != nil {
 		return CompactOutcome{}, err
 	}
-	comp, ok := l.live.(core.Compactor)
+	comp, ok := l.Harness.(core.Compactor)
 	if !ok {
 		return CompactOutcome{}, core.Errorf(core.CodeUnsupported, "harness %s advertised a compaction command but its session has none", sess.Harness)
 	}
-	if !l.turn.TryLock() {
+	if !l.Turn.TryLock() {
 		return CompactOutcome{}, core.Errorf(core.CodeBusy, "session %s is running a turn; compact after it ends", sessionID)
 	}
-	defer l.turn.Unlock()
-	l.mu.Lock()
-	before := l.lastCompact
-	l.mu.Unlock()
+	defer l.Turn.Unlock()
+	before := l.LastCompact()
 	res, err := comp.Compact(ctx, focus)
-	l.flush()
+	l.Flush()
 	if err != nil {
 		return CompactOutcome{}, wrapHarness(sess.Harness, err)
 	}
@@ -62,10 +60,8 @@ func (s *Service) compact(ctx context.Context, sessionID, focus string) (Compact
 	if focus != "" && !res.FocusApplied && out.FocusNote == "" {
 		out.FocusNote = fmt.Sprintf("harness %s's compaction command takes no focus", sess.Harness)
 	}
-	l.mu.Lock()
-	if l.lastCompact != before {
-		out.EntryID = l.lastCompact
+	if last := l.LastCompact(); last != before {
+		out.EntryID = last
 	}
-	l.mu.Unlock()
 	return out, nil
 }

@@ -2,8 +2,10 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"github.com/bridge-dev/bridge/rpc/service/checkpointer"
+	"github.com/bridge-dev/bridge/rpc/service/live"
 	"sync"
 	"time"
 
@@ -42,10 +44,10 @@ func (s *Service) autoCheckpoint(ctx context.Context, sessionID string, reason c
 	return out, err
 }
 
-// lockTurn takes l.turn, waiting until it is released or ctx ends.
-func lockTurn(ctx context.Context, l *liveSession) error {
-	if err := l.turn.LockContext(ctx); err != nil {
-		return core.E(core.CodeBusy, fmt.Sprintf("session %s is still running a turn", l.sessionID), err)
+// lockTurn takes l.Turn, waiting until it is released or ctx ends.
+func lockTurn(ctx context.Context, l *live.Session) error {
+	if err := l.Turn.LockContext(ctx); err != nil {
+		return core.E(core.CodeBusy, fmt.Sprintf("session %s is still running a turn", l.ID), err)
 	}
 	return nil
 }
@@ -53,25 +55,19 @@ func lockTurn(ctx context.Context, l *liveSession) error {
 // afterTurn runs once a prompt's turn has ended and its lock is released:
 // a turn that completed at least one plan step ends with a phase_boundary
 // decision, in the background (the prompt's reply does not wait for it).
-func (s *Service) afterTurn(l *liveSession, stepsCompleted int) {
-	l.touch()
+func (s *Service) afterTurn(l *live.Session, stepsCompleted int) {
+	l.Touch()
 	if stepsCompleted == 0 {
 		return
 	}
-	l.mu.Lock()
-	l.autoRunning++
-	l.mu.Unlock()
+	l.BeginAuto()
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		defer func() {
-			l.mu.Lock()
-			l.autoRunning--
-			l.mu.Unlock()
-		}()
+		defer l.EndAuto()
 		ctx, cancel := context.WithTimeout(s.life, 2*s.opts.CheckpointTimeout+10*time.Second)
 		defer cancel()
-		_, _ = s.autoCheckpoint(ctx, l.sessionID, checkpoint.ReasonPhaseBoundary)
+		_, _ = s.autoCheckpoint(ctx, l.ID, checkpoint.ReasonPhaseBoundary)
 	}()
 }
 
@@ -111,9 +107,7 @@ func (s *Service) suspend(ctx context.Context, sessionID, by string, wait bool) 
 		return SuspendOutcome{}, nil
 	}
 	var out SuspendOutcome
-	l.mu.Lock()
-	turns := l.turns
-	l.mu.Unlock()
+	turns := l.Turns()
 	cp, err := s.ckpt.Checkpoint(ctx, sessionID, checkpointer.Request{Reason: checkpoint.ReasonBeforeSuspend, Wait: wait})
 	switch {
 	case err == nil:
@@ -133,17 +127,15 @@ func (s *Service) suspend(ctx context.Context, sessionID, by string, wait bool) 
 	if err := lockTurn(ctx, l); err != nil {
 		return SuspendOutcome{}, err
 	}
-	defer l.turn.Unlock()
+	defer l.Turn.Unlock()
 	if s.liveFor(sessionID) != l {
 		return out, nil // stopped meanwhile
 	}
-	l.mu.Lock()
-	promptedSince := l.turns != turns
-	l.mu.Unlock()
+	promptedSince := l.Turns() != turns
 	if promptedSince && by == "idle" {
 		return SuspendOutcome{}, core.Errorf(core.CodeBusy, "session %s was prompted meanwhile; no longer idle", sessionID)
 	}
-	if err := l.close(ctx); err != nil {
+	if err := l.Close(ctx); err != nil {
 		s.opts.Notifier.Log(2, fmt.Sprintf("session %s: stopping the harness to suspend: %v", sessionID, err))
 	}
 	if _, err := s.appendEntries(context.WithoutCancel(ctx), sessionID, core.NewEntry{Kind: core.KindSessionStatus,
@@ -152,15 +144,6 @@ func (s *Service) suspend(ctx context.Context, sessionID, by string, wait bool) 
 	}
 	out.Suspended = true
 	return out, nil
-}
-
-// touch restarts the idle clock of a live session.
-func (l *liveSession) touch() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.idleTimer != nil {
-		l.idleTimer.Reset(l.svc.suspendAfter())
-	}
 }
 
 // suspendAfter is how long a live session may stay idle.
@@ -172,52 +155,38 @@ func (s *Service) suspendAfter() time.Duration {
 }
 
 // startIdleClock arms the idle suspension of a recorded live session.
-func (s *Service) startIdleClock(l *liveSession) {
+func (s *Service) startIdleClock(l *live.Session) {
 	if s.opts.SuspendAfter < 0 {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.idleTimer != nil {
-		return
-	}
-	l.idleTimer = time.AfterFunc(s.suspendAfter(), func() { s.idle(l) })
+	l.StartIdleClock(s.suspendAfter(), func() { s.idle(l) })
 }
 
 // idle runs when a live session's idle clock fires: a session in a turn
 // (or with a controller checkpoint under way) starts a new clock; an idle
 // one is suspended.
-func (s *Service) idle(l *liveSession) {
-	if s.life.Err() != nil || s.liveFor(l.sessionID) != l {
+func (s *Service) idle(l *live.Session) {
+	if s.life.Err() != nil || s.liveFor(l.ID) != l {
 		return
 	}
-	l.mu.Lock()
-	busy := l.autoRunning > 0
-	l.mu.Unlock()
-	if busy || l.turn.Held() {
-		l.touch()
+	if l.AutoRunning() || l.Turn.Held() {
+		l.Touch()
 		return
 	}
 	s.bg.Add(1)
 	defer s.bg.Done()
-	l.mu.Lock()
-	l.autoRunning++ // a prompt arriving now waits, then starts the process again
-	l.mu.Unlock()
-	defer func() {
-		l.mu.Lock()
-		l.autoRunning--
-		l.mu.Unlock()
-	}()
+	l.BeginAuto() // a prompt arriving now waits, then starts the process again
+	defer l.EndAuto()
 	ctx, cancel := context.WithTimeout(s.life, 2*s.opts.CheckpointTimeout+10*time.Second)
 	defer cancel()
-	out, err := s.suspend(ctx, l.sessionID, "idle", true)
+	out, err := s.suspend(ctx, l.ID, "idle", true)
 	switch {
 	case err != nil && core.ErrorCode(err) == core.CodeBusy:
-		l.touch() // a turn began meanwhile; try again later
+		l.Touch() // a turn began meanwhile; try again later
 	case err != nil:
-		s.opts.Notifier.Log(2, fmt.Sprintf("session %s: idle suspension: %v", l.sessionID, err))
+		s.opts.Notifier.Log(2, fmt.Sprintf("session %s: idle suspension: %v", l.ID, err))
 	case out.Suspended:
-		s.opts.Notifier.Log(3, fmt.Sprintf("session %s: suspended after %s idle", l.sessionID, s.suspendAfter()))
+		s.opts.Notifier.Log(3, fmt.Sprintf("session %s: suspended after %s idle", l.ID, s.suspendAfter()))
 	}
 }
 
@@ -233,12 +202,7 @@ func (s *Service) shutdownCheckpoints(ctx context.Context) {
 	if limit <= 0 {
 		limit = DefaultShutdownCheckpoint
 	}
-	s.mu.Lock()
-	lives := make([]*liveSession, 0, len(s.live))
-	for _, l := range s.live {
-		lives = append(lives, l)
-	}
-	s.mu.Unlock()
+	lives := s.lives.All()
 	if len(lives) == 0 {
 		return
 	}
@@ -246,15 +210,15 @@ func (s *Service) shutdownCheckpoints(ctx context.Context) {
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, l := range lives {
-		if !l.alive() {
+		if !l.Alive() {
 			continue
 		}
 		wg.Add(1)
-		go func(l *liveSession) {
+		go func(l *live.Session) {
 			defer wg.Done()
-			_, err := s.autoCheckpoint(ctx, l.sessionID, checkpoint.ReasonBeforeShutdown)
+			_, err := s.autoCheckpoint(ctx, l.ID, checkpoint.ReasonBeforeShutdown)
 			if err != nil && ctx.Err() != nil {
-				s.opts.Notifier.Log(2, fmt.Sprintf("session %s: the before_shutdown checkpoint did not finish within %s; the session is left as it is", l.sessionID, limit))
+				s.opts.Notifier.Log(2, fmt.Sprintf("session %s: the before_shutdown checkpoint did not finish within %s; the session is left as it is", l.ID, limit))
 			}
 		}(l)
 	}
@@ -328,5 +292,9 @@ func (s *Service) lastHarnessVersion(ctx context.Context, sessionID string) stri
 	if err != nil || len(rows) == 0 {
 		return ""
 	}
-	return memberString(rows[len(rows)-1].Body, "version")
+	var body struct {
+		Version string `json:"version"`
+	}
+	_ = json.Unmarshal(rows[len(rows)-1].Body, &body)
+	return body.Version
 }

@@ -74,10 +74,10 @@ func (s *Service) SessionFork(ctx context.Context, p schema.SessionForkParams) (
 	if l == nil {
 		return out, core.Errorf(core.CodeHarness, "the fork %s stopped right after it started", target.ID)
 	}
-	if !l.turn.TryLock() {
+	if !l.Turn.TryLock() {
 		return out, core.Errorf(core.CodeBusy, "the fork %s is busy", target.ID)
 	}
-	defer l.turn.Unlock()
+	defer l.Turn.Unlock()
 	progress(2, 3, "handing the conversation to "+harness)
 	text := checkpoint.RenderFork(checkpoint.ForkSource{SessionID: src.ID, EntryID: at.ID, Harness: src.Harness, Title: src.Title}, proj)
 	if _, err := s.runTurn(ctx, l, []core.Content{{Type: "text", Text: text}}); err != nil {

@@ -78,26 +78,21 @@ func (s *Service) renewLeases(ls core.SessionLeases) {
 			return
 		case <-t.C:
 		}
-		s.mu.Lock()
-		lives := make([]*liveSession, 0, len(s.live))
-		for _, l := range s.live {
-			lives = append(lives, l)
-		}
-		s.mu.Unlock()
+		lives := s.lives.All()
 		for _, l := range lives {
-			if !l.alive() {
+			if !l.Alive() {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(s.life, s.opts.LeaseTTL/3)
-			err := ls.AcquireLease(ctx, l.sessionID, s.opts.LeaseOwner, s.opts.LeaseTTL)
+			err := ls.AcquireLease(ctx, l.ID, s.opts.LeaseOwner, s.opts.LeaseTTL)
 			cancel()
 			switch {
 			case err == nil:
 			case core.ErrorCode(err) == core.CodeLiveElsewhere:
-				s.opts.Notifier.Log(1, fmt.Sprintf("session %s: its lease passed to another process; stopping its harness here: %v", l.sessionID, err))
-				go l.close(context.WithoutCancel(s.life))
+				s.opts.Notifier.Log(1, fmt.Sprintf("session %s: its lease passed to another process; stopping its harness here: %v", l.ID, err))
+				go l.Close(context.WithoutCancel(s.life))
 			default:
-				s.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not renew its lease: %v", l.sessionID, err))
+				s.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not renew its lease: %v", l.ID, err))
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"github.com/bridge-dev/bridge/rpc/service/live"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/rpc/service/migrate"
@@ -49,23 +50,23 @@ func (m migrationSessions) Preset(ctx context.Context, h core.BridgeHost, name s
 
 func (m migrationSessions) Live(sessionID string) (core.Live, bool) {
 	if l := m.s.liveFor(sessionID); l != nil {
-		return l.live, true
+		return l.Harness, true
 	}
 	return nil, false
 }
 
 func (m migrationSessions) Hold(sessionID string) (migrate.Turn, bool) {
 	l := m.s.liveFor(sessionID)
-	if l == nil || !l.turn.TryLock() {
+	if l == nil || !l.Turn.TryLock() {
 		return nil, false
 	}
 	return heldTurn{s: m.s, l: l}, true
 }
 
-// heldTurn runs turns in l while its caller holds l.turn.
+// heldTurn runs turns in l while its caller holds l.Turn.
 type heldTurn struct {
 	s *Service
-	l *liveSession
+	l *live.Session
 }
 
 func (t heldTurn) Run(ctx context.Context, content []core.Content) error {
@@ -77,4 +78,4 @@ func (t heldTurn) Ask(ctx context.Context, prompt string) (string, error) {
 	return t.s.askLocked(ctx, t.l, prompt)
 }
 
-func (t heldTurn) Release() { t.l.turn.Unlock() }
+func (t heldTurn) Release() { t.l.Turn.Unlock() }

@@ -131,10 +131,10 @@ func (s *Service) SessionSelectModel(ctx context.Context, p schema.SessionSelect
 			return schema.SessionSelectModelResult{}, fmt.Errorf("before_downgrade checkpoint (%s): %w", why, err)
 		}
 	}
-	if !l.turn.TryLock() {
+	if !l.Turn.TryLock() {
 		return schema.SessionSelectModelResult{}, core.Errorf(core.CodeBusy, "session %s is running a turn; switch after it ends", sess.ID)
 	}
-	defer l.turn.Unlock()
+	defer l.Turn.Unlock()
 	model, effort := p.Model, p.Effort
 	if model == sess.Model {
 		model = ""
@@ -142,7 +142,7 @@ func (s *Service) SessionSelectModel(ctx context.Context, p schema.SessionSelect
 	if effort == sess.Effort {
 		effort = ""
 	}
-	if err := l.live.SelectModel(ctx, model, effort); err != nil {
+	if err := l.Harness.SelectModel(ctx, model, effort); err != nil {
 		if errors.Is(err, core.ErrUnsupported) {
 			return schema.SessionSelectModelResult{}, core.E(core.CodeUnavailable, fmt.Sprintf("harness %q cannot switch a live session's model", h.Harness()), err)
 		}
@@ -163,7 +163,7 @@ func (s *Service) SessionSelectModel(ctx context.Context, p schema.SessionSelect
 	if _, err := s.opts.Store.PatchSession(ctx, sess.ID, patch); err != nil {
 		return schema.SessionSelectModelResult{}, err
 	}
-	if _, err := l.appendInOrder(ctx, es...); err != nil {
+	if _, err := l.AppendInOrder(ctx, es...); err != nil {
 		return schema.SessionSelectModelResult{}, err
 	}
 	return out, nil

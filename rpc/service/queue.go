@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bridge-dev/bridge/rpc/service/live"
 	"strings"
 	"sync"
 	"time"
@@ -25,10 +26,6 @@ import (
 
 // QueueNotifier is a Notifier told of queue changes (session/queueChanged).
 type QueueNotifier = peer.QueueNotifier
-
-// queueWait is how often a prompt at the head of its queue tries for the
-// turn (a checkpoint or a migration's kickoff may hold it too).
-const queueWait = 20 * time.Millisecond
 
 // queues holds every session's prompt queue.
 type queues struct {
@@ -196,8 +193,8 @@ func (s *Service) promptQueued(ctx context.Context, p schema.SessionPromptParams
 // out of the queue (counted as running). It returns errWithdrawn when the
 // prompt was withdrawn, and an error when ctx ended or the session could
 // not be brought back; either way item has left the queue.
-func (s *Service) awaitTurn(ctx context.Context, sess core.Session, q *promptQueue, item *queuedPrompt) (*liveSession, error) {
-	leave := func(err error) (*liveSession, error) {
+func (s *Service) awaitTurn(ctx context.Context, sess core.Session, q *promptQueue, item *queuedPrompt) (*live.Session, error) {
+	leave := func(err error) (*live.Session, error) {
 		s.queues.mu.Lock()
 		removed := q.remove(item)
 		items := q.items()
@@ -224,33 +221,23 @@ func (s *Service) awaitTurn(ctx context.Context, sess core.Session, q *promptQue
 			return leave(errWithdrawn)
 		default:
 		}
+		// First in the queue, the prompt waits for the turn's release
+		// itself (a send on the gate takes it); behind others, for the
+		// queue to change.
+		var take chan<- struct{}
+		var l *live.Session
 		if first {
-			l, err := s.ensureLive(ctx, sess)
-			if err != nil {
+			var err error
+			if l, err = s.ensureLive(ctx, sess); err != nil {
 				return leave(err)
 			}
-			if l.turn.TryLock() {
-				if s.liveFor(sess.ID) != l {
-					l.turn.Unlock() // stopped meanwhile: bring it back
-					continue
+			if l.Turn.TryLock() {
+				if got, done, err := s.tookTurn(sess.ID, q, item, l, leave); done {
+					return got, err
 				}
-				s.queues.mu.Lock()
-				select {
-				case <-item.withdrawn:
-					s.queues.mu.Unlock()
-					l.turn.Unlock()
-					return leave(errWithdrawn)
-				default:
-				}
-				q.remove(item)
-				q.running++
-				items := q.items()
-				s.queues.mu.Unlock()
-				if item.waited {
-					s.queueChanged(sess.ID, items)
-				}
-				return l, nil
+				continue
 			}
+			take = l.Turn.C()
 		}
 		if !item.waited {
 			item.waited = true
@@ -260,19 +247,48 @@ func (s *Service) awaitTurn(ctx context.Context, sess core.Session, q *promptQue
 			s.queueChanged(sess.ID, items)
 		}
 		peer.ProgressFrom(ctx)(0, 0, fmt.Sprintf("queued: waiting for the running turn (%d prompts ahead)", ahead))
-		t := time.NewTimer(queueWait)
 		select {
 		case <-item.withdrawn:
-			t.Stop()
 			return leave(errWithdrawn)
 		case <-ctx.Done():
-			t.Stop()
 			return leave(core.E(core.CodeCancelled, "the queued prompt was cancelled before it ran", errors.Join(core.ErrCancelled, ctx.Err())))
 		case <-changed:
-			t.Stop()
-		case <-t.C:
+		case take <- struct{}{}: // never ready when take is nil
+			if got, done, err := s.tookTurn(sess.ID, q, item, l, leave); done {
+				return got, err
+			}
 		}
 	}
+}
+
+// tookTurn goes on once item, first in q, has taken l's turn: it takes
+// item out of the queue (counted as running) and returns l, or leaves
+// with errWithdrawn when item was withdrawn meanwhile. done is false when
+// the session stopped meanwhile: the turn is given back, and the caller
+// brings the session back and tries again.
+func (s *Service) tookTurn(sessionID string, q *promptQueue, item *queuedPrompt, l *live.Session,
+	leave func(error) (*live.Session, error)) (got *live.Session, done bool, err error) {
+	if s.liveFor(sessionID) != l {
+		l.Turn.Unlock() // stopped meanwhile: bring it back
+		return nil, false, nil
+	}
+	s.queues.mu.Lock()
+	select {
+	case <-item.withdrawn:
+		s.queues.mu.Unlock()
+		l.Turn.Unlock()
+		got, err = leave(errWithdrawn)
+		return got, true, err
+	default:
+	}
+	q.remove(item)
+	q.running++
+	items := q.items()
+	s.queues.mu.Unlock()
+	if item.waited {
+		s.queueChanged(sessionID, items)
+	}
+	return l, true, nil
 }
 
 // steer delivers content into the prompt turn running on sess, recording
@@ -288,12 +304,12 @@ func (s *Service) steer(ctx context.Context, sess core.Session, content []core.C
 	if l == nil || !running {
 		return false, nil
 	}
-	if err := s.hosts.Require(ctx, l.host, "session/prompt with steer", core.CapPromptSteer); err != nil {
+	if err := s.hosts.Require(ctx, l.Host, "session/prompt with steer", core.CapPromptSteer); err != nil {
 		return false, err
 	}
-	st, ok := l.live.(core.Steerer)
+	st, ok := l.Harness.(core.Steerer)
 	if !ok {
-		e := core.Errorf(core.CodeUnavailable, "session/prompt with steer: the %s adapter does not implement it", l.host.Harness())
+		e := core.Errorf(core.CodeUnavailable, "session/prompt with steer: the %s adapter does not implement it", l.Host.Harness())
 		e.Missing = []string{core.CapPromptSteer}
 		return false, e
 	}
@@ -302,21 +318,23 @@ func (s *Service) steer(ctx context.Context, sess core.Session, content []core.C
 		return false, err
 	}
 	payload["steered"] = true
-	// The message is recorded under l.order, after every event reported so
-	// far and before any the harness reports in answer to it.
-	l.flush()
-	l.order.Lock()
-	defer l.order.Unlock()
-	if err := st.Steer(ctx, content); err != nil {
-		if core.ErrorCode(err) == core.CodeInvalid && ctx.Err() == nil {
-			return false, nil // the turn ended meanwhile: run it as a turn of its own
+	// The message is recorded in order with the harness's events: after
+	// every event reported so far and before any it reports in answer.
+	delivered := false
+	err = l.Commit(func() error {
+		if err := st.Steer(ctx, content); err != nil {
+			if core.ErrorCode(err) == core.CodeInvalid && ctx.Err() == nil {
+				return nil // the turn ended meanwhile: run it as a turn of its own
+			}
+			return wrapHarness(l.Host.Harness(), err)
 		}
-		return false, wrapHarness(l.host.Harness(), err)
-	}
-	if _, err := s.appendEntries(context.WithoutCancel(ctx), sess.ID, core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(payload)}); err != nil {
-		return true, fmt.Errorf("the prompt was delivered, recording it failed: %w", err)
-	}
-	return true, nil
+		delivered = true
+		if _, err := s.appendEntries(context.WithoutCancel(ctx), sess.ID, core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(payload)}); err != nil {
+			return fmt.Errorf("the prompt was delivered, recording it failed: %w", err)
+		}
+		return nil
+	})
+	return delivered, err
 }
 
 // withdraw takes back the prompts queued on sessionID that match (all of

@@ -122,7 +122,7 @@ func (s *Service) restored(ctx context.Context, r Restored) (Restored, error) {
 	restored := core.NewEntry{Kind: core.KindSessionRestored, Payload: core.Payload(payload)}
 	var err error
 	if l := s.liveFor(r.SessionID); l != nil {
-		_, err = l.appendInOrder(ctx, restored)
+		_, err = l.AppendInOrder(ctx, restored)
 	} else {
 		_, err = s.appendEntries(ctx, r.SessionID, restored)
 	}
@@ -153,10 +153,10 @@ func (s *Service) restoreFromCheckpoint(ctx context.Context, h core.BridgeHost, 
 	if perr != nil {
 		return Restored{Mode: core.ModeFresh, Reason: "no valid checkpoint to restore from: " + perr.Error()}, nil
 	}
-	if !l.turn.TryLock() {
+	if !l.Turn.TryLock() {
 		return Restored{}, core.Errorf(core.CodeBusy, "session %s is busy", sess.ID)
 	}
-	defer l.turn.Unlock()
+	defer l.Turn.Unlock()
 	if _, err := s.runTurn(ctx, l, []core.Content{{Type: "text", Text: checkpoint.Render(proj)}}); err != nil {
 		return Restored{}, fmt.Errorf("inject the checkpoint projection: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bridge-dev/bridge/rpc/service/live"
 	"sync"
 	"time"
 
@@ -96,8 +97,7 @@ type Service struct {
 	ckpt      *checkpointer.Checkpointer
 	startedAt time.Time
 
-	mu   sync.Mutex
-	live map[string]*liveSession // by Bridge session id
+	lives *live.Table // the running harness sessions
 
 	queues queues // prompts waiting for a running turn (queue.go)
 
@@ -128,7 +128,8 @@ func New(opts Options) (*Service, error) {
 	if opts.LeaseTTL <= 0 {
 		opts.LeaseTTL = defaultLeaseTTL
 	}
-	s := &Service{opts: opts, hosts: hosts.New(opts.Hosts, opts.Now), live: map[string]*liveSession{}}
+	s := &Service{opts: opts, hosts: hosts.New(opts.Hosts, opts.Now)}
+	s.lives = live.NewTable(s.liveEnv())
 	s.startedAt = opts.Now()
 	s.images = attach.Images{Store: opts.Store, DataDir: opts.DataDir}
 	s.lib = library.New(library.Options{Store: opts.Store, Hosts: s.hosts, IDs: opts.IDs, Prices: opts.Prices, Images: s.images})
@@ -189,15 +190,10 @@ func (s *Service) Close(ctx context.Context) error {
 	s.shutdownCheckpoints(ctx)
 	s.stopLife()
 	s.waitBackground()
-	s.mu.Lock()
-	lives := make([]*liveSession, 0, len(s.live))
-	for _, l := range s.live {
-		lives = append(lives, l)
-	}
-	s.mu.Unlock()
+	lives := s.lives.All()
 	var errs []error
 	for _, l := range lives {
-		if err := l.close(ctx); err != nil {
+		if err := l.Close(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/bridge-dev/bridge/rpc/service/attach"
+	"github.com/bridge-dev/bridge/rpc/service/live"
 	"strings"
 	"time"
 
@@ -52,10 +53,10 @@ func (s *Service) create(ctx context.Context, p schema.SessionCreateParams) (cor
 		s.dropWorktree(ctx, repo)
 		return core.Session{}, err
 	}
-	sess.NativeSessionID = l.live.NativeID()
+	sess.NativeSessionID = l.Harness.NativeID()
 	stored, err := s.opts.Store.CreateSession(ctx, sess)
 	if err != nil {
-		_ = l.close(ctx)
+		_ = l.Close(ctx)
 		s.dropWorktree(ctx, repo)
 		return core.Session{}, fmt.Errorf("record session: %w", err)
 	}
@@ -64,7 +65,7 @@ func (s *Service) create(ctx context.Context, p schema.SessionCreateParams) (cor
 			s.opts.Notifier.Log(2, fmt.Sprintf("session %s: recording its repository: %v", sess.ID, err))
 		}
 	}
-	l.markRecorded()
+	l.MarkRecorded()
 	return s.opts.Store.GetSession(ctx, stored.ID)
 }
 
@@ -141,16 +142,11 @@ func (s *Service) promptable(ctx context.Context, sessionID string, content []co
 
 // promptHeld runs one prompt turn on l, whose turn the caller holds;
 // it releases the turn.
-func (s *Service) promptHeld(ctx context.Context, l *liveSession, content []core.Content) (core.TurnResult, error) {
-	l.mu.Lock()
-	l.stepsCompleted = 0
-	l.turns++
-	l.mu.Unlock()
+func (s *Service) promptHeld(ctx context.Context, l *live.Session, content []core.Content) (core.TurnResult, error) {
+	l.BeginPrompt()
 	res, err := s.runTurn(ctx, l, content)
-	l.mu.Lock()
-	steps := l.stepsCompleted
-	l.mu.Unlock()
-	l.turn.Unlock()
+	steps := l.StepsCompleted()
+	l.Turn.Unlock()
 	if err != nil {
 		steps = 0
 	}
@@ -162,19 +158,16 @@ func (s *Service) promptHeld(ctx context.Context, l *liveSession, content []core
 // with its turn held. While the controller holds the session (an automatic
 // checkpoint or an idle suspension) the prompt waits for it, and when that
 // stopped the process, starts it again; another turn is busy.
-func (s *Service) lockLive(ctx context.Context, sess core.Session) (*liveSession, error) {
+func (s *Service) lockLive(ctx context.Context, sess core.Session) (*live.Session, error) {
 	for attempt := 0; ; attempt++ {
 		l, err := s.ensureLive(ctx, sess)
 		if err != nil {
 			return nil, err
 		}
-		if l.turn.TryLock() {
+		if l.Turn.TryLock() {
 			return l, nil
 		}
-		l.mu.Lock()
-		auto := l.autoRunning > 0
-		l.mu.Unlock()
-		if !auto || attempt > 0 {
+		if !l.AutoRunning() || attempt > 0 {
 			return nil, core.Errorf(core.CodeBusy, "session %s is already running a turn", sess.ID)
 		}
 		if err := lockTurn(ctx, l); err != nil {
@@ -183,53 +176,53 @@ func (s *Service) lockLive(ctx context.Context, sess core.Session) (*liveSession
 		if s.liveFor(sess.ID) == l {
 			return l, nil
 		}
-		l.turn.Unlock() // suspended meanwhile: start it again
+		l.Turn.Unlock() // suspended meanwhile: start it again
 	}
 }
 
 // runTurn records the user message and runs the turn; the caller holds
-// l.turn.
-func (s *Service) runTurn(ctx context.Context, l *liveSession, content []core.Content) (core.TurnResult, error) {
-	defer l.clearPending()
+// l.Turn.
+func (s *Service) runTurn(ctx context.Context, l *live.Session, content []core.Content) (core.TurnResult, error) {
+	defer l.ClearPending()
 	payload, err := s.userPayload(ctx, content)
 	if err != nil {
 		return core.TurnResult{}, err
 	}
-	if _, err := l.appendInOrder(ctx, core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(payload)}); err != nil {
+	if _, err := l.AppendInOrder(ctx, core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(payload)}); err != nil {
 		return core.TurnResult{}, err
 	}
-	cancelled := l.beginTurn()
-	defer l.endTurn()
+	cancelled := l.BeginTurn()
+	defer l.EndTurn()
 	select {
 	case <-cancelled:
 		// Cancelled while its user message was being recorded.
 		return core.TurnResult{StopReason: "cancelled"}, nil
 	default:
 	}
-	res, err := l.live.Prompt(ctx, content)
+	res, err := l.Harness.Prompt(ctx, content)
 	// The adapter has reported the turn's events; have them recorded. Once
 	// the turn is cancelled, its backlog is recorded quietly, without being
 	// announced (see cancelmute.go): after session/cancel (answered at once)
 	// the prompt ends when the backlog is recorded; after the prompt's own
 	// request was cancelled, it is answered at once and the backlog is
 	// recorded after the answer.
-	if l.flushOrCancel(ctx, cancelled) {
+	if l.FlushOrCancel(ctx, cancelled) {
 		if ctx.Err() == nil {
-			l.flush()
+			l.Flush()
 			return core.TurnResult{StopReason: "cancelled"}, nil
 		}
-		l.cancelTurn()
+		l.CancelTurn()
 	}
 	if err != nil {
 		if ctx.Err() != nil {
 			// Stop the harness too: an abandoned turn would otherwise keep
 			// running and block the next one. Bounded, for a hung harness.
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			_ = l.live.Cancel(cctx)
+			_ = l.Harness.Cancel(cctx)
 			cancel()
 			return core.TurnResult{StopReason: "cancelled"}, fmt.Errorf("%w: %w", core.ErrCancelled, ctx.Err())
 		}
-		return core.TurnResult{}, wrapHarness(l.host.Harness(), err)
+		return core.TurnResult{}, wrapHarness(l.Host.Harness(), err)
 	}
 	return res, nil
 }
@@ -272,7 +265,7 @@ func wrapHarness(harness string, err error) error {
 }
 
 // ensureLive returns the running harness session, resuming it when needed.
-func (s *Service) ensureLive(ctx context.Context, sess core.Session) (*liveSession, error) {
+func (s *Service) ensureLive(ctx context.Context, sess core.Session) (*live.Session, error) {
 	if l := s.liveFor(sess.ID); l != nil {
 		return l, nil
 	}
@@ -297,13 +290,13 @@ func (s *Service) cancel(ctx context.Context, sessionID string) error {
 	}
 	// Open permission requests get the policy's answer (and the client a
 	// $/cancelRequest) before the harness is interrupted.
-	l.approvals.cancelAll(errTurnCancelled)
+	l.CancelApprovals()
 	// The harness is stopped first; then what it already reported stops
 	// being announced, and the prompt is answered without waiting for it.
-	err := l.live.Cancel(ctx)
-	l.cancelTurn()
+	err := l.Harness.Cancel(ctx)
+	l.CancelTurn()
 	if err != nil {
-		return wrapHarness(l.host.Harness(), err)
+		return wrapHarness(l.Host.Harness(), err)
 	}
 	return nil
 }
@@ -321,7 +314,7 @@ func (s *Service) rename(ctx context.Context, sessionID, title string) error {
 		return err
 	}
 	if l := s.liveFor(sessionID); l != nil {
-		if err := l.live.Rename(ctx, title); err != nil && !errors.Is(err, core.ErrUnsupported) {
+		if err := l.Harness.Rename(ctx, title); err != nil && !errors.Is(err, core.ErrUnsupported) {
 			s.opts.Notifier.Log(2, fmt.Sprintf("session %s: renamed in Bridge; the harness refused: %v", sessionID, err))
 		}
 	}
@@ -352,7 +345,7 @@ func (s *Service) archive(ctx context.Context, sessionID string) error {
 		return err
 	}
 	if l := s.liveFor(sessionID); l != nil {
-		if err := l.close(ctx); err != nil {
+		if err := l.Close(ctx); err != nil {
 			s.opts.Notifier.Log(2, fmt.Sprintf("session %s: stopping the harness: %v", sessionID, err))
 		}
 	}
@@ -400,23 +393,14 @@ func checkImage(i int, c core.Content) error {
 
 // askLocked runs one turn in l, whose turn the caller holds, and returns
 // the assistant text it produced.
-func (s *Service) askLocked(ctx context.Context, l *liveSession, prompt string) (string, error) {
-	var buf strings.Builder
-	l.mu.Lock()
-	l.capture = &buf
-	l.mu.Unlock()
-	defer func() {
-		l.mu.Lock()
-		l.capture = nil
-		l.mu.Unlock()
-	}()
+func (s *Service) askLocked(ctx context.Context, l *live.Session, prompt string) (string, error) {
+	stop := l.Capture()
 	if _, err := s.runTurn(ctx, l, []core.Content{{Type: "text", Text: prompt}}); err != nil {
+		stop()
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return "", core.E(core.CodeTimeout, "no reply in time", err)
 		}
 		return "", err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return buf.String(), nil
+	return stop(), nil
 }

@@ -1,4 +1,4 @@
-package service
+package live
 
 import (
 	"context"
@@ -9,26 +9,30 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/rpc/peer"
 )
 
-// liveSession is a running harness session and what Bridge tracks about it.
-type liveSession struct {
-	svc       *Service
-	sessionID string
-	host      core.BridgeHost
-	preset    core.Preset // answers approvals nobody else answers
+// Session is a running harness session and what Bridge tracks about it.
+type Session struct {
+	env   *Env
+	table *Table
+
+	ID     string
+	Host   core.BridgeHost
+	Preset core.Preset // answers approvals nobody else answers
+	// Harness is the running harness session (set by Start).
+	Harness core.Live
+	// Turn is the session's one turn at a time (a prompt, a checkpoint, a
+	// compaction, a suspension).
+	Turn TurnGate
 
 	approvals approvals // open permission requests, "always" answers
-
-	live    core.Live
-	closing bool
-
-	turn turnGate // one turn (prompt, checkpoint, compaction) at a time (turn.go)
+	closing   bool      // guarded by table.mu
 
 	// The sink queues events; a drainer goroutine records them in batches
 	// (one transaction for a run of entries), so a harness that reports
 	// faster than one commit per event is not slowed to the store's pace.
-	order    sync.Mutex   // held while events are recorded and by appendInOrder
+	order    sync.Mutex   // held while events are recorded and by AppendInOrder
 	qmu      sync.Mutex   // guards queue, recorded, draining
 	idle     *sync.Cond   // on qmu: the queue was drained
 	queue    []core.Event // events not recorded yet
@@ -49,27 +53,20 @@ type liveSession struct {
 	// completed since the current prompt began.
 	plan           core.PlanTracker
 	stepsCompleted int
-	// idleTimer suspends the session when it stays idle.
+	// idleTimer suspends the session when it stays idle for idleAfter.
 	idleTimer *time.Timer
+	idleAfter time.Duration
 	// autoRunning counts controller checkpoints and idle suspensions under
 	// way; turns counts the prompts begun.
 	autoRunning int
 	turns       int
 }
 
-// newLive returns a liveSession for sessionID; recorded says whether its
-// session row exists yet.
-func newLive(s *Service, sessionID string, h core.BridgeHost, recorded bool) *liveSession {
-	l := &liveSession{svc: s, sessionID: sessionID, host: h, recorded: recorded, turn: newTurnGate()}
-	l.idle = sync.NewCond(&l.qmu)
-	return l
-}
-
-// sink is the EventSink handed to the adapter. It queues the event and
+// Sink is the EventSink handed to the adapter. It queues the event and
 // returns; events are recorded in order, those that arrive before the
 // session row exists once it does. A failing append is logged, never fatal
 // to the harness.
-func (l *liveSession) sink(ev core.Event) {
+func (l *Session) Sink(ev core.Event) {
 	l.qmu.Lock()
 	l.queue = append(l.queue, ev)
 	l.mute.queued++
@@ -84,7 +81,7 @@ func (l *liveSession) sink(ev core.Event) {
 }
 
 // drain records queued events until the queue is empty.
-func (l *liveSession) drain() {
+func (l *Session) drain() {
 	for {
 		l.qmu.Lock()
 		batch := l.queue
@@ -103,8 +100,8 @@ func (l *liveSession) drain() {
 	}
 }
 
-// flush waits until every event queued so far is recorded.
-func (l *liveSession) flush() {
+// Flush waits until every event queued so far is recorded.
+func (l *Session) Flush() {
 	l.qmu.Lock()
 	for l.draining {
 		l.idle.Wait()
@@ -112,8 +109,8 @@ func (l *liveSession) flush() {
 	l.qmu.Unlock()
 }
 
-// markRecorded records the events held back until the session row existed.
-func (l *liveSession) markRecorded() {
+// MarkRecorded records the events held back until the session row existed.
+func (l *Session) MarkRecorded() {
 	l.qmu.Lock()
 	l.recorded = true
 	start := len(l.queue) > 0 && !l.draining
@@ -124,24 +121,29 @@ func (l *liveSession) markRecorded() {
 	if start {
 		go l.drain()
 	}
-	l.flush()
-	go l.watch()
-	l.svc.startIdleClock(l)
+	l.Flush()
+	go l.Watch()
+	l.env.Recorded(l)
 }
 
-// appendInOrder appends entries after every event already reported, then
+// AppendInOrder appends entries after every event already reported, then
 // tells the client.
-func (l *liveSession) appendInOrder(ctx context.Context, es ...core.NewEntry) ([]core.Entry, error) {
-	l.flush()
+func (l *Session) AppendInOrder(ctx context.Context, es ...core.NewEntry) ([]core.Entry, error) {
+	l.Flush()
 	l.order.Lock()
 	defer l.order.Unlock()
-	return l.svc.appendEntries(ctx, l.sessionID, es...)
+	out, err := l.env.Store.Append(ctx, l.ID, es...)
+	if err != nil {
+		return nil, err
+	}
+	l.env.Announce(out...)
+	return out, nil
 }
 
 // record handles a batch of events in order: each run of entries is
 // appended in one transaction. first numbers the batch's first event (see
 // muteState).
-func (l *liveSession) record(batch []core.Event, first int64) {
+func (l *Session) record(batch []core.Event, first int64) {
 	var run []core.NewEntry
 	runFirst := first
 	for i, ev := range batch {
@@ -164,25 +166,25 @@ func (l *liveSession) record(batch []core.Event, first int64) {
 // entry), each is appended alone so the others are kept. The client is told
 // of each, unless it belongs to a cancelled turn's backlog (first numbers
 // the run's first event).
-func (l *liveSession) appendRun(run []core.NewEntry, first int64) {
+func (l *Session) appendRun(run []core.NewEntry, first int64) {
 	if len(run) == 0 {
 		return
 	}
 	ctx := context.Background()
-	run = core.PriceUsage(l.svc.opts.Prices, run) // the usage ledger (usage.go)
-	out, err := l.svc.opts.Store.Append(ctx, l.sessionID, run...)
+	run = core.PriceUsage(l.env.Prices, run) // the usage ledger (usage.go)
+	out, err := l.env.Store.Append(ctx, l.ID, run...)
 	if err != nil && len(run) > 1 {
 		out = out[:0]
 		for _, e := range run {
-			one, err := l.svc.opts.Store.Append(ctx, l.sessionID, e)
+			one, err := l.env.Store.Append(ctx, l.ID, e)
 			if err != nil {
-				l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not record %s: %v", l.sessionID, e.Kind, err))
+				l.env.Notifier.Log(2, fmt.Sprintf("session %s: could not record %s: %v", l.ID, e.Kind, err))
 				continue
 			}
 			out = append(out, one...)
 		}
 	} else if err != nil {
-		l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not record %s: %v", l.sessionID, run[0].Kind, err))
+		l.env.Notifier.Log(2, fmt.Sprintf("session %s: could not record %s: %v", l.ID, run[0].Kind, err))
 		return
 	}
 	l.mu.Lock()
@@ -210,50 +212,45 @@ func (l *liveSession) appendRun(run []core.NewEntry, first int64) {
 		if l.quiet(first + int64(i)) {
 			continue
 		}
-		l.svc.announce(e)
+		l.env.Announce(e)
 	}
 }
 
 // handle records an event that is not an entry (gauge, native id, model).
-func (l *liveSession) handle(ev core.Event) {
+func (l *Session) handle(ev core.Event) {
 	ctx := context.Background()
-	st := l.svc.opts.Store
+	st := l.env.Store
 	switch {
 	case ev.Gauge != nil:
 		l.mu.Lock()
 		g := *ev.Gauge
 		l.gauge = &g
 		l.mu.Unlock()
-		l.svc.onGauge(l, g)
-		if gn, ok := l.svc.opts.Notifier.(GaugeNotifier); ok {
-			gn.Gauge(l.sessionID, g)
+		l.env.Gauge(l, g)
+		if gn, ok := l.env.Notifier.(peer.GaugeNotifier); ok {
+			gn.Gauge(l.ID, g)
 		}
 	case ev.NativeSessionID != "":
-		if _, err := st.PatchSession(ctx, l.sessionID, core.SessionPatch{NativeSessionID: core.Ptr(ev.NativeSessionID)}); err != nil {
-			l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not record native id: %v", l.sessionID, err))
+		if _, err := st.PatchSession(ctx, l.ID, core.SessionPatch{NativeSessionID: core.Ptr(ev.NativeSessionID)}); err != nil {
+			l.env.Notifier.Log(2, fmt.Sprintf("session %s: could not record native id: %v", l.ID, err))
 		}
 	}
 	if ev.Model != "" {
-		if _, err := st.PatchSession(ctx, l.sessionID, core.SessionPatch{Model: core.Ptr(ev.Model)}); err != nil {
-			l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not record model: %v", l.sessionID, err))
+		if _, err := st.PatchSession(ctx, l.ID, core.SessionPatch{Model: core.Ptr(ev.Model)}); err != nil {
+			l.env.Notifier.Log(2, fmt.Sprintf("session %s: could not record model: %v", l.ID, err))
 		}
 	}
 }
 
-// watch records how the harness process ended, unless Bridge closed it.
-func (l *liveSession) watch() {
-	<-l.live.Done()
-	l.svc.mu.Lock()
-	if l.svc.live[l.sessionID] == l {
-		delete(l.svc.live, l.sessionID)
-	}
-	closing := l.closing
-	l.svc.mu.Unlock()
+// Watch records how the harness process ended, unless Bridge closed it.
+func (l *Session) Watch() {
+	<-l.Harness.Done()
+	closing := l.table.remove(l, false)
 	if closing {
 		return
 	}
-	defer l.svc.releaseLease(l.sessionID)
-	x := l.live.Exit()
+	defer l.env.Stopped(l)
+	x := l.Harness.Exit()
 	payload := map[string]any{"status": "stopped", "exitCode": x.Code}
 	if x.StderrTail != "" {
 		payload["stderrTail"] = x.StderrTail
@@ -261,47 +258,44 @@ func (l *liveSession) watch() {
 	if x.Err != "" {
 		payload["error"] = x.Err
 	}
-	l.flush()
+	l.Flush()
 	l.order.Lock()
 	defer l.order.Unlock()
 	es := append(l.abandonTools(), core.NewEntry{Kind: core.KindSessionStatus, Payload: core.Payload(payload)})
-	out, err := l.svc.opts.Store.Append(context.Background(), l.sessionID, es...)
+	out, err := l.env.Store.Append(context.Background(), l.ID, es...)
 	if err != nil {
-		l.svc.opts.Notifier.Log(1, fmt.Sprintf("session %s: harness stopped (exit %d) and recording it failed: %v", l.sessionID, x.Code, err))
+		l.env.Notifier.Log(1, fmt.Sprintf("session %s: harness stopped (exit %d) and recording it failed: %v", l.ID, x.Code, err))
 		return
 	}
-	l.svc.announce(out...)
-	l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: harness %s stopped with exit code %d", l.sessionID, l.host.Harness(), x.Code))
+	l.env.Announce(out...)
+	l.env.Notifier.Log(2, fmt.Sprintf("session %s: harness %s stopped with exit code %d", l.ID, l.Host.Harness(), x.Code))
 }
 
-// alive reports whether the harness process is still running.
-func (l *liveSession) alive() bool {
+// Alive reports whether the harness process is still running.
+func (l *Session) Alive() bool {
 	select {
-	case <-l.live.Done():
+	case <-l.Harness.Done():
 		return false
 	default:
 		return true
 	}
 }
 
-func (l *liveSession) close(ctx context.Context) error {
+// Close stops the harness session, ends its pending approvals and closes,
+// in the record, the tool calls it left open.
+func (l *Session) Close(ctx context.Context) error {
 	l.mu.Lock()
 	if l.idleTimer != nil {
 		l.idleTimer.Stop()
 	}
 	l.mu.Unlock()
 	l.approvals.cancelAll(errSessionClosed)
-	l.svc.mu.Lock()
-	l.closing = true
-	if l.svc.live[l.sessionID] == l {
-		delete(l.svc.live, l.sessionID)
-	}
-	l.svc.mu.Unlock()
+	l.table.remove(l, true)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	err := l.live.Close(ctx)
+	err := l.Harness.Close(ctx)
 	l.recordAbandoned(context.WithoutCancel(ctx))
-	l.svc.releaseLease(l.sessionID)
+	l.env.Stopped(l)
 	return err
 }
 
@@ -311,7 +305,7 @@ const abandonedOutput = "the harness process ended before the tool call complete
 
 // abandonTools returns a tool.completed {abandoned: true} entry for each
 // tool call still open, and forgets them. The caller holds l.order.
-func (l *liveSession) abandonTools() []core.NewEntry {
+func (l *Session) abandonTools() []core.NewEntry {
 	l.mu.Lock()
 	open := l.openTools
 	l.openTools = nil
@@ -326,26 +320,26 @@ func (l *liveSession) abandonTools() []core.NewEntry {
 
 // recordAbandoned closes, in the record, the tool calls a process Bridge
 // stopped left open.
-func (l *liveSession) recordAbandoned(ctx context.Context) {
+func (l *Session) recordAbandoned(ctx context.Context) {
 	l.qmu.Lock()
 	recorded := l.recorded
 	l.qmu.Unlock()
 	if !recorded {
 		return
 	}
-	l.flush()
+	l.Flush()
 	l.order.Lock()
 	defer l.order.Unlock()
 	es := l.abandonTools()
 	if len(es) == 0 {
 		return
 	}
-	out, err := l.svc.opts.Store.Append(ctx, l.sessionID, es...)
+	out, err := l.env.Store.Append(ctx, l.ID, es...)
 	if err != nil {
-		l.svc.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not close %d abandoned tool calls: %v", l.sessionID, len(es), err))
+		l.env.Notifier.Log(2, fmt.Sprintf("session %s: could not close %d abandoned tool calls: %v", l.ID, len(es), err))
 		return
 	}
-	l.svc.announce(out...)
+	l.env.Announce(out...)
 }
 
 // removeFirst removes the first occurrence of id from list.
@@ -367,69 +361,6 @@ func memberString(raw []byte, key string) string {
 	var v string
 	_ = json.Unmarshal(m[key], &v)
 	return v
-}
-
-// liveFor returns the running harness session of sessionID, or nil.
-func (s *Service) liveFor(sessionID string) *liveSession {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	l := s.live[sessionID]
-	if l != nil && !l.alive() {
-		return nil
-	}
-	return l
-}
-
-// startLive starts (or natively resumes, when native != "") a harness
-// session for the Bridge session sess and registers it.
-//
-// When recorded is false the session row does not exist yet: events wait
-// until the caller has created it and called markRecorded.
-func (s *Service) startLive(ctx context.Context, h core.BridgeHost, sess core.Session, preset core.Preset, native string, recorded bool) (*liveSession, error) {
-	if err := s.claimLease(ctx, sess.ID); err != nil {
-		return nil, err
-	}
-	l := newLive(s, sess.ID, h, recorded)
-	l.preset = preset
-	req := core.CreateRequest{Cwd: sess.Cwd, Preset: preset, Model: sess.Model, Effort: sess.Effort, Title: sess.Title,
-		Approve: l.approve}
-	var (
-		live core.Live
-		err  error
-	)
-	if native != "" {
-		r, ok := h.(core.NativeResumer)
-		if !ok {
-			return nil, core.Errorf(core.CodeUnavailable, "harness %q cannot resume natively", h.Harness())
-		}
-		live, err = r.Resume(ctx, core.ResumeRequest{CreateRequest: req, NativeID: native}, l.sink)
-	} else {
-		live, err = h.CreateSession(ctx, req, l.sink)
-	}
-	if err != nil {
-		s.releaseLease(sess.ID)
-		return nil, err
-	}
-	l.live = live
-	if id := live.NativeID(); id != "" && recorded {
-		if _, err := s.opts.Store.PatchSession(ctx, sess.ID, core.SessionPatch{NativeSessionID: core.Ptr(id)}); err != nil {
-			_ = live.Close(ctx)
-			return nil, fmt.Errorf("record native session id: %w", err)
-		}
-	}
-	s.mu.Lock()
-	if old := s.live[sess.ID]; old != nil {
-		old.closing = true
-		go old.live.Close(context.Background())
-	}
-	s.live[sess.ID] = l
-	s.mu.Unlock()
-	if recorded {
-		go l.watch()
-		s.startIdleClock(l)
-	}
-	s.recordHarnessVersion(ctx, h, sess.ID)
-	return l, nil
 }
 
 // payloadText returns a payload's "text" member.

@@ -1,4 +1,4 @@
-package service
+package live
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 // once the user cancels, what is still queued is recorded (nothing is lost)
 // but not sent to the client as if it were happening now, and the cancel
 // and the prompt are answered without waiting for it. Guarded by
-// liveSession.qmu.
+// Session.qmu.
 type muteState struct {
 	queued int64 // events ever queued
 	taken  int64 // events handed to the drainer
@@ -39,15 +39,15 @@ func (m *muteState) take(n int) int64 {
 // quiet tells whether event number i (see muteState.take) is to be
 // recorded without being announced. It is asked as each entry is about to
 // be announced, so a cancel silences a batch already being recorded.
-func (l *liveSession) quiet(i int64) bool {
+func (l *Session) quiet(i int64) bool {
 	l.qmu.Lock()
 	defer l.qmu.Unlock()
 	return l.mute.all || i < l.mute.below
 }
 
-// beginTurn starts a turn that cancelTurn can end; it returns the channel
+// BeginTurn starts a turn that cancelTurn can end; it returns the channel
 // closed on cancellation.
-func (l *liveSession) beginTurn() <-chan struct{} {
+func (l *Session) BeginTurn() <-chan struct{} {
 	l.qmu.Lock()
 	defer l.qmu.Unlock()
 	l.mute.all = false
@@ -61,16 +61,16 @@ func (l *liveSession) beginTurn() <-chan struct{} {
 	return l.mute.cancelled
 }
 
-// cancelTurn marks the running turn cancelled: from now until the turn
+// CancelTurn marks the running turn cancelled: from now until the turn
 // ends, what the harness reported is recorded quietly, and the prompt
 // stops waiting for it.
-func (l *liveSession) cancelTurn() {
+func (l *Session) CancelTurn() {
 	l.qmu.Lock()
 	defer l.qmu.Unlock()
 	if l.mute.cancelled == nil {
 		// No turn under way; if a prompt holds the session, its turn is
 		// about to begin: it begins cancelled.
-		if l.turn.Held() {
+		if l.Turn.Held() {
 			l.mute.pending = true
 		}
 		return
@@ -79,9 +79,9 @@ func (l *liveSession) cancelTurn() {
 	l.mute.once.Do(func() { close(l.mute.cancelled) })
 }
 
-// endTurn ends the turn begun by beginTurn. After a cancel, every event
+// EndTurn ends the turn begun by beginTurn. After a cancel, every event
 // queued by then stays quiet; later events are announced again.
-func (l *liveSession) endTurn() {
+func (l *Session) EndTurn() {
 	l.qmu.Lock()
 	defer l.qmu.Unlock()
 	if l.mute.all {
@@ -93,20 +93,20 @@ func (l *liveSession) endTurn() {
 	l.mute.pending = false
 }
 
-// clearPending forgets a cancel that arrived for a prompt that ended before
+// ClearPending forgets a cancel that arrived for a prompt that ended before
 // its turn began.
-func (l *liveSession) clearPending() {
+func (l *Session) ClearPending() {
 	l.qmu.Lock()
 	l.mute.pending = false
 	l.qmu.Unlock()
 }
 
-// flushOrCancel waits until every queued event is recorded, the turn is
+// FlushOrCancel waits until every queued event is recorded, the turn is
 // cancelled or ctx ends; it tells whether the wait was cut short.
-func (l *liveSession) flushOrCancel(ctx context.Context, cancelled <-chan struct{}) bool {
+func (l *Session) FlushOrCancel(ctx context.Context, cancelled <-chan struct{}) bool {
 	done := make(chan struct{})
 	go func() {
-		l.flush()
+		l.Flush()
 		close(done)
 	}()
 	select {

@@ -1,4 +1,4 @@
-package service
+package live
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/schema"
+	"github.com/bridge-dev/bridge/rpc/peer"
 )
 
 // defaultApprovalTimeout bounds the wait for the client's answer when
@@ -84,11 +84,11 @@ func (a *approvals) remember(key string, o core.ApprovalOption) {
 	a.always[key] = o
 }
 
-// approve is the core.Approver Bridge gives each live session: it records
+// Approve is the core.Approver Bridge gives each live session: it records
 // approval.requested, asks the client (when it declared the capability),
 // falls back to the preset's policy, and records approval.resolved with who
 // decided.
-func (l *liveSession) approve(ctx context.Context, req core.ApprovalRequest) core.ApprovalDecision {
+func (l *Session) Approve(ctx context.Context, req core.ApprovalRequest) core.ApprovalDecision {
 	if len(req.Options) == 0 {
 		req.Options = core.DefaultApprovalOptions()
 	}
@@ -99,7 +99,7 @@ func (l *liveSession) approve(ctx context.Context, req core.ApprovalRequest) cor
 		req.ID = req.ToolCallID
 	}
 	requested := map[string]any{"approvalId": req.ID, "toolCallId": req.ToolCallID, "title": req.Title,
-		"kind": req.Kind, "options": req.Options, "harness": l.host.Harness()}
+		"kind": req.Kind, "options": req.Options, "harness": l.Host.Harness()}
 	if len(req.RawInput) > 0 {
 		requested["rawInput"] = req.RawInput
 	}
@@ -109,7 +109,7 @@ func (l *liveSession) approve(ctx context.Context, req core.ApprovalRequest) cor
 	// answer. Meanwhile the open request itself suppresses checkpoints.
 	l.approvals.begin()
 	defer l.approvals.end()
-	l.sink(core.Event{Entry: &core.NewEntry{Kind: core.KindApprovalRequested,
+	l.Sink(core.Event{Entry: &core.NewEntry{Kind: core.KindApprovalRequested,
 		NativeID: "approval:" + req.ID + ":requested", Payload: core.Payload(requested)}})
 	d, remembered := l.decide(ctx, req)
 	resolved := map[string]any{"approvalId": req.ID, "optionId": d.OptionID, "optionKind": d.Kind,
@@ -123,14 +123,14 @@ func (l *liveSession) approve(ctx context.Context, req core.ApprovalRequest) cor
 	if d.Cancelled {
 		resolved["cancelled"] = true
 	}
-	l.sink(core.Event{Entry: &core.NewEntry{Kind: core.KindApprovalResolved,
+	l.Sink(core.Event{Entry: &core.NewEntry{Kind: core.KindApprovalResolved,
 		NativeID: "approval:" + req.ID + ":resolved", Payload: core.Payload(resolved)}})
 	return d
 }
 
 // decide finds the answer: an earlier "always", the client's user, or the
 // preset's policy. remembered says an earlier "always" answered.
-func (l *liveSession) decide(ctx context.Context, req core.ApprovalRequest) (core.ApprovalDecision, bool) {
+func (l *Session) decide(ctx context.Context, req core.ApprovalRequest) (core.ApprovalDecision, bool) {
 	if o, ok := l.approvals.remembered(req.Key); ok {
 		// Answer with this request's option of the same kind when it has one.
 		d := core.ApprovalDecision{OptionID: o.ID, Kind: o.Kind, By: core.DecidedByUser}
@@ -142,12 +142,12 @@ func (l *liveSession) decide(ctx context.Context, req core.ApprovalRequest) (cor
 		}
 		return d, true
 	}
-	asker := l.svc.opts.Permissions
+	asker := l.env.Permissions
 	if asker == nil {
-		return core.PolicyDecision(l.preset, req, core.DecidedByPolicy,
+		return core.PolicyDecision(l.Preset, req, core.DecidedByPolicy,
 			"the client did not declare capabilities.session.requestPermission"), false
 	}
-	timeout := l.svc.opts.ApprovalTimeout
+	timeout := l.env.ApprovalTimeout
 	if timeout <= 0 {
 		timeout = defaultApprovalTimeout
 	}
@@ -157,24 +157,24 @@ func (l *liveSession) decide(ctx context.Context, req core.ApprovalRequest) (cor
 	defer release()
 	tctx, stop := context.WithTimeoutCause(wctx, timeout, context.DeadlineExceeded)
 	defer stop()
-	optionID, err := asker.RequestPermission(tctx, PermissionRequest{SessionID: l.sessionID, Request: req})
+	optionID, err := asker.RequestPermission(tctx, peer.PermissionRequest{SessionID: l.ID, Request: req})
 	if err != nil {
 		cause := context.Cause(tctx)
 		switch {
 		case errors.Is(cause, errTurnCancelled), errors.Is(cause, errSessionClosed):
-			d := core.PolicyDecision(l.preset, req, core.DecidedByPolicy, cause.Error())
+			d := core.PolicyDecision(l.Preset, req, core.DecidedByPolicy, cause.Error())
 			d.Cancelled = true
 			return d, false
 		case ctx.Err() != nil:
-			return core.PolicyDecision(l.preset, req, core.DecidedByPolicy, "the harness withdrew the request"), false
+			return core.PolicyDecision(l.Preset, req, core.DecidedByPolicy, "the harness withdrew the request"), false
 		case errors.Is(cause, context.DeadlineExceeded):
-			return core.PolicyDecision(l.preset, req, core.DecidedByTimeout,
+			return core.PolicyDecision(l.Preset, req, core.DecidedByTimeout,
 				fmt.Sprintf("the client did not answer within %s", timeout)), false
 		}
-		return core.PolicyDecision(l.preset, req, core.DecidedByPolicy, "the client answered with an error: "+err.Error()), false
+		return core.PolicyDecision(l.Preset, req, core.DecidedByPolicy, "the client answered with an error: "+err.Error()), false
 	}
 	if optionID == "" {
-		return core.PolicyDecision(l.preset, req, core.DecidedByPolicy, "the client cancelled the request"), false
+		return core.PolicyDecision(l.Preset, req, core.DecidedByPolicy, "the client cancelled the request"), false
 	}
 	for _, o := range req.Options {
 		if o.ID == optionID {
@@ -184,59 +184,6 @@ func (l *liveSession) decide(ctx context.Context, req core.ApprovalRequest) (cor
 			return core.ApprovalDecision{OptionID: o.ID, Kind: o.Kind, By: core.DecidedByUser}, false
 		}
 	}
-	return core.PolicyDecision(l.preset, req, core.DecidedByPolicy,
+	return core.PolicyDecision(l.Preset, req, core.DecidedByPolicy,
 		fmt.Sprintf("the client chose %q, which is not one of the options", optionID)), false
-}
-
-// HostedRequestPermission decides a permission request of a session the
-// client hosts itself: the same path as any harness's (recorded, the user
-// asked or the preset's policy applied).
-func (s *Service) HostedRequestPermission(ctx context.Context, p schema.HostedRequestPermissionParams) (schema.HostedRequestPermissionResult, error) {
-	if p.NativeID == "" {
-		return schema.HostedRequestPermissionResult{}, invalidField("nativeId", "nativeId is required")
-	}
-	if p.ToolCall.ToolCallID == "" {
-		return schema.HostedRequestPermissionResult{}, invalidField("toolCall.toolCallId", "toolCall.toolCallId is required")
-	}
-	req := core.ApprovalRequest{ID: p.ToolCall.ToolCallID, ToolCallID: p.ToolCall.ToolCallID, Title: p.ToolCall.Title,
-		Kind: p.ToolCall.Kind, RawInput: p.ToolCall.RawInput, Key: "host:" + p.ToolCall.Kind}
-	if req.Kind == "" {
-		req.Key = "host:" + p.ToolCall.Title
-	}
-	seen := map[string]bool{}
-	for i, o := range p.Options {
-		switch o.Kind {
-		case schema.AllowOnce, schema.AllowAlways, schema.RejectOnce, schema.RejectAlways:
-		default:
-			return schema.HostedRequestPermissionResult{}, invalidField(fmt.Sprintf("options[%d].kind", i),
-				"option kind %q is not allow_once, allow_always, reject_once or reject_always", o.Kind)
-		}
-		if o.OptionID == "" || seen[o.OptionID] {
-			return schema.HostedRequestPermissionResult{}, invalidField(fmt.Sprintf("options[%d].optionId", i), "option ids must be unique and non-empty")
-		}
-		seen[o.OptionID] = true
-		req.Options = append(req.Options, core.ApprovalOption{ID: o.OptionID, Name: o.Name, Kind: string(o.Kind)})
-	}
-	l := s.hostedLive(p.NativeID)
-	if l == nil {
-		return schema.HostedRequestPermissionResult{}, core.NotFound("live hosted session", p.NativeID)
-	}
-	d := l.approve(ctx, req)
-	if d.Cancelled {
-		return schema.HostedRequestPermissionResult{Outcome: schema.PermissionOutcome{Outcome: schema.OutcomeCancelled}}, nil
-	}
-	return schema.HostedRequestPermissionResult{Outcome: schema.PermissionOutcome{Outcome: schema.OutcomeSelected, OptionID: d.OptionID}}, nil
-}
-
-// hostedLive is the live session, hosted by the client, whose native id is
-// nativeID.
-func (s *Service) hostedLive(nativeID string) *liveSession {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, l := range s.live {
-		if ch, ok := l.host.(core.ClientHosted); ok && ch.ClientHosted() && l.live != nil && l.live.NativeID() == nativeID {
-			return l
-		}
-	}
-	return nil
 }

@@ -1,19 +1,19 @@
-package service
+package live
 
 import "context"
 
-// turnGate is a live session's one turn at a time (a prompt, a checkpoint,
+// TurnGate is a live session's one turn at a time (a prompt, a checkpoint,
 // a compaction, a suspension): a channel holding one token while a turn
 // holds the session. Taking it can wait for the release itself (Lock,
 // LockContext) rather than poll, and Held reads whether a turn holds it
 // without taking it (a TryLock and Unlock as a probe could make a prompt
 // arriving at that moment find the session busy).
-type turnGate struct{ held chan struct{} }
+type TurnGate struct{ held chan struct{} }
 
-func newTurnGate() turnGate { return turnGate{held: make(chan struct{}, 1)} }
+func NewTurnGate() TurnGate { return TurnGate{held: make(chan struct{}, 1)} }
 
 // TryLock takes the turn if it is free.
-func (g turnGate) TryLock() bool {
+func (g TurnGate) TryLock() bool {
 	select {
 	case g.held <- struct{}{}:
 		return true
@@ -23,7 +23,7 @@ func (g turnGate) TryLock() bool {
 }
 
 // LockContext takes the turn, waiting until it is free or ctx ends.
-func (g turnGate) LockContext(ctx context.Context) error {
+func (g TurnGate) LockContext(ctx context.Context) error {
 	select {
 	case g.held <- struct{}{}:
 		return nil
@@ -33,7 +33,7 @@ func (g turnGate) LockContext(ctx context.Context) error {
 }
 
 // Unlock gives the turn back.
-func (g turnGate) Unlock() {
+func (g TurnGate) Unlock() {
 	select {
 	case <-g.held:
 	default:
@@ -42,4 +42,8 @@ func (g turnGate) Unlock() {
 }
 
 // Held reports whether a turn holds the session now.
-func (g turnGate) Held() bool { return len(g.held) > 0 }
+func (g TurnGate) Held() bool { return len(g.held) > 0 }
+
+// C is the gate as a channel: a send on it takes the turn, so a waiter can
+// select on the turn's release with other signals.
+func (g TurnGate) C() chan<- struct{} { return g.held }
