@@ -1,8 +1,15 @@
-// Package service is Bridge's orchestration: it ties the record (core.Store)
-// to the harness adapters (core.BridgeHost), keeps live sessions, writes
-// checkpoints, restores and migrates sessions, and tells the client what
-// happened through a Notifier. The rpc package turns wire calls into calls
-// on *Service; cmd/bridge wires it. It answers in the contract's data types
+// Package service is Bridge's orchestration: it implements schema.Backend
+// (every client request) over the record (core.Store) and the harness
+// adapters (core.BridgeHost), and tells the client what happened through a
+// Notifier. It is a thin adapter in the style of gopls's handlers: each
+// request method checks and unpacks its params and calls the part that
+// does the work — rpc/service/live (the running harness sessions),
+// checkpointer (checkpoints), migrate (migration), library (import,
+// discovery, export, search), hosts (the adapters and their probes),
+// attach (kept images) — keeping here only the flows that tie them
+// together (create and prompt, queue and steer, resume, the controller's
+// scheduling, leases). The rpc package turns wire calls into calls on
+// *Service; cmd/bridge wires it. It answers in the contract's data types
 // (schema), so it lives beside rpc, not in core, which knows no contract.
 package service
 
