@@ -73,7 +73,7 @@ try {
   web.kill("SIGTERM");
   rmSync(tmp, { recursive: true, force: true });
 }
-execFileSync("go", ["test", "./clients/webui", "-run", "TestBrowser", "-count=1"], {
+execFileSync("go", ["test", "./clients/webui", "-run", "TestBrowser", "-count=1", "-timeout", "60m"], {
   cwd: root,
   stdio: "inherit",
   env: { ...process.env, SCREENSHOTS: "1" },
