@@ -281,6 +281,8 @@ func TestGoValuesValidateAgainstTheirSchemas(t *testing.T) {
 		{"session_resume.result.schema.json", "unknown mode", `{"mode":"warm"}`},
 		{"session_create.params.schema.json", "missing cwd", `{"harness":"codex"}`},
 		{"session_list.params.schema.json", "negative limit", `{"limit":-1}`},
+		{"session_update.params.schema.json", "tool.started without toolId", `{"sessionId":"s","entry":{"id":"e","sessionId":"s","seq":1,"kind":"tool.started","payload":{"name":"Read"},"createdAt":"2026-01-02T03:04:05Z"}}`},
+		{"session_update.params.schema.json", "user.message whose text is a number", `{"sessionId":"s","entry":{"id":"e","sessionId":"s","seq":1,"kind":"user.message","payload":{"text":7},"createdAt":"2026-01-02T03:04:05Z"}}`},
 		{"migration_preview.params.schema.json", "unknown lang", `{"sessionId":"s","target":{},"lang":"fr"}`},
 	}
 	for _, b := range bad {
@@ -289,3 +291,62 @@ func TestGoValuesValidateAgainstTheirSchemas(t *testing.T) {
 		}
 	}
 }
+
+// TestEntryKindsAreTheRecordsKinds: the contract gives every kind core
+// knows (core.RequiredFields) a payload type, once, and nothing else; and
+// the generated Entry is the union of them, one branch per kind, each
+// pinning kind and naming its payload definition, which requires exactly
+// the kind's required members.
+func TestEntryKindsAreTheRecordsKinds(t *testing.T) {
+	seen := map[core.Kind]bool{}
+	for _, k := range schema.EntryKinds() {
+		if seen[k.Kind] {
+			t.Errorf("%s is listed twice", k.Kind)
+		}
+		seen[k.Kind] = true
+		if !k.Kind.Known() {
+			t.Errorf("%s is not a kind core knows", k.Kind)
+		}
+		if reflect.TypeOf(k.Payload).Kind() != reflect.Struct {
+			t.Errorf("%s: payload %T is not a struct", k.Kind, k.Payload)
+		}
+	}
+	for k := range core.RequiredFields {
+		if !seen[k] {
+			t.Errorf("core kind %s has no payload type in schema.EntryKinds", k)
+		}
+	}
+	files, err := generate.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Defs map[string]map[string]any `json:"$defs"`
+	}
+	if err := json.Unmarshal(files[schema.BundleFile], &raw); err != nil {
+		t.Fatal(err)
+	}
+	oneOf, _ := raw.Defs["Entry"]["oneOf"].([]any)
+	if len(oneOf) != len(schema.EntryKinds()) {
+		t.Fatalf("Entry has %d branches, want %d", len(oneOf), len(schema.EntryKinds()))
+	}
+	for i, k := range schema.EntryKinds() {
+		props := oneOf[i].(map[string]any)["properties"].(map[string]any)
+		if c := props["kind"].(map[string]any)["const"]; c != string(k.Kind) {
+			t.Errorf("branch %d: kind const %v, want %s", i, c, k.Kind)
+		}
+		name := generate.PayloadName(k.Kind)
+		if ref := props["payload"].(map[string]any)["$ref"]; ref != "#/$defs/"+name {
+			t.Errorf("%s: payload $ref %v, want %s", k.Kind, ref, name)
+		}
+		var req []string
+		for _, r := range asAnyList(raw.Defs[name]["required"]) {
+			req = append(req, r.(string))
+		}
+		if !reflect.DeepEqual(req, core.RequiredFields[k.Kind]) {
+			t.Errorf("%s requires %v, want %v", name, req, core.RequiredFields[k.Kind])
+		}
+	}
+}
+
+func asAnyList(v any) []any { l, _ := v.([]any); return l }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -196,6 +197,10 @@ func fill(t reflect.Type) reflect.Value {
 		return v
 	}
 	v := reflect.New(t).Elem()
+	if t == reflect.TypeOf(schema.Entry{}) {
+		// Entry is a union on kind: a kind and its payload.
+		defer func() { v.FieldByName("Kind").SetString(string(core.KindUserMessage)) }()
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		for i := 0; i < t.NumField(); i++ {
@@ -239,6 +244,10 @@ func fill(t reflect.Type) reflect.Value {
 // zero except enumerations, tags and unions, which must hold a valid value,
 // and nested required objects, which are minimal too.
 func minimal(t reflect.Type) reflect.Value {
+	if t == reflect.TypeOf(schema.Entry{}) {
+		// Entry is a union on kind: a kind and its payload's required members.
+		return reflect.ValueOf(schema.Entry{Kind: string(core.KindUserMessage), Payload: json.RawMessage(`{"text":""}`)})
+	}
 	v := reflect.New(t).Elem()
 	if t.Kind() != reflect.Struct || t == reflect.TypeOf(time.Time{}) {
 		return v

@@ -55,12 +55,31 @@ async function main() {
     return out;
   };
   const plainDefs = Object.fromEntries(names.map((n) => [n, named(defs[n])]));
+  // A union discriminated by one member whose other member's type depends
+  // on it (Entry: kind, payload) becomes a map from tag to that type, the
+  // common members as ${name}Fields, and the union of both; TypeScript then
+  // narrows entry.payload by entry.kind.
+  const unions = [];
+  for (const name of names) {
+    const u = discriminated(plainDefs[name]);
+    if (!u) continue;
+    const fields = structuredClone(plainDefs[name]);
+    delete fields.oneOf;
+    for (const k of [u.tag, u.member]) delete fields.properties[k];
+    fields.required = (fields.required ?? []).filter((k) => k !== u.tag && k !== u.member);
+    fields.title = `${name}Fields`;
+    fields.description = `The members every ${name} has, whatever its ${u.tag}.`;
+    plainDefs[`${name}Fields`] = fields;
+    delete plainDefs[name];
+    unions.push({ name, doc: defs[name].description, ...u });
+  }
   // A property whose schema constrains nothing (a json.RawMessage in Go:
   // any JSON value, null included) is `unknown`, not an object.
   const constraining = ["type", "tsType", "oneOf", "anyOf", "allOf", "enum", "const", "properties", "items"];
   for (const def of Object.values(plainDefs)) {
-    for (const p of Object.values(def.properties ?? {})) {
-      if (!constraining.some((k) => k in p)) p.tsType = "unknown";
+    for (const [k, p] of Object.entries(def.properties ?? {})) {
+      if (p === true) def.properties[k] = { tsType: "unknown" };
+      else if (!constraining.some((c) => c in p)) p.tsType = "unknown";
     }
   }
 
@@ -69,8 +88,8 @@ async function main() {
   const rootSchema = {
     title: "BridgeContractTypes",
     type: "object",
-    properties: Object.fromEntries(names.map((n) => [n, { $ref: `#/$defs/${n}` }])),
-    required: names,
+    properties: Object.fromEntries(Object.keys(plainDefs).sort().map((n) => [n, { $ref: `#/$defs/${n}` }])),
+    required: Object.keys(plainDefs).sort(),
     additionalProperties: false,
     $defs: plainDefs,
   };
@@ -87,6 +106,19 @@ async function main() {
   body = body.replace(/ \*\n \* This interface was referenced by `BridgeContractTypes`'s JSON-Schema\n \* via the `definition` "[^"]*"\.\n/g, "");
 
   const lines = [];
+  for (const u of unions) {
+    const map = `${u.name}${u.member[0].toUpperCase()}${u.member.slice(1)}s`;
+    lines.push(`/** ${u.name}'s ${u.member} by its ${u.tag}. */`);
+    lines.push(`export interface ${map} {`);
+    for (const [tag, type] of u.branches) lines.push(`  ${JSON.stringify(tag)}: ${type};`);
+    lines.push("}");
+    lines.push("");
+    lines.push(`/** ${u.doc ?? ""} One member per ${u.tag}: narrowing on ${u.tag} types ${u.member}. */`);
+    lines.push(
+      `export type ${u.name} = { [K in keyof ${map}]: ${u.name}Fields & { ${u.tag}: K; ${u.member}: ${map}[K] } }[keyof ${map}];`,
+    );
+    lines.push("");
+  }
   // A method without params takes none (undefined); a request without a
   // result type answers null.
   const tsType = (name, absent) => {
@@ -120,6 +152,25 @@ async function main() {
   });
   await mkdir(path.dirname(output), { recursive: true });
   await writeFile(output, text);
+}
+
+// discriminated recognises a definition whose oneOf branches each pin one
+// member (the tag) with a const and give one other member a named type:
+// { tag, member, branches: [[tagValue, typeName]…] }, or undefined.
+function discriminated(def) {
+  if (!Array.isArray(def.oneOf) || !def.properties) return undefined;
+  let tag, member;
+  const branches = [];
+  for (const b of def.oneOf) {
+    const props = Object.entries(b.properties ?? {});
+    if (props.length !== 2) return undefined;
+    const t = props.find(([, v]) => "const" in v);
+    const m = props.find(([, v]) => typeof v.tsType === "string");
+    if (!t || !m || (tag ?? t[0]) !== t[0] || (member ?? m[0]) !== m[0]) return undefined;
+    [tag, member] = [t[0], m[0]];
+    branches.push([t[1].const, m[1].tsType]);
+  }
+  return { tag, member, branches };
 }
 
 main().catch((err) => {

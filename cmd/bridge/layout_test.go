@@ -35,9 +35,9 @@ var allowed = map[string]struct {
 	"core/storetest":  {[]string{"core", "core/checkpoint"}, "the Store conformance suite knows only the port"},
 	"core/testhome":   {nil, "isolating a test binary's home, for any package's tests"},
 
-	"schema":          {nil, "the contract is plain data types"},
+	"schema":          {[]string{"core", "core/checkpoint"}, "the contract is plain data types; entry payload types are core's"},
 	"schema/validate": {[]string{"schema"}, "the contract's validator"},
-	"schema/generate": {[]string{"schema", "github.com/invopop/jsonschema"}, "generation only"},
+	"schema/generate": {[]string{"schema", "core", "core/checkpoint", "github.com/invopop/jsonschema"}, "generation only"},
 	"schema/gen":      {[]string{"schema/generate"}, "generation only"},
 
 	"storage":             {[]string{"core", "core/checkpoint", "github.com/ncruces/go-sqlite3"}, "storage is the SQLite Store"},

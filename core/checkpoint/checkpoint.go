@@ -156,9 +156,9 @@ func ParsePayload(raw json.RawMessage) (Checkpoint, error) {
 // each commit.
 const MarkerSummary = "Compaction boundary; subsequent entries are retained"
 
-// boundaryPayload is the `compaction` entry payload: the checkpoint's fields
+// Boundary is the `compaction` entry payload: the checkpoint's fields
 // plus the id of the checkpoint entry it commits.
-type boundaryPayload struct {
+type Boundary struct {
 	CheckpointEntryID string `json:"checkpointEntryId"`
 	Checkpoint
 }
@@ -182,11 +182,11 @@ func CommitEntries(c Checkpoint, checkpointID, markerID string) []core.NewEntry 
 	}
 	return []core.NewEntry{
 		{ID: checkpointID, Kind: core.KindCheckpoint, Payload: c.Payload()},
-		{Kind: core.KindCompaction, Payload: core.Payload(boundaryPayload{CheckpointEntryID: checkpointID, Checkpoint: withLists(c)})},
-		{ID: markerID, Kind: core.KindBranchSummary, Payload: core.Payload(map[string]any{
-			"summary":              MarkerSummary,
-			"checkpointEntryId":    checkpointID,
-			"firstRetainedEntryId": c.FirstRetainedEntryID,
+		{Kind: core.KindCompaction, Payload: core.Payload(Boundary{CheckpointEntryID: checkpointID, Checkpoint: withLists(c)})},
+		{ID: markerID, Kind: core.KindBranchSummary, Payload: core.Payload(core.BranchSummaryPayload{
+			Summary:              MarkerSummary,
+			CheckpointEntryID:    checkpointID,
+			FirstRetainedEntryID: c.FirstRetainedEntryID,
 		})},
 	}
 }
@@ -217,13 +217,7 @@ func EvidenceAudit(sessionID string, r GapReport) core.AuditRecord {
 		Source: auditSource,
 		Kind:   AuditEvidenceVerified,
 		Entity: sessionID,
-		Body: core.Payload(map[string]any{
-			"decisionCount":     r.Decisions,
-			"fileCount":         r.Files,
-			"appendedDecisions": r.AppendedDecisions,
-			"appendedFiles":     r.AppendedFiles,
-			"provenance":        r.Provenance,
-		}),
+		Body:   core.Payload(r),
 	}
 }
 
@@ -250,19 +244,22 @@ func RequestEntry(r Request) core.NewEntry {
 // FailedEntry is the `compaction.failed` entry that closes a request whose
 // second reply was also unusable (or never came). cause is recorded as text.
 func FailedEntry(reason Reason, attempt int, cause error) core.NewEntry {
-	p := map[string]any{"reason": string(reason), "attempt": attempt}
+	p := core.CompactionFailedPayload{Reason: string(reason), Attempt: attempt}
 	if cause != nil {
-		p["error"] = cause.Error()
+		p.Error = cause.Error()
 	}
 	return core.NewEntry{Kind: core.KindCompactionFailed, Payload: core.Payload(p)}
 }
 
 // FailedAudit is the `compaction.failed` audit record matching FailedEntry.
 func FailedAudit(sessionID string, reason Reason, attempt int, cause error) core.AuditRecord {
-	p := map[string]any{"reason": string(reason), "attempt": attempt}
+	p := struct {
+		core.CompactionFailedPayload
+		Code string `json:"code,omitempty"`
+	}{CompactionFailedPayload: core.CompactionFailedPayload{Reason: string(reason), Attempt: attempt}}
 	if cause != nil {
-		p["error"] = cause.Error()
-		p["code"] = string(core.ErrorCode(cause))
+		p.Error = cause.Error()
+		p.Code = string(core.ErrorCode(cause))
 	}
 	return core.AuditRecord{Source: auditSource, Kind: AuditCompactionFailed, Entity: sessionID, Body: core.Payload(p)}
 }

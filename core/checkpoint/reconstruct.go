@@ -258,12 +258,12 @@ func ReconstructFrom(in Recovery, gitStatus string, b Bookkeeping) (Reconstructe
 // of a reconstruction.
 func RecoveryAudit(sessionID string, r Reconstructed) core.AuditRecord {
 	return core.AuditRecord{Source: auditSource, Kind: AuditRecoveryCompleted, Entity: sessionID,
-		Body: core.Payload(map[string]any{
-			"decisionCount": len(r.Checkpoint.Decisions),
-			"fileCount":     len(r.Checkpoint.FilesTouched),
-			"gitFiles":      len(r.GitFiles),
-			"provenance":    ProvenanceReconstructed,
-		})}
+		Body: core.Payload(struct {
+			DecisionCount int    `json:"decisionCount"`
+			FileCount     int    `json:"fileCount"`
+			GitFiles      int    `json:"gitFiles"`
+			Provenance    string `json:"provenance"`
+		}{len(r.Checkpoint.Decisions), len(r.Checkpoint.FilesTouched), len(r.GitFiles), ProvenanceReconstructed})}
 }
 
 // clip cuts s to maxQuote bytes on a rune boundary.

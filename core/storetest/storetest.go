@@ -56,15 +56,15 @@ func Run(t *testing.T, open Open) {
 var ctx = context.Background()
 
 func user(text string) core.NewEntry {
-	return core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(map[string]string{"text": text})}
+	return core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(core.UserMessagePayload{Text: text})}
 }
 
 func assistant(text string) core.NewEntry {
-	return core.NewEntry{Kind: core.KindAssistantMessage, Payload: core.Payload(map[string]string{"text": text})}
+	return core.NewEntry{Kind: core.KindAssistantMessage, Payload: core.Payload(core.AssistantMessagePayload{Text: text})}
 }
 
 func tool(id string) core.NewEntry {
-	return core.NewEntry{Kind: core.KindToolStarted, Payload: core.Payload(map[string]string{"toolId": id})}
+	return core.NewEntry{Kind: core.KindToolStarted, Payload: core.Payload(core.ToolStartedPayload{ToolID: id})}
 }
 
 func newSession(t *testing.T, st core.Store, harness string) core.Session {

@@ -91,47 +91,47 @@ func RandomEntries(r *rand.Rand, n int) []core.NewEntry {
 		var e core.NewEntry
 		switch r.Intn(16) {
 		case 0, 1:
-			e = core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(map[string]any{"text": pick(words)})}
+			e = core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(core.UserMessagePayload{Text: pick(words)})}
 		case 2, 3:
-			e = core.NewEntry{Kind: core.KindAssistantMessage, Payload: core.Payload(map[string]any{"text": pick(words)})}
+			e = core.NewEntry{Kind: core.KindAssistantMessage, Payload: core.Payload(core.AssistantMessagePayload{Text: pick(words)})}
 		case 4:
-			var id any = pick(ids)
+			p := core.Payload(core.ToolStartedPayload{ToolID: pick(ids)})
 			if r.Intn(6) == 0 {
-				id = 7 // not a string: counts as the empty id
+				p = json.RawMessage(`{"toolId":7}`) // not a string: counts as the empty id
 			}
-			e = core.NewEntry{Kind: core.KindToolStarted, Payload: core.Payload(map[string]any{"toolId": id})}
+			e = core.NewEntry{Kind: core.KindToolStarted, Payload: p}
 		case 5:
-			e = core.NewEntry{Kind: core.KindToolCompleted, Payload: core.Payload(map[string]any{"toolId": pick(ids)})}
+			e = core.NewEntry{Kind: core.KindToolCompleted, Payload: core.Payload(core.ToolCompletedPayload{ToolID: pick(ids)})}
 		case 6:
-			e = core.NewEntry{Kind: core.KindApprovalRequested, Payload: core.Payload(map[string]any{"approvalId": pick(ids)})}
+			e = core.NewEntry{Kind: core.KindApprovalRequested, Payload: core.Payload(core.ApprovalRequestedPayload{ApprovalID: pick(ids)})}
 		case 7:
-			e = core.NewEntry{Kind: core.KindApprovalResolved, Payload: core.Payload(map[string]any{"approvalId": pick(ids)})}
+			e = core.NewEntry{Kind: core.KindApprovalResolved, Payload: core.Payload(core.ApprovalResolvedPayload{ApprovalID: pick(ids)})}
 		case 8:
 			status := pick([]string{"completed", "failed"})
-			e = core.NewEntry{Kind: core.KindWorkerResult, Payload: core.Payload(map[string]any{"status": status,
-				"decisions": []any{pick(words), 3, pick(words)}, "filesChanged": []any{pick(ids) + ".go"}})}
+			e = core.NewEntry{Kind: core.KindWorkerResult, Payload: core.Payload(core.WorkerResultPayload{Status: status,
+				Decisions: []any{pick(words), 3, pick(words)}, FilesChanged: []string{pick(ids) + ".go"}})}
 		case 9:
-			e = core.NewEntry{Kind: core.KindArtifactCreated, Payload: core.Payload(map[string]any{"path": pick(ids) + ".md"})}
+			e = core.NewEntry{Kind: core.KindArtifactCreated, Payload: core.Payload(core.ArtifactCreatedPayload{Path: pick(ids) + ".md"})}
 		case 10:
-			e = core.NewEntry{Kind: core.KindCompactionRequest, Payload: core.Payload(map[string]any{"reason": "manual", "attempt": r.Intn(2)})}
+			e = core.NewEntry{Kind: core.KindCompactionRequest, Payload: core.Payload(checkpoint.Request{Reason: checkpoint.ReasonManual, Attempt: r.Intn(2)})}
 		case 11:
-			e = core.NewEntry{Kind: core.KindCompactionFailed, Payload: core.Payload(map[string]any{"reason": "manual"})}
+			e = core.NewEntry{Kind: core.KindCompactionFailed, Payload: core.Payload(core.CompactionFailedPayload{Reason: string(checkpoint.ReasonManual)})}
 		case 12:
 			cp := fmt.Sprintf("e_cp%d", r.Int63())
-			e = core.NewEntry{ID: cp, Kind: core.KindCheckpoint, Payload: core.Payload(map[string]any{"summary": "s",
-				"decisions": []any{pick(words), pick(words)}})}
+			e = core.NewEntry{ID: cp, Kind: core.KindCheckpoint, Payload: core.Payload(checkpoint.Checkpoint{Summary: "s",
+				Decisions: []string{pick(words), pick(words)}})}
 			ref := cp
 			if r.Intn(5) == 0 {
 				ref = "e_elsewhere"
 			}
-			out = append(out, e, core.NewEntry{Kind: core.KindCompaction, Payload: core.Payload(map[string]any{"checkpointEntryId": ref})})
-			e = core.NewEntry{Kind: core.KindBranchSummary, Payload: core.Payload(map[string]any{"summary": "m"})}
+			out = append(out, e, core.NewEntry{Kind: core.KindCompaction, Payload: core.Payload(checkpoint.Boundary{CheckpointEntryID: ref})})
+			e = core.NewEntry{Kind: core.KindBranchSummary, Payload: core.Payload(core.BranchSummaryPayload{Summary: "m"})}
 		case 13:
-			e = core.NewEntry{Kind: core.KindModelChanged, Payload: core.Payload(map[string]any{"model": pick([]string{"m1", "m2", ""})})}
+			e = core.NewEntry{Kind: core.KindModelChanged, Payload: core.Payload(core.ModelChangedPayload{Model: pick([]string{"m1", "m2", ""})})}
 		case 14:
-			e = core.NewEntry{Kind: core.KindEffortChanged, Payload: core.Payload(map[string]any{"effort": pick([]string{"low", "high"})})}
+			e = core.NewEntry{Kind: core.KindEffortChanged, Payload: core.Payload(core.EffortChangedPayload{Effort: pick([]string{"low", "high"})})}
 		default:
-			e = core.NewEntry{Kind: core.KindContextUsage, Payload: core.Payload(map[string]any{"used": r.Intn(1000)}), TokenEstimate: int64(r.Intn(50))}
+			e = core.NewEntry{Kind: core.KindContextUsage, Payload: core.Payload(core.ContextUsagePayload{Used: int64(r.Intn(1000))}), TokenEstimate: int64(r.Intn(50))}
 		}
 		if e.TokenEstimate == 0 {
 			e.TokenEstimate = int64(r.Intn(20))

@@ -18,6 +18,8 @@ import (
 
 	"github.com/invopop/jsonschema"
 
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/checkpoint"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -34,6 +36,16 @@ const methodsKeyword = "x-bridge-methods"
 // become schema descriptions. The generator runs from the source tree (go
 // generate, tests), so it reads them next to this file.
 var typeSources = os.DirFS(filepath.Join(sourceDir(), ".."))
+
+// payloadSources are the packages declaring entry payload types (core,
+// core/checkpoint), whose doc comments describe the payload definitions.
+var payloadSources = []struct {
+	dir     fs.FS
+	pkgPath string
+}{
+	{os.DirFS(filepath.Join(sourceDir(), "..", "..", "core")), reflect.TypeFor[core.Entry]().PkgPath()},
+	{os.DirFS(filepath.Join(sourceDir(), "..", "..", "core", "checkpoint")), reflect.TypeFor[checkpoint.Checkpoint]().PkgPath()},
+}
 
 // sourceDir is the folder holding this file.
 func sourceDir() string {
@@ -56,21 +68,41 @@ var docComments = sync.OnceValues(func() (map[string]string, error) {
 		return nil, fmt.Errorf("schema: read embedded sources: %w", err)
 	}
 	fset := token.NewFileSet()
-	for _, f := range files {
-		src, err := fs.ReadFile(typeSources, f)
+	read := func(dir fs.FS, f, pkg string) error {
+		src, err := fs.ReadFile(dir, f)
 		if err != nil {
-			return nil, fmt.Errorf("schema: read %s: %w", f, err)
+			return fmt.Errorf("schema: read %s: %w", f, err)
 		}
 		file, err := parser.ParseFile(fset, f, src, parser.ParseComments)
 		if err != nil {
-			return nil, fmt.Errorf("schema: parse %s: %w", f, err)
+			return fmt.Errorf("schema: parse %s: %w", f, err)
 		}
-		collectDocs(file, out)
+		collectDocs(file, pkg, out)
+		return nil
+	}
+	for _, f := range files {
+		if err := read(typeSources, f, pkgPath); err != nil {
+			return nil, err
+		}
+	}
+	for _, src := range payloadSources {
+		files, err := fs.Glob(src.dir, "*.go")
+		if err != nil {
+			return nil, fmt.Errorf("schema: read %s: %w", src.pkgPath, err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			if err := read(src.dir, f, src.pkgPath); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return out, nil
 })
 
-func collectDocs(file *ast.File, out map[string]string) {
+func collectDocs(file *ast.File, pkgPath string, out map[string]string) {
 	for _, d := range file.Decls {
 		gd, ok := d.(*ast.GenDecl)
 		if !ok || gd.Tok != token.TYPE {
@@ -142,8 +174,17 @@ func definitions() (map[string]any, error) {
 		return nil, err
 	}
 	custom := map[string]*jsonschema.Schema{}
+	kinds := schema.EntryKinds()
+	payloadNames := map[reflect.Type]string{}
+	for _, k := range kinds {
+		payloadNames[reflect.TypeOf(k.Payload)] = PayloadName(k.Kind)
+	}
 	r := &jsonschema.Reflector{AllowAdditionalProperties: true, Anonymous: true, CommentMap: comments,
+		Namer: func(t reflect.Type) string { return payloadNames[t] },
 		Mapper: func(t reflect.Type) *jsonschema.Schema {
+			if name, ok := sameAs[t]; ok {
+				return &jsonschema.Schema{Ref: "#/$defs/" + name}
+			}
 			sh, ok := schema.Shapes()[t]
 			if !ok {
 				return nil
@@ -152,9 +193,13 @@ func definitions() (map[string]any, error) {
 			return &jsonschema.Schema{Ref: "#/$defs/" + t.Name()}
 		}}
 	defs := map[string]any{}
-	for _, t := range contractTypes() {
+	roots := contractTypes()
+	for _, k := range kinds {
+		roots = append(roots, reflect.TypeOf(k.Payload))
+	}
+	for _, t := range roots {
 		if t.Kind() != reflect.Struct {
-			return nil, fmt.Errorf("schema: %s: params and results must be structs", t)
+			return nil, fmt.Errorf("schema: %s: params, results and payloads must be structs", t)
 		}
 		s := r.ReflectFromType(t)
 		for name, def := range s.Definitions {
@@ -195,7 +240,83 @@ func definitions() (map[string]any, error) {
 			return nil, fmt.Errorf("schema: %s must allow additional properties", name)
 		}
 	}
+	if err := entryUnion(defs, kinds); err != nil {
+		return nil, err
+	}
 	return defs, nil
+}
+
+// sameAs maps types declared outside schema to the contract definition
+// they are the same as (a payload member of such a type refers to it).
+var sameAs = map[reflect.Type]string{
+	reflect.TypeFor[core.TokenUsage]():     "TokenUsage",
+	reflect.TypeFor[checkpoint.Reason]():   "CheckpointReason",
+	reflect.TypeFor[core.ApprovalOption](): "PermissionOption",
+}
+
+// PayloadName is the definition name of kind's payload: "tool.started"
+// is ToolStartedPayload, "session.resume_failed" SessionResumeFailedPayload.
+func PayloadName(kind core.Kind) string {
+	var b strings.Builder
+	for _, w := range strings.FieldsFunc(string(kind), func(r rune) bool { return r == '.' || r == '_' }) {
+		b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+	}
+	return b.String() + "Payload"
+}
+
+// entryBranch is the branch of Entry's union for one kind.
+type entryBranch struct {
+	Properties struct {
+		Kind struct {
+			Const string `json:"const"`
+		} `json:"kind"`
+		Payload struct {
+			Ref string `json:"$ref"`
+		} `json:"payload"`
+	} `json:"properties"`
+	Required []string `json:"required"`
+}
+
+// entryUnion makes Entry the union of the entry kinds, discriminated by
+// kind: each branch pins kind with a const and gives payload its kind's
+// definition, whose required members are the kind's (core.RequiredFields).
+func entryUnion(defs map[string]any, kinds []schema.EntryKind) error {
+	entry, ok := defs["Entry"].(map[string]any)
+	if !ok {
+		return fmt.Errorf("schema: no Entry definition")
+	}
+	var branches []any
+	for _, k := range kinds {
+		name := PayloadName(k.Kind)
+		def, ok := defs[name].(map[string]any)
+		if !ok {
+			return fmt.Errorf("schema: entry kind %s: no definition %s", k.Kind, name)
+		}
+		props, _ := def["properties"].(map[string]any)
+		req := make([]any, 0, len(k.Required))
+		for _, f := range k.Required {
+			if _, ok := props[f]; !ok {
+				return fmt.Errorf("schema: entry kind %s: required member %q is not a member of %s", k.Kind, f, name)
+			}
+			req = append(req, f)
+		}
+		if len(req) > 0 {
+			def["required"] = req
+		} else {
+			delete(def, "required")
+		}
+		var b entryBranch
+		b.Properties.Kind.Const = string(k.Kind)
+		b.Properties.Payload.Ref = "#/$defs/" + name
+		b.Required = []string{"kind", "payload"}
+		v, err := toGeneric(b)
+		if err != nil {
+			return fmt.Errorf("schema: entry kind %s: %w", k.Kind, err)
+		}
+		branches = append(branches, v)
+	}
+	entry["oneOf"] = branches
+	return nil
 }
 
 // shapeSchema is the schema of a type's schema.Shape.

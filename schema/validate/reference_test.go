@@ -224,10 +224,21 @@ func (g *gen) value(s any, variant bool, depth int) any {
 		return e[0]
 	}
 	if one, ok := m["oneOf"].([]any); ok {
+		branch := one[0]
 		if variant {
-			return g.value(one[len(one)-1], variant, depth)
+			branch = one[len(one)-1]
 		}
-		return g.value(one[0], variant, depth)
+		if m["type"] != "object" {
+			return g.value(branch, variant, depth)
+		}
+		// An object whose branches pin some of its members (Entry: kind
+		// and payload): the object, with those members the branch's.
+		out := g.value(without(m, "oneOf"), variant, depth).(map[string]any)
+		props, _ := branch.(map[string]any)["properties"].(map[string]any)
+		for p, ps := range props {
+			out[p] = g.value(ps, variant, depth)
+		}
+		return out
 	}
 	switch m["type"] {
 	case "object":

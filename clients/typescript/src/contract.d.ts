@@ -143,6 +143,188 @@ export interface AdapterReport {
   version?: string;
 }
 /**
+ * ApprovalRequestedPayload is the payload of an approval.requested entry: the harness asked before running a tool.
+ */
+export interface ApprovalRequestedPayload {
+  /**
+   * ApprovalID is the request's id; its approval.resolved names it too.
+   */
+  approvalId: string;
+  /**
+   * Harness is the harness that asked.
+   */
+  harness?: string;
+  /**
+   * Kind is the class of action ("edit", "execute"…).
+   */
+  kind?: string;
+  /**
+   * Method is the harness's request method (Codex), and Params its params, whole.
+   */
+  method?: string;
+  /**
+   * Options are the answers offered.
+   */
+  options?: PermissionOption[];
+  params?: unknown;
+  /**
+   * Policy is the preset's policy that answered, where no one was asked.
+   */
+  policy?: string;
+  /**
+   * RawInput is the tool's input as the harness gave it.
+   */
+  rawInput?: unknown;
+  /**
+   * Title says what the tool would do.
+   */
+  title?: string;
+  /**
+   * ToolCallID is the tool call the approval is for.
+   */
+  toolCallId?: string;
+}
+/**
+ * ApprovalResolvedPayload is the payload of an approval.resolved entry: how an approval was answered.
+ */
+export interface ApprovalResolvedPayload {
+  /**
+   * Allowed is true when the tool may run.
+   */
+  allowed?: boolean;
+  /**
+   * ApprovalID is the request's id.
+   */
+  approvalId: string;
+  /**
+   * By is who decided: the client, the preset's policy…
+   */
+  by?: string;
+  /**
+   * Cancelled is true when the request was withdrawn unanswered.
+   */
+  cancelled?: boolean;
+  /**
+   * Decision is the harness's own word for the answer, where it has one.
+   */
+  decision?: string;
+  /**
+   * OptionID is the option chosen.
+   */
+  optionId?: string;
+  /**
+   * OptionKind is the chosen option's kind (allow_once, reject_once…).
+   */
+  optionKind?: string;
+  /**
+   * Reason says why, when the decider said.
+   */
+  reason?: string;
+  /**
+   * Remembered is true when an earlier "always" answer decided.
+   */
+  remembered?: boolean;
+}
+/**
+ * ArtifactCreatedPayload is the payload of an artifact.created entry: a file the agent wrote or changed.
+ */
+export interface ArtifactCreatedPayload {
+  /**
+   * Change is the kind of change (add, update, delete), where the harness says.
+   */
+  change?: string;
+  /**
+   * Hash is the harness's hash of the change, where it has one.
+   */
+  hash?: string;
+  /**
+   * ParentToolUseID is the tool call (a subagent) that wrote it.
+   */
+  parentToolUseId?: string;
+  /**
+   * PartID is the harness's id of the message part, where it has one.
+   */
+  partId?: string;
+  /**
+   * Path is the file's path.
+   */
+  path: string;
+  /**
+   * Tool is the tool that wrote it.
+   */
+  tool?: string;
+  /**
+   * ToolID is the tool call that wrote it.
+   */
+  toolId?: string;
+  /**
+   * ToolKind is the harness's class of that tool.
+   */
+  toolKind?: string;
+}
+/**
+ * AssistantMessagePayload is the payload of an assistant.message entry: what the agent answered.
+ */
+export interface AssistantMessagePayload {
+  /**
+   * Error is the harness's error the message reports (Claude Code).
+   */
+  error?: unknown;
+  /**
+   * MessageID is the harness's id of the message, where it has one.
+   */
+  messageId?: string;
+  /**
+   * Model is the model that wrote it, where the harness says.
+   */
+  model?: string;
+  /**
+   * ParentToolUseID is the tool call (a subagent) the message was written in.
+   */
+  parentToolUseId?: string;
+  /**
+   * PartID is the harness's id of the message part, where it has one.
+   */
+  partId?: string;
+  /**
+   * Phase is Codex's phase of the message ("final_answer"…).
+   */
+  phase?: string;
+  /**
+   * Text is the message's text.
+   */
+  text: string;
+  /**
+   * TurnID is the harness's id of the turn, where it has one.
+   */
+  turnId?: string;
+}
+/**
+ * Attachment is an image Bridge received in a prompt and keeps under its data directory; a user.message payload lists them as "attachments".
+ */
+export interface Attachment {
+  bytes: number;
+  mediaType: string;
+  sha256: string;
+}
+/**
+ * BranchSummaryPayload is the payload of a branch.summary entry: the marker a checkpoint commit leaves at the start of the retained entries.
+ */
+export interface BranchSummaryPayload {
+  /**
+   * CheckpointEntryID is the checkpoint entry the commit wrote.
+   */
+  checkpointEntryId?: string;
+  /**
+   * FirstRetainedEntryID is where the retained entries start.
+   */
+  firstRetainedEntryId?: string;
+  /**
+   * Summary is the marker's text.
+   */
+  summary: string;
+}
+/**
  * CancelParams asks the peer to cancel a request ($/cancelRequest).
  */
 export interface CancelParams {
@@ -179,6 +361,29 @@ export interface Capability {
    * Required is true when Need is "required".
    */
   required: boolean;
+}
+/**
+ * Checkpoint is Bridge's semantic summary of a session: the meaning the model writes (Summary, Decisions, FilesTouched, OpenWork) plus the bookkeeping Bridge fills itself. It is the payload of a `checkpoint` entry and, with checkpointEntryId added, of its `compaction` boundary.
+ */
+export interface CheckpointPayload {
+  decisions?: string[];
+  filesTouched?: string[];
+  firstRetainedEntryId?: string;
+  /**
+   * ForkUsage is what the fork's turns cost, where the harness reports it.
+   */
+  forkUsage?: TokenUsage;
+  /**
+   * Method is how it was obtained: core.CheckpointFork, core.CheckpointInThread or core.CheckpointReconstructed ("" in checkpoints written before Bridge recorded it).
+   */
+  method?: string;
+  openWork?: string[];
+  provenance?: string;
+  reason?: CheckpointReason;
+  schemaVersion?: number;
+  sourceAgent?: string;
+  summary: string;
+  tokensBefore?: number;
 }
 /**
  * CheckpointSavedNotification tells the client a Bridge checkpoint was committed (session/checkpointSaved).
@@ -256,6 +461,65 @@ export interface ClientInfo {
   version?: string;
 }
 /**
+ * CompactionFailedPayload is the payload of a compaction.failed entry: a checkpoint request whose replies were unusable.
+ */
+export interface CompactionFailedPayload {
+  /**
+   * Attempt is the last attempt (0 or 1).
+   */
+  attempt?: number;
+  /**
+   * Error says what went wrong.
+   */
+  error?: string;
+  /**
+   * Reason is why the checkpoint was asked for.
+   */
+  reason: string;
+}
+/**
+ * Boundary is the `compaction` entry payload: the checkpoint's fields plus the id of the checkpoint entry it commits.
+ */
+export interface CompactionPayload {
+  checkpointEntryId: string;
+  decisions?: string[];
+  filesTouched?: string[];
+  firstRetainedEntryId?: string;
+  /**
+   * ForkUsage is what the fork's turns cost, where the harness reports it.
+   */
+  forkUsage?: TokenUsage;
+  /**
+   * Method is how it was obtained: core.CheckpointFork, core.CheckpointInThread or core.CheckpointReconstructed ("" in checkpoints written before Bridge recorded it).
+   */
+  method?: string;
+  openWork?: string[];
+  provenance?: string;
+  reason?: CheckpointReason;
+  schemaVersion?: number;
+  sourceAgent?: string;
+  summary?: string;
+  tokensBefore?: number;
+}
+/**
+ * Request is the payload of a `compaction.requested` entry.
+ */
+export interface CompactionRequestedPayload {
+  attempt: number;
+  firstRetainedEntryId?: string;
+  /**
+   * Method is how the checkpoint is asked: core.CheckpointFork (nothing is exchanged in the live conversation) or core.CheckpointInThread.
+   */
+  method?: string;
+  reason: CheckpointReason;
+  /**
+   * RepairOf is the problem with the previous reply (attempt 1 only).
+   */
+  repairOf?: string;
+  sourceAgent?: string;
+  tokensBefore?: number;
+}
+/**
  * ContextCompactedNotification tells the client the harness compacted its own window (session/contextCompacted); the "Context compacted" card is drawn from this alone.
  */
 export interface ContextCompactedNotification {
@@ -295,6 +559,59 @@ export interface ContextCompactedNotification {
    * Trigger says who started the compaction.
    */
   trigger: CompactionTrigger;
+}
+/**
+ * Compacted is the normalised payload of a context.compacted entry: one per native "my window was compacted" report, whatever the harness.
+ */
+export interface ContextCompactedPayload {
+  /**
+   * Cause says why an automatic compaction ran (CausePressure, CauseContextOverflow), where the harness tells them apart.
+   */
+  cause?: string;
+  /**
+   * token counts derived, not reported
+   */
+  estimated?: boolean;
+  focus?: string;
+  focusApplied?: boolean;
+  harness: string;
+  nativeId?: string;
+  postTokens?: number;
+  preTokens?: number;
+  /**
+   * the harness's own fields, whole
+   */
+  raw?: unknown;
+  /**
+   * ShadowedTokens counts the tokens of the span the compaction replaced (not the window's size), where the harness reports it.
+   */
+  shadowedTokens?: number;
+  summary?: string;
+  /**
+   * manual | auto | unknown
+   */
+  trigger: string;
+}
+/**
+ * ContextUsagePayload is the payload of a context.usage entry: a reading of the harness's context gauge.
+ */
+export interface ContextUsagePayload {
+  /**
+   * AfterCompaction names the compaction the reading follows.
+   */
+  afterCompaction?: string;
+  /**
+   * Size is the window's size, when known.
+   */
+  size?: number;
+  /**
+   * TurnID is the harness's id of the turn, where it has one.
+   */
+  turnId?: string;
+  /**
+   * Used is the tokens in the window.
+   */
+  used: number;
 }
 /**
  * DiffFile is one changed file's stats.
@@ -395,9 +712,26 @@ export interface DoctorResult {
   schemaVersion: number;
 }
 /**
- * Entry is one immutable node of a session's record.
+ * EffortChangedPayload is the payload of an effort.changed entry.
  */
-export interface Entry {
+export interface EffortChangedPayload {
+  /**
+   * Downgrade is true when the change came with a smaller model.
+   */
+  downgrade?: boolean;
+  /**
+   * Effort is the reasoning effort now in use.
+   */
+  effort: string;
+  /**
+   * From is the effort before.
+   */
+  from?: string;
+}
+/**
+ * The members every Entry has, whatever its kind.
+ */
+export interface EntryFields {
   /**
    * CreatedAt is when Bridge recorded the entry.
    */
@@ -407,10 +741,6 @@ export interface Entry {
    */
   id: string;
   /**
-   * Kind is the entry kind ("user.message", "context.compacted"…); kinds unknown to the client are shown, not dropped.
-   */
-  kind: string;
-  /**
    * NativeID is the harness's own id for the event, when it has one.
    */
   nativeId?: string;
@@ -418,12 +748,6 @@ export interface Entry {
    * ParentID is the previous entry on its branch (absent for the root).
    */
   parentId?: string;
-  /**
-   * Payload is the kind's JSON object.
-   */
-  payload: {
-    [k: string]: unknown;
-  };
   /**
    * Seq is the entry's sequence number in its session, increasing.
    */
@@ -500,6 +824,49 @@ export interface HandoffSection {
    * Title is the section heading.
    */
   title: string;
+}
+/**
+ * HarnessEventPayload is the payload of a harness.event entry: a harness message Bridge has no mapping for, kept whole.
+ */
+export interface HarnessEventPayload {
+  /**
+   * Block is an unmapped content block, whole (Claude Code).
+   */
+  block?: unknown;
+  error?: string;
+  item?: unknown;
+  /**
+   * ItemType and Item are an unmapped item's type and the item, whole.
+   */
+  itemType?: string;
+  /**
+   * Line is a line of the harness's output that is not JSON, and Error why it could not be read.
+   */
+  line?: string;
+  /**
+   * Params are the notification's params, whole (a JSON-RPC harness).
+   */
+  params?: unknown;
+  /**
+   * ParentToolUseID is the tool call (a subagent) the event came from.
+   */
+  parentToolUseId?: string;
+  /**
+   * Raw is the message, whole.
+   */
+  raw?: unknown;
+  /**
+   * Text is the message's text, where it has one.
+   */
+  text?: string;
+  /**
+   * TurnID is the harness's id of the turn, where it has one.
+   */
+  turnId?: string;
+  /**
+   * Type is the harness's message type.
+   */
+  type: string;
 }
 /**
  * HostAck is the empty result of a host/* request that returns nothing.
@@ -1114,6 +1481,31 @@ export interface MigrationExecuteResult {
   warnings: string[];
 }
 /**
+ * MigrationHandoffPayload is the payload of a migration.handoff entry: the first entry of a session a migration started.
+ */
+export interface MigrationHandoffPayload {
+  /**
+   * PreviewID is the preview that was executed.
+   */
+  previewId?: string;
+  /**
+   * SourceHarness is the source session's harness.
+   */
+  sourceHarness?: string;
+  /**
+   * SourcePreset is the source session's preset.
+   */
+  sourcePreset?: string;
+  /**
+   * SourceSessionID is the session the task came from.
+   */
+  sourceSessionId: string;
+  /**
+   * Summary is the handoff text.
+   */
+  summary: string;
+}
+/**
  * MigrationPreviewParams folds a session into an editable five-part handoff for a clean target session.
  */
 export interface MigrationPreviewParams {
@@ -1245,6 +1637,23 @@ export interface Model {
   vision?: boolean;
 }
 /**
+ * ModelChangedPayload is the payload of a model.changed entry.
+ */
+export interface ModelChangedPayload {
+  /**
+   * Downgrade is true when the new model is a smaller one.
+   */
+  downgrade?: boolean;
+  /**
+   * From is the model before.
+   */
+  from?: string;
+  /**
+   * Model is the model now in use.
+   */
+  model: string;
+}
+/**
  * PermissionOption is one answer to a permission request.
  */
 export interface PermissionOption {
@@ -1294,6 +1703,37 @@ export interface PermissionToolCall {
    * ToolCallID is the harness's id of the tool call.
    */
   toolCallId: string;
+}
+/**
+ * PlanStep is one step of a harness's plan (todo list).
+ */
+export interface PlanStep {
+  /**
+   * ID is the harness's id of the step, when it has one.
+   */
+  id?: string;
+  /**
+   * Status is pending, in_progress, completed or cancelled.
+   */
+  status: string;
+  /**
+   * Text says what the step is ("" in a partial update that only changes a status).
+   */
+  text?: string;
+}
+/**
+ * Plan is the payload of a `plan.updated` entry: the harness's plan as it now stands, or (Partial) the steps one update created or changed (Claude Code's TaskCreate / TaskUpdate tools).
+ */
+export interface PlanUpdatedPayload {
+  /**
+   * Partial: Steps are only the steps this update touched.
+   */
+  partial?: boolean;
+  /**
+   * Source names what reported it ("TodoWrite", "turn/plan/updated"…).
+   */
+  source?: string;
+  steps: PlanStep[];
 }
 /**
  * Preset is a complete tool-and-prompt assembly for one harness.
@@ -1809,6 +2249,31 @@ export interface SessionForkResult {
   sessionId: string;
 }
 /**
+ * SessionForkedPayload is the payload of a session.forked entry: the first entry of a session forked from another.
+ */
+export interface SessionForkedPayload {
+  /**
+   * CheckpointEntryID is the checkpoint the fork started from.
+   */
+  checkpointEntryId?: string;
+  /**
+   * ProjectedEntries counts the entries given to the fork.
+   */
+  projectedEntries?: number;
+  /**
+   * SourceEntryID is the entry forked at.
+   */
+  sourceEntryId: string;
+  /**
+   * SourceHarness is the source session's harness.
+   */
+  sourceHarness?: string;
+  /**
+   * SourceSessionID is the session forked from.
+   */
+  sourceSessionId: string;
+}
+/**
  * SessionHistoryParams pages the record backwards along the active branch.
  */
 export interface SessionHistoryParams {
@@ -2136,6 +2601,44 @@ export interface SessionRequestPermissionResult {
   outcome: PermissionOutcome;
 }
 /**
+ * SessionRestoredPayload is the payload of a session.restored entry: how a session came back.
+ */
+export interface SessionRestoredPayload {
+  /**
+   * CheckpointEntryID is the checkpoint the session was restored from.
+   */
+  checkpointEntryId?: string;
+  /**
+   * Mode is hot, native, checkpoint_restored or fresh.
+   */
+  mode: string;
+  /**
+   * NativeError is the harness's error when its native resume failed.
+   */
+  nativeError?: string;
+  /**
+   * Reason says why this mode.
+   */
+  reason?: string;
+}
+/**
+ * ResumeFailedPayload is the payload of a session.resume_failed entry.
+ */
+export interface SessionResumeFailedPayload {
+  /**
+   * Error is the harness's error.
+   */
+  error: string;
+  /**
+   * NativeID is the harness's session id that could not be resumed.
+   */
+  nativeId?: string;
+  /**
+   * Reason says what Bridge tried.
+   */
+  reason: string;
+}
+/**
  * SessionResumeParams brings a session back.
  */
 export interface SessionResumeParams {
@@ -2264,6 +2767,95 @@ export interface SessionSelectModelResult {
    * Model is the session's model after the switch.
    */
   model?: string;
+}
+/**
+ * StatusPayload is the payload of a session.status entry: where the harness's session stands ("idle", "stopped", "suspended", "error"…).
+ */
+export interface SessionStatusPayload {
+  /**
+   * Attempt counts a retrying harness's attempts.
+   */
+  attempt?: number;
+  /**
+   * By is who changed it, where Bridge did.
+   */
+  by?: string;
+  /**
+   * CodexErrorInfo is Codex's class of the error.
+   */
+  codexErrorInfo?: unknown;
+  /**
+   * CompactError is a failed harness compaction's error.
+   */
+  compactError?: unknown;
+  /**
+   * CompactResult is a harness compaction's outcome.
+   */
+  compactResult?: string;
+  costUsd?: number;
+  durationMs?: number;
+  /**
+   * Error is the harness's error message.
+   */
+  error?: string;
+  /**
+   * ErrorName is the harness's name for the error.
+   */
+  errorName?: string;
+  /**
+   * Errors are the harness's error records.
+   */
+  errors?: unknown;
+  /**
+   * ExitCode is the harness process's exit code, once it stopped.
+   */
+  exitCode?: number;
+  isError?: boolean;
+  /**
+   * Message is the harness's message.
+   */
+  message?: string;
+  numTurns?: number;
+  /**
+   * Raw is the harness's own report, whole.
+   */
+  raw?: unknown;
+  /**
+   * Reason says why, where the harness says.
+   */
+  reason?: string;
+  /**
+   * Result is the turn's result as the harness reports it.
+   */
+  result?: unknown;
+  /**
+   * Status is the harness's state.
+   */
+  status: string;
+  /**
+   * StderrTail is the end of the stopped process's standard error.
+   */
+  stderrTail?: string;
+  /**
+   * StopReason is why the harness's turn stopped.
+   */
+  stopReason?: string;
+  /**
+   * Subtype, IsError, NumTurns, CostUSD and DurationMs are a finished Claude Code turn's result.
+   */
+  subtype?: string;
+  /**
+   * TurnID is the harness's id of the turn, where it has one.
+   */
+  turnId?: string;
+  /**
+   * Usage is the turn's token usage as the harness reports it.
+   */
+  usage?: unknown;
+  /**
+   * WillRetry says whether the harness retries after the error.
+   */
+  willRetry?: boolean;
 }
 /**
  * SessionSuspendParams asks Bridge to suspend a live session (an editor closing its tab): a before_suspend checkpoint when the decision allows, then its harness process is stopped. The next session/prompt or session/resume brings it back, natively where the harness can.
@@ -2434,6 +3026,146 @@ export interface TokenUsage {
   outputTokens: number;
 }
 /**
+ * ToolCompletedPayload is the payload of a tool.completed entry: a tool call ended.
+ */
+export interface ToolCompletedPayload {
+  /**
+   * Abandoned is true when Bridge closed the call because the harness stopped before reporting its end.
+   */
+  abandoned?: boolean;
+  /**
+   * Content is the output as content blocks (ACP agents).
+   */
+  content?: unknown;
+  /**
+   * DurationMs is how long the call ran, as the harness measured it.
+   */
+  durationMs?: number;
+  /**
+   * Error is the harness's error, where the call failed.
+   */
+  error?: unknown;
+  /**
+   * ExitCode is a command's exit code.
+   */
+  exitCode?: number;
+  /**
+   * Input is the tool's input, where the harness repeats it at the end.
+   */
+  input?: unknown;
+  /**
+   * IsError is true when the call failed.
+   */
+  isError?: boolean;
+  /**
+   * MessageID is the harness's id of the message, where it has one.
+   */
+  messageId?: string;
+  /**
+   * Name is the tool's name.
+   */
+  name?: string;
+  /**
+   * Output is the tool's output.
+   */
+  output?: unknown;
+  /**
+   * OutputTruncated is true when Output keeps only the output's end.
+   */
+  outputTruncated?: boolean;
+  /**
+   * ParentToolUseID is the tool call (a subagent) the call was made in.
+   */
+  parentToolUseId?: string;
+  /**
+   * PartID is the harness's id of the message part, where it has one.
+   */
+  partId?: string;
+  /**
+   * Replaces is the earlier record of the same call that this one replaces.
+   */
+  replaces?: unknown;
+  /**
+   * Result is the harness's result record, whole.
+   */
+  result?: unknown;
+  /**
+   * Status is the call's final status as the harness reports it.
+   */
+  status?: string;
+  /**
+   * Title is the harness's one-line description of the call.
+   */
+  title?: string;
+  /**
+   * ToolID is the harness's id of the call its tool.started names.
+   */
+  toolId: string;
+  /**
+   * TurnID is the harness's id of the turn, where it has one.
+   */
+  turnId?: string;
+}
+/**
+ * ToolStartedPayload is the payload of a tool.started entry: the agent called a tool.
+ */
+export interface ToolStartedPayload {
+  /**
+   * Action is what a Codex local shell call does, from its rollout.
+   */
+  action?: unknown;
+  arguments?: unknown;
+  changes?: unknown;
+  /**
+   * Command, Cwd, Server, Tool, Arguments, Query and Changes are the members of a Codex item that say what the call does, as Codex gave them (a command run, an MCP tool call, a web search, a file change).
+   */
+  command?: unknown;
+  cwd?: unknown;
+  /**
+   * Input is the tool's input, as the harness gave it.
+   */
+  input?: unknown;
+  /**
+   * MessageID is the harness's id of the message, where it has one.
+   */
+  messageId?: string;
+  /**
+   * Name is the tool's name.
+   */
+  name?: string;
+  /**
+   * ParentToolUseID is the tool call (a subagent) the call was made in.
+   */
+  parentToolUseId?: string;
+  /**
+   * PartID is the harness's id of the message part, where it has one.
+   */
+  partId?: string;
+  query?: unknown;
+  server?: unknown;
+  /**
+   * Status is the call's status as the harness reports it.
+   */
+  status?: string;
+  /**
+   * Title is the harness's one-line description of the call.
+   */
+  title?: string;
+  tool?: unknown;
+  /**
+   * ToolID is the harness's id of the call; its tool.completed names it too.
+   */
+  toolId: string;
+  /**
+   * ToolKind is the harness's class of tool ("edit", "execute"…).
+   */
+  toolKind?: string;
+  /**
+   * TurnID is the harness's id of the turn, where it has one.
+   */
+  turnId?: string;
+}
+/**
  * UsageGroup is the sum of the usage reports of one group.
  */
 export interface UsageGroup {
@@ -2477,6 +3209,65 @@ export interface UsageGroup {
    * UnpricedReports counts the reports with no cost at all (the harness gave none and the price table has no price for the model).
    */
   unpricedReports: number;
+}
+/**
+ * Usage is the payload of a usage.reported entry. Tokens are counted as the harness counts them, normalised to four disjoint parts: input not read from the prompt cache, output, input read from the cache, and input written to it.
+ */
+export interface UsageReportedPayload {
+  /**
+   * At is when the harness reported it, when that is not when Bridge recorded it (an imported transcript).
+   */
+  at?: string;
+  cacheReadTokens?: number;
+  cacheWriteTokens?: number;
+  costEstimated?: boolean;
+  /**
+   * CostUSD is the harness's own cost, or (CostEstimated) Bridge's from the configured price table; absent when neither is known.
+   */
+  costUsd?: number;
+  inputTokens: number;
+  /**
+   * Model is the model the tokens were spent on ("" when not reported).
+   */
+  model?: string;
+  outputTokens: number;
+  /**
+   * Scope is "turn" (one prompt's turn) or "response" (one model response, as transcripts store it).
+   */
+  scope?: string;
+  /**
+   * TurnID is the harness's id of the turn, where it has one.
+   */
+  turnId?: string;
+}
+/**
+ * UserMessagePayload is the payload of a user.message entry: what the user (or Bridge on the user's behalf) said.
+ */
+export interface UserMessagePayload {
+  /**
+   * Attachments are the images Bridge kept, by content hash.
+   */
+  attachments?: Attachment[];
+  /**
+   * Images counts the images sent with the message.
+   */
+  images?: number;
+  /**
+   * MessageID is the harness's id of the message, where it has one.
+   */
+  messageId?: string;
+  /**
+   * PartID is the harness's id of the message part, where it has one.
+   */
+  partId?: string;
+  /**
+   * Text is the message's text.
+   */
+  text: string;
+  /**
+   * TurnID is the harness's id of the turn, where it has one.
+   */
+  turnId?: string;
 }
 /**
  * WindowClientCapabilities are the window/* features of a client (LSP 3.17).
@@ -2573,6 +3364,39 @@ export interface WorkDoneProgressReport {
   percentage?: number;
 }
 /**
+ * WorkerResultPayload is the payload of a worker.result entry: a worker's (subagent's, or the session's own) final result.
+ */
+export interface WorkerResultPayload {
+  /**
+   * Decisions are decisions the worker reports.
+   */
+  decisions?: unknown[];
+  /**
+   * FilesChanged are the files the worker changed.
+   */
+  filesChanged?: string[];
+  /**
+   * Result is the worker's final text.
+   */
+  result?: string;
+  /**
+   * Status is "completed" or "failed".
+   */
+  status: string;
+  /**
+   * TaskID is the harness's id of the worker's task.
+   */
+  taskId?: string;
+  /**
+   * Tool is the tool that ran the worker.
+   */
+  tool?: string;
+  /**
+   * ToolID is the tool call that ran the worker.
+   */
+  toolId?: string;
+}
+/**
  * Workspace is a working directory a host knows.
  */
 export interface Workspace {
@@ -2585,6 +3409,40 @@ export interface Workspace {
    */
   path: string;
 }
+
+/** Entry's payload by its kind. */
+export interface EntryPayloads {
+  "user.message": UserMessagePayload;
+  "assistant.message": AssistantMessagePayload;
+  "tool.started": ToolStartedPayload;
+  "tool.completed": ToolCompletedPayload;
+  "approval.requested": ApprovalRequestedPayload;
+  "approval.resolved": ApprovalResolvedPayload;
+  "worker.result": WorkerResultPayload;
+  "artifact.created": ArtifactCreatedPayload;
+  "model.changed": ModelChangedPayload;
+  "effort.changed": EffortChangedPayload;
+  "session.status": SessionStatusPayload;
+  "context.compacted": ContextCompactedPayload;
+  "compaction.requested": CompactionRequestedPayload;
+  checkpoint: CheckpointPayload;
+  compaction: CompactionPayload;
+  "compaction.failed": CompactionFailedPayload;
+  "branch.summary": BranchSummaryPayload;
+  "session.restored": SessionRestoredPayload;
+  "session.resume_failed": SessionResumeFailedPayload;
+  "migration.handoff": MigrationHandoffPayload;
+  "context.usage": ContextUsagePayload;
+  "harness.event": HarnessEventPayload;
+  "plan.updated": PlanUpdatedPayload;
+  "session.forked": SessionForkedPayload;
+  "usage.reported": UsageReportedPayload;
+}
+
+/** Entry is one immutable node of a session's record. One member per kind: narrowing on kind types payload. */
+export type Entry = {
+  [K in keyof EntryPayloads]: EntryFields & { kind: K; payload: EntryPayloads[K] };
+}[keyof EntryPayloads];
 
 /** Every request of the contract: its direction, params and result. */
 export interface BridgeMethods {

@@ -5,7 +5,7 @@
 // the rest as short sentences with the recorded payload on demand. Text is
 // always set as text.
 
-import type { Entry } from "../../typescript/src/browser.js";
+import type { ApprovalResolvedPayload, Entry } from "../../typescript/src/browser.js";
 import { h, when, type Child } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 
@@ -32,6 +32,10 @@ const foldAbove = 4_000;
 const shownOutput = 8_000;
 
 type Payload = Record<string, unknown>;
+/** ToolEntry is a tool call's start or end. */
+type ToolEntry = Extract<Entry, { kind: "tool.started" | "tool.completed" }>;
+/** MessageEntry is what the user or the agent said. */
+type MessageEntry = Extract<Entry, { kind: "user.message" | "assistant.message" }>;
 const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
 const num = (v: unknown): number | undefined => (typeof v === "number" && isFinite(v) ? v : undefined);
 
@@ -65,49 +69,55 @@ export class Conversation {
 
   /** row is the row for e, or undefined when e completed a card already shown. */
   row(e: Entry): HTMLElement | undefined {
-    const p = (e.payload ?? {}) as Payload;
+    // A recorded payload is typed by its kind, and still checked as it is
+    // read: the record may hold what an older or newer Bridge wrote.
+    if (!e.payload) e = { ...e, payload: {} } as Entry;
     if (e.kind === "tool.started" || e.kind === "tool.completed") {
-      const id = str(p.toolId) ?? e.id;
+      const id = str(e.payload.toolId) ?? e.id;
       const known = this.tools.get(id);
       if (known) {
-        known.add(e, p);
+        known.add(e);
         return undefined;
       }
-      const card = new ToolCard(e, p);
+      const card = new ToolCard(e);
       this.tools.set(id, card);
       return card.root;
     }
-    const li = h("li", { class: `entry kind-${e.kind.replace(/[^a-z0-9]+/gi, "-")}`, "data-seq": String(e.seq), "data-entry-id": e.id });
+    const kind: string = e.kind;
+    const li = h("li", { class: `entry kind-${kind.replace(/[^a-z0-9]+/gi, "-")}`, "data-seq": String(e.seq), "data-entry-id": e.id });
     switch (e.kind) {
       case "user.message":
       case "assistant.message":
-        this.message(li, e, p);
+        this.message(li, e);
         break;
-      case "approval.requested":
+      case "approval.requested": {
+        const p = e.payload;
         li.classList.add("event");
         li.append(line("⚑", `${harnessName(str(p.harness) ?? this.harness)} asked: ${str(p.title) ?? str(p.kind) ?? "a tool call"}`, e));
         break;
+      }
       case "approval.resolved":
-        li.classList.add("event", p.allowed === true ? "allowed" : "refused");
-        li.append(line(p.allowed === true ? "✓" : "✗", resolution(p), e));
+        li.classList.add("event", e.payload.allowed === true ? "allowed" : "refused");
+        li.append(line(e.payload.allowed === true ? "✓" : "✗", resolution(e.payload), e));
         break;
       case "plan.updated":
         li.classList.add("event");
-        li.append(line("☰", "Plan", e), plan(p.steps));
+        li.append(line("☰", "Plan", e), plan(e.payload.steps));
         break;
       case "context.usage":
         li.classList.add("event");
-        li.append(gauge(num(p.used), num(p.size) ?? num(p.window)));
+        li.append(gauge(num(e.payload.used), num(e.payload.size)));
         break;
       default:
         li.classList.add("event");
-        li.append(line("•", describe(e.kind, p), e));
-        li.append(h("details", { class: "payload" }, h("summary", {}, "Details"), h("pre", {}, clip(asText(p)))));
+        li.append(line("•", describe(e), e));
+        li.append(h("details", { class: "payload" }, h("summary", {}, "Details"), h("pre", {}, clip(asText(e.payload)))));
     }
     return li;
   }
 
-  private message(li: HTMLElement, e: Entry, p: Payload): void {
+  private message(li: HTMLElement, e: MessageEntry): void {
+    const p = e.payload;
     const mine = e.kind === "user.message";
     li.classList.add("msg");
     li.append(
@@ -138,7 +148,8 @@ export class Conversation {
         li.append(head, more);
       }
     }
-    const images = Array.isArray(p.images) ? p.images.length : Array.isArray(p.attachments) ? p.attachments.length : 0;
+    const attachments = e.kind === "user.message" ? e.payload.attachments : undefined;
+    const images = Array.isArray(attachments) ? attachments.length : 0;
     if (images > 0) li.append(h("span", { class: "images" }, `${images} image(s)`));
     // Per-message actions: shown on hover or focus (CSS).
     li.append(
@@ -158,7 +169,7 @@ function line(icon: string, text: string, e: Entry): HTMLElement {
 }
 
 /** resolution says how an approval was answered, and by whom. */
-function resolution(p: Payload): string {
+function resolution(p: ApprovalResolvedPayload): string {
   const kinds: Record<string, string> = {
     allow_once: "Allowed once",
     allow_always: "Allowed always",
@@ -200,40 +211,43 @@ export function gauge(used: number | undefined, size: number | undefined): HTMLE
 }
 
 /** describe is a short sentence for an entry shown as an event. */
-function describe(kind: string, p: Payload): string {
-  switch (kind) {
+function describe(e: Entry): string {
+  const kind: string = e.kind;
+  switch (e.kind) {
     case "session.status":
-      return `Session ${str(p.status) ?? "changed"}${str(p.reason) ? `: ${str(p.reason)}` : ""}.`;
-    case "session.forked":
+      return `Session ${str(e.payload.status) ?? "changed"}${str(e.payload.error) ? `: ${str(e.payload.error)}` : ""}.`;
+    case "session.forked": {
+      const p = e.payload;
       return `Forked from session ${str(p.sourceSessionId) ?? "?"} at entry ${str(p.sourceEntryId) ?? "?"}${str(p.sourceHarness) ? ` (${harnessName(str(p.sourceHarness))})` : ""}.`;
+    }
     case "session.restored":
-      return `Resumed (${str(p.mode) ?? "?"})${str(p.reason) ? `: ${str(p.reason)}` : ""}.`;
+      return `Resumed (${str(e.payload.mode) ?? "?"})${str(e.payload.reason) ? `: ${str(e.payload.reason)}` : ""}.`;
     case "session.resume_failed":
-      return `Resume failed: ${str(p.error) ?? str(p.reason) ?? "?"}.`;
+      return `Resume failed: ${str(e.payload.error) ?? str(e.payload.reason) ?? "?"}.`;
     case "model.changed":
-      return `Model changed to ${str(p.model) ?? "?"}.`;
+      return `Model changed to ${str(e.payload.model) ?? "?"}.`;
     case "effort.changed":
-      return `Effort changed to ${str(p.effort) ?? "?"}.`;
+      return `Effort changed to ${str(e.payload.effort) ?? "?"}.`;
     case "artifact.created":
-      return `Created ${str(p.path) ?? "a file"}.`;
+      return `Created ${str(e.payload.path) ?? "a file"}.`;
     case "worker.result":
-      return `Worker finished (${str(p.status) ?? "?"}).`;
+      return `Worker finished (${str(e.payload.status) ?? "?"}).`;
     case "migration.handoff":
-      return `Migrated from session ${str(p.sourceSessionId) ?? "?"} with a handoff.`;
+      return `Migrated from session ${str(e.payload.sourceSessionId) ?? "?"} with a handoff.`;
     case "compaction.requested":
-      return `Compaction requested (${str(p.reason) ?? "?"}).`;
+      return `Compaction requested (${str(e.payload.reason) ?? "?"}).`;
     case "compaction":
       return "Compacted from a checkpoint.";
     case "compaction.failed":
-      return `Compaction failed: ${str(p.reason) ?? "?"}.`;
+      return `Compaction failed: ${str(e.payload.reason) ?? "?"}.`;
     case "branch.summary":
       return "Branch summary.";
     case "checkpoint":
-      return `Checkpoint (${str(p.reason) ?? "?"}).`;
+      return `Checkpoint (${str(e.payload.reason) ?? "?"}).`;
     case "context.compacted":
       return "Context compacted.";
     case "harness.event":
-      return `Harness event: ${str(p.type) ?? "?"}.`;
+      return `Harness event: ${str(e.payload.type) ?? "?"}.`;
     default:
       return kind;
   }
@@ -251,19 +265,20 @@ class ToolCard {
   private output: unknown;
   private failed = false;
 
-  constructor(e: Entry, p: Payload) {
+  constructor(e: ToolEntry) {
     this.root = h("li", { class: "entry tool", "data-seq": String(e.seq), "data-entry-id": e.id }, h("details", {}, this.summary, this.body));
-    this.add(e, p);
+    this.add(e);
   }
 
-  add(e: Entry, p: Payload): void {
-    this.name = str(p.name) ?? (this.name || "tool");
+  add(e: ToolEntry): void {
+    this.name = str(e.payload.name) ?? (this.name || "tool");
     if (e.kind === "tool.started") {
       this.started = e;
-      this.input = p.input;
+      this.input = e.payload.input;
       this.root.dataset.seq = String(e.seq);
       this.root.dataset.entryId = e.id;
     } else {
+      const p = e.payload;
       this.completed = e;
       this.output = p.output ?? p.content ?? p.result;
       this.failed = p.isError === true || p.status === "failed" || p.status === "error";

@@ -7,6 +7,7 @@ import {
   connectWebSocket,
   type BridgeClient,
   type DoctorResult,
+  type Entry,
   type SessionListItem,
   type SessionRequestPermissionParams,
   type SessionRequestPermissionResult,
@@ -254,7 +255,7 @@ export class App {
       }),
     );
     client.onNotification("session/update", (u) => {
-      this.touch(u.sessionId, u.entry.createdAt, u.entry.kind, u.entry.payload);
+      this.touch(u.sessionId, u.entry);
       if (this.current?.id === u.sessionId) this.current.onEntry(u.entry);
     });
     client.onNotification("session/queueChanged", (n) => {
@@ -414,7 +415,7 @@ export class App {
   // status (a session that records entries is live until a session.status
   // entry says it stopped or was suspended). A session the list does not
   // show yet (made in another tab) brings a refresh.
-  touch(sessionId: string, at: string, kind: string, payload: unknown): void {
+  touch(sessionId: string, e: Entry): void {
     const s = this.sessions.find((x) => x.sessionId === sessionId);
     if (!s) {
       if (this.unlisted.has(sessionId)) return;
@@ -427,8 +428,8 @@ export class App {
       }
       return;
     }
-    s.updatedAt = at;
-    const said = kind === "session.status" ? (payload as { status?: unknown } | null)?.status : undefined;
+    s.updatedAt = e.createdAt;
+    const said = e.kind === "session.status" ? e.payload?.status : undefined;
     s.status = said === "suspended" ? "suspended" : said === "stopped" ? "ended" : "live";
     this.renderItem(s);
   }

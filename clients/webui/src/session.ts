@@ -311,16 +311,15 @@ export class SessionView {
    * functions as the live cards from the same fields.
    */
   private rowOf(e: Entry, live: boolean): HTMLElement | undefined {
-    const p = (e.payload ?? {}) as Record<string, unknown>;
-    const card = live ? undefined : cardOf(e.kind, p);
+    const card = live ? undefined : cardOf(e);
     if (card) {
       card.dataset.entryId = e.id;
       card.dataset.seq = String(e.seq);
       return card;
     }
-    if (e.kind === "context.usage" && typeof p.used === "number" && e.seq >= this.newest) {
-      const size = typeof p.size === "number" ? p.size : undefined;
-      this.gaugeEl.replaceChildren(gauge(p.used, size));
+    if (e.kind === "context.usage" && typeof e.payload?.used === "number" && e.seq >= this.newest) {
+      const size = typeof e.payload.size === "number" ? e.payload.size : undefined;
+      this.gaugeEl.replaceChildren(gauge(e.payload.used, size));
     }
     return this.conversation.row(e);
   }
@@ -589,16 +588,19 @@ export function checkpointCard(n: Checkpointed): HTMLElement {
  * undefined for every other kind, and for a payload without the card's
  * fields (it is then shown as recorded).
  */
-function cardOf(kind: string, p: Record<string, unknown>): HTMLElement | undefined {
+function cardOf(e: Entry): HTMLElement | undefined {
   const str = (v: unknown) => (typeof v === "string" ? v : undefined);
   const num = (v: unknown) => (typeof v === "number" ? v : undefined);
-  if (kind === "context.compacted") {
+  if (!e.payload) return undefined;
+  if (e.kind === "context.compacted") {
+    const p = e.payload;
     const harness = str(p.harness);
     const trigger = str(p.trigger);
     if (harness === undefined || trigger === undefined) return undefined;
     return compactedCard({ harness, trigger, preTokens: num(p.preTokens), postTokens: num(p.postTokens), estimated: p.estimated === true });
   }
-  if (kind === "checkpoint") {
+  if (e.kind === "checkpoint") {
+    const p = e.payload;
     const reason = str(p.reason);
     const provenance = str(p.provenance);
     if (reason === undefined || provenance === undefined) return undefined;
