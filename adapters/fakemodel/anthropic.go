@@ -15,7 +15,7 @@ var anthropicSeq atomic.Int64
 func anthropicError(w http.ResponseWriter, status int, kind, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": kind, "message": msg}})
+	b, _ := json.Marshal(anthropicErrorBody{Type: "error", Error: anthropicErrDesc{Type: kind, Message: msg}})
 	w.Write(b)
 }
 
@@ -71,9 +71,9 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	id := fmt.Sprintf("msg_fake_%d", anthropicSeq.Add(1))
 	stop := "end_turn"
-	var blocks []map[string]any
+	var blocks []any
 	if reply.Text != "" || reply.ToolCall == nil {
-		blocks = append(blocks, map[string]any{"type": "text", "text": reply.Text})
+		blocks = append(blocks, anthropicText{Type: "text", Text: reply.Text})
 	}
 	if tc := reply.ToolCall; tc != nil {
 		input := tc.Input
@@ -84,54 +84,130 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		if tid == "" {
 			tid = fmt.Sprintf("toolu_fake_%d", anthropicSeq.Add(1))
 		}
-		blocks = append(blocks, map[string]any{"type": "tool_use", "id": tid, "name": tc.Name, "input": input})
+		blocks = append(blocks, anthropicToolUse{Type: "tool_use", ID: tid, Name: tc.Name, Input: input})
 		stop = "tool_use"
 	}
-	usage := map[string]any{"input_tokens": reply.InputTokens, "output_tokens": reply.OutputTokens,
-		"cache_creation_input_tokens": reply.CacheWriteTokens, "cache_read_input_tokens": reply.CacheReadTokens}
+	usage := anthropicUsage{InputTokens: reply.InputTokens, OutputTokens: reply.OutputTokens,
+		CacheCreationInputTokens: reply.CacheWriteTokens, CacheReadInputTokens: reply.CacheReadTokens}
 	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")
-		b, _ := json.Marshal(map[string]any{"id": id, "type": "message", "role": "assistant", "model": model,
-			"content": blocks, "stop_reason": stop, "stop_sequence": nil, "usage": usage})
+		b, _ := json.Marshal(anthropicMessage{ID: id, Type: "message", Role: "assistant", Model: model,
+			Content: blocks, StopReason: &stop, Usage: usage})
 		w.Write(b)
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
-		"id": id, "type": "message", "role": "assistant", "model": model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": reply.InputTokens, "output_tokens": 1,
-			"cache_creation_input_tokens": reply.CacheWriteTokens, "cache_read_input_tokens": reply.CacheReadTokens}}})
+	usage.OutputTokens = 1
+	sse(w, "message_start", anthropicMessageStart{Type: "message_start", Message: anthropicMessage{
+		ID: id, Type: "message", Role: "assistant", Model: model, Content: []any{}, Usage: usage}})
+	ping := anthropicEvent{Type: "ping"}
 	for i, b := range blocks {
-		switch b["type"] {
-		case "text":
-			sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": i,
-				"content_block": map[string]any{"type": "text", "text": ""}})
+		switch b := b.(type) {
+		case anthropicText:
+			sse(w, "content_block_start", anthropicBlockStart{Type: "content_block_start", Index: i,
+				ContentBlock: anthropicText{Type: "text"}})
 			if i == 0 {
-				sse(w, "ping", map[string]any{"type": "ping"})
+				sse(w, "ping", ping)
 			}
 			for _, part := range splitText(reply.Text) {
-				sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
-					"delta": map[string]any{"type": "text_delta", "text": part}})
+				sse(w, "content_block_delta", anthropicBlockDelta{Type: "content_block_delta", Index: i,
+					Delta: anthropicText{Type: "text_delta", Text: part}})
 			}
-		case "tool_use":
-			sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": i,
-				"content_block": map[string]any{"type": "tool_use", "id": b["id"], "name": b["name"], "input": map[string]any{}}})
+		case anthropicToolUse:
+			sse(w, "content_block_start", anthropicBlockStart{Type: "content_block_start", Index: i,
+				ContentBlock: anthropicToolUse{Type: "tool_use", ID: b.ID, Name: b.Name, Input: json.RawMessage(`{}`)}})
 			if i == 0 {
-				sse(w, "ping", map[string]any{"type": "ping"})
+				sse(w, "ping", ping)
 			}
-			sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
-				"delta": map[string]any{"type": "input_json_delta", "partial_json": string(b["input"].(json.RawMessage))}})
+			sse(w, "content_block_delta", anthropicBlockDelta{Type: "content_block_delta", Index: i,
+				Delta: anthropicInputDelta{Type: "input_json_delta", PartialJSON: string(b.Input)}})
 		}
-		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+		sse(w, "content_block_stop", anthropicBlockStop{Type: "content_block_stop", Index: i})
 	}
-	sse(w, "message_delta", map[string]any{"type": "message_delta",
-		"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
-		"usage": map[string]any{"output_tokens": reply.OutputTokens}})
-	sse(w, "message_stop", map[string]any{"type": "message_stop"})
+	sse(w, "message_delta", anthropicMessageDelta{Type: "message_delta",
+		Delta: anthropicStop{StopReason: stop}, Usage: anthropicOutputUsage{OutputTokens: reply.OutputTokens}})
+	sse(w, "message_stop", anthropicEvent{Type: "message_stop"})
 }
+
+// The Messages API's wire shapes, as far as the fake model writes them.
+type (
+	anthropicEvent struct {
+		Type string `json:"type"`
+	}
+	anthropicErrorBody struct {
+		Type  string           `json:"type"`
+		Error anthropicErrDesc `json:"error"`
+	}
+	anthropicErrDesc struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	}
+	// anthropicText is a text block, or (type text_delta) a piece of one.
+	anthropicText struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	anthropicToolUse struct {
+		Type  string          `json:"type"`
+		ID    string          `json:"id"`
+		Name  string          `json:"name"`
+		Input json.RawMessage `json:"input"`
+	}
+	anthropicInputDelta struct {
+		Type        string `json:"type"`
+		PartialJSON string `json:"partial_json"`
+	}
+	anthropicUsage struct {
+		InputTokens              int64 `json:"input_tokens"`
+		OutputTokens             int64 `json:"output_tokens"`
+		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	}
+	anthropicOutputUsage struct {
+		OutputTokens int64 `json:"output_tokens"`
+	}
+	// anthropicMessage is a message; StopReason is null while it streams,
+	// and StopSequence always (no stop sequences are scripted).
+	anthropicMessage struct {
+		ID           string         `json:"id"`
+		Type         string         `json:"type"`
+		Role         string         `json:"role"`
+		Model        string         `json:"model"`
+		Content      []any          `json:"content"`
+		StopReason   *string        `json:"stop_reason"`
+		StopSequence *string        `json:"stop_sequence"`
+		Usage        anthropicUsage `json:"usage"`
+	}
+	anthropicMessageStart struct {
+		Type    string           `json:"type"`
+		Message anthropicMessage `json:"message"`
+	}
+	anthropicBlockStart struct {
+		Type         string `json:"type"`
+		Index        int    `json:"index"`
+		ContentBlock any    `json:"content_block"`
+	}
+	anthropicBlockDelta struct {
+		Type  string `json:"type"`
+		Index int    `json:"index"`
+		Delta any    `json:"delta"`
+	}
+	anthropicBlockStop struct {
+		Type  string `json:"type"`
+		Index int    `json:"index"`
+	}
+	anthropicStop struct {
+		StopReason   string  `json:"stop_reason"`
+		StopSequence *string `json:"stop_sequence"`
+	}
+	anthropicMessageDelta struct {
+		Type  string               `json:"type"`
+		Delta anthropicStop        `json:"delta"`
+		Usage anthropicOutputUsage `json:"usage"`
+	}
+)
 
 // splitText cuts t into two deltas (one when it is too short to split), as
 // the real API streams text in pieces.

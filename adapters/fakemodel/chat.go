@@ -11,14 +11,12 @@ import (
 func chatError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{
-		"message": msg, "type": "fake_error", "code": status,
-	}})
+	b, _ := json.Marshal(chatErrorBody{Error: chatErrDesc{Message: msg, Type: "fake_error", Code: status}})
 	w.Write(b)
 }
 
 // chatToolCalls renders a scripted tool call in the Chat Completions shape.
-func chatToolCalls(tc *ToolCall, withIndex bool) []map[string]any {
+func chatToolCalls(tc *ToolCall, withIndex bool) []chatToolCall {
 	args := string(tc.Input)
 	if args == "" {
 		args = "{}"
@@ -27,16 +25,70 @@ func chatToolCalls(tc *ToolCall, withIndex bool) []map[string]any {
 	if id == "" {
 		id = "call_fake_1"
 	}
-	call := map[string]any{
-		"id":       id,
-		"type":     "function",
-		"function": map[string]any{"name": tc.Name, "arguments": args},
-	}
+	call := chatToolCall{ID: id, Type: "function", Function: chatFunction{Name: tc.Name, Arguments: args}}
 	if withIndex {
-		call["index"] = 0
+		call.Index = new(int)
 	}
-	return []map[string]any{call}
+	return []chatToolCall{call}
 }
+
+// The Chat Completions API's wire shapes, as far as the fake model writes
+// them.
+type (
+	chatErrorBody struct {
+		Error chatErrDesc `json:"error"`
+	}
+	chatErrDesc struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+		Code    int    `json:"code"`
+	}
+	chatFunction struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	}
+	chatToolCall struct {
+		Index    *int         `json:"index,omitempty"`
+		ID       string       `json:"id"`
+		Type     string       `json:"type"`
+		Function chatFunction `json:"function"`
+	}
+	// chatMessage is a whole answer: content is null when it calls a tool.
+	chatMessage struct {
+		Role      string         `json:"role"`
+		Content   *string        `json:"content"`
+		ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
+	}
+	chatDelta struct {
+		Role      string         `json:"role,omitempty"`
+		Content   *string        `json:"content,omitempty"`
+		ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
+	}
+	chatChoice struct {
+		Index        int          `json:"index"`
+		Message      *chatMessage `json:"message,omitempty"`
+		Delta        *chatDelta   `json:"delta,omitempty"`
+		FinishReason *string      `json:"finish_reason"`
+	}
+	chatUsage struct {
+		PromptTokens        int64             `json:"prompt_tokens"`
+		CompletionTokens    int64             `json:"completion_tokens"`
+		TotalTokens         int64             `json:"total_tokens"`
+		PromptTokensDetails *chatCachedTokens `json:"prompt_tokens_details,omitempty"`
+	}
+	chatCachedTokens struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	}
+	// chatCompletion is a chat.completion or one chat.completion.chunk.
+	chatCompletion struct {
+		ID      string       `json:"id"`
+		Object  string       `json:"object"`
+		Created int64        `json:"created"`
+		Model   string       `json:"model"`
+		Choices []chatChoice `json:"choices"`
+		Usage   *chatUsage   `json:"usage,omitempty"`
+	}
+)
 
 // openaiChat answers POST /v1/chat/completions, streaming (SSE chunks: a role
 // delta, content deltas or a tool call, the finish reason, a usage chunk and
@@ -79,52 +131,43 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
 	if reply.ToolCall != nil {
 		finish = "tool_calls"
 	}
-	usage := map[string]any{
-		"prompt_tokens":     reply.InputTokens + reply.CacheReadTokens,
-		"completion_tokens": reply.OutputTokens,
-		"total_tokens":      reply.InputTokens + reply.CacheReadTokens + reply.OutputTokens,
-	}
+	usage := &chatUsage{PromptTokens: reply.InputTokens + reply.CacheReadTokens, CompletionTokens: reply.OutputTokens,
+		TotalTokens: reply.InputTokens + reply.CacheReadTokens + reply.OutputTokens}
 	if reply.CacheReadTokens > 0 {
 		// Cache hits are counted within prompt_tokens, as OpenAI and
 		// DeepSeek count them.
-		usage["prompt_tokens_details"] = map[string]any{"cached_tokens": reply.CacheReadTokens}
+		usage.PromptTokensDetails = &chatCachedTokens{CachedTokens: reply.CacheReadTokens}
 	}
 	if !req.Stream {
-		msg := map[string]any{"role": "assistant", "content": reply.Text}
+		msg := &chatMessage{Role: "assistant", Content: &reply.Text}
 		if reply.ToolCall != nil {
-			msg["content"] = nil
-			msg["tool_calls"] = chatToolCalls(reply.ToolCall, false)
+			msg.Content = nil
+			msg.ToolCalls = chatToolCalls(reply.ToolCall, false)
 		}
 		w.Header().Set("Content-Type", "application/json")
-		b, _ := json.Marshal(map[string]any{
-			"id": id, "object": "chat.completion", "created": created, "model": model,
-			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
-			"usage":   usage,
-		})
+		b, _ := json.Marshal(chatCompletion{ID: id, Object: "chat.completion", Created: created, Model: model,
+			Choices: []chatChoice{{Message: msg, FinishReason: &finish}}, Usage: usage})
 		w.Write(b)
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
-	chunk := func(delta map[string]any, finishReason any) map[string]any {
-		return map[string]any{
-			"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finishReason}},
-		}
+	chunk := func(delta chatDelta, finishReason *string) chatCompletion {
+		return chatCompletion{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
+			Choices: []chatChoice{{Delta: &delta, FinishReason: finishReason}}}
 	}
-	sse(w, "", chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	empty := ""
+	sse(w, "", chunk(chatDelta{Role: "assistant", Content: &empty}, nil))
 	if reply.ToolCall != nil {
-		sse(w, "", chunk(map[string]any{"tool_calls": chatToolCalls(reply.ToolCall, true)}, nil))
+		sse(w, "", chunk(chatDelta{ToolCalls: chatToolCalls(reply.ToolCall, true)}, nil))
 	} else {
 		for _, piece := range chatSplitText(reply.Text) {
-			sse(w, "", chunk(map[string]any{"content": piece}, nil))
+			sse(w, "", chunk(chatDelta{Content: &piece}, nil))
 		}
 	}
-	sse(w, "", chunk(map[string]any{}, finish))
-	sse(w, "", map[string]any{
-		"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
-		"choices": []any{}, "usage": usage,
-	})
+	sse(w, "", chunk(chatDelta{}, &finish))
+	sse(w, "", chatCompletion{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
+		Choices: []chatChoice{}, Usage: usage})
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	if f, ok := w.(http.Flusher); ok {
 		f.Flush()

@@ -37,10 +37,8 @@ func (s *Server) openaiResponses(w http.ResponseWriter, r *http.Request) {
 	if reply.Status != 0 {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(reply.Status)
-		b, _ := json.Marshal(map[string]any{"error": map[string]any{
-			"message": fmt.Sprintf("fakemodel: scripted status %d", reply.Status),
-			"type":    "fake_error", "code": nil, "param": nil,
-		}})
+		b, _ := json.Marshal(respErrorBody{Error: respErrDesc{
+			Message: fmt.Sprintf("fakemodel: scripted status %d", reply.Status), Type: "fake_error"}})
 		w.Write(b)
 		return
 	}
@@ -57,67 +55,140 @@ func (s *Server) openaiResponses(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 
 	seq := 0
-	emit := func(typ string, fields map[string]any) {
-		fields["type"] = typ
-		fields["sequence_number"] = seq
+	emit := func(typ string, ev respEvent) {
+		ev.Type = typ
+		ev.SequenceNumber = seq
 		seq++
-		sse(w, typ, fields)
+		sse(w, typ, ev)
 	}
-	base := func(status string, output []any, usage any) map[string]any {
-		resp := map[string]any{
-			"id": respID, "object": "response", "created_at": created, "status": status,
-			"model": model, "output": output, "parallel_tool_calls": true, "tool_choice": "auto",
-			"tools": []any{}, "error": nil, "incomplete_details": nil,
-		}
-		if usage != nil {
-			resp["usage"] = usage
-		}
-		return resp
+	base := func(status string, output []any, usage *respUsage) *respObject {
+		return &respObject{ID: respID, Object: "response", CreatedAt: created, Status: status,
+			Model: model, Output: output, ParallelToolCalls: true, ToolChoice: "auto", Tools: []any{}, Usage: usage}
 	}
-	emit("response.created", map[string]any{"response": base("in_progress", []any{}, nil)})
-	emit("response.in_progress", map[string]any{"response": base("in_progress", []any{}, nil)})
+	emit("response.created", respEvent{Response: base("in_progress", []any{}, nil)})
+	emit("response.in_progress", respEvent{Response: base("in_progress", []any{}, nil)})
 	if reply.Hang {
 		s.hang(r)
 		return
 	}
 
-	var item map[string]any
+	var item any
 	if tc := reply.ToolCall; tc != nil {
 		item = s.responsesToolCall(emit, n, tc)
 	} else {
 		item = responsesMessage(emit, n, reply.Text)
 	}
-	usage := map[string]any{
-		"input_tokens":          reply.InputTokens + reply.CacheReadTokens,
-		"input_tokens_details":  map[string]any{"cached_tokens": reply.CacheReadTokens},
-		"output_tokens":         reply.OutputTokens,
-		"output_tokens_details": map[string]any{"reasoning_tokens": 0},
-		"total_tokens":          reply.InputTokens + reply.CacheReadTokens + reply.OutputTokens,
+	usage := &respUsage{
+		InputTokens:         reply.InputTokens + reply.CacheReadTokens,
+		InputTokensDetails:  respCached{CachedTokens: reply.CacheReadTokens},
+		OutputTokens:        reply.OutputTokens,
+		OutputTokensDetails: respReasoning{},
+		TotalTokens:         reply.InputTokens + reply.CacheReadTokens + reply.OutputTokens,
 	}
-	emit("response.completed", map[string]any{"response": base("completed", []any{item}, usage)})
+	emit("response.completed", respEvent{Response: base("completed", []any{item}, usage)})
 }
 
-// responsesMessage streams one assistant message item and returns it whole.
-func responsesMessage(emit func(string, map[string]any), n int64, text string) map[string]any {
-	itemID := fmt.Sprintf("msg_fake_%d", n)
-	emit("response.output_item.added", map[string]any{"output_index": 0, "item": map[string]any{
-		"id": itemID, "type": "message", "status": "in_progress", "role": "assistant", "content": []any{},
-	}})
-	emptyPart := map[string]any{"type": "output_text", "text": "", "annotations": []any{}}
-	emit("response.content_part.added", map[string]any{"item_id": itemID, "output_index": 0, "content_index": 0, "part": emptyPart})
-	for _, chunk := range splitHalves(text) {
-		emit("response.output_text.delta", map[string]any{"item_id": itemID, "output_index": 0, "content_index": 0, "delta": chunk, "logprobs": []any{}})
+// The Responses API's wire shapes, as far as the fake model writes them.
+type (
+	respErrorBody struct {
+		Error respErrDesc `json:"error"`
 	}
-	emit("response.output_text.done", map[string]any{"item_id": itemID, "output_index": 0, "content_index": 0, "text": text, "logprobs": []any{}})
-	part := map[string]any{"type": "output_text", "text": text, "annotations": []any{}}
-	emit("response.content_part.done", map[string]any{"item_id": itemID, "output_index": 0, "content_index": 0, "part": part})
-	item := map[string]any{"id": itemID, "type": "message", "status": "completed", "role": "assistant", "content": []any{part}}
-	emit("response.output_item.done", map[string]any{"output_index": 0, "item": item})
+	// respErrDesc is an error; code and param are null.
+	respErrDesc struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+		Code    any    `json:"code"`
+		Param   any    `json:"param"`
+	}
+	respCached struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	}
+	respReasoning struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	}
+	respUsage struct {
+		InputTokens         int64         `json:"input_tokens"`
+		InputTokensDetails  respCached    `json:"input_tokens_details"`
+		OutputTokens        int64         `json:"output_tokens"`
+		OutputTokensDetails respReasoning `json:"output_tokens_details"`
+		TotalTokens         int64         `json:"total_tokens"`
+	}
+	// respObject is a response; error and incomplete_details are null.
+	respObject struct {
+		ID                string     `json:"id"`
+		Object            string     `json:"object"`
+		CreatedAt         int64      `json:"created_at"`
+		Status            string     `json:"status"`
+		Model             string     `json:"model"`
+		Output            []any      `json:"output"`
+		ParallelToolCalls bool       `json:"parallel_tool_calls"`
+		ToolChoice        string     `json:"tool_choice"`
+		Tools             []any      `json:"tools"`
+		Error             any        `json:"error"`
+		IncompleteDetails any        `json:"incomplete_details"`
+		Usage             *respUsage `json:"usage,omitempty"`
+	}
+	respPart struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		Annotations []any  `json:"annotations"`
+	}
+	respMessage struct {
+		ID      string     `json:"id"`
+		Type    string     `json:"type"`
+		Status  string     `json:"status"`
+		Role    string     `json:"role"`
+		Content []respPart `json:"content"`
+	}
+	respFunctionCall struct {
+		ID        string `json:"id"`
+		Type      string `json:"type"`
+		Status    string `json:"status"`
+		CallID    string `json:"call_id"`
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	}
+	// respEvent is one streamed event: its type and sequence number, and
+	// the members its type has.
+	respEvent struct {
+		Type           string      `json:"type"`
+		SequenceNumber int         `json:"sequence_number"`
+		Response       *respObject `json:"response,omitempty"`
+		ItemID         string      `json:"item_id,omitempty"`
+		OutputIndex    *int        `json:"output_index,omitempty"`
+		ContentIndex   *int        `json:"content_index,omitempty"`
+		Item           any         `json:"item,omitempty"`
+		Part           *respPart   `json:"part,omitempty"`
+		Delta          *string     `json:"delta,omitempty"`
+		Text           *string     `json:"text,omitempty"`
+		Arguments      *string     `json:"arguments,omitempty"`
+		Logprobs       []any       `json:"logprobs,omitzero"`
+	}
+)
+
+// zero is the index of the one output item and its one content part.
+var zero = new(int)
+
+// responsesMessage streams one assistant message item and returns it whole.
+func responsesMessage(emit func(string, respEvent), n int64, text string) respMessage {
+	itemID := fmt.Sprintf("msg_fake_%d", n)
+	emit("response.output_item.added", respEvent{OutputIndex: zero, Item: respMessage{
+		ID: itemID, Type: "message", Status: "in_progress", Role: "assistant", Content: []respPart{}}})
+	emptyPart := respPart{Type: "output_text", Annotations: []any{}}
+	emit("response.content_part.added", respEvent{ItemID: itemID, OutputIndex: zero, ContentIndex: zero, Part: &emptyPart})
+	for _, chunk := range splitHalves(text) {
+		emit("response.output_text.delta", respEvent{ItemID: itemID, OutputIndex: zero, ContentIndex: zero, Delta: &chunk, Logprobs: []any{}})
+	}
+	emit("response.output_text.done", respEvent{ItemID: itemID, OutputIndex: zero, ContentIndex: zero, Text: &text, Logprobs: []any{}})
+	part := respPart{Type: "output_text", Text: text, Annotations: []any{}}
+	emit("response.content_part.done", respEvent{ItemID: itemID, OutputIndex: zero, ContentIndex: zero, Part: &part})
+	item := respMessage{ID: itemID, Type: "message", Status: "completed", Role: "assistant", Content: []respPart{part}}
+	emit("response.output_item.done", respEvent{OutputIndex: zero, Item: item})
 	return item
 }
 
 // responsesToolCall streams one function_call item and returns it whole.
-func (s *Server) responsesToolCall(emit func(string, map[string]any), n int64, tc *ToolCall) map[string]any {
+func (s *Server) responsesToolCall(emit func(string, respEvent), n int64, tc *ToolCall) respFunctionCall {
 	itemID := fmt.Sprintf("fc_fake_%d", n)
 	callID := tc.ID
 	if callID == "" {
@@ -127,13 +198,12 @@ func (s *Server) responsesToolCall(emit func(string, map[string]any), n int64, t
 	if args == "" {
 		args = "{}"
 	}
-	emit("response.output_item.added", map[string]any{"output_index": 0, "item": map[string]any{
-		"id": itemID, "type": "function_call", "status": "in_progress", "call_id": callID, "name": tc.Name, "arguments": "",
-	}})
-	emit("response.function_call_arguments.delta", map[string]any{"item_id": itemID, "output_index": 0, "delta": args})
-	emit("response.function_call_arguments.done", map[string]any{"item_id": itemID, "output_index": 0, "arguments": args})
-	item := map[string]any{"id": itemID, "type": "function_call", "status": "completed", "call_id": callID, "name": tc.Name, "arguments": args}
-	emit("response.output_item.done", map[string]any{"output_index": 0, "item": item})
+	emit("response.output_item.added", respEvent{OutputIndex: zero, Item: respFunctionCall{
+		ID: itemID, Type: "function_call", Status: "in_progress", CallID: callID, Name: tc.Name}})
+	emit("response.function_call_arguments.delta", respEvent{ItemID: itemID, OutputIndex: zero, Delta: &args})
+	emit("response.function_call_arguments.done", respEvent{ItemID: itemID, OutputIndex: zero, Arguments: &args})
+	item := respFunctionCall{ID: itemID, Type: "function_call", Status: "completed", CallID: callID, Name: tc.Name, Arguments: args}
+	emit("response.output_item.done", respEvent{OutputIndex: zero, Item: item})
 	return item
 }
 
