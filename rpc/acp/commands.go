@@ -40,15 +40,15 @@ func commandNamed(name string) (command, bool) {
 
 // announceCommands sends the session's available_commands_update.
 func (s *Server) announceCommands(sessionID string) {
-	list := make([]any, 0, len(commands))
+	list := make([]availableCommand, 0, len(commands))
 	for _, c := range commands {
-		m := map[string]any{"name": c.name, "description": c.description, "input": nil}
+		m := availableCommand{Name: c.name, Description: c.description}
 		if c.hint != "" {
-			m["input"] = map[string]any{"hint": c.hint}
+			m.Input = &commandInput{Hint: c.hint}
 		}
 		list = append(list, m)
 	}
-	s.send(sessionID, update{"sessionUpdate": "available_commands_update", "availableCommands": list})
+	s.send(sessionID, update{SessionUpdate: "available_commands_update", AvailableCommands: list})
 }
 
 func (s *Server) compactCmd(ctx context.Context, id, focus string) (string, error) {

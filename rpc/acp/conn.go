@@ -155,7 +155,9 @@ func (c *conn) call(ctx context.Context, method string, params, result any) erro
 		}
 		return nil
 	case <-ctx.Done():
-		_ = c.notify("$/cancel_request", map[string]any{"requestId": json.RawMessage(id)})
+		_ = c.notify("$/cancel_request", struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}{json.RawMessage(id)})
 		return ctx.Err()
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 // send writes one session/update.
 func (s *Server) send(sessionID string, u update) {
-	if err := s.c.notify("session/update", map[string]any{"sessionId": sessionID, "update": u}); err != nil {
+	if err := s.c.notify("session/update", sessionUpdateParams{SessionID: sessionID, Update: u}); err != nil {
 		s.log.Debug("acp: writing an update", "error", err)
 	}
 }
@@ -48,7 +48,7 @@ func (s *Server) Restored(r service.Restored) {
 		text += " (" + r.Reason + ")"
 	}
 	u := chunk("agent_message_chunk", text+"\n")
-	u["_meta"] = restoreMeta(r)
+	u.Meta = restoreMeta(r)
 	s.send(r.SessionID, u)
 }
 
@@ -60,7 +60,7 @@ func (s *Server) Gauge(sessionID string, g core.Gauge) {
 		return
 	}
 	sess.noteGauge(g)
-	s.send(sessionID, update{"sessionUpdate": "usage_update", "used": g.Used, "size": g.Size})
+	s.send(sessionID, update{SessionUpdate: "usage_update", Used: &g.Used, Size: &g.Size})
 }
 
 // Log implements service.Notifier: the service's messages go to the log.
@@ -86,16 +86,13 @@ func (s *Server) RequestPermission(ctx context.Context, p service.PermissionRequ
 		return "", core.Errorf(core.CodeUnavailable, "session %s is not open in this ACP connection", p.SessionID)
 	}
 	r := p.Request
-	tc := map[string]any{"toolCallId": r.ToolCallID, "title": r.Title, "status": "pending"}
-	if r.Kind != "" {
-		tc["kind"] = r.Kind
-	}
+	tc := permissionToolCall{ToolCallID: r.ToolCallID, Title: r.Title, Status: "pending", Kind: r.Kind}
 	if len(r.RawInput) > 0 && json.Valid(r.RawInput) {
-		tc["rawInput"] = r.RawInput
+		tc.RawInput = r.RawInput
 	}
-	opts := make([]any, 0, len(r.Options))
+	opts := make([]permissionOption, 0, len(r.Options))
 	for _, o := range r.Options {
-		opts = append(opts, map[string]any{"optionId": o.ID, "name": o.Name, "kind": o.Kind})
+		opts = append(opts, permissionOption{OptionID: o.ID, Name: o.Name, Kind: o.Kind})
 	}
 	var res struct {
 		Outcome struct {
@@ -103,7 +100,7 @@ func (s *Server) RequestPermission(ctx context.Context, p service.PermissionRequ
 			OptionID string `json:"optionId"`
 		} `json:"outcome"`
 	}
-	if err := s.c.call(ctx, "session/request_permission", map[string]any{"sessionId": p.SessionID, "toolCall": tc, "options": opts}, &res); err != nil {
+	if err := s.c.call(ctx, "session/request_permission", requestPermissionParams{SessionID: p.SessionID, ToolCall: tc, Options: opts}, &res); err != nil {
 		return "", err
 	}
 	switch res.Outcome.Outcome {

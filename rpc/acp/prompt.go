@@ -99,14 +99,14 @@ func (s *Server) prompt(ctx context.Context, params json.RawMessage) (any, error
 				return nil, err
 			}
 			s.send(p.SessionID, chunk("agent_message_chunk", text))
-			return map[string]any{"stopReason": "end_turn"}, nil
+			return promptResult{StopReason: "end_turn"}, nil
 		}
 	}
 	before, ok := s.sessionTotal(ctx, p.SessionID)
 	r, err := s.b.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: p.SessionID, Content: content})
 	if err != nil {
 		if errors.Is(err, context.Canceled) || core.ErrorCode(err) == core.CodeCancelled {
-			return map[string]any{"stopReason": "cancelled"}, nil
+			return promptResult{StopReason: "cancelled"}, nil
 		}
 		return nil, err
 	}
@@ -114,8 +114,8 @@ func (s *Server) prompt(ctx context.Context, params json.RawMessage) (any, error
 	if !stopReasons[stop] {
 		stop = "end_turn"
 	}
-	res := map[string]any{"stopReason": stop}
-	s.turnUsage(ctx, p.SessionID, before, ok, res)
+	res := promptResult{StopReason: stop}
+	s.turnUsage(ctx, p.SessionID, before, ok, &res)
 	return res, nil
 }
 

@@ -325,11 +325,11 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (any, e
 	s.initialized = true
 	s.compaction = compaction
 	s.mu.Unlock()
-	sessionCaps := map[string]any{"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}, "fork": map[string]any{}}
+	sessionCaps := sessionCapabilities{}
 	if compaction {
 		// Unstable ACP: a client that takes compaction reports is told of
 		// each compaction the harness makes.
-		sessionCaps["compaction"] = map[string]any{}
+		sessionCaps.Compaction = &struct{}{}
 	}
 	title := "Bridge"
 	if s.opts.Harness != "" {
@@ -337,18 +337,64 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (any, e
 	}
 	// A version the client proposes that Bridge does not speak is
 	// answered with the one it does; the client decides.
-	return map[string]any{
-		"protocolVersion": ProtocolVersion,
-		"agentCapabilities": map[string]any{
-			"loadSession": true,
+	return initializeResult{
+		ProtocolVersion: ProtocolVersion,
+		AgentCapabilities: agentCapabilities{
+			LoadSession: true,
 			// Every harness Bridge drives takes images in a prompt; embedded
 			// resources are given to the harness as text.
-			"promptCapabilities":  map[string]any{"image": true, "audio": false, "embeddedContext": true},
-			"mcpCapabilities":     map[string]any{"http": false, "sse": false},
-			"sessionCapabilities": sessionCaps,
+			PromptCapabilities:  promptCapabilities{Image: true, EmbeddedContext: true},
+			SessionCapabilities: sessionCaps,
 		},
-		"agentInfo":   map[string]any{"name": "bridge", "title": title, "version": s.opts.Version},
-		"authMethods": []any{},
-		"_meta":       map[string]any{"bridge": map[string]any{"harness": s.opts.Harness}},
+		AgentInfo:   agentInfo{Name: "bridge", Title: title, Version: s.opts.Version},
+		AuthMethods: []any{},
+		Meta:        inBridge(harnessMeta{Harness: s.opts.Harness}),
 	}, nil
+}
+
+// initializeResult answers initialize.
+type initializeResult struct {
+	ProtocolVersion   int                     `json:"protocolVersion"`
+	AgentCapabilities agentCapabilities       `json:"agentCapabilities"`
+	AgentInfo         agentInfo               `json:"agentInfo"`
+	AuthMethods       []any                   `json:"authMethods"`
+	Meta              bridgeMeta[harnessMeta] `json:"_meta"`
+}
+
+type agentCapabilities struct {
+	LoadSession         bool                `json:"loadSession"`
+	PromptCapabilities  promptCapabilities  `json:"promptCapabilities"`
+	MCPCapabilities     mcpCapabilities     `json:"mcpCapabilities"`
+	SessionCapabilities sessionCapabilities `json:"sessionCapabilities"`
+}
+
+type promptCapabilities struct {
+	Image           bool `json:"image"`
+	Audio           bool `json:"audio"`
+	EmbeddedContext bool `json:"embeddedContext"`
+}
+
+type mcpCapabilities struct {
+	HTTP bool `json:"http"`
+	SSE  bool `json:"sse"`
+}
+
+// sessionCapabilities are the session methods Bridge serves, each an
+// empty object; compaction only for a client that takes its reports.
+type sessionCapabilities struct {
+	List       struct{}  `json:"list"`
+	Resume     struct{}  `json:"resume"`
+	Close      struct{}  `json:"close"`
+	Fork       struct{}  `json:"fork"`
+	Compaction *struct{} `json:"compaction,omitempty"`
+}
+
+type agentInfo struct {
+	Name    string `json:"name"`
+	Title   string `json:"title"`
+	Version string `json:"version"`
+}
+
+type harnessMeta struct {
+	Harness string `json:"harness"`
 }

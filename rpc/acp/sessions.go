@@ -76,11 +76,8 @@ func (s *Server) newSession(ctx context.Context, params json.RawMessage) (any, e
 		return nil, err
 	}
 	s.open(r.SessionID, p.Cwd)
-	res := map[string]any{"sessionId": r.SessionID,
-		"_meta": map[string]any{"bridge": map[string]any{"harness": r.Harness, "nativeSessionId": r.NativeSessionID}}}
-	if opts := s.configOptions(ctx, r.SessionID); opts != nil {
-		res["configOptions"] = opts
-	}
+	res := sessionResult{SessionID: r.SessionID, ConfigOptions: s.configOptions(ctx, r.SessionID),
+		Meta: inBridge(newSessionMeta{Harness: r.Harness, NativeSessionID: r.NativeSessionID})}
 	return afterReply{result: res, then: func() { s.announceCommands(r.SessionID) }}, nil
 }
 
@@ -90,22 +87,6 @@ func (s *Server) warnMCP(servers []json.RawMessage) {
 	if len(servers) > 0 {
 		s.log.Warn("acp: the client's MCP servers are not passed to the harness; configure them in the harness", "count", len(servers))
 	}
-}
-
-// restoreMeta is how a session came back, as _meta (a load or resume
-// result, the restoration notice).
-func restoreMeta(r service.Restored) map[string]any {
-	m := map[string]any{"restoreMode": r.Mode}
-	if r.Reason != "" {
-		m["reason"] = r.Reason
-	}
-	if r.NativeError != "" {
-		m["nativeError"] = r.NativeError
-	}
-	if r.CheckpointEntryID != "" {
-		m["checkpointEntryId"] = r.CheckpointEntryID
-	}
-	return map[string]any{"bridge": m}
 }
 
 // loadSession replays the session's record as updates, then brings its
@@ -138,11 +119,8 @@ func (s *Server) resumeOpened(ctx context.Context, id string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := map[string]any{"_meta": restoreMeta(service.Restored{SessionID: r.SessionID, Mode: string(r.Mode), Reason: r.Reason,
-		NativeError: r.NativeError, CheckpointEntryID: r.CheckpointEntryID})}
-	if opts := s.configOptions(ctx, id); opts != nil {
-		res["configOptions"] = opts
-	}
+	res := sessionResult{ConfigOptions: s.configOptions(ctx, id), Meta: restoreMeta(service.Restored{SessionID: r.SessionID,
+		Mode: string(r.Mode), Reason: r.Reason, NativeError: r.NativeError, CheckpointEntryID: r.CheckpointEntryID})}
 	return afterReply{result: res, then: func() { s.announceCommands(id) }}, nil
 }
 
@@ -191,11 +169,8 @@ func (s *Server) forkSession(ctx context.Context, params json.RawMessage) (any, 
 		return nil, err
 	}
 	s.open(r.SessionID, p.Cwd)
-	res := map[string]any{"sessionId": r.SessionID, "_meta": map[string]any{"bridge": map[string]any{
-		"harness": r.Harness, "forkedFrom": r.Origin.SessionID, "forkedAt": r.Origin.EntryID}}}
-	if opts := s.configOptions(ctx, r.SessionID); opts != nil {
-		res["configOptions"] = opts
-	}
+	res := sessionResult{SessionID: r.SessionID, ConfigOptions: s.configOptions(ctx, r.SessionID),
+		Meta: inBridge(forkMeta{Harness: r.Harness, ForkedFrom: r.Origin.SessionID, ForkedAt: r.Origin.EntryID})}
 	return afterReply{result: res, then: func() { s.announceCommands(r.SessionID) }}, nil
 }
 
@@ -211,21 +186,14 @@ func (s *Server) listSessions(ctx context.Context, params json.RawMessage) (any,
 	if err != nil {
 		return nil, err
 	}
-	out := []any{}
+	res := listResult{Sessions: []sessionInfo{}, NextCursor: r.NextCursor}
 	for _, it := range r.Items {
 		if p.Cwd != "" && filepath.Clean(it.Cwd) != filepath.Clean(p.Cwd) {
 			continue
 		}
-		info := map[string]any{"sessionId": it.SessionID, "cwd": it.Cwd, "updatedAt": it.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
-			"_meta": map[string]any{"bridge": map[string]any{"harness": it.Harness, "status": string(it.Status)}}}
-		if it.Title != "" {
-			info["title"] = it.Title
-		}
-		out = append(out, info)
-	}
-	res := map[string]any{"sessions": out}
-	if r.NextCursor != "" {
-		res["nextCursor"] = r.NextCursor
+		res.Sessions = append(res.Sessions, sessionInfo{SessionID: it.SessionID, Cwd: it.Cwd, Title: it.Title,
+			UpdatedAt: it.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+			Meta:      inBridge(sessionBits{Harness: it.Harness, Status: string(it.Status)})})
 	}
 	return res, nil
 }
@@ -250,22 +218,18 @@ func (s *Server) closeSession(ctx context.Context, params json.RawMessage) (any,
 	s.mu.Lock()
 	delete(s.sessions, p.SessionID)
 	s.mu.Unlock()
-	meta := map[string]any{"suspended": r.Suspended}
-	if r.CheckpointEntryID != "" {
-		meta["checkpointEntryId"] = r.CheckpointEntryID
-	}
-	return map[string]any{"_meta": map[string]any{"bridge": meta}}, nil
+	return metaResult[closeMeta]{Meta: inBridge(closeMeta{Suspended: r.Suspended, CheckpointEntryID: r.CheckpointEntryID})}, nil
 }
 
 // configOptions are the session's model (and effort) choices as ACP
 // session config options; nil when the harness lists no models.
-func (s *Server) configOptions(ctx context.Context, id string) []any {
+func (s *Server) configOptions(ctx context.Context, id string) []configOption {
 	m, err := s.b.SessionModels(ctx, schema.SessionModelsParams{SessionID: id})
 	if err != nil || len(m.Models) == 0 {
 		return nil
 	}
 	cur := m.Model
-	var opts []any
+	var opts []configValue
 	var efforts []string
 	seen := map[string]bool{}
 	for _, x := range m.Models {
@@ -273,7 +237,7 @@ func (s *Server) configOptions(ctx context.Context, id string) []any {
 		if name == "" {
 			name = x.ID
 		}
-		opts = append(opts, map[string]any{"value": x.ID, "name": name})
+		opts = append(opts, configValue{Value: x.ID, Name: name})
 		if cur == "" {
 			cur = x.ID
 		}
@@ -286,19 +250,19 @@ func (s *Server) configOptions(ctx context.Context, id string) []any {
 			}
 		}
 	}
-	out := []any{map[string]any{"id": "model", "name": "Model", "category": "model", "type": "select",
-		"currentValue": cur, "options": opts}}
+	out := []configOption{{ID: "model", Name: "Model", Category: "model", Type: "select",
+		CurrentValue: cur, Options: opts}}
 	if len(efforts) > 0 {
-		eopts := []any{}
+		eopts := []configValue{}
 		for _, e := range efforts {
-			eopts = append(eopts, map[string]any{"value": e, "name": e})
+			eopts = append(eopts, configValue{Value: e, Name: e})
 		}
 		eff := m.Effort
 		if eff == "" {
 			eff = efforts[0]
 		}
-		out = append(out, map[string]any{"id": "effort", "name": "Reasoning effort", "category": "thought_level",
-			"type": "select", "currentValue": eff, "options": eopts})
+		out = append(out, configOption{ID: "effort", Name: "Reasoning effort", Category: "thought_level",
+			Type: "select", CurrentValue: eff, Options: eopts})
 	}
 	return out
 }
@@ -330,9 +294,9 @@ func (s *Server) setConfigOption(ctx context.Context, params json.RawMessage) (a
 	}
 	opts := s.configOptions(ctx, p.SessionID)
 	if opts == nil {
-		opts = []any{}
+		opts = []configOption{}
 	}
-	return map[string]any{"configOptions": opts}, nil
+	return configOptionsResult{ConfigOptions: opts}, nil
 }
 
 // setModel is the older, unstable session/set_model some clients still

@@ -9,16 +9,9 @@ import (
 	"github.com/bridge-dev/bridge/core/handoff"
 )
 
-// update is one session/update's update object (ACP's SessionUpdate):
-// sessionUpdate names the variant, the rest are its members.
-type update map[string]any
-
-// textBlock is an ACP text content block.
-func textBlock(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
-
 // chunk is a message chunk update of kind (agent_message_chunk, …).
-func chunk(kind, text string) update {
-	return update{"sessionUpdate": kind, "content": textBlock(text)}
+func chunk(kind, s string) update {
+	return update{SessionUpdate: kind, Content: text(s)}
 }
 
 // view is what one session's updates depend on besides the entry at hand:
@@ -59,7 +52,7 @@ func (v *view) updatesFor(e core.Entry, replay bool) []update {
 		return s
 	}
 	meta := func(u update) update {
-		u["_meta"] = map[string]any{"bridge": map[string]any{"entryId": e.ID, "kind": string(e.Kind), "seq": e.Seq}}
+		u.Meta = inBridge(entryMeta{EntryID: e.ID, Kind: string(e.Kind), Seq: e.Seq})
 		return u
 	}
 	switch e.Kind {
@@ -72,7 +65,7 @@ func (v *view) updatesFor(e core.Entry, replay bool) []update {
 		if t := str("text"); t != "" {
 			u := chunk("agent_message_chunk", t)
 			if id := str("messageId"); id != "" && replay {
-				u["messageId"] = id
+				u.MessageID = id
 			}
 			return []update{meta(u)}
 		}
@@ -100,16 +93,14 @@ func (v *view) updatesFor(e core.Entry, replay bool) []update {
 		id := str("toolId")
 		info := toolInfo{title: toolTitle(p, str), kind: toolKind(p, str)}
 		v.tools[id] = info
-		u := update{"sessionUpdate": "tool_call", "toolCallId": id, "title": info.title, "kind": info.kind,
-			"status": "in_progress"}
+		u := update{SessionUpdate: "tool_call", ToolCallID: id, Title: info.title, Kind: info.kind,
+			Status: "in_progress"}
 		if in := p["input"]; len(in) > 0 && string(in) != "null" {
-			u["rawInput"] = in
+			u.RawInput = in
 		}
-		if locs := locations(p); len(locs) > 0 {
-			u["locations"] = locs
-		}
+		u.Locations = locations(p)
 		if d := diffOf(p, str("name")); d != nil {
-			u["content"] = []any{d}
+			u.Content = []diff{*d}
 		}
 		return []update{meta(u)}
 	case core.KindToolCompleted:
@@ -120,29 +111,27 @@ func (v *view) updatesFor(e core.Entry, replay bool) []update {
 		if isErr || str("status") == "failed" {
 			status = "failed"
 		}
-		u := update{"toolCallId": id, "status": status}
+		u := update{ToolCallID: id, Status: status}
 		if out := p["output"]; len(out) > 0 && string(out) != "null" {
-			u["rawOutput"] = out
+			u.RawOutput = out
 			if s, ok := outputText(out); ok {
-				u["content"] = []any{map[string]any{"type": "content", "content": textBlock(s)}}
+				u.Content = []toolContent{{Type: "content", Content: text(s)}}
 			}
 		}
 		if c := p["content"]; json.Valid(c) && len(c) > 0 && c[0] == '[' {
 			// An ACP harness's own tool content (diffs included) as it sent it.
-			u["content"] = c
+			u.Content = c
 		}
-		info, seen := v.tools[id]
-		delete(v.tools, id)
-		if !seen {
+		if _, seen := v.tools[id]; !seen {
 			// Finished without a start the client saw (a refused tool, a
 			// record written before): the whole call at once.
-			u["sessionUpdate"] = "tool_call"
-			u["title"] = toolTitle(p, str)
-			u["kind"] = toolKind(p, str)
+			u.SessionUpdate = "tool_call"
+			u.Title = toolTitle(p, str)
+			u.Kind = toolKind(p, str)
 		} else {
-			u["sessionUpdate"] = "tool_call_update"
-			_ = info
+			u.SessionUpdate = "tool_call_update"
 		}
+		delete(v.tools, id)
 		return []update{meta(u)}
 	case core.KindPlanUpdated:
 		plan, ok := core.ParsePlan(e.Payload)
@@ -150,18 +139,18 @@ func (v *view) updatesFor(e core.Entry, replay bool) []update {
 			return nil
 		}
 		v.applyPlan(plan)
-		entries := make([]any, 0, len(v.plan))
+		entries := make([]planEntry, 0, len(v.plan))
 		for _, s := range v.plan {
-			entries = append(entries, map[string]any{"content": s.Text, "priority": "medium", "status": planStatus(s.Status)})
+			entries = append(entries, planEntry{Content: s.Text, Priority: "medium", Status: planStatus(s.Status)})
 		}
-		return []update{meta(update{"sessionUpdate": "plan", "entries": entries})}
+		return []update{meta(update{SessionUpdate: "plan", Entries: entries})}
 	case core.KindContextCompacted:
 		var c core.Compacted
 		_ = json.Unmarshal(e.Payload, &c)
 		if v.compaction {
-			u := update{"sessionUpdate": "compaction_update", "compactionId": e.ID, "status": "completed"}
+			u := update{SessionUpdate: "compaction_update", CompactionID: e.ID, Status: "completed"}
 			if c.Summary != "" {
-				u["summary"] = []any{textBlock(c.Summary)}
+				u.Summary = []textBlock{text(c.Summary)}
 			}
 			return []update{meta(u)}
 		}
@@ -282,14 +271,14 @@ var validKinds = map[string]bool{"read": true, "edit": true, "delete": true, "mo
 	"execute": true, "think": true, "fetch": true, "switch_mode": true, "other": true}
 
 // locations are the files a tool call names, as ACP tool call locations.
-func locations(p map[string]json.RawMessage) []any {
+func locations(p map[string]json.RawMessage) []location {
 	var in map[string]any
 	if json.Unmarshal(p["input"], &in) != nil {
 		return nil
 	}
 	for _, k := range []string{"file_path", "path", "notebook_path"} {
 		if s, ok := in[k].(string); ok && strings.HasPrefix(s, "/") {
-			return []any{map[string]any{"path": s}}
+			return []location{{Path: s}}
 		}
 	}
 	return nil
@@ -298,7 +287,7 @@ func locations(p map[string]json.RawMessage) []any {
 // diffOf is the ACP diff of an edit whose input says it (Claude Code's
 // Edit: file_path, old_string, new_string; Write: file_path, content), or
 // nil.
-func diffOf(p map[string]json.RawMessage, name string) map[string]any {
+func diffOf(p map[string]json.RawMessage, name string) *diff {
 	var in struct {
 		Path    string  `json:"file_path"`
 		Old     *string `json:"old_string"`
@@ -310,9 +299,9 @@ func diffOf(p map[string]json.RawMessage, name string) map[string]any {
 	}
 	switch {
 	case name == "Edit" && in.Old != nil && in.New != nil:
-		return map[string]any{"type": "diff", "path": in.Path, "oldText": *in.Old, "newText": *in.New}
+		return &diff{Type: "diff", Path: in.Path, OldText: in.Old, NewText: *in.New}
 	case name == "Write" && in.Content != nil:
-		return map[string]any{"type": "diff", "path": in.Path, "oldText": nil, "newText": *in.Content}
+		return &diff{Type: "diff", Path: in.Path, NewText: *in.Content}
 	}
 	return nil
 }

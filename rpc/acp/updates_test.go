@@ -22,7 +22,7 @@ func TestUpdatesForEntries(t *testing.T) {
 		if len(us) != 1 {
 			t.Fatalf("updates %v, want one", us)
 		}
-		return us[0]["sessionUpdate"].(string)
+		return us[0].SessionUpdate
 	}
 	for _, p := range []string{`{"type":"assistant/thinking","text":"hm"}`, `{"type":"agent_thought","text":"hm"}`,
 		`{"type":"part.reasoning","raw":{"type":"reasoning","text":"hm"}}`} {
@@ -42,17 +42,17 @@ func TestUpdatesForEntries(t *testing.T) {
 
 	v.updatesFor(entry(core.KindPlanUpdated, `{"steps":[{"id":"1","text":"a","status":"pending"},{"id":"2","text":"b","status":"pending"}]}`), false)
 	us := v.updatesFor(entry(core.KindPlanUpdated, `{"partial":true,"steps":[{"id":"2","status":"in_progress"},{"id":"3","text":"c","status":"pending"}]}`), false)
-	got, _ := json.Marshal(us[0]["entries"])
+	got, _ := json.Marshal(us[0].Entries)
 	if want := `[{"content":"a","priority":"medium","status":"pending"},{"content":"b","priority":"medium","status":"in_progress"},{"content":"c","priority":"medium","status":"pending"}]`; string(got) != want {
 		t.Errorf("plan after a partial update: %s, want %s", got, want)
 	}
 
 	us = v.updatesFor(entry(core.KindToolCompleted, `{"toolId":"t1","name":"Bash","output":"refused","isError":true}`), false)
-	if us[0]["sessionUpdate"] != "tool_call" || us[0]["status"] != "failed" || us[0]["kind"] != "execute" {
+	if us[0].SessionUpdate != "tool_call" || us[0].Status != "failed" || us[0].Kind != "execute" {
 		t.Errorf("a refused tool: %v", us[0])
 	}
 	us = v.updatesFor(entry(core.KindToolStarted, `{"toolId":"t2","name":"Edit","input":{"file_path":"/a.go","old_string":"x","new_string":"y"}}`), false)
-	if c, _ := json.Marshal(us[0]["content"]); string(c) != `[{"newText":"y","oldText":"x","path":"/a.go","type":"diff"}]` || us[0]["kind"] != "edit" {
+	if c, _ := json.Marshal(us[0].Content); string(c) != `[{"newText":"y","oldText":"x","path":"/a.go","type":"diff"}]` || us[0].Kind != "edit" {
 		t.Errorf("an Edit: %v", us[0])
 	}
 	if k := kindOf(v.updatesFor(entry(core.KindToolCompleted, `{"toolId":"t2","output":"ok"}`), false)); k != "tool_call_update" {

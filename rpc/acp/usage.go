@@ -29,7 +29,7 @@ func (s *Server) sessionTotal(ctx context.Context, sessionID string) (schema.Usa
 // turnUsage adds the turn's usage to res (the session/prompt answer): the
 // growth of the session's ledger since before, and sends the session's
 // cost with the last context reading.
-func (s *Server) turnUsage(ctx context.Context, sessionID string, before schema.UsageGroup, ok bool, res map[string]any) {
+func (s *Server) turnUsage(ctx context.Context, sessionID string, before schema.UsageGroup, ok bool, res *promptResult) {
 	if !ok {
 		return
 	}
@@ -41,8 +41,8 @@ func (s *Server) turnUsage(ctx context.Context, sessionID string, before schema.
 	out := after.OutputTokens - before.OutputTokens
 	cr := after.CacheReadTokens - before.CacheReadTokens
 	cw := after.CacheWriteTokens - before.CacheWriteTokens
-	res["usage"] = map[string]any{"totalTokens": in + out + cr + cw, "inputTokens": in, "outputTokens": out,
-		"cachedReadTokens": cr, "cachedWriteTokens": cw}
+	res.Usage = &promptUsage{TotalTokens: in + out + cr + cw, InputTokens: in, OutputTokens: out,
+		CachedReadTokens: cr, CachedWriteTokens: cw}
 	sess := s.opened(sessionID)
 	if sess == nil || after.CostUSD <= 0 {
 		return
@@ -51,8 +51,8 @@ func (s *Server) turnUsage(ctx context.Context, sessionID string, before schema.
 	g, have := sess.gauge, sess.haveGauge
 	sess.mu.Unlock()
 	if have {
-		s.send(sessionID, update{"sessionUpdate": "usage_update", "used": g.Used, "size": g.Size,
-			"cost": map[string]any{"amount": after.CostUSD, "currency": "USD"}})
+		s.send(sessionID, update{SessionUpdate: "usage_update", Used: &g.Used, Size: &g.Size,
+			Cost: &cost{Amount: after.CostUSD, Currency: "USD"}})
 	}
 }
 
