@@ -113,7 +113,7 @@ func (l *live) approvalRequest(id json.RawMessage, method string, params json.Ra
 		if v1 {
 			decision = map[string]string{"decline": "denied", "accept": "approved", "acceptForSession": "approved_for_session"}[decision]
 		}
-		_ = l.p.conn.reply(id, map[string]any{"decision": decision})
+		_ = l.p.conn.reply(id, decisionResult{Decision: decision})
 	}()
 }
 

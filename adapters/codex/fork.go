@@ -34,9 +34,9 @@ func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 		return nil, err
 	}
 	params := side.threadParams(req)
-	params["threadId"] = id
-	params["ephemeral"] = true
-	params["excludeTurns"] = true
+	params.ThreadID = id
+	params.Ephemeral = true
+	params.ExcludeTurns = true
 	var res struct {
 		Thread wireThread `json:"thread"`
 	}

@@ -103,13 +103,7 @@ func (h *Host) threads(ctx context.Context, cwd string) ([]wireThread, error) {
 	err := h.withProc(ctx, func(p *proc) error {
 		cursor := ""
 		for page := 0; page < 50; page++ {
-			params := map[string]any{"limit": 100}
-			if cwd != "" {
-				params["cwd"] = cwd
-			}
-			if cursor != "" {
-				params["cursor"] = cursor
-			}
+			params := pageParams{Limit: 100, Cwd: cwd, Cursor: cursor}
 			var res struct {
 				Data       []wireThread `json:"data"`
 				NextCursor *string      `json:"nextCursor"`
@@ -167,10 +161,7 @@ func (h *Host) Models(ctx context.Context) ([]core.Model, error) {
 	err := h.withProc(ctx, func(p *proc) error {
 		cursor := ""
 		for page := 0; page < 20; page++ {
-			params := map[string]any{}
-			if cursor != "" {
-				params["cursor"] = cursor
-			}
+			params := pageParams{Cursor: cursor}
 			var res struct {
 				Data []struct {
 					ID                        string   `json:"id"`
@@ -210,7 +201,7 @@ func (h *Host) Models(ctx context.Context) ([]core.Model, error) {
 // ArchiveSession archives a Codex thread (thread/archive).
 func (h *Host) ArchiveSession(ctx context.Context, nativeID string) error {
 	return h.withProc(ctx, func(p *proc) error {
-		return p.conn.call(ctx, "thread/archive", map[string]any{"threadId": nativeID}, nil)
+		return p.conn.call(ctx, "thread/archive", threadRef{ThreadID: nativeID}, nil)
 	})
 }
 
@@ -222,7 +213,7 @@ func (h *Host) History(ctx context.Context, nativeID string) ([]core.NewEntry, e
 		var res struct {
 			Thread wireThread `json:"thread"`
 		}
-		if err := p.conn.call(ctx, "thread/read", map[string]any{"threadId": nativeID, "includeTurns": false}, &res); err != nil {
+		if err := p.conn.call(ctx, "thread/read", threadReadParams{ThreadID: nativeID}, &res); err != nil {
 			return err
 		}
 		if res.Thread.Path != nil {
@@ -283,16 +274,10 @@ func firstNonEmpty(s ...string) string {
 // threadParams are thread/start's (and resume's, fork's) overrides: the
 // asking approval policy, so that approvals reach the client, unless the
 // preset says approvalRelay: false (then Codex's own configured policy).
-func (l *live) threadParams(req core.CreateRequest) map[string]any {
-	params := map[string]any{}
+func (l *live) threadParams(req core.CreateRequest) threadParams {
+	params := threadParams{Cwd: req.Cwd, Model: l.model}
 	if req.Preset.Relays() {
-		params["approvalPolicy"] = askingPolicy
-	}
-	if req.Cwd != "" {
-		params["cwd"] = req.Cwd
-	}
-	if l.model != "" {
-		params["model"] = l.model
+		params.ApprovalPolicy = askingPolicy
 	}
 	return params
 }
@@ -336,8 +321,8 @@ func (h *Host) Resume(ctx context.Context, req core.ResumeRequest, sink core.Eve
 		return nil, err
 	}
 	params := l.threadParams(req.CreateRequest)
-	params["threadId"] = req.NativeID
-	params["excludeTurns"] = true
+	params.ThreadID = req.NativeID
+	params.ExcludeTurns = true
 	var res struct {
 		Thread wireThread `json:"thread"`
 	}

@@ -138,7 +138,7 @@ func (l *live) badLine(raw []byte, err error) {
 		line = line[:4096]
 	}
 	l.sink(entryEvent(core.KindHarnessEvent, rawID("badLine", raw),
-		map[string]any{"type": "codex/badLine", "line": line, "error": err.Error()}))
+		core.HarnessEventPayload{Type: "codex/badLine", Line: line, Error: err.Error()}))
 }
 
 // request answers a server-to-client request. Command-execution and
@@ -176,14 +176,14 @@ func (l *live) request(id json.RawMessage, method string, params json.RawMessage
 		}
 		_ = json.Unmarshal(params, &pp)
 		decision = "denied"
-		result = map[string]any{"permissions": map[string]any{}}
+		result = permissionsResult{Permissions: json.RawMessage(`{}`)}
 		if approve && len(pp.Permissions) > 0 {
 			decision = "granted"
-			result = map[string]any{"permissions": pp.Permissions}
+			result = permissionsResult{Permissions: pp.Permissions}
 		}
 	case "mcpServer/elicitation/request":
 		decision = "decline"
-		result = map[string]any{"action": "decline"}
+		result = actionResult{Action: "decline"}
 	default:
 		l.sink(harnessEvent("request:"+method, params, raw))
 		_ = l.p.conn.replyError(id, -32601, "bridge does not handle "+method)
@@ -193,14 +193,14 @@ func (l *live) request(id json.RawMessage, method string, params json.RawMessage
 	if policy != "approve" && policy != "deny" {
 		policy = "deny (no approval policy set)"
 	}
-	req := map[string]any{"approvalId": approvalID, "method": method, "policy": policy}
+	req := core.ApprovalRequestedPayload{ApprovalID: approvalID, Method: method, Policy: policy}
 	if json.Valid(params) {
-		req["params"] = params
+		req.Params = params
 	}
 	l.sink(entryEvent(core.KindApprovalRequested, "approval:"+approvalID+":requested", req))
 	_ = l.p.conn.reply(id, result)
 	l.sink(entryEvent(core.KindApprovalResolved, "approval:"+approvalID+":resolved",
-		map[string]any{"approvalId": approvalID, "decision": decision, "by": core.DecidedByPolicy}))
+		core.ApprovalResolvedPayload{ApprovalID: approvalID, Decision: decision, By: core.DecidedByPolicy}))
 }
 
 // callErr turns a failed call into a domain error.
@@ -254,17 +254,17 @@ func (l *live) awaitTurn(ctx context.Context, id string) (turnEnd, error) {
 }
 
 // userInput converts prompt content to Codex UserInput items.
-func userInput(content []core.Content) ([]any, error) {
-	var in []any
+func userInputs(content []core.Content) ([]userInput, error) {
+	var in []userInput
 	for _, c := range content {
 		switch c.Type {
 		case "text", "":
-			in = append(in, map[string]any{"type": "text", "text": c.Text, "text_elements": []any{}})
+			in = append(in, userInput{Type: "text", Text: c.Text, TextElements: &[]any{}})
 		case "image":
 			if c.MediaType == "" || c.Data == "" {
 				return nil, core.Errorf(core.CodeInvalid, "image content needs mediaType and data")
 			}
-			in = append(in, map[string]any{"type": "image", "url": "data:" + c.MediaType + ";base64," + c.Data})
+			in = append(in, userInput{Type: "image", URL: "data:" + c.MediaType + ";base64," + c.Data})
 		default:
 			return nil, core.Errorf(core.CodeInvalid, "content type %q is not supported by codex", c.Type)
 		}
@@ -288,18 +288,12 @@ func promptText(content []core.Content) string {
 
 // Prompt runs one turn (turn/start) and returns at its turn/completed.
 func (l *live) Prompt(ctx context.Context, content []core.Content) (core.TurnResult, error) {
-	in, err := userInput(content)
+	in, err := userInputs(content)
 	if err != nil {
 		return core.TurnResult{}, err
 	}
 	l.mu.Lock()
-	params := map[string]any{"threadId": l.threadID, "input": in}
-	if l.model != "" {
-		params["model"] = l.model
-	}
-	if l.effort != "" {
-		params["effort"] = l.effort
-	}
+	params := turnStartParams{ThreadID: l.threadID, Input: in, Model: l.model, Effort: l.effort}
 	l.mu.Unlock()
 	var res struct {
 		Turn struct {
@@ -353,7 +347,7 @@ func (l *live) Cancel(ctx context.Context) error {
 	}
 	l.interrupted[turn] = true
 	l.mu.Unlock()
-	err := l.p.conn.call(ctx, "turn/interrupt", map[string]any{"threadId": l.thread(), "turnId": turn}, nil)
+	err := l.p.conn.call(ctx, "turn/interrupt", turnRef{ThreadID: l.thread(), TurnID: turn}, nil)
 	if err != nil {
 		return l.callErr("turn/interrupt", err)
 	}
@@ -380,7 +374,7 @@ func (l *live) SelectModel(ctx context.Context, model, effort string) error {
 
 // Rename sets the thread name (thread/name/set).
 func (l *live) Rename(ctx context.Context, title string) error {
-	if err := l.p.conn.call(ctx, "thread/name/set", map[string]any{"threadId": l.thread(), "name": title}, nil); err != nil {
+	if err := l.p.conn.call(ctx, "thread/name/set", threadNameParams{ThreadID: l.thread(), Name: title}, nil); err != nil {
 		return l.callErr("thread/name/set", err)
 	}
 	return nil
@@ -415,7 +409,7 @@ func (l *live) Compact(ctx context.Context, focus string) (core.CompactResult, e
 		l.mu.Unlock()
 	}()
 	l.m.expectManual()
-	if err := l.p.conn.call(ctx, "thread/compact/start", map[string]any{"threadId": l.thread()}, nil); err != nil {
+	if err := l.p.conn.call(ctx, "thread/compact/start", threadRef{ThreadID: l.thread()}, nil); err != nil {
 		l.m.cancelManual()
 		return res, l.callErr("thread/compact/start", err)
 	}
@@ -458,7 +452,7 @@ func compactFailed(end turnEnd) error {
 // Codex thread holds one goal, so its id is the thread id.
 func (l *live) CreateGoal(ctx context.Context, g core.Goal) (string, error) {
 	th := l.thread()
-	err := l.p.conn.call(ctx, "thread/goal/set", map[string]any{"threadId": th, "objective": g.Text, "status": "active"}, nil)
+	err := l.p.conn.call(ctx, "thread/goal/set", goalParams{ThreadID: th, Objective: g.Text, Status: "active"}, nil)
 	if err != nil {
 		return "", l.callErr("thread/goal/set", err)
 	}
@@ -470,7 +464,7 @@ func (l *live) PauseGoal(ctx context.Context, goalID string) error {
 	if goalID != l.thread() {
 		return core.NotFound("codex goal", goalID)
 	}
-	if err := l.p.conn.call(ctx, "thread/goal/set", map[string]any{"threadId": goalID, "status": "paused"}, nil); err != nil {
+	if err := l.p.conn.call(ctx, "thread/goal/set", goalParams{ThreadID: goalID, Status: "paused"}, nil); err != nil {
 		return l.callErr("thread/goal/set", err)
 	}
 	return nil
@@ -481,7 +475,7 @@ func (l *live) ClearGoal(ctx context.Context, goalID string) error {
 	if goalID != l.thread() {
 		return core.NotFound("codex goal", goalID)
 	}
-	if err := l.p.conn.call(ctx, "thread/goal/clear", map[string]any{"threadId": goalID}, nil); err != nil {
+	if err := l.p.conn.call(ctx, "thread/goal/clear", threadRef{ThreadID: goalID}, nil); err != nil {
 		return l.callErr("thread/goal/clear", err)
 	}
 	return nil

@@ -145,9 +145,9 @@ func entryEvent(kind core.Kind, nativeID string, payload any) core.Event {
 
 // harnessEvent keeps a message Bridge has no mapping for, whole.
 func harnessEvent(method string, params json.RawMessage, raw []byte) core.Event {
-	p := map[string]any{"type": method}
+	p := core.HarnessEventPayload{Type: method}
 	if len(params) > 0 && json.Valid(params) {
-		p["params"] = params
+		p.Params = params
 	}
 	return entryEvent(core.KindHarnessEvent, rawID(method, raw), p)
 }
@@ -260,10 +260,7 @@ func (m *mapper) notification(method string, params json.RawMessage, raw []byte)
 			// The first count Codex reports after a compaction: the tokens
 			// the compacted context holds.
 			m.afterCompaction = ""
-			pl := map[string]any{"used": n, "afterCompaction": id, "turnId": p.TurnID}
-			if g.Size > 0 {
-				pl["size"] = g.Size
-			}
+			pl := core.ContextUsagePayload{Used: n, AfterCompaction: id, TurnID: p.TurnID, Size: max(g.Size, 0)}
 			out.Events = append(out.Events, entryEvent(core.KindContextUsage, id+":tokens-after", pl))
 		}
 	case "turn/plan/updated":
@@ -319,9 +316,9 @@ func (m *mapper) notification(method string, params json.RawMessage, raw []byte)
 		if p.WillRetry {
 			status = "retrying"
 		}
-		pl := map[string]any{"status": status, "message": p.Error.Message, "willRetry": p.WillRetry, "turnId": p.TurnID}
+		pl := core.StatusPayload{Status: status, Message: p.Error.Message, WillRetry: &p.WillRetry, TurnID: p.TurnID}
 		if len(p.Error.CodexErrorInfo) > 0 && string(p.Error.CodexErrorInfo) != "null" {
-			pl["codexErrorInfo"] = p.Error.CodexErrorInfo
+			pl.CodexErrorInfo = p.Error.CodexErrorInfo
 		}
 		out.Events = append(out.Events, entryEvent(core.KindSessionStatus, rawID(method, raw), pl))
 	default:
@@ -333,6 +330,14 @@ func (m *mapper) notification(method string, params json.RawMessage, raw []byte)
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// notNull is v, or nil when v is JSON null (absent from a payload).
+func notNull(v json.RawMessage) json.RawMessage {
+	if string(v) == "null" {
+		return nil
+	}
+	return v
+}
 
 func (m *mapper) itemStarted(params json.RawMessage, raw []byte, out *mapOut) {
 	var p itemParams
@@ -355,14 +360,13 @@ func (m *mapper) itemStarted(params json.RawMessage, raw []byte, out *mapOut) {
 }
 
 func toolStarted(typ, id string, p itemParams) core.Event {
-	var it map[string]json.RawMessage
-	_ = json.Unmarshal(p.Item, &it)
-	pl := map[string]any{"toolId": id, "name": typ, "turnId": p.TurnID}
-	for _, k := range []string{"command", "cwd", "server", "tool", "arguments", "query", "changes"} {
-		if v, ok := it[k]; ok && string(v) != "null" {
-			pl[k] = v
-		}
+	var it struct {
+		Command, Cwd, Server, Tool, Arguments, Query, Changes json.RawMessage
 	}
+	_ = json.Unmarshal(p.Item, &it)
+	pl := core.ToolStartedPayload{ToolID: id, Name: typ, TurnID: p.TurnID, Command: notNull(it.Command),
+		Cwd: notNull(it.Cwd), Server: notNull(it.Server), Tool: notNull(it.Tool), Arguments: notNull(it.Arguments),
+		Query: notNull(it.Query), Changes: notNull(it.Changes)}
 	return entryEvent(core.KindToolStarted, id+":started", pl)
 }
 
@@ -397,10 +401,7 @@ func (m *mapper) itemCompleted(params json.RawMessage, raw []byte, out *mapOut) 
 			m.prompts = m.prompts[1:]
 			return // our own prompt, recorded by the service
 		}
-		pl := map[string]any{"text": joined, "turnId": p.TurnID}
-		if images > 0 {
-			pl["images"] = images
-		}
+		pl := core.UserMessagePayload{Text: joined, TurnID: p.TurnID, Images: images}
 		out.Events = append(out.Events, entryEvent(core.KindUserMessage, h.ID, pl))
 	case "agentMessage":
 		var it struct {
@@ -408,10 +409,7 @@ func (m *mapper) itemCompleted(params json.RawMessage, raw []byte, out *mapOut) 
 			Phase string `json:"phase"`
 		}
 		_ = json.Unmarshal(p.Item, &it)
-		pl := map[string]any{"text": it.Text, "turnId": p.TurnID}
-		if it.Phase != "" {
-			pl["phase"] = it.Phase
-		}
+		pl := core.AssistantMessagePayload{Text: it.Text, TurnID: p.TurnID, Phase: it.Phase}
 		out.Events = append(out.Events, entryEvent(core.KindAssistantMessage, h.ID, pl))
 	case "contextCompaction":
 		m.claimManual(p.TurnID, out)
@@ -437,7 +435,7 @@ func (m *mapper) itemCompleted(params json.RawMessage, raw []byte, out *mapOut) 
 	default:
 		if !toolItems[h.Type] {
 			out.Events = append(out.Events, entryEvent(core.KindHarnessEvent, h.ID+":completed",
-				map[string]any{"type": "item/completed", "itemType": h.Type, "turnId": p.TurnID, "item": p.Item}))
+				core.HarnessEventPayload{Type: "item/completed", ItemType: h.Type, TurnID: p.TurnID, Item: p.Item}))
 			return
 		}
 		if !m.toolsStarted[h.ID] {
@@ -461,23 +459,18 @@ func toolCompleted(typ, id string, p itemParams) []core.Event {
 		} `json:"changes"`
 	}
 	_ = json.Unmarshal(p.Item, &it)
-	pl := map[string]any{"toolId": id, "name": typ, "status": it.Status, "turnId": p.TurnID}
-	if it.ExitCode != nil {
-		pl["exitCode"] = *it.ExitCode
-	}
+	pl := core.ToolCompletedPayload{ToolID: id, Name: typ, Status: it.Status, TurnID: p.TurnID,
+		ExitCode: it.ExitCode, DurationMs: it.DurationMs}
 	if it.AggregatedOutput != nil {
 		o := *it.AggregatedOutput
 		if len(o) > maxToolOutput {
 			o = o[len(o)-maxToolOutput:]
-			pl["outputTruncated"] = true
+			pl.OutputTruncated = true
 		}
-		pl["output"] = o
-	}
-	if it.DurationMs != nil {
-		pl["durationMs"] = *it.DurationMs
+		pl.Output = o
 	}
 	if len(it.Error) > 0 && string(it.Error) != "null" {
-		pl["error"] = it.Error
+		pl.Error = it.Error
 	}
 	evs := []core.Event{entryEvent(core.KindToolCompleted, id+":completed", pl)}
 	if typ == "fileChange" && (it.Status == "completed" || it.Status == "") {
@@ -485,12 +478,12 @@ func toolCompleted(typ, id string, p itemParams) []core.Event {
 			if c.Path == "" {
 				continue
 			}
-			a := map[string]any{"path": c.Path, "toolId": id}
+			a := core.ArtifactCreatedPayload{Path: c.Path, ToolID: id}
 			var k struct {
 				Type string `json:"type"`
 			}
-			if json.Unmarshal(c.Kind, &k) == nil && k.Type != "" {
-				a["change"] = k.Type
+			if json.Unmarshal(c.Kind, &k) == nil {
+				a.Change = k.Type
 			}
 			evs = append(evs, entryEvent(core.KindArtifactCreated, id+":"+c.Path, a))
 		}

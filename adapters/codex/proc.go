@@ -67,9 +67,8 @@ func (h *Host) startProc(ctx context.Context, hd handler) (*proc, error) {
 	var res struct {
 		UserAgent string `json:"userAgent"`
 	}
-	err = p.conn.call(ictx, "initialize", map[string]any{
-		"clientInfo":   map[string]any{"name": "bridge", "title": "Bridge", "version": Version},
-		"capabilities": map[string]any{"experimentalApi": false},
+	err = p.conn.call(ictx, "initialize", initializeParams{
+		ClientInfo: clientInfo{Name: "bridge", Title: "Bridge", Version: Version},
 	}, &res)
 	if err == nil {
 		err = p.conn.notify("initialized", nil)

@@ -242,7 +242,7 @@ func (m *rolloutMapper) line(i int, raw []byte) {
 			text = text[:4096]
 		}
 		m.add(core.KindHarnessEvent, rawID("rollout/badLine", raw)+":"+strconv.Itoa(i),
-			map[string]any{"type": "codex/rollout.badLine", "line": text, "error": err.Error()})
+			core.HarnessEventPayload{Type: "codex/rollout.badLine", Line: text, Error: err.Error()})
 		return
 	}
 	m.b.Stamp(core.ParseTime(l.Timestamp))
@@ -329,14 +329,14 @@ func (m *rolloutMapper) event(key string, payload json.RawMessage, raw []byte) {
 		if !m.legacyMessages {
 			return
 		}
-		kind := core.KindUserMessage
 		if head.Type == "agent_message" {
-			kind = core.KindAssistantMessage
+			m.add(core.KindAssistantMessage, "rollout:"+head.Type+":"+key, core.AssistantMessagePayload{Text: head.Message})
+			break
 		}
-		if kind == core.KindUserMessage && m.b.Head.Title == "" {
+		if m.b.Head.Title == "" {
 			m.b.Head.Title = title(head.Message)
 		}
-		m.add(kind, "rollout:"+head.Type+":"+key, map[string]any{"text": head.Message})
+		m.add(core.KindUserMessage, "rollout:"+head.Type+":"+key, core.UserMessagePayload{Text: head.Message})
 	case "context_compacted":
 		m.compaction("rollout:context_compacted:"+key, m.turn, payload)
 	case "item_completed":
@@ -350,9 +350,9 @@ func (m *rolloutMapper) event(key string, payload json.RawMessage, raw []byte) {
 			if m.b.Head.Title == "" {
 				m.b.Head.Title = title(it.text())
 			}
-			m.add(core.KindUserMessage, it.ID, map[string]any{"text": it.text(), "turnId": ev.TurnID})
+			m.add(core.KindUserMessage, it.ID, core.UserMessagePayload{Text: it.text(), TurnID: ev.TurnID})
 		case "AgentMessage":
-			m.add(core.KindAssistantMessage, it.ID, map[string]any{"text": it.text(), "turnId": ev.TurnID})
+			m.add(core.KindAssistantMessage, it.ID, core.AssistantMessagePayload{Text: it.text(), TurnID: ev.TurnID})
 		case "ContextCompaction":
 			m.compaction(it.ID, ev.TurnID, payload)
 		case "FileChange":
@@ -379,11 +379,7 @@ func (m *rolloutMapper) fileChange(id string, item json.RawMessage) {
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
-		a := map[string]any{"path": p, "toolId": id}
-		if k := fc.Changes[p].Type; k != "" {
-			a["change"] = k
-		}
-		m.add(core.KindArtifactCreated, id+":"+p, a)
+		m.add(core.KindArtifactCreated, id+":"+p, core.ArtifactCreatedPayload{Path: p, ToolID: id, Change: fc.Changes[p].Type})
 	}
 }
 
@@ -439,28 +435,26 @@ func (m *rolloutMapper) responseItem(payload json.RawMessage) {
 	}
 	switch p.Type {
 	case "function_call", "custom_tool_call", "local_shell_call":
-		pl := map[string]any{"toolId": p.CallID, "name": p.Name}
-		for k, v := range map[string]json.RawMessage{"arguments": p.Arguments, "input": p.Input, "action": p.Action} {
-			if len(v) > 0 {
-				pl[k] = v
-			}
+		pl := core.ToolStartedPayload{ToolID: p.CallID, Name: p.Name, Arguments: p.Arguments, Action: p.Action}
+		if len(p.Input) > 0 {
+			pl.Input = p.Input
 		}
 		if p.Name == "" {
-			pl["name"] = p.Type
+			pl.Name = p.Type
 		}
 		m.add(core.KindToolStarted, p.CallID+":started", pl)
 	case "function_call_output", "custom_tool_call_output":
-		pl := map[string]any{"toolId": p.CallID}
+		pl := core.ToolCompletedPayload{ToolID: p.CallID}
 		if len(p.Output) > 0 {
 			out := p.Output
 			if len(out) > maxToolOutput {
 				var s string
 				if json.Unmarshal(out, &s) == nil && len(s) > maxToolOutput {
 					out = core.Payload(s[len(s)-maxToolOutput:])
-					pl["outputTruncated"] = true
+					pl.OutputTruncated = true
 				}
 			}
-			pl["output"] = out
+			pl.Output = out
 		}
 		m.add(core.KindToolCompleted, p.CallID+":completed", pl)
 	}

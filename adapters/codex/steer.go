@@ -11,7 +11,7 @@ import (
 // steered, such as a manual compaction). The input's userMessage item is
 // not echoed as user.message: the service records the prompt itself.
 func (l *live) Steer(ctx context.Context, content []core.Content) error {
-	in, err := userInput(content)
+	in, err := userInputs(content)
 	if err != nil {
 		return err
 	}
@@ -26,7 +26,7 @@ func (l *live) Steer(ctx context.Context, content []core.Content) error {
 	}
 	echo := promptText(content)
 	l.m.expectPrompt(echo)
-	params := map[string]any{"threadId": l.thread(), "input": in, "expectedTurnId": turn}
+	params := turnSteerParams{ThreadID: l.thread(), Input: in, ExpectedTurnID: turn}
 	if err := l.p.conn.call(ctx, "turn/steer", params, nil); err != nil {
 		l.m.dropPrompt(echo)
 		return l.callErr("turn/steer", err)
