@@ -109,9 +109,9 @@ func (l *live) permissionRequest(m *streamMsg, raw []byte) {
 	var req canUseTool
 	_ = json.Unmarshal(m.Request, &req)
 	if req.Subtype != "can_use_tool" {
-		l.writeJSON(map[string]any{"type": "control_response", "response": map[string]any{
-			"subtype": "error", "request_id": m.RequestID,
-			"error": "bridge does not answer control request " + strconv.Quote(req.Subtype)}})
+		l.writeJSON(controlResponseLine{Type: "control_response", Response: controlResponse{
+			Subtype: "error", RequestID: m.RequestID,
+			Error: "bridge does not answer control request " + strconv.Quote(req.Subtype)}})
 		l.sink(core.Event{Entry: harnessEvent("control_request/"+req.Subtype, msgID(m.RequestID, raw), raw)})
 		return
 	}
@@ -130,22 +130,22 @@ func (l *live) permissionRequest(m *streamMsg, raw []byte) {
 		if ctx.Err() != nil {
 			return // withdrawn by the CLI, or the process ended
 		}
-		var resp map[string]any
+		var resp permissionDecision
 		if d.Allowed() {
 			input := req.Input
 			if len(input) == 0 || !json.Valid(input) {
 				input = json.RawMessage(`{}`)
 			}
-			resp = map[string]any{"behavior": "allow", "updatedInput": input, "toolUseID": req.ToolUseID}
+			resp = permissionDecision{Behavior: "allow", UpdatedInput: input, ToolUseID: req.ToolUseID}
 		} else {
 			msg := "The user refused permission to use " + req.ToolName + "."
 			if d.By != core.DecidedByUser {
 				msg = "Permission to use " + req.ToolName + " was refused (" + d.Reason + ")."
 			}
-			resp = map[string]any{"behavior": "deny", "message": msg, "toolUseID": req.ToolUseID}
+			resp = permissionDecision{Behavior: "deny", Message: msg, ToolUseID: req.ToolUseID}
 		}
-		l.writeJSON(map[string]any{"type": "control_response", "response": map[string]any{
-			"subtype": "success", "request_id": requestID, "response": resp}})
+		l.writeJSON(controlResponseLine{Type: "control_response", Response: controlResponse{
+			Subtype: "success", RequestID: requestID, Response: &resp}})
 	}()
 }
 

@@ -105,9 +105,8 @@ func (v *evidence) add(evs []core.Event) []core.Event {
 					out = append(out, core.Event{Entry: &pe})
 				}
 			case t.path != "":
-				a := map[string]any{"path": t.path, "tool": t.name, "toolId": p.ToolID}
+				a := core.ArtifactCreatedPayload{Path: t.path, Tool: t.name, ToolID: p.ToolID, ParentToolUseID: t.parent}
 				if t.parent != "" {
-					a["parentToolUseId"] = t.parent
 					if w, ok := v.open[t.parent]; ok {
 						w.files = appendNew(w.files, t.path)
 						v.open[t.parent] = w
@@ -120,8 +119,8 @@ func (v *evidence) add(evs []core.Event) []core.Event {
 				if r := []rune(text); len(r) > maxWorkerResult {
 					text = string(r[:maxWorkerResult])
 				}
-				w := map[string]any{"status": "completed", "result": text, "tool": t.name, "toolId": p.ToolID,
-					"filesChanged": nonNilStrings(t.files)}
+				w := core.WorkerResultPayload{Status: "completed", Result: text, Tool: t.name, ToolID: p.ToolID,
+					FilesChanged: nonNilStrings(t.files)}
 				out = append(out, core.Event{Entry: &core.NewEntry{Kind: core.KindWorkerResult,
 					Payload: core.Payload(w), NativeID: e.NativeID + ":worker"}})
 			}
@@ -142,9 +141,9 @@ const asyncAgentPrefix = "Async agent launched"
 // taskNotification reads a system/task_notification (a background
 // sub-agent ended) kept as a harness.event: its summary is the sub-agent's
 // final report.
-func (v *evidence) taskNotification(payload json.RawMessage) (map[string]any, bool) {
+func (v *evidence) taskNotification(payload json.RawMessage) (core.WorkerResultPayload, bool) {
 	if !bytes.Contains(payload, []byte("task_notification")) {
-		return nil, false
+		return core.WorkerResultPayload{}, false
 	}
 	var h struct {
 		Type string `json:"type"`
@@ -156,7 +155,7 @@ func (v *evidence) taskNotification(payload json.RawMessage) (map[string]any, bo
 		} `json:"raw"`
 	}
 	if json.Unmarshal(payload, &h) != nil || h.Type != "system/task_notification" || h.Raw.Status == "" {
-		return nil, false
+		return core.WorkerResultPayload{}, false
 	}
 	t := v.open[h.Raw.ToolUseID]
 	delete(v.open, h.Raw.ToolUseID)
@@ -164,15 +163,8 @@ func (v *evidence) taskNotification(payload json.RawMessage) (map[string]any, bo
 	if r := []rune(text); len(r) > maxWorkerResult {
 		text = string(r[:maxWorkerResult])
 	}
-	w := map[string]any{"status": h.Raw.Status, "result": text, "taskId": h.Raw.TaskID,
-		"filesChanged": nonNilStrings(t.files)}
-	if h.Raw.ToolUseID != "" {
-		w["toolId"] = h.Raw.ToolUseID
-	}
-	if t.name != "" {
-		w["tool"] = t.name
-	}
-	return w, true
+	return core.WorkerResultPayload{Status: h.Raw.Status, Result: text, TaskID: h.Raw.TaskID,
+		FilesChanged: nonNilStrings(t.files), ToolID: h.Raw.ToolUseID, Tool: t.name}, true
 }
 
 func appendNew(list []string, s string) []string {

@@ -362,7 +362,7 @@ func (h *Host) Resume(ctx context.Context, req core.ResumeRequest, sink core.Eve
 	}
 	sctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	resp, err := l.control(sctx, map[string]any{"subtype": "get_status"})
+	resp, err := l.control(sctx, controlRequest{Subtype: "get_status"})
 	if err != nil {
 		l.Close(ctx)
 		return nil, &core.ResumeError{NativeText: l.failureText(), Err: err}

@@ -227,7 +227,7 @@ func (l *live) writeJSON(v any) error {
 }
 
 // control sends a control request and waits for its response.
-func (l *live) control(ctx context.Context, request map[string]any) (json.RawMessage, error) {
+func (l *live) control(ctx context.Context, request controlRequest) (json.RawMessage, error) {
 	id := fmt.Sprintf("bridge-%d", l.reqSeq.Add(1))
 	ch := make(chan controlResult, 1)
 	l.mu.Lock()
@@ -239,7 +239,7 @@ func (l *live) control(ctx context.Context, request map[string]any) (json.RawMes
 	}
 	l.pending[id] = ch
 	l.mu.Unlock()
-	if err := l.writeJSON(map[string]any{"type": "control_request", "request_id": id, "request": request}); err != nil {
+	if err := l.writeJSON(controlRequestLine{Type: "control_request", RequestID: id, Request: request}); err != nil {
 		l.mu.Lock()
 		delete(l.pending, id)
 		l.mu.Unlock()
@@ -265,28 +265,27 @@ func (l *live) NativeID() string {
 
 // userLine builds the stream-json user message for content. A single text
 // block is sent as a plain string so slash commands are dispatched.
-func userLine(content []core.Content) (map[string]any, error) {
-	var blocks []map[string]any
+func userLine(content []core.Content) (userMessageLine, error) {
+	var blocks []any
 	for _, c := range content {
 		switch c.Type {
 		case "text", "":
-			blocks = append(blocks, map[string]any{"type": "text", "text": c.Text})
+			blocks = append(blocks, textBlock{Type: "text", Text: c.Text})
 		case "image":
-			blocks = append(blocks, map[string]any{"type": "image", "source": map[string]any{
-				"type": "base64", "media_type": c.MediaType, "data": c.Data}})
+			blocks = append(blocks, imageBlock{Type: "image", Source: imageSource{
+				Type: "base64", MediaType: c.MediaType, Data: c.Data}})
 		default:
-			return nil, core.Errorf(core.CodeInvalid, "claude-code: content type %q is not supported", c.Type)
+			return userMessageLine{}, core.Errorf(core.CodeInvalid, "claude-code: content type %q is not supported", c.Type)
 		}
 	}
 	if len(blocks) == 0 {
-		return nil, core.Errorf(core.CodeInvalid, "claude-code: empty prompt")
+		return userMessageLine{}, core.Errorf(core.CodeInvalid, "claude-code: empty prompt")
 	}
 	var msg any = blocks
-	if len(blocks) == 1 && blocks[0]["type"] == "text" {
-		msg = blocks[0]["text"]
+	if t, ok := blocks[0].(textBlock); ok && len(blocks) == 1 {
+		msg = t.Text
 	}
-	return map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": msg},
-		"parent_tool_use_id": nil, "session_id": ""}, nil
+	return userMessageLine{Type: "user", Message: userMessage{Role: "user", Content: msg}}, nil
 }
 
 // runTurn writes a user line and waits for the turn's result line.
@@ -373,7 +372,7 @@ func (l *live) Cancel(ctx context.Context) error {
 		l.cancelled = true
 	}
 	l.mu.Unlock()
-	_, err := l.control(ctx, map[string]any{"subtype": "interrupt"})
+	_, err := l.control(ctx, controlRequest{Subtype: "interrupt"})
 	return err
 }
 
@@ -384,7 +383,7 @@ func (l *live) SelectModel(ctx context.Context, model, effort string) error {
 		return core.Errorf(core.CodeInvalid, "claude-code: no model or effort given")
 	}
 	if model != "" {
-		if _, err := l.control(ctx, map[string]any{"subtype": "set_model", "model": model}); err != nil {
+		if _, err := l.control(ctx, controlRequest{Subtype: "set_model", Model: model}); err != nil {
 			return err
 		}
 		l.mu.Lock()
@@ -393,8 +392,8 @@ func (l *live) SelectModel(ctx context.Context, model, effort string) error {
 		l.million.Store(strings.HasSuffix(strings.ToLower(model), "[1m]"))
 	}
 	if effort != "" {
-		if _, err := l.control(ctx, map[string]any{"subtype": "apply_flag_settings",
-			"settings": map[string]any{"effortLevel": effort}}); err != nil {
+		if _, err := l.control(ctx, controlRequest{Subtype: "apply_flag_settings",
+			Settings: &flagSettings{EffortLevel: effort}}); err != nil {
 			return err
 		}
 		l.mu.Lock()
@@ -410,7 +409,7 @@ func (l *live) Rename(ctx context.Context, title string) error {
 	if strings.TrimSpace(title) == "" {
 		return core.Errorf(core.CodeInvalid, "claude-code: empty title")
 	}
-	_, err := l.control(ctx, map[string]any{"subtype": "rename_session", "title": title})
+	_, err := l.control(ctx, controlRequest{Subtype: "rename_session", Title: title})
 	return err
 }
 
@@ -481,7 +480,7 @@ func (l *live) kill() { l.proc.Signal(true) }
 // first; it makes the CLI load its settings (and, with --resume, the
 // stored conversation) without starting a turn.
 func (l *live) initialize(ctx context.Context) (json.RawMessage, error) {
-	return l.control(ctx, map[string]any{"subtype": "initialize"})
+	return l.control(ctx, controlRequest{Subtype: "initialize"})
 }
 
 var (

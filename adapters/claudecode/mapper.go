@@ -187,40 +187,6 @@ func msgID(uuid string, raw []byte) string {
 }
 
 // entry builds a NewEntry from a payload map.
-func entry(kind core.Kind, nativeID string, payload map[string]any) *core.NewEntry {
-	return &core.NewEntry{Kind: kind, Payload: core.Payload(payload), NativeID: nativeID}
-}
-
-// Payloads of the entries a conversation maps to most often, as structs
-// rather than maps (no map to build and sort per entry). Their members are
-// declared in the order a map's keys are marshalled (sorted), so the bytes
-// are the same as the map payload's.
-type (
-	assistantText struct {
-		Error     json.RawMessage `json:"error,omitempty"`
-		MessageID string          `json:"messageId,omitempty"`
-		Model     string          `json:"model,omitempty"`
-		Text      string          `json:"text"`
-	}
-	toolStarted struct {
-		Input  json.RawMessage `json:"input,omitempty"`
-		Name   string          `json:"name"`
-		ToolID string          `json:"toolId"`
-	}
-	toolCompleted struct {
-		IsError bool   `json:"isError"`
-		Output  string `json:"output"`
-		ToolID  string `json:"toolId"`
-	}
-	textEvent struct {
-		Text string `json:"text"`
-		Type string `json:"type"`
-	}
-	userText struct {
-		Text string `json:"text"`
-	}
-)
-
 // entryOf builds a NewEntry from a payload struct.
 func entryOf(kind core.Kind, nativeID string, payload any) *core.NewEntry {
 	return &core.NewEntry{Kind: kind, Payload: core.Payload(payload), NativeID: nativeID}
@@ -228,13 +194,13 @@ func entryOf(kind core.Kind, nativeID string, payload any) *core.NewEntry {
 
 // harnessEvent keeps a line Bridge has no mapping for, whole.
 func harnessEvent(typ string, nativeID string, raw []byte) *core.NewEntry {
-	p := map[string]any{"type": typ}
+	p := core.HarnessEventPayload{Type: typ}
 	if json.Valid(raw) {
-		p["raw"] = json.RawMessage(raw)
+		p.Raw = json.RawMessage(raw)
 	} else {
-		p["line"] = string(raw)
+		p.Line = string(raw)
 	}
-	return entry(core.KindHarnessEvent, nativeID, p)
+	return entryOf(core.KindHarnessEvent, nativeID, p)
 }
 
 // compacted builds the context.compacted payload from a boundary's metadata.
@@ -280,24 +246,24 @@ func mapStream(m *streamMsg, raw []byte) []core.Event {
 		}
 		return userEvents(m.Message, id, m.IsReplay, false)
 	case "result":
-		p := map[string]any{"status": "turn_completed", "subtype": m.Subtype, "isError": m.IsError,
-			"numTurns": m.NumTurns, "costUsd": m.CostUSD, "durationMs": m.DurationMS}
+		p := core.StatusPayload{Status: "turn_completed", Subtype: m.Subtype, IsError: &m.IsError,
+			NumTurns: &m.NumTurns, CostUSD: &m.CostUSD, DurationMs: &m.DurationMS}
 		if m.IsError {
-			p["status"] = "turn_failed"
+			p.Status = "turn_failed"
 		}
 		if m.StopReason != nil {
-			p["stopReason"] = *m.StopReason
+			p.StopReason = *m.StopReason
 		}
 		if len(m.Usage) > 0 && json.Valid(m.Usage) {
-			p["usage"] = m.Usage
+			p.Usage = m.Usage
 		}
 		if len(m.Errors) > 0 {
-			p["errors"] = m.Errors
+			p.Errors = m.Errors
 		}
 		if m.Result != "" {
-			p["result"] = m.Result
+			p.Result = m.Result
 		}
-		return append([]core.Event{{Entry: entry(core.KindSessionStatus, id, p)}}, turnUsage(m, id, m.Model)...)
+		return append([]core.Event{{Entry: entryOf(core.KindSessionStatus, id, p)}}, turnUsage(m, id, m.Model)...)
 	case "control_response", "control_request", "control_cancel_request", "keep_alive", "stream_event":
 		return nil
 	}
@@ -321,20 +287,17 @@ func mapSystem(m *streamMsg, id string, raw []byte) []core.Event {
 		e := c.Entry()
 		return []core.Event{{Entry: &e}}
 	case "status":
-		p := map[string]any{"status": "running"}
+		p := core.StatusPayload{Status: "running", CompactResult: m.CompactResult}
 		if m.Status != nil && *m.Status != "" {
-			p["status"] = *m.Status
+			p.Status = *m.Status
 		}
-		if m.CompactResult != "" {
-			p["compactResult"] = m.CompactResult
-			if m.Status == nil || *m.Status == "" {
-				p["status"] = "compact_" + m.CompactResult
-			}
+		if m.CompactResult != "" && (m.Status == nil || *m.Status == "") {
+			p.Status = "compact_" + m.CompactResult
 		}
 		if m.CompactError != "" {
-			p["compactError"] = m.CompactError
+			p.CompactError = m.CompactError
 		}
-		return []core.Event{{Entry: entry(core.KindSessionStatus, id, p)}}
+		return []core.Event{{Entry: entryOf(core.KindSessionStatus, id, p)}}
 	}
 	typ := "system"
 	if m.Subtype != "" {
@@ -352,21 +315,21 @@ func assistantEvents(msg *apiMessage, id string, parentTool *string, apiErr json
 		var e *core.NewEntry
 		switch b.Type {
 		case "text":
-			p := assistantText{Text: b.Text, Model: msg.Model, MessageID: msg.ID}
+			p := core.AssistantMessagePayload{Text: b.Text, Model: msg.Model, MessageID: msg.ID}
 			if len(apiErr) > 0 && string(apiErr) != "null" && json.Valid(apiErr) {
 				p.Error = apiErr
 			}
 			e = entryOf(core.KindAssistantMessage, nid, p)
 		case "tool_use":
-			p := toolStarted{ToolID: b.ID, Name: b.Name}
+			p := core.ToolStartedPayload{ToolID: b.ID, Name: b.Name}
 			if len(b.Input) > 0 && json.Valid(b.Input) {
 				p.Input = b.Input
 			}
 			e = entryOf(core.KindToolStarted, nid, p)
 		case "thinking", "redacted_thinking":
-			e = entryOf(core.KindHarnessEvent, nid, textEvent{Text: b.Thinking, Type: "assistant/" + b.Type})
+			e = entryOf(core.KindHarnessEvent, nid, core.HarnessEventPayload{Text: b.Thinking, Type: "assistant/" + b.Type})
 		default:
-			e = entry(core.KindHarnessEvent, nid, map[string]any{"type": "assistant/" + b.Type, "block": b.raw})
+			e = entryOf(core.KindHarnessEvent, nid, core.HarnessEventPayload{Type: "assistant/" + b.Type, Block: b.raw})
 		}
 		if parentTool != nil && *parentTool != "" {
 			addField(e, "parentToolUseId", *parentTool)
@@ -463,19 +426,19 @@ func userBlockEvents(blocks []block, id string, replay, compactSummary bool) []c
 		nid := id + ":" + strconv.Itoa(i)
 		switch b.Type {
 		case "tool_result":
-			p := toolCompleted{IsError: b.IsError, Output: flattenText(b.Content), ToolID: b.ToolUseID}
+			p := core.ToolCompletedPayload{IsError: b.IsError, Output: flattenText(b.Content), ToolID: b.ToolUseID}
 			out = append(out, core.Event{Entry: entryOf(core.KindToolCompleted, nid, p)})
 		case "text":
 			switch {
 			case compactSummary || strings.HasPrefix(b.Text, "This session is being continued from a previous conversation"):
-				out = append(out, core.Event{Entry: entryOf(core.KindHarnessEvent, nid, textEvent{Text: b.Text, Type: "compact_summary"})})
+				out = append(out, core.Event{Entry: entryOf(core.KindHarnessEvent, nid, core.HarnessEventPayload{Text: b.Text, Type: "compact_summary"})})
 			case replay || isLocalCommandText(b.Text):
-				out = append(out, core.Event{Entry: entryOf(core.KindHarnessEvent, nid, textEvent{Text: b.Text, Type: "local_command"})})
+				out = append(out, core.Event{Entry: entryOf(core.KindHarnessEvent, nid, core.HarnessEventPayload{Text: b.Text, Type: "local_command"})})
 			default:
-				out = append(out, core.Event{Entry: entryOf(core.KindUserMessage, nid, userText{Text: b.Text})})
+				out = append(out, core.Event{Entry: entryOf(core.KindUserMessage, nid, core.UserMessagePayload{Text: b.Text})})
 			}
 		default:
-			out = append(out, core.Event{Entry: entry(core.KindHarnessEvent, nid, map[string]any{"type": "user/" + b.Type, "block": b.raw})})
+			out = append(out, core.Event{Entry: entryOf(core.KindHarnessEvent, nid, core.HarnessEventPayload{Type: "user/" + b.Type, Block: b.raw})})
 		}
 	}
 	return out

@@ -71,15 +71,10 @@ func echoKey(content any) string {
 }
 
 // lineContent is the message content of a line built by userLine.
-func lineContent(line map[string]any) any {
-	if m, ok := line["message"].(map[string]any); ok {
-		return m["content"]
-	}
-	return nil
-}
+func lineContent(line userMessageLine) any { return line.Message.Content }
 
 // expect notes a line about to be written.
-func (e *echoes) expect(line map[string]any, steer bool) {
+func (e *echoes) expect(line userMessageLine, steer bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(e.lines) >= maxEchoes {
@@ -95,7 +90,7 @@ func (e *echoes) expect(line map[string]any, steer bool) {
 }
 
 // forget undoes expect for a line that could not be written.
-func (e *echoes) forget(line map[string]any) {
+func (e *echoes) forget(line userMessageLine) {
 	e.remove(echoKey(lineContent(line)))
 }
 
