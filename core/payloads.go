@@ -22,14 +22,30 @@ type UserMessagePayload struct {
 	Text string `json:"text"`
 	// Images counts the images sent with the message.
 	Images int `json:"images,omitempty"`
-	// Attachments are the images Bridge kept, by content hash.
-	Attachments []Attachment `json:"attachments,omitempty"`
+	// Attachments are the images sent with the message: kept by Bridge
+	// (by content hash), or by the harness (by its own ref).
+	Attachments []MessageAttachment `json:"attachments,omitempty"`
+	// HostImages are images the harness keeps for a message it recorded.
+	HostImages []HostImage `json:"hostImages,omitempty"`
 	// TurnID is the harness's id of the turn, where it has one.
 	TurnID string `json:"turnId,omitempty"`
 	// MessageID is the harness's id of the message, where it has one.
 	MessageID string `json:"messageId,omitempty"`
 	// PartID is the harness's id of the message part, where it has one.
 	PartID string `json:"partId,omitempty"`
+}
+
+// MessageAttachment is an image a user message carried: an Attachment
+// Bridge keeps (SHA256, Bytes), or one the harness keeps (Ref).
+type MessageAttachment struct {
+	// SHA256 is the content hash of an image Bridge keeps.
+	SHA256 string `json:"sha256,omitempty"`
+	// MediaType is the image's MIME type.
+	MediaType string `json:"mediaType"`
+	// Bytes is the image's size.
+	Bytes int `json:"bytes,omitempty"`
+	// Ref is the harness's own id of an image it keeps.
+	Ref string `json:"ref,omitempty"`
 }
 
 // AssistantMessagePayload is the payload of an assistant.message entry:

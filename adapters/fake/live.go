@@ -228,18 +228,16 @@ func (l *Live) begin(text string, images []core.Content) ([]string, int64, error
 	err := l.h.update(l.id, func(r *record) error {
 		due = r.nextPrompt()
 		prompts = r.Prompts
-		payload := map[string]any{"text": text}
+		payload := core.UserMessagePayload{Text: text}
 		if len(images) > 0 {
 			if r.Attachments == nil {
 				r.Attachments = map[string]core.Content{}
 			}
-			var refs []map[string]string
 			for _, img := range images {
 				ref := fmt.Sprintf("att-%d", len(r.Attachments)+1)
 				r.Attachments[ref] = img
-				refs = append(refs, map[string]string{"ref": ref, "mediaType": img.MediaType})
+				payload.Attachments = append(payload.Attachments, core.MessageAttachment{Ref: ref, MediaType: img.MediaType})
 			}
-			payload["attachments"] = refs
 		}
 		r.Entries = append(r.Entries, core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(payload), NativeID: userID})
 		r.Used += tokens(text)
@@ -302,12 +300,12 @@ func (l *Live) run(ctx context.Context, steps []Step, prompts int64) (core.TurnR
 		case OpSay, OpJSON:
 			l.say(s.Text)
 		case OpThink:
-			l.emit(core.KindHarnessEvent, map[string]any{"type": "agent_thought", "text": s.Text})
+			l.emit(core.KindHarnessEvent, core.HarnessEventPayload{Type: "agent_thought", Text: s.Text})
 		case OpTool:
 			toolID := fmt.Sprintf("tool-%s", l.nextID())
-			l.emit(core.KindToolStarted, map[string]any{"toolId": toolID, "name": s.Name, "input": s.Text})
-			l.emit(core.KindToolCompleted, map[string]any{"toolId": toolID, "name": s.Name,
-				"output": fmt.Sprintf("fake %s done: %s", s.Name, s.Text), "isError": false})
+			l.emit(core.KindToolStarted, core.ToolStartedPayload{ToolID: toolID, Name: s.Name, Input: s.Text})
+			l.emit(core.KindToolCompleted, core.ToolCompletedPayload{ToolID: toolID, Name: s.Name,
+				Output: fmt.Sprintf("fake %s done: %s", s.Name, s.Text)})
 			l.addUsed(20)
 		case OpAsk:
 			toolID := fmt.Sprintf("tool-%s", l.nextID())
@@ -319,21 +317,21 @@ func (l *Live) run(ctx context.Context, steps []Step, prompts int64) (core.TurnR
 			d := l.req.Approval(ctx, core.ApprovalRequest{ID: toolID, ToolCallID: toolID, Title: s.Name + ": " + s.Text,
 				Kind: kind, RawInput: input, Key: s.Name})
 			if !d.Allowed() {
-				l.emit(core.KindToolCompleted, map[string]any{"toolId": toolID, "name": s.Name,
-					"output": fmt.Sprintf("refused (%s, by %s): %s", d.Kind, d.By, d.Reason), "isError": true})
+				l.emit(core.KindToolCompleted, core.ToolCompletedPayload{ToolID: toolID, Name: s.Name,
+					Output: fmt.Sprintf("refused (%s, by %s): %s", d.Kind, d.By, d.Reason), IsError: true})
 				continue
 			}
-			l.emit(core.KindToolStarted, map[string]any{"toolId": toolID, "name": s.Name, "input": s.Text})
-			l.emit(core.KindToolCompleted, map[string]any{"toolId": toolID, "name": s.Name,
-				"output": fmt.Sprintf("fake %s done: %s", s.Name, s.Text), "isError": false})
+			l.emit(core.KindToolStarted, core.ToolStartedPayload{ToolID: toolID, Name: s.Name, Input: s.Text})
+			l.emit(core.KindToolCompleted, core.ToolCompletedPayload{ToolID: toolID, Name: s.Name,
+				Output: fmt.Sprintf("fake %s done: %s", s.Name, s.Text)})
 		case OpToolStart:
-			l.emit(core.KindToolStarted, map[string]any{"toolId": fmt.Sprintf("tool-%s", l.nextID()), "name": s.Name, "input": s.Text})
+			l.emit(core.KindToolStarted, core.ToolStartedPayload{ToolID: fmt.Sprintf("tool-%s", l.nextID()), Name: s.Name, Input: s.Text})
 		case OpPlan:
 			steps, err := PlanSteps(s.Text)
 			if err != nil {
 				return core.TurnResult{StopReason: "error"}, core.E(core.CodeInvalid, "fake: "+err.Error(), nil)
 			}
-			l.emit(core.KindPlanUpdated, map[string]any{"steps": steps, "source": "fake"})
+			l.emit(core.KindPlanUpdated, core.Plan{Steps: steps, Source: "fake"})
 		case OpStream:
 			for i := int64(1); i <= s.N; i++ {
 				if ctx.Err() != nil {
@@ -367,9 +365,9 @@ func (l *Live) run(ctx context.Context, steps []Step, prompts int64) (core.TurnR
 			return core.TurnResult{StopReason: "error"},
 				core.E(core.CodeHarness, fmt.Sprintf("fake: harness exited with code %d: %s", s.N, StderrTail), nil)
 		case OpFile:
-			l.emit(core.KindArtifactCreated, map[string]any{"path": s.Text})
+			l.emit(core.KindArtifactCreated, core.ArtifactCreatedPayload{Path: s.Text})
 		case OpDecide:
-			l.emit(core.KindWorkerResult, map[string]any{"status": "completed", "decisions": []string{s.Text}})
+			l.emit(core.KindWorkerResult, core.WorkerResultPayload{Status: "completed", Decisions: []any{s.Text}})
 		case OpWorker:
 			l.h.mu.Lock()
 			l.h.worker = append(l.h.worker, s.Text)
@@ -390,7 +388,7 @@ func (l *Live) run(ctx context.Context, steps []Step, prompts int64) (core.TurnR
 }
 
 func (l *Live) say(text string) {
-	l.emit(core.KindAssistantMessage, map[string]any{"text": text})
+	l.emit(core.KindAssistantMessage, core.AssistantMessagePayload{Text: text})
 	l.addUsed(tokens(text))
 }
 
@@ -424,7 +422,13 @@ func (l *Live) compacted(trigger string, pre, post int64, focus string, applied 
 	c := core.Compacted{Harness: Harness, Trigger: trigger, PreTokens: &pre, PostTokens: &post,
 		NativeID: l.nextID(), Summary: fmt.Sprintf("fake summary (%d tokens before)", pre),
 		Focus: focus, FocusApplied: applied,
-		Raw: core.Payload(map[string]any{"type": "compact", "trigger": trigger, "pre": pre, "post": post, "focus": focus})}
+		Raw: core.Payload(struct {
+			Type    string `json:"type"`
+			Trigger string `json:"trigger"`
+			Pre     int64  `json:"pre"`
+			Post    int64  `json:"post"`
+			Focus   string `json:"focus"`
+		}{"compact", trigger, pre, post, focus})}
 	l.emitEntry(c.Entry())
 	l.gauge()
 }

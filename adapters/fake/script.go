@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bridge-dev/bridge/core"
 )
 
 // Op names one scripted step of the fake model.
@@ -206,8 +208,8 @@ func parseCompact(rest string) (Step, error) {
 // PlanSteps parses the argument of a plan directive:
 // "<status>:<text>; <status>:<text>", status pending, in_progress or
 // completed.
-func PlanSteps(arg string) ([]map[string]any, error) {
-	var out []map[string]any
+func PlanSteps(arg string) ([]core.PlanStep, error) {
+	var out []core.PlanStep
 	for _, part := range strings.Split(arg, ";") {
 		part = strings.TrimSpace(part)
 		if part == "" {
@@ -221,7 +223,7 @@ func PlanSteps(arg string) ([]map[string]any, error) {
 		case st != "pending" && st != "in_progress" && st != "completed":
 			return nil, fmt.Errorf("plan step status %q is not pending, in_progress or completed", st)
 		}
-		out = append(out, map[string]any{"text": text, "status": st})
+		out = append(out, core.PlanStep{Text: text, Status: st})
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("plan wants at least one <status>:<text> step")

@@ -174,7 +174,7 @@ func keepRaw(typ string, line []byte, nativeID string) core.NewEntry {
 		typ = "unknown"
 	}
 	return core.NewEntry{Kind: core.KindHarnessEvent, NativeID: nativeID,
-		Payload: core.Payload(map[string]any{"type": typ, "raw": json.RawMessage(bytes.TrimSpace(line))})}
+		Payload: core.Payload(core.HarnessEventPayload{Type: typ, Raw: json.RawMessage(bytes.TrimSpace(line))})}
 }
 
 // validID reports whether id is safe as a file name.

@@ -300,14 +300,6 @@ export interface AssistantMessagePayload {
   turnId?: string;
 }
 /**
- * Attachment is an image Bridge received in a prompt and keeps under its data directory; a user.message payload lists them as "attachments".
- */
-export interface Attachment {
-  bytes: number;
-  mediaType: string;
-  sha256: string;
-}
-/**
  * BranchSummaryPayload is the payload of a branch.summary entry: the marker a checkpoint commit leaves at the start of the retained entries.
  */
 export interface BranchSummaryPayload {
@@ -1025,6 +1017,13 @@ export interface HostGoalParams {
   nativeId: string;
 }
 /**
+ * HostImage is an image a harness keeps for a session it recorded; a user.message payload lists them as "hostImages". Ref is the harness's own id for it (AttachmentSource recovers the bytes).
+ */
+export interface HostImage {
+  mediaType?: string;
+  ref: string;
+}
+/**
  * HostPresetListParams lists the presets usable with the host (host/agentPreset.list).
  */
 export interface HostPresetListParams {}
@@ -1413,6 +1412,27 @@ export interface MessageActionItemCapabilities {
    * AdditionalPropertiesSupport is true when the client sends back the action item's members beyond its title.
    */
   additionalPropertiesSupport?: boolean;
+}
+/**
+ * MessageAttachment is an image a user message carried: an Attachment Bridge keeps (SHA256, Bytes), or one the harness keeps (Ref).
+ */
+export interface MessageAttachment {
+  /**
+   * Bytes is the image's size.
+   */
+  bytes?: number;
+  /**
+   * MediaType is the image's MIME type.
+   */
+  mediaType: string;
+  /**
+   * Ref is the harness's own id of an image it keeps.
+   */
+  ref?: string;
+  /**
+   * SHA256 is the content hash of an image Bridge keeps.
+   */
+  sha256?: string;
 }
 /**
  * MigrationExecuteParams runs a previewed migration.
@@ -3245,9 +3265,13 @@ export interface UsageReportedPayload {
  */
 export interface UserMessagePayload {
   /**
-   * Attachments are the images Bridge kept, by content hash.
+   * Attachments are the images sent with the message: kept by Bridge (by content hash), or by the harness (by its own ref).
    */
-  attachments?: Attachment[];
+  attachments?: MessageAttachment[];
+  /**
+   * HostImages are images the harness keeps for a message it recorded.
+   */
+  hostImages?: HostImage[];
   /**
    * Images counts the images sent with the message.
    */
