@@ -342,6 +342,10 @@ type HarnessEventPayload struct {
 	// why it could not be read.
 	Line  string `json:"line,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Kind and Harness name an entry a hosting client sent that Bridge
+	// could not record as it was (its kind, and the harness it hosts).
+	Kind    string `json:"kind,omitempty"`
+	Harness string `json:"harness,omitempty"`
 	// Block is an unmapped content block, whole (Claude Code).
 	Block json.RawMessage `json:"block,omitempty"`
 	// ParentToolUseID is the tool call (a subagent) the event came from.

@@ -129,9 +129,9 @@ func (h *Host) entry(sessionID string, e schema.HostEntry) core.NewEntry {
 	if merr != nil {
 		raw = nil
 	}
-	p := map[string]any{"type": "rpchost.invalidEntry", "kind": e.Kind, "error": err.Error(), "harness": h.harness}
+	p := core.HarnessEventPayload{Type: "rpchost.invalidEntry", Kind: e.Kind, Error: err.Error(), Harness: h.harness}
 	if json.Valid(raw) {
-		p["raw"] = json.RawMessage(raw)
+		p.Raw = json.RawMessage(raw)
 	}
 	native := ""
 	if e.NativeID != "" {

@@ -261,9 +261,16 @@ func (a *app) report(cmd string, err error) int {
 	}
 	msg := userMessage(err)
 	if a.wantJSON {
-		out := map[string]any{"error": map[string]any{"code": code, "message": msg}}
+		type failure struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+			Usage   string `json:"usage,omitempty"`
+		}
+		out := struct {
+			Error failure `json:"error"`
+		}{failure{Code: code, Message: msg}}
 		if isUsage {
-			out["error"].(map[string]any)["usage"] = helpCommand(cmd)
+			out.Error.Usage = helpCommand(cmd)
 		}
 		b, _ := json.Marshal(out)
 		fmt.Fprintf(a.stdout, "%s\n", b)

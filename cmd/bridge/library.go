@@ -155,7 +155,12 @@ func (a *app) exportCmd(ctx context.Context, args []string) error {
 				return fmt.Errorf("write %s: %w", *output, err)
 			}
 			if *asJSON {
-				return printJSON(a.stdout, map[string]any{"sessionId": pos[0], "format": *format, "path": *output, "bytes": len(content)})
+				return printJSON(a.stdout, struct {
+					SessionID string `json:"sessionId"`
+					Format    string `json:"format"`
+					Path      string `json:"path"`
+					Bytes     int    `json:"bytes"`
+				}{pos[0], *format, *output, len(content)})
 			}
 			what := "Markdown"
 			if *format == "json" {

@@ -194,10 +194,7 @@ func (c *Conn) dispatch(line []byte) {
 	}
 }
 
-func (c *Conn) write(m map[string]any) error {
-	if c.opts.Version2 {
-		m["jsonrpc"] = "2.0"
-	}
+func (c *Conn) write(m any) error {
 	if err := procutil.WriteJSONLine(&c.wmu, c.w, m); err != nil {
 		return fmt.Errorf("write to %s: %w", c.opts.Name, err)
 	}
@@ -224,7 +221,7 @@ func (c *Conn) start(method string, params any) (string, chan Response, error) {
 	id := c.nextID
 	c.pending[key] = ch
 	c.mu.Unlock()
-	if err := c.write(map[string]any{"id": id, "method": method, "params": params}); err != nil {
+	if err := c.write(request{JSONRPC: c.version(), ID: id, Method: method, Params: params}); err != nil {
 		c.forget(key, false)
 		return "", nil, err
 	}
@@ -263,11 +260,7 @@ func (c *Conn) forget(key string, abandoned bool) {
 
 // Notify sends a notification; params nil leaves the member out.
 func (c *Conn) Notify(method string, params any) error {
-	m := map[string]any{"method": method}
-	if params != nil {
-		m["params"] = params
-	}
-	return c.write(m)
+	return c.write(notification{JSONRPC: c.version(), Method: method, Params: params})
 }
 
 // Reply answers a request of the peer; a nil result is null.
@@ -275,10 +268,42 @@ func (c *Conn) Reply(id json.RawMessage, result any) error {
 	if result == nil {
 		result = json.RawMessage("null")
 	}
-	return c.write(map[string]any{"id": id, "result": result})
+	return c.write(reply{JSONRPC: c.version(), ID: id, Result: result})
 }
 
 // ReplyError answers a request of the peer with an error.
 func (c *Conn) ReplyError(id json.RawMessage, e *Error) error {
-	return c.write(map[string]any{"id": id, "error": e})
+	return c.write(reply{JSONRPC: c.version(), ID: id, Error: e})
 }
+
+// version is the jsonrpc member of the messages Conn writes: "2.0", or
+// absent.
+func (c *Conn) version() string {
+	if c.opts.Version2 {
+		return "2.0"
+	}
+	return ""
+}
+
+// The messages Conn writes. A request's params are null when nil; a
+// notification leaves them out.
+type (
+	request struct {
+		JSONRPC string `json:"jsonrpc,omitempty"`
+		ID      int64  `json:"id"`
+		Method  string `json:"method"`
+		Params  any    `json:"params"`
+	}
+	notification struct {
+		JSONRPC string `json:"jsonrpc,omitempty"`
+		Method  string `json:"method"`
+		Params  any    `json:"params,omitempty"`
+	}
+	// reply carries a result or an error.
+	reply struct {
+		JSONRPC string          `json:"jsonrpc,omitempty"`
+		ID      json.RawMessage `json:"id"`
+		Result  any             `json:"result,omitempty"`
+		Error   *Error          `json:"error,omitempty"`
+	}
+)

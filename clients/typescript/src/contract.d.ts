@@ -826,11 +826,16 @@ export interface HarnessEventPayload {
    */
   block?: unknown;
   error?: string;
+  harness?: string;
   item?: unknown;
   /**
    * ItemType and Item are an unmapped item's type and the item, whole.
    */
   itemType?: string;
+  /**
+   * Kind and Harness name an entry a hosting client sent that Bridge could not record as it was (its kind, and the harness it hosts).
+   */
+  kind?: string;
   /**
    * Line is a line of the harness's output that is not JSON, and Error why it could not be read.
    */
