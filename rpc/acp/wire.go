@@ -147,12 +147,13 @@ type promptResult struct {
 	Usage      *promptUsage `json:"usage,omitempty"`
 }
 
+// promptUsage's members are in name order, as a map's would be.
 type promptUsage struct {
-	TotalTokens       int64 `json:"totalTokens"`
-	InputTokens       int64 `json:"inputTokens"`
-	OutputTokens      int64 `json:"outputTokens"`
 	CachedReadTokens  int64 `json:"cachedReadTokens"`
 	CachedWriteTokens int64 `json:"cachedWriteTokens"`
+	InputTokens       int64 `json:"inputTokens"`
+	OutputTokens      int64 `json:"outputTokens"`
+	TotalTokens       int64 `json:"totalTokens"`
 }
 
 // cost is a session's cumulative cost (a usage_update's).
