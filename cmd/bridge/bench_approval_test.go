@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // approvalsPerTurn is how many can_use_tool requests the stand-in harness
@@ -49,25 +51,25 @@ func BenchmarkApprovalRoundTrip(b *testing.B) {
 			caps := map[string]any{}
 			if mode == "client" {
 				caps["session"] = map[string]any{"requestPermission": true}
-				c.onRequest = func(m wireMsg) (any, *wireError) {
+				c.SetOnRequest(func(m wireMsg) (any, *wireError) {
 					start := time.Now()
-					var p permissionParams
+					var p schema.SessionRequestPermissionParams
 					_ = json.Unmarshal(m.Params, &p)
 					res := map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": p.Options[0].OptionID}}
 					mu.Lock()
 					held = append(held, time.Since(start))
 					mu.Unlock()
 					return res, nil
-				}
+				})
 			}
 			c.initializeWith(caps, nil)
 			var s struct {
 				SessionID string `json:"sessionId"`
 			}
-			c.mustCall("session/create", map[string]any{"harness": "claude-code", "cwd": b.TempDir()}, &s)
+			c.MustCall("session/create", map[string]any{"harness": "claude-code", "cwd": b.TempDir()}, &s)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				c.mustCall("session/prompt", map[string]any{"sessionId": s.SessionID, "content": prompt("go")}, nil)
+				c.MustCall("session/prompt", map[string]any{"sessionId": s.SessionID, "content": prompt("go")}, nil)
 			}
 			b.StopTimer()
 			body, err := os.ReadFile(times)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // BenchmarkCancelLatency measures how long a session/cancel takes to be
@@ -24,7 +26,7 @@ func BenchmarkCancelLatency(b *testing.B) {
 			var load []string
 			for range 2 {
 				sid := benchFake(b, c)
-				c.send("session/prompt", map[string]any{"sessionId": sid, "content": prompt("stream 300000")})
+				c.Request("session/prompt", map[string]any{"sessionId": sid, "content": prompt("stream 300000")})
 				load = append(load, sid)
 			}
 			sid := benchFake(b, c)
@@ -35,7 +37,7 @@ func BenchmarkCancelLatency(b *testing.B) {
 				if turn == "flood" {
 					text, mark = "stream 100000", "stream 1/100000"
 				}
-				id := c.send("session/prompt", map[string]any{"sessionId": sid, "content": prompt(text)})
+				id := c.Request("session/prompt", map[string]any{"sessionId": sid, "content": prompt(text)})
 				if mark != "" {
 					// The i+1-th announcement of the turn's first entry.
 					seen := 0
@@ -49,9 +51,9 @@ func BenchmarkCancelLatency(b *testing.B) {
 					time.Sleep(5 * time.Millisecond) // the turn has started
 				}
 				start := time.Now()
-				c.mustCall("session/cancel", map[string]any{"sessionId": sid}, nil)
+				c.MustCall("session/cancel", map[string]any{"sessionId": sid}, nil)
 				cancelMs = append(cancelMs, float64(time.Since(start).Microseconds())/1000)
-				if m := c.wait(id); m.Error != nil {
+				if m := c.Reply(id); m.Error != nil {
 					b.Fatalf("prompt: %+v", m.Error)
 				}
 				promptMs = append(promptMs, float64(time.Since(start).Microseconds())/1000)
@@ -62,17 +64,16 @@ func BenchmarkCancelLatency(b *testing.B) {
 			b.ReportMetric(pct(promptMs, 50), "prompt-p50-ms")
 			b.ReportMetric(pct(promptMs, 99), "prompt-p99-ms")
 			for _, l := range load {
-				c.mustCall("session/cancel", map[string]any{"sessionId": l}, nil)
+				c.MustCall("session/cancel", map[string]any{"sessionId": l}, nil)
 			}
 		})
 	}
 }
 
 func benchFake(b *testing.B, c *client) string {
-	var s sessionRef
-	c.mustCall("session/create", map[string]any{"harness": "fake", "cwd": b.TempDir(), "title": "bench"}, &s)
-	if s.SessionID == "" {
-		b.Fatal("no session")
+	s, err := c.SessionCreate(b.Context(), schema.SessionCreateParams{Harness: "fake", Cwd: b.TempDir(), Title: "bench"})
+	if err != nil || s.SessionID == "" {
+		b.Fatalf("no session: %v", err)
 	}
 	return s.SessionID
 }

@@ -91,7 +91,7 @@ func BenchmarkStartup(b *testing.B) {
 	runBridge := func(b *testing.B) time.Duration {
 		start := time.Now()
 		c := startBridge(b, dir)
-		c.mustCall("initialize", map[string]any{"capabilities": map[string]any{}}, nil)
+		c.MustCall("initialize", map[string]any{"capabilities": map[string]any{}}, nil)
 		d := time.Since(start)
 		c.exit(true)
 		return d
@@ -131,18 +131,18 @@ func BenchmarkHistoryAcrossProcesses(b *testing.B) {
 	c := startBridge(b, dir)
 	c.initialize(nil)
 	var page json.RawMessage
-	c.mustCall("session/history", map[string]any{"sessionId": sid, "maxMessages": 60}, &page)
+	c.MustCall("session/history", map[string]any{"sessionId": sid, "maxMessages": 60}, &page)
 	b.Run("bridge", func(b *testing.B) {
 		b.SetBytes(int64(len(page)))
 		for i := 0; i < b.N; i++ {
-			c.mustCall("session/history", map[string]any{"sessionId": sid, "maxMessages": 60}, nil)
+			c.MustCall("session/history", map[string]any{"sessionId": sid, "maxMessages": 60}, nil)
 		}
 	})
 	echo := startProcess(b, exec.Command(buildHelper(b, "echoserver")))
 	b.Run("echo", func(b *testing.B) {
 		b.SetBytes(int64(len(page)))
 		for i := 0; i < b.N; i++ {
-			echo.mustCall("echo", page, nil)
+			echo.MustCall("echo", page, nil)
 		}
 	})
 	// One call to each per iteration: the ratio holds better when the
@@ -151,9 +151,9 @@ func BenchmarkHistoryAcrossProcesses(b *testing.B) {
 		var bridgeT, echoT time.Duration
 		for i := 0; i < b.N; i++ {
 			start := time.Now()
-			c.mustCall("session/history", map[string]any{"sessionId": sid, "maxMessages": 60}, nil)
+			c.MustCall("session/history", map[string]any{"sessionId": sid, "maxMessages": 60}, nil)
 			mid := time.Now()
-			echo.mustCall("echo", page, nil)
+			echo.MustCall("echo", page, nil)
 			bridgeT, echoT = bridgeT+mid.Sub(start), echoT+time.Since(mid)
 		}
 		b.ReportMetric(float64(bridgeT.Nanoseconds())/float64(b.N), "bridge-ns/call")

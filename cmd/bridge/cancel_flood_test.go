@@ -22,28 +22,28 @@ func TestCancelOfAFloodingTurn(t *testing.T) {
 		return m.Method == "session/update" && strings.Contains(string(m.Params), "stream 1/100000")
 	})
 	start := time.Now()
-	c.mustCall("session/cancel", map[string]any{"sessionId": sid}, nil)
+	c.MustCall("session/cancel", map[string]any{"sessionId": sid}, nil)
 	cancelTook := time.Since(start)
-	atCancel := len(c.notesOf("session/update"))
-	m := c.wait(`77`)
+	atCancel := len(c.Sent("session/update"))
+	m := c.Reply(`77`)
 	promptTook := time.Since(start)
-	t.Logf("cancel answered after %v, prompt after %v; %d updates announced by then", cancelTook, promptTook, len(c.notesOf("session/update")))
+	t.Logf("cancel answered after %v, prompt after %v; %d updates announced by then", cancelTook, promptTook, len(c.Sent("session/update")))
 	var res struct {
 		StopReason string `json:"stopReason"`
 	}
 	if m.Error != nil || json.Unmarshal(m.Result, &res) != nil || res.StopReason != "cancelled" {
 		t.Fatalf("prompt after cancel: %+v %s", m.Error, m.Result)
 	}
-	announcedAtReply := len(c.notesOf("session/update"))
+	announcedAtReply := len(c.Sent("session/update"))
 	// At most one announcement can have been under way as the cancel was
 	// answered; nothing of the backlog follows it.
 	if late := announcedAtReply - atCancel; late > 1 {
 		t.Fatalf("%d entries were announced after the cancel was answered", late)
 	}
 	// The session takes the next prompt, after the backlog is recorded.
-	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say after")}, nil)
+	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say after")}, nil)
 	var after []wireMsg
-	for _, n := range c.notesOf("session/update")[announcedAtReply:] {
+	for _, n := range c.Sent("session/update")[announcedAtReply:] {
 		if strings.Contains(string(n.Params), "/100000") {
 			after = append(after, n)
 		}
@@ -54,7 +54,7 @@ func TestCancelOfAFloodingTurn(t *testing.T) {
 	var hist struct {
 		Entries []json.RawMessage `json:"entries"`
 	}
-	c.mustCall("session/history", map[string]any{"sessionId": sid, "maxMessages": 1000000}, &hist)
+	c.MustCall("session/history", map[string]any{"sessionId": sid, "maxMessages": 1000000}, &hist)
 	streamed := 0
 	for _, e := range hist.Entries {
 		if strings.Contains(string(e), "/100000") {
@@ -62,7 +62,7 @@ func TestCancelOfAFloodingTurn(t *testing.T) {
 		}
 	}
 	announced := 0
-	for _, n := range c.notesOf("session/update")[:announcedAtReply] {
+	for _, n := range c.Sent("session/update")[:announcedAtReply] {
 		if strings.Contains(string(n.Params), "/100000") {
 			announced++
 		}

@@ -304,7 +304,7 @@ func dataDirWithOneTurn(t *testing.T) (dir, sid string) {
 	c := startBridge(t, dir)
 	c.initialize(nil)
 	sid = createFake(t, c)
-	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("hello")}, nil)
+	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("hello")}, nil)
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("exit %d", code)
 	}

@@ -1,20 +1,20 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/bridge-dev/bridge/core/testhome"
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/storage/postgres/pgtest"
 )
 
@@ -54,51 +54,39 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// wireMsg is any JSON-RPC message from the server.
-type wireMsg struct {
-	ID     json.RawMessage `json:"id,omitempty"`
-	Method string          `json:"method,omitempty"`
-	Params json.RawMessage `json:"params,omitempty"`
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  *wireError      `json:"error,omitempty"`
-	// NotesBefore, on a reply, is how many notifications arrived before it.
-	NotesBefore int `json:"-"`
-}
+// wireMsg and wireError are messages and errors as the test client sees
+// them.
+type (
+	wireMsg   = rpctest.Message
+	wireError = rpctest.Error
+)
 
-type wireError struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
-
-func (e *wireError) dataCode() string {
-	var d struct {
-		Code string `json:"code"`
-	}
-	_ = json.Unmarshal(e.Data, &d)
-	return d.Code
-}
-
-// client is a minimal LSP-framed JSON-RPC client over the server's pipes,
-// written here so tests can also send what a real client never would.
+// client is the test client (rpctest) on a server process's stdio (or a
+// WebSocket of bridge web), with the process.
 type client struct {
+	*rpctest.Client
 	t      testing.TB
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stderr *strings.Builder
+}
 
-	mu      sync.Mutex
-	nextID  int
-	replies map[string]chan wireMsg
-	notes   []wireMsg
-	noteCh  chan struct{}
-	done    chan struct{}
-	wmu     sync.Mutex
-	// ws, when set, sends one message over a WebSocket instead of stdin.
-	ws func(body []byte)
-	// onRequest, when set, answers the server's requests (result, or an
-	// error); unset, they are answered "method not found".
-	onRequest func(m wireMsg) (any, *wireError)
+// replyWait bounds the wait for one reply. A prompt through a real harness
+// takes seconds; on a two-core machine loaded by other work one took over a
+// minute, so the bound only catches a reply that never comes. noteWait
+// bounds the wait for an awaited notification.
+const (
+	replyWait = 5 * time.Minute
+	noteWait  = 60 * time.Second
+)
+
+// clientOptions are the client's options, saying stderr on a failure.
+func clientOptions(stderr *strings.Builder, mu *sync.Mutex) rpctest.Options {
+	return rpctest.Options{ReplyWait: replyWait, NoteWait: noteWait, Diagnostics: func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return stderr.String()
+	}}
 }
 
 // startBridge runs `bridge serve` on dataDir with extra environment.
@@ -118,17 +106,16 @@ func startProcess(t testing.TB, cmd *exec.Cmd, env ...string) *client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &client{t: t, cmd: cmd, stdin: stdin, stderr: &strings.Builder{}, replies: map[string]chan wireMsg{},
-		noteCh: make(chan struct{}, 1), done: make(chan struct{})}
-	cmd.Stderr = &lockedWriter{b: c.stderr}
+	stderr := &lockedWriter{b: &strings.Builder{}}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go c.readLoop(bufio.NewReader(stdout))
+	c := &client{Client: rpctest.NewFramed(t, stdout, stdin, clientOptions(stderr.b, &stderr.mu)), t: t, cmd: cmd, stdin: stdin, stderr: stderr.b}
 	t.Cleanup(func() {
 		_ = c.stdin.Close()
 		select {
-		case <-c.done:
+		case <-c.Done():
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
 		}
@@ -148,163 +135,16 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 	return w.b.Write(p)
 }
 
-func (c *client) readLoop(r *bufio.Reader) {
-	defer close(c.done)
-	for {
-		n := -1
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			line = strings.TrimRight(line, "\r\n")
-			if line == "" {
-				break
-			}
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(strings.TrimSpace(k), "Content-Length") {
-				n, _ = strconv.Atoi(strings.TrimSpace(v))
-			}
-		}
-		if n < 0 {
-			c.t.Errorf("frame without Content-Length from the server")
-			return
-		}
-		body := make([]byte, n)
-		if _, err := io.ReadFull(r, body); err != nil {
-			return
-		}
-		if !c.deliver(body) {
-			return
-		}
-	}
-}
-
-// deliver files one message from the server; false when it is not JSON.
-func (c *client) deliver(body []byte) bool {
-	{
-		var m wireMsg
-		if err := json.Unmarshal(body, &m); err != nil {
-			c.t.Errorf("server sent invalid JSON: %v: %s", err, body)
-			return false
-		}
-		c.mu.Lock()
-		if m.Method != "" && len(m.ID) == 0 {
-			c.notes = append(c.notes, m)
-			select {
-			case c.noteCh <- struct{}{}:
-			default:
-			}
-		} else if m.Method != "" {
-			c.notes = append(c.notes, m) // kept with the notifications, for awaitNote
-			select {
-			case c.noteCh <- struct{}{}:
-			default:
-			}
-			if h := c.onRequest; h != nil {
-				go func() {
-					res, werr := h(m)
-					reply := map[string]any{"jsonrpc": "2.0", "id": m.ID}
-					if werr != nil {
-						reply["error"] = werr
-					} else {
-						reply["result"] = res
-					}
-					c.writeRaw(mustJSON(reply))
-				}()
-			} else {
-				// A request from the server: answer "method not found".
-				go c.writeRaw(mustJSON(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "not supported by the test client"}}))
-			}
-		} else {
-			m.NotesBefore = len(c.notes)
-			ch := c.replies[string(m.ID)]
-			if ch == nil {
-				ch = make(chan wireMsg, 1)
-				c.replies[string(m.ID)] = ch
-			}
-			ch <- m
-		}
-		c.mu.Unlock()
-	}
-	return true
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
-// writeRaw sends one frame with body as is.
-func (c *client) writeRaw(body []byte) {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if c.ws != nil {
-		c.ws(body)
-		return
-	}
-	fmt.Fprintf(c.stdin, "Content-Length: %d\r\n\r\n", len(body))
-	c.stdin.Write(body)
-}
-
-// send sends a request and returns its id (as the JSON text of the id).
-func (c *client) send(method string, params any) string {
-	c.mu.Lock()
-	c.nextID++
-	id := c.nextID
-	c.mu.Unlock()
-	c.sendWithID(strconv.Itoa(id), method, params)
-	return strconv.Itoa(id)
-}
-
 // sendWithID sends a request with the given raw JSON id.
 func (c *client) sendWithID(rawID, method string, params any) {
-	msg := map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(rawID), "method": method}
-	if params != nil {
-		msg["params"] = params
-	}
-	c.writeRaw(mustJSON(msg))
-}
-
-func (c *client) notify(method string, params any) {
-	msg := map[string]any{"jsonrpc": "2.0", "method": method}
-	if params != nil {
-		msg["params"] = params
-	}
-	c.writeRaw(mustJSON(msg))
-}
-
-// replyWait bounds the wait for one reply. A prompt through a real harness
-// takes seconds; on a two-core machine loaded by other work one took over a
-// minute, so the bound only catches a reply that never comes.
-const replyWait = 5 * time.Minute
-
-// wait returns the reply to rawID.
-func (c *client) wait(rawID string) wireMsg {
-	c.t.Helper()
-	c.mu.Lock()
-	ch := c.replies[rawID]
-	if ch == nil {
-		ch = make(chan wireMsg, 1)
-		c.replies[rawID] = ch
-	}
-	c.mu.Unlock()
-	select {
-	case m := <-ch:
-		return m
-	case <-time.After(replyWait):
-		c.t.Fatalf("no reply to request %s within %s; server stderr:\n%s", rawID, replyWait, c.stderr.String())
-	}
-	return wireMsg{}
+	c.Send(json.RawMessage(rawID), method, params)
 }
 
 // call sends a request, waits for the reply and decodes a successful
 // result into out.
 func (c *client) call(method string, params, out any) *wireError {
 	c.t.Helper()
-	m := c.wait(c.send(method, params))
+	m := c.Call(method, params)
 	if m.Error != nil {
 		return m.Error
 	}
@@ -316,45 +156,20 @@ func (c *client) call(method string, params, out any) *wireError {
 	return nil
 }
 
-// mustCall is call that fails the test on an error reply.
-func (c *client) mustCall(method string, params, out any) {
-	c.t.Helper()
-	if e := c.call(method, params, out); e != nil {
-		c.t.Fatalf("%s: error %d %s (data %s)", method, e.Code, e.Message, e.Data)
-	}
-}
-
-// awaitNote waits for a notification matching pred and returns it.
+// awaitNote waits for a notification or request from the server matching
+// pred and returns it.
 func (c *client) awaitNote(what string, pred func(wireMsg) bool) wireMsg {
 	c.t.Helper()
-	deadline := time.After(60 * time.Second)
-	seen := 0
-	for {
-		c.mu.Lock()
-		for ; seen < len(c.notes); seen++ {
-			if pred(c.notes[seen]) {
-				m := c.notes[seen]
-				c.mu.Unlock()
-				return m
-			}
-		}
-		c.mu.Unlock()
-		select {
-		case <-c.noteCh:
-		case <-deadline:
-			c.t.Fatalf("no %s notification; server stderr:\n%s", what, c.stderr.String())
-		}
-	}
+	return c.Await(what+" notification", func(m wireMsg) bool { return !m.IsReply() && pred(m) })
 }
 
-// notesOf returns the notifications with method received so far.
-func (c *client) notesOf(method string) []wireMsg {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// notes returns the notifications and requests from the server so far,
+// in arrival order.
+func (c *client) notes() []wireMsg {
 	var out []wireMsg
-	for _, n := range c.notes {
-		if n.Method == method {
-			out = append(out, n)
+	for _, m := range c.Messages() {
+		if !m.IsReply() {
+			out = append(out, m)
 		}
 	}
 	return out
@@ -373,28 +188,23 @@ func (c *client) initializeWith(caps, opts map[string]any) {
 	if opts != nil {
 		params["initializationOptions"] = opts
 	}
-	var res struct {
-		ServerInfo struct {
-			Name    string `json:"name"`
-			Version string `json:"version"`
-		} `json:"serverInfo"`
-	}
-	c.mustCall("initialize", params, &res)
+	var res schema.InitializeResult
+	c.MustCall("initialize", params, &res)
 	if res.ServerInfo.Name != "bridge" {
 		c.t.Fatalf("serverInfo.name = %q, want bridge", res.ServerInfo.Name)
 	}
-	c.notify("initialized", map[string]any{})
+	c.Notify("initialized", map[string]any{})
 }
 
 // exitCode sends shutdown (optionally) and exit and returns the exit code.
 func (c *client) exit(shutdown bool) int {
 	c.t.Helper()
 	if shutdown {
-		c.mustCall("shutdown", nil, nil)
+		c.MustCall("shutdown", nil, nil)
 	}
-	c.notify("exit", nil)
+	c.Notify("exit", nil)
 	select {
-	case <-c.done:
+	case <-c.Done():
 	case <-time.After(20 * time.Second):
 		c.t.Fatalf("server did not exit; stderr:\n%s", c.stderr.String())
 	}
@@ -407,4 +217,12 @@ func (c *client) exit(shutdown bool) int {
 	}
 	c.t.Fatalf("wait: %v", err)
 	return -1
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -34,7 +34,7 @@ func TestTwoProcessesOneDataDir(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 3; i++ {
-				x.c.mustCall("session/prompt", map[string]any{"sessionId": x.sid, "content": prompt("stream 400")}, nil)
+				x.c.MustCall("session/prompt", map[string]any{"sessionId": x.sid, "content": prompt("stream 400")}, nil)
 			}
 		}()
 	}

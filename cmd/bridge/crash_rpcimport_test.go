@@ -42,12 +42,12 @@ func TestCrashDuringImport(t *testing.T) {
 	for trial := 0; trial < trials; trial++ {
 		c := startBridge(t, dir)
 		c.initialize(nil)
-		c.send("session/import", map[string]any{"harness": "claude-code", "path": path})
+		c.Request("session/import", map[string]any{"harness": "claude-code", "path": path})
 		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
 		if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		<-c.done
+		<-c.Done()
 		_ = c.cmd.Wait()
 		ctx := context.Background()
 		db, err := storage.Open(ctx, filepath.Join(dir, DatabaseFile), storage.Options{})
@@ -70,22 +70,22 @@ func TestCrashDuringImport(t *testing.T) {
 		SessionID string `json:"sessionId"`
 		Entries   int    `json:"entries"`
 	}
-	c.mustCall("session/import", map[string]any{"harness": "claude-code", "path": path}, &first)
-	c.mustCall("session/import", map[string]any{"harness": "claude-code", "path": path}, &again)
+	c.MustCall("session/import", map[string]any{"harness": "claude-code", "path": path}, &first)
+	c.MustCall("session/import", map[string]any{"harness": "claude-code", "path": path}, &again)
 	if again.Entries != 0 || again.SessionID != first.SessionID {
 		t.Fatalf("re-import after completing: %+v (first %+v)", again, first)
 	}
 	var list struct {
 		Items []json.RawMessage `json:"items"`
 	}
-	c.mustCall("session/list", map[string]any{}, &list)
+	c.MustCall("session/list", map[string]any{}, &list)
 	if len(list.Items) != 1 {
 		t.Fatalf("%d sessions after the killed imports, want 1", len(list.Items))
 	}
 	var hist struct {
 		Entries []json.RawMessage `json:"entries"`
 	}
-	c.mustCall("session/history", map[string]any{"sessionId": first.SessionID, "maxMessages": 1000000}, &hist)
+	c.MustCall("session/history", map[string]any{"sessionId": first.SessionID, "maxMessages": 1000000}, &hist)
 	if len(hist.Entries) != n {
 		t.Fatalf("history holds %d entries after the imports, want %d", len(hist.Entries), n)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core/campaign"
+	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/storage"
 )
 
@@ -26,20 +27,20 @@ func TestCrashWhileStreaming(t *testing.T) {
 		c := startBridge(t, dir)
 		c.initialize(nil)
 		sid := createFake(t, c)
-		c.send("session/prompt", map[string]any{"sessionId": sid, "content": prompt("stream 5000")})
+		c.Request("session/prompt", map[string]any{"sessionId": sid, "content": prompt("stream 5000")})
 		// Wait for the stream to start, then kill at a random moment.
 		c.awaitNote("session/update", func(m wireMsg) bool { return m.Method == "session/update" })
 		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
 		if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		<-c.done
+		<-c.Done()
 		_ = c.cmd.Wait()
 
 		announced := map[string]bool{}
-		for _, n := range c.notesOf("session/update") {
+		for _, n := range c.Sent("session/update") {
 			var u struct {
-				Entry entryWire `json:"entry"`
+				Entry schema.Entry `json:"entry"`
 			}
 			if err := json.Unmarshal(n.Params, &u); err != nil {
 				t.Fatal(err)
@@ -73,7 +74,7 @@ func TestCrashWhileStreaming(t *testing.T) {
 	var list struct {
 		Items []json.RawMessage `json:"items"`
 	}
-	c.mustCall("session/list", map[string]any{}, &list)
+	c.MustCall("session/list", map[string]any{}, &list)
 	if len(list.Items) != trials {
 		t.Fatalf("after %d killed runs, %d sessions listed, want %d", trials, len(list.Items), trials)
 	}

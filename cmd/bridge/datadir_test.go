@@ -65,7 +65,7 @@ func TestExistingDataDirModeUnchanged(t *testing.T) {
 			if args[0] == "serve" {
 				c := startBridge(t, dir)
 				c.initialize(nil)
-				c.mustCall("session/list", map[string]any{}, nil)
+				c.MustCall("session/list", map[string]any{}, nil)
 				if code := c.exit(true); code != 0 {
 					t.Fatalf("serve: exit %d", code)
 				}

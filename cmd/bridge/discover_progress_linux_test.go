@@ -26,7 +26,7 @@ func TestDiscoverProgress(t *testing.T) {
 			Imported int    `json:"imported"`
 		} `json:"discovered"`
 	}
-	c.mustCall("session/import", map[string]any{"discover": true, "workDoneToken": "disc-1"}, &res)
+	c.MustCall("session/import", map[string]any{"discover": true, "workDoneToken": "disc-1"}, &res)
 	imported := 0
 	for _, d := range res.Discovered {
 		imported += d.Imported
@@ -36,7 +36,7 @@ func TestDiscoverProgress(t *testing.T) {
 	}
 	kinds := map[string]int{}
 	reports := 0
-	for _, n := range c.notesOf("$/progress") {
+	for _, n := range c.Sent("$/progress") {
 		var p struct {
 			Token any `json:"token"`
 			Value struct {

@@ -63,7 +63,7 @@ func TestDiskFullIsNamed(t *testing.T) {
 	c := startBridge(t, data)
 	c.initialize(nil)
 	sid := createFake(t, c)
-	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say before the disk filled")}, nil)
+	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say before the disk filled")}, nil)
 	filler := fillDisk(t, disk)
 
 	named := func(what string, e *wireError) {
@@ -71,7 +71,7 @@ func TestDiskFullIsNamed(t *testing.T) {
 		if e == nil {
 			t.Fatalf("%s succeeded on a full disk", what)
 		}
-		if !strings.Contains(e.Message, "disk full") || e.dataCode() != "unavailable" ||
+		if !strings.Contains(e.Message, "disk full") || e.DataCode() != "unavailable" ||
 			strings.Contains(e.Message, "fake") || strings.Contains(e.Message, "internal error") {
 			t.Fatalf("%s: error %d %q (data %s); want \"disk full\", code unavailable", what, e.Code, e.Message, e.Data)
 		}
@@ -84,7 +84,7 @@ func TestDiskFullIsNamed(t *testing.T) {
 			SessionID string `json:"sessionId"`
 		} `json:"items"`
 	}
-	c.mustCall("session/list", map[string]any{}, &list)
+	c.MustCall("session/list", map[string]any{}, &list)
 	if len(list.Items) != 1 || list.Items[0].SessionID != sid {
 		t.Fatalf("sessions on the full disk: %+v; want only %s (the import kept nothing)", list.Items, sid)
 	}
@@ -102,14 +102,14 @@ func TestDiskFullIsNamed(t *testing.T) {
 	}
 	c = startBridge(t, data)
 	c.initialize(nil)
-	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say after the disk was freed")}, nil)
+	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say after the disk was freed")}, nil)
 	var hist struct {
 		Entries []struct {
 			Kind    string          `json:"kind"`
 			Payload json.RawMessage `json:"payload"`
 		} `json:"entries"`
 	}
-	c.mustCall("session/history", map[string]any{"sessionId": sid}, &hist)
+	c.MustCall("session/history", map[string]any{"sessionId": sid}, &hist)
 	var texts []string
 	for _, e := range hist.Entries {
 		if e.Kind == "assistant.message" {

@@ -16,6 +16,7 @@ import (
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/adapters/dsh/dshtest"
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // acpxEnv runs the real acpx (npm, pinned) with Node 22 against
@@ -123,14 +124,14 @@ func mustContain(t *testing.T, what, out string, wants ...string) {
 
 // recordedKinds returns the kinds of a session's entries, in order, read
 // through the binary's own history command.
-func recordedKinds(t *testing.T, dataDir, sid string) ([]string, []entryWire) {
+func recordedKinds(t *testing.T, dataDir, sid string) ([]string, []schema.Entry) {
 	t.Helper()
 	out, err := exec.Command(binPath, "--data-dir", dataDir, "history", sid, "--json").Output()
 	if err != nil {
 		t.Fatalf("bridge history %s: %v", sid, err)
 	}
 	var h struct {
-		Entries []entryWire `json:"entries"`
+		Entries []schema.Entry `json:"entries"`
 	}
 	if err := json.Unmarshal(out, &h); err != nil {
 		t.Fatalf("history: %v\n%s", err, out)

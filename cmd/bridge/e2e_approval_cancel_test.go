@@ -19,22 +19,22 @@ func TestE2EApprovalCancelledTurn(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	c := startBridge(t, h.dataDir)
-	c.onRequest = func(m wireMsg) (any, *wireError) {
+	c.SetOnRequest(func(m wireMsg) (any, *wireError) {
 		<-release // a user who never answers
 		return nil, &wireError{Code: -32800, Message: "too late"}
-	}
+	})
 	c.initializeWith(map[string]any{"session": map[string]any{"requestPermission": true}}, nil)
 	sid := h.create(t, c, "claude-code", "cancel")
-	id := c.send("session/prompt", map[string]any{"sessionId": sid, "content": prompt("create cancelled.txt")})
+	id := c.Request("session/prompt", map[string]any{"sessionId": sid, "content": prompt("create cancelled.txt")})
 	ask := c.awaitNote("session/requestPermission", func(m wireMsg) bool { return m.Method == "session/requestPermission" })
-	c.mustCall("session/cancel", map[string]any{"sessionId": sid}, nil)
+	c.MustCall("session/cancel", map[string]any{"sessionId": sid}, nil)
 	c.awaitNote("$/cancelRequest for the permission request", func(m wireMsg) bool {
 		var p struct {
 			ID json.RawMessage `json:"id"`
 		}
 		return m.Method == "$/cancelRequest" && json.Unmarshal(m.Params, &p) == nil && string(p.ID) == string(ask.ID)
 	})
-	reply := c.wait(id)
+	reply := c.Reply(id)
 	if reply.Error != nil {
 		t.Fatalf("session/prompt after cancel: %+v", reply.Error)
 	}

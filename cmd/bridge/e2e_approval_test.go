@@ -10,6 +10,7 @@ import (
 
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // These tests drive the real harness programs through the bridge binary
@@ -38,35 +39,19 @@ func toolOnce(h *harnessEnv, match string, call *fakemodel.ToolCall) {
 	})
 }
 
-// permissionParams is the session/requestPermission params a client reads.
-type permissionParams struct {
-	SessionID string `json:"sessionId"`
-	ToolCall  struct {
-		ToolCallID string          `json:"toolCallId"`
-		Title      string          `json:"title"`
-		Kind       string          `json:"kind"`
-		RawInput   json.RawMessage `json:"rawInput"`
-	} `json:"toolCall"`
-	Options []struct {
-		OptionID string `json:"optionId"`
-		Name     string `json:"name"`
-		Kind     string `json:"kind"`
-	} `json:"options"`
-}
-
 // answering is a client's user: it answers each session/requestPermission
 // with the option of the next kind in kinds, and keeps what it was asked.
 type answering struct {
 	mu    sync.Mutex
 	kinds []string
-	asked []permissionParams
+	asked []schema.SessionRequestPermissionParams
 }
 
 func (a *answering) handle(m wireMsg) (any, *wireError) {
 	if m.Method != "session/requestPermission" {
 		return nil, &wireError{Code: -32601, Message: "not supported"}
 	}
-	var p permissionParams
+	var p schema.SessionRequestPermissionParams
 	if err := json.Unmarshal(m.Params, &p); err != nil {
 		return nil, &wireError{Code: -32602, Message: err.Error()}
 	}
@@ -79,17 +64,17 @@ func (a *answering) handle(m wireMsg) (any, *wireError) {
 	want := a.kinds[0]
 	a.kinds = a.kinds[1:]
 	for _, o := range p.Options {
-		if o.Kind == want {
+		if string(o.Kind) == want {
 			return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": o.OptionID}}, nil
 		}
 	}
 	return nil, &wireError{Code: -32602, Message: "no option of kind " + want}
 }
 
-func (a *answering) requests() []permissionParams {
+func (a *answering) requests() []schema.SessionRequestPermissionParams {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]permissionParams(nil), a.asked...)
+	return append([]schema.SessionRequestPermissionParams(nil), a.asked...)
 }
 
 // approvalCase is one harness's tool call that needs permission.
@@ -194,7 +179,7 @@ func TestE2EApprovalsRelayedToTheClient(t *testing.T) {
 			toolOnce(h, "create second.txt", tc.call(h, "second.txt"))
 			user := &answering{kinds: []string{"allow_once", "reject_once"}}
 			c := startBridge(t, h.dataDir)
-			c.onRequest = user.handle
+			c.SetOnRequest(user.handle)
 			c.initializeWith(map[string]any{"session": map[string]any{"requestPermission": true}}, nil)
 			sid := h.create(t, c, tc.harness, "approvals")
 
@@ -206,7 +191,7 @@ func TestE2EApprovalsRelayedToTheClient(t *testing.T) {
 			p := asked[0]
 			kinds := map[string]bool{}
 			for _, o := range p.Options {
-				kinds[o.Kind] = true
+				kinds[string(o.Kind)] = true
 			}
 			if p.SessionID != sid || p.ToolCall.ToolCallID == "" || p.ToolCall.Title == "" || p.ToolCall.Kind == "" ||
 				len(p.ToolCall.RawInput) == 0 || !kinds["allow_once"] || !kinds["reject_once"] {
@@ -228,7 +213,7 @@ func TestE2EApprovalsRelayedToTheClient(t *testing.T) {
 			var pr struct {
 				StopReason string `json:"stopReason"`
 			}
-			c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("create second.txt")}, &pr)
+			c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("create second.txt")}, &pr)
 			if pr.StopReason == "error" {
 				t.Fatalf("the refused turn ended with an error")
 			}
@@ -266,7 +251,7 @@ func TestE2EApprovalsWithoutTheCapabilityAreRejected(t *testing.T) {
 			toolOnce(h, "create third.txt", tc.call(h, "third.txt"))
 			user := &answering{kinds: []string{"allow_once"}}
 			c := startBridge(t, h.dataDir)
-			c.onRequest = user.handle
+			c.SetOnRequest(user.handle)
 			c.initialize(nil) // no capabilities.session.requestPermission
 			sid := h.create(t, c, tc.harness, "no capability")
 			say(t, c, sid, "create third.txt")

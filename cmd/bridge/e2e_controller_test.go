@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // These tests drive the real Claude Code (and Codex) through the bridge
@@ -22,15 +23,13 @@ import (
 
 // savedNotes returns the session/checkpointSaved notifications of sid with
 // reason, in arrival order, with their index among all notifications.
-func savedNotes(c *client, sid, reason string) (notes []checkpointSavedNote, at []int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i, m := range c.notes {
+func savedNotes(c *client, sid, reason string) (notes []schema.CheckpointSavedNotification, at []int) {
+	for i, m := range c.notes() {
 		if m.Method != "session/checkpointSaved" {
 			continue
 		}
-		var n checkpointSavedNote
-		if json.Unmarshal(m.Params, &n) == nil && n.SessionID == sid && n.Reason == reason {
+		var n schema.CheckpointSavedNotification
+		if json.Unmarshal(m.Params, &n) == nil && n.SessionID == sid && string(n.Reason) == reason {
 			notes = append(notes, n)
 			at = append(at, i)
 		}
@@ -39,12 +38,12 @@ func savedNotes(c *client, sid, reason string) (notes []checkpointSavedNote, at 
 }
 
 // awaitSaved waits for a session/checkpointSaved of sid with reason.
-func awaitSaved(t *testing.T, c *client, sid, reason string) checkpointSavedNote {
+func awaitSaved(t *testing.T, c *client, sid, reason string) schema.CheckpointSavedNotification {
 	t.Helper()
-	var n checkpointSavedNote
+	var n schema.CheckpointSavedNotification
 	c.awaitNote("session/checkpointSaved "+reason, func(m wireMsg) bool {
-		var x checkpointSavedNote
-		if m.Method != "session/checkpointSaved" || json.Unmarshal(m.Params, &x) != nil || x.SessionID != sid || x.Reason != reason {
+		var x schema.CheckpointSavedNotification
+		if m.Method != "session/checkpointSaved" || json.Unmarshal(m.Params, &x) != nil || x.SessionID != sid || string(x.Reason) != reason {
 			return false
 		}
 		n = x
@@ -140,7 +139,7 @@ func TestE2EClaudeShutdownCheckpoint(t *testing.T) {
 	c := h.start(t)
 	sid := h.create(t, c, "claude-code", "shutdown")
 	say(t, c, sid, "The server must listen on port 55837; the listener is in internal/server/listen.go.")
-	reply := c.wait(c.send("shutdown", nil))
+	reply := c.Reply(c.Request("shutdown", nil))
 	if reply.Error != nil {
 		t.Fatalf("shutdown: %+v", reply.Error)
 	}
@@ -148,7 +147,7 @@ func TestE2EClaudeShutdownCheckpoint(t *testing.T) {
 	if len(notes) != 1 || at[0] >= reply.NotesBefore {
 		t.Fatalf("before_shutdown notifications %+v at %v; the shutdown reply came after %d notifications: want one, before it", notes, at, reply.NotesBefore)
 	}
-	c.notify("exit", nil)
+	c.Notify("exit", nil)
 	if code := waitExit(t, c); code != 0 {
 		t.Fatalf("exit code %d", code)
 	}
@@ -174,7 +173,7 @@ func TestE2EClaudeShutdownCheckpoint(t *testing.T) {
 func waitExit(t *testing.T, c *client) int {
 	t.Helper()
 	select {
-	case <-c.done:
+	case <-c.Done():
 	case <-time.After(60 * time.Second):
 		t.Fatalf("bridge did not exit; stderr:\n%s", c.stderr.String())
 	}
@@ -203,8 +202,8 @@ func TestE2EClaudeIdleSuspend(t *testing.T) {
 	n := awaitSaved(t, c, sid, "before_suspend")
 	c.awaitNote("session.status suspended", func(m wireMsg) bool {
 		var u struct {
-			SessionID string    `json:"sessionId"`
-			Entry     entryWire `json:"entry"`
+			SessionID string       `json:"sessionId"`
+			Entry     schema.Entry `json:"entry"`
 		}
 		return m.Method == "session/update" && json.Unmarshal(m.Params, &u) == nil &&
 			strings.Contains(string(m.Params), `"suspended"`) && strings.Contains(string(m.Params), sid)
@@ -214,7 +213,7 @@ func TestE2EClaudeIdleSuspend(t *testing.T) {
 	}
 	before := len(h.fake.Requests())
 	say(t, c, sid, "Remind me: what port?")
-	var note restoredResult
+	var note schema.SessionResumeResult
 	c.awaitNote("session/restored", func(m wireMsg) bool {
 		return m.Method == "session/restored" && json.Unmarshal(m.Params, &note) == nil && note.SessionID == sid
 	})
@@ -265,13 +264,11 @@ func TestE2EClaudeVersionChangeCheckpoint(t *testing.T) {
 		t.Fatalf("before_native_resume notifications %+v: want one, reconstructed", notes)
 	}
 	restoredAt := -1
-	c.mu.Lock()
-	for i, m := range c.notes {
+	for i, m := range c.notes() {
 		if m.Method == "session/restored" {
 			restoredAt = i
 		}
 	}
-	c.mu.Unlock()
 	if restoredAt < at[0] {
 		t.Errorf("the checkpoint (notification %d) must come before the restoration (%d)", at[0], restoredAt)
 	}
@@ -349,7 +346,7 @@ func TestE2EClaudeEditEvidence(t *testing.T) {
 	var cs struct {
 		SessionID string `json:"sessionId"`
 	}
-	c.mustCall("session/create", map[string]any{"harness": "claude-code", "cwd": h.cwd, "title": "evidence", "preset": "writer"}, &cs)
+	c.MustCall("session/create", map[string]any{"harness": "claude-code", "cwd": h.cwd, "title": "evidence", "preset": "writer"}, &cs)
 	sid := cs.SessionID
 	say(t, c, sid, "EVIDENCE-TURN: write the port constant to listen.go.")
 	if b, err := os.ReadFile(file); err != nil || !strings.Contains(string(b), "55837") {
@@ -365,8 +362,8 @@ func TestE2EClaudeEditEvidence(t *testing.T) {
 	if !art {
 		t.Fatalf("no artifact.created for %s: %v", file, kinds(history(t, c, sid)))
 	}
-	var res checkpointResult
-	c.mustCall("session/checkpoint", map[string]any{"sessionId": sid}, &res)
+	var res schema.SessionCheckpointResult
+	c.MustCall("session/checkpoint", map[string]any{"sessionId": sid}, &res)
 	var req string
 	for _, r := range h.fake.Requests() {
 		if strings.Contains(r.LastUserText, checkpointMarker) {

@@ -12,6 +12,7 @@ import (
 	"github.com/bridge-dev/bridge/adapters/dsh/dshtest"
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // TestE2EDSH drives the real DeepSeek Harness through the bridge binary:
@@ -35,7 +36,7 @@ func TestE2EDSH(t *testing.T) {
 			Missing []string `json:"missing"`
 		} `json:"adapters"`
 	}
-	c.mustCall("bridge/doctor", map[string]any{"harness": "dsh"}, &doc)
+	c.MustCall("bridge/doctor", map[string]any{"harness": "dsh"}, &doc)
 	if len(doc.Adapters) != 1 || !doc.Adapters[0].OK || doc.Adapters[0].Version == "" {
 		t.Fatalf("bridge/doctor dsh = %+v", doc)
 	}
@@ -46,7 +47,7 @@ func TestE2EDSH(t *testing.T) {
 		By      string `json:"by"`
 		EntryID string `json:"entryId"`
 	}
-	c.mustCall("session/compact", map[string]any{"sessionId": sid}, &cr)
+	c.MustCall("session/compact", map[string]any{"sessionId": sid}, &cr)
 	if cr.By != "harness" {
 		t.Fatalf("session/compact = %+v, want by harness", cr)
 	}
@@ -63,7 +64,7 @@ func TestE2EDSH(t *testing.T) {
 	if note.Harness != "dsh" || note.Trigger != "manual" || note.PreTokens <= 0 || note.ShadowedTokens <= 0 {
 		t.Errorf("session/contextCompacted = %+v, want dsh, manual, preTokens from DSH's gauge and shadowedTokens from its shadowedTokenCount", note)
 	}
-	if n := len(c.notesOf("session/contextCompacted")); n != 1 {
+	if n := len(c.Sent("session/contextCompacted")); n != 1 {
 		t.Errorf("%d session/contextCompacted notifications, want 1", n)
 	}
 	if code := c.exit(true); code != 0 {
@@ -167,8 +168,8 @@ func TestE2EMigrateForeignDSHSession(t *testing.T) {
 	if l := listSessions(t, c, true); len(l) != 0 {
 		t.Fatalf("bridge already records %+v", l)
 	}
-	var p previewResult
-	c.mustCall("migration/preview", map[string]any{"source": map[string]any{"harness": "dsh", "nativeSessionId": native},
+	var p schema.MigrationPreviewResult
+	c.MustCall("migration/preview", map[string]any{"source": map[string]any{"harness": "dsh", "nativeSessionId": native},
 		"target": map[string]any{"harness": "claude-code", "model": "sonnet"}}, &p)
 	if !strings.Contains(p.Summary, "55837") || len(p.Sections) != 5 {
 		t.Fatalf("migration/preview of the DSH session = %+v", p)
@@ -192,8 +193,8 @@ func TestE2EMigrateForeignDSHSession(t *testing.T) {
 	}
 
 	before := len(h.fake.Requests())
-	var x executeResult
-	c.mustCall("migration/execute", map[string]any{"previewId": p.PreviewID, "inject": "prompt"}, &x)
+	var x schema.MigrationExecuteResult
+	c.MustCall("migration/execute", map[string]any{"previewId": p.PreviewID, "inject": "prompt"}, &x)
 	if !x.KickoffSent || !containsAny(x.Warnings, "recovered from dsh's session.attachment") {
 		t.Fatalf("migration/execute = %+v, want the kickoff sent with the image recovered from DSH", x)
 	}
@@ -250,8 +251,8 @@ func TestMigrateForeignDSHSessionWindow(t *testing.T) {
 	before := len(srv.Calls())
 
 	c := h.start(t)
-	var p previewResult
-	c.mustCall("migration/preview", map[string]any{"source": map[string]any{"harness": "dsh", "nativeSessionId": native},
+	var p schema.MigrationPreviewResult
+	c.MustCall("migration/preview", map[string]any{"source": map[string]any{"harness": "dsh", "nativeSessionId": native},
 		"target": map[string]any{"harness": "dsh", "preset": "minimal"}}, &p)
 	if !strings.Contains(p.Summary, "55837") {
 		t.Fatalf("preview = %+v", p)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // TestE2EForkClaudeToCodex forks a real Claude Code session at an earlier
@@ -24,9 +26,9 @@ func TestE2EForkClaudeToCodex(t *testing.T) {
 	say(t, c, src, "And the third code word CHARLIE-THREE.")
 
 	var hist struct {
-		Entries []entryWire `json:"entries"`
+		Entries []schema.Entry `json:"entries"`
 	}
-	c.mustCall("session/history", map[string]any{"sessionId": src, "maxMessages": 100}, &hist)
+	c.MustCall("session/history", map[string]any{"sessionId": src, "maxMessages": 100}, &hist)
 	// The fork point: the last entry before the third user message.
 	at := ""
 	for i, e := range hist.Entries {
@@ -51,7 +53,7 @@ func TestE2EForkClaudeToCodex(t *testing.T) {
 			Harness   string `json:"harness"`
 		} `json:"origin"`
 	}
-	c.mustCall("session/fork", map[string]any{"sessionId": src, "entryId": at, "target": map[string]any{"harness": "codex"}}, &res)
+	c.MustCall("session/fork", map[string]any{"sessionId": src, "entryId": at, "target": map[string]any{"harness": "codex"}}, &res)
 	if res.SessionID == "" || res.SessionID == src || res.Harness != "codex" || res.Origin.SessionID != src ||
 		res.Origin.EntryID != at || res.Origin.Harness != "claude-code" || res.ProjectedEntries < 4 {
 		t.Fatalf("session/fork = %+v", res)
@@ -81,9 +83,9 @@ func TestE2EForkClaudeToCodex(t *testing.T) {
 		t.Fatalf("the source changed: %d entries (was %d)", n1, n0)
 	}
 	var fh struct {
-		Entries []entryWire `json:"entries"`
+		Entries []schema.Entry `json:"entries"`
 	}
-	c.mustCall("session/history", map[string]any{"sessionId": res.SessionID, "maxMessages": 100}, &fh)
+	c.MustCall("session/history", map[string]any{"sessionId": res.SessionID, "maxMessages": 100}, &fh)
 	var origin map[string]any
 	for _, e := range fh.Entries {
 		if e.Kind == "user.message" && origin == nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // These tests drive the real Claude Code program through the bridge binary
@@ -35,31 +36,15 @@ func inProse(obj string) string {
 	return "Sure, here is the checkpoint you asked for.\n\n```json\n" + obj + "\n```\n\nLet me know if anything is missing."
 }
 
-type checkpointResult struct {
-	EntryID    string `json:"entryId"`
-	Provenance string `json:"provenance"`
-	Reason     string `json:"reason"`
-	Method     string `json:"method"`
-}
-
-type checkpointSavedNote struct {
-	SessionID  string `json:"sessionId"`
-	EntryID    string `json:"entryId"`
-	Reason     string `json:"reason"`
-	Provenance string `json:"provenance"`
-	Method     string `json:"method"`
-	Hot        bool   `json:"hot"`
-}
-
 // awaitCheckpointSaved waits for the session/checkpointSaved of entryID.
-func awaitCheckpointSaved(t *testing.T, c *client, entryID string) checkpointSavedNote {
+func awaitCheckpointSaved(t *testing.T, c *client, entryID string) schema.CheckpointSavedNotification {
 	t.Helper()
-	var n checkpointSavedNote
+	var n schema.CheckpointSavedNotification
 	c.awaitNote("session/checkpointSaved "+entryID, func(m wireMsg) bool {
 		if m.Method != "session/checkpointSaved" {
 			return false
 		}
-		var x checkpointSavedNote
+		var x schema.CheckpointSavedNotification
 		if json.Unmarshal(m.Params, &x) != nil || x.EntryID != entryID {
 			return false
 		}
@@ -74,7 +59,7 @@ func awaitCheckpointSaved(t *testing.T, c *client, entryID string) checkpointSav
 // summary, and that the session head and the audit log agree. It returns
 // the entries after the previous commit (or from the root), up to and
 // excluding the checkpoint entry.
-func checkCommit(t *testing.T, h *harnessEnv, c *client, sid string, res checkpointResult, summary string) []entryWire {
+func checkCommit(t *testing.T, h *harnessEnv, c *client, sid string, res schema.SessionCheckpointResult, summary string) []schema.Entry {
 	t.Helper()
 	es := history(t, c, sid)
 	n := len(es)
@@ -122,7 +107,7 @@ func checkCommit(t *testing.T, h *harnessEnv, c *client, sid string, res checkpo
 		if err := json.Unmarshal(a.Body, &body); err != nil {
 			t.Fatal(err)
 		}
-		if body.Provenance != res.Provenance {
+		if body.Provenance != string(res.Provenance) {
 			continue
 		}
 		found = true
@@ -130,7 +115,7 @@ func checkCommit(t *testing.T, h *harnessEnv, c *client, sid string, res checkpo
 		if body.AppendedDecisions+body.AppendedFiles > 0 {
 			want = "agent+controller"
 		}
-		if res.Provenance != want {
+		if string(res.Provenance) != want {
 			t.Errorf("provenance %q, but the audit says %d decisions and %d files were appended", res.Provenance, body.AppendedDecisions, body.AppendedFiles)
 		}
 	}
@@ -149,7 +134,7 @@ func checkCommit(t *testing.T, h *harnessEnv, c *client, sid string, res checkpo
 }
 
 // requestAttempts returns the attempts of the compaction.requested entries.
-func requestAttempts(t *testing.T, es []entryWire) []int {
+func requestAttempts(t *testing.T, es []schema.Entry) []int {
 	t.Helper()
 	var out []int
 	for _, e := range es {
@@ -179,8 +164,8 @@ func TestE2EClaudeCheckpoint(t *testing.T) {
 	sid := h.create(t, c, "claude-code", "checkpoints")
 	say(t, c, sid, "The server must listen on port 55837; the listener is in internal/server/listen.go.")
 
-	var res checkpointResult
-	c.mustCall("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, &res)
+	var res schema.SessionCheckpointResult
+	c.MustCall("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, &res)
 	if res.EntryID == "" || res.Reason != "manual" || (res.Provenance != "agent" && res.Provenance != "agent+controller") {
 		t.Fatalf("session/checkpoint = %+v", res)
 	}
@@ -206,8 +191,8 @@ func TestE2EClaudeCheckpoint(t *testing.T) {
 
 	// Garbage first: one repair prompt, then success.
 	say(t, c, sid, "Keep port 55837 but also add a health check.")
-	var res2 checkpointResult
-	c.mustCall("session/checkpoint", map[string]any{"sessionId": sid}, &res2)
+	var res2 schema.SessionCheckpointResult
+	c.MustCall("session/checkpoint", map[string]any{"sessionId": sid}, &res2)
 	if res2.EntryID == "" || res2.EntryID == res.EntryID {
 		t.Fatalf("second checkpoint = %+v", res2)
 	}
@@ -238,7 +223,7 @@ func TestE2EClaudeCheckpoint(t *testing.T) {
 	if repair == nil || !strings.Contains(requestText(*repair), "The checkpoint is done, everything is saved.") {
 		t.Errorf("the repair prompt did not go to the same conversation as the unusable reply")
 	}
-	if n := len(c.notesOf("session/checkpointSaved")); n != 2 {
+	if n := len(c.Sent("session/checkpointSaved")); n != 2 {
 		t.Errorf("%d session/checkpointSaved notifications, want 2", n)
 	}
 	if code := c.exit(true); code != 0 {
@@ -265,11 +250,11 @@ func TestE2EClaudeCheckpointTimeout(t *testing.T) {
 	say(t, c, sid, "The server must listen on port 55837.")
 
 	e := c.call("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, nil)
-	if e == nil || e.dataCode() != "timeout" {
+	if e == nil || e.DataCode() != "timeout" {
 		t.Fatalf("session/checkpoint with no reply: %+v, want data.code timeout", e)
 	}
 	es := history(t, c, sid)
-	var failed []entryWire
+	var failed []schema.Entry
 	for _, x := range es {
 		switch x.Kind {
 		case "compaction.failed":
@@ -292,7 +277,7 @@ func TestE2EClaudeCheckpointTimeout(t *testing.T) {
 	if len(rows) != 1 || !strings.Contains(string(rows[0].Body), `"code":"timeout"`) {
 		t.Errorf("compaction.failed audit rows %+v, want one with code timeout", rows)
 	}
-	if n := len(c.notesOf("session/checkpointSaved")); n != 0 {
+	if n := len(c.Sent("session/checkpointSaved")); n != 0 {
 		t.Errorf("%d session/checkpointSaved notifications for a failed checkpoint", n)
 	}
 
@@ -300,8 +285,8 @@ func TestE2EClaudeCheckpointTimeout(t *testing.T) {
 	// checkpoint both work.
 	hang.Store(false)
 	say(t, c, sid, "Are you still there? The port stays 55837.")
-	var res checkpointResult
-	c.mustCall("session/checkpoint", map[string]any{"sessionId": sid}, &res)
+	var res schema.SessionCheckpointResult
+	c.MustCall("session/checkpoint", map[string]any{"sessionId": sid}, &res)
 	awaitCheckpointSaved(t, c, res.EntryID)
 	checkCommit(t, h, c, sid, res, "CKPT-AFTER-TIMEOUT: port 55837")
 	if code := c.exit(true); code != 0 {
@@ -309,21 +294,13 @@ func TestE2EClaudeCheckpointTimeout(t *testing.T) {
 	}
 }
 
-type restoredResult struct {
-	SessionID         string `json:"sessionId"`
-	Mode              string `json:"mode"`
-	Reason            string `json:"reason"`
-	NativeError       string `json:"nativeError"`
-	CheckpointEntryID string `json:"checkpointEntryId"`
-}
-
 // resume calls session/resume and returns its result and the matching
 // session/restored notification.
-func resume(t *testing.T, c *client, sid string) (restoredResult, restoredResult) {
+func resume(t *testing.T, c *client, sid string) (schema.SessionResumeResult, schema.SessionResumeResult) {
 	t.Helper()
-	var res restoredResult
-	c.mustCall("session/resume", map[string]any{"sessionId": sid}, &res)
-	var note restoredResult
+	var res schema.SessionResumeResult
+	c.MustCall("session/resume", map[string]any{"sessionId": sid}, &res)
+	var note schema.SessionResumeResult
 	c.awaitNote("session/restored", func(m wireMsg) bool {
 		return m.Method == "session/restored" && json.Unmarshal(m.Params, &note) == nil && note.SessionID == sid
 	})
@@ -343,8 +320,8 @@ func TestE2EClaudeRestore(t *testing.T) {
 	c := h.start(t)
 	sid := h.create(t, c, "claude-code", "restore")
 	say(t, c, sid, "The server must listen on port 55837; the listener is in internal/server/listen.go.")
-	var cp checkpointResult
-	c.mustCall("session/checkpoint", map[string]any{"sessionId": sid}, &cp)
+	var cp schema.SessionCheckpointResult
+	c.MustCall("session/checkpoint", map[string]any{"sessionId": sid}, &cp)
 	awaitCheckpointSaved(t, c, cp.EntryID)
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("bridge exit code %d", code)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // TestE2EHostedApprovalRelayed: a client that hosts sessions itself (the
@@ -27,7 +29,7 @@ func TestE2EHostedApprovalRelayed(t *testing.T) {
 			var mu sync.Mutex
 			var got []map[string]any
 			var asked int
-			c.onRequest = func(m wireMsg) (any, *wireError) {
+			c.SetOnRequest(func(m wireMsg) (any, *wireError) {
 				switch m.Method {
 				case "host/probe":
 					var caps []map[string]any
@@ -60,7 +62,7 @@ func TestE2EHostedApprovalRelayed(t *testing.T) {
 					mu.Lock()
 					asked++
 					mu.Unlock()
-					var p permissionParams
+					var p schema.SessionRequestPermissionParams
 					_ = json.Unmarshal(m.Params, &p)
 					if p.ToolCall.ToolCallID != "t-1" || p.ToolCall.Kind != "execute" {
 						return nil, &wireError{Code: -32602, Message: "unexpected request"}
@@ -68,7 +70,7 @@ func TestE2EHostedApprovalRelayed(t *testing.T) {
 					return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "allow_once"}}, nil
 				}
 				return nil, &wireError{Code: -32601, Message: "not supported"}
-			}
+			})
 			caps := map[string]any{}
 			if tc.declare {
 				caps["session"] = map[string]any{"requestPermission": true}
@@ -78,7 +80,7 @@ func TestE2EHostedApprovalRelayed(t *testing.T) {
 			var s struct {
 				SessionID string `json:"sessionId"`
 			}
-			c.mustCall("session/create", map[string]any{"harness": "go-host", "cwd": t.TempDir()}, &s)
+			c.MustCall("session/create", map[string]any{"harness": "go-host", "cwd": t.TempDir()}, &s)
 			say(t, c, s.SessionID, "deploy it")
 			mu.Lock()
 			defer mu.Unlock()

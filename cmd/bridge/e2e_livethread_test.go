@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // These tests hold Bridge to leaving the live conversation alone: a
@@ -168,8 +169,8 @@ func TestE2EClaudeCheckpointsLeaveLiveThread(t *testing.T) {
 	}
 
 	// Manual.
-	var res checkpointResult
-	c.mustCall("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, &res)
+	var res schema.SessionCheckpointResult
+	c.MustCall("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, &res)
 	if res.Method != "fork" {
 		t.Errorf("session/checkpoint = %+v, want method fork", res)
 	}
@@ -190,7 +191,7 @@ func TestE2EClaudeCheckpointsLeaveLiveThread(t *testing.T) {
 // checkpoint requests in all went to forks.
 func shutdownThenResume(t *testing.T, h *harnessEnv, c *client, sid, native, turn string, asked int, kept ...string) {
 	t.Helper()
-	reply := c.wait(c.send("shutdown", nil))
+	reply := c.Reply(c.Request("shutdown", nil))
 	if reply.Error != nil {
 		t.Fatalf("shutdown: %+v", reply.Error)
 	}
@@ -198,7 +199,7 @@ func shutdownThenResume(t *testing.T, h *harnessEnv, c *client, sid, native, tur
 	if len(notes) != 1 || notes[0].Method != "fork" {
 		t.Fatalf("before_shutdown notifications %+v, want one by a fork", notes)
 	}
-	c.notify("exit", nil)
+	c.Notify("exit", nil)
 	if code := waitExit(t, c); code != 0 {
 		t.Fatalf("exit code %d", code)
 	}
@@ -248,8 +249,8 @@ func TestE2ECodexCheckpointsLeaveLiveThread(t *testing.T) {
 	native := sessionNative(t, db, sid)
 
 	say(t, c, sid, "TURN-ONE: the server listens on port 55837.")
-	var res checkpointResult
-	c.mustCall("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, &res)
+	var res schema.SessionCheckpointResult
+	c.MustCall("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, &res)
 	if res.Method != "fork" {
 		t.Errorf("session/checkpoint = %+v, want method fork", res)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // These tests migrate a task between the real Claude Code and Codex
@@ -40,40 +41,12 @@ Change the port in internal/server/listen.go to 55837 and run the tests.
 // api is the fake server's name for the provider API each harness calls.
 var api = map[string]string{"claude-code": "anthropic", "codex": "responses", "dsh": "chat"}
 
-type previewResult struct {
-	PreviewID string `json:"previewId"`
-	Path      string `json:"path"`
-	Summary   string `json:"summary"`
-	Sections  []struct {
-		Title string `json:"title"`
-		Body  string `json:"body"`
-	} `json:"sections"`
-	Stats    map[string]int `json:"stats"`
-	Warnings []string       `json:"warnings"`
-}
-
-type executeResult struct {
-	TargetSessionID  string   `json:"targetSessionId"`
-	ModelTransferred bool     `json:"modelTransferred"`
-	GoalCreated      bool     `json:"goalCreated"`
-	GoalPaused       bool     `json:"goalPaused"`
-	KickoffSent      bool     `json:"kickoffSent"`
-	Warnings         []string `json:"warnings"`
-}
-
-type listItem struct {
-	SessionID string `json:"sessionId"`
-	Harness   string `json:"harness"`
-	Title     string `json:"title"`
-	Archived  bool   `json:"archived"`
-}
-
-func listSessions(t *testing.T, c *client, archived bool) []listItem {
+func listSessions(t *testing.T, c *client, archived bool) []schema.SessionListItem {
 	t.Helper()
 	var l struct {
-		Items []listItem `json:"items"`
+		Items []schema.SessionListItem `json:"items"`
 	}
-	c.mustCall("session/list", map[string]any{"includeArchived": archived}, &l)
+	c.MustCall("session/list", map[string]any{"includeArchived": archived}, &l)
 	return l.Items
 }
 
@@ -120,8 +93,8 @@ func migrate(t *testing.T, from, to string) {
 
 	// Preview: the summary worker runs on the source's harness.
 	before := len(h.fake.Requests())
-	var p previewResult
-	c.mustCall("migration/preview", map[string]any{"sessionId": src, "target": map[string]any{"harness": to}}, &p)
+	var p schema.MigrationPreviewResult
+	c.MustCall("migration/preview", map[string]any{"sessionId": src, "target": map[string]any{"harness": to}}, &p)
 	var worker []fakemodel.Request
 	for _, r := range h.requestsSince(before) {
 		if strings.Contains(r.LastUserText, "You write handoffs") {
@@ -170,7 +143,7 @@ func migrate(t *testing.T, from, to string) {
 	}
 
 	// The worker is archived; only the source is listed by default.
-	var workers []listItem
+	var workers []schema.SessionListItem
 	for _, it := range listSessions(t, c, true) {
 		if it.SessionID != src {
 			workers = append(workers, it)
@@ -192,8 +165,8 @@ func migrate(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 	before = len(h.fake.Requests())
-	var x executeResult
-	c.mustCall("migration/execute", map[string]any{"previewId": p.PreviewID}, &x)
+	var x schema.MigrationExecuteResult
+	c.MustCall("migration/execute", map[string]any{"previewId": p.PreviewID}, &x)
 	if x.TargetSessionID == "" || x.TargetSessionID == src || !x.KickoffSent {
 		t.Fatalf("migration/execute = %+v, want a new target and the kickoff sent", x)
 	}
@@ -226,7 +199,7 @@ func migrate(t *testing.T, from, to string) {
 	}
 
 	// The target is recorded with the handoff; the source is untouched.
-	var target *listItem
+	var target *schema.SessionListItem
 	for _, it := range listSessions(t, c, false) {
 		if it.SessionID == x.TargetSessionID {
 			it := it
@@ -236,7 +209,7 @@ func migrate(t *testing.T, from, to string) {
 	if target == nil || target.Harness != to || target.Title != "port change → "+to {
 		t.Errorf("target in session/list: %+v", target)
 	}
-	var handoff *entryWire
+	var handoff *schema.Entry
 	for _, e := range history(t, c, x.TargetSessionID) {
 		if e.Kind == "migration.handoff" {
 			e := e
@@ -294,7 +267,7 @@ func TestMigratePreviewOnAFreshInstall(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("migrate preview: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
-	var p previewResult
+	var p schema.MigrationPreviewResult
 	if err := json.Unmarshal([]byte(out), &p); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -332,11 +305,11 @@ func TestE2EMigrateConfirmVersusContinue(t *testing.T) {
 	say(t, c, src, "The service must listen on port 55837. The listener lives in internal/server/listen.go.")
 
 	targetRequests := func(cont bool) int {
-		var p previewResult
-		c.mustCall("migration/preview", map[string]any{"sessionId": src, "target": map[string]any{"preset": "reviewer"}}, &p)
+		var p schema.MigrationPreviewResult
+		c.MustCall("migration/preview", map[string]any{"sessionId": src, "target": map[string]any{"preset": "reviewer"}}, &p)
 		before := len(h.fake.Requests())
-		var x executeResult
-		c.mustCall("migration/execute", map[string]any{"previewId": p.PreviewID, "continue": cont}, &x)
+		var x schema.MigrationExecuteResult
+		c.MustCall("migration/execute", map[string]any{"previewId": p.PreviewID, "continue": cont}, &x)
 		if !x.KickoffSent {
 			t.Fatalf("migration/execute (continue %v) = %+v", cont, x)
 		}

@@ -32,7 +32,7 @@ func TestE2EClaudeModelDowngrade(t *testing.T) {
 	var s struct {
 		SessionID string `json:"sessionId"`
 	}
-	c.mustCall("session/create", map[string]any{"harness": "claude-code", "cwd": h.cwd, "title": "downgrade", "model": "sonnet[1m]"}, &s)
+	c.MustCall("session/create", map[string]any{"harness": "claude-code", "cwd": h.cwd, "title": "downgrade", "model": "sonnet[1m]"}, &s)
 	sid := s.SessionID
 	say(t, c, sid, "The server must listen on port 55837; the listener is in internal/server/listen.go.")
 
@@ -43,7 +43,7 @@ func TestE2EClaudeModelDowngrade(t *testing.T) {
 		} `json:"models"`
 		Model string `json:"model"`
 	}
-	c.mustCall("session/models", map[string]any{"sessionId": sid}, &models)
+	c.MustCall("session/models", map[string]any{"sessionId": sid}, &models)
 	var haiku int64
 	for _, m := range models.Models {
 		if m.ID == "haiku" {
@@ -62,7 +62,7 @@ func TestE2EClaudeModelDowngrade(t *testing.T) {
 		CheckpointEntryID string `json:"checkpointEntryId"`
 		CheckpointNote    string `json:"checkpointNote"`
 	}
-	c.mustCall("session/selectModel", map[string]any{"sessionId": sid, "model": "haiku"}, &res)
+	c.MustCall("session/selectModel", map[string]any{"sessionId": sid, "model": "haiku"}, &res)
 	if !res.Downgrade || res.CheckpointEntryID == "" || res.Model != "haiku" {
 		t.Fatalf("session/selectModel = %+v", res)
 	}

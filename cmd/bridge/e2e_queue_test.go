@@ -46,11 +46,11 @@ func queueAndSteer(t *testing.T, h *harnessEnv, c *client, harness string) {
 	h.onText(second, "second done")
 	from := len(h.fake.Requests())
 
-	firstID := c.send("session/prompt", map[string]any{"sessionId": sid, "content": prompt(first)})
+	firstID := c.Request("session/prompt", map[string]any{"sessionId": sid, "content": prompt(first)})
 	awaitRequest(t, h, from, first)
 
 	token := "queue-" + harness
-	secondID := c.send("session/prompt", map[string]any{"sessionId": sid, "content": prompt(second), "promptId": "p2-" + harness,
+	secondID := c.Request("session/prompt", map[string]any{"sessionId": sid, "content": prompt(second), "promptId": "p2-" + harness,
 		"workDoneToken": token})
 	awaitQueued(t, c, sid, "p2-"+harness)
 	c.awaitNote("$/progress saying the prompt waits", func(m wireMsg) bool {
@@ -60,7 +60,7 @@ func queueAndSteer(t *testing.T, h *harnessEnv, c *client, harness string) {
 	var st struct {
 		StopReason string `json:"stopReason"`
 	}
-	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt(steer), "steer": true}, &st)
+	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt(steer), "steer": true}, &st)
 	if st.StopReason != "steered" {
 		t.Fatalf("steered prompt: stopReason %q, want steered", st.StopReason)
 	}
@@ -71,11 +71,11 @@ func queueAndSteer(t *testing.T, h *harnessEnv, c *client, harness string) {
 		Queued     bool   `json:"queued"`
 		PromptID   string `json:"promptId"`
 	}
-	m1 := c.wait(firstID)
+	m1 := c.Reply(firstID)
 	if m1.Error != nil || json.Unmarshal(m1.Result, &r1) != nil || r1.StopReason != "end_turn" || r1.Queued {
 		t.Fatalf("first prompt: %s %+v", m1.Result, m1.Error)
 	}
-	m2 := c.wait(secondID)
+	m2 := c.Reply(secondID)
 	if m2.Error != nil || json.Unmarshal(m2.Result, &r2) != nil || r2.StopReason != "end_turn" || !r2.Queued || r2.PromptID != "p2-"+harness {
 		t.Fatalf("queued prompt: %s %+v", m2.Result, m2.Error)
 	}
@@ -154,7 +154,7 @@ func awaitQueued(t *testing.T, c *client, sid, promptID string) {
 				PromptID string `json:"promptId"`
 			} `json:"items"`
 		}
-		c.mustCall("session/queue", map[string]any{"sessionId": sid}, &q)
+		c.MustCall("session/queue", map[string]any{"sessionId": sid}, &q)
 		for _, it := range q.Items {
 			if it.PromptID == promptID {
 				return

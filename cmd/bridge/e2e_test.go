@@ -7,34 +7,35 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 )
-
-type sessionRef struct {
-	SessionID string `json:"sessionId"`
-	Harness   string `json:"harness"`
-}
-
-type entryWire struct {
-	ID        string          `json:"id"`
-	SessionID string          `json:"sessionId"`
-	ParentID  string          `json:"parentId"`
-	Seq       int64           `json:"seq"`
-	Kind      string          `json:"kind"`
-	Payload   json.RawMessage `json:"payload"`
-}
 
 func createFake(t *testing.T, c *client) string {
 	t.Helper()
-	var s sessionRef
-	c.mustCall("session/create", map[string]any{"harness": "fake", "cwd": t.TempDir(), "title": "e2e"}, &s)
-	if s.SessionID == "" || s.Harness != "fake" {
-		t.Fatalf("session/create = %+v", s)
+	s, err := c.SessionCreate(t.Context(), schema.SessionCreateParams{Harness: "fake", Cwd: t.TempDir(), Title: "e2e"})
+	if err != nil || s.SessionID == "" || s.Harness != "fake" {
+		t.Fatalf("session/create = %+v, %v", s, err)
 	}
 	return s.SessionID
 }
 
 func prompt(text string) []map[string]any {
 	return []map[string]any{{"type": "text", "text": text}}
+}
+
+// textContent is a prompt of one text block.
+func textContent(text string) []schema.Content {
+	return []schema.Content{{Type: "text", Text: text}}
+}
+
+// must fails t with what when err is set.
+func must(t testing.TB, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
 }
 
 func TestLifecycle(t *testing.T) {
@@ -46,9 +47,9 @@ func TestLifecycle(t *testing.T) {
 	if e := c.call("initialize", map[string]any{"capabilities": map[string]any{}}, nil); e == nil || e.Code != -32600 {
 		t.Fatalf("second initialize: %+v, want -32600", e)
 	}
-	c.mustCall("session/list", map[string]any{}, nil)
-	c.mustCall("shutdown", nil, nil)
-	c.mustCall("shutdown", nil, nil) // idempotent
+	c.MustCall("session/list", map[string]any{}, nil)
+	c.MustCall("shutdown", nil, nil)
+	c.MustCall("shutdown", nil, nil) // idempotent
 	if e := c.call("session/list", map[string]any{}, nil); e == nil || e.Code != -32600 {
 		t.Fatalf("request after shutdown: %+v, want -32600", e)
 	}
@@ -71,21 +72,21 @@ func TestErrors(t *testing.T) {
 
 	// A malformed body is answered with -32700 and id null; the
 	// connection carries on.
-	c.writeRaw([]byte(`{"jsonrpc":"2.0","id":77,"method":`))
-	m := c.wait("null")
+	c.WriteBody([]byte(`{"jsonrpc":"2.0","id":77,"method":`))
+	m := c.Reply("null")
 	if m.Error == nil || m.Error.Code != -32700 {
 		t.Fatalf("malformed JSON: %+v, want -32700", m)
 	}
-	c.mustCall("session/list", map[string]any{}, nil)
+	c.MustCall("session/list", map[string]any{}, nil)
 
 	// A body over the limit is refused and skipped.
 	big := `{"jsonrpc":"2.0","id":78,"method":"session/list","params":{"cursor":"` + strings.Repeat("x", 10000) + `"}}`
-	c.writeRaw([]byte(big))
-	m = c.wait("null")
+	c.WriteBody([]byte(big))
+	m = c.Reply("null")
 	if m.Error == nil || (m.Error.Code != -32600 && m.Error.Code != -32700) || !strings.Contains(strings.ToLower(m.Error.Message), "limit") {
 		t.Fatalf("oversized body: %+v, want a refusal naming the limit", m.Error)
 	}
-	c.mustCall("session/list", map[string]any{}, nil)
+	c.MustCall("session/list", map[string]any{}, nil)
 
 	if e := c.call("no/such", map[string]any{}, nil); e == nil || e.Code != -32601 {
 		t.Fatalf("unknown method: %+v, want -32601", e)
@@ -99,11 +100,11 @@ func TestErrors(t *testing.T) {
 		t.Fatalf("wrong type: %+v, want -32602 naming sessionId", e)
 	}
 	e = c.call("session/history", map[string]any{"sessionId": "s_missing"}, nil)
-	if e == nil || e.dataCode() != "not_found" {
+	if e == nil || e.DataCode() != "not_found" {
 		t.Fatalf("unknown session: %+v, want data.code not_found", e)
 	}
 	e = c.call("session/create", map[string]any{"harness": "nope", "cwd": "/tmp"}, nil)
-	if e == nil || e.dataCode() != "unavailable" {
+	if e == nil || e.DataCode() != "unavailable" {
 		t.Fatalf("unknown harness: %+v, want data.code unavailable", e)
 	}
 	if code := c.exit(true); code != 0 {
@@ -117,21 +118,16 @@ func TestSliceOverFake(t *testing.T) {
 	c.initialize(nil)
 	sid := createFake(t, c)
 
-	var pr struct {
-		StopReason string `json:"stopReason"`
-	}
-	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say hello there\ntool ls /tmp\nfile src/a.go")}, &pr)
+	ctx := t.Context()
+	pr, err := c.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: sid, Content: textContent("say hello there\ntool ls /tmp\nfile src/a.go")})
+	must(t, "session/prompt", err)
 	if pr.StopReason != "end_turn" {
 		t.Fatalf("stopReason %q", pr.StopReason)
 	}
 	kinds := map[string]int{}
-	for _, n := range c.notesOf("session/update") {
-		var u struct {
-			SessionID string    `json:"sessionId"`
-			Entry     entryWire `json:"entry"`
-		}
-		if err := json.Unmarshal(n.Params, &u); err != nil || u.SessionID != sid {
-			t.Fatalf("session/update %s: %v", n.Params, err)
+	for _, u := range rpctest.Notes[schema.SessionUpdateNotification](c.Client, "session/update") {
+		if u.SessionID != sid {
+			t.Fatalf("session/update of %s, want %s", u.SessionID, sid)
 		}
 		kinds[u.Entry.Kind]++
 	}
@@ -141,11 +137,8 @@ func TestSliceOverFake(t *testing.T) {
 		}
 	}
 
-	var hist struct {
-		Entries []entryWire `json:"entries"`
-		HasMore bool        `json:"hasMore"`
-	}
-	c.mustCall("session/history", map[string]any{"sessionId": sid}, &hist)
+	hist, err := c.SessionHistory(ctx, schema.SessionHistoryParams{SessionID: sid})
+	must(t, "session/history", err)
 	if len(hist.Entries) < 5 || hist.HasMore {
 		t.Fatalf("history: %d entries, hasMore %v", len(hist.Entries), hist.HasMore)
 	}
@@ -158,21 +151,19 @@ func TestSliceOverFake(t *testing.T) {
 		t.Fatalf("first entry should be the user's message: %s", hist.Entries[0].Payload)
 	}
 
-	c.mustCall("session/rename", map[string]any{"sessionId": sid, "title": "renamed"}, nil)
-	var list struct {
-		Items []struct {
-			SessionID string `json:"sessionId"`
-			Title     string `json:"title"`
-			Archived  bool   `json:"archived"`
-		} `json:"items"`
-	}
-	c.mustCall("session/list", map[string]any{}, &list)
+	_, err = c.SessionRename(ctx, schema.SessionRenameParams{SessionID: sid, Title: "renamed"})
+	must(t, "session/rename", err)
+	list, err := c.SessionList(ctx, schema.SessionListParams{})
+	must(t, "session/list", err)
 	if len(list.Items) != 1 || list.Items[0].Title != "renamed" {
 		t.Fatalf("list after rename: %+v", list.Items)
 	}
-	c.mustCall("session/cancel", map[string]any{"sessionId": sid}, nil) // idle: not an error
-	c.mustCall("session/archive", map[string]any{"sessionId": sid}, nil)
-	c.mustCall("session/list", map[string]any{}, &list)
+	_, err = c.SessionCancel(ctx, schema.SessionCancelParams{SessionID: sid}) // idle: not an error
+	must(t, "session/cancel", err)
+	_, err = c.SessionArchive(ctx, schema.SessionArchiveParams{SessionID: sid})
+	must(t, "session/archive", err)
+	list, err = c.SessionList(ctx, schema.SessionListParams{})
+	must(t, "session/list", err)
 	if len(list.Items) != 0 {
 		t.Fatalf("archived session still listed by default: %+v", list.Items)
 	}
@@ -193,9 +184,9 @@ func TestCancelAndConcurrency(t *testing.T) {
 		}
 		c.sendWithID(rawID, "session/prompt", map[string]any{"sessionId": target, "content": prompt("hang")})
 		// A slow request never blocks a fast one.
-		c.mustCall("session/list", map[string]any{}, nil)
-		c.notify("$/cancelRequest", map[string]any{"id": json.RawMessage(rawID)})
-		m := c.wait(rawID)
+		c.MustCall("session/list", map[string]any{}, nil)
+		c.Notify("$/cancelRequest", map[string]any{"id": json.RawMessage(rawID)})
+		m := c.Reply(rawID)
 		if m.Error == nil || m.Error.Code != -32800 {
 			t.Fatalf("cancelled request %s: %+v, want -32800", rawID, m)
 		}
@@ -209,7 +200,7 @@ func TestCancelAndConcurrency(t *testing.T) {
 func TestPlainBridgeServes(t *testing.T) {
 	c := startProcess(t, exec.Command(binPath), "BRIDGE_DATA_DIR="+t.TempDir())
 	c.initialize(nil)
-	c.mustCall("session/list", map[string]any{}, nil)
+	c.MustCall("session/list", map[string]any{}, nil)
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("exit code %d", code)
 	}
@@ -224,7 +215,7 @@ func TestDataDirFromInitialize(t *testing.T) {
 	var rep struct {
 		DataDir string `json:"dataDir"`
 	}
-	c.mustCall("bridge/doctor", map[string]any{"harness": "fake"}, &rep)
+	c.MustCall("bridge/doctor", map[string]any{"harness": "fake"}, &rep)
 	if rep.DataDir != dir {
 		t.Fatalf("dataDir %q, want %q", rep.DataDir, dir)
 	}
@@ -248,14 +239,14 @@ func TestWorkDoneProgressCancelStopsPrompt(t *testing.T) {
 	c.awaitNote("progress begin", func(m wireMsg) bool {
 		return m.Method == "$/progress" && strings.Contains(string(m.Params), `"p-1"`) && strings.Contains(string(m.Params), `"begin"`)
 	})
-	c.notify("window/workDoneProgress/cancel", map[string]any{"token": "p-1"})
-	if m := c.wait(`4242`); m.Error == nil || m.Error.Code != -32800 {
+	c.Notify("window/workDoneProgress/cancel", map[string]any{"token": "p-1"})
+	if m := c.Reply(`4242`); m.Error == nil || m.Error.Code != -32800 {
 		t.Fatalf("prompt after its progress was cancelled: %+v, want -32800", m)
 	}
 	c.awaitNote("progress end", func(m wireMsg) bool {
 		return m.Method == "$/progress" && strings.Contains(string(m.Params), `"p-1"`) && strings.Contains(string(m.Params), `"cancelled"`)
 	})
-	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("again")}, nil)
+	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("again")}, nil)
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("exit code %d", code)
 	}

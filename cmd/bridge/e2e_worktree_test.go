@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // gitIn runs git in dir for a test's own setup and checks.
@@ -34,29 +36,6 @@ func newRepo(t *testing.T) string {
 	return dir
 }
 
-type repoWire struct {
-	Root        string `json:"root"`
-	BaseCommit  string `json:"baseCommit"`
-	Worktree    string `json:"worktree"`
-	Branch      string `json:"branch"`
-	SourceDirty bool   `json:"sourceDirty"`
-}
-
-type diffWire struct {
-	BaseCommit string `json:"baseCommit"`
-	Dir        string `json:"dir"`
-	Branch     string `json:"branch"`
-	Shared     bool   `json:"shared"`
-	Note       string `json:"note"`
-	Files      []struct {
-		Path      string `json:"path"`
-		Added     int    `json:"added"`
-		Removed   int    `json:"removed"`
-		Untracked bool   `json:"untracked"`
-	} `json:"files"`
-	Diff string `json:"diff"`
-}
-
 // TestWorktreesAndDiff: two sessions with worktrees on one repository
 // write the same file name without conflict and each diff shows only its
 // own change; the session list shows the branches; a cwd in no repository
@@ -71,34 +50,34 @@ func TestWorktreesAndDiff(t *testing.T) {
 	c := startBridge(t, data)
 	c.initialize(nil)
 	repo := newRepo(t)
-	create := func(cwd string, worktree bool) (string, repoWire) {
+	create := func(cwd string, worktree bool) (string, schema.SessionRepo) {
 		t.Helper()
 		var r struct {
-			SessionID string    `json:"sessionId"`
-			Repo      *repoWire `json:"repo"`
+			SessionID string              `json:"sessionId"`
+			Repo      *schema.SessionRepo `json:"repo"`
 		}
-		c.mustCall("session/create", map[string]any{"harness": "fake", "cwd": cwd, "worktree": worktree}, &r)
+		c.MustCall("session/create", map[string]any{"harness": "fake", "cwd": cwd, "worktree": worktree}, &r)
 		if r.Repo == nil {
 			t.Fatalf("session/create in %s: no repository recorded", cwd)
 		}
 		return r.SessionID, *r.Repo
 	}
-	diff := func(sid string) diffWire {
+	diff := func(sid string) schema.SessionDiffResult {
 		t.Helper()
-		var d diffWire
-		c.mustCall("session/diff", map[string]any{"sessionId": sid}, &d)
+		var d schema.SessionDiffResult
+		c.MustCall("session/diff", map[string]any{"sessionId": sid}, &d)
 		return d
 	}
 	head := gitIn(t, repo, "rev-parse", "HEAD")
 	a, ra := create(repo, true)
 	b, rb := create(repo, true)
-	for sid, r := range map[string]repoWire{a: ra, b: rb} {
+	for sid, r := range map[string]schema.SessionRepo{a: ra, b: rb} {
 		if r.Branch != "bridge/"+sid || r.BaseCommit != head || !strings.HasPrefix(r.Worktree, filepath.Join(data, "worktrees")) || r.SourceDirty {
 			t.Fatalf("session %s repository %+v: want branch bridge/%s from %s under the data directory", sid, r, sid, head)
 		}
 	}
 	// Each "agent" writes notes.txt in its own worktree.
-	for sid, r := range map[string]repoWire{a: ra, b: rb} {
+	for sid, r := range map[string]schema.SessionRepo{a: ra, b: rb} {
 		if err := os.WriteFile(filepath.Join(r.Worktree, "notes.txt"), []byte("written by "+sid+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +99,7 @@ func TestWorktreesAndDiff(t *testing.T) {
 			Worktree  string `json:"worktree"`
 		} `json:"items"`
 	}
-	c.mustCall("session/list", map[string]any{}, &list)
+	c.MustCall("session/list", map[string]any{}, &list)
 	branches := map[string]string{}
 	for _, it := range list.Items {
 		branches[it.SessionID] = it.Branch
@@ -132,7 +111,7 @@ func TestWorktreesAndDiff(t *testing.T) {
 	// A cwd in no repository is refused, never shared silently.
 	var s struct{}
 	e := c.call("session/create", map[string]any{"harness": "fake", "cwd": t.TempDir(), "worktree": true}, &s)
-	if e == nil || e.dataCode() != "invalid" || !strings.Contains(e.Message, "not inside a git repository") || !strings.Contains(string(e.Data), `"cwd"`) {
+	if e == nil || e.DataCode() != "invalid" || !strings.Contains(e.Message, "not inside a git repository") || !strings.Contains(string(e.Data), `"cwd"`) {
 		t.Fatalf("worktree in no repository: %+v", e)
 	}
 
@@ -169,17 +148,17 @@ func TestWorktreesAndDiff(t *testing.T) {
 	}
 	var pr struct{}
 	e = c.call("session/prompt", map[string]any{"sessionId": a, "content": prompt("hello")}, &pr)
-	if e == nil || e.dataCode() != "not_found" || !strings.Contains(e.Message, "deleted outside Bridge") {
+	if e == nil || e.DataCode() != "not_found" || !strings.Contains(e.Message, "deleted outside Bridge") {
 		t.Fatalf("prompt with the worktree deleted: %+v", e)
 	}
 	d = diff(a)
 	if !strings.Contains(d.Note, "deleted outside Bridge") || len(d.Files) != 1 || !strings.Contains(d.Diff, "+written by "+a) {
 		t.Fatalf("diff with the worktree deleted: %+v", d)
 	}
-	c.mustCall("session/archive", map[string]any{"sessionId": a}, nil)
+	c.MustCall("session/archive", map[string]any{"sessionId": a}, nil)
 	// Archive removes the worktree, keeps the branch and commits what was
 	// left in it.
-	c.mustCall("session/archive", map[string]any{"sessionId": b}, nil)
+	c.MustCall("session/archive", map[string]any{"sessionId": b}, nil)
 	if _, err := os.Stat(rb.Worktree); !os.IsNotExist(err) {
 		t.Fatalf("archived session's worktree still there: %v", err)
 	}
@@ -193,7 +172,7 @@ func TestWorktreesAndDiff(t *testing.T) {
 	if gitIn(t, repo, "branch", "--list", "bridge/"+a) == "" {
 		t.Fatal("the branch of the session whose worktree was deleted is gone")
 	}
-	var dj diffWire
+	var dj schema.SessionDiffResult
 	raw, err := exec.Command(binPath, "--data-dir", data, "diff", "--json", b).Output()
 	if err != nil || json.Unmarshal(raw, &dj) != nil || !strings.Contains(dj.Note, "archived") || !strings.Contains(dj.Diff, "+written by "+b) {
 		t.Fatalf("bridge diff of an archived session: %v %+v", err, dj)

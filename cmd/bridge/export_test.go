@@ -24,21 +24,21 @@ func TestExportImportRoundTrip(t *testing.T) {
 	c := startBridge(t, src)
 	c.initialize(nil)
 	sid := createFake(t, c)
-	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": []map[string]any{
+	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": []map[string]any{
 		{"type": "text", "text": "say what a picture\ntool ls /tmp"},
 		{"type": "image", "mediaType": "image/png", "data": onePixelPNG},
 	}}, nil)
-	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say working on it\ncompact manual 9000 900")}, nil)
-	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt(`say more work
+	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say working on it\ncompact manual 9000 900")}, nil)
+	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt(`say more work
 next json {"summary": "the picture was looked at; next, the tests", "decisions": ["keep the picture"]}`)}, nil)
 	var cp struct {
 		EntryID string `json:"entryId"`
 	}
-	c.mustCall("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, &cp)
+	c.MustCall("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, &cp)
 	if cp.EntryID == "" {
 		t.Fatal("no checkpoint")
 	}
-	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say after the checkpoint")}, nil)
+	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say after the checkpoint")}, nil)
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("exit %d", code)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/bridge-dev/bridge/adapters/dsh/dshtest"
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/storage"
 )
 
@@ -180,14 +181,9 @@ func (h *harnessEnv) start(t *testing.T) *client {
 // create starts a session of harness in the project folder.
 func (h *harnessEnv) create(t *testing.T, c *client, harness, title string) string {
 	t.Helper()
-	var s struct {
-		SessionID       string `json:"sessionId"`
-		Harness         string `json:"harness"`
-		NativeSessionID string `json:"nativeSessionId"`
-	}
-	c.mustCall("session/create", map[string]any{"harness": harness, "cwd": h.cwd, "title": title}, &s)
-	if s.SessionID == "" || s.Harness != harness || s.NativeSessionID == "" {
-		t.Fatalf("session/create %s = %+v: want a session id and the harness's own id", harness, s)
+	s, err := c.SessionCreate(t.Context(), schema.SessionCreateParams{Harness: harness, Cwd: h.cwd, Title: title})
+	if err != nil || s.SessionID == "" || s.Harness != harness || s.NativeSessionID == "" {
+		t.Fatalf("session/create %s = %+v, %v: want a session id and the harness's own id", harness, s, err)
 	}
 	return s.SessionID
 }
@@ -195,23 +191,18 @@ func (h *harnessEnv) create(t *testing.T, c *client, harness, title string) stri
 // say runs one prompt turn and checks it ended normally.
 func say(t *testing.T, c *client, sid, text string) {
 	t.Helper()
-	var pr struct {
-		StopReason string `json:"stopReason"`
-	}
-	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt(text)}, &pr)
+	pr, err := c.SessionPrompt(t.Context(), schema.SessionPromptParams{SessionID: sid, Content: textContent(text)})
+	must(t, "session/prompt "+text, err)
 	if pr.StopReason != "end_turn" {
 		t.Fatalf("session/prompt %q: stopReason %q, want end_turn", text, pr.StopReason)
 	}
 }
 
 // history returns a session's whole active branch as the client sees it.
-func history(t *testing.T, c *client, sid string) []entryWire {
+func history(t *testing.T, c *client, sid string) []schema.Entry {
 	t.Helper()
-	var hist struct {
-		Entries []entryWire `json:"entries"`
-		HasMore bool        `json:"hasMore"`
-	}
-	c.mustCall("session/history", map[string]any{"sessionId": sid, "maxMessages": 10000}, &hist)
+	hist, err := c.SessionHistory(t.Context(), schema.SessionHistoryParams{SessionID: sid, MaxMessages: 10000})
+	must(t, "session/history", err)
 	if hist.HasMore {
 		t.Fatalf("session/history of %s still has more after 10000 messages", sid)
 	}
@@ -219,7 +210,7 @@ func history(t *testing.T, c *client, sid string) []entryWire {
 }
 
 // kinds lists the entries' kinds.
-func kinds(es []entryWire) []string {
+func kinds(es []schema.Entry) []string {
 	out := make([]string, len(es))
 	for i, e := range es {
 		out[i] = e.Kind
@@ -228,7 +219,7 @@ func kinds(es []entryWire) []string {
 }
 
 // payloadOf decodes an entry payload.
-func payloadOf(t *testing.T, e entryWire) map[string]any {
+func payloadOf(t *testing.T, e schema.Entry) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(e.Payload, &m); err != nil {

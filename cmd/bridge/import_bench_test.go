@@ -134,7 +134,7 @@ func BenchmarkServeImportWAL(b *testing.B) {
 		c.initialize(nil)
 		pid := c.cmd.Process.Pid
 		before = procStatus(pid, "VmRSS")
-		c.mustCall("session/import", map[string]any{"harness": "claude-code", "path": path}, nil)
+		c.MustCall("session/import", map[string]any{"harness": "claude-code", "path": path}, nil)
 		time.Sleep(time.Second)
 		wal = walSize(dir)
 		if st, err := os.Stat(filepath.Join(dir, "bridge.db-search-wal")); err == nil {

@@ -62,7 +62,7 @@ func TestImportOverRPCRefusesAndKeepsWriting(t *testing.T) {
 		if e == nil {
 			t.Fatalf("%s: imported", tc.name)
 		}
-		if e.dataCode() != "invalid" || !strings.Contains(e.Message, tc.want) || len(e.Message) > 400 {
+		if e.DataCode() != "invalid" || !strings.Contains(e.Message, tc.want) || len(e.Message) > 400 {
 			t.Errorf("%s: got %d %q (data %s); want a short invalid error containing %q", tc.name, e.Code, e.Message, e.Data, tc.want)
 		}
 	}
@@ -71,7 +71,7 @@ func TestImportOverRPCRefusesAndKeepsWriting(t *testing.T) {
 			SessionID string `json:"sessionId"`
 		} `json:"items"`
 	}
-	c.mustCall("session/list", map[string]any{}, &list)
+	c.MustCall("session/list", map[string]any{}, &list)
 	if len(list.Items) != 0 {
 		t.Fatalf("refused imports recorded sessions: %+v", list.Items)
 	}
@@ -80,11 +80,11 @@ func TestImportOverRPCRefusesAndKeepsWriting(t *testing.T) {
 		Entries   int    `json:"entries"`
 	}
 	good := filepath.Join("..", "..", "testdata", "claude-code", "transcript-with-compact-boundary.recorded.jsonl")
-	c.mustCall("session/import", map[string]any{"harness": "claude-code", "path": good}, &out)
+	c.MustCall("session/import", map[string]any{"harness": "claude-code", "path": good}, &out)
 	if out.Entries == 0 {
 		t.Fatalf("import after the refusals added nothing: %+v", out)
 	}
-	c.mustCall("session/list", map[string]any{}, &list)
+	c.MustCall("session/list", map[string]any{}, &list)
 	if len(list.Items) != 1 || list.Items[0].SessionID != out.SessionID {
 		t.Fatalf("sessions after the refusals: %+v, want only %s", list.Items, out.SessionID)
 	}

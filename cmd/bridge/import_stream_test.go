@@ -374,7 +374,7 @@ func TestServeImportTruncatesWAL(t *testing.T) {
 		SessionID string `json:"sessionId"`
 		Entries   int    `json:"entries"`
 	}
-	c.mustCall("session/import", map[string]any{"harness": "claude-code", "path": path}, &out)
+	c.MustCall("session/import", map[string]any{"harness": "claude-code", "path": path}, &out)
 	if out.Entries == 0 {
 		t.Fatalf("imported nothing: %+v", out)
 	}
@@ -393,7 +393,7 @@ func TestServeImportTruncatesWAL(t *testing.T) {
 			SessionID string `json:"sessionId"`
 		} `json:"items"`
 	}
-	c.mustCall("session/list", map[string]any{}, &list)
+	c.MustCall("session/list", map[string]any{}, &list)
 	if len(list.Items) != 1 || list.Items[0].SessionID != out.SessionID {
 		t.Errorf("session/list after the import: %+v", list.Items)
 	}

@@ -86,17 +86,17 @@ func TestSearchOverRPC(t *testing.T) {
 	c := startBridge(t, dir)
 	c.initialize(nil)
 	var res schema.SessionSearchResult
-	c.mustCall("session/search", map[string]any{"query": "hello", "limit": 2}, &res)
+	c.MustCall("session/search", map[string]any{"query": "hello", "limit": 2}, &res)
 	if len(res.Hits) != 2 || res.NextCursor == "" {
 		t.Fatalf("first page: %+v", res)
 	}
 	var rest schema.SessionSearchResult
-	c.mustCall("session/search", map[string]any{"query": "hello", "cursor": res.NextCursor, "limit": 200}, &rest)
+	c.MustCall("session/search", map[string]any{"query": "hello", "cursor": res.NextCursor, "limit": 200}, &rest)
 	if len(rest.Hits) == 0 {
 		t.Fatalf("second page empty")
 	}
 	var one schema.SessionSearchResult
-	c.mustCall("session/search", map[string]any{"query": "patched", "sessionId": sessions["codex"]}, &one)
+	c.MustCall("session/search", map[string]any{"query": "patched", "sessionId": sessions["codex"]}, &one)
 	if len(one.Hits) != 1 || one.Hits[0].Kind != "assistant.message" {
 		t.Fatalf("filtered: %+v", one)
 	}

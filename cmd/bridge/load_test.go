@@ -69,10 +69,10 @@ func TestLoadManySessions(t *testing.T) {
 	for round := 0; round < 2; round++ {
 		var sent []string
 		for _, id := range ids {
-			sent = append(sent, c.send("session/prompt", map[string]any{"sessionId": id, "content": prompt("say warm")}))
+			sent = append(sent, c.Request("session/prompt", map[string]any{"sessionId": id, "content": prompt("say warm")}))
 		}
 		for _, id := range sent {
-			if m := c.wait(id); m.Error != nil {
+			if m := c.Reply(id); m.Error != nil {
 				t.Fatalf("warm-up: %s", m.Error.Message)
 			}
 		}
@@ -103,7 +103,7 @@ func TestLoadManySessions(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for n := 0; time.Now().Before(deadline); n++ {
-				m := c.wait(c.send("session/prompt", map[string]any{"sessionId": ids[s],
+				m := c.Reply(c.Request("session/prompt", map[string]any{"sessionId": ids[s],
 					"content": prompt(fmt.Sprintf("say answer %d of session %d", n, s))}))
 				if m.Error != nil {
 					t.Errorf("session %d, turn %d: error %d %s", s, n, m.Error.Code, m.Error.Message)
@@ -137,7 +137,7 @@ func TestLoadManySessions(t *testing.T) {
 		var out struct {
 			Content string `json:"content"`
 		}
-		c.mustCall("session/export", map[string]any{"sessionId": id, "format": "json"}, &out)
+		c.MustCall("session/export", map[string]any{"sessionId": id, "format": "json"}, &out)
 		if err := json.Unmarshal([]byte(out.Content), &doc); err != nil {
 			t.Fatalf("session %d: export: %v", s, err)
 		}

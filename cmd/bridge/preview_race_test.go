@@ -31,11 +31,11 @@ func TestPreviewExecutesOnce(t *testing.T) {
 	src := createFake(t, a)
 	ctx := context.Background()
 	for trial := range 20 {
-		a.mustCall("session/prompt", map[string]any{"sessionId": src, "content": prompt(handoffLines)}, nil)
+		a.MustCall("session/prompt", map[string]any{"sessionId": src, "content": prompt(handoffLines)}, nil)
 		var p struct {
 			PreviewID string `json:"previewId"`
 		}
-		a.mustCall("migration/preview", map[string]any{"sessionId": src, "target": map[string]any{"model": "fake-small"}}, &p)
+		a.MustCall("migration/preview", map[string]any{"sessionId": src, "target": map[string]any{"model": "fake-small"}}, &p)
 		if p.PreviewID == "" {
 			t.Fatalf("trial %d: no preview id", trial)
 		}
@@ -68,7 +68,7 @@ func TestPreviewExecutesOnce(t *testing.T) {
 		if ok != 1 || refused != 1 {
 			t.Fatalf("trial %d: %d executions succeeded and %d were refused, want 1 and 1", trial, ok, refused)
 		}
-		if e := a.call("migration/execute", map[string]any{"previewId": p.PreviewID}, nil); e == nil || e.dataCode() != "conflict" {
+		if e := a.call("migration/execute", map[string]any{"previewId": p.PreviewID}, nil); e == nil || e.DataCode() != "conflict" {
 			t.Fatalf("trial %d: the process that made the preview executed it again (error %+v)", trial, e)
 		}
 		db, err := storage.Open(ctx, filepath.Join(dir, DatabaseFile), storage.Options{})

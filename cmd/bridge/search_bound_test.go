@@ -61,7 +61,7 @@ func TestSearchCostBound(t *testing.T) {
 	other.initialize(nil)
 	hostile.initialize(nil)
 	sid := createFake(t, other)
-	other.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say the kestrel hovers over the weir")}, nil)
+	other.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say the kestrel hovers over the weir")}, nil)
 	type page struct {
 		Hits []struct {
 			SessionID string `json:"sessionId"`
@@ -71,7 +71,7 @@ func TestSearchCostBound(t *testing.T) {
 	othersSearch := func(what string) {
 		t.Helper()
 		var p page
-		other.mustCall("session/search", map[string]any{"query": "kestrel weir"}, &p)
+		other.MustCall("session/search", map[string]any{"query": "kestrel weir"}, &p)
 		if len(p.Hits) != 2 || p.Hits[0].SessionID != sid {
 			t.Fatalf("%s: the other tab's search found %+v, want the prompt and the answer of %s", what, p.Hits, sid)
 		}
@@ -99,14 +99,14 @@ func TestSearchCostBound(t *testing.T) {
 	prefixes := strings.TrimSuffix(strings.Repeat("a* OR ", 2000), " OR ")
 	slow := "a* OR b* OR c* OR d*"
 	// The slow query first, so that it runs while the others are asked.
-	slowID := hostile.send("session/search", map[string]any{"query": slow})
+	slowID := hostile.Request("session/search", map[string]any{"query": slow})
 	time.Sleep(100 * time.Millisecond) // not a bound: lets the slow query start
-	manyID := hostile.send("session/search", map[string]any{"query": prefixes})
+	manyID := hostile.Request("session/search", map[string]any{"query": prefixes})
 	othersSearch("while the hostile tab's searches run")
-	refused("2,000 prefix terms", hostile.wait(manyID), "over the limit of 1024 bytes")
-	refused("five prefix terms", hostile.wait(hostile.send("session/search", map[string]any{"query": "a* b* c* d* e*"})), "over the limit of 4")
-	refused("40 words", hostile.wait(hostile.send("session/search", map[string]any{"query": strings.Repeat("kestrel ", 40)})), "over the limit of 32 words")
-	m := hostile.wait(slowID)
+	refused("2,000 prefix terms", hostile.Reply(manyID), "over the limit of 1024 bytes")
+	refused("five prefix terms", hostile.Reply(hostile.Request("session/search", map[string]any{"query": "a* b* c* d* e*"})), "over the limit of 4")
+	refused("40 words", hostile.Reply(hostile.Request("session/search", map[string]any{"query": strings.Repeat("kestrel ", 40)})), "over the limit of 32 words")
+	m := hostile.Reply(slowID)
 	t.Logf("the slow query: error %+v", m.Error)
 	if m.Error != nil {
 		refused("a slow query", m, "limit of 10s")
@@ -118,14 +118,14 @@ func TestSearchCostBound(t *testing.T) {
 	}
 	big := strings.Repeat("kestrel ", 60_000_000/8)
 	start := time.Now()
-	refused("a 60 MB query", hostile.wait(hostile.send("session/search", map[string]any{"query": big})), "limit of 1024 bytes")
+	refused("a 60 MB query", hostile.Reply(hostile.Request("session/search", map[string]any{"query": big})), "limit of 1024 bytes")
 	t.Logf("the 60 MB query was refused in %v (sent and read included)", time.Since(start))
 
 	// A slow query cancelled by its client is answered "cancelled", and
 	// the other tab goes on.
-	id := hostile.send("session/search", map[string]any{"query": slow})
-	hostile.notify("$/cancelRequest", map[string]any{"id": json.RawMessage(id)})
-	if m := hostile.wait(id); m.Error == nil || m.Error.Code != -32800 {
+	id := hostile.Request("session/search", map[string]any{"query": slow})
+	hostile.Notify("$/cancelRequest", map[string]any{"id": json.RawMessage(id)})
+	if m := hostile.Reply(id); m.Error == nil || m.Error.Code != -32800 {
 		t.Fatalf("the cancelled search: %+v %.200s; want -32800", m.Error, m.Result)
 	}
 	othersSearch("after")

@@ -24,12 +24,12 @@ func TestSignalShutsDownCleanly(t *testing.T) {
 			c := startBridge(t, dir)
 			c.initialize(nil)
 			sid := createFake(t, c)
-			c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("hello")}, nil)
+			c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("hello")}, nil)
 			if err := c.cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
 			select {
-			case <-c.done:
+			case <-c.Done():
 			case <-time.After(30 * time.Second):
 				t.Fatalf("bridge did not exit after %v; stderr:\n%s", sig, c.stderr.String())
 			}

@@ -28,7 +28,7 @@ func TestInitializeRetryAfterRefusedHarnessOptions(t *testing.T) {
 	var list struct {
 		Items []any `json:"items"`
 	}
-	c.mustCall("session/list", map[string]any{}, &list)
+	c.MustCall("session/list", map[string]any{}, &list)
 	createFake(t, c)
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("exit code %d; stderr:\n%s", code, c.stderr.String())

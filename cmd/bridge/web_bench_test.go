@@ -21,21 +21,21 @@ func BenchmarkHistoryPageTransport(b *testing.B) {
 	ws := w.dial(b)
 	ws.initialize(nil)
 	var a, c json.RawMessage
-	stdio.mustCall("session/history", params, &a)
-	ws.mustCall("session/history", params, &c)
+	stdio.MustCall("session/history", params, &a)
+	ws.MustCall("session/history", params, &c)
 	if string(a) != string(c) {
 		b.Fatal("the two transports answered different pages")
 	}
 	b.Run("stdio", func(b *testing.B) {
 		b.SetBytes(int64(len(a)))
 		for i := 0; i < b.N; i++ {
-			stdio.mustCall("session/history", params, nil)
+			stdio.MustCall("session/history", params, nil)
 		}
 	})
 	b.Run("websocket", func(b *testing.B) {
 		b.SetBytes(int64(len(a)))
 		for i := 0; i < b.N; i++ {
-			ws.mustCall("session/history", params, nil)
+			ws.MustCall("session/history", params, nil)
 		}
 	})
 	stdio.exit(true)

@@ -14,10 +14,14 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // webProc is a running `bridge web`.
@@ -97,30 +101,34 @@ func (w *webProc) dial(t testing.TB) *client {
 		t.Fatalf("dial /rpc: %v (%v)", err, resp)
 	}
 	conn.SetReadLimit(-1)
-	c := &client{t: t, stderr: &strings.Builder{}, replies: map[string]chan wireMsg{},
-		noteCh: make(chan struct{}, 1), done: make(chan struct{})}
-	c.ws = func(body []byte) {
+	send := func(body []byte) error {
 		if err := conn.Write(context.Background(), websocket.MessageText, body); err != nil {
 			t.Logf("websocket write: %v", err)
 		}
+		return nil
 	}
+	var mu sync.Mutex
+	c := &client{t: t, stderr: &strings.Builder{}}
+	c.Client = rpctest.New(t, send, clientOptions(c.stderr, &mu))
 	go func() {
-		defer close(c.done)
-		var buf bytes.Buffer // reused: deliver copies what it keeps
+		var buf bytes.Buffer // reused: Deliver copies what it keeps
 		for {
 			typ, r, err := conn.Reader(context.Background())
 			if err != nil {
+				c.End(err)
 				return
 			}
 			buf.Reset()
 			if _, err := buf.ReadFrom(r); err != nil {
+				c.End(err)
 				return
 			}
 			if typ != websocket.MessageText {
-				t.Errorf("server sent a non-text WebSocket message")
+				c.End(&rpctest.ProtocolError{Reason: "server sent a non-text WebSocket message"})
 				return
 			}
-			if !c.deliver(buf.Bytes()) {
+			if err := c.Deliver(buf.Bytes()); err != nil {
+				c.End(err)
 				return
 			}
 		}
@@ -229,7 +237,7 @@ func TestWebTokenFromEnvironment(t *testing.T) {
 	}
 	c := w.dial(t)
 	c.initialize(nil)
-	c.mustCall("session/list", map[string]any{}, nil)
+	c.MustCall("session/list", map[string]any{}, nil)
 }
 
 // TestWebRPC: the stdio contract over WebSocket, two tabs sharing one
@@ -244,18 +252,18 @@ func TestWebRPC(t *testing.T) {
 	b.initialize(nil)
 
 	// Bad messages are answered and the connection carries on.
-	a.writeRaw([]byte(`{"jsonrpc":"2.0","id":77,"method":`))
-	if m := a.wait("null"); m.Error == nil || m.Error.Code != -32700 {
+	a.WriteBody([]byte(`{"jsonrpc":"2.0","id":77,"method":`))
+	if m := a.Reply("null"); m.Error == nil || m.Error.Code != -32700 {
 		t.Fatalf("malformed JSON: %+v, want -32700", m)
 	}
-	a.writeRaw([]byte(`[{"jsonrpc":"2.0","id":78,"method":"session/list"}]`))
-	if m := a.wait("null"); m.Error == nil || m.Error.Code != -32600 {
+	a.WriteBody([]byte(`[{"jsonrpc":"2.0","id":78,"method":"session/list"}]`))
+	if m := a.Reply("null"); m.Error == nil || m.Error.Code != -32600 {
 		t.Fatalf("batch: %+v, want -32600", m)
 	}
 	if e := a.call("no/such", map[string]any{}, nil); e == nil || e.Code != -32601 {
 		t.Fatalf("unknown method: %+v, want -32601", e)
 	}
-	if e := a.call("session/history", map[string]any{"sessionId": "s_missing"}, nil); e == nil || e.dataCode() != "not_found" {
+	if e := a.call("session/history", map[string]any{"sessionId": "s_missing"}, nil); e == nil || e.DataCode() != "not_found" {
 		t.Fatalf("unknown session: %+v, want data.code not_found", e)
 	}
 
@@ -263,7 +271,7 @@ func TestWebRPC(t *testing.T) {
 	var pr struct {
 		StopReason string `json:"stopReason"`
 	}
-	a.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say hello from tab a")}, &pr)
+	a.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say hello from tab a")}, &pr)
 	if pr.StopReason != "end_turn" {
 		t.Fatalf("stopReason %q", pr.StopReason)
 	}
@@ -276,41 +284,41 @@ func TestWebRPC(t *testing.T) {
 			SessionID string `json:"sessionId"`
 		} `json:"items"`
 	}
-	b.mustCall("session/list", map[string]any{}, &list)
+	b.MustCall("session/list", map[string]any{}, &list)
 	if len(list.Items) != 1 || list.Items[0].SessionID != sid {
 		t.Fatalf("tab b lists %+v, want tab a's session %s", list.Items, sid)
 	}
 
 	// Cancellation, as on stdio.
 	a.sendWithID(`9001`, "session/prompt", map[string]any{"sessionId": sid, "content": prompt("hang")})
-	a.mustCall("session/list", map[string]any{}, nil)
-	a.notify("$/cancelRequest", map[string]any{"id": 9001})
-	if m := a.wait(`9001`); m.Error == nil || m.Error.Code != -32800 {
+	a.MustCall("session/list", map[string]any{}, nil)
+	a.Notify("$/cancelRequest", map[string]any{"id": 9001})
+	if m := a.Reply(`9001`); m.Error == nil || m.Error.Code != -32800 {
 		t.Fatalf("cancelled request: %+v, want -32800", m)
 	}
 
 	// shutdown and exit end tab a's connection only.
-	a.mustCall("shutdown", nil, nil)
+	a.MustCall("shutdown", nil, nil)
 	if e := a.call("session/list", map[string]any{}, nil); e == nil || e.Code != -32600 {
 		t.Fatalf("request after shutdown: %+v, want -32600", e)
 	}
-	a.notify("exit", nil)
+	a.Notify("exit", nil)
 	select {
-	case <-a.done:
+	case <-a.Done():
 	case <-time.After(20 * time.Second):
 		t.Fatal("exit did not close tab a's WebSocket")
 	}
 	var hist struct {
-		Entries []entryWire `json:"entries"`
+		Entries []schema.Entry `json:"entries"`
 	}
-	b.mustCall("session/history", map[string]any{"sessionId": sid}, &hist)
+	b.MustCall("session/history", map[string]any{"sessionId": sid}, &hist)
 	if len(hist.Entries) < 2 {
 		t.Fatalf("tab b after tab a left: %d entries", len(hist.Entries))
 	}
 	// A new tab still works: the service outlives every connection.
 	c := w.dial(t)
 	c.initialize(nil)
-	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say again")}, &pr)
+	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say again")}, &pr)
 }
 
 // TestWebBinaryMessage: a binary WebSocket message is answered, not obeyed.
@@ -387,7 +395,7 @@ func TestReadmeRunCommand(t *testing.T) {
 			OK      bool   `json:"ok"`
 		} `json:"adapters"`
 	}
-	c.mustCall("bridge/doctor", map[string]any{"harness": "fake"}, &rep)
+	c.MustCall("bridge/doctor", map[string]any{"harness": "fake"}, &rep)
 	if len(rep.Adapters) != 1 || !rep.Adapters[0].OK {
 		t.Fatalf("the fake harness is not usable: %+v", rep)
 	}
@@ -405,7 +413,7 @@ func floodTurn(t *testing.T, c *client, lines int) string {
 	var pr struct {
 		StopReason string `json:"stopReason"`
 	}
-	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt(script.String())}, &pr)
+	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt(script.String())}, &pr)
 	if pr.StopReason != "end_turn" {
 		t.Fatalf("stopReason %q", pr.StopReason)
 	}
@@ -441,7 +449,7 @@ func TestWebStalledTabDelaysNoOther(t *testing.T) {
 		return n
 	}
 	// The reply follows the turn's notifications on the same connection.
-	if n := said(func() []wireMsg { return a.notesOf("session/update") }); n != lines {
+	if n := said(func() []wireMsg { return a.Sent("session/update") }); n != lines {
 		t.Fatalf("the working tab got %d assistant entries, want %d", n, lines)
 	}
 
@@ -460,8 +468,8 @@ func TestWebStalledTabDelaysNoOther(t *testing.T) {
 			t.Fatal(err)
 		}
 		var u struct {
-			SessionID string    `json:"sessionId"`
-			Entry     entryWire `json:"entry"`
+			SessionID string       `json:"sessionId"`
+			Entry     schema.Entry `json:"entry"`
 		}
 		if m.Method != "session/update" || json.Unmarshal(m.Params, &u) != nil || u.SessionID != sid || u.Entry.Kind != "assistant.message" {
 			continue
@@ -522,7 +530,7 @@ func TestWebOverflowDisconnectsWithReason(t *testing.T) {
 	const lines = 200
 	floodTurn(t, a, lines)
 	n := 0
-	for _, m := range a.notesOf("session/update") {
+	for _, m := range a.Sent("session/update") {
 		if strings.Contains(string(m.Params), `"assistant.message"`) {
 			n++
 		}

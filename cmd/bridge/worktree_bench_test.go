@@ -8,6 +8,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // repoOfFiles makes a repository of n committed files (100 per folder).
@@ -71,10 +73,10 @@ func BenchmarkWorktreeCreate(b *testing.B) {
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			var r struct {
-				SessionID string    `json:"sessionId"`
-				Repo      *repoWire `json:"repo"`
+				SessionID string              `json:"sessionId"`
+				Repo      *schema.SessionRepo `json:"repo"`
 			}
-			c.mustCall("session/create", map[string]any{"harness": "fake", "cwd": repo, "worktree": true}, &r)
+			c.MustCall("session/create", map[string]any{"harness": "fake", "cwd": repo, "worktree": true}, &r)
 			b.StopTimer()
 			if r.Repo == nil || r.Repo.Worktree == "" {
 				b.Fatalf("no worktree: %+v", r)
@@ -167,10 +169,10 @@ func BenchmarkSessionDiff(b *testing.B) {
 	c := startBridge(b, data)
 	c.initialize(nil)
 	var r struct {
-		SessionID string    `json:"sessionId"`
-		Repo      *repoWire `json:"repo"`
+		SessionID string              `json:"sessionId"`
+		Repo      *schema.SessionRepo `json:"repo"`
 	}
-	c.mustCall("session/create", map[string]any{"harness": "fake", "cwd": repo, "worktree": true}, &r)
+	c.MustCall("session/create", map[string]any{"harness": "fake", "cwd": repo, "worktree": true}, &r)
 	for i := 0; i < 100; i++ {
 		p := filepath.Join(r.Repo.Worktree, fmt.Sprintf("d%03d", i), fmt.Sprintf("f%05d.txt", i*100))
 		if err := os.WriteFile(p, []byte("changed\n"), 0o600); err != nil {
@@ -189,8 +191,8 @@ func BenchmarkSessionDiff(b *testing.B) {
 	})
 	b.Run("impl=bridge", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			var d diffWire
-			c.mustCall("session/diff", map[string]any{"sessionId": r.SessionID}, &d)
+			var d schema.SessionDiffResult
+			c.MustCall("session/diff", map[string]any{"sessionId": r.SessionID}, &d)
 			if len(d.Files) != 110 {
 				b.Fatalf("diff of %d files, want 110", len(d.Files))
 			}
