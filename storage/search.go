@@ -189,41 +189,130 @@ func isOperator(w string) bool { return w == "AND" || w == "OR" || w == "NOT" ||
 // Options.SearchTimeout is interrupted and refused; ctx's cancellation (a
 // client's $/cancelRequest, or its going away) interrupts it too.
 func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, error) {
-	if err := checkQueryCost(q.Query); err != nil {
+	pl, err := planSearch(q)
+	if err != nil {
 		return core.SearchPage{}, err
+	}
+	// The index first covers every entry recorded before this call.
+	if err := db.catchUp(ctx, 0, nil); err != nil {
+		return core.SearchPage{}, err
+	}
+	page := core.SearchPage{Hits: []core.SearchHit{}}
+	qctx, cancel := context.WithTimeoutCause(ctx, db.searchTimeout, errSearchTimeout)
+	defer cancel()
+	err = func(ctx context.Context) error {
+		tx, err := db.search.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return fmt.Errorf("storage: begin read: %w", err)
+		}
+		defer tx.Rollback() //nolint:errcheck // read-only; nothing to keep
+		top, err := pl.rank(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if len(top) > pl.limit {
+			top = top[:pl.limit]
+			page.NextCursor = strconv.Itoa(pl.offset + pl.limit)
+		}
+		if len(top) == 0 {
+			return nil
+		}
+		page.Hits, err = pl.hits(ctx, tx, top)
+		return err
+	}(qctx)
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return core.SearchPage{}, core.E(core.CodeCancelled, "search", context.Cause(ctx))
+		case context.Cause(qctx) == errSearchTimeout:
+			return core.SearchPage{}, queryError("search query ran longer than the limit of %s; make it more specific (fewer prefix terms, more words)", db.searchTimeout)
+		}
+		return core.SearchPage{}, searchError(q.Query, err)
+	}
+	return page, nil
+}
+
+// searchPlan is a checked search: its FTS5 match, the page asked for, and
+// the ranking query with its arguments.
+type searchPlan struct {
+	match         string
+	limit, offset int
+	rankSQL       string
+	rankArgs      []any
+}
+
+// ranked is a row of a search's ranking.
+type ranked struct {
+	rowid int64
+	score float64
+}
+
+// planSearch checks q and builds its ranking query.
+func planSearch(q core.SearchQuery) (searchPlan, error) {
+	if err := checkQueryCost(q.Query); err != nil {
+		return searchPlan{}, err
 	}
 	for _, f := range []struct {
 		name string
 		t    time.Time
 	}{{"since", q.Since}, {"until", q.Until}} {
 		if !f.t.IsZero() && !core.Representable(f.t) {
-			return core.SearchPage{}, core.InvalidField(f.name, "search: %s %s is outside the years the record holds (1678-2262)", f.name, f.t.Format(time.RFC3339))
+			return searchPlan{}, core.InvalidField(f.name, "search: %s %s is outside the years the record holds (1678-2262)", f.name, f.t.Format(time.RFC3339))
 		}
 	}
 	match, phrased, err := ftsQuery(q.Query)
 	if err != nil {
-		return core.SearchPage{}, err
+		return searchPlan{}, err
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 20
+	pl := searchPlan{match: match, limit: q.Limit}
+	if pl.limit <= 0 {
+		pl.limit = 20
 	}
-	if limit > 200 {
-		limit = 200
+	if pl.limit > 200 {
+		pl.limit = 200
 	}
-	offset := 0
 	if q.Cursor != "" {
-		offset, err = strconv.Atoi(q.Cursor)
-		if err != nil || offset < 0 {
-			return core.SearchPage{}, core.Errorf(core.CodeInvalid, "search: cursor %q is not one this search returned", q.Cursor)
+		pl.offset, err = strconv.Atoi(q.Cursor)
+		if err != nil || pl.offset < 0 {
+			return searchPlan{}, core.Errorf(core.CodeInvalid, "search: cursor %q is not one this search returned", q.Cursor)
 		}
 	}
 	phraseCol := "0"
 	if phrased {
 		phraseCol = "bridge_phrase(entry_search)"
 	}
-	var where []string
-	args := []any{match}
+	where, args := searchFilters(q)
+	args = append([]any{match}, args...)
+	join := ""
+	if len(where) > 0 {
+		join = ` JOIN rec.entries e ON e.rowid = entry_search.rowid JOIN rec.sessions s ON s.id = e.session_id`
+	}
+	if q.SessionID == "" {
+		// The temporary sessions a migration's summary worker ran in
+		// (archived once done) repeat their source's text: left out
+		// unless the search names one.
+		where = append(where, `entry_search.rowid NOT IN (SELECT we.rowid FROM rec.sessions ws
+			JOIN rec.entries we ON we.session_id = ws.id WHERE ws.archived <> 0 AND ws.title LIKE ?)`)
+		args = append(args, core.HandoffWorkerTitle+"%")
+	}
+	if len(where) > 0 {
+		where = append([]string{""}, where...)
+	}
+	pl.rankArgs = append(args, pl.limit+1, pl.offset)
+	// First the page's rows, ranked; only then, for those rows alone, the
+	// snippets and the rest (a snippet per matching row would cost more
+	// than the ranking itself).
+	pl.rankSQL = `SELECT entry_search.rowid, ` + phraseCol + ` AS phrase, bm25(entry_search) AS score
+		FROM entry_search` + join + `
+		WHERE entry_search MATCH ?` + strings.Join(where, " AND ") + `
+		ORDER BY phrase DESC, score, entry_search.rowid
+		LIMIT ? OFFSET ?`
+	return pl, nil
+}
+
+// searchFilters are the conditions (and their arguments) of q's filters
+// on the session and the entry.
+func searchFilters(q core.SearchQuery) (where []string, args []any) {
 	if q.Harness != "" {
 		where = append(where, "s.harness = ?")
 		args = append(args, q.Harness)
@@ -244,139 +333,84 @@ func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, 
 		where = append(where, "e.created_at < ?")
 		args = append(args, nanos(q.Until))
 	}
-	join := ""
-	if len(where) > 0 {
-		join = ` JOIN rec.entries e ON e.rowid = entry_search.rowid JOIN rec.sessions s ON s.id = e.session_id`
+	return where, args
+}
+
+// rank runs the ranking: up to limit+1 rows, best first.
+func (pl searchPlan) rank(ctx context.Context, tx *sql.Tx) ([]ranked, error) {
+	var top []ranked
+	rows, err := tx.QueryContext(ctx, pl.rankSQL, pl.rankArgs...)
+	if err != nil {
+		return nil, err
 	}
-	if q.SessionID == "" {
-		// The temporary sessions a migration's summary worker ran in
-		// (archived once done) repeat their source's text: left out
-		// unless the search names one.
-		where = append(where, `entry_search.rowid NOT IN (SELECT we.rowid FROM rec.sessions ws
-			JOIN rec.entries we ON we.session_id = ws.id WHERE ws.archived <> 0 AND ws.title LIKE ?)`)
-		args = append(args, core.HandoffWorkerTitle+"%")
+	defer rows.Close()
+	for rows.Next() {
+		var r ranked
+		var phrase int
+		if err := rows.Scan(&r.rowid, &phrase, &r.score); err != nil {
+			return nil, err
+		}
+		top = append(top, r)
 	}
-	if len(where) > 0 {
-		where = append([]string{""}, where...)
+	return top, rows.Err()
+}
+
+// hits reads the page's rows in one pass of the match from the first to
+// the last of them (a query per row seeks each term's doclist from its
+// start again: 20 such queries were most of a search's time), the rowid
+// test kept out of FTS5's reach by the unary +. The query was accepted by
+// the ranking: a failure here is Bridge's, not the user's (see
+// searchError).
+func (pl searchPlan) hits(ctx context.Context, tx *sql.Tx, top []ranked) ([]core.SearchHit, error) {
+	lo, hi := top[0].rowid, top[0].rowid
+	dargs := []any{pl.match, 0, 0}
+	for _, r := range top {
+		lo, hi = min(lo, r.rowid), max(hi, r.rowid)
+		dargs = append(dargs, r.rowid)
 	}
-	args = append(args, limit+1, offset)
-	// First the page's rows, ranked; only then, for those rows alone, the
-	// snippets and the rest (a snippet per matching row would cost more
-	// than the ranking itself).
-	rank := `SELECT entry_search.rowid, ` + phraseCol + ` AS phrase, bm25(entry_search) AS score
-		FROM entry_search` + join + `
-		WHERE entry_search MATCH ?` + strings.Join(where, " AND ") + `
-		ORDER BY phrase DESC, score, entry_search.rowid
-		LIMIT ? OFFSET ?`
-	// Then the page's rows in one pass of the match from the first to the
-	// last of them (a query per row seeks each term's doclist from its
-	// start again: 20 such queries were most of a search's time), the
-	// rowid test kept out of FTS5's reach by the unary +.
-	detail := func(n int) string {
-		return `SELECT entry_search.rowid, e.id, e.session_id, e.seq, e.kind, e.created_at, s.harness, s.title, s.cwd,
+	dargs[1], dargs[2] = lo, hi
+	detail := `SELECT entry_search.rowid, e.id, e.session_id, e.seq, e.kind, e.created_at, s.harness, s.title, s.cwd,
 		bridge_snippet(entry_search, e.kind, e.payload)
 		FROM entry_search
 		JOIN rec.entries e ON e.rowid = entry_search.rowid
 		JOIN rec.sessions s ON s.id = e.session_id
 		WHERE entry_search MATCH ? AND entry_search.rowid BETWEEN ? AND ?
-		AND +entry_search.rowid IN (?` + strings.Repeat(", ?", n-1) + `)`
-	}
-	// The index first covers every entry recorded before this call.
-	if err := db.catchUp(ctx, 0, nil); err != nil {
-		return core.SearchPage{}, err
-	}
-	page := core.SearchPage{Hits: []core.SearchHit{}}
-	qctx, cancel := context.WithTimeoutCause(ctx, db.searchTimeout, errSearchTimeout)
-	defer cancel()
-	err = func(ctx context.Context) error {
-		tx, err := db.search.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-		if err != nil {
-			return fmt.Errorf("storage: begin read: %w", err)
-		}
-		defer tx.Rollback() //nolint:errcheck // read-only; nothing to keep
-		type ranked struct {
-			rowid int64
-			score float64
-		}
-		var top []ranked
-		rows, err := tx.QueryContext(ctx, rank, args...)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var r ranked
-			var phrase int
-			if err := rows.Scan(&r.rowid, &phrase, &r.score); err != nil {
-				rows.Close()
-				return err
-			}
-			top = append(top, r)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(top) > limit {
-			top = top[:limit]
-			page.NextCursor = strconv.Itoa(offset + limit)
-		}
-		if len(top) == 0 {
-			return nil
-		}
-		lo, hi := top[0].rowid, top[0].rowid
-		dargs := []any{match, 0, 0}
-		for _, r := range top {
-			lo, hi = min(lo, r.rowid), max(hi, r.rowid)
-			dargs = append(dargs, r.rowid)
-		}
-		dargs[1], dargs[2] = lo, hi
-		hits := make(map[int64]core.SearchHit, len(top))
-		// The query was accepted by the ranking above: a failure from here
-		// on is Bridge's, not the user's (see searchError).
-		rows, err = tx.QueryContext(ctx, detail(len(top)), dargs...)
-		if err != nil {
-			return detailError{err}
-		}
-		for rows.Next() {
-			var h core.SearchHit
-			var rowid int64
-			var kind string
-			var snip sql.NullString
-			var created int64
-			if err := rows.Scan(&rowid, &h.EntryID, &h.SessionID, &h.Seq, &kind, &created,
-				&h.Harness, &h.SessionTitle, &h.Cwd, &snip); err != nil {
-				rows.Close()
-				return detailError{err}
-			}
-			h.Kind = core.Kind(kind)
-			h.CreatedAt = unix(created)
-			h.Snippet, h.Highlights = splitMarks(snip.String)
-			hits[rowid] = h
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return detailError{err}
-		}
-		for _, r := range top {
-			h, ok := hits[r.rowid]
-			if !ok {
-				return fmt.Errorf("search: ranked row %d has no entry", r.rowid)
-			}
-			h.Score = r.score
-			page.Hits = append(page.Hits, h)
-		}
-		return nil
-	}(qctx)
+		AND +entry_search.rowid IN (?` + strings.Repeat(", ?", len(top)-1) + `)`
+	byRow := make(map[int64]core.SearchHit, len(top))
+	rows, err := tx.QueryContext(ctx, detail, dargs...)
 	if err != nil {
-		switch {
-		case ctx.Err() != nil:
-			return core.SearchPage{}, core.E(core.CodeCancelled, "search", context.Cause(ctx))
-		case context.Cause(qctx) == errSearchTimeout:
-			return core.SearchPage{}, queryError("search query ran longer than the limit of %s; make it more specific (fewer prefix terms, more words)", db.searchTimeout)
-		}
-		return core.SearchPage{}, searchError(q.Query, err)
+		return nil, detailError{err}
 	}
-	return page, nil
+	defer rows.Close()
+	for rows.Next() {
+		var h core.SearchHit
+		var rowid int64
+		var kind string
+		var snip sql.NullString
+		var created int64
+		if err := rows.Scan(&rowid, &h.EntryID, &h.SessionID, &h.Seq, &kind, &created,
+			&h.Harness, &h.SessionTitle, &h.Cwd, &snip); err != nil {
+			return nil, detailError{err}
+		}
+		h.Kind = core.Kind(kind)
+		h.CreatedAt = unix(created)
+		h.Snippet, h.Highlights = splitMarks(snip.String)
+		byRow[rowid] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, detailError{err}
+	}
+	rows.Close()
+	hits := make([]core.SearchHit, 0, len(top))
+	for _, r := range top {
+		h, ok := byRow[r.rowid]
+		if !ok {
+			return nil, fmt.Errorf("search: ranked row %d has no entry", r.rowid)
+		}
+		h.Score = r.score
+		hits = append(hits, h)
+	}
+	return hits, nil
 }
 
 // errSearchTimeout is the cause of a search's context once it has run

@@ -36,53 +36,23 @@ func snippetFunc(fts fts5.Context, ctx sqlite3.Context, arg ...sqlite3.Value) {
 		ctx.ResultNull()
 		return
 	}
-	n, err := fts.InstCount()
+	spans, err := matchSpans(fts)
 	if err != nil {
 		ctx.ResultError(err)
 		return
 	}
-	type span struct{ phrase, from, to int } // tokens [from, to)
-	spans := make([]span, 0, n)
-	for i := 0; i < n; i++ {
-		phrase, col, off, err := fts.Inst(i)
-		if err != nil {
-			ctx.ResultError(err)
-			return
-		}
-		if col == 0 {
-			spans = append(spans, span{phrase, off, off + max(1, fts.PhraseSize(phrase))})
-		}
-	}
-	sort.Slice(spans, func(i, j int) bool { return spans[i].from < spans[j].from })
 	total, err := fts.ColumnSize(0)
 	if err != nil {
 		ctx.ResultError(err)
 		return
 	}
-	// The window: the one holding the most different phrases, then the
-	// most matches; it starts a few tokens before its first match.
-	start, best := 0, -1
-	for _, s := range spans {
-		c := max(0, min(s.from-4, total-snippetTokens))
-		seen := map[int]bool{}
-		hits := 0
-		for _, t := range spans {
-			if t.from >= c && t.to <= c+snippetTokens {
-				seen[t.phrase] = true
-				hits++
-			}
-		}
-		if score := len(seen)*1000 + hits; score > best {
-			start, best = c, score
-		}
-	}
+	start := bestWindow(spans, total)
 	end := start + snippetTokens
-	type tok struct{ from, to int } // bytes of text
-	toks := make([]tok, 0, snippetTokens)
+	toks := make([]tokenBytes, 0, snippetTokens)
 	i, enough := 0, false
 	err = fts.Tokenize(text, "", func(_ fts5.TokenFlag, _ string, from, to int) error {
 		if i >= start {
-			toks = append(toks, tok{from, to})
+			toks = append(toks, tokenBytes{from, to})
 		}
 		i++
 		if i >= end {
@@ -100,11 +70,66 @@ func snippetFunc(fts fts5.Context, ctx sqlite3.Context, arg ...sqlite3.Value) {
 		ctx.ResultNull()
 		return
 	}
+	ctx.ResultText(markSnippet(text, toks, spans, start, total))
+}
+
+// matchSpan is a match of phrase in the entry's text: tokens [from, to).
+type matchSpan struct{ phrase, from, to int }
+
+// tokenBytes is a token's bytes [from, to) in the text.
+type tokenBytes struct{ from, to int }
+
+// matchSpans lists the current row's matches in its text column, in the
+// order of their first token.
+func matchSpans(fts fts5.Context) ([]matchSpan, error) {
+	n, err := fts.InstCount()
+	if err != nil {
+		return nil, err
+	}
+	spans := make([]matchSpan, 0, n)
+	for i := 0; i < n; i++ {
+		phrase, col, off, err := fts.Inst(i)
+		if err != nil {
+			return nil, err
+		}
+		if col == 0 {
+			spans = append(spans, matchSpan{phrase, off, off + max(1, fts.PhraseSize(phrase))})
+		}
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].from < spans[j].from })
+	return spans, nil
+}
+
+// bestWindow is the first token of the snippet's window in a text of total
+// tokens: the window holding the most different phrases, then the most
+// matches; it starts a few tokens before its first match.
+func bestWindow(spans []matchSpan, total int) int {
+	start, best := 0, -1
+	for _, s := range spans {
+		c := max(0, min(s.from-4, total-snippetTokens))
+		seen := map[int]bool{}
+		hits := 0
+		for _, t := range spans {
+			if t.from >= c && t.to <= c+snippetTokens {
+				seen[t.phrase] = true
+				hits++
+			}
+		}
+		if score := len(seen)*1000 + hits; score > best {
+			start, best = c, score
+		}
+	}
+	return start
+}
+
+// markSnippet writes the window's tokens toks (from token start of total)
+// of text, runs of matched tokens marked as one span, with an ellipsis
+// where the text goes on.
+func markSnippet(text string, toks []tokenBytes, spans []matchSpan, start, total int) string {
 	var b strings.Builder
 	if start > 0 {
 		b.WriteString("…")
 	}
-	// Runs of matched tokens are marked as one span.
 	hit := func(idx int) bool {
 		for _, s := range spans {
 			if idx >= s.from && idx < s.to {
@@ -137,5 +162,5 @@ func snippetFunc(fts fts5.Context, ctx sqlite3.Context, arg ...sqlite3.Value) {
 	} else {
 		b.WriteString(text[pos:])
 	}
-	ctx.ResultText(b.String())
+	return b.String()
 }

@@ -380,27 +380,9 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 	if err != nil {
 		return nil, err
 	}
-	var parentSeq int64
-	if !explicit {
-		parentID = st.headID
-		if parentID != "" {
-			if !st.headSeq.Valid {
-				return nil, core.Errorf(core.CodeCorrupt, "session %s: head %q does not exist", sessionID, parentID)
-			}
-			parentSeq = st.headSeq.Int64
-		}
-	} else if parentID != "" {
-		var owner string
-		err := w.q.QueryRowContext(ctx, `SELECT session_id, seq FROM entries WHERE id = ?`, parentID).Scan(&owner, &parentSeq)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, core.Errorf(core.CodeInvalid, "session %s: parent entry %q does not exist", sessionID, parentID)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("storage: load parent %s: %w", parentID, err)
-		}
-		if owner != sessionID {
-			return nil, core.Errorf(core.CodeInvalid, "session %s: parent entry %q belongs to session %s", sessionID, parentID, owner)
-		}
+	parentID, parentSeq, err := w.parentOf(ctx, st, sessionID, parentID, explicit)
+	if err != nil {
+		return nil, err
 	}
 	if len(entries) == 0 {
 		return []core.Entry{}, nil
@@ -425,27 +407,12 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 		rest = nil
 	}
 	for _, ne := range rest {
-		id := ne.ID
-		if id == "" {
-			id = w.db.ids.New("e_")
-		} else {
-			if ne.NativeID != "" {
-				var n int
-				if err := w.q.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE session_id = ? AND native_id = ?`,
-					sessionID, ne.NativeID).Scan(&n); err != nil {
-					return nil, fmt.Errorf("storage: check native id: %w", err)
-				}
-				if n > 0 {
-					continue // already recorded: skipped by contract
-				}
-			}
-			var n int
-			if err := w.q.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE id = ?`, id).Scan(&n); err != nil {
-				return nil, fmt.Errorf("storage: check entry id: %w", err)
-			}
-			if n > 0 {
-				return nil, core.Errorf(core.CodeConflict, "entry %q already exists", id)
-			}
+		id, skip, err := w.entryID(ctx, sessionID, ne)
+		if err != nil {
+			return nil, err
+		}
+		if skip {
+			continue // already recorded: skipped by contract
 		}
 		// A new child under an entry that is not the newest, or a second
 		// root, starts a branch.
@@ -454,36 +421,14 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 			ID: id, SessionID: sessionID, ParentID: parentID, Seq: seq + 1, Kind: ne.Kind,
 			Payload: ne.Payload, NativeID: ne.NativeID, TokenEstimate: ne.TokenEstimate, CreatedAt: entryTime(ne, now),
 		}
-		// An entry whose native id the session already has is skipped by
-		// contract: the unique index (session_id, native_id) finds it, in
-		// the same statement as the insert.
-		stmt := insertEntrySQL
-		if ne.NativeID != "" {
-			stmt = insertEntryOrSkipSQL
-		}
-		res, err := w.q.ExecContext(ctx, stmt, e.ID, e.SessionID, nullStr(e.ParentID), e.Seq, string(e.Kind),
-			string(e.Payload), nullStr(e.NativeID), e.TokenEstimate, nanos(e.CreatedAt))
+		inserted, err := w.insertOne(ctx, e, ne)
 		if err != nil {
-			return nil, fmt.Errorf("storage: insert entry: %w", err)
+			return nil, err
 		}
-		if ne.NativeID != "" {
-			if n, err := res.RowsAffected(); err != nil {
-				return nil, fmt.Errorf("storage: insert entry: %w", err)
-			} else if n == 0 {
-				if err := w.retime(ctx, sessionID, ne); err != nil {
-					return nil, err
-				}
-				continue // already imported: skipped by contract (its time corrected)
-			}
+		if !inserted {
+			continue // already imported: skipped by contract (its time corrected)
 		}
 		seq++
-		if w.live != nil {
-			rowid, err := res.LastInsertId()
-			if err != nil {
-				return nil, fmt.Errorf("storage: insert entry: %w", err)
-			}
-			w.live.add(rowid, e.ID, e.Kind, e.Payload)
-		}
 		if branches || st.branched { // entry_links rows (links.go)
 			if lk == nil && !w.db.noLinks.Load() {
 				lk = newLinker(w.q, sessionID)
@@ -519,6 +464,94 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 		return nil, err
 	}
 	return out, nil
+}
+
+// parentOf is the parent of the next entry appended to a session in state
+// st, and its seq: the session's head, or (explicit) parentID, which must
+// be an entry of the session ("" for a new root).
+func (w *txWriter) parentOf(ctx context.Context, st sessionState, sessionID, parentID string, explicit bool) (string, int64, error) {
+	var parentSeq int64
+	if !explicit {
+		parentID = st.headID
+		if parentID != "" {
+			if !st.headSeq.Valid {
+				return "", 0, core.Errorf(core.CodeCorrupt, "session %s: head %q does not exist", sessionID, parentID)
+			}
+			parentSeq = st.headSeq.Int64
+		}
+	} else if parentID != "" {
+		var owner string
+		err := w.q.QueryRowContext(ctx, `SELECT session_id, seq FROM entries WHERE id = ?`, parentID).Scan(&owner, &parentSeq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", 0, core.Errorf(core.CodeInvalid, "session %s: parent entry %q does not exist", sessionID, parentID)
+		}
+		if err != nil {
+			return "", 0, fmt.Errorf("storage: load parent %s: %w", parentID, err)
+		}
+		if owner != sessionID {
+			return "", 0, core.Errorf(core.CodeInvalid, "session %s: parent entry %q belongs to session %s", sessionID, parentID, owner)
+		}
+	}
+	return parentID, parentSeq, nil
+}
+
+// entryID is the id of ne when appended to a session: a new one, or the
+// one ne gives, which must be new; skip is true for an entry with an id
+// whose native id the session already has.
+func (w *txWriter) entryID(ctx context.Context, sessionID string, ne core.NewEntry) (id string, skip bool, err error) {
+	if ne.ID == "" {
+		return w.db.ids.New("e_"), false, nil
+	}
+	if ne.NativeID != "" {
+		var n int
+		if err := w.q.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE session_id = ? AND native_id = ?`,
+			sessionID, ne.NativeID).Scan(&n); err != nil {
+			return "", false, fmt.Errorf("storage: check native id: %w", err)
+		}
+		if n > 0 {
+			return "", true, nil
+		}
+	}
+	var n int
+	if err := w.q.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE id = ?`, ne.ID).Scan(&n); err != nil {
+		return "", false, fmt.Errorf("storage: check entry id: %w", err)
+	}
+	if n > 0 {
+		return "", false, core.Errorf(core.CodeConflict, "entry %q already exists", ne.ID)
+	}
+	return ne.ID, false, nil
+}
+
+// insertOne inserts e (made from ne) and hands it to the live indexer.
+// An entry whose native id the session already has is skipped by
+// contract: the unique index (session_id, native_id) finds it, in the same
+// statement as the insert; then inserted is false and the recorded
+// entry's time is corrected.
+func (w *txWriter) insertOne(ctx context.Context, e core.Entry, ne core.NewEntry) (inserted bool, err error) {
+	stmt := insertEntrySQL
+	if ne.NativeID != "" {
+		stmt = insertEntryOrSkipSQL
+	}
+	res, err := w.q.ExecContext(ctx, stmt, e.ID, e.SessionID, nullStr(e.ParentID), e.Seq, string(e.Kind),
+		string(e.Payload), nullStr(e.NativeID), e.TokenEstimate, nanos(e.CreatedAt))
+	if err != nil {
+		return false, fmt.Errorf("storage: insert entry: %w", err)
+	}
+	if ne.NativeID != "" {
+		if n, err := res.RowsAffected(); err != nil {
+			return false, fmt.Errorf("storage: insert entry: %w", err)
+		} else if n == 0 {
+			return false, w.retime(ctx, e.SessionID, ne)
+		}
+	}
+	if w.live != nil {
+		rowid, err := res.LastInsertId()
+		if err != nil {
+			return false, fmt.Errorf("storage: insert entry: %w", err)
+		}
+		w.live.add(rowid, e.ID, e.Kind, e.Payload)
+	}
+	return true, nil
 }
 
 func nullStr(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
