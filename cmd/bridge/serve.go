@@ -79,46 +79,7 @@ func (a *app) serve(ctx context.Context, args []string) int {
 		Harnesses:        harnessNames(),
 		MaxContentLength: *maxLen,
 		Logger:           logger,
-		Open: func(ctx context.Context, opts rpc.InitOptions, n service.Notifier, client rpc.Caller) (rpc.Backend, error) {
-			var extra []core.BridgeHost
-			h := clientHost(opts, client, logger)
-			if h != nil {
-				extra = append(extra, h)
-			}
-			o := openOptions{initDataDir: opts.DataDir, harnesses: opts.Harnesses, notifier: n, extraHosts: extra, serve: true}
-			if opts.RequestPermission {
-				o.permissions = rpc.PermissionAsker(client)
-			}
-			// awaitSignals: the answer to initialize goes out only once
-			// SIGINT and SIGTERM are handled.
-			awaitSignals()
-			var e *env
-			var err error
-			if d, ok := pre.prepared(); ok {
-				// The adapters need the data directory but not the
-				// database: make them while it opens.
-				var h hostSet
-				var herr error
-				if d.err == nil {
-					h, herr = makeHosts(d.cfg, d.dir, o)
-				}
-				st, perr := pre.take()
-				if perr != nil {
-					return nil, perr
-				}
-				if herr != nil {
-					st.db.Close()
-					return nil, herr
-				}
-				e, err = a.buildWith(st, h, o)
-			} else {
-				e, err = a.open(ctx, o)
-			}
-			if err != nil {
-				return nil, err
-			}
-			return backend{Service: e.svc, e: e, host: h}, nil
-		},
+		Open:             a.openBackend(pre, logger),
 	}
 	if path := os.Getenv("BRIDGE_CPUPROFILE"); path != "" {
 		stop, err := startCPUProfile(path)
@@ -177,6 +138,51 @@ func startCPUProfile(path string) (stop func(), err error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// openBackend is serve's rpc.Config.Open: the service for the client that
+// sent initialize, on the database pre opened meanwhile when it did.
+func (a *app) openBackend(pre *preopened, logger *slog.Logger) func(ctx context.Context, opts rpc.InitOptions, n service.Notifier, client rpc.Caller) (rpc.Backend, error) {
+	return func(ctx context.Context, opts rpc.InitOptions, n service.Notifier, client rpc.Caller) (rpc.Backend, error) {
+		var extra []core.BridgeHost
+		h := clientHost(opts, client, logger)
+		if h != nil {
+			extra = append(extra, h)
+		}
+		o := openOptions{initDataDir: opts.DataDir, harnesses: opts.Harnesses, notifier: n, extraHosts: extra, serve: true}
+		if opts.RequestPermission {
+			o.permissions = rpc.PermissionAsker(client)
+		}
+		// awaitSignals: the answer to initialize goes out only once
+		// SIGINT and SIGTERM are handled.
+		awaitSignals()
+		var e *env
+		var err error
+		if d, ok := pre.prepared(); ok {
+			// The adapters need the data directory but not the
+			// database: make them while it opens.
+			var h hostSet
+			var herr error
+			if d.err == nil {
+				h, herr = makeHosts(d.cfg, d.dir, o)
+			}
+			st, perr := pre.take()
+			if perr != nil {
+				return nil, perr
+			}
+			if herr != nil {
+				st.db.Close()
+				return nil, herr
+			}
+			e, err = a.buildWith(st, h, o)
+		} else {
+			e, err = a.open(ctx, o)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return backend{Service: e.svc, e: e, host: h}, nil
+	}
 }
 
 // preopened is a data directory opened before initialize arrived: its

@@ -144,62 +144,12 @@ func Fold(branch []core.Entry, opt FoldOptions) Source {
 	if opt.SourceBudget <= 0 {
 		opt.SourceBudget = SourceCharBudget
 	}
-	// Walk back from the newest entry: decode only the newest MaxMessages
-	// messages and the newest summary; older entries are only counted.
-	var msgs []msg
-	summary := ""
-	total := 0
-	own := bridgeOwn(branch)
-	for i := len(branch) - 1; i >= 0; i-- {
-		e := branch[i]
-		switch e.Kind {
-		case core.KindUserMessage, core.KindAssistantMessage:
-			if own[i] {
-				continue
-			}
-			total++
-			if len(msgs) == opt.MaxMessages {
-				continue
-			}
-			var p struct {
-				Text   string `json:"text"`
-				Images int    `json:"images"`
-			}
-			_ = json.Unmarshal(e.Payload, &p)
-			t := p.Text
-			if e.Kind == core.KindAssistantMessage {
-				t = stripThink(t)
-			}
-			msgs = append(msgs, msg{user: e.Kind == core.KindUserMessage, text: strings.TrimSpace(t), images: p.Images})
-		case core.KindCheckpoint, core.KindContextCompacted, core.KindBranchSummary:
-			if summary != "" {
-				continue
-			}
-			var p struct {
-				Summary string `json:"summary"`
-			}
-			if json.Unmarshal(e.Payload, &p) == nil && strings.TrimSpace(p.Summary) != "" && p.Summary != checkpoint.MarkerSummary {
-				summary = strings.TrimSpace(p.Summary)
-			}
-		}
-	}
-	for i, j := 0, len(msgs)-1; i < j; i, j = i+1, j-1 {
-		msgs[i], msgs[j] = msgs[j], msgs[i]
-	}
+	msgs, summary, total := readNewest(branch, opt.MaxMessages)
 	st := FoldStats{MessagesTotal: total}
 	st.MessagesRead = len(msgs)
 	lang := opt.Lang
 	if lang == "" {
-		var sb strings.Builder
-		for _, m := range msgs {
-			if m.user {
-				sb.WriteString(m.text)
-				if sb.Len() > 16000 {
-					break
-				}
-			}
-		}
-		lang = DetectLang(sb.String())
+		lang = usersLang(msgs)
 	}
 	var users, recent []string
 	for i := len(msgs) - 1; i >= 0; i-- { // newest first
@@ -223,27 +173,7 @@ func Fold(branch []core.Entry, opt FoldOptions) Source {
 	}
 	needU := listNeed(usersHead, users)
 	needR := listNeed(recentHead, recent)
-
-	present := 0
-	for _, n := range []int{needC, needU, needR} {
-		if n > 0 {
-			present++
-		}
-	}
-	budget := opt.SourceBudget
-	if present > 1 {
-		budget -= separatorChars * (present - 1)
-	}
-	qC := int(float64(budget) * compactionShare)
-	qU := int(float64(budget) * usersShare)
-	qR := budget - qC - qU
-	aC, aU, aR := min(needC, qC), min(needU, qU), min(needR, qR)
-	left := budget - aC - aU - aR
-	for _, p := range []*struct{ a, need *int }{{&aU, &needU}, {&aR, &needR}, {&aC, &needC}} {
-		extra := min(left, *p.need-*p.a)
-		*p.a += extra
-		left -= extra
-	}
+	aC, aU, aR := allot(opt.SourceBudget, needC, needU, needR)
 
 	var dropped []string
 	var parts []string
@@ -294,6 +224,92 @@ func Fold(branch []core.Entry, opt FoldOptions) Source {
 	text := strings.Join(parts, "\n\n")
 	st.SourceChars = runes(text)
 	return Source{Text: text, Lang: lang, Stats: st, Dropped: dropped}
+}
+
+// readNewest walks back from the newest entry of branch: it decodes only
+// the newest limit messages (oldest first in msgs) and the newest summary;
+// older messages are only counted in total.
+func readNewest(branch []core.Entry, limit int) (msgs []msg, summary string, total int) {
+	own := bridgeOwn(branch)
+	for i := len(branch) - 1; i >= 0; i-- {
+		e := branch[i]
+		switch e.Kind {
+		case core.KindUserMessage, core.KindAssistantMessage:
+			if own[i] {
+				continue
+			}
+			total++
+			if len(msgs) == limit {
+				continue
+			}
+			var p struct {
+				Text   string `json:"text"`
+				Images int    `json:"images"`
+			}
+			_ = json.Unmarshal(e.Payload, &p)
+			t := p.Text
+			if e.Kind == core.KindAssistantMessage {
+				t = stripThink(t)
+			}
+			msgs = append(msgs, msg{user: e.Kind == core.KindUserMessage, text: strings.TrimSpace(t), images: p.Images})
+		case core.KindCheckpoint, core.KindContextCompacted, core.KindBranchSummary:
+			if summary != "" {
+				continue
+			}
+			var p struct {
+				Summary string `json:"summary"`
+			}
+			if json.Unmarshal(e.Payload, &p) == nil && strings.TrimSpace(p.Summary) != "" && p.Summary != checkpoint.MarkerSummary {
+				summary = strings.TrimSpace(p.Summary)
+			}
+		}
+	}
+	for i, j := 0, len(msgs)-1; i < j; i, j = i+1, j-1 {
+		msgs[i], msgs[j] = msgs[j], msgs[i]
+	}
+	return msgs, summary, total
+}
+
+// usersLang is the language of the user's messages (their first 16,000
+// bytes or so).
+func usersLang(msgs []msg) string {
+	var sb strings.Builder
+	for _, m := range msgs {
+		if m.user {
+			sb.WriteString(m.text)
+			if sb.Len() > 16000 {
+				break
+			}
+		}
+	}
+	return DetectLang(sb.String())
+}
+
+// allot shares budget among the three sections by need: each gets up to
+// its share, then what is left goes to the users', the recent and the
+// compaction section in that order. The separators between the sections
+// present come out of the budget first.
+func allot(budget, needC, needU, needR int) (aC, aU, aR int) {
+	present := 0
+	for _, n := range []int{needC, needU, needR} {
+		if n > 0 {
+			present++
+		}
+	}
+	if present > 1 {
+		budget -= separatorChars * (present - 1)
+	}
+	qC := int(float64(budget) * compactionShare)
+	qU := int(float64(budget) * usersShare)
+	qR := budget - qC - qU
+	aC, aU, aR = min(needC, qC), min(needU, qU), min(needR, qR)
+	left := budget - aC - aU - aR
+	for _, p := range []*struct{ a, need *int }{{&aU, &needU}, {&aR, &needR}, {&aC, &needC}} {
+		extra := min(left, *p.need-*p.a)
+		*p.a += extra
+		left -= extra
+	}
+	return aC, aU, aR
 }
 
 func sectionLabels(lang string) [3]string {

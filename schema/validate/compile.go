@@ -66,162 +66,6 @@ func newCompiler(bundle []byte) (*compiler, error) {
 	return &compiler{raw: defs, defs: map[string]*node{}}, nil
 }
 
-// splitDefs returns the undecoded members of the bundle's "$defs". It only
-// finds where each value starts and ends (a definition is decoded, and so
-// checked, when it is first used): decoding the whole bundle with
-// encoding/json took 1.4-2.3 ms, on the path of the first request.
-func splitDefs(b []byte) (map[string]json.RawMessage, error) {
-	sc := scanner{b: b}
-	var defs map[string]json.RawMessage
-	err := sc.object(func(key string) error {
-		if key != "$defs" {
-			return sc.skip()
-		}
-		defs = map[string]json.RawMessage{}
-		return sc.object(func(name string) error {
-			start := sc.i
-			if err := sc.skip(); err != nil {
-				return err
-			}
-			defs[name] = json.RawMessage(b[start:sc.i])
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	if defs == nil {
-		return nil, fmt.Errorf("no $defs")
-	}
-	return defs, nil
-}
-
-// scanner walks JSON text without decoding it.
-type scanner struct {
-	b []byte
-	i int
-}
-
-func (s *scanner) ws() {
-	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\n' || s.b[s.i] == '\t' || s.b[s.i] == '\r') {
-		s.i++
-	}
-}
-
-func (s *scanner) errorf(format string, args ...any) error {
-	return fmt.Errorf("offset %d: %s", s.i, fmt.Sprintf(format, args...))
-}
-
-// object calls member for each member of the object at s.i, with s.i at
-// the member's value; member must consume the value.
-func (s *scanner) object(member func(key string) error) error {
-	s.ws()
-	if s.i >= len(s.b) || s.b[s.i] != '{' {
-		return s.errorf("want an object")
-	}
-	s.i++
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
-		s.i++
-		return nil
-	}
-	for {
-		s.ws()
-		start := s.i
-		if err := s.str(); err != nil {
-			return err
-		}
-		key, err := strconv.Unquote(string(s.b[start:s.i]))
-		if err != nil {
-			var k string
-			if json.Unmarshal(s.b[start:s.i], &k) != nil {
-				return s.errorf("bad member name")
-			}
-			key = k
-		}
-		s.ws()
-		if s.i >= len(s.b) || s.b[s.i] != ':' {
-			return s.errorf("want ':'")
-		}
-		s.i++
-		s.ws()
-		if err := member(key); err != nil {
-			return err
-		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return s.errorf("unexpected end")
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return nil
-		default:
-			return s.errorf("want ',' or '}'")
-		}
-	}
-}
-
-// str moves past the string at s.i.
-func (s *scanner) str() error {
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return s.errorf("want a string")
-	}
-	for s.i++; s.i < len(s.b); s.i++ {
-		switch s.b[s.i] {
-		case '\\':
-			s.i++
-		case '"':
-			s.i++
-			return nil
-		}
-	}
-	return s.errorf("unterminated string")
-}
-
-// skip moves past the value at s.i.
-func (s *scanner) skip() error {
-	s.ws()
-	depth := 0
-	for s.i < len(s.b) {
-		switch c := s.b[s.i]; c {
-		case '"':
-			if err := s.str(); err != nil {
-				return err
-			}
-		case '{', '[':
-			depth++
-			s.i++
-		case '}', ']':
-			if depth == 0 {
-				return nil // the end of the enclosing value
-			}
-			depth--
-			s.i++
-		case ',':
-			if depth == 0 {
-				return nil
-			}
-			s.i++
-		default:
-			s.i++
-		}
-		if depth == 0 {
-			// A scalar runs to the next delimiter.
-			for s.i < len(s.b) && !strings.ContainsRune(",}] \n\t\r", rune(s.b[s.i])) {
-				if s.b[s.i] == '"' || s.b[s.i] == '{' || s.b[s.i] == '[' {
-					break
-				}
-				s.i++
-			}
-			return nil
-		}
-	}
-	return s.errorf("unexpected end")
-}
-
 // def returns the compiled definition name, compiling it and every
 // definition it refers to.
 func (c *compiler) def(name string) (*node, error) {
@@ -263,117 +107,9 @@ func (c *compiler) compileInto(n *node, v any, at string) error {
 	if !ok {
 		return fmt.Errorf("validate: %s: a schema must be an object or a boolean", at)
 	}
-	bad := func(kw string) error { return fmt.Errorf("validate: %s: %s has an unexpected value", at, kw) }
 	for _, kw := range sortedKeys(obj) {
-		val := obj[kw]
-		switch {
-		case kw == "type":
-			switch t := val.(type) {
-			case string:
-				n.types = []string{t}
-			case []any:
-				for _, x := range t {
-					s, ok := x.(string)
-					if !ok {
-						return bad(kw)
-					}
-					n.types = append(n.types, s)
-				}
-			default:
-				return bad(kw)
-			}
-		case kw == "const":
-			n.hasConst, n.constVal = true, val
-		case kw == "enum":
-			list, ok := val.([]any)
-			if !ok {
-				return bad(kw)
-			}
-			n.enum = list
-		case kw == "$ref":
-			s, _ := val.(string)
-			name, ok := strings.CutPrefix(s, "#/$defs/")
-			if !ok || strings.Contains(name, "/") {
-				return fmt.Errorf("validate: %s: $ref %q is not a definition of the bundle", at, s)
-			}
-			n.ref = name
-		case kw == "properties":
-			m, ok := val.(map[string]any)
-			if !ok {
-				return bad(kw)
-			}
-			n.props = make(map[string]*node, len(m))
-			for p, sv := range m {
-				sub, err := c.compile(sv, at+"/properties/"+p)
-				if err != nil {
-					return err
-				}
-				n.props[p] = sub
-			}
-		case kw == "required":
-			list, ok := val.([]any)
-			if !ok {
-				return bad(kw)
-			}
-			for _, x := range list {
-				s, ok := x.(string)
-				if !ok {
-					return bad(kw)
-				}
-				n.required = append(n.required, s)
-			}
-		case kw == "additionalProperties", kw == "items":
-			sub, err := c.compile(val, at+"/"+kw)
-			if err != nil {
-				return err
-			}
-			if kw == "items" {
-				n.items = sub
-			} else {
-				n.additional = sub
-			}
-		case kw == "oneOf":
-			list, ok := val.([]any)
-			if !ok || len(list) == 0 {
-				return bad(kw)
-			}
-			for i, sv := range list {
-				sub, err := c.compile(sv, at+"/oneOf/"+strconv.Itoa(i))
-				if err != nil {
-					return err
-				}
-				n.oneOf = append(n.oneOf, sub)
-			}
-		case kw == "minItems", kw == "maxItems", kw == "minLength", kw == "maxLength":
-			num, ok := val.(json.Number)
-			i, err := strconv.Atoi(string(num))
-			if !ok || err != nil || i < 0 {
-				return bad(kw)
-			}
-			switch kw {
-			case "minItems":
-				n.minItems = &i
-			case "maxItems":
-				n.maxItems = &i
-			case "minLength":
-				n.minLength = &i
-			default:
-				n.maxLength = &i
-			}
-		case kw == "minimum", kw == "maximum":
-			num, ok := val.(json.Number)
-			r, okr := new(big.Rat).SetString(string(num))
-			if !ok || !okr {
-				return bad(kw)
-			}
-			if kw == "minimum" {
-				n.minimum = r
-			} else {
-				n.maximum = r
-			}
-		case annotation(kw), strings.HasPrefix(kw, "x-"):
-		default:
-			return fmt.Errorf("validate: %s: keyword %q is not supported by this validator", at, kw)
+		if err := c.keyword(n, kw, obj[kw], at); err != nil {
+			return err
 		}
 	}
 	if n.ref != "" {
@@ -384,6 +120,139 @@ func (c *compiler) compileInto(n *node, v any, at string) error {
 		n.refNode = target
 	}
 	return nil
+}
+
+// keyword compiles keyword kw of the schema at at, with value val, into n.
+func (c *compiler) keyword(n *node, kw string, val any, at string) error {
+	bad := fmt.Errorf("validate: %s: %s has an unexpected value", at, kw)
+	ok := true
+	switch {
+	case kw == "type":
+		n.types, ok = typesOf(val)
+	case kw == "const":
+		n.hasConst, n.constVal = true, val
+	case kw == "enum":
+		n.enum, ok = val.([]any)
+	case kw == "$ref":
+		s, _ := val.(string)
+		name, ok := strings.CutPrefix(s, "#/$defs/")
+		if !ok || strings.Contains(name, "/") {
+			return fmt.Errorf("validate: %s: $ref %q is not a definition of the bundle", at, s)
+		}
+		n.ref = name
+	case kw == "properties":
+		m, isMap := val.(map[string]any)
+		if !isMap {
+			return bad
+		}
+		n.props = make(map[string]*node, len(m))
+		for p, sv := range m {
+			sub, err := c.compile(sv, at+"/properties/"+p)
+			if err != nil {
+				return err
+			}
+			n.props[p] = sub
+		}
+	case kw == "required":
+		n.required, ok = stringsOf(val)
+	case kw == "additionalProperties", kw == "items":
+		sub, err := c.compile(val, at+"/"+kw)
+		if err != nil {
+			return err
+		}
+		if kw == "items" {
+			n.items = sub
+		} else {
+			n.additional = sub
+		}
+	case kw == "oneOf":
+		list, isList := val.([]any)
+		if !isList || len(list) == 0 {
+			return bad
+		}
+		for i, sv := range list {
+			sub, err := c.compile(sv, at+"/oneOf/"+strconv.Itoa(i))
+			if err != nil {
+				return err
+			}
+			n.oneOf = append(n.oneOf, sub)
+		}
+	case kw == "minItems", kw == "maxItems", kw == "minLength", kw == "maxLength":
+		ok = n.setCount(kw, val)
+	case kw == "minimum", kw == "maximum":
+		ok = n.setBound(kw, val)
+	case annotation(kw), strings.HasPrefix(kw, "x-"):
+	default:
+		return fmt.Errorf("validate: %s: keyword %q is not supported by this validator", at, kw)
+	}
+	if !ok {
+		return bad
+	}
+	return nil
+}
+
+// typesOf reads a "type" value: one name or a list of names.
+func typesOf(val any) ([]string, bool) {
+	switch t := val.(type) {
+	case string:
+		return []string{t}, true
+	case []any:
+		return stringsOf(t)
+	}
+	return nil, false
+}
+
+// stringsOf reads a list of strings.
+func stringsOf(val any) ([]string, bool) {
+	list, ok := val.([]any)
+	if !ok {
+		return nil, false
+	}
+	var out []string
+	for _, x := range list {
+		s, ok := x.(string)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, s)
+	}
+	return out, true
+}
+
+// setCount sets the count limit kw (minItems, maxItems, minLength,
+// maxLength) from a non-negative integer.
+func (n *node) setCount(kw string, val any) bool {
+	num, ok := val.(json.Number)
+	i, err := strconv.Atoi(string(num))
+	if !ok || err != nil || i < 0 {
+		return false
+	}
+	switch kw {
+	case "minItems":
+		n.minItems = &i
+	case "maxItems":
+		n.maxItems = &i
+	case "minLength":
+		n.minLength = &i
+	default:
+		n.maxLength = &i
+	}
+	return true
+}
+
+// setBound sets minimum or maximum from a number, kept exact.
+func (n *node) setBound(kw string, val any) bool {
+	num, ok := val.(json.Number)
+	r, okr := new(big.Rat).SetString(string(num))
+	if !ok || !okr {
+		return false
+	}
+	if kw == "minimum" {
+		n.minimum = r
+	} else {
+		n.maximum = r
+	}
+	return true
 }
 
 // decode reads one JSON value the way the validator sees instances:
@@ -493,59 +362,14 @@ func (n *node) validate(v any, loc []string) *violation {
 	case map[string]any:
 		errs = n.object(v, loc, errs)
 	case []any:
-		if n.minItems != nil && len(v) < *n.minItems {
-			errs = append(errs, &violation{kind: kMinItems, loc: clone(loc), gotN: len(v), wantN: *n.minItems})
-		}
-		if n.maxItems != nil && len(v) > *n.maxItems {
-			errs = append(errs, &violation{kind: kMaxItems, loc: clone(loc), gotN: len(v), wantN: *n.maxItems})
-		}
-		if n.items != nil {
-			for i, item := range v {
-				if e := n.items.validate(item, append(loc, strconv.Itoa(i))); e != nil {
-					errs = append(errs, e)
-				}
-			}
-		}
+		errs = n.array(v, loc, errs)
 	case string:
-		if n.minLength != nil || n.maxLength != nil {
-			l := utf8.RuneCountInString(v)
-			if n.minLength != nil && l < *n.minLength {
-				errs = append(errs, &violation{kind: kMinLength, loc: clone(loc), gotN: l, wantN: *n.minLength})
-			}
-			if n.maxLength != nil && l > *n.maxLength {
-				errs = append(errs, &violation{kind: kMaxLength, loc: clone(loc), gotN: l, wantN: *n.maxLength})
-			}
-		}
+		errs = n.str(v, loc, errs)
 	case json.Number:
-		if n.minimum != nil || n.maximum != nil {
-			r, _ := new(big.Rat).SetString(string(v))
-			if n.minimum != nil && r.Cmp(n.minimum) < 0 {
-				errs = append(errs, &violation{kind: kMinimum, loc: clone(loc), gotR: r, wantR: n.minimum})
-			}
-			if n.maximum != nil && r.Cmp(n.maximum) > 0 {
-				errs = append(errs, &violation{kind: kMaximum, loc: clone(loc), gotR: r, wantR: n.maximum})
-			}
-		}
+		errs = n.number(v, loc, errs)
 	}
 	if len(n.oneOf) > 0 {
-		matched := -1
-		var causes []*violation
-		for i, sub := range n.oneOf {
-			if e := sub.validate(v, loc); e != nil {
-				if matched == -1 {
-					causes = append(causes, e)
-				}
-				continue
-			}
-			if matched != -1 {
-				errs = append(errs, &violation{kind: kOneOf, loc: clone(loc), matched: []int{matched, i}})
-				break
-			}
-			matched = i
-		}
-		if matched == -1 {
-			errs = append(errs, &violation{kind: kOneOf, loc: clone(loc), causes: causes})
-		}
+		errs = n.one(v, loc, errs)
 	}
 	switch len(errs) {
 	case 0:
@@ -554,6 +378,79 @@ func (n *node) validate(v any, loc []string) *violation {
 		return errs[0]
 	}
 	return &violation{kind: kGroup, loc: clone(loc), causes: errs}
+}
+
+// array adds to errs the violations of the array v's own keywords.
+func (n *node) array(v []any, loc []string, errs []*violation) []*violation {
+	if n.minItems != nil && len(v) < *n.minItems {
+		errs = append(errs, &violation{kind: kMinItems, loc: clone(loc), gotN: len(v), wantN: *n.minItems})
+	}
+	if n.maxItems != nil && len(v) > *n.maxItems {
+		errs = append(errs, &violation{kind: kMaxItems, loc: clone(loc), gotN: len(v), wantN: *n.maxItems})
+	}
+	if n.items != nil {
+		for i, item := range v {
+			if e := n.items.validate(item, append(loc, strconv.Itoa(i))); e != nil {
+				errs = append(errs, e)
+			}
+		}
+	}
+	return errs
+}
+
+// str adds to errs the violations of the string v's length limits,
+// counted in code points.
+func (n *node) str(v string, loc []string, errs []*violation) []*violation {
+	if n.minLength == nil && n.maxLength == nil {
+		return errs
+	}
+	l := utf8.RuneCountInString(v)
+	if n.minLength != nil && l < *n.minLength {
+		errs = append(errs, &violation{kind: kMinLength, loc: clone(loc), gotN: l, wantN: *n.minLength})
+	}
+	if n.maxLength != nil && l > *n.maxLength {
+		errs = append(errs, &violation{kind: kMaxLength, loc: clone(loc), gotN: l, wantN: *n.maxLength})
+	}
+	return errs
+}
+
+// number adds to errs the violations of the number v's bounds, compared
+// exactly.
+func (n *node) number(v json.Number, loc []string, errs []*violation) []*violation {
+	if n.minimum == nil && n.maximum == nil {
+		return errs
+	}
+	r, _ := new(big.Rat).SetString(string(v))
+	if n.minimum != nil && r.Cmp(n.minimum) < 0 {
+		errs = append(errs, &violation{kind: kMinimum, loc: clone(loc), gotR: r, wantR: n.minimum})
+	}
+	if n.maximum != nil && r.Cmp(n.maximum) > 0 {
+		errs = append(errs, &violation{kind: kMaximum, loc: clone(loc), gotR: r, wantR: n.maximum})
+	}
+	return errs
+}
+
+// one adds to errs a oneOf violation unless exactly one branch matches v:
+// with no match the causes are every branch's, with two the two matched.
+func (n *node) one(v any, loc []string, errs []*violation) []*violation {
+	matched := -1
+	var causes []*violation
+	for i, sub := range n.oneOf {
+		if e := sub.validate(v, loc); e != nil {
+			if matched == -1 {
+				causes = append(causes, e)
+			}
+			continue
+		}
+		if matched != -1 {
+			return append(errs, &violation{kind: kOneOf, loc: clone(loc), matched: []int{matched, i}})
+		}
+		matched = i
+	}
+	if matched == -1 {
+		errs = append(errs, &violation{kind: kOneOf, loc: clone(loc), causes: causes})
+	}
+	return errs
 }
 
 // object checks an object's members: required, then each member in name
