@@ -1,34 +1,3 @@
-// Package storage is the SQLite implementation of core.Store.
-//
-// One database file holds every session, its entry tree and the audit log.
-// The file is opened in WAL mode with foreign keys on and a busy timeout, so
-// several goroutines and several Bridge processes can share it: every write
-// transaction takes the write lock when it begins (BEGIN IMMEDIATE), and the
-// sequence number of a new entry is computed inside that transaction.
-//
-// Inside one process, Writer calls made on *DB (outside Update) are group
-// committed: a call that finds no write in progress commits at once on its
-// own goroutine; calls that arrive while a write is in progress queue for a
-// single writer goroutine, which commits all the calls waiting at that
-// moment in one transaction. Each call still gets its own result, and a call
-// that fails is rolled back to its own savepoint without disturbing the
-// others.
-//
-// Reads go through a second connection pool on the same file, opened on
-// the first read and kept read-only by SQLite (PRAGMA query_only; see
-// readPool): in WAL mode they never wait for the writer, and each read
-// transaction sees every commit made before it began.
-//
-// Reads of a session's branch (ActiveBranch, History) follow parent links
-// and check each one. While a session has never branched, its tree is one
-// chain and the walk reads the (session_id, seq) index backwards, so a
-// History page costs the same on a session of 100,000 entries as on a short
-// one; on a branched session, paging with beforeSeq walks from the head.
-//
-// Durability: the database runs with synchronous=NORMAL in WAL mode. A
-// committed transaction survives a crash of the process; a power cut may lose
-// the last commits but never leaves a half-written one. Set
-// Options.FullSync to sync on every commit.
 package storage
 
 import (
