@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // The live-thread tests of the harnesses forked natively besides Claude
@@ -35,8 +36,8 @@ func checkpointsLeaveLiveThread(t *testing.T, harness string, o harnessOptions, 
 	native := sessionNative(t, db, sid)
 
 	say(t, c, sid, "TURN-ONE: the server listens on port 55837.")
-	var res checkpointResult
-	c.mustCall("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, &res)
+	var res schema.SessionCheckpointResult
+	c.MustCall("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, &res)
 	if res.Method != "fork" {
 		t.Fatalf("session/checkpoint = %+v, want method fork", res)
 	}

@@ -17,16 +17,16 @@ func seedRecord(t *testing.T, dir string) []string {
 	c := startBridge(t, dir)
 	c.initialize(nil)
 	sid := createFake(t, c)
-	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": []map[string]any{
+	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": []map[string]any{
 		{"type": "text", "text": "say what a picture\ntool ls /tmp"},
 		{"type": "image", "mediaType": "image/png", "data": onePixelPNG},
 	}}, nil)
-	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say working on it\ncompact manual 9000 900")}, nil)
-	c.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt(`say more work
+	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say working on it\ncompact manual 9000 900")}, nil)
+	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt(`say more work
 next json {"summary": "the picture was looked at; next, the tests", "decisions": ["keep the picture"]}`)}, nil)
-	c.mustCall("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, nil)
+	c.MustCall("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, nil)
 	other := createFake(t, c)
-	c.mustCall("session/prompt", map[string]any{"sessionId": other, "content": prompt("say the second session")}, nil)
+	c.MustCall("session/prompt", map[string]any{"sessionId": other, "content": prompt("say the second session")}, nil)
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
@@ -79,9 +79,9 @@ func TestStoreCopySQLite(t *testing.T) {
 	// The source moves on: one session grows, one is added.
 	c := startBridge(t, src)
 	c.initialize(nil)
-	c.mustCall("session/prompt", map[string]any{"sessionId": ids[1], "content": prompt("say grown since")}, nil)
+	c.MustCall("session/prompt", map[string]any{"sessionId": ids[1], "content": prompt("say grown since")}, nil)
 	third := createFake(t, c)
-	c.mustCall("session/prompt", map[string]any{"sessionId": third, "content": prompt("say the third")}, nil)
+	c.MustCall("session/prompt", map[string]any{"sessionId": third, "content": prompt("say the third")}, nil)
 	c.exit(true)
 	res = runCopy(t, src, filepath.Join(dst, DatabaseFile))
 	if res.Sessions != 2 || res.Skipped != 1 {

@@ -91,7 +91,7 @@ func TestStorePostgresLiveAcrossProcesses(t *testing.T) {
 		}
 	}
 	for i := 0; ; i++ {
-		b.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say warming up")}, nil)
+		b.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say warming up")}, nil)
 		if len(notesMatching(a, heard("warming up"))) > 0 {
 			break
 		}
@@ -100,11 +100,11 @@ func TestStorePostgresLiveAcrossProcesses(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	b.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say the answer from machine B")}, nil)
+	b.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say the answer from machine B")}, nil)
 	a.awaitNote("B's answer", heard("the answer from machine B"))
 
 	e := a.call("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say from A")}, nil)
-	if e == nil || e.dataCode() != "live_elsewhere" {
+	if e == nil || e.DataCode() != "live_elsewhere" {
 		t.Fatalf("A prompting B's live session: %+v, want live_elsewhere", e)
 	}
 	var data struct{ Detail string }
@@ -123,7 +123,7 @@ func TestStorePostgresLiveAcrossProcesses(t *testing.T) {
 		if e == nil {
 			break
 		}
-		if e.dataCode() != "live_elsewhere" || i == 600 {
+		if e.DataCode() != "live_elsewhere" || i == 600 {
 			t.Fatalf("resume after B died: %+v", e)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -131,15 +131,13 @@ func TestStorePostgresLiveAcrossProcesses(t *testing.T) {
 	if res.Mode == "" || res.Mode == "hot" {
 		t.Fatalf("A resumed B's session as %q, want an honest cold mode", res.Mode)
 	}
-	a.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say A drives it now")}, nil)
+	a.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say A drives it now")}, nil)
 }
 
 // notesMatching returns c's notifications so far that pred accepts.
 func notesMatching(c *client, pred func(wireMsg) bool) []wireMsg {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	var out []wireMsg
-	for _, n := range c.notes {
+	for _, n := range c.notes() {
 		if pred(n) {
 			out = append(out, n)
 		}
