@@ -21,7 +21,7 @@ func Do[R any](ctx context.Context, c *Client, method string, params any) (R, er
 	rawID := strconv.Itoa(id)
 	m, err := c.wait(ctx, "the reply to "+method+" "+rawID, c.opts.ReplyWait,
 		func() { c.Notify("$/cancelRequest", schema.CancelParams{ID: schema.RequestID{Num: int64(id)}}) },
-		func(m Message) bool { return m.IsReply() && string(m.ID) == rawID })
+		c.replyTo(rawID))
 	if err != nil {
 		return r, err
 	}

@@ -124,6 +124,10 @@ type Client struct {
 	endErr    error
 	ended     bool
 	onRequest func(Message) (any, *Error)
+	// taken marks the replies Reply and the typed calls returned (by
+	// index in msgs): each reply is returned once, so two awaits of id
+	// null get two replies.
+	taken map[int]bool
 }
 
 // New returns a client that sends each message body with send.
@@ -397,12 +401,33 @@ func (c *Client) Request(method string, params any) string {
 }
 
 // Reply awaits the reply whose id's JSON text is rawID ("null" for a
-// reply to a message that had no readable id).
+// reply to a message that had no readable id) that no Reply returned yet.
 func (c *Client) Reply(rawID string) Message {
 	c.t.Helper()
-	return c.await("the reply to request "+rawID, c.opts.ReplyWait, func(m Message) bool {
-		return m.IsReply() && string(m.ID) == rawID
-	})
+	m, err := c.wait(context.Background(), "the reply to request "+rawID, c.opts.ReplyWait, nil, c.replyTo(rawID))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return m
+}
+
+// replyTo matches the first reply to rawID not taken yet, and takes it.
+func (c *Client) replyTo(rawID string) func(int, Message) bool {
+	return func(i int, m Message) bool {
+		if !m.IsReply() || string(m.ID) != rawID {
+			return false
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.taken[i] {
+			return false
+		}
+		if c.taken == nil {
+			c.taken = map[int]bool{}
+		}
+		c.taken[i] = true
+		return true
+	}
 }
 
 // Call sends a request and awaits its reply.
@@ -436,7 +461,7 @@ func (c *Client) Await(what string, pred func(Message) bool) Message {
 
 func (c *Client) await(what string, wait time.Duration, pred func(Message) bool) Message {
 	c.t.Helper()
-	m, err := c.wait(context.Background(), what, wait, nil, pred)
+	m, err := c.wait(context.Background(), what, wait, nil, func(_ int, m Message) bool { return pred(m) })
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -445,7 +470,7 @@ func (c *Client) await(what string, wait time.Duration, pred func(Message) bool)
 
 // wait is await returning its failure; when ctx ends first it calls
 // onCancel once (if set) and waits on, else it returns ctx's error.
-func (c *Client) wait(ctx context.Context, what string, wait time.Duration, onCancel func(), pred func(Message) bool) (Message, error) {
+func (c *Client) wait(ctx context.Context, what string, wait time.Duration, onCancel func(), pred func(int, Message) bool) (Message, error) {
 	var deadline <-chan time.Time
 	if wait > 0 {
 		timer := time.NewTimer(wait)
@@ -458,7 +483,7 @@ func (c *Client) wait(ctx context.Context, what string, wait time.Duration, onCa
 		msgs, ch, ended, endErr := c.msgs, c.changed, c.ended, c.endErr
 		c.mu.Unlock()
 		for ; seen < len(msgs); seen++ {
-			if pred(msgs[seen]) {
+			if pred(seen, msgs[seen]) {
 				return msgs[seen], nil
 			}
 		}

@@ -134,3 +134,25 @@ func asProtocol(err error, pe **rpctest.ProtocolError) bool {
 type fakeT struct{ testing.TB }
 
 func (f *fakeT) Errorf(string, ...any) {}
+
+// TestRepliesAreTakenOnce: two replies with the same id (null: answers to
+// messages without a readable id) are returned by two Reply calls in
+// turn, as a client reads them.
+func TestRepliesAreTakenOnce(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	t.Cleanup(func() { inW.Close(); outW.Close() })
+	srv := rpctest.NewFramed(t, inR, outW, rpctest.Options{})
+	c := rpctest.NewFramed(t, outR, inW, rpctest.Options{})
+	for _, msg := range []string{"first", "second"} {
+		if err := srv.WriteBody([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"` + msg + `"}}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m := c.Reply("null"); m.Error == nil || m.Error.Message != "first" {
+		t.Fatalf("first Reply: %+v", m.Error)
+	}
+	if m := c.Reply("null"); m.Error == nil || m.Error.Message != "second" {
+		t.Fatalf("second Reply: %+v, want the second reply", m.Error)
+	}
+}
