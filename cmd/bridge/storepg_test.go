@@ -167,12 +167,12 @@ func TestStorePostgresWebTabSeesAnotherMachine(t *testing.T) {
 		if i == 100 {
 			t.Fatalf("the tab never heard the other process's session; web stderr:\n%s", w.stderrText())
 		}
-		b.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say warming up")}, nil)
+		b.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say warming up")}, nil)
 		time.Sleep(100 * time.Millisecond)
 	}
 	for i := range 5 {
 		text := "turn " + string(rune('a'+i)) + " from the other machine"
-		b.mustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say " + text)}, nil)
+		b.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say " + text)}, nil)
 		replied := time.Now()
 		tab.awaitNote(text, heard(text))
 		t.Logf("the tab saw turn %d %v after the serve process answered", i, time.Since(replied))

@@ -116,11 +116,11 @@ func BenchmarkWorktreeCreatePaired(b *testing.B) {
 	}
 	viaBridge := func() time.Duration {
 		var r struct {
-			SessionID string    `json:"sessionId"`
-			Repo      *repoWire `json:"repo"`
+			SessionID string              `json:"sessionId"`
+			Repo      *schema.SessionRepo `json:"repo"`
 		}
 		t0 := time.Now()
-		c.mustCall("session/create", map[string]any{"harness": "fake", "cwd": repo, "worktree": true}, &r)
+		c.MustCall("session/create", map[string]any{"harness": "fake", "cwd": repo, "worktree": true}, &r)
 		d := time.Since(t0)
 		if r.Repo == nil || r.Repo.Worktree == "" {
 			b.Fatalf("no worktree: %+v", r)
