@@ -2,17 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/rpc/service"
 	"github.com/bridge-dev/bridge/storage"
 	"github.com/bridge-dev/bridge/storage/postgres"
 )
@@ -166,23 +163,8 @@ var openPostgresStore = func(ctx context.Context, rawURL string, maxEntryBytes i
 }
 
 // processOwner names this process among those sharing a record: in its
-// sessions' leases and as the origin of its appends. Host, pid and a
-// random part (a pid repeats across machines and restarts).
-var processOwner = sync.OnceValue(func() string {
-	host, _ := os.Hostname()
-	host = strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
-			return r
-		}
-		return '_'
-	}, host)
-	if len(host) > 32 {
-		host = host[:32]
-	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s.%d.%s", host, os.Getpid(), hex.EncodeToString(b[:]))
-})
+// sessions' leases and as the origin of its appends (service.ProcessOwner).
+var processOwner = service.ProcessOwner
 
 // openSpec opens the record spec names.
 func openSpec(ctx context.Context, spec storeSpec, maxEntryBytes int) (recordStore, error) {

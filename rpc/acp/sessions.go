@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 
 	"github.com/bridge-dev/bridge/core"
@@ -110,7 +111,17 @@ func (s *Server) loadSession(ctx context.Context, params json.RawMessage) (any, 
 		}
 	}
 	ss.mu.Unlock()
-	return s.resumeOpened(ctx, p.SessionID)
+	res, err := s.resumeOpened(ctx, p.SessionID)
+	var held *core.LiveElsewhereError
+	if err != nil && errors.As(err, &held) {
+		// Another Bridge process runs the session's harness: the client
+		// has its history, and the answer says why it cannot drive it here
+		// (a prompt is refused with live_elsewhere until that process
+		// lets go, then resumes it).
+		return map[string]any{"_meta": map[string]any{"bridge": map[string]any{
+			"restoreMode": "live_elsewhere", "reason": err.Error()}}}, nil
+	}
+	return res, err
 }
 
 // resumeOpened resumes an opened session and answers load/resume.

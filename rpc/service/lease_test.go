@@ -3,11 +3,15 @@ package service_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/bridge-dev/bridge/adapters/fake"
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/rpc/service"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -114,4 +118,54 @@ func wantLiveElsewhere(t *testing.T, err error, owner string) {
 	if !errors.As(err, &le) || le.Owner != owner {
 		t.Errorf("live_elsewhere names owner %+v, want %q", le, owner)
 	}
+}
+
+// TestLeaseOfAStoppedProcessIsTakenOver: a lease whose holder is a process
+// of this machine that no longer runs (killed, or stopped on a full disk
+// before it could release it) is taken over at once instead of when it
+// lapses; one whose holder still runs, or runs on another machine, still
+// refuses the session.
+func TestLeaseOfAStoppedProcessIsTakenOver(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, rigOptions{leaseOwner: "process-b"})
+	s := r.create()
+	r.prompt(s.ID, "say hello")
+	r.svc.Close(ctx)
+	r = newRig(t, rigOptions{db: r.db, leaseOwner: "process-b"})
+
+	me := service.ProcessOwner()
+	host := me[:strings.LastIndex(me[:strings.LastIndex(me, ".")], ".")]
+	ended := exec.Command("true")
+	if err := ended.Run(); err != nil {
+		t.Fatal(err)
+	}
+	running := exec.Command("sleep", "60")
+	if err := running.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = running.Process.Kill(); _ = running.Wait() })
+
+	for _, holder := range []string{
+		fmt.Sprintf("%s.%d.cafe0001", host, running.Process.Pid),
+		fmt.Sprintf("another-machine.%d.cafe0002", ended.Process.Pid),
+	} {
+		if err := r.db.AcquireLease(ctx, s.ID, holder, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		_, err := r.svc.SessionResume(ctx, schema.SessionResumeParams{SessionID: s.ID})
+		wantLiveElsewhere(t, err, holder)
+		if err := r.db.ReleaseLease(ctx, s.ID, holder); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	gone := fmt.Sprintf("%s.%d.cafe0003", host, ended.Process.Pid)
+	if err := r.db.AcquireLease(ctx, s.ID, gone, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.svc.SessionResume(ctx, schema.SessionResumeParams{SessionID: s.ID})
+	if err != nil || res.Mode == "" || res.Mode == core.ModeHot {
+		t.Fatalf("resume of a session whose lease holder stopped: %+v %v, want a cold resume at once", res, err)
+	}
+	r.prompt(s.ID, "say after the takeover")
 }

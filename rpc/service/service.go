@@ -123,7 +123,7 @@ func New(opts Options) (*Service, error) {
 		opts.CheckpointTimeout = 30 * time.Second
 	}
 	if opts.LeaseOwner == "" {
-		opts.LeaseOwner = leaseOwner()
+		opts.LeaseOwner = ProcessOwner()
 	}
 	if opts.LeaseTTL <= 0 {
 		opts.LeaseTTL = defaultLeaseTTL
