@@ -100,7 +100,7 @@ func TestApprovalAllowOnceAsksTheClient(t *testing.T) {
 	if len(res) != 2 || res[0]["by"] != core.DecidedByUser || res[0]["allowed"] != true || res[0]["optionId"] != core.AllowOnce {
 		t.Fatalf("approval.resolved %v", res)
 	}
-	if len(tools) != 2 || tools[0]["isError"] != false {
+	if len(tools) != 2 || tools[0]["isError"] == true {
 		t.Fatalf("tool results %v", tools)
 	}
 }
@@ -119,7 +119,7 @@ func TestApprovalAllowAlwaysIsRememberedForTheSession(t *testing.T) {
 		t.Fatalf("approval.resolved %v", res)
 	}
 	for _, x := range tools {
-		if x["isError"] != false {
+		if x["isError"] == true {
 			t.Errorf("tool refused: %v", x)
 		}
 	}
@@ -172,7 +172,7 @@ func TestApprovalTimeoutAppliesThePresetsPolicy(t *testing.T) {
 	if len(res) != 1 || res[0]["by"] != core.DecidedByTimeout || res[0]["allowed"] != true || res[0]["optionKind"] != core.AllowOnce {
 		t.Fatalf("approval.resolved %v", res)
 	}
-	if tools[0]["isError"] != false {
+	if tools[0]["isError"] == true {
 		t.Fatalf("the preset's approve policy did not let the tool run: %v", tools)
 	}
 	if err := <-a.cancelled; !errors.Is(err, context.DeadlineExceeded) {
