@@ -77,9 +77,42 @@ func TestFakeModelChatCompletions(t *testing.T) {
 
 	m.Enqueue(fakemodel.Reply{ToolCall: &fakemodel.ToolCall{ID: "call_1", Name: "write", Input: json.RawMessage(`{"filePath":"/x"}`)}})
 	_, body = post(ctx, `{"model":"fake-model","stream":true,"messages":[{"role":"user","content":"do it"}]}`)
-	if !strings.Contains(body, `"tool_calls":[{"function":{"arguments":"{\"filePath\":\"/x\"}","name":"write"},"id":"call_1","index":0,"type":"function"}]`) ||
-		!strings.Contains(body, `"finish_reason":"tool_calls"`) {
-		t.Errorf("tool call stream = %s", body)
+	type chunk struct {
+		Choices []struct {
+			Delta struct {
+				ToolCalls []struct {
+					Index    int    `json:"index"`
+					ID       string `json:"id"`
+					Type     string `json:"type"`
+					Function struct {
+						Name      string `json:"name"`
+						Arguments string `json:"arguments"`
+					} `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"delta"`
+		} `json:"choices"`
+	}
+	calls := 0
+	for _, line := range strings.Split(body, "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var call chunk
+		if err := json.Unmarshal([]byte(data), &call); err != nil {
+			t.Fatalf("chunk %s: %v", data, err)
+		}
+		for _, ch := range call.Choices {
+			for _, tc := range ch.Delta.ToolCalls {
+				calls++
+				if tc.Index != 0 || tc.ID != "call_1" || tc.Type != "function" || tc.Function.Name != "write" || tc.Function.Arguments != `{"filePath":"/x"}` {
+					t.Errorf("tool call = %+v", tc)
+				}
+			}
+		}
+	}
+	if calls != 1 || !strings.Contains(body, `"finish_reason":"tool_calls"`) {
+		t.Errorf("tool call stream (%d calls) = %s", calls, body)
 	}
 
 	_, body = post(ctx, `{"model":"fake-model","messages":[{"role":"user","content":"please summarize the conversation"}]}`)

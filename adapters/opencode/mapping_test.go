@@ -321,14 +321,16 @@ func TestHistoryFromStoredMessages(t *testing.T) {
 	}
 	es := messagesEntries(msgs)
 	checkEntries(t, es)
-	want := "user.message,assistant.message,context.compacted"
+	// Each model request's step-finish part is a usage.reported entry: the
+	// answer's, then the compaction summary's.
+	want := "user.message,assistant.message,usage.reported,context.compacted,usage.reported"
 	if got := strings.Join(kinds(es), ","); got != want {
 		t.Fatalf("kinds = %s, want %s", got, want)
 	}
 	if p := payload(t, es[0]); p["text"] != "hello" {
 		t.Errorf("user = %v", p)
 	}
-	c := payload(t, es[2])
+	c := payload(t, es[3])
 	if c["trigger"] != "manual" || c["preTokens"] != float64(45000) || c["summary"] != "<summary>Mock summary #9</summary>" {
 		t.Errorf("compacted = %v", c)
 	}
