@@ -47,15 +47,18 @@ func TestBridgeACPCarriesUsage(t *testing.T) {
 			t.Fatalf("Prompt(%q) = %+v, %v", p, res, err)
 		}
 	}
-	if err := l.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	// The turns' requests, counted before Close: the shutdown checkpoint
+	// Close brings is asked of a fork, whose usage the checkpoint records
+	// (forkUsage), not the ledger.
 	var want, got fakemodel.Usage
 	for _, r := range h.requestsSince(from) {
 		want.InputTokens += r.Reported.InputTokens
 		want.OutputTokens += r.Reported.OutputTokens
 		want.CacheReadTokens += r.Reported.CacheReadTokens
 		want.CacheWriteTokens += r.Reported.CacheWriteTokens
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
 	}
 	var cost float64
 	n := 0

@@ -76,7 +76,7 @@ func checkCommit(t *testing.T, h *harnessEnv, c *client, sid string, res schema.
 		t.Errorf("session/checkpoint entryId %s, but the checkpoint entry is %s", res.EntryID, cp.ID)
 	}
 	p := payloadOf(t, cp)
-	if p["summary"] != summary || p["sourceAgent"] != sid || p["reason"] != "manual" || p["provenance"] != res.Provenance ||
+	if p["summary"] != summary || p["sourceAgent"] != sid || p["reason"] != "manual" || p["provenance"] != string(res.Provenance) ||
 		p["schemaVersion"] != float64(1) || p["firstRetainedEntryId"] == "" {
 		t.Errorf("checkpoint payload %s", cp.Payload)
 	}

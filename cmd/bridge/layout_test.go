@@ -168,7 +168,8 @@ func TestPackagesImportWhatTheArchitectureAllows(t *testing.T) {
 
 // TestAllowlistCatchesPlantedViolations plants violations into the real
 // import graph (core importing a third-party module, rpc importing the
-// service, storage importing the wire, an unlisted package) and checks
+// service, storage importing the wire, the contract importing the SQLite
+// store, an unlisted package) and checks
 // that each is reported.
 func TestAllowlistCatchesPlantedViolations(t *testing.T) {
 	graph := importGraph(t)
@@ -176,7 +177,7 @@ func TestAllowlistCatchesPlantedViolations(t *testing.T) {
 		"core":    "github.com/go-json-experiment/json/jsontext",
 		"rpc":     modulePath + "rpc/service",
 		"storage": modulePath + "rpc",
-		"schema":  modulePath + "core",
+		"schema":  modulePath + "storage",
 		"rpc/web": "golang.org/x/term",
 	}
 	for pkg, imp := range plant {
