@@ -75,8 +75,9 @@ type Preset struct {
 	// PlanTools false stops Bridge from enabling the harness's plan tools
 	// where they are off by default (Claude Code's
 	// CLAUDE_CODE_ENABLE_TODO_TOOLS=1, which adds the Task tools to every
-	// request); phase-boundary checkpoints then follow only the plans the
-	// harness reports anyway. Unset means enabled.
+	// request; Codex's tools.update_plan.enabled, which adds update_plan);
+	// phase-boundary checkpoints then follow only the plans the harness
+	// reports anyway. Unset means enabled.
 	PlanTools *bool `json:"planTools,omitempty"`
 	// Worktree runs each session of the preset in a git worktree of its
 	// own (as session/create's worktree: true).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 )
 
 // Request-shape comparison: an ordinary turn's model request through
@@ -21,7 +22,8 @@ var (
 
 // ShapeLeaves lists every leaf of a decoded JSON value as path -> value;
 // an array member with a "name" or a "function.name" (a tool) is one leaf
-// keyed by that name, so that tools compare by name whatever their order.
+// keyed by that name, so that tools compare by name whatever their order
+// (a member of a "tools" array without a name is keyed by its "type").
 // Each replacement pair (from, to) is applied to every string first (a
 // temporary folder's path, say), then ids are normalised.
 func ShapeLeaves(v any, replace ...string) map[string]string {
@@ -42,6 +44,9 @@ func shapeLeaves(prefix string, v any, out map[string]string, replace []string) 
 				n, _ := m["name"].(string)
 				if f, ok := m["function"].(map[string]any); ok && n == "" {
 					n, _ = f["name"].(string)
+				}
+				if n == "" && strings.HasSuffix(prefix, ".tools") {
+					n, _ = m["type"].(string) // a built-in tool (Codex's web_search)
 				}
 				if n != "" {
 					b, _ := json.Marshal(m)

@@ -2,52 +2,24 @@ package codex
 
 import (
 	"encoding/json"
-	"fmt"
 	"os/exec"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
 	"github.com/bridge-dev/bridge/core"
 )
 
-var (
-	shapeIDRE  = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
-	shapeHexRE = regexp.MustCompile(`[0-9a-f]{32,}`)
-)
-
-// shapeLeaves lists every leaf of v by path, ids normalised; a tool (an
-// object with a name) is one leaf.
-func shapeLeaves(prefix string, v any, out map[string]string) {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, y := range x {
-			shapeLeaves(prefix+"."+k, y, out)
-		}
-	case []any:
-		for i, y := range x {
-			if m, ok := y.(map[string]any); ok && m["name"] != nil && m["type"] != "message" {
-				b, _ := json.Marshal(m)
-				out[prefix+"["+fmt.Sprint(m["name"])+"]"] = shapeHexRE.ReplaceAllString(shapeIDRE.ReplaceAllString(string(b), "<id>"), "<hex>")
-				continue
-			}
-			shapeLeaves(fmt.Sprintf("%s[%d]", prefix, i), y, out)
-		}
-	default:
-		s := shapeIDRE.ReplaceAllString(fmt.Sprint(x), "<id>")
-		out[prefix] = shapeHexRE.ReplaceAllString(s, "<hex>")
-	}
-}
-
 // TestE2ERequestShapeCodex: an ordinary turn through Bridge (app-server)
 // against the same turn in Codex's own automation mode (`codex exec
 // --experimental-json`, what the Codex SDK runs), diffed. The only
-// differences are those docs/checkpoints.md lists: the permissions
-// instructions of Bridge's asking approval policy (gone with the preset's
-// approvalRelay: false), and the request's client metadata, which names the
-// client and is not conversation.
+// differences are those docs/checkpoints.md lists, each switched off by
+// its preset member: the update_plan tool and its planning instructions
+// (planTools: false), the permissions instructions of Bridge's asking
+// approval policy (approvalRelay: false); and the request's client
+// metadata, which names the client and is not conversation.
 func TestE2ERequestShapeCodex(t *testing.T) {
 	env := newE2E(t)
 	ctx := ctxT(t)
@@ -62,16 +34,12 @@ func TestE2ERequestShapeCodex(t *testing.T) {
 		if _, err := l.Prompt(ctx, text("SHAPE-TURN hello")); err != nil {
 			t.Fatal(err)
 		}
-		rs := env.model.Requests()
-		var body map[string]any
-		if err := json.Unmarshal(rs[len(rs)-1].Body, &body); err != nil {
-			t.Fatal(err)
-		}
-		return body
+		return lastRequestBody(t, env.model)
 	}
 	off := false
 	full := turn(core.Preset{})
-	bare := turn(core.Preset{ApprovalRelay: &off})
+	noRelay := turn(core.Preset{ApprovalRelay: &off})
+	bare := turn(core.Preset{ApprovalRelay: &off, PlanTools: &off})
 
 	bin, _ := h.binary()
 	cmd := exec.CommandContext(ctx, bin, "exec", "--experimental-json", "--skip-git-repo-check", "-C", env.cwd, "SHAPE-TURN hello")
@@ -79,38 +47,69 @@ func TestE2ERequestShapeCodex(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("codex exec: %v\n%s", err, out)
 	}
-	rs := env.model.Requests()
-	var sdk map[string]any
-	if err := json.Unmarshal(rs[len(rs)-1].Body, &sdk); err != nil {
-		t.Fatal(err)
+	sdk := lastRequestBody(t, env.model)
+
+	const (
+		meta        = "differs: .client_metadata.x-codex-turn-metadata"
+		planTool    = "bridge only: .tools[update_plan]"
+		instruction = "differs: .input[0].content[0].text" // the developer message: planning section
+		permissions = "differs: .input[1].content[1].text" // the permissions instructions
+	)
+	for _, c := range []struct {
+		name string
+		got  map[string]any
+		want []string
+	}{
+		{"Bridge's default", full, []string{planTool, meta, instruction, permissions}},
+		{"approvalRelay false", noRelay, []string{planTool, meta, instruction}},
+		{"approvalRelay and planTools false", bare, []string{meta}},
+	} {
+		full := adaptertest.ShapeDiff(adaptertest.ShapeLeaves(c.got), adaptertest.ShapeLeaves(sdk))
+		var got []string
+		for _, d := range full {
+			got = append(got, strings.SplitN(d, ": bridge ", 2)[0]) // the path, not the values
+		}
+		want := append([]string(nil), c.want...)
+		sort.Strings(want)
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s against codex exec:\n%s\nwant only:\n%s", c.name, strings.Join(full, "\n"), strings.Join(want, "\n"))
+		}
 	}
-	const meta = "differs: .client_metadata.x-codex-turn-metadata"
-	if got := shapeDiffCodex(full, sdk); len(got) != 2 || got[0] != meta || !strings.HasPrefix(got[1], "differs: .input[") {
-		t.Errorf("Bridge's default against codex exec: %q, want the client metadata and the permissions instructions", got)
+	// What the differing texts say.
+	if dev := inputText(full, 0, 0); !strings.Contains(dev, "`update_plan` tool") || strings.Contains(inputText(sdk, 0, 0), "`update_plan` tool") {
+		t.Errorf("the planning instructions should come with Bridge's plan tool only")
 	}
-	if got := shapeDiffCodex(bare, sdk); len(got) != 1 || got[0] != meta {
-		t.Errorf("approvalRelay false against codex exec: %q, want only the client metadata", got)
+	if p := inputText(full, 1, 1); !strings.Contains(p, "unless-trusted") || strings.Contains(inputText(noRelay, 1, 1), "unless-trusted") {
+		t.Errorf("the asking approval policy should show in the permissions instructions of Bridge's default only")
 	}
 }
 
-// shapeDiffCodex lists the paths where a and b differ.
-func shapeDiffCodex(a, b map[string]any) []string {
-	fa, fb := map[string]string{}, map[string]string{}
-	shapeLeaves("", a, fa)
-	shapeLeaves("", b, fb)
-	var out []string
-	for k, v := range fa {
-		if w, ok := fb[k]; !ok {
-			out = append(out, "bridge only: "+k)
-		} else if v != w {
-			out = append(out, "differs: "+k)
-		}
+// lastRequestBody is the decoded body of the model server's last request.
+func lastRequestBody(t *testing.T, m *fakemodel.Server) map[string]any {
+	t.Helper()
+	rs := m.Requests()
+	if len(rs) == 0 {
+		t.Fatal("no model request")
 	}
-	for k := range fb {
-		if _, ok := fa[k]; !ok {
-			out = append(out, "sdk only: "+k)
-		}
+	var body map[string]any
+	if err := json.Unmarshal(rs[len(rs)-1].Body, &body); err != nil {
+		t.Fatal(err)
 	}
-	sort.Strings(out)
-	return out
+	return body
+}
+
+// inputText is the text of content part c of input item i ("" when absent).
+func inputText(body map[string]any, i, c int) string {
+	in, _ := body["input"].([]any)
+	if i >= len(in) {
+		return ""
+	}
+	item, _ := in[i].(map[string]any)
+	parts, _ := item["content"].([]any)
+	if c >= len(parts) {
+		return ""
+	}
+	part, _ := parts[c].(map[string]any)
+	s, _ := part["text"].(string)
+	return s
 }

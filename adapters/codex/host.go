@@ -234,12 +234,20 @@ func (h *Host) History(ctx context.Context, nativeID string) ([]core.NewEntry, e
 	return s.Entries, nil
 }
 
-// sessionArgs are the per-session program arguments (a preset's profile).
+// sessionArgs are the per-session program arguments: a preset's profile,
+// and Codex's plan tool. Codex leaves update_plan out of every request
+// unless tools.update_plan.enabled is set (off by default since 0.152);
+// Bridge turns it on because its plan updates (turn/plan/updated) mark
+// phase boundaries, unless the preset says planTools: false.
 func sessionArgs(p core.Preset) []string {
-	if p.Profile == "" {
-		return nil
+	var args []string
+	if p.Profile != "" {
+		args = append(args, "-c", fmt.Sprintf("profile=%q", p.Profile))
 	}
-	return []string{"-c", fmt.Sprintf("profile=%q", p.Profile)}
+	if p.WantsPlanTools() {
+		args = append(args, "-c", "tools.update_plan.enabled=true")
+	}
+	return args
 }
 
 // open starts a process for one live session.

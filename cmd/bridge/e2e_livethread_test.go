@@ -231,15 +231,16 @@ func shutdownThenResume(t *testing.T, h *harnessEnv, c *client, sid, native, tur
 	}
 }
 
-// TestE2ECodexCheckpointsLeaveLiveThread: the same for real Codex, a
-// manual checkpoint and a shutdown one, each followed by a turn of the
-// live thread (the last after a native resume in a new bridge process).
-// (Codex offers the fake model no update_plan tool, so its phase boundary
-// is not driven here; the service path is the same as Claude Code's.)
+// TestE2ECodexCheckpointsLeaveLiveThread: the same for real Codex: a
+// phase-boundary checkpoint (Codex's update_plan tool, which Bridge turns
+// on, completes a step), a manual one and a shutdown one, each followed by
+// a turn of the live thread (the last after a native resume in a new
+// bridge process).
 func TestE2ECodexCheckpointsLeaveLiveThread(t *testing.T) {
 	t.Parallel()
 	h := newHarnessEnv(t, harnessOptions{Config: liveThreadConfig})
 	h.onText(checkpointMarker, inProse(checkpointJSON(replyMarker+": the parser is written; port 55837")))
+	h.on("PLAN-STEP-TURN", codexPlanSteps)
 	h.onText("TURN-ONE", "TURN-ONE-ANSWER: port 55837 noted.")
 	h.onText("TURN-TWO", "TURN-TWO-ANSWER: done.")
 	h.onText("TURN-THREE", "TURN-THREE-ANSWER: back.")
@@ -248,7 +249,29 @@ func TestE2ECodexCheckpointsLeaveLiveThread(t *testing.T) {
 	db := h.openDB(t)
 	native := sessionNative(t, db, sid)
 
+	// Phase boundary: update_plan starts a step, then completes it.
+	say(t, c, sid, "PLAN-STEP-TURN: write the parser, then track the plan.")
+	n := awaitSaved(t, c, sid, "phase_boundary")
+	if n.Method != "fork" || !n.Hot {
+		t.Errorf("phase_boundary session/checkpointSaved %+v: want fork, hot", n)
+	}
+	checkForkCheckpoint(t, c, sid, n.EntryID, "phase_boundary")
+	var plans []string
+	for _, e := range history(t, c, sid) {
+		if e.Kind == "plan.updated" {
+			plans = append(plans, string(e.Payload))
+		}
+	}
+	if len(plans) != 2 || !strings.Contains(plans[1], "Write the parser") || !strings.Contains(plans[1], `"completed"`) {
+		t.Errorf("plan.updated entries %v: want the step started, then completed", plans)
+	}
 	say(t, c, sid, "TURN-ONE: the server listens on port 55837.")
+	live := checkLiveThreadClean(t, h, native)
+	if txt := requestText(live[len(live)-1]); !strings.Contains(txt, "PLAN-STEP-TURN") || !strings.Contains(txt, "PLAN-DONE-ANSWER") {
+		t.Errorf("the live request after the phase_boundary checkpoint lost the turn before it")
+	}
+
+	// Manual.
 	var res schema.SessionCheckpointResult
 	c.MustCall("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, &res)
 	if res.Method != "fork" {
@@ -256,10 +279,27 @@ func TestE2ECodexCheckpointsLeaveLiveThread(t *testing.T) {
 	}
 	checkForkCheckpoint(t, c, sid, res.EntryID, "manual")
 	say(t, c, sid, "TURN-TWO: add a health check.")
-	live := checkLiveThreadClean(t, h, native)
-	if txt := requestText(live[len(live)-1]); !strings.Contains(txt, "TURN-ONE-ANSWER") {
-		t.Errorf("the live request after the manual checkpoint lost the turn before it")
+	live = checkLiveThreadClean(t, h, native)
+	if txt := requestText(live[len(live)-1]); !strings.Contains(txt, "TURN-ONE-ANSWER") || !strings.Contains(txt, "PLAN-STEP-TURN") {
+		t.Errorf("the live request after the manual checkpoint lost the turns before it")
 	}
 
-	shutdownThenResume(t, h, c, sid, native, "TURN-THREE: are you back?", 2, "TURN-TWO-ANSWER", "TURN-ONE-ANSWER")
+	shutdownThenResume(t, h, c, sid, native, "TURN-THREE: are you back?", 3, "TURN-TWO-ANSWER", "TURN-ONE-ANSWER", "PLAN-DONE-ANSWER")
+}
+
+// codexPlanSteps answers the PLAN-STEP-TURN turn of a Codex thread: an
+// update_plan call starting the step, then one completing it (told apart by
+// the tool outputs the request already carries), then the turn's answer.
+func codexPlanSteps(r fakemodel.Request) fakemodel.Reply {
+	plan := func(id, status string) fakemodel.Reply {
+		return fakemodel.Reply{ToolCall: &fakemodel.ToolCall{ID: id, Name: "update_plan",
+			Input: json.RawMessage(`{"plan":[{"step":"Write the parser","status":"` + status + `"}]}`)}}
+	}
+	switch strings.Count(string(r.Body), `"function_call_output"`) {
+	case 0:
+		return plan("call_plan_1", "in_progress")
+	case 1:
+		return plan("call_plan_2", "completed")
+	}
+	return fakemodel.Reply{Text: "PLAN-DONE-ANSWER: the parser is done."}
 }
