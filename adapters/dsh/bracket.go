@@ -17,10 +17,7 @@ func (m *mapper) refuse(ev Event, id string, command *string, msg string, replac
 		r.SourceCommandID = *command
 	}
 	m.refused = append(m.refused, r)
-	p := map[string]any{"type": ev.Type, "seq": ev.First(), "data": ev.Data, "refused": msg}
-	if replaced != nil {
-		p["replaces"] = replaced
-	}
+	p := harnessEvent{Type: ev.Type, Seq: ev.First(), Data: ev.Data, Refused: msg, Replaces: replaced}
 	m.emit(core.NewEntry{Kind: core.KindHarnessEvent, Payload: core.Payload(p), NativeID: m.nativeID(ev.First())})
 }
 
@@ -169,19 +166,8 @@ func (m *mapper) compactionEnd(ev Event) {
 		m.harnessEvent(ev, b.replaces)
 		return
 	}
-	raw := map[string]any{"start": b.start, "end": ev.Data}
-	if b.summary != nil {
-		raw["summary"] = b.summary
-	}
-	if b.prune != nil {
-		raw["prune"] = b.prune
-	}
-	if b.replacement != nil {
-		raw["replacement"] = b.replacement
-	}
-	if b.replaces != nil {
-		raw["replaces"] = b.replaces
-	}
+	raw := compactionRaw{Start: b.start, End: ev.Data, Summary: b.summary, Prune: b.prune, Replacement: b.replacement,
+		Replaces: b.replaces}
 	trigger := core.TriggerManual
 	if b.turn != nil {
 		trigger = core.TriggerAuto

@@ -37,8 +37,8 @@ func (l *live) Compact(ctx context.Context, focus string) (core.CompactResult, e
 			SourceEventSeq *int64 `json:"sourceEventSeq"`
 		} `json:"result"`
 	}
-	args := map[string]any{"agentId": l.id, "line": "/compact", "images": []any{}}
-	if err := l.h.rpc.call(ctx, "commands/execute", map[string]any{"args": args}, &res); err != nil {
+	args := executeArgs{AgentID: l.id, Line: "/compact", Images: []json.RawMessage{}}
+	if err := l.h.rpc.call(ctx, "commands/execute", remoteArgs[executeArgs]{Args: args}, &res); err != nil {
 		return core.CompactResult{}, err
 	}
 	if res.Result.Kind != "success" {
@@ -126,7 +126,7 @@ func (l *live) hasCompact(ctx context.Context) error {
 	var cmds []struct {
 		Name string `json:"name"`
 	}
-	if err := l.h.rpc.call(ctx, "commands/list", map[string]any{"args": map[string]any{"agentId": l.id}}, &cmds); err != nil {
+	if err := l.h.rpc.call(ctx, "commands/list", remoteArgs[agentArgs]{Args: agentArgs{AgentID: l.id}}, &cmds); err != nil {
 		return err
 	}
 	for _, c := range cmds {

@@ -57,7 +57,7 @@ func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 	var res struct {
 		SessionID string `json:"sessionId"`
 	}
-	if err := l.h.rpc.call(ctx, "session.fork", map[string]any{"sessionId": l.id}, &res); err != nil {
+	if err := l.h.rpc.call(ctx, "session.fork", sessionArgs{SessionID: l.id}, &res); err != nil {
 		return nil, err
 	}
 	if res.SessionID == "" || res.SessionID == l.id {

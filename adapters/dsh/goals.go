@@ -23,7 +23,7 @@ func (l *live) CreateGoal(ctx context.Context, g core.Goal) (string, error) {
 	var res struct {
 		Ref goalRef `json:"ref"`
 	}
-	if err := l.h.rpc.call(ctx, "goal.create", map[string]any{"sessionId": l.id, "objective": g.Text, "maxGoalRounds": rounds}, &res); err != nil {
+	if err := l.h.rpc.call(ctx, "goal.create", goalCreateArgs{SessionID: l.id, Objective: g.Text, MaxGoalRounds: rounds}, &res); err != nil {
 		return "", err
 	}
 	if res.Ref.ID == "" {
@@ -71,7 +71,7 @@ func (l *live) goalOp(ctx context.Context, method, goalID string) error {
 		var res struct {
 			Ref goalRef `json:"ref"`
 		}
-		err := l.h.rpc.call(ctx, method, map[string]any{"sessionId": l.id, "ref": goalRef{ID: goalID, Revision: rev}}, &res)
+		err := l.h.rpc.call(ctx, method, goalRefArgs{SessionID: l.id, Ref: goalRef{ID: goalID, Revision: rev}}, &res)
 		if err == nil {
 			if res.Ref.ID != "" {
 				l.remember(res.Ref)

@@ -115,10 +115,7 @@ func (h *Host) ListSessions(ctx context.Context, cwd string) ([]core.HostSession
 	var out []core.HostSession
 	cursor := ""
 	for page := 0; page < 1000; page++ {
-		payload := map[string]any{}
-		if cursor != "" {
-			payload["cursor"] = cursor
-		}
+		payload := listArgs{Cursor: cursor}
 		var res struct {
 			Items      []sessionRow `json:"items"`
 			NextCursor string       `json:"nextCursor"`
@@ -195,12 +192,12 @@ type modelCatalog struct {
 func (h *Host) catalog(ctx context.Context, sessionID string) (modelCatalog, error) {
 	var cat modelCatalog
 	if sessionID != "" {
-		err := h.rpc.call(ctx, "session.models", map[string]any{"sessionId": sessionID}, &cat)
+		err := h.rpc.call(ctx, "session.models", sessionArgs{SessionID: sessionID}, &cat)
 		return cat, err
 	}
 	// With no session: llm.models (the server's catalog), else the
 	// catalog of the first listed session.
-	err := h.rpc.call(ctx, "llm.models", map[string]any{}, &cat)
+	err := h.rpc.call(ctx, "llm.models", struct{}{}, &cat)
 	if err == nil || core.ErrorCode(err) == core.CodeUnavailable || core.ErrorCode(err) == core.CodeCancelled {
 		return cat, err
 	}
@@ -209,7 +206,7 @@ func (h *Host) catalog(ctx context.Context, sessionID string) (modelCatalog, err
 		return cat, err
 	}
 	cat = modelCatalog{}
-	err = h.rpc.call(ctx, "session.models", map[string]any{"sessionId": rows[0].NativeID}, &cat)
+	err = h.rpc.call(ctx, "session.models", sessionArgs{SessionID: rows[0].NativeID}, &cat)
 	return cat, err
 }
 
@@ -247,7 +244,7 @@ func (h *Host) Workspaces(ctx context.Context) ([]core.Workspace, error) {
 
 // ArchiveSession (workspace.archiveSession) archives a DSH session.
 func (h *Host) ArchiveSession(ctx context.Context, nativeID string) error {
-	return h.rpc.call(ctx, "workspace.archiveSession", map[string]any{"sessionId": nativeID}, nil)
+	return h.rpc.call(ctx, "workspace.archiveSession", sessionArgs{SessionID: nativeID}, nil)
 }
 
 // presetRow is one item of agentPreset.list.
@@ -302,7 +299,7 @@ func (h *Host) History(ctx context.Context, nativeID string) ([]core.NewEntry, e
 // with an error wrapping core.ErrUnsupported.
 func (h *Host) HistoryWindow(ctx context.Context, nativeID string, maxMessages int) ([]core.NewEntry, bool, error) {
 	var hv historyValue
-	if err := h.rpc.call(ctx, "session.historyWindow", map[string]any{"sessionId": nativeID, "maxMessages": maxMessages}, &hv); err != nil {
+	if err := h.rpc.call(ctx, "session.historyWindow", historyArgs{SessionID: nativeID, MaxMessages: maxMessages}, &hv); err != nil {
 		return nil, false, err
 	}
 	var out []core.NewEntry
@@ -322,7 +319,7 @@ func (h *Host) Attachment(ctx context.Context, nativeID, ref string) (core.Conte
 		} `json:"attachment"`
 		Data string `json:"data"`
 	}
-	if err := h.rpc.call(ctx, "session.attachment", map[string]any{"sessionId": nativeID, "attachmentId": ref}, &res); err != nil {
+	if err := h.rpc.call(ctx, "session.attachment", attachmentArgs{SessionID: nativeID, AttachmentID: ref}, &res); err != nil {
 		return core.Content{}, err
 	}
 	if res.Data == "" {

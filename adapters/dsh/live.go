@@ -52,9 +52,9 @@ func (h *Host) readSince(ctx context.Context, sessionID string, after int64) ([]
 	var proj projections
 	before := int64(-1)
 	for page := 0; page < 100000; page++ {
-		payload := map[string]any{"sessionId": sessionID, "maxMessages": historyPage}
+		payload := historyArgs{SessionID: sessionID, MaxMessages: historyPage}
 		if before >= 0 {
-			payload["beforeSeq"] = before
+			payload.BeforeSeq = &before
 		}
 		var hv historyValue
 		if err := h.rpc.call(ctx, "session.history", payload, &hv); err != nil {
@@ -99,10 +99,7 @@ func (h *Host) CreateSession(ctx context.Context, req core.CreateRequest, sink c
 	if err := ctx.Err(); err != nil {
 		return nil, core.E(core.CodeCancelled, "dsh session.create: cancelled", errors.Join(core.ErrCancelled, err))
 	}
-	payload := map[string]any{"cwd": req.Cwd}
-	if a := presetAgent(req.Preset); a != "" {
-		payload["agentPreset"] = a
-	}
+	payload := createArgs{Cwd: req.Cwd, AgentPreset: presetAgent(req.Preset)}
 	var res struct {
 		SessionID   string `json:"sessionId"`
 		AgentPreset string `json:"agentPreset"`
@@ -243,17 +240,17 @@ func (l *live) ensureOpen(what string) error {
 }
 
 // prompt content as DSH takes it.
-func promptContent(content []core.Content) ([]map[string]any, error) {
-	var out []map[string]any
+func promptContent(content []core.Content) ([]promptBlock, error) {
+	var out []promptBlock
 	for i, c := range content {
 		switch c.Type {
 		case "text":
-			out = append(out, map[string]any{"type": "text", "text": c.Text})
+			out = append(out, promptBlock{Type: "text", Text: &c.Text})
 		case "image":
 			if c.Data == "" || c.MediaType == "" {
 				return nil, core.Errorf(core.CodeInvalid, "dsh prompt: image block %d needs mediaType and base64 data", i)
 			}
-			out = append(out, map[string]any{"type": "image", "mediaType": c.MediaType, "data": c.Data})
+			out = append(out, promptBlock{Type: "image", MediaType: c.MediaType, Data: c.Data})
 		default:
 			return nil, core.Errorf(core.CodeInvalid, "dsh prompt: content block %d has unknown type %q (text or image)", i, c.Type)
 		}
@@ -287,7 +284,7 @@ func (l *live) Prompt(ctx context.Context, content []core.Content) (core.TurnRes
 		Accepted *bool `json:"accepted"`
 	}
 	if _, err := l.h.rpc.callID(ctx, rpcID, "session.prompt",
-		map[string]any{"sessionId": l.id, "mode": "queue", "content": blocks}, &res); err != nil {
+		promptArgs{SessionID: l.id, Mode: "queue", Content: blocks}, &res); err != nil {
 		return core.TurnResult{}, err
 	}
 	if res.Accepted != nil && !*res.Accepted {
@@ -400,7 +397,7 @@ func stopReason(ev Event) string {
 
 // Cancel (session.cancel) interrupts the running turn.
 func (l *live) Cancel(ctx context.Context) error {
-	return l.h.rpc.call(ctx, "session.cancel", map[string]any{"sessionId": l.id}, nil)
+	return l.h.rpc.call(ctx, "session.cancel", sessionArgs{SessionID: l.id}, nil)
 }
 
 // SelectModel (session.selectModel) switches model and/or reasoning effort.
@@ -433,16 +430,13 @@ func (l *live) SelectModel(ctx context.Context, model, effort string) error {
 			return core.Errorf(core.CodeInvalid, "dsh session.selectModel: model %q is not in the session's catalog", model)
 		}
 	}
-	payload := map[string]any{"sessionId": l.id, "provider": provider, "model": id}
-	if effort != "" {
-		payload["reasoningEffort"] = effort
-	}
+	payload := selectModelArgs{SessionID: l.id, Provider: provider, Model: id, ReasoningEffort: effort}
 	return l.h.rpc.call(ctx, "session.selectModel", payload, nil)
 }
 
 // Rename (session.rename) renames the DSH session.
 func (l *live) Rename(ctx context.Context, title string) error {
-	return l.h.rpc.call(ctx, "session.rename", map[string]any{"sessionId": l.id, "title": title}, nil)
+	return l.h.rpc.call(ctx, "session.rename", renameArgs{SessionID: l.id, Title: title}, nil)
 }
 
 // Done is closed by Close (the DSH server, not this process, runs the

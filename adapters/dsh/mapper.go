@@ -359,7 +359,7 @@ func (m *mapper) userMessage(ev Event) {
 	if d.Source.Kind == "user" && m.ownPrompt != nil && m.ownPrompt(d.Source.RPCID) {
 		return
 	}
-	p := map[string]any{"text": text, "source": d.Source.Kind}
+	p := userMessage{Text: text, Source: d.Source.Kind}
 	// Images: their count, and DSH's references to the bytes it keeps
 	// (recovered through session.attachment when a migration needs them).
 	var images []core.HostImage
@@ -373,20 +373,14 @@ func (m *mapper) userMessage(ev Event) {
 			images = append(images, img)
 		}
 	}
-	if len(images) > 0 {
-		p["images"] = len(images)
-		p["hostImages"] = images
-	}
-	if replaced != nil {
-		p["replaces"] = replaced
-	}
+	p.Images, p.HostImages, p.Replaces = len(images), images, replaced
 	if unresolved {
-		p["surfaceOp"] = ev.SurfaceOp
+		p.SurfaceOp = ev.SurfaceOp
 	}
 	switch d.Source.Kind {
 	case "user":
 	case "goal":
-		p["goalId"] = d.Source.GoalID
+		p.GoalID = &d.Source.GoalID
 	default:
 		// Harness-generated context (runtime snapshots, plugin notes): kept
 		// whole, but not as a conversation message.
@@ -418,26 +412,16 @@ func (m *mapper) assistantMessage(ev Event) {
 				input = c.Args
 			}
 			m.emit(core.NewEntry{Kind: core.KindToolStarted, NativeID: id + ":tool:" + tid,
-				Payload: core.Payload(map[string]any{"toolId": tid, "name": c.Name, "input": input})})
+				Payload: core.Payload(toolStarted{ToolID: tid, Name: c.Name, Input: input})})
 		}
 	}
 	text := joinText(d.Message.Content, "text")
 	if text == "" {
 		return
 	}
-	p := map[string]any{"text": text}
-	if r := joinText(d.Message.Content, "reasoning"); r != "" {
-		p["reasoning"] = r
-	}
+	p := assistantMessage{Text: text, Reasoning: joinText(d.Message.Content, "reasoning"), Usage: d.Usage, Replaces: replaced}
 	if d.Message.Source.Model != "" {
-		p["model"] = d.Message.Source.Model
-		p["provider"] = d.Message.Source.Provider
-	}
-	if len(d.Usage) > 0 {
-		p["usage"] = d.Usage
-	}
-	if replaced != nil {
-		p["replaces"] = replaced
+		p.Model, p.Provider = d.Message.Source.Model, &d.Message.Source.Provider
 	}
 	m.emit(core.NewEntry{Kind: core.KindAssistantMessage, Payload: core.Payload(p), NativeID: id})
 }
@@ -456,22 +440,13 @@ func (m *mapper) toolResult(ev Event) {
 		m.harnessEvent(ev, replaced)
 		return
 	}
-	p := map[string]any{"toolId": tid, "result": ev.Data}
-	if replaced != nil {
-		p["replaces"] = replaced
-	}
+	p := toolCompleted{ToolID: tid, Result: ev.Data, Replaces: replaced}
 	m.emit(core.NewEntry{Kind: core.KindToolCompleted, Payload: core.Payload(p), NativeID: id})
 }
 
 // harnessEvent keeps an event Bridge has no mapping for, whole.
 func (m *mapper) harnessEvent(ev Event, replaced []string) {
-	p := map[string]any{"type": ev.Type, "seq": ev.First(), "data": ev.Data}
-	if len(ev.SurfaceOp) > 0 {
-		p["surfaceOp"] = ev.SurfaceOp
-	}
-	if replaced != nil {
-		p["replaces"] = replaced
-	}
+	p := harnessEvent{Type: ev.Type, Seq: ev.First(), Data: ev.Data, SurfaceOp: ev.SurfaceOp, Replaces: replaced}
 	m.emit(core.NewEntry{Kind: core.KindHarnessEvent, Payload: core.Payload(p), NativeID: m.nativeID(ev.First())})
 }
 
@@ -554,7 +529,7 @@ func ownerText(n *int64) string {
 }
 
 func replacementRaw(ev Event) json.RawMessage {
-	return core.Payload(map[string]any{"seq": ev.First(), "surfaceOp": ev.SurfaceOp, "sourceEventSeqs": ev.SourceEventSeqs})
+	return core.Payload(replacement{Seq: ev.First(), SurfaceOp: ev.SurfaceOp, SourceEventSeqs: ev.SourceEventSeqs})
 }
 
 func firstNonEmpty(s ...string) string {

@@ -23,7 +23,7 @@ type check struct {
 }
 
 // invalid is a payload every session-bound route refuses before acting.
-var invalid = map[string]any{"sessionId": 0}
+var invalid = invalidSession{}
 
 // Probe asks the DSH web server at BaseURL what it serves; it assumes
 // nothing. A capability is available because a harmless call showed it:
@@ -48,42 +48,67 @@ func (h *Host) Probe(ctx context.Context) (p core.Probe) {
 		p.Capabilities = caps(map[string]string{"*": "no DSH web server configured (BaseURL is empty)"}, nil)
 		return p
 	}
-	try := func(method string, payload, out any) error {
-		cctx, cancel := context.WithTimeout(ctx, h.cfg.ProbeTimeout)
-		defer cancel()
-		return h.rpc.call(cctx, method, payload, out)
+	version, err := h.probeVersion(ctx)
+	if err != nil {
+		// The server is not there: nothing is available.
+		p.Capabilities = caps(map[string]string{"*": err.Error()}, nil)
+		return p
 	}
-	var host struct {
-		Version string `json:"version"`
-	}
-	if err := try("host.describe", struct{}{}, &host); err != nil {
-		switch core.ErrorCode(err) {
-		case core.CodeHarness, core.CodeUnsupported:
-			// A server without host.describe may still serve the rest.
-		default:
-			// The server is not there: nothing is available.
-			p.Capabilities = caps(map[string]string{"*": err.Error()}, nil)
-			return p
-		}
-	} else if host.Version != "" {
-		// DSH reports its web host API's version, not the package's.
-		p.Version = "web host API " + host.Version
-	}
-
+	p.Version = version
 	var list struct {
 		Items []sessionRow `json:"items"`
 	}
-	listErr := try("session.list", map[string]any{}, &list)
+	listErr := h.probeCall(ctx, "session.list", struct{}{}, &list)
 	sample := ""
 	if listErr == nil && len(list.Items) > 0 {
 		sample = list.Items[0].SessionID
 	}
+	missing, shown := h.runChecks(ctx, probeChecks(sample), listErr, sample)
+	missing[core.CapCompactionFocus] = "DSH's /compact takes no argument (commands/list gives it no input)"
+	missing[core.CapPromptSteer] = "not implemented for DeepSeek Harness (its session.prompt mode \"steer\" is not used yet)"
+	missing[core.CapApprovalRelay] = "DeepSeek Harness applies its own permission preset; its approvals are not relayed"
+	p.Capabilities = caps(missing, shown)
+	return p
+}
+
+// probeCall is one call of the probe, bounded by ProbeTimeout.
+func (h *Host) probeCall(ctx context.Context, method string, payload, out any) error {
+	cctx, cancel := context.WithTimeout(ctx, h.cfg.ProbeTimeout)
+	defer cancel()
+	return h.rpc.call(cctx, method, payload, out)
+}
+
+// probeVersion asks host.describe for the version of DSH's web host API
+// ("" when the server does not say). An error means the server is not
+// there; a server without host.describe may still serve the rest.
+func (h *Host) probeVersion(ctx context.Context) (string, error) {
+	var host struct {
+		Version string `json:"version"`
+	}
+	if err := h.probeCall(ctx, "host.describe", struct{}{}, &host); err != nil {
+		switch core.ErrorCode(err) {
+		case core.CodeHarness, core.CodeUnsupported:
+			return "", nil
+		}
+		return "", err
+	}
+	if host.Version == "" {
+		return "", nil
+	}
+	// DSH reports its web host API's version, not the package's.
+	return "web host API " + host.Version, nil
+}
+
+// probeChecks lists the probe's calls; sample is a session the server
+// already has ("" when it has none: the session-bound reads are then sent
+// an unknown session, which a served route refuses).
+func probeChecks(sample string) []check {
 	checks := []check{
-		{caps: []string{core.CapSessionList}, method: "session.list", payload: map[string]any{}, read: true},
-		{caps: []string{core.CapPresetList}, method: "agentPreset.list", payload: map[string]any{}, read: true},
-		{caps: []string{core.CapWorkspaceList}, method: "workspace.list", payload: map[string]any{}, read: true},
+		{caps: []string{core.CapSessionList}, method: "session.list", payload: struct{}{}, read: true},
+		{caps: []string{core.CapPresetList}, method: "agentPreset.list", payload: struct{}{}, read: true},
+		{caps: []string{core.CapWorkspaceList}, method: "workspace.list", payload: struct{}{}, read: true},
 		{caps: []string{core.CapSessionModels}, method: "llm.models", read: true},
-		{caps: []string{core.CapSessionCreate}, method: "session.create", payload: map[string]any{"cwd": 0, "agentPreset": 0}},
+		{caps: []string{core.CapSessionCreate}, method: "session.create", payload: invalidCreate{}},
 		{caps: []string{core.CapSessionSelect}, method: "session.selectModel", payload: invalid},
 		{caps: []string{core.CapSessionPrompt}, method: "session.prompt", payload: invalid},
 		{caps: []string{core.CapSessionCancel}, method: "session.cancel", payload: invalid},
@@ -96,42 +121,35 @@ func (h *Host) Probe(ctx context.Context) (p core.Probe) {
 		{caps: []string{core.CapAttachment}, method: "session.attachment", payload: invalid},
 		{caps: []string{core.CapHistoryWindow}, method: "session.historyWindow", payload: invalid},
 	}
-	if sample != "" {
-		checks = append(checks,
-			check{caps: []string{core.CapSessionHistory, core.CapNativeResume, core.CapContextGauge}, method: "session.history",
-				payload: map[string]any{"sessionId": sample, "maxMessages": 1}, read: true},
-			check{caps: []string{core.CapCompactCommand}, method: "commands/list", payload: map[string]any{"args": map[string]any{"agentId": sample}}, read: true})
-	} else {
-		const unknown = "session-00000000-0000-4000-8000-000000000000"
-		checks = append(checks,
-			check{caps: []string{core.CapSessionHistory, core.CapNativeResume, core.CapContextGauge}, method: "session.history",
-				payload: map[string]any{"sessionId": unknown, "maxMessages": 1}},
-			check{caps: []string{core.CapCompactCommand}, method: "commands/list", payload: map[string]any{"args": map[string]any{"agentId": unknown}}})
+	id, read := sample, true
+	if sample == "" {
+		id, read = "session-00000000-0000-4000-8000-000000000000", false
 	}
+	return append(checks,
+		check{caps: []string{core.CapSessionHistory, core.CapNativeResume, core.CapContextGauge}, method: "session.history",
+			payload: historyArgs{SessionID: id, MaxMessages: 1}, read: read},
+		check{caps: []string{core.CapCompactCommand}, method: "commands/list",
+			payload: remoteArgs[agentArgs]{Args: agentArgs{AgentID: id}}, read: read})
+}
 
+// runChecks makes the checks' calls at once (session.list's answer is
+// listErr, already known) and returns why capabilities are missing and
+// the details of those shown.
+func (h *Host) runChecks(ctx context.Context, checks []check, listErr error, sample string) (missing, shown map[string]string) {
 	var mu sync.Mutex
-	missing := map[string]string{}
-	shown := map[string]string{}
+	missing, shown = map[string]string{}, map[string]string{}
 	var wg sync.WaitGroup
 	for _, c := range checks {
-		wg.Add(1)
-		go func(c check) {
-			defer wg.Done()
+		wg.Go(func() {
 			var raw json.RawMessage
 			var err error
 			switch c.method {
 			case "session.list":
 				err = listErr
 			case "llm.models":
-				cctx, cancel := context.WithTimeout(ctx, h.cfg.ProbeTimeout)
-				var cat modelCatalog
-				cat, err = h.catalog(cctx, "")
-				cancel()
-				if err == nil && len(cat.Groups) == 0 {
-					err = core.Errorf(core.CodeHarness, "dsh: the model catalog is empty")
-				}
+				err = h.probeCatalog(ctx)
 			default:
-				err = try(c.method, c.payload, &raw)
+				err = h.probeCall(ctx, c.method, c.payload, &raw)
 			}
 			why, how := judge(c, err, raw, sample)
 			mu.Lock()
@@ -143,14 +161,22 @@ func (h *Host) Probe(ctx context.Context) (p core.Probe) {
 					shown[name] = d
 				}
 			}
-		}(c)
+		})
 	}
 	wg.Wait()
-	missing[core.CapCompactionFocus] = "DSH's /compact takes no argument (commands/list gives it no input)"
-	missing[core.CapPromptSteer] = "not implemented for DeepSeek Harness (its session.prompt mode \"steer\" is not used yet)"
-	missing[core.CapApprovalRelay] = "DeepSeek Harness applies its own permission preset; its approvals are not relayed"
-	p.Capabilities = caps(missing, shown)
-	return p
+	return missing, shown
+}
+
+// probeCatalog checks that the server has a model catalog, bounded by
+// ProbeTimeout.
+func (h *Host) probeCatalog(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, h.cfg.ProbeTimeout)
+	defer cancel()
+	cat, err := h.catalog(cctx, "")
+	if err == nil && len(cat.Groups) == 0 {
+		err = core.Errorf(core.CodeHarness, "dsh: the model catalog is empty")
+	}
+	return err
 }
 
 // judge reads one check's answer: why the capabilities it covers are

@@ -472,7 +472,7 @@ func msTime(ms int64) time.Time {
 func (m *mapper) emitBad(b BadLine) {
 	m.emit(core.NewEntry{Kind: core.KindHarnessEvent,
 		NativeID: fmt.Sprintf("%s#line:%d", m.prefix(), b.Line),
-		Payload:  core.Payload(map[string]any{"type": "dsh/unreadable-line", "line": b.Line, "text": b.Text, "error": b.Err})})
+		Payload:  core.Payload(unreadableLine{Type: "dsh/unreadable-line", Line: b.Line, Text: b.Text, Error: b.Err})})
 }
 
 // Import reads a whole session log into memory (core.CollectImport): for
