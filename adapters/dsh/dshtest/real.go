@@ -306,8 +306,8 @@ var _ io.Writer = (*tail)(nil)
 // decodes the value of an {ok:true} answer into out; an {ok:false} answer
 // is an error carrying DSH's code and message.
 func (r *Real) Call(method string, payload, out any) error {
-	body, err := json.Marshal(map[string]any{"type": "client-request", "rpcId": fmt.Sprintf("dshtest-%d", time.Now().UnixNano()),
-		"method": method, "payload": payload})
+	body, err := json.Marshal(request{Type: "client-request", RPCID: fmt.Sprintf("dshtest-%d", time.Now().UnixNano()),
+		Method: method, Payload: payload})
 	if err != nil {
 		return err
 	}
@@ -340,11 +340,10 @@ func (r *Real) Call(method string, payload, out any) error {
 // settings (settings.update of llm-deepseek models, as a user would), so a
 // test can cross DSH's pressure threshold (80% of it) with a few turns.
 func (r *Real) SetContextWindow(tokens int) error {
-	models := []map[string]any{
-		{"id": "deepseek-v4-flash", "name": "DeepSeek-V4-Flash", "contextWindow": tokens},
-		{"id": "deepseek-v4-pro", "name": "DeepSeek-V4-Pro", "contextWindow": tokens},
-	}
-	return r.Call("settings.update", map[string]any{"ns": "llm-deepseek", "patch": map[string]any{"models": models}}, nil)
+	return r.setModels([]modelSetting{
+		{ID: "deepseek-v4-flash", Name: "DeepSeek-V4-Flash", ContextWindow: tokens},
+		{ID: "deepseek-v4-pro", Name: "DeepSeek-V4-Pro", ContextWindow: tokens},
+	})
 }
 
 // EnableImages declares DSH's DeepSeek models image-capable in its
@@ -352,9 +351,15 @@ func (r *Real) SetContextWindow(tokens int) error {
 // DSH's settings), so prompts may carry images; rc.8's defaults are
 // text-only.
 func (r *Real) EnableImages() error {
-	models := []map[string]any{
-		{"id": "deepseek-v4-flash", "name": "DeepSeek-V4-Flash", "contextWindow": 1000000, "inputModalities": []string{"text", "image"}},
-		{"id": "deepseek-v4-pro", "name": "DeepSeek-V4-Pro", "contextWindow": 1000000, "inputModalities": []string{"text", "image"}},
-	}
-	return r.Call("settings.update", map[string]any{"ns": "llm-deepseek", "patch": map[string]any{"models": models}}, nil)
+	return r.setModels([]modelSetting{
+		{ID: "deepseek-v4-flash", Name: "DeepSeek-V4-Flash", ContextWindow: 1000000, InputModalities: []string{"text", "image"}},
+		{ID: "deepseek-v4-pro", Name: "DeepSeek-V4-Pro", ContextWindow: 1000000, InputModalities: []string{"text", "image"}},
+	})
+}
+
+// setModels replaces DSH's DeepSeek model list in its settings.
+func (r *Real) setModels(models []modelSetting) error {
+	var patch settingsPatch
+	patch.NS, patch.Patch.Models = "llm-deepseek", models
+	return r.Call("settings.update", patch, nil)
 }

@@ -204,24 +204,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if rerr == nil {
 		value, rerr = h(req.RPCID, req.Payload)
 	}
-	result := map[string]any{"ok": rerr == nil}
+	result := rpcResult{OK: rerr == nil}
 	call := Call{Method: method, RPCID: req.RPCID, Payload: req.Payload, OK: rerr == nil}
 	if rerr != nil {
-		e := map[string]any{"code": rerr.Code, "message": rerr.Message}
+		result.Error = &errorBody{Code: rerr.Code, Message: rerr.Message}
 		call.Code = rerr.Code
 		if rerr.GoalCode != "" {
-			e["details"] = map[string]string{"goalCode": rerr.GoalCode}
+			result.Error.Details = &errorDetails{GoalCode: rerr.GoalCode}
 			call.Code = rerr.GoalCode
 		}
-		result["error"] = e
 	} else {
-		result["value"] = value
+		result.Value = value
+		if value == nil {
+			result.Value = json.RawMessage("null")
+		}
 	}
 	s.mu.Lock()
 	s.calls = append(s.calls, call)
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"type": "server-response", "rpcId": req.RPCID, "result": result})
+	_ = json.NewEncoder(w).Encode(envelope{Type: "server-response", RPCID: req.RPCID, Result: result})
 }
 
 type handler func(rpcID string, payload json.RawMessage) (any, *rpcError)

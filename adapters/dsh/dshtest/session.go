@@ -26,7 +26,7 @@ type session struct {
 	id, cwd, preset, title string
 	provider, model        string
 	effort                 string
-	events                 []map[string]any
+	events                 []event
 	surface                []int64 // seqs of the surface nodes
 	tokens                 map[int64]int
 	goal                   *goal
@@ -46,14 +46,28 @@ func uuid() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
+// event is one persistence event as session.history returns it. Members
+// are in name order, as DSH's recorded events (and the map this replaced)
+// have them.
+type event struct {
+	Data any   `json:"data"`
+	Seq  int64 `json:"seq"`
+	*placement
+	Time int64  `json:"time"`
+	Type string `json:"type"`
+}
+
+// placement is where a message event lands on the surface, and the events
+// it came from; only message events carry it.
+type placement struct {
+	SourceEventSeqs []int64 `json:"sourceEventSeqs,omitempty"`
+	SurfaceOp       any     `json:"surfaceOp"`
+}
+
 // appendEvent writes one event with the next seq; s.mu is held.
-func (ss *session) appendEvent(typ string, data any, extra map[string]any) int64 {
+func (ss *session) appendEvent(typ string, data any, at *placement) int64 {
 	seq := int64(len(ss.events))
-	ev := map[string]any{"type": typ, "seq": seq, "time": now(), "data": data}
-	for k, v := range extra {
-		ev[k] = v
-	}
-	ss.events = append(ss.events, ev)
+	ss.events = append(ss.events, event{Type: typ, Seq: seq, Time: now(), Data: data, placement: at})
 	ss.updatedAt = now()
 	return seq
 }
@@ -93,9 +107,9 @@ func (s *Server) sessionCreate(_ string, payload json.RawMessage) (any, *rpcErro
 		model: "deepseek-v4-flash", tokens: map[int64]int{}, queue: make(chan func(), 1024),
 		attachments: map[string]attachment{}, updatedAt: now()}
 	s.mu.Lock()
-	ss.appendEvent("permission/preset", map[string]any{"preset": "workspace-write"}, nil)
-	ss.appendEvent("sandbox/mode", map[string]any{"mode": "workspace-write"}, nil)
-	ss.appendEvent("approval/policy", map[string]any{"policy": "ask"}, nil)
+	ss.appendEvent("permission/preset", presetData{Preset: "workspace-write"}, nil)
+	ss.appendEvent("sandbox/mode", modeData{Mode: "workspace-write"}, nil)
+	ss.appendEvent("approval/policy", policyData{Policy: "ask"}, nil)
 	s.sessions[ss.id] = ss
 	s.order = append(s.order, ss.id)
 	s.mu.Unlock()
@@ -104,35 +118,36 @@ func (s *Server) sessionCreate(_ string, payload json.RawMessage) (any, *rpcErro
 			f()
 		}
 	}()
-	return map[string]any{"sessionId": ss.id, "agentPreset": ss.preset}, nil
+	return sessionCreated{SessionID: ss.id, AgentPreset: ss.preset}, nil
 }
 
-func (s *Server) projections(ss *session) map[string]any {
+func (s *Server) projections(ss *session) projections {
 	used := 1500
 	for _, t := range ss.tokens {
 		used += t
 	}
-	v := map[string]any{"title": ss.title,
-		"contextPressure": map[string]any{"pressureTokens": used, "projectedTokens": used, "contextWindow": 1000000}}
+	p := projections{AsOfSeq: len(ss.events) - 1}
+	p.Values.Title = ss.title
+	p.Values.ContextPressure = contextPressure{PressureTokens: used, ProjectedTokens: used, ContextWindow: 1000000}
 	if g := ss.goal; g != nil {
-		v["goal"] = map[string]any{"goal": g, "roundsStarted": g.Rounds, "createdAt": g.CreatedAt, "updatedAt": g.UpdatedAt}
+		p.Values.Goal = &goalState{Goal: g, RoundsStarted: g.Rounds, CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt}
 	}
-	return map[string]any{"asOfSeq": len(ss.events) - 1, "values": v}
+	return p
 }
 
 func (s *Server) sessionList(string, json.RawMessage) (any, *rpcError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	items := []any{}
+	items := []sessionItem{}
 	for _, id := range s.order {
 		ss := s.sessions[id]
 		if contains(s.archived, id) {
 			continue
 		}
-		items = append(items, map[string]any{"sessionId": id, "updatedAt": ss.updatedAt, "running": ss.running,
-			"blank": len(ss.surface) == 0, "cwd": ss.cwd, "agentPreset": ss.preset, "projections": s.projections(ss)})
+		items = append(items, sessionItem{SessionID: id, UpdatedAt: ss.updatedAt, Running: ss.running,
+			Blank: len(ss.surface) == 0, Cwd: ss.cwd, AgentPreset: ss.preset, Projections: s.projections(ss)})
 	}
-	return map[string]any{"items": items}, nil
+	return sessionList{Items: items}, nil
 }
 
 func contains(list []string, s string) bool {
@@ -169,7 +184,7 @@ func (s *Server) sessionHistory(_ string, payload json.RawMessage) (any, *rpcErr
 	// The window starts at the maxMessages-th message from the tail.
 	cut, seen := 0, 0
 	for i := len(evs) - 1; i >= 0; i-- {
-		if t := evs[i]["type"]; t == "user/message" || t == "assistant/message" {
+		if t := evs[i].Type; t == "user/message" || t == "assistant/message" {
 			seen++
 			if seen == p.MaxMessages {
 				cut = i
@@ -177,11 +192,11 @@ func (s *Server) sessionHistory(_ string, payload json.RawMessage) (any, *rpcErr
 			}
 		}
 	}
-	out := make([]any, 0, len(evs)-cut)
+	out := make([]historyItem, 0, len(evs)-cut)
 	for _, ev := range evs[cut:] {
-		out = append(out, map[string]any{"event": ev})
+		out = append(out, historyItem{Event: ev})
 	}
-	return map[string]any{"events": out, "hasMore": cut > 0, "projections": s.projections(ss)}, nil
+	return history{Events: out, HasMore: cut > 0, Projections: s.projections(ss)}, nil
 }
 
 func (s *Server) sessionModels(_ string, payload json.RawMessage) (any, *rpcError) {
@@ -197,11 +212,7 @@ func (s *Server) sessionModels(_ string, payload json.RawMessage) (any, *rpcErro
 			return nil, e
 		}
 		s.mu.Lock()
-		cur := map[string]any{"provider": ss.provider, "model": ss.model}
-		if ss.effort != "" {
-			cur["reasoningEffort"] = ss.effort
-		}
-		v["current"] = cur
+		v["current"] = currentModel{Provider: ss.provider, Model: ss.model, ReasoningEffort: ss.effort}
 		s.mu.Unlock()
 	}
 	return v, nil
@@ -250,7 +261,7 @@ func (s *Server) sessionSelectModel(_ string, payload json.RawMessage) (any, *rp
 			s.mu.Lock()
 			ss.provider, ss.model, ss.effort = p.Provider, p.Model, p.ReasoningEffort
 			s.mu.Unlock()
-			return map[string]any{}, nil
+			return struct{}{}, nil
 		}
 	}
 	return nil, errf("invalid-argument", "unknown model %s/%s", p.Provider, p.Model)
@@ -270,9 +281,9 @@ func (s *Server) sessionRename(_ string, payload json.RawMessage) (any, *rpcErro
 	}
 	s.mu.Lock()
 	ss.title = p.Title
-	ss.appendEvent("session/title", map[string]any{"title": p.Title, "messageSeqs": []int{}, "source": map[string]any{"kind": "user"}}, nil)
+	ss.appendEvent("session/title", titleData{Title: p.Title, MessageSeqs: []int64{}, Source: source{Kind: "user"}}, nil)
 	s.mu.Unlock()
-	return map[string]any{}, nil
+	return struct{}{}, nil
 }
 
 func (s *Server) sessionCancel(_ string, payload json.RawMessage) (any, *rpcError) {
@@ -290,7 +301,7 @@ func (s *Server) sessionCancel(_ string, payload json.RawMessage) (any, *rpcErro
 		ss.cancel = nil
 	}
 	s.mu.Unlock()
-	return map[string]any{}, nil
+	return struct{}{}, nil
 }
 
 func (s *Server) sessionAttachment(_ string, payload json.RawMessage) (any, *rpcError) {
@@ -311,7 +322,9 @@ func (s *Server) sessionAttachment(_ string, payload json.RawMessage) (any, *rpc
 	if !ok {
 		return nil, errf("session/attachment-invalid", "attachment %q not found in %s", p.AttachmentID, ss.id)
 	}
-	return map[string]any{"attachment": map[string]any{"attachmentId": p.AttachmentID, "mediaType": a.mediaType}, "data": a.data}, nil
+	res := attachmentValue{Data: a.data}
+	res.Attachment.AttachmentID, res.Attachment.MediaType = p.AttachmentID, a.mediaType
+	return res, nil
 }
 
 func (s *Server) workspaceArchive(_ string, payload json.RawMessage) (any, *rpcError) {
@@ -327,7 +340,7 @@ func (s *Server) workspaceArchive(_ string, payload json.RawMessage) (any, *rpcE
 		s.archived = append(s.archived, p.SessionID)
 	}
 	s.mu.Unlock()
-	return map[string]any{}, nil
+	return struct{}{}, nil
 }
 
 // waitIdle waits (s.mu held) until no turn runs, at most d.

@@ -83,7 +83,7 @@ func (s *Server) runTurn(ss *session, content []block, source block, msgID strin
 	ss.appendEvent("step/start", block{"turn": turn, "step": 1}, nil)
 	text := textOf(content)
 	seq := ss.appendEvent("user/message", block{"content": content, "source": source, "role": "user", "id": msgID},
-		map[string]any{"surfaceOp": "append"})
+		&placement{SurfaceOp: "append"})
 	ss.surface = append(ss.surface, seq)
 	ss.tokens[seq] = len(text)/4 + 1
 	if ss.title == "" {
@@ -134,7 +134,7 @@ func (s *Server) runTurn(ss *session, content []block, source block, msgID strin
 		aseq := ss.appendEvent("assistant/message", block{"turn": turn, "step": 1, "usage": usage, "message": block{
 			"role": "assistant", "content": []block{{"type": "text", "text": reply}}, "id": uuid(),
 			"source": block{"kind": "model", "provider": ss.provider, "model": ss.model}}},
-			map[string]any{"sourceEventSeqs": srcSeqs, "surfaceOp": "append"})
+			&placement{SourceEventSeqs: srcSeqs, SurfaceOp: "append"})
 		ss.surface = append(ss.surface, aseq)
 		ss.tokens[aseq] = len(reply)/4 + 1
 	}
@@ -341,8 +341,8 @@ func (s *Server) commandsExecute(_ string, payload json.RawMessage) (any, *rpcEr
 		{"type": "text", "text": summary}, {"type": "text", "text": "</compacted-summary>"}},
 		"source": block{"kind": "plugin", "plugin": "compact", "compactionId": cid, "sourceCommandId": cmdID},
 		"role":   "user", "id": uuid()},
-		map[string]any{"sourceEventSeqs": append([]int64{start, sum}, shadow...),
-			"surfaceOp": block{"op": "replace", "start": shadow[0], "end": shadow[len(shadow)-1]}})
+		&placement{SourceEventSeqs: append([]int64{start, sum}, shadow...),
+			SurfaceOp: block{"op": "replace", "start": shadow[0], "end": shadow[len(shadow)-1]}})
 	ss.surface = append([]int64{rep}, retained...)
 	for _, q := range shadow {
 		delete(ss.tokens, q)
