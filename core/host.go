@@ -47,10 +47,14 @@ func (p Probe) Missing(need ...string) []string {
 
 // Content is one block of a prompt.
 type Content struct {
-	Type      string `json:"type"` // "text" or "image"
-	Text      string `json:"text,omitempty"`
+	// Type is "text" or "image".
+	Type string `json:"type"`
+	// Text is the text of a text block.
+	Text string `json:"text,omitempty"`
+	// MediaType is the image's MIME type ("image/png"…).
 	MediaType string `json:"mediaType,omitempty"`
-	Data      string `json:"data,omitempty"` // base64
+	// Data is the image, base64-encoded.
+	Data string `json:"data,omitempty"`
 }
 
 // Preset is a complete tool-and-prompt assembly for one harness.
@@ -149,7 +153,9 @@ type ResumeRequest struct {
 
 // Gauge is a context-window reading from a harness.
 type Gauge struct {
+	// Used is the tokens in the window.
 	Used int64 `json:"used"`
+	// Size is the window's size in tokens.
 	Size int64 `json:"size"`
 }
 
@@ -184,20 +190,27 @@ type ExitInfo struct {
 
 // HostSession is a session as the harness lists it.
 type HostSession struct {
-	NativeID  string    `json:"nativeId"`
-	Title     string    `json:"title,omitempty"`
-	Cwd       string    `json:"cwd,omitempty"`
-	UpdatedAt time.Time `json:"updatedAt,omitempty"`
+	// NativeID is the host's id of the session.
+	NativeID string `json:"nativeId"`
+	// Title is the session's title.
+	Title string `json:"title,omitempty"`
+	// Cwd is the working directory.
+	Cwd string `json:"cwd,omitempty"`
+	// UpdatedAt is when the session last changed.
+	UpdatedAt time.Time `json:"updatedAt,omitzero"`
 }
 
 // Model is a model a harness offers.
 type Model struct {
-	ID      string   `json:"id"`
-	Name    string   `json:"name,omitempty"`
+	// ID is the model's id.
+	ID string `json:"id"`
+	// Name is the model's display name.
+	Name string `json:"name,omitempty"`
+	// Efforts lists the reasoning efforts the model accepts.
 	Efforts []string `json:"efforts,omitempty"`
-	Vision  bool     `json:"vision,omitempty"`
-	// ContextWindow is the model's context window in tokens, 0 when the
-	// harness does not say.
+	// Vision is true when the model reads images.
+	Vision bool `json:"vision,omitempty"`
+	// ContextWindow is the model's context window in tokens, when known.
 	ContextWindow int64 `json:"contextWindow,omitempty"`
 }
 
@@ -223,7 +236,9 @@ func EffortRank(effort string) int {
 
 // Workspace is a working directory a harness knows.
 type Workspace struct {
+	// Path is the directory.
 	Path string `json:"path"`
+	// Name is its display name.
 	Name string `json:"name,omitempty"`
 }
 
@@ -362,9 +377,13 @@ type ForkReply struct {
 
 // TokenUsage is what a model call cost in tokens, as the harness reports it.
 type TokenUsage struct {
-	InputTokens         int64 `json:"inputTokens"`
-	OutputTokens        int64 `json:"outputTokens"`
-	CacheReadTokens     int64 `json:"cacheReadTokens,omitempty"`
+	// InputTokens are the prompt's tokens not read from the cache.
+	InputTokens int64 `json:"inputTokens"`
+	// OutputTokens are the reply's tokens.
+	OutputTokens int64 `json:"outputTokens"`
+	// CacheReadTokens are prompt tokens read from the provider's cache.
+	CacheReadTokens int64 `json:"cacheReadTokens,omitempty"`
+	// CacheCreationTokens are prompt tokens written to the cache.
 	CacheCreationTokens int64 `json:"cacheCreationTokens,omitempty"`
 }
 

@@ -9,10 +9,14 @@ import (
 // MigrationTarget names where a migration goes; empty fields keep the
 // source's.
 type MigrationTarget struct {
+	// Harness is the target harness.
 	Harness string `json:"harness,omitempty"`
-	Preset  string `json:"preset,omitempty"`
-	Model   string `json:"model,omitempty"`
-	Effort  string `json:"effort,omitempty"`
+	// Preset is the target preset.
+	Preset string `json:"preset,omitempty"`
+	// Model is the target model.
+	Model string `json:"model,omitempty"`
+	// Effort is the target reasoning effort.
+	Effort string `json:"effort,omitempty"`
 }
 
 // Preview is a migration preview kept in the record: the handoff the

@@ -28,7 +28,7 @@ func TestCancelRequest(t *testing.T) {
 		<-started
 		c.Send(nil, "$/cancelRequest", map[string]any{"id": id})
 		e := wantError(t, c.reply(id), int(CodeCancelled))
-		if d := errData(t, e); d.Code != schema.ErrCancelled {
+		if d := errData(t, e); d.Code != core.CodeCancelled {
 			t.Errorf("id %v: data %+v", id, d)
 		}
 		if err := <-backendErr; err == nil {
@@ -101,7 +101,7 @@ func TestShutdownWithWorkInFlight(t *testing.T) {
 	<-started
 	c.MustCall("shutdown", nil, nil)
 	e := wantError(t, c.reply(slow), int(CodeDomain))
-	if d := errData(t, e); d.Code != schema.ErrUnavailable {
+	if d := errData(t, e); d.Code != core.CodeUnavailable {
 		t.Errorf("data %+v", d)
 	}
 	c.Send(nil, "exit", nil)

@@ -47,12 +47,12 @@ func wireError(code jsonrpc2.Code, msg string, data errorData) *jsonrpc2.Error {
 
 // invalidParams is a -32602 error naming the offending field.
 func invalidParams(field, format string, args ...any) *jsonrpc2.Error {
-	return wireError(CodeInvalidParams, fmt.Sprintf(format, args...), errorData{Code: schema.ErrInvalid, Field: field})
+	return wireError(CodeInvalidParams, fmt.Sprintf(format, args...), errorData{Code: core.CodeInvalid, Field: field})
 }
 
 // cancelledError is the -32800 reply to a cancelled request.
 func cancelledError(method string) *jsonrpc2.Error {
-	return wireError(CodeCancelled, method+": request cancelled", errorData{Code: schema.ErrCancelled})
+	return wireError(CodeCancelled, method+": request cancelled", errorData{Code: core.CodeCancelled})
 }
 
 // toWire maps an error from a handler or the backend to the error the client
@@ -79,13 +79,13 @@ func toWire(log *slog.Logger, method string, err error) *jsonrpc2.Error {
 			return cancelledError(method)
 		}
 		log.Error("rpc: internal error", "method", method, "error", err)
-		return wireError(CodeInternal, method+": internal error (see the Bridge log)", errorData{Code: schema.ErrInternal})
+		return wireError(CodeInternal, method+": internal error (see the Bridge log)", errorData{Code: core.CodeInternal})
 	}
 	wc, ok := wireCodes[code]
 	if !ok {
 		wc = CodeDomain
 	}
-	data := errorData{Code: schema.ErrorCode(code), Field: ce.Field, Missing: ce.Missing}
+	data := errorData{Code: code, Field: ce.Field, Missing: ce.Missing}
 	if ce.Err != nil && detailCodes[code] && !isSentinel(ce.Err) {
 		data.Detail = truncate([]byte(ce.Err.Error()), 400)
 	}

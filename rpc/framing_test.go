@@ -155,7 +155,7 @@ func TestInvalidParams(t *testing.T) {
 	for _, tc := range cases {
 		e := wantError(t, c.Call(tc.method, tc.params), int(CodeInvalidParams))
 		d := errData(t, e)
-		if d.Code != schema.ErrInvalid || d.Field != tc.field || !strings.Contains(e.Message, tc.msg) {
+		if d.Code != core.CodeInvalid || d.Field != tc.field || !strings.Contains(e.Message, tc.msg) {
 			t.Errorf("%s %v: got %q data %+v; want field %q and message containing %q", tc.method, tc.params, e.Message, d, tc.field, tc.msg)
 		}
 	}

@@ -3,6 +3,9 @@ package schema
 import (
 	"reflect"
 	"sync"
+
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/checkpoint"
 )
 
 // Shape is what reflection cannot see of a contract type: the values of an
@@ -44,14 +47,14 @@ var Shapes = sync.OnceValue(func() map[reflect.Type]Shape {
 		reflect.TypeFor[CompactedBy]():           enum(CompactedByHarness, CompactedByBridge),
 		reflect.TypeFor[Provenance]():            enum(ProvenanceAgent, ProvenanceController, ProvenanceReconstructed),
 		reflect.TypeFor[CheckpointMethod]():      enum(MethodFork, MethodInThread, MethodReconstructed),
-		reflect.TypeFor[CheckpointReason]():      enum(CheckpointReasons...),
+		reflect.TypeFor[CheckpointReason]():      enum(checkpoint.Reasons...),
 		reflect.TypeFor[InjectMode]():            enum(InjectGoal, InjectPrompt, InjectBoth),
-		reflect.TypeFor[ErrorCode]():             enum(ErrorCodes...),
+		reflect.TypeFor[ErrorCode]():             enum(core.Codes...),
 		reflect.TypeFor[CapabilityNeed]():        enum(NeedRequired, NeedOptional, NeedNotApplicable),
 		reflect.TypeFor[PermissionOptionKind]():  enum(AllowOnce, AllowAlways, RejectOnce, RejectAlways),
 		reflect.TypeFor[PermissionOutcomeKind](): enum(OutcomeSelected, OutcomeCancelled),
 		reflect.TypeFor[ExportFormat]():          enum(ExportMarkdown, ExportJSON),
-		reflect.TypeFor[UsageGroupBy]():          enum(UsageBySession, UsageByHarness, UsageByModel, UsageByDay),
+		reflect.TypeFor[UsageGroupBy]():          enum(core.UsageBySession, core.UsageByHarness, core.UsageByModel, core.UsageByDay),
 		reflect.TypeFor[Content]():               {OneOf: []string{"TextContent", "ImageContent"}},
 		reflect.TypeFor[WorkDoneProgress](): {OneOf: []string{"WorkDoneProgressBegin", "WorkDoneProgressReport",
 			"WorkDoneProgressEnd"}},

@@ -348,7 +348,10 @@ func contractStructs() map[string]reflect.Type {
 		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
 			t = t.Elem()
 		}
-		if t.Kind() != reflect.Struct || t.PkgPath() != reflect.TypeOf(schema.Entry{}).PkgPath() {
+		// A contract struct is declared in schema, or in core and aliased
+		// by schema (type Gauge = core.Gauge).
+		if t.Kind() != reflect.Struct || (t.PkgPath() != reflect.TypeOf(schema.Entry{}).PkgPath() &&
+			t.PkgPath() != reflect.TypeOf(core.Entry{}).PkgPath()) {
 			return
 		}
 		if _, seen := out[t.Name()]; seen {

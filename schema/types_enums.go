@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/checkpoint"
 )
 
 // RequestID is a JSON-RPC request id: a number or a string.
@@ -207,36 +210,10 @@ const (
 )
 
 // TokenUsage is what a model call cost in tokens, as the harness reports it.
-type TokenUsage struct {
-	// InputTokens are the prompt's tokens not read from the cache.
-	InputTokens int64 `json:"inputTokens"`
-	// OutputTokens are the reply's tokens.
-	OutputTokens int64 `json:"outputTokens"`
-	// CacheReadTokens are prompt tokens read from the provider's cache.
-	CacheReadTokens int64 `json:"cacheReadTokens,omitempty"`
-	// CacheCreationTokens are prompt tokens written to the cache.
-	CacheCreationTokens int64 `json:"cacheCreationTokens,omitempty"`
-}
+type TokenUsage = core.TokenUsage
 
 // CheckpointReason is why a Bridge checkpoint was written.
-type CheckpointReason string
-
-// Checkpoint reasons (ARCHITECTURE.md, Checkpoints).
-const (
-	ReasonPhaseBoundary      CheckpointReason = "phase_boundary"
-	ReasonBeforeSuspend      CheckpointReason = "before_suspend"
-	ReasonBeforeDowngrade    CheckpointReason = "before_downgrade"
-	ReasonBeforeShutdown     CheckpointReason = "before_shutdown"
-	ReasonBeforeNativeResume CheckpointReason = "before_native_resume"
-	ReasonManual             CheckpointReason = "manual"
-	ReasonContextPressure    CheckpointReason = "context_pressure"
-	ReasonResponseReserve    CheckpointReason = "response_reserve"
-)
-
-// CheckpointReasons is the closed set, in DESIGN order.
-var CheckpointReasons = []CheckpointReason{ReasonPhaseBoundary, ReasonBeforeSuspend,
-	ReasonBeforeDowngrade, ReasonBeforeShutdown, ReasonBeforeNativeResume, ReasonManual,
-	ReasonContextPressure, ReasonResponseReserve}
+type CheckpointReason = checkpoint.Reason // one list: checkpoint.Reasons
 
 // InjectMode says how a migration hands the handoff to the target: as a
 // goal, as a kickoff prompt, or both.

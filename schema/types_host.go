@@ -2,7 +2,8 @@ package schema
 
 import (
 	"encoding/json"
-	"time"
+
+	"github.com/bridge-dev/bridge/core"
 )
 
 // A client that hosts sessions itself (initializationOptions.hostsSessions)
@@ -54,16 +55,7 @@ func (r HostSessionListResult) MarshalJSON() ([]byte, error) {
 }
 
 // HostSession is a session as the host lists it.
-type HostSession struct {
-	// NativeID is the host's id of the session.
-	NativeID string `json:"nativeId"`
-	// Title is the session's title.
-	Title string `json:"title,omitempty"`
-	// Cwd is the working directory.
-	Cwd string `json:"cwd,omitempty"`
-	// UpdatedAt is when the session last changed.
-	UpdatedAt time.Time `json:"updatedAt,omitzero"`
-}
+type HostSession = core.HostSession
 
 // HostSessionCreateParams starts a session on the host
 // (host/session.create). Its events follow as host/event.
@@ -164,18 +156,7 @@ func (r HostSessionModelsResult) MarshalJSON() ([]byte, error) {
 }
 
 // Model is a model a host offers.
-type Model struct {
-	// ID is the model's id.
-	ID string `json:"id"`
-	// Name is the model's display name.
-	Name string `json:"name,omitempty"`
-	// Efforts lists the reasoning efforts the model accepts.
-	Efforts []string `json:"efforts,omitempty"`
-	// Vision is true when the model reads images.
-	Vision bool `json:"vision,omitempty"`
-	// ContextWindow is the model's context window in tokens, when known.
-	ContextWindow int64 `json:"contextWindow,omitempty"`
-}
+type Model = core.Model
 
 // HostSelectModelParams switches a live session's model and/or effort
 // (host/session.selectModel).
@@ -276,12 +257,7 @@ func (r HostWorkspaceListResult) MarshalJSON() ([]byte, error) {
 }
 
 // Workspace is a working directory a host knows.
-type Workspace struct {
-	// Path is the directory.
-	Path string `json:"path"`
-	// Name is its display name.
-	Name string `json:"name,omitempty"`
-}
+type Workspace = core.Workspace
 
 // HostPresetListParams lists the presets usable with the host
 // (host/agentPreset.list).
@@ -370,12 +346,7 @@ type HostEventNotification struct {
 }
 
 // Gauge is a context-window reading.
-type Gauge struct {
-	// Used is the tokens in the window.
-	Used int64 `json:"used"`
-	// Size is the window's size in tokens.
-	Size int64 `json:"size"`
-}
+type Gauge = core.Gauge
 
 // HostExit says how a hosted session's process ended.
 type HostExit struct {

@@ -1,6 +1,10 @@
 package schema
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/bridge-dev/bridge/core"
+)
 
 // MigrationPreviewParams folds a session into an editable five-part handoff
 // for a clean target session.
@@ -32,16 +36,7 @@ type MigrationSource struct {
 }
 
 // MigrationTarget names where a migrated task goes.
-type MigrationTarget struct {
-	// Harness is the target harness.
-	Harness string `json:"harness,omitempty"`
-	// Preset is the target preset.
-	Preset string `json:"preset,omitempty"`
-	// Model is the target model.
-	Model string `json:"model,omitempty"`
-	// Effort is the target reasoning effort.
-	Effort string `json:"effort,omitempty"`
-}
+type MigrationTarget = core.MigrationTarget
 
 // MigrationPreviewResult is a written, editable handoff.
 type MigrationPreviewResult struct {

@@ -3,21 +3,14 @@ package schema
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/bridge-dev/bridge/core"
 )
 
 // Content is one block of a prompt, tagged by type: text or image. In Go it
 // is one flat struct; the schema is the oneOf of TextContent and
 // ImageContent.
-type Content struct {
-	// Type is "text" or "image".
-	Type string `json:"type"`
-	// Text is the text of a text block.
-	Text string `json:"text,omitempty"`
-	// MediaType is the image's MIME type ("image/png"…).
-	MediaType string `json:"mediaType,omitempty"`
-	// Data is the image, base64-encoded.
-	Data string `json:"data,omitempty"`
-}
+type Content = core.Content
 
 // Content types.
 const (

@@ -3,18 +3,12 @@ package schema
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/bridge-dev/bridge/core"
 )
 
 // UsageGroupBy is what session/usage sums by.
-type UsageGroupBy string
-
-// Groupings of session/usage.
-const (
-	UsageBySession UsageGroupBy = "session"
-	UsageByHarness UsageGroupBy = "harness"
-	UsageByModel   UsageGroupBy = "model"
-	UsageByDay     UsageGroupBy = "day"
-)
+type UsageGroupBy = core.UsageGroupBy // core.UsageBySession…
 
 // SessionUsageParams asks the usage ledger what turns cost: of one session,
 // or of every session in a time range, grouped.

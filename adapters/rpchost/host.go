@@ -291,11 +291,7 @@ func (h *Host) ListSessions(ctx context.Context, cwd string) ([]core.HostSession
 	if err := h.call(ctx, core.CapSessionList, schema.HostSessionListParams{Cwd: cwd}, &res); err != nil {
 		return nil, err
 	}
-	out := make([]core.HostSession, 0, len(res.Sessions))
-	for _, s := range res.Sessions {
-		out = append(out, core.HostSession{NativeID: s.NativeID, Title: s.Title, Cwd: s.Cwd, UpdatedAt: s.UpdatedAt})
-	}
-	return out, nil
+	return res.Sessions, nil
 }
 
 // CreateSession calls host/session.create. Events the client sends for the

@@ -154,7 +154,7 @@ func (l *live) deliver(n schema.HostEventNotification) {
 		l.sink(core.Event{Entry: &e})
 	}
 	if n.Gauge != nil {
-		g := core.Gauge{Used: n.Gauge.Used, Size: n.Gauge.Size}
+		g := *n.Gauge
 		l.sink(core.Event{Gauge: &g})
 	}
 	if n.Model != "" {
@@ -193,7 +193,6 @@ func (l *live) Prompt(ctx context.Context, content []core.Content) (core.TurnRes
 	if len(content) == 0 {
 		return core.TurnResult{}, core.Errorf(core.CodeInvalid, "session.prompt: content must hold at least one block")
 	}
-	wire := make([]schema.Content, 0, len(content))
 	for i, c := range content {
 		switch c.Type {
 		case schema.ContentText:
@@ -204,12 +203,11 @@ func (l *live) Prompt(ctx context.Context, content []core.Content) (core.TurnRes
 		default:
 			return core.TurnResult{}, core.Errorf(core.CodeInvalid, "session.prompt: content[%d]: unknown type %q (want text or image)", i, c.Type)
 		}
-		wire = append(wire, schema.Content{Type: c.Type, Text: c.Text, MediaType: c.MediaType, Data: c.Data})
 	}
 	cctx, cancel := l.untilDone(ctx)
 	defer cancel()
 	var res schema.HostSessionPromptResult
-	if err := l.h.rawCall(cctx, "host/"+core.CapSessionPrompt, schema.HostSessionPromptParams{NativeID: l.nativeID, Content: wire}, &res); err != nil {
+	if err := l.h.rawCall(cctx, "host/"+core.CapSessionPrompt, schema.HostSessionPromptParams{NativeID: l.nativeID, Content: content}, &res); err != nil {
 		if ctx.Err() == nil {
 			if uerr := l.usable("session.prompt"); uerr != nil {
 				return core.TurnResult{}, uerr

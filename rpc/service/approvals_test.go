@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/checkpoint"
 	"github.com/bridge-dev/bridge/rpc/service"
 	"github.com/bridge-dev/bridge/schema"
 )
@@ -204,7 +205,7 @@ func TestApprovalPendingSuppressesCheckpointsAndCancelRejects(t *testing.T) {
 	if _, res, _ := approvalEntries(t, r, s.ID); len(res) != 0 {
 		t.Fatalf("resolved while pending: %v", res)
 	}
-	_, err := r.svc.SessionCheckpoint(context.Background(), schema.SessionCheckpointParams{SessionID: s.ID, Reason: schema.ReasonManual})
+	_, err := r.svc.SessionCheckpoint(context.Background(), schema.SessionCheckpointParams{SessionID: s.ID, Reason: checkpoint.ReasonManual})
 	var ce *core.Error
 	if !errors.As(err, &ce) || ce.Code != core.CodeBusy || !strings.Contains(ce.Message, "approval") {
 		t.Fatalf("checkpoint while an approval is pending: %v", err)

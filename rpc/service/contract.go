@@ -2,11 +2,12 @@ package service
 
 import (
 	"context"
-	"github.com/bridge-dev/bridge/core/checkpoint"
-	"github.com/bridge-dev/bridge/rpc/service/checkpointer"
+	"slices"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/checkpoint"
 	"github.com/bridge-dev/bridge/rpc/peer"
+	"github.com/bridge-dev/bridge/rpc/service/checkpointer"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -62,11 +63,7 @@ func (s *Service) SessionCreate(ctx context.Context, p schema.SessionCreateParam
 // SessionPrompt records the user's message and runs one turn: at once, or
 // after the turns before it when one runs (or, with steer, inside it).
 func (s *Service) SessionPrompt(ctx context.Context, p schema.SessionPromptParams) (schema.SessionPromptResult, error) {
-	content := make([]core.Content, 0, len(p.Content))
-	for _, c := range p.Content {
-		content = append(content, core.Content{Type: c.Type, Text: c.Text, MediaType: c.MediaType, Data: c.Data})
-	}
-	return s.promptQueued(ctx, p, content)
+	return s.promptQueued(ctx, p, slices.Clone(p.Content))
 }
 
 // SessionCancel interrupts the running turn; an idle session is not an
@@ -150,16 +147,7 @@ func (s *Service) SessionCheckpoint(ctx context.Context, p schema.SessionCheckpo
 		return schema.SessionCheckpointResult{}, err
 	}
 	return schema.SessionCheckpointResult{EntryID: r.EntryID, Provenance: schema.Provenance(r.Provenance),
-		Reason: schema.CheckpointReason(r.Reason), Method: schema.CheckpointMethod(r.Method), ForkUsage: wireUsage(r.ForkUsage)}, nil
-}
-
-// wireUsage is u in the contract's spelling (nil stays nil).
-func wireUsage(u *core.TokenUsage) *schema.TokenUsage {
-	if u == nil {
-		return nil
-	}
-	return &schema.TokenUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
-		CacheReadTokens: u.CacheReadTokens, CacheCreationTokens: u.CacheCreationTokens}
+		Reason: schema.CheckpointReason(r.Reason), Method: schema.CheckpointMethod(r.Method), ForkUsage: r.ForkUsage}, nil
 }
 
 // invalidField is an invalid-input error naming the params field at fault

@@ -31,11 +31,10 @@ func (s *Service) SessionModels(ctx context.Context, p schema.SessionModelsParam
 	}
 	out := schema.SessionModelsResult{Models: make([]schema.Model, 0, len(ms)), Model: sess.Model, Effort: sess.Effort}
 	for _, m := range ms {
-		w := m.ContextWindow
-		if w == 0 {
-			w = windowOf(h, nil, m.ID)
+		if m.ContextWindow == 0 {
+			m.ContextWindow = windowOf(h, nil, m.ID)
 		}
-		out.Models = append(out.Models, schema.Model{ID: m.ID, Name: m.Name, Efforts: m.Efforts, Vision: m.Vision, ContextWindow: w})
+		out.Models = append(out.Models, m)
 	}
 	return out, nil
 }

@@ -16,11 +16,11 @@ import (
 
 // SessionUsage sums what turns cost, from the store's ledger index.
 func (s *Service) SessionUsage(ctx context.Context, p schema.SessionUsageParams) (schema.SessionUsageResult, error) {
-	q := core.UsageQuery{SessionID: p.SessionID, GroupBy: core.UsageGroupBy(p.GroupBy)}
+	q := core.UsageQuery{SessionID: p.SessionID, GroupBy: p.GroupBy}
 	switch p.GroupBy {
 	case "":
 		q.GroupBy = core.UsageBySession
-	case schema.UsageBySession, schema.UsageByHarness, schema.UsageByModel, schema.UsageByDay:
+	case core.UsageBySession, core.UsageByHarness, core.UsageByModel, core.UsageByDay:
 	default:
 		return schema.SessionUsageResult{}, invalidField("groupBy", "groupBy %q is not session, harness, model or day", p.GroupBy)
 	}

@@ -140,7 +140,24 @@ func collectDocs(file *ast.File, pkgPath string, out map[string]string) {
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // typeName is the definition name of v's type.
-func typeName(v any) string { return reflect.TypeOf(v).Name() }
+func typeName(v any) string { return defName(reflect.TypeOf(v)) }
+
+// defName is t's definition name: its Go name, or for a type declared
+// outside schema that schema aliases under another name, that name.
+func defName(t reflect.Type) string {
+	if n, ok := aliasNames[t]; ok {
+		return n
+	}
+	return t.Name()
+}
+
+// aliasNames are the types declared outside schema that schema aliases
+// under a name of its own (type ErrorCode = core.Code): the definition
+// takes schema's name, and schema's doc comment describes it.
+var aliasNames = map[reflect.Type]string{
+	reflect.TypeFor[core.Code]():         "ErrorCode",
+	reflect.TypeFor[checkpoint.Reason](): "CheckpointReason",
+}
 
 // contractTypes lists every root type once, in table order.
 func contractTypes() []reflect.Type {
@@ -180,7 +197,12 @@ func definitions() (map[string]any, error) {
 		payloadNames[reflect.TypeOf(k.Payload)] = PayloadName(k.Kind)
 	}
 	r := &jsonschema.Reflector{AllowAdditionalProperties: true, Anonymous: true, CommentMap: comments,
-		Namer: func(t reflect.Type) string { return payloadNames[t] },
+		Namer: func(t reflect.Type) string {
+			if n, ok := payloadNames[t]; ok {
+				return n
+			}
+			return aliasNames[t]
+		},
 		Mapper: func(t reflect.Type) *jsonschema.Schema {
 			if name, ok := sameAs[t]; ok {
 				return &jsonschema.Schema{Ref: "#/$defs/" + name}
@@ -189,8 +211,8 @@ func definitions() (map[string]any, error) {
 			if !ok {
 				return nil
 			}
-			custom[t.Name()] = shapeSchema(sh)
-			return &jsonschema.Schema{Ref: "#/$defs/" + t.Name()}
+			custom[defName(t)] = shapeSchema(sh)
+			return &jsonschema.Schema{Ref: "#/$defs/" + defName(t)}
 		}}
 	defs := map[string]any{}
 	roots := contractTypes()
@@ -226,10 +248,11 @@ func definitions() (map[string]any, error) {
 			return nil, fmt.Errorf("schema: definition %s is not an object", name)
 		}
 		m["title"] = name
-		if _, ok := m["description"]; !ok {
-			if d := comments[pkgPath+"."+name]; d != "" {
-				m["description"] = d
-			}
+		// schema's doc comment of the name describes the definition, also
+		// when schema aliases a type declared elsewhere (type Gauge =
+		// core.Gauge): the contract's words, not the Go package's.
+		if d := comments[pkgPath+"."+name]; d != "" {
+			m["description"] = d
 		}
 		if props, ok := m["properties"].(map[string]any); ok {
 			for _, p := range props {
@@ -249,8 +272,6 @@ func definitions() (map[string]any, error) {
 // sameAs maps types declared outside schema to the contract definition
 // they are the same as (a payload member of such a type refers to it).
 var sameAs = map[reflect.Type]string{
-	reflect.TypeFor[core.TokenUsage]():     "TokenUsage",
-	reflect.TypeFor[checkpoint.Reason]():   "CheckpointReason",
 	reflect.TypeFor[core.ApprovalOption](): "PermissionOption",
 }
 

@@ -33,7 +33,7 @@ export type CompactionTrigger = "manual" | "auto" | "unknown";
  */
 export type Content = TextContent | ImageContent;
 /**
- * ErrorCode is a domain failure class from a closed set; it travels as data.code of a JSON-RPC error. The list mirrors core.Codes (a test keeps the two equal).
+ * ErrorCode is a domain failure class from a closed set; it travels as data.code of a JSON-RPC error.
  */
 export type ErrorCode =
   | "invalid"

@@ -42,7 +42,7 @@ func (s *Migrator) Execute(ctx context.Context, req schema.MigrationExecuteParam
 	if err != nil {
 		return schema.MigrationExecuteResult{}, err
 	}
-	_, inject, err := s.checkMigration(ctx, src, schema.MigrationTarget(p.Target), string(req.Inject))
+	_, inject, err := s.checkMigration(ctx, src, p.Target, string(req.Inject))
 	if err != nil {
 		return schema.MigrationExecuteResult{}, err
 	}

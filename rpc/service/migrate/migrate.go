@@ -253,7 +253,7 @@ func (s *Migrator) Preview(ctx context.Context, req schema.MigrationPreviewParam
 	if err != nil {
 		return schema.MigrationPreviewResult{}, err
 	}
-	if err := s.opts.Store.SavePreview(ctx, core.Preview{ID: id, SourceSessionID: src.ID, Target: core.MigrationTarget(t),
+	if err := s.opts.Store.SavePreview(ctx, core.Preview{ID: id, SourceSessionID: src.ID, Target: t,
 		Lang: fold.Lang, Path: path, Summary: summary, Extra: xb, CreatedAt: s.opts.Now()}); err != nil {
 		return schema.MigrationPreviewResult{}, fmt.Errorf("record the preview: %w", err)
 	}
