@@ -131,101 +131,22 @@ const probeCommandTimeout = 30 * time.Second
 // Probe reports the binary, its version and the capabilities.
 func (h *Host) Probe(ctx context.Context) core.Probe {
 	p := core.Probe{Harness: Harness}
+	var f probeFacts
 	bin, err := h.binary()
-	procDetail := ""
 	if err != nil {
-		procDetail = err.Error()
+		f.procDetail = err.Error()
 	} else {
 		p.Binary = bin
-		vctx, cancel := context.WithTimeout(ctx, probeCommandTimeout)
-		vcmd := exec.CommandContext(vctx, bin, "--version")
-		vcmd.Env = h.environ() // as the sessions will run it
-		out, verr := vcmd.Output()
-		cancel()
-		if verr != nil {
-			procDetail = fmt.Sprintf("claude-code: `%s --version` failed: %v", bin, verr)
-		} else {
-			p.Version = strings.TrimSpace(string(out))
-		}
+		p.Version, f.procDetail = h.version(ctx, bin)
 	}
-	proc := func(name, detail string) core.Capability {
-		if procDetail != "" {
-			return core.Capability{Name: name, Available: false, Detail: procDetail}
-		}
-		return core.Capability{Name: name, Available: true, Detail: detail}
-	}
+	f.version = p.Version
 	// What the installed CLI offers is asked of it, not assumed from its
 	// version: the flags its --help lists, and the slash commands its
 	// initialize response lists.
-	var d discovery
-	if procDetail == "" {
-		d = h.discover(ctx, bin)
+	if f.procDetail == "" {
+		f.d = h.discover(ctx, bin)
 	}
-	flag := func(name, detail string, flags ...string) core.Capability {
-		c := proc(name, detail)
-		if !c.Available {
-			return c
-		}
-		if d.helpErr != "" {
-			return core.Capability{Name: name, Detail: d.helpErr}
-		}
-		for _, f := range flags {
-			if !d.flags[f] {
-				return core.Capability{Name: name, Detail: fmt.Sprintf("`claude --help` of %s lists no %s", p.Version, f)}
-			}
-		}
-		return c
-	}
-	control := func(name, detail string) core.Capability {
-		c := proc(name, detail)
-		if c.Available && d.initErr != "" {
-			return core.Capability{Name: name, Detail: d.initErr}
-		}
-		return c
-	}
-	command := func(name, cmd string, wantInput bool) core.Capability {
-		c := control(name, "")
-		if !c.Available {
-			return c
-		}
-		hint, ok := d.commands[cmd]
-		switch {
-		case !ok:
-			return core.Capability{Name: name, Detail: fmt.Sprintf("the initialize response of %s lists no /%s", p.Version, cmd)}
-		case wantInput && hint == "":
-			return core.Capability{Name: name, Detail: fmt.Sprintf("/%s of %s takes no input (no argument hint)", cmd, p.Version)}
-		case wantInput:
-			return core.Capability{Name: name, Available: true, Detail: fmt.Sprintf("/%s %s", cmd, hint)}
-		}
-		return core.Capability{Name: name, Available: true, Detail: "/" + cmd + " (listed by the initialize response)"}
-	}
-	no := func(name, why string) core.Capability { return core.Capability{Name: name, Detail: why} }
-	projects := filepath.Join(h.configDir(), "projects")
-	caps := map[string]core.Capability{
-		core.CapSessionList:      {Name: core.CapSessionList, Available: true, Detail: "transcripts under " + projects},
-		core.CapSessionCreate:    flag(core.CapSessionCreate, "claude -p --input-format stream-json", "--print", "--input-format", "--output-format", "--session-id"),
-		core.CapSessionHistory:   {Name: core.CapSessionHistory, Available: true, Detail: "transcripts under " + projects},
-		core.CapSessionModels:    control(core.CapSessionModels, "from the initialize control response"),
-		core.CapSessionSelect:    control(core.CapSessionSelect, "set_model control request"),
-		core.CapSessionPrompt:    flag(core.CapSessionPrompt, "", "--input-format"),
-		core.CapSessionCancel:    control(core.CapSessionCancel, "interrupt control request"),
-		core.CapSessionRename:    control(core.CapSessionRename, "rename_session control request (stored as the transcript's custom title)"),
-		core.CapWorkspaceList:    {Name: core.CapWorkspaceList, Available: true, Detail: "project folders under " + projects},
-		core.CapWorkspaceArchive: no(core.CapWorkspaceArchive, "Claude Code has no archive operation"),
-		core.CapPresetList:       {Name: core.CapPresetList, Available: true, Detail: "presets from Bridge's configuration"},
-		core.CapGoalCreate:       no(core.CapGoalCreate, "Claude Code has no goals"),
-		core.CapGoalPause:        no(core.CapGoalPause, "Claude Code has no goals"),
-		core.CapAttachment:       no(core.CapAttachment, "not implemented for Claude Code"),
-		core.CapGoalClear:        no(core.CapGoalClear, "Claude Code has no goals"),
-		core.CapHistoryWindow:    no(core.CapHistoryWindow, "Claude Code has no history window"),
-		core.CapNativeResume:     flag(core.CapNativeResume, "--resume <id>, proven by the CLI's own session id", "--resume"),
-		core.CapSessionFork:      flag(core.CapSessionFork, "a side process: --resume <id> --fork-session --no-session-persistence, with the session's own options", "--resume", "--fork-session", "--no-session-persistence"),
-		core.CapCompactCommand:   command(core.CapCompactCommand, "compact", false),
-		core.CapCompactionFocus:  command(core.CapCompactionFocus, "compact", true),
-		core.CapContextGauge:     no(core.CapContextGauge, "Claude Code compacts its own window; Bridge does not gauge it"),
-		core.CapPromptSteer:      flag(core.CapPromptSteer, "a user line written on stream-json input while the turn runs", "--input-format", "--replay-user-messages"),
-		core.CapApprovalRelay:    flag(core.CapApprovalRelay, "can_use_tool control requests (--permission-prompt-tool stdio) for tools the preset does not allow", "--permission-prompt-tool"),
-	}
+	caps := h.capabilities(f)
 	if c := caps[core.CapSessionCreate]; len(h.cfg.Env) > 0 {
 		c.Detail += envNote(h.cfg.Env)
 		caps[core.CapSessionCreate] = c
@@ -234,6 +155,116 @@ func (h *Host) Probe(ctx context.Context) core.Probe {
 		p.Capabilities = append(p.Capabilities, caps[n])
 	}
 	return p
+}
+
+// version runs `claude --version` as the sessions will run it; on failure
+// it returns why instead.
+func (h *Host) version(ctx context.Context, bin string) (version, failed string) {
+	vctx, cancel := context.WithTimeout(ctx, probeCommandTimeout)
+	defer cancel()
+	vcmd := exec.CommandContext(vctx, bin, "--version")
+	vcmd.Env = h.environ()
+	out, err := vcmd.Output()
+	if err != nil {
+		return "", fmt.Sprintf("claude-code: `%s --version` failed: %v", bin, err)
+	}
+	return strings.TrimSpace(string(out)), ""
+}
+
+// probeFacts is what the probe learnt of the installed CLI: its version,
+// why it cannot be run ("" when it can), and what it lists.
+type probeFacts struct {
+	version    string
+	procDetail string
+	d          discovery
+}
+
+// proc is a capability the CLI has whenever it runs.
+func (f probeFacts) proc(name, detail string) core.Capability {
+	if f.procDetail != "" {
+		return core.Capability{Name: name, Available: false, Detail: f.procDetail}
+	}
+	return core.Capability{Name: name, Available: true, Detail: detail}
+}
+
+// flag is a capability that needs the flags `claude --help` lists.
+func (f probeFacts) flag(name, detail string, flags ...string) core.Capability {
+	c := f.proc(name, detail)
+	if !c.Available {
+		return c
+	}
+	if f.d.helpErr != "" {
+		return core.Capability{Name: name, Detail: f.d.helpErr}
+	}
+	for _, fl := range flags {
+		if !f.d.flags[fl] {
+			return core.Capability{Name: name, Detail: fmt.Sprintf("`claude --help` of %s lists no %s", f.version, fl)}
+		}
+	}
+	return c
+}
+
+// control is a capability of the control protocol (the initialize
+// response must have come).
+func (f probeFacts) control(name, detail string) core.Capability {
+	c := f.proc(name, detail)
+	if c.Available && f.d.initErr != "" {
+		return core.Capability{Name: name, Detail: f.d.initErr}
+	}
+	return c
+}
+
+// command is a capability of a slash command the initialize response
+// lists; wantInput asks for one that takes an argument.
+func (f probeFacts) command(name, cmd string, wantInput bool) core.Capability {
+	c := f.control(name, "")
+	if !c.Available {
+		return c
+	}
+	hint, ok := f.d.commands[cmd]
+	switch {
+	case !ok:
+		return core.Capability{Name: name, Detail: fmt.Sprintf("the initialize response of %s lists no /%s", f.version, cmd)}
+	case wantInput && hint == "":
+		return core.Capability{Name: name, Detail: fmt.Sprintf("/%s of %s takes no input (no argument hint)", cmd, f.version)}
+	case wantInput:
+		return core.Capability{Name: name, Available: true, Detail: fmt.Sprintf("/%s %s", cmd, hint)}
+	}
+	return core.Capability{Name: name, Available: true, Detail: "/" + cmd + " (listed by the initialize response)"}
+}
+
+// lacks is a capability Claude Code does not have, and why.
+func lacks(name, why string) core.Capability { return core.Capability{Name: name, Detail: why} }
+
+// capabilities says, for every capability, whether the CLI the facts
+// describe has it.
+func (h *Host) capabilities(f probeFacts) map[string]core.Capability {
+	projects := filepath.Join(h.configDir(), "projects")
+	return map[string]core.Capability{
+		core.CapSessionList:      {Name: core.CapSessionList, Available: true, Detail: "transcripts under " + projects},
+		core.CapSessionCreate:    f.flag(core.CapSessionCreate, "claude -p --input-format stream-json", "--print", "--input-format", "--output-format", "--session-id"),
+		core.CapSessionHistory:   {Name: core.CapSessionHistory, Available: true, Detail: "transcripts under " + projects},
+		core.CapSessionModels:    f.control(core.CapSessionModels, "from the initialize control response"),
+		core.CapSessionSelect:    f.control(core.CapSessionSelect, "set_model control request"),
+		core.CapSessionPrompt:    f.flag(core.CapSessionPrompt, "", "--input-format"),
+		core.CapSessionCancel:    f.control(core.CapSessionCancel, "interrupt control request"),
+		core.CapSessionRename:    f.control(core.CapSessionRename, "rename_session control request (stored as the transcript's custom title)"),
+		core.CapWorkspaceList:    {Name: core.CapWorkspaceList, Available: true, Detail: "project folders under " + projects},
+		core.CapWorkspaceArchive: lacks(core.CapWorkspaceArchive, "Claude Code has no archive operation"),
+		core.CapPresetList:       {Name: core.CapPresetList, Available: true, Detail: "presets from Bridge's configuration"},
+		core.CapGoalCreate:       lacks(core.CapGoalCreate, "Claude Code has no goals"),
+		core.CapGoalPause:        lacks(core.CapGoalPause, "Claude Code has no goals"),
+		core.CapAttachment:       lacks(core.CapAttachment, "not implemented for Claude Code"),
+		core.CapGoalClear:        lacks(core.CapGoalClear, "Claude Code has no goals"),
+		core.CapHistoryWindow:    lacks(core.CapHistoryWindow, "Claude Code has no history window"),
+		core.CapNativeResume:     f.flag(core.CapNativeResume, "--resume <id>, proven by the CLI's own session id", "--resume"),
+		core.CapSessionFork:      f.flag(core.CapSessionFork, "a side process: --resume <id> --fork-session --no-session-persistence, with the session's own options", "--resume", "--fork-session", "--no-session-persistence"),
+		core.CapCompactCommand:   f.command(core.CapCompactCommand, "compact", false),
+		core.CapCompactionFocus:  f.command(core.CapCompactionFocus, "compact", true),
+		core.CapContextGauge:     lacks(core.CapContextGauge, "Claude Code compacts its own window; Bridge does not gauge it"),
+		core.CapPromptSteer:      f.flag(core.CapPromptSteer, "a user line written on stream-json input while the turn runs", "--input-format", "--replay-user-messages"),
+		core.CapApprovalRelay:    f.flag(core.CapApprovalRelay, "can_use_tool control requests (--permission-prompt-tool stdio) for tools the preset does not allow", "--permission-prompt-tool"),
+	}
 }
 
 // envNote names the configured environment variables (never their values).
