@@ -67,27 +67,9 @@ func (d *decoder) sequenceTable(t *fseTable, mode byte, src []byte, maxSymbol in
 // sequences decodes a block's sequences section and executes it onto dst,
 // with the literals in d.literals.
 func (d *decoder) sequences(dst, src []byte, start int, limit int64, blockMax int) ([]byte, error) {
-	if len(src) < 1 {
-		return dst, corrupt("sequences section cut short")
-	}
-	nseq := int(src[0])
-	switch {
-	case nseq == 0:
-		src = src[1:]
-	case nseq < 128:
-		src = src[1:]
-	case nseq < 255:
-		if len(src) < 2 {
-			return dst, corrupt("sequences header cut short")
-		}
-		nseq = (nseq-128)<<8 | int(src[1])
-		src = src[2:]
-	default:
-		if len(src) < 3 {
-			return dst, corrupt("sequences header cut short")
-		}
-		nseq = int(src[1]) | int(src[2])<<8 + 0x7F00
-		src = src[3:]
+	nseq, src, err := sequenceCount(src)
+	if err != nil {
+		return dst, err
 	}
 	lits := d.literals
 	if nseq == 0 {
@@ -99,13 +81,46 @@ func (d *decoder) sequences(dst, src []byte, start int, limit int64, blockMax in
 		}
 		return append(dst, lits...), nil
 	}
+	if src, err = d.sequenceTables(src); err != nil {
+		return dst, err
+	}
+	return d.execute(dst, lits, src, nseq, start, limit, blockMax)
+}
+
+// sequenceCount reads the number of sequences from the section's header
+// and returns the rest of the section.
+func sequenceCount(src []byte) (int, []byte, error) {
 	if len(src) < 1 {
-		return dst, corrupt("sequences header cut short")
+		return 0, nil, corrupt("sequences section cut short")
+	}
+	nseq := int(src[0])
+	switch {
+	case nseq < 128:
+		return nseq, src[1:], nil
+	case nseq < 255:
+		if len(src) < 2 {
+			return 0, nil, corrupt("sequences header cut short")
+		}
+		return (nseq-128)<<8 | int(src[1]), src[2:], nil
+	default:
+		if len(src) < 3 {
+			return 0, nil, corrupt("sequences header cut short")
+		}
+		return int(src[1]) | int(src[2])<<8 + 0x7F00, src[3:], nil
+	}
+}
+
+// sequenceTables reads the compression modes and the literal length,
+// offset and match length tables, and returns the rest of the section (the
+// sequences' bit stream).
+func (d *decoder) sequenceTables(src []byte) ([]byte, error) {
+	if len(src) < 1 {
+		return nil, corrupt("sequences header cut short")
 	}
 	modes := src[0]
 	src = src[1:]
 	if modes&3 != 0 {
-		return dst, corrupt("reserved bits set in the sequence modes")
+		return nil, corrupt("reserved bits set in the sequence modes")
 	}
 	for _, tt := range []struct {
 		t      *fseTable
@@ -121,10 +136,18 @@ func (d *decoder) sequences(dst, src []byte, start int, limit int64, blockMax in
 	} {
 		n, err := d.sequenceTable(tt.t, tt.mode, src, tt.maxSym, tt.maxLog, tt.def, tt.defLog)
 		if err != nil {
-			return dst, err
+			return nil, err
 		}
 		src = src[n:]
 	}
+	return src, nil
+}
+
+// execute decodes nseq sequences from their bit stream src and executes
+// them onto dst: each copies its literals from lits, then its match from
+// what dst already holds of the frame (which starts at dst[start]). The
+// literals left after the last sequence end the block.
+func (d *decoder) execute(dst, lits, src []byte, nseq, start int, limit int64, blockMax int) ([]byte, error) {
 	var r backReader
 	if err := r.init(src); err != nil {
 		return dst, err

@@ -82,19 +82,29 @@ type decoder struct {
 	scratch  fseScratch
 }
 
-// frame decodes one frame (after its magic) onto dst.
-func (d *decoder) frame(dst, src []byte, limit int64) ([]byte, []byte, error) {
+// frameHeader is what a frame header says about the frame.
+type frameHeader struct {
+	window   uint64 // the window size (the content size for a single segment)
+	fcs      uint64 // the content size, when haveFCS
+	haveFCS  bool
+	checksum bool // a content checksum follows the last block
+}
+
+// readFrameHeader reads a frame header (after the magic) and returns the
+// rest of the frame.
+func readFrameHeader(src []byte) (frameHeader, []byte, error) {
+	var h frameHeader
 	if len(src) < 1 {
-		return dst, nil, corrupt("frame header cut short")
+		return h, nil, corrupt("frame header cut short")
 	}
 	desc := src[0]
 	src = src[1:]
 	fcsFlag := desc >> 6
 	single := desc&0x20 != 0
 	if desc&0x08 != 0 {
-		return dst, nil, corrupt("reserved bit set in the frame header")
+		return h, nil, corrupt("reserved bit set in the frame header")
 	}
-	checksum := desc&0x04 != 0
+	h.checksum = desc&0x04 != 0
 	dictSize := [4]int{0, 1, 2, 4}[desc&3]
 	fcsSize := [4]int{0, 2, 4, 8}[fcsFlag]
 	if fcsFlag == 0 && single {
@@ -105,15 +115,14 @@ func (d *decoder) frame(dst, src []byte, limit int64) ([]byte, []byte, error) {
 		need++
 	}
 	if len(src) < need {
-		return dst, nil, corrupt("frame header cut short")
+		return h, nil, corrupt("frame header cut short")
 	}
-	var window uint64
 	if !single {
 		wd := src[0]
 		src = src[1:]
 		exp := uint(wd >> 3)
 		base := uint64(1) << (10 + exp)
-		window = base + base/8*uint64(wd&7)
+		h.window = base + base/8*uint64(wd&7)
 	}
 	var dict uint64
 	for i := range dictSize {
@@ -121,94 +130,49 @@ func (d *decoder) frame(dst, src []byte, limit int64) ([]byte, []byte, error) {
 	}
 	src = src[dictSize:]
 	if dict != 0 {
-		return dst, nil, ErrDictionary
+		return h, nil, ErrDictionary
 	}
-	var fcs uint64
-	haveFCS := fcsSize > 0
+	h.haveFCS = fcsSize > 0
 	for i := range fcsSize {
-		fcs |= uint64(src[i]) << (8 * i)
+		h.fcs |= uint64(src[i]) << (8 * i)
 	}
 	if fcsSize == 2 {
-		fcs += 256
+		h.fcs += 256
 	}
 	src = src[fcsSize:]
 	if single {
-		window = fcs
+		h.window = h.fcs
 	}
-	if haveFCS && fcs > uint64(limit) {
+	return h, src, nil
+}
+
+// frame decodes one frame (after its magic) onto dst.
+func (d *decoder) frame(dst, src []byte, limit int64) ([]byte, []byte, error) {
+	h, src, err := readFrameHeader(src)
+	if err != nil {
+		return dst, nil, err
+	}
+	if h.haveFCS && h.fcs > uint64(limit) {
 		return dst, nil, ErrTooLarge
 	}
-	blockMax := min(window, maxBlockSize)
 	start := len(dst)
-	if haveFCS && fcs > 0 {
+	if h.haveFCS && h.fcs > 0 {
 		// Room for the declared content, up to a bound: a few corrupt
 		// bytes can declare a gigabyte, which must not be allocated
 		// before any of it is decoded.
-		dst = grow(dst, int(min(fcs, maxPrealloc)))
+		dst = grow(dst, int(min(h.fcs, maxPrealloc)))
 	}
 	d.reps = [3]int{1, 4, 8}
 	d.haveHuff = false
 	d.ll.ok, d.of.ok, d.ml.ok = false, false, false
-	for {
-		if len(src) < 3 {
-			return dst, nil, corrupt("block header cut short")
-		}
-		h := uint32(src[0]) | uint32(src[1])<<8 | uint32(src[2])<<16
-		src = src[3:]
-		last := h&1 != 0
-		size := int(h >> 3)
-		var err error
-		switch (h >> 1) & 3 {
-		case 0: // raw
-			if len(src) < size {
-				return dst, nil, corrupt("raw block of %d bytes cut short", size)
-			}
-			if uint64(size) > blockMax {
-				return dst, nil, corrupt("block of %d bytes over the maximum %d", size, blockMax)
-			}
-			if int64(len(dst)-start+size) > limit {
-				return dst, nil, ErrTooLarge
-			}
-			dst = append(dst, src[:size]...)
-			src = src[size:]
-		case 1: // RLE
-			if len(src) < 1 {
-				return dst, nil, corrupt("RLE block cut short")
-			}
-			if uint64(size) > blockMax {
-				return dst, nil, corrupt("block of %d bytes over the maximum %d", size, blockMax)
-			}
-			if int64(len(dst)-start+size) > limit {
-				return dst, nil, ErrTooLarge
-			}
-			b := src[0]
-			src = src[1:]
-			for range size {
-				dst = append(dst, b)
-			}
-		case 2: // compressed
-			if len(src) < size {
-				return dst, nil, corrupt("compressed block of %d bytes cut short", size)
-			}
-			if uint64(size) > blockMax {
-				return dst, nil, corrupt("block of %d bytes over the maximum %d", size, blockMax)
-			}
-			dst, err = d.block(dst, src[:size], start, limit, int(min(blockMax, maxBlockSize)))
-			if err != nil {
-				return dst, nil, err
-			}
-			src = src[size:]
-		default:
-			return dst, nil, corrupt("reserved block type")
-		}
-		if last {
-			break
-		}
+	dst, src, err = d.blocks(dst, src, start, limit, min(h.window, maxBlockSize))
+	if err != nil {
+		return dst, nil, err
 	}
-	if haveFCS && uint64(len(dst)-start) != fcs {
-		return dst, nil, corrupt("frame declares %d bytes of content and holds %d", fcs, len(dst)-start)
+	if h.haveFCS && uint64(len(dst)-start) != h.fcs {
+		return dst, nil, corrupt("frame declares %d bytes of content and holds %d", h.fcs, len(dst)-start)
 	}
-	if checksum {
+	if h.checksum {
 		if len(src) < 4 {
 			return dst, nil, corrupt("content checksum cut short")
 		}
@@ -218,6 +182,61 @@ func (d *decoder) frame(dst, src []byte, limit int64) ([]byte, []byte, error) {
 		src = src[4:]
 	}
 	return dst, src, nil
+}
+
+// blocks decodes a frame's blocks onto dst, up to and including the last
+// one, and returns the rest of the frame. The frame's content starts at
+// dst[start]; no block may be larger than blockMax.
+func (d *decoder) blocks(dst, src []byte, start int, limit int64, blockMax uint64) ([]byte, []byte, error) {
+	for {
+		if len(src) < 3 {
+			return dst, nil, corrupt("block header cut short")
+		}
+		h := uint32(src[0]) | uint32(src[1])<<8 | uint32(src[2])<<16
+		src = src[3:]
+		last := h&1 != 0
+		size := int(h >> 3)
+		typ := (h >> 1) & 3
+		switch {
+		case typ == 3:
+			return dst, nil, corrupt("reserved block type")
+		case typ == 0 && len(src) < size:
+			return dst, nil, corrupt("raw block of %d bytes cut short", size)
+		case typ == 1 && len(src) < 1:
+			return dst, nil, corrupt("RLE block cut short")
+		case typ == 2 && len(src) < size:
+			return dst, nil, corrupt("compressed block of %d bytes cut short", size)
+		case uint64(size) > blockMax:
+			return dst, nil, corrupt("block of %d bytes over the maximum %d", size, blockMax)
+		}
+		switch typ {
+		case 0: // raw
+			if int64(len(dst)-start+size) > limit {
+				return dst, nil, ErrTooLarge
+			}
+			dst = append(dst, src[:size]...)
+			src = src[size:]
+		case 1: // RLE
+			if int64(len(dst)-start+size) > limit {
+				return dst, nil, ErrTooLarge
+			}
+			b := src[0]
+			src = src[1:]
+			for range size {
+				dst = append(dst, b)
+			}
+		case 2: // compressed
+			var err error
+			dst, err = d.block(dst, src[:size], start, limit, int(blockMax))
+			if err != nil {
+				return dst, nil, err
+			}
+			src = src[size:]
+		}
+		if last {
+			return dst, src, nil
+		}
+	}
 }
 
 // grow makes room for n more bytes in b.
@@ -247,46 +266,55 @@ func (d *decoder) readLiterals(src []byte, blockMax int) (int, error) {
 	if len(src) < 1 {
 		return 0, corrupt("literals section cut short")
 	}
-	typ := src[0] & 3
-	sizeFormat := (src[0] >> 2) & 3
-	if typ < 2 { // raw or RLE
-		var regen, hdr int
-		switch sizeFormat {
-		case 0, 2:
-			regen, hdr = int(src[0]>>3), 1
-		case 1:
-			if len(src) < 2 {
-				return 0, corrupt("literals header cut short")
-			}
-			regen, hdr = int(src[0]>>4)|int(src[1])<<4, 2
-		case 3:
-			if len(src) < 3 {
-				return 0, corrupt("literals header cut short")
-			}
-			regen, hdr = int(src[0]>>4)|int(src[1])<<4|int(src[2])<<12, 3
-		}
-		if regen > blockMax {
-			return 0, corrupt("%d literals in a block of at most %d bytes", regen, blockMax)
-		}
-		if typ == 0 {
-			if len(src) < hdr+regen {
-				return 0, corrupt("raw literals cut short")
-			}
-			d.literals = append(d.literals[:0], src[hdr:hdr+regen]...)
-			return hdr + regen, nil
-		}
-		if len(src) < hdr+1 {
-			return 0, corrupt("RLE literals cut short")
-		}
-		d.literals = d.literals[:0]
-		for range regen {
-			d.literals = append(d.literals, src[hdr])
-		}
-		return hdr + 1, nil
+	if src[0]&3 < 2 {
+		return d.plainLiterals(src, blockMax)
 	}
+	return d.huffLiterals(src, blockMax)
+}
+
+// plainLiterals reads a raw or RLE literals section.
+func (d *decoder) plainLiterals(src []byte, blockMax int) (int, error) {
+	var regen, hdr int
+	switch (src[0] >> 2) & 3 {
+	case 0, 2:
+		regen, hdr = int(src[0]>>3), 1
+	case 1:
+		if len(src) < 2 {
+			return 0, corrupt("literals header cut short")
+		}
+		regen, hdr = int(src[0]>>4)|int(src[1])<<4, 2
+	case 3:
+		if len(src) < 3 {
+			return 0, corrupt("literals header cut short")
+		}
+		regen, hdr = int(src[0]>>4)|int(src[1])<<4|int(src[2])<<12, 3
+	}
+	if regen > blockMax {
+		return 0, corrupt("%d literals in a block of at most %d bytes", regen, blockMax)
+	}
+	if src[0]&3 == 0 {
+		if len(src) < hdr+regen {
+			return 0, corrupt("raw literals cut short")
+		}
+		d.literals = append(d.literals[:0], src[hdr:hdr+regen]...)
+		return hdr + regen, nil
+	}
+	if len(src) < hdr+1 {
+		return 0, corrupt("RLE literals cut short")
+	}
+	d.literals = d.literals[:0]
+	for range regen {
+		d.literals = append(d.literals, src[hdr])
+	}
+	return hdr + 1, nil
+}
+
+// huffLiterals reads a Huffman-coded literals section (with its own table,
+// or the previous block's).
+func (d *decoder) huffLiterals(src []byte, blockMax int) (int, error) {
 	var regen, csize, hdr int
 	streams := 4
-	switch sizeFormat {
+	switch sizeFormat := (src[0] >> 2) & 3; sizeFormat {
 	case 0, 1:
 		if len(src) < 3 {
 			return 0, corrupt("literals header cut short")
@@ -316,7 +344,7 @@ func (d *decoder) readLiterals(src []byte, blockMax int) (int, error) {
 		return 0, corrupt("compressed literals cut short")
 	}
 	data := src[hdr : hdr+csize]
-	if typ == 2 {
+	if src[0]&3 == 2 {
 		n, err := d.huff.read(data, &d.scratch)
 		if err != nil {
 			return 0, err
@@ -336,19 +364,28 @@ func (d *decoder) readLiterals(src []byte, blockMax int) (int, error) {
 		}
 		return hdr + csize, nil
 	}
+	if err := d.fourStreams(data, regen); err != nil {
+		return 0, err
+	}
+	return hdr + csize, nil
+}
+
+// fourStreams decodes regen literals coded as four Huffman streams (a jump
+// table of three sizes, then the streams) into d.literals.
+func (d *decoder) fourStreams(data []byte, regen int) error {
 	if len(data) < 6 {
-		return 0, corrupt("literals jump table cut short")
+		return corrupt("literals jump table cut short")
 	}
 	s1 := int(binary.LittleEndian.Uint16(data))
 	s2 := int(binary.LittleEndian.Uint16(data[2:]))
 	s3 := int(binary.LittleEndian.Uint16(data[4:]))
 	data = data[6:]
 	if s1+s2+s3 > len(data) {
-		return 0, corrupt("literals streams larger than their section")
+		return corrupt("literals streams larger than their section")
 	}
 	per := (regen + 3) / 4
 	if 3*per > regen {
-		return 0, corrupt("%d literals cannot fill four streams", regen)
+		return corrupt("%d literals cannot fill four streams", regen)
 	}
 	out := d.literals
 	for i, sz := range []int{s1, s2, s3, len(data) - s1 - s2 - s3} {
@@ -357,9 +394,9 @@ func (d *decoder) readLiterals(src []byte, blockMax int) (int, error) {
 			o = out[3*per:]
 		}
 		if err := d.huff.decode(o, data[:sz]); err != nil {
-			return 0, err
+			return err
 		}
 		data = data[sz:]
 	}
-	return hdr + csize, nil
+	return nil
 }
