@@ -19,36 +19,7 @@ func (s *suite) testSessionCalls(t *testing.T) {
 	s.hello(t, e, live, rec)
 	nativeID := live.NativeID()
 
-	t.Run("history", func(t *testing.T) {
-		if !e.claims[core.CapSessionHistory] {
-			_, err := e.host.History(e.ctx, nativeID)
-			checkRefused(t, core.CapSessionHistory, "History", err)
-			return
-		}
-		if nativeID == "" {
-			t.Fatal("session.history is claimed available, but the session has no native id after a turn")
-		}
-		hist, err := e.host.History(e.ctx, nativeID)
-		checkWorks(t, core.CapSessionHistory, "History", err)
-		assistant := 0
-		ids := map[string]bool{}
-		for i, en := range hist {
-			if err := en.Validate(); err != nil {
-				t.Errorf("History entry %d (%s) is invalid: %v", i, en.Kind, err)
-			}
-			if en.NativeID != "" && ids[en.NativeID] {
-				t.Errorf("History entries share NativeID %q (an import would drop one)", en.NativeID)
-			}
-			ids[en.NativeID] = true
-			if en.Kind == core.KindAssistantMessage {
-				assistant++
-			}
-		}
-		if err == nil && assistant == 0 {
-			t.Errorf("History after a prompt turn holds no assistant.message (%d entries)", len(hist))
-		}
-	})
-
+	t.Run("history", func(t *testing.T) { checkHistory(t, e, nativeID) })
 	t.Run("goals", func(t *testing.T) { s.checkGoals(t, e, live) })
 	t.Run("compaction", func(t *testing.T) { s.checkCompaction(t, e, live, rec) })
 
@@ -60,37 +31,7 @@ func (s *suite) testSessionCalls(t *testing.T) {
 			checkRefused(t, core.CapSessionRename, "Rename", err)
 		}
 	})
-	t.Run("select-model", func(t *testing.T) {
-		if !e.claims[core.CapSessionSelect] {
-			checkRefused(t, core.CapSessionSelect, "SelectModel", live.SelectModel(e.ctx, "conformance-model", ""))
-			return
-		}
-		if !e.claims[core.CapSessionModels] {
-			t.Log("session.models is unavailable: no model to select")
-			return
-		}
-		models, err := e.host.Models(e.ctx)
-		if err != nil || len(models) == 0 {
-			t.Logf("no model listed (%v): nothing to select", err)
-			return
-		}
-		// Switch to a model the session is not reported to run.
-		target := models[0].ID
-		for _, m := range models {
-			if !reportedModel(rec, m.ID) {
-				target = m.ID
-				break
-			}
-		}
-		checkWorks(t, core.CapSessionSelect, "SelectModel", live.SelectModel(e.ctx, target, ""))
-		if s.h.ReportsModel {
-			s.hello(t, e, live, rec)
-			if !reportedModel(rec, target) {
-				t.Errorf("%s is claimed available and SelectModel(%q) returned nil, but the session never reported running %q",
-					core.CapSessionSelect, target, target)
-			}
-		}
-	})
+	t.Run("select-model", func(t *testing.T) { s.checkSelectModel(t, e, live, rec) })
 	t.Run("cancel-idle", func(t *testing.T) {
 		err := live.Cancel(e.ctx)
 		if e.claims[core.CapSessionCancel] {
@@ -99,25 +40,94 @@ func (s *suite) testSessionCalls(t *testing.T) {
 			checkRefused(t, core.CapSessionCancel, "Cancel", err)
 		}
 	})
-	t.Run("close-archive", func(t *testing.T) {
-		if err := live.Close(e.ctx); err != nil {
-			t.Errorf("Close: %v", err)
+	t.Run("close-archive", func(t *testing.T) { checkCloseArchive(t, e, live, nativeID) })
+}
+
+// checkHistory reads the session's history after a turn: valid entries,
+// no shared native id, at least one assistant message.
+func checkHistory(t *testing.T, e *env, nativeID string) {
+	if !e.claims[core.CapSessionHistory] {
+		_, err := e.host.History(e.ctx, nativeID)
+		checkRefused(t, core.CapSessionHistory, "History", err)
+		return
+	}
+	if nativeID == "" {
+		t.Fatal("session.history is claimed available, but the session has no native id after a turn")
+	}
+	hist, err := e.host.History(e.ctx, nativeID)
+	checkWorks(t, core.CapSessionHistory, "History", err)
+	assistant := 0
+	ids := map[string]bool{}
+	for i, en := range hist {
+		if err := en.Validate(); err != nil {
+			t.Errorf("History entry %d (%s) is invalid: %v", i, en.Kind, err)
 		}
-		select {
-		case <-live.Done():
-		default:
-			t.Error("Done is not closed after Close returned")
+		if en.NativeID != "" && ids[en.NativeID] {
+			t.Errorf("History entries share NativeID %q (an import would drop one)", en.NativeID)
 		}
-		if nativeID == "" {
-			return
+		ids[en.NativeID] = true
+		if en.Kind == core.KindAssistantMessage {
+			assistant++
 		}
-		err := e.host.ArchiveSession(e.ctx, nativeID)
-		if e.claims[core.CapWorkspaceArchive] {
-			checkWorks(t, core.CapWorkspaceArchive, "ArchiveSession", err)
-		} else {
-			checkRefused(t, core.CapWorkspaceArchive, "ArchiveSession", err)
+	}
+	if err == nil && assistant == 0 {
+		t.Errorf("History after a prompt turn holds no assistant.message (%d entries)", len(hist))
+	}
+}
+
+// checkSelectModel switches the session to a model it is not reported to
+// run and, where the harness reports its model, checks that it runs it.
+func (s *suite) checkSelectModel(t *testing.T, e *env, live core.Live, rec *recorder) {
+	if !e.claims[core.CapSessionSelect] {
+		checkRefused(t, core.CapSessionSelect, "SelectModel", live.SelectModel(e.ctx, "conformance-model", ""))
+		return
+	}
+	if !e.claims[core.CapSessionModels] {
+		t.Log("session.models is unavailable: no model to select")
+		return
+	}
+	models, err := e.host.Models(e.ctx)
+	if err != nil || len(models) == 0 {
+		t.Logf("no model listed (%v): nothing to select", err)
+		return
+	}
+	// Switch to a model the session is not reported to run.
+	target := models[0].ID
+	for _, m := range models {
+		if !reportedModel(rec, m.ID) {
+			target = m.ID
+			break
 		}
-	})
+	}
+	checkWorks(t, core.CapSessionSelect, "SelectModel", live.SelectModel(e.ctx, target, ""))
+	if s.h.ReportsModel {
+		s.hello(t, e, live, rec)
+		if !reportedModel(rec, target) {
+			t.Errorf("%s is claimed available and SelectModel(%q) returned nil, but the session never reported running %q",
+				core.CapSessionSelect, target, target)
+		}
+	}
+}
+
+// checkCloseArchive closes the live session, then archives it.
+func checkCloseArchive(t *testing.T, e *env, live core.Live, nativeID string) {
+	if err := live.Close(e.ctx); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	select {
+	case <-live.Done():
+	default:
+		t.Error("Done is not closed after Close returned")
+	}
+	if nativeID == "" {
+		return
+	}
+	err := e.host.ArchiveSession(e.ctx, nativeID)
+	if e.claims[core.CapWorkspaceArchive] {
+		checkWorks(t, core.CapWorkspaceArchive, "ArchiveSession", err)
+	} else {
+		checkRefused(t, core.CapWorkspaceArchive, "ArchiveSession", err)
+	}
 }
 
 // reportedModel says whether the session reported running model.
