@@ -79,22 +79,24 @@ func fieldOf(ce *core.Error) string {
 // service and by the store from one generator, sort as the entries were
 // recorded.
 func TestEntryIDsSortBySeq(t *testing.T) {
-	r := newRig(t, rigOptions{})
-	s := r.create()
-	r.prompt(s.ID, "stream 30")
-	r.prompt(s.ID, "say done")
-	branch := r.branch(s.ID)
-	if len(branch) < 30 {
-		t.Fatalf("%d entries", len(branch))
-	}
-	for i := 1; i < len(branch); i++ {
-		if branch[i].ID <= branch[i-1].ID {
-			t.Fatalf("entry seq %d id %s sorts before seq %d id %s", branch[i].Seq, branch[i].ID, branch[i-1].Seq, branch[i-1].ID)
+	eachStore(t, func(t *testing.T, open opener) {
+		r := newRig(t, rigOptions{open: open})
+		s := r.create()
+		r.prompt(s.ID, "stream 30")
+		r.prompt(s.ID, "say done")
+		branch := r.branch(s.ID)
+		if len(branch) < 30 {
+			t.Fatalf("%d entries", len(branch))
 		}
-	}
-	if s.ID[:2] != "s_" || branch[0].ID[:2] != "e_" {
-		t.Fatalf("prefixes: %s %s", s.ID, branch[0].ID)
-	}
+		for i := 1; i < len(branch); i++ {
+			if branch[i].ID <= branch[i-1].ID {
+				t.Fatalf("entry seq %d id %s sorts before seq %d id %s", branch[i].Seq, branch[i].ID, branch[i-1].Seq, branch[i-1].ID)
+			}
+		}
+		if s.ID[:2] != "s_" || branch[0].ID[:2] != "e_" {
+			t.Fatalf("prefixes: %s %s", s.ID, branch[0].ID)
+		}
+	})
 }
 
 // hiding wraps a host, hiding its optional interfaces (NativeResumer,

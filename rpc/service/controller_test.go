@@ -80,28 +80,30 @@ func TestPhaseBoundaryAfterTurn(t *testing.T) {
 // (before_suspend), stops its process and records "suspended"; the next
 // prompt brings it back natively.
 func TestSuspendAndComeBack(t *testing.T) {
-	r := newRig(t, rigOptions{})
-	s := r.create()
-	r.prompt(s.ID, "say working on the parser\n"+cpReply("SUSPEND-1"))
-	out, err := suspendOf(r, s.ID)
-	if err != nil || !out.Suspended || out.CheckpointEntryID == "" {
-		t.Fatalf("Suspend = %+v, %v: want suspended with a checkpoint", out, err)
-	}
-	b := r.branch(s.ID)
-	if last := b[len(b)-1]; last.Kind != core.KindSessionStatus || payload(t, last)["status"] != "suspended" {
-		t.Fatalf("record ends with %v", kinds(b[len(b)-4:]))
-	}
-	if got := r.savedWith("before_suspend"); len(got) != 1 || got[0] != out.CheckpointEntryID {
-		t.Fatalf("checkpointSaved %v", r.rec.Saved)
-	}
-	// Suspending again is a no-op: no process runs.
-	if again, err := suspendOf(r, s.ID); err != nil || again.Suspended {
-		t.Fatalf("second Suspend = %+v, %v", again, err)
-	}
-	r.prompt(s.ID, "say back again")
-	if n := len(r.rec.Restores); n != 1 || r.rec.Restores[0].Mode != core.ModeNative {
-		t.Fatalf("restores %+v, want one native", r.rec.Restores)
-	}
+	eachStore(t, func(t *testing.T, open opener) {
+		r := newRig(t, rigOptions{open: open})
+		s := r.create()
+		r.prompt(s.ID, "say working on the parser\n"+cpReply("SUSPEND-1"))
+		out, err := suspendOf(r, s.ID)
+		if err != nil || !out.Suspended || out.CheckpointEntryID == "" {
+			t.Fatalf("Suspend = %+v, %v: want suspended with a checkpoint", out, err)
+		}
+		b := r.branch(s.ID)
+		if last := b[len(b)-1]; last.Kind != core.KindSessionStatus || payload(t, last)["status"] != "suspended" {
+			t.Fatalf("record ends with %v", kinds(b[len(b)-4:]))
+		}
+		if got := r.savedWith("before_suspend"); len(got) != 1 || got[0] != out.CheckpointEntryID {
+			t.Fatalf("checkpointSaved %v", r.rec.Saved)
+		}
+		// Suspending again is a no-op: no process runs.
+		if again, err := suspendOf(r, s.ID); err != nil || again.Suspended {
+			t.Fatalf("second Suspend = %+v, %v", again, err)
+		}
+		r.prompt(s.ID, "say back again")
+		if n := len(r.rec.Restores); n != 1 || r.rec.Restores[0].Mode != core.ModeNative {
+			t.Fatalf("restores %+v, want one native", r.rec.Restores)
+		}
+	})
 }
 
 // TestIdleSuspension: a live session left idle for the configured time is
@@ -201,55 +203,57 @@ func (v versioned) Probe(ctx context.Context) core.Probe {
 // behind the head, makes resume write a before_native_resume checkpoint
 // (rebuilt from the record) before the native attempt.
 func TestRiskyNativeResume(t *testing.T) {
-	ctx := context.Background()
-	for _, tc := range []struct {
-		name   string
-		second rigOptions
-	}{
-		{"version changed", rigOptions{wrap: func(h *fake.Host) core.BridgeHost { return versioned{h, "fake 2"} }}},
-		{"too many entries since the boundary", rigOptions{riskyEntries: 2}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			state := t.TempDir()
-			r := newRig(t, rigOptions{fake: fake.Options{StateDir: state}})
-			s := r.create()
-			r.prompt(s.ID, "say one\ntool Read a.go\nsay two")
-			r.svc.Close(ctx)
-			o := tc.second
-			o.db, o.fake = r.db, fake.Options{StateDir: state}
-			r2 := newRig(t, o)
-			res, err := r2.svc.SessionResume(ctx, schema.SessionResumeParams{SessionID: s.ID})
-			if err != nil || res.Mode != core.ModeNative {
-				t.Fatalf("Resume = %+v, %v: want native", res, err)
-			}
-			if len(r2.rec.Saved) != 1 || r2.rec.Saved[0].Reason != "before_native_resume" || r2.rec.Saved[0].Provenance != "reconstructed" {
-				t.Fatalf("saved %+v: want one reconstructed before_native_resume", r2.rec.Saved)
-			}
-			b := r2.branch(s.ID)
-			cp, restored := -1, -1
-			for i, e := range b {
-				if e.Kind == core.KindCheckpoint {
-					cp = i
+	eachStore(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		for _, tc := range []struct {
+			name   string
+			second rigOptions
+		}{
+			{"version changed", rigOptions{open: open, wrap: func(h *fake.Host) core.BridgeHost { return versioned{h, "fake 2"} }}},
+			{"too many entries since the boundary", rigOptions{open: open, riskyEntries: 2}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				state := t.TempDir()
+				r := newRig(t, rigOptions{open: open, fake: fake.Options{StateDir: state}})
+				s := r.create()
+				r.prompt(s.ID, "say one\ntool Read a.go\nsay two")
+				r.svc.Close(ctx)
+				o := tc.second
+				o.db, o.fake = r.db, fake.Options{StateDir: state}
+				r2 := newRig(t, o)
+				res, err := r2.svc.SessionResume(ctx, schema.SessionResumeParams{SessionID: s.ID})
+				if err != nil || res.Mode != core.ModeNative {
+					t.Fatalf("Resume = %+v, %v: want native", res, err)
 				}
-				if e.Kind == core.KindSessionRestored {
-					restored = i
+				if len(r2.rec.Saved) != 1 || r2.rec.Saved[0].Reason != "before_native_resume" || r2.rec.Saved[0].Provenance != "reconstructed" {
+					t.Fatalf("saved %+v: want one reconstructed before_native_resume", r2.rec.Saved)
 				}
-			}
-			if cp < 0 || restored < cp {
-				t.Fatalf("the checkpoint (at %d) must precede the native restoration (at %d): %v", cp, restored, kinds(b))
-			}
-		})
-	}
-	// Same version, few entries: no checkpoint.
-	state := t.TempDir()
-	r := newRig(t, rigOptions{fake: fake.Options{StateDir: state}})
-	s := r.create()
-	r.prompt(s.ID, "say one")
-	r.svc.Close(ctx)
-	r2 := newRig(t, rigOptions{db: r.db, fake: fake.Options{StateDir: state}})
-	if res, err := r2.svc.SessionResume(ctx, schema.SessionResumeParams{SessionID: s.ID}); err != nil || res.Mode != core.ModeNative || len(r2.rec.Saved) != 0 {
-		t.Fatalf("Resume = %+v, %v, saved %+v: a safe native resume needs no checkpoint", res, err, r2.rec.Saved)
-	}
+				b := r2.branch(s.ID)
+				cp, restored := -1, -1
+				for i, e := range b {
+					if e.Kind == core.KindCheckpoint {
+						cp = i
+					}
+					if e.Kind == core.KindSessionRestored {
+						restored = i
+					}
+				}
+				if cp < 0 || restored < cp {
+					t.Fatalf("the checkpoint (at %d) must precede the native restoration (at %d): %v", cp, restored, kinds(b))
+				}
+			})
+		}
+		// Same version, few entries: no checkpoint.
+		state := t.TempDir()
+		r := newRig(t, rigOptions{open: open, fake: fake.Options{StateDir: state}})
+		s := r.create()
+		r.prompt(s.ID, "say one")
+		r.svc.Close(ctx)
+		r2 := newRig(t, rigOptions{db: r.db, fake: fake.Options{StateDir: state}})
+		if res, err := r2.svc.SessionResume(ctx, schema.SessionResumeParams{SessionID: s.ID}); err != nil || res.Mode != core.ModeNative || len(r2.rec.Saved) != 0 {
+			t.Fatalf("Resume = %+v, %v, saved %+v: a safe native resume needs no checkpoint", res, err, r2.rec.Saved)
+		}
+	})
 }
 
 // TestEveryTriggerEverySuppression: each automatic trigger the controller

@@ -13,14 +13,85 @@ import (
 	"github.com/bridge-dev/bridge/rpc/service/servicetest"
 	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/storage"
+	"github.com/bridge-dev/bridge/storage/postgres"
+	"github.com/bridge-dev/bridge/storage/postgres/pgtest"
 	"github.com/bridge-dev/bridge/storage/storagetest"
 )
 
-// rig is a service over a real SQLite store and fake hosts.
+// rigStore is the record a rig's service runs on, as tests read and write
+// it directly: the ports both stores (SQLite and PostgreSQL) implement.
+type rigStore interface {
+	core.Store
+	core.Dumper
+	core.SessionLeases
+	core.Searcher
+	core.UsageLedger
+	core.RepoStore
+	core.DiscoveryLog
+}
+
+// opener opens a fresh, empty record for one test (closed when it ends).
+type opener func(testing.TB) rigStore
+
+// openSQLite is a SQLite file under the test's temporary folder.
+func openSQLite(tb testing.TB) rigStore { return storagetest.Open(tb) }
+
+// openPostgres is a PostgreSQL database of the test's own, a copy of one
+// the store migrated once (pgtest: the server BRIDGE_TEST_POSTGRES names;
+// outside CI a temporary cluster when it is unset; under CI=true a missing
+// server fails the test).
+func openPostgres(tb testing.TB) rigStore {
+	tb.Helper()
+	u := pgtest.Copy(tb, "migrated", func(ctx context.Context, url string) error {
+		db, err := postgres.Open(ctx, url, postgres.Options{})
+		if err != nil {
+			return err
+		}
+		return db.Close()
+	})
+	db, err := postgres.Open(context.Background(), u, postgres.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// eachStore runs f twice, as the subtests "sqlite" and "postgres": tests
+// whose service reads and writes the record in ways the stores could
+// differ on (checkpoints, resume, leases, imports, migration, windows) run
+// on both; tests about a harness's protocol run on SQLite only.
+func eachStore(t *testing.T, f func(t *testing.T, open opener)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) { f(t, openSQLite) })
+	t.Run("postgres", func(t *testing.T) { f(t, openPostgres) })
+}
+
+// countRows counts the rows of a table of the record, on either store.
+func countRows(t testing.TB, db rigStore, table string) int {
+	t.Helper()
+	var n int
+	var err error
+	switch db := db.(type) {
+	case *storage.DB:
+		err = db.SQL().QueryRow(`SELECT count(*) FROM ` + table).Scan(&n)
+	case *postgres.DB:
+		err = db.Pool().QueryRow(context.Background(), `SELECT count(*) FROM `+table).Scan(&n)
+	default:
+		t.Fatalf("countRows: a %T is neither store", db)
+	}
+	if err != nil {
+		t.Fatalf("count %s: %v", table, err)
+	}
+	return n
+}
+
+// rig is a service over a real store (SQLite unless the test opens
+// another) and fake hosts.
 type rig struct {
 	t     testing.TB
 	svc   *service.Service
-	db    *storage.DB
+	db    rigStore
 	rec   *servicetest.Recorder
 	dir   string
 	hosts []core.BridgeHost
@@ -31,8 +102,11 @@ type rigOptions struct {
 	extra   []core.BridgeHost
 	presets []core.Preset
 	timeout time.Duration
-	db      *storage.DB
-	dir     string
+	// db is the record (a second rig on the same record stands for another
+	// process); when nil, open makes a fresh one (SQLite when open is nil).
+	db   rigStore
+	open opener
+	dir  string
 	// shutdownCheckpoints keeps Close's before_shutdown checkpoints on; the
 	// rig turns them off by default, where Close stands for a process going
 	// away. suspendAfter and riskyEntries set the controller's options.
@@ -44,7 +118,7 @@ type rigOptions struct {
 	wrap func(*fake.Host) core.BridgeHost
 	// store wraps the database the service is given (tests still read it
 	// directly through rig.db).
-	store func(*storage.DB) core.Store
+	store func(rigStore) core.Store
 	// permissions and approvalTimeout are service.Options'.
 	permissions     service.PermissionAsker
 	approvalTimeout time.Duration
@@ -58,8 +132,10 @@ type rigOptions struct {
 func newRig(t testing.TB, o rigOptions) *rig {
 	t.Helper()
 	db := o.db
-	if db == nil {
-		db = storagetest.Open(t)
+	if db == nil && o.open != nil {
+		db = o.open(t)
+	} else if db == nil {
+		db = openSQLite(t)
 	}
 	dir := o.dir
 	if dir == "" {

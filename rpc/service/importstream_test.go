@@ -62,66 +62,68 @@ var _ core.Importer = (*streamingHost)(nil)
 // next batch instead of reading on; a complete import then records every
 // entry, and again adds nothing.
 func TestImportStreamAllOrNothing(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "t.jsonl")
-	if err := os.WriteFile(path, []byte("x\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var h *streamingHost
-	r := newRig(t, rigOptions{wrap: func(f *fake.Host) core.BridgeHost {
-		h = &streamingHost{Host: f}
-		return h
-	}})
-	ctx := context.Background()
-	noSessions := func(what string) {
-		t.Helper()
-		list, _, err := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true})
+	eachStore(t, func(t *testing.T, open opener) {
+		path := filepath.Join(t.TempDir(), "t.jsonl")
+		if err := os.WriteFile(path, []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var h *streamingHost
+		r := newRig(t, rigOptions{open: open, wrap: func(f *fake.Host) core.BridgeHost {
+			h = &streamingHost{Host: f}
+			return h
+		}})
+		ctx := context.Background()
+		noSessions := func(what string) {
+			t.Helper()
+			list, _, err := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list) != 0 {
+				t.Fatalf("%s left %d session(s)", what, len(list))
+			}
+		}
+		imp := func(ctx context.Context) (schema.SessionImportResult, error) {
+			return r.svc.SessionImport(ctx, schema.SessionImportParams{Harness: "fake", Path: path})
+		}
+
+		h.batches, h.failAt = 6, 4
+		if _, err := imp(ctx); core.ErrorCode(err) != core.CodeHarness {
+			t.Fatalf("import failing after 3 batches: %v", err)
+		}
+		noSessions("a read error after 3 written batches")
+
+		cctx, cancel := context.WithCancel(ctx)
+		h.handed, h.cancel = 0, cancel
+		if _, err := imp(cctx); core.ErrorCode(err) != core.CodeCancelled {
+			t.Fatalf("cancelled import: %v", err)
+		}
+		noSessions("a cancelled import")
+
+		h.handed, h.cancel, h.failAt, h.badAt, h.batches = 0, nil, 0, 2, 10
+		if _, err := imp(ctx); core.ErrorCode(err) != core.CodeInvalid {
+			t.Fatalf("import with a refused entry: %v", err)
+		}
+		noSessions("an import with a refused entry")
+		if h.handed >= h.batches {
+			t.Errorf("the importer handed all %d batches although batch 2 was refused", h.handed)
+		}
+
+		h.handed, h.badAt = 0, 0
+		out, err := imp(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(list) != 0 {
-			t.Fatalf("%s left %d session(s)", what, len(list))
+		if want := h.batches * core.ImportBatch; out.Entries != want {
+			t.Errorf("imported %d entries, want %d", out.Entries, want)
 		}
-	}
-	imp := func(ctx context.Context) (schema.SessionImportResult, error) {
-		return r.svc.SessionImport(ctx, schema.SessionImportParams{Harness: "fake", Path: path})
-	}
-
-	h.batches, h.failAt = 6, 4
-	if _, err := imp(ctx); core.ErrorCode(err) != core.CodeHarness {
-		t.Fatalf("import failing after 3 batches: %v", err)
-	}
-	noSessions("a read error after 3 written batches")
-
-	cctx, cancel := context.WithCancel(ctx)
-	h.handed, h.cancel = 0, cancel
-	if _, err := imp(cctx); core.ErrorCode(err) != core.CodeCancelled {
-		t.Fatalf("cancelled import: %v", err)
-	}
-	noSessions("a cancelled import")
-
-	h.handed, h.cancel, h.failAt, h.badAt, h.batches = 0, nil, 0, 2, 10
-	if _, err := imp(ctx); core.ErrorCode(err) != core.CodeInvalid {
-		t.Fatalf("import with a refused entry: %v", err)
-	}
-	noSessions("an import with a refused entry")
-	if h.handed >= h.batches {
-		t.Errorf("the importer handed all %d batches although batch 2 was refused", h.handed)
-	}
-
-	h.handed, h.badAt = 0, 0
-	out, err := imp(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := h.batches * core.ImportBatch; out.Entries != want {
-		t.Errorf("imported %d entries, want %d", out.Entries, want)
-	}
-	again, err := imp(ctx)
-	if err != nil || again.Entries != 0 || again.SessionID != out.SessionID {
-		t.Errorf("second import: %+v %v, want 0 entries added to %s", again, err, out.SessionID)
-	}
-	s, err := r.db.GetSession(ctx, out.SessionID)
-	if err != nil || s.Title != "streamed" || s.NativeSessionID != "native-1" {
-		t.Errorf("session %+v (%v)", s, err)
-	}
+		again, err := imp(ctx)
+		if err != nil || again.Entries != 0 || again.SessionID != out.SessionID {
+			t.Errorf("second import: %+v %v, want 0 entries added to %s", again, err, out.SessionID)
+		}
+		s, err := r.db.GetSession(ctx, out.SessionID)
+		if err != nil || s.Title != "streamed" || s.NativeSessionID != "native-1" {
+			t.Errorf("session %+v (%v)", s, err)
+		}
+	})
 }

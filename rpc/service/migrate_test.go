@@ -76,9 +76,9 @@ func recordHash(t *testing.T, r *rig, id string) (int, string) {
 	return len(b), fmt.Sprintf("%x", sha256.Sum256(all))
 }
 
-func migrationRig(t *testing.T, o fake.Options, prompts *[]string) (*rig, core.Session) {
+func migrationRig(t *testing.T, open opener, o fake.Options, prompts *[]string) (*rig, core.Session) {
 	o.Script = workerScript(prompts)
-	r := newRig(t, rigOptions{fake: o, presets: []core.Preset{{Name: "reviewer", Harness: "fake", Description: "read-only"}}})
+	r := newRig(t, rigOptions{open: open, fake: o, presets: []core.Preset{{Name: "reviewer", Harness: "fake", Description: "read-only"}}})
 	s := r.create()
 	r.prompt(s.ID, "say I will edit src/parse.go")
 	r.prompt(s.ID, "say budget is 4096 tokens")
@@ -86,78 +86,80 @@ func migrationRig(t *testing.T, o fake.Options, prompts *[]string) (*rig, core.S
 }
 
 func TestMigrationPreviewAndExecute(t *testing.T) {
-	ctx := context.Background()
-	var prompts []string
-	r, src := migrationRig(t, fake.Options{}, &prompts)
-	n0, h0 := recordHash(t, r, src.ID)
-	sessionsBefore, _, _ := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true})
+	eachStore(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		var prompts []string
+		r, src := migrationRig(t, open, fake.Options{}, &prompts)
+		n0, h0 := recordHash(t, r, src.ID)
+		sessionsBefore, _, _ := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true})
 
-	p, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Preset: "reviewer"}})
-	if err != nil {
-		t.Fatalf("preview: %v", err)
-	}
-	if len(p.Sections) != 5 || p.Sections[0].Title != "Goal" || !strings.Contains(p.Summary, "4096") {
-		t.Fatalf("preview %+v", p)
-	}
-	st, err := os.Stat(p.Path)
-	if err != nil || st.Mode().Perm() != 0o600 || !strings.HasPrefix(p.Path, r.dir) {
-		t.Fatalf("preview file %s: %v %v (want 0600 under the data dir)", p.Path, st, err)
-	}
-	// The worker existed, saw only the folded source, and is archived.
-	all, _, _ := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true})
-	if len(all) != len(sessionsBefore)+1 {
-		t.Fatalf("sessions after preview: %d, want one worker more than %d", len(all), len(sessionsBefore))
-	}
-	for _, s := range all {
-		if s.ID != src.ID && !s.Archived {
-			t.Fatalf("worker %s not archived", s.ID)
+		p, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Preset: "reviewer"}})
+		if err != nil {
+			t.Fatalf("preview: %v", err)
 		}
-	}
-	if n, h := recordHash(t, r, src.ID); n != n0 || h != h0 {
-		t.Fatal("preview changed the source's record")
-	}
-	// The user corrects a number in the file.
-	edited := strings.Replace(handoffText, "4096", "8192", 1)
-	if err := os.WriteFile(p.Path, []byte(edited), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	prompts = nil
-	out, err := r.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID})
-	if err != nil {
-		t.Fatalf("execute: %v", err)
-	}
-	if !out.KickoffSent || !out.GoalCreated || !out.GoalPaused || !out.ModelTransferred || out.TargetSessionID == "" {
-		t.Fatalf("outcome %+v", out)
-	}
-	if len(prompts) != 1 || !strings.Contains(prompts[0], "8192") || strings.Contains(prompts[0], "4096") || !strings.Contains(prompts[0], "stop and wait") {
-		t.Fatalf("the target's kickoff must carry the edited file verbatim and ask to wait: %q", prompts)
-	}
-	tgt, _ := r.db.GetSession(ctx, out.TargetSessionID)
-	if tgt.Preset != "reviewer" || tgt.Model != src.Model || tgt.Effort != src.Effort || !strings.Contains(tgt.Title, "→ reviewer") {
-		t.Fatalf("target %+v", tgt)
-	}
-	// goalRounds was not given: the goal reaches the host with one round
-	// (a second bound on an upstream goal loop), paused, carrying the edit.
-	goals, err := r.hosts[0].(*fake.Host).Goals(tgt.NativeSessionID)
-	if err != nil || len(goals) != 1 || goals[0].Rounds != 1 || goals[0].Status != "paused" || !strings.Contains(goals[0].Text, "8192") {
-		t.Fatalf("the target's goals %+v (%v): want one paused goal of 1 round carrying the edited handoff", goals, err)
-	}
-	if n, h := recordHash(t, r, src.ID); n != n0 || h != h0 {
-		t.Fatal("execute changed the source's record")
-	}
-	audit, _ := r.db.Audit(ctx, src.ID, "migration.executed")
-	if len(audit) != 1 {
-		t.Fatalf("migration audit rows: %d", len(audit))
-	}
-	if _, err := r.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID}); core.ErrorCode(err) != core.CodeConflict {
-		t.Fatalf("executing a preview twice: %v, want conflict", err)
-	}
+		if len(p.Sections) != 5 || p.Sections[0].Title != "Goal" || !strings.Contains(p.Summary, "4096") {
+			t.Fatalf("preview %+v", p)
+		}
+		st, err := os.Stat(p.Path)
+		if err != nil || st.Mode().Perm() != 0o600 || !strings.HasPrefix(p.Path, r.dir) {
+			t.Fatalf("preview file %s: %v %v (want 0600 under the data dir)", p.Path, st, err)
+		}
+		// The worker existed, saw only the folded source, and is archived.
+		all, _, _ := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true})
+		if len(all) != len(sessionsBefore)+1 {
+			t.Fatalf("sessions after preview: %d, want one worker more than %d", len(all), len(sessionsBefore))
+		}
+		for _, s := range all {
+			if s.ID != src.ID && !s.Archived {
+				t.Fatalf("worker %s not archived", s.ID)
+			}
+		}
+		if n, h := recordHash(t, r, src.ID); n != n0 || h != h0 {
+			t.Fatal("preview changed the source's record")
+		}
+		// The user corrects a number in the file.
+		edited := strings.Replace(handoffText, "4096", "8192", 1)
+		if err := os.WriteFile(p.Path, []byte(edited), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		prompts = nil
+		out, err := r.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID})
+		if err != nil {
+			t.Fatalf("execute: %v", err)
+		}
+		if !out.KickoffSent || !out.GoalCreated || !out.GoalPaused || !out.ModelTransferred || out.TargetSessionID == "" {
+			t.Fatalf("outcome %+v", out)
+		}
+		if len(prompts) != 1 || !strings.Contains(prompts[0], "8192") || strings.Contains(prompts[0], "4096") || !strings.Contains(prompts[0], "stop and wait") {
+			t.Fatalf("the target's kickoff must carry the edited file verbatim and ask to wait: %q", prompts)
+		}
+		tgt, _ := r.db.GetSession(ctx, out.TargetSessionID)
+		if tgt.Preset != "reviewer" || tgt.Model != src.Model || tgt.Effort != src.Effort || !strings.Contains(tgt.Title, "→ reviewer") {
+			t.Fatalf("target %+v", tgt)
+		}
+		// goalRounds was not given: the goal reaches the host with one round
+		// (a second bound on an upstream goal loop), paused, carrying the edit.
+		goals, err := r.hosts[0].(*fake.Host).Goals(tgt.NativeSessionID)
+		if err != nil || len(goals) != 1 || goals[0].Rounds != 1 || goals[0].Status != "paused" || !strings.Contains(goals[0].Text, "8192") {
+			t.Fatalf("the target's goals %+v (%v): want one paused goal of 1 round carrying the edited handoff", goals, err)
+		}
+		if n, h := recordHash(t, r, src.ID); n != n0 || h != h0 {
+			t.Fatal("execute changed the source's record")
+		}
+		audit, _ := r.db.Audit(ctx, src.ID, "migration.executed")
+		if len(audit) != 1 {
+			t.Fatalf("migration audit rows: %d", len(audit))
+		}
+		if _, err := r.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID}); core.ErrorCode(err) != core.CodeConflict {
+			t.Fatalf("executing a preview twice: %v, want conflict", err)
+		}
+	})
 }
 
 func TestMigrationGoalPauseFails(t *testing.T) {
 	ctx := context.Background()
 	var prompts []string
-	r, src := migrationRig(t, fake.Options{GoalPauseFails: true}, &prompts)
+	r, src := migrationRig(t, nil, fake.Options{GoalPauseFails: true}, &prompts)
 	p, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Preset: "reviewer"}})
 	if err != nil {
 		t.Fatal(err)
@@ -184,30 +186,32 @@ func TestMigrationGoalPauseFails(t *testing.T) {
 // TestMigrationRefusedBeforeMutation: a target without goal.pause is
 // refused with unavailable naming it, before any worker or target exists.
 func TestMigrationRefusedBeforeMutation(t *testing.T) {
-	ctx := context.Background()
-	var prompts []string
-	lacking := named{Host: fake.New(fake.Options{Missing: []string{core.CapGoalPause}}), name: "fake-nopause"}
-	o := fake.Options{Script: workerScript(&prompts)}
-	r := newRig(t, rigOptions{fake: o, extra: []core.BridgeHost{lacking}})
-	src := r.create()
-	r.prompt(src.ID, "say work")
-	before, _, _ := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true})
-	_, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Harness: "fake-nopause"}})
-	var ce *core.Error
-	if core.ErrorCode(err) != core.CodeUnavailable || !strings.Contains(err.Error(), "goal.pause") {
-		t.Fatalf("err %v, want unavailable naming goal.pause", err)
-	}
-	if asErr(err, &ce); fmt.Sprint(ce.Missing) != "[goal.pause]" {
-		t.Fatalf("data.missing = %v", ce.Missing)
-	}
-	after, _, _ := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true})
-	if len(after) != len(before) {
-		t.Fatalf("sessions %d -> %d: nothing may be created before the refusal", len(before), len(after))
-	}
-	// A model change alone still needs goal.pause: the target has goals, so the handoff would travel in one.
-	if _, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Harness: "fake-nopause", Model: "fake-small"}}); core.ErrorCode(err) != core.CodeUnavailable {
-		t.Fatalf("preview checks with the default injection (goal where goal.create exists): %v", err)
-	}
+	eachStore(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		var prompts []string
+		lacking := named{Host: fake.New(fake.Options{Missing: []string{core.CapGoalPause}}), name: "fake-nopause"}
+		o := fake.Options{Script: workerScript(&prompts)}
+		r := newRig(t, rigOptions{open: open, fake: o, extra: []core.BridgeHost{lacking}})
+		src := r.create()
+		r.prompt(src.ID, "say work")
+		before, _, _ := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true})
+		_, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Harness: "fake-nopause"}})
+		var ce *core.Error
+		if core.ErrorCode(err) != core.CodeUnavailable || !strings.Contains(err.Error(), "goal.pause") {
+			t.Fatalf("err %v, want unavailable naming goal.pause", err)
+		}
+		if asErr(err, &ce); fmt.Sprint(ce.Missing) != "[goal.pause]" {
+			t.Fatalf("data.missing = %v", ce.Missing)
+		}
+		after, _, _ := r.db.ListSessions(ctx, core.ListQuery{IncludeArchived: true})
+		if len(after) != len(before) {
+			t.Fatalf("sessions %d -> %d: nothing may be created before the refusal", len(before), len(after))
+		}
+		// A model change alone still needs goal.pause: the target has goals, so the handoff would travel in one.
+		if _, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Harness: "fake-nopause", Model: "fake-small"}}); core.ErrorCode(err) != core.CodeUnavailable {
+			t.Fatalf("preview checks with the default injection (goal where goal.create exists): %v", err)
+		}
+	})
 }
 
 func asErr(err error, target **core.Error) bool {
@@ -221,24 +225,26 @@ func asErr(err error, target **core.Error) bool {
 // TestMigrationExecuteInAnotherProcess: a preview written by one process
 // (bridge migrate preview) is executed by another (bridge migrate execute).
 func TestMigrationExecuteInAnotherProcess(t *testing.T) {
-	ctx := context.Background()
-	var prompts []string
-	r, src := migrationRig(t, fake.Options{}, &prompts)
-	p, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Preset: "reviewer"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.svc.Close(ctx)
-	var prompts2 []string
-	r2 := newRig(t, rigOptions{db: r.db, dir: r.dir, fake: fake.Options{Script: workerScript(&prompts2)},
-		presets: []core.Preset{{Name: "reviewer", Harness: "fake"}}})
-	out, err := r2.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID, Inject: "prompt"})
-	if err != nil || !out.KickoffSent || out.GoalCreated {
-		t.Fatalf("%+v %v", out, err)
-	}
-	if _, err := r2.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: "../etc/passwd"}); core.ErrorCode(err) != core.CodeNotFound {
-		t.Fatalf("a path as preview id: %v, want not_found", err)
-	}
+	eachStore(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		var prompts []string
+		r, src := migrationRig(t, open, fake.Options{}, &prompts)
+		p, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Preset: "reviewer"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.svc.Close(ctx)
+		var prompts2 []string
+		r2 := newRig(t, rigOptions{db: r.db, dir: r.dir, fake: fake.Options{Script: workerScript(&prompts2)},
+			presets: []core.Preset{{Name: "reviewer", Harness: "fake"}}})
+		out, err := r2.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID, Inject: "prompt"})
+		if err != nil || !out.KickoffSent || out.GoalCreated {
+			t.Fatalf("%+v %v", out, err)
+		}
+		if _, err := r2.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: "../etc/passwd"}); core.ErrorCode(err) != core.CodeNotFound {
+			t.Fatalf("a path as preview id: %v, want not_found", err)
+		}
+	})
 }
 
 // TestMigrationImages: an answered image travels as its answer under
@@ -247,70 +253,71 @@ func TestMigrationExecuteInAnotherProcess(t *testing.T) {
 // answer decides: a vision model takes it, a text-only one refuses it at
 // admission and then gets the text handoff with an explicit warning.
 func TestMigrationImages(t *testing.T) {
-	ctx := context.Background()
-	png := "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
-	for _, c := range []struct {
-		model  string
-		sent   bool
-		signal string
-	}{{"fake-large", true, "sent with the kickoff; the target accepted them"}, {"fake-small", false, "the target refused the 1 unresolved image(s) at admission"}} {
-		t.Run(c.model, func(t *testing.T) {
-			var prompts []string
-			script := workerScript(&prompts)
-			r := newRig(t, rigOptions{fake: fake.Options{VisionAdmission: true, Script: func(p string) []fake.Step {
-				if strings.HasPrefix(p, "LOOK AT THIS") {
-					return []fake.Step{} // no answer: the image stays unresolved
+	eachStore(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		png := "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+		for _, c := range []struct {
+			model  string
+			sent   bool
+			signal string
+		}{{"fake-large", true, "sent with the kickoff; the target accepted them"}, {"fake-small", false, "the target refused the 1 unresolved image(s) at admission"}} {
+			t.Run(c.model, func(t *testing.T) {
+				var prompts []string
+				script := workerScript(&prompts)
+				r := newRig(t, rigOptions{open: open, fake: fake.Options{VisionAdmission: true, Script: func(p string) []fake.Step {
+					if strings.HasPrefix(p, "LOOK AT THIS") {
+						return []fake.Step{} // no answer: the image stays unresolved
+					}
+					return script(p)
+				}}})
+				src := r.create()
+				img := schema.Content{Type: "image", MediaType: "image/png", Data: png}
+				if _, err := r.svc.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: src.ID, Content: []schema.Content{img, {Type: "text", Text: "say the diagram shows PORT=57431"}}}); err != nil {
+					t.Fatal(err)
 				}
-				return script(p)
-			}}})
-			src := r.create()
-			img := schema.Content{Type: "image", MediaType: "image/png", Data: png}
-			if _, err := r.svc.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: src.ID, Content: []schema.Content{img, {Type: "text", Text: "say the diagram shows PORT=57431"}}}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := r.svc.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: src.ID, Content: []schema.Content{img, {Type: "text", Text: "LOOK AT THIS second diagram"}}}); err != nil {
-				t.Fatal(err)
-			}
-			// The image is kept once, in the record.
-			raw, _ := base64.StdEncoding.DecodeString(png)
-			sum := sha256.Sum256(raw)
-			if a, data, err := r.db.GetAttachment(ctx, hex.EncodeToString(sum[:])); err != nil || !bytes.Equal(data, raw) || a.MediaType != "image/png" {
-				t.Fatalf("kept image: %+v %d bytes %v, want the prompt's image", a, len(data), err)
-			}
-			var n int
-			if err := r.db.SQL().QueryRow(`SELECT count(*) FROM attachments`).Scan(&n); err != nil || n != 1 {
-				t.Fatalf("%d attachments kept (%v), want the one image once", n, err)
-			}
-			p, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Model: c.model}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(p.Summary, "Visual evidence") || !strings.Contains(p.Summary, "PORT=57431") || !strings.Contains(p.Summary, "## Unresolved images") {
-				t.Fatalf("preview summary:\n%s", p.Summary)
-			}
-			out, err := r.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID, Inject: "prompt"})
-			if err != nil || !out.KickoffSent {
-				t.Fatalf("%+v %v", out, err)
-			}
-			if !strings.Contains(strings.Join(out.Warnings, "\n"), c.signal) {
-				t.Fatalf("warnings %q should say %q", out.Warnings, c.signal)
-			}
-			var kicked map[string]any
-			for _, e := range r.branch(out.TargetSessionID) {
-				if e.Kind == core.KindUserMessage {
-					kicked = payload(t, e)
+				if _, err := r.svc.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: src.ID, Content: []schema.Content{img, {Type: "text", Text: "LOOK AT THIS second diagram"}}}); err != nil {
+					t.Fatal(err)
 				}
-			}
-			if sent := kicked["images"] != nil; sent != c.sent {
-				t.Fatalf("kickoff payload %v: images sent %v, want %v", kicked, sent, c.sent)
-			}
-			// The text-only target's kickoff says plainly that an image went
-			// unseen; the vision target's does not need to.
-			if note := strings.Contains(fmt.Sprint(kicked["text"]), "They remain unresolved"); note == c.sent {
-				t.Fatalf("kickoff text %q: unresolved note %v, want %v", kicked["text"], note, !c.sent)
-			}
-		})
-	}
+				// The image is kept once, in the record.
+				raw, _ := base64.StdEncoding.DecodeString(png)
+				sum := sha256.Sum256(raw)
+				if a, data, err := r.db.GetAttachment(ctx, hex.EncodeToString(sum[:])); err != nil || !bytes.Equal(data, raw) || a.MediaType != "image/png" {
+					t.Fatalf("kept image: %+v %d bytes %v, want the prompt's image", a, len(data), err)
+				}
+				if n := countRows(t, r.db, "attachments"); n != 1 {
+					t.Fatalf("%d attachments kept, want the one image once", n)
+				}
+				p, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Model: c.model}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(p.Summary, "Visual evidence") || !strings.Contains(p.Summary, "PORT=57431") || !strings.Contains(p.Summary, "## Unresolved images") {
+					t.Fatalf("preview summary:\n%s", p.Summary)
+				}
+				out, err := r.svc.MigrationExecute(ctx, schema.MigrationExecuteParams{PreviewID: p.PreviewID, Inject: "prompt"})
+				if err != nil || !out.KickoffSent {
+					t.Fatalf("%+v %v", out, err)
+				}
+				if !strings.Contains(strings.Join(out.Warnings, "\n"), c.signal) {
+					t.Fatalf("warnings %q should say %q", out.Warnings, c.signal)
+				}
+				var kicked map[string]any
+				for _, e := range r.branch(out.TargetSessionID) {
+					if e.Kind == core.KindUserMessage {
+						kicked = payload(t, e)
+					}
+				}
+				if sent := kicked["images"] != nil; sent != c.sent {
+					t.Fatalf("kickoff payload %v: images sent %v, want %v", kicked, sent, c.sent)
+				}
+				// The text-only target's kickoff says plainly that an image went
+				// unseen; the vision target's does not need to.
+				if note := strings.Contains(fmt.Sprint(kicked["text"]), "They remain unresolved"); note == c.sent {
+					t.Fatalf("kickoff text %q: unresolved note %v, want %v", kicked["text"], note, !c.sent)
+				}
+			})
+		}
+	})
 }
 
 func TestPromptRefusesBadImages(t *testing.T) {
@@ -333,7 +340,7 @@ func TestPromptRefusesBadImages(t *testing.T) {
 func TestMigrationExecuteReadsOnlyAHandoff(t *testing.T) {
 	ctx := context.Background()
 	var prompts []string
-	r, src := migrationRig(t, fake.Options{}, &prompts)
+	r, src := migrationRig(t, nil, fake.Options{}, &prompts)
 	p, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Preset: "reviewer"}})
 	if err != nil {
 		t.Fatalf("preview: %v", err)
@@ -373,7 +380,7 @@ const maxHandoffBytes = 4 << 20
 func TestMigrationExecuteSummary(t *testing.T) {
 	ctx := context.Background()
 	var prompts []string
-	r, src := migrationRig(t, fake.Options{}, &prompts)
+	r, src := migrationRig(t, nil, fake.Options{}, &prompts)
 	p, err := r.svc.MigrationPreview(ctx, schema.MigrationPreviewParams{SessionID: src.ID, Target: schema.MigrationTarget{Preset: "reviewer"}})
 	if err != nil {
 		t.Fatalf("preview: %v", err)

@@ -28,53 +28,55 @@ func TestSessionModelsListsContextWindows(t *testing.T) {
 }
 
 func TestSelectModelDowngradeCheckpointsFirst(t *testing.T) {
-	for _, tc := range []struct {
-		name, model, effort string
-	}{
-		{"smaller window", "fake-small", ""},
-		{"lower effort", "", "low"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, rigOptions{})
-			s := r.create()
-			r.prompt(s.ID, "say did some work\nfile src/main.go\nnext json {\"summary\": \"before the downgrade\"}")
-			res, err := selectModel(r, s.ID, tc.model, tc.effort)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !res.Downgrade || res.CheckpointEntryID == "" {
-				t.Fatalf("result %+v: want a downgrade with a checkpoint", res)
-			}
-			b := r.branch(s.ID)
-			ks := kinds(b)
-			cp, changed := -1, -1
-			for i, e := range b {
-				switch {
-				case e.Kind == core.KindCheckpoint && payload(t, e)["reason"] == "before_downgrade":
-					cp = i
-					if e.ID != res.CheckpointEntryID {
-						t.Errorf("checkpoint entry %s, result names %s", e.ID, res.CheckpointEntryID)
-					}
-				case e.Kind == core.KindModelChanged || e.Kind == core.KindEffortChanged:
-					changed = i
+	eachStore(t, func(t *testing.T, open opener) {
+		for _, tc := range []struct {
+			name, model, effort string
+		}{
+			{"smaller window", "fake-small", ""},
+			{"lower effort", "", "low"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := newRig(t, rigOptions{open: open})
+				s := r.create()
+				r.prompt(s.ID, "say did some work\nfile src/main.go\nnext json {\"summary\": \"before the downgrade\"}")
+				res, err := selectModel(r, s.ID, tc.model, tc.effort)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if cp < 0 || changed < 0 || cp > changed {
-				t.Fatalf("record %v: want the before_downgrade checkpoint before the change", ks)
-			}
-			p := payload(t, b[changed])
-			if tc.model != "" && (p["model"] != "fake-small" || p["from"] != "fake-large" || p["downgrade"] != true) {
-				t.Errorf("model.changed %v", p)
-			}
-			if tc.effort != "" && (p["effort"] != "low" || p["from"] != "high") {
-				t.Errorf("effort.changed %v", p)
-			}
-			sess, _ := r.db.GetSession(context.Background(), s.ID)
-			if (tc.model != "" && sess.Model != "fake-small") || (tc.effort != "" && sess.Effort != "low") {
-				t.Errorf("session head %s/%s", sess.Model, sess.Effort)
-			}
-		})
-	}
+				if !res.Downgrade || res.CheckpointEntryID == "" {
+					t.Fatalf("result %+v: want a downgrade with a checkpoint", res)
+				}
+				b := r.branch(s.ID)
+				ks := kinds(b)
+				cp, changed := -1, -1
+				for i, e := range b {
+					switch {
+					case e.Kind == core.KindCheckpoint && payload(t, e)["reason"] == "before_downgrade":
+						cp = i
+						if e.ID != res.CheckpointEntryID {
+							t.Errorf("checkpoint entry %s, result names %s", e.ID, res.CheckpointEntryID)
+						}
+					case e.Kind == core.KindModelChanged || e.Kind == core.KindEffortChanged:
+						changed = i
+					}
+				}
+				if cp < 0 || changed < 0 || cp > changed {
+					t.Fatalf("record %v: want the before_downgrade checkpoint before the change", ks)
+				}
+				p := payload(t, b[changed])
+				if tc.model != "" && (p["model"] != "fake-small" || p["from"] != "fake-large" || p["downgrade"] != true) {
+					t.Errorf("model.changed %v", p)
+				}
+				if tc.effort != "" && (p["effort"] != "low" || p["from"] != "high") {
+					t.Errorf("effort.changed %v", p)
+				}
+				sess, _ := r.db.GetSession(context.Background(), s.ID)
+				if (tc.model != "" && sess.Model != "fake-small") || (tc.effort != "" && sess.Effort != "low") {
+					t.Errorf("session head %s/%s", sess.Model, sess.Effort)
+				}
+			})
+		}
+	})
 }
 
 func TestSelectModelUpgradeWritesNoCheckpoint(t *testing.T) {

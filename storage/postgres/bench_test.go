@@ -337,10 +337,11 @@ func (c *corpus) entries(n int) []core.NewEntry {
 }
 
 // BenchmarkSearch measures search latency (p50, p99) over a record of
-// BRIDGE_BENCH_ENTRIES entries (default 1,000,000) in 100 sessions, with
-// queries of two words of middling frequency, as storage's
-// BenchmarkSearch1M does. BRIDGE_BENCH_POSTGRES names a database to keep
-// the record in between runs (it is built when empty).
+// BRIDGE_BENCH_ENTRIES entries (default 1,000,000) in 100 sessions, one
+// sub-benchmark per documented query form ("words" is two words of
+// middling frequency, as storage's BenchmarkSearch1M does; each query
+// draws its words from ranks 50–5,000). BRIDGE_BENCH_POSTGRES names a
+// database to keep the record in between runs (it is built when empty).
 func BenchmarkSearch(b *testing.B) {
 	ctx := context.Background()
 	n := 1_000_000
@@ -384,34 +385,49 @@ func BenchmarkSearch(b *testing.B) {
 		b.Logf("searching the %d entries already in the database", have)
 	}
 	r := rand.New(rand.NewPCG(3, 4))
-	queries := make([]string, 200)
-	for i := range queries {
-		queries[i] = c.words[50+r.IntN(4950)] + " " + c.words[50+r.IntN(4950)]
+	word := func() string { return c.words[50+r.IntN(4950)] }
+	forms := []struct {
+		name  string
+		query func() string
+	}{
+		{"words", func() string { return word() + " " + word() }},
+		{"phrase", func() string { return `"` + word() + " " + word() + `"` }},
+		{"or", func() string { return word() + " OR " + word() }},
+		{"not", func() string { return word() + " NOT " + word() }},
+		{"prefix", func() string { w := word(); return w[:len(w)-2] + "*" }},
+		{"grouped", func() string { return "(" + word() + " OR " + word() + ") AND " + word() }},
+		{"punctuated", func() string { return word() + "." + word() }},
 	}
-	for _, q := range queries[:10] { // warm the cache once
-		if _, err := db.Search(ctx, core.SearchQuery{Query: q}); err != nil {
-			b.Fatal(err)
+	for _, f := range forms {
+		queries := make([]string, 200)
+		for i := range queries {
+			queries[i] = f.query()
 		}
+		b.Run(f.name, func(b *testing.B) {
+			for _, q := range queries[:10] { // warm the cache once
+				if _, err := db.Search(ctx, core.SearchQuery{Query: q}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			var lat []time.Duration
+			hits := 0
+			for i := range b.N {
+				q := queries[i%len(queries)]
+				t0 := time.Now()
+				p, err := db.Search(ctx, core.SearchQuery{Query: q})
+				lat = append(lat, time.Since(t0))
+				if err != nil {
+					b.Fatalf("%s: %v", q, err)
+				}
+				hits += len(p.Hits)
+			}
+			b.StopTimer()
+			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
+			b.ReportMetric(pct(0.50), "p50-ms")
+			b.ReportMetric(pct(0.99), "p99-ms")
+			b.ReportMetric(float64(hits)/float64(b.N), "hits/query")
+		})
 	}
-	b.ResetTimer()
-	var lat []time.Duration
-	hits := 0
-	for i := range b.N {
-		q := queries[i%len(queries)]
-		t0 := time.Now()
-		p, err := db.Search(ctx, core.SearchQuery{Query: q})
-		lat = append(lat, time.Since(t0))
-		if err != nil {
-			b.Fatal(err)
-		}
-		hits += len(p.Hits)
-	}
-	b.StopTimer()
-	pct := func(p float64) float64 {
-		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-		return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000
-	}
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
-	b.ReportMetric(float64(hits)/float64(b.N), "hits/query")
 }

@@ -59,3 +59,47 @@ func TestMissingServerFailsInCI(t *testing.T) {
 		t.Fatalf("the failure does not name %s:\n%s", pgtest.EnvURL, out)
 	}
 }
+
+// TestCopyStartsFromThePreparedTemplate: Copy prepares its template once
+// per key, and each copy starts with what prepare made and is a database
+// of its own.
+func TestCopyStartsFromThePreparedTemplate(t *testing.T) {
+	ctx := context.Background()
+	prepared := 0
+	prepare := func(ctx context.Context, url string) error {
+		prepared++
+		c, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer c.Close(ctx)
+		_, err = c.Exec(ctx, `CREATE TABLE made_by_prepare (x int); INSERT INTO made_by_prepare VALUES (7)`)
+		return err
+	}
+	a, b := pgtest.Copy(t, "copy-test", prepare), pgtest.Copy(t, "copy-test", prepare)
+	if a == b || prepared != 1 {
+		t.Fatalf("two copies: same database %v, template prepared %d times (want 1)", a == b, prepared)
+	}
+	ca, err := pgx.Connect(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ca.Close(ctx)
+	cb, err := pgx.Connect(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cb.Close(ctx)
+	if _, err := ca.Exec(ctx, `INSERT INTO made_by_prepare VALUES (8)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		conn *pgx.Conn
+		want int
+	}{{ca, 15}, {cb, 7}} {
+		var sum int
+		if err := c.conn.QueryRow(ctx, `SELECT sum(x) FROM made_by_prepare`).Scan(&sum); err != nil || sum != c.want {
+			t.Fatalf("sum %d (%v), want %d: each copy starts from the template and is its own", sum, err, c.want)
+		}
+	}
+}
