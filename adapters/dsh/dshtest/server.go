@@ -281,15 +281,15 @@ func (s *Server) hostDescribe(string, json.RawMessage) (any, *rpcError) {
 	s.mu.Lock()
 	n := len(s.sessions)
 	s.mu.Unlock()
-	return block{"version": "0.0.1", "cwd": "/", "provider": "deepseek-official", "model": "deepseek-v4-flash",
-		"attachedSessions": n, "home": "/", "canOpenPath": false}, nil
+	return hostDescription{Version: "0.0.1", Cwd: "/", Provider: "deepseek-official", Model: "deepseek-v4-flash",
+		AttachedSessions: n, Home: "/", CanOpenPath: false}, nil
 }
 
 // llmModels answers llm.models with the catalog session.models replays.
 func (s *Server) llmModels(string, json.RawMessage) (any, *rpcError) {
 	var v map[string]json.RawMessage
 	_ = json.Unmarshal(s.replay["session.models"], &v)
-	return block{"groups": v["groups"], "failures": []any{}}, nil
+	return llmModelsValue{Groups: v["groups"], Failures: []json.RawMessage{}}, nil
 }
 
 // decode reads a payload into v.

@@ -7,13 +7,16 @@ import (
 	"time"
 )
 
-type block = map[string]any
-
 func (s *Server) sessionPrompt(rpcID string, payload json.RawMessage) (any, *rpcError) {
 	var p struct {
-		SessionID string  `json:"sessionId"`
-		Mode      string  `json:"mode"`
-		Content   []block `json:"content"`
+		SessionID string `json:"sessionId"`
+		Mode      string `json:"mode"`
+		Content   []struct {
+			Type      string `json:"type"`
+			Text      string `json:"text"`
+			MediaType string `json:"mediaType"`
+			Data      string `json:"data"`
+		} `json:"content"`
 	}
 	if e := decode(payload, &p); e != nil {
 		return nil, e
@@ -30,45 +33,45 @@ func (s *Server) sessionPrompt(rpcID string, payload json.RawMessage) (any, *rpc
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var content []block
+	var content []contentBlock
 	for i, b := range p.Content {
-		switch b["type"] {
+		switch b.Type {
 		case "text":
-			content = append(content, block{"type": "text", "text": b["text"]})
+			content = append(content, textBlock(b.Text))
 		case "image":
-			mt, _ := b["mediaType"].(string)
-			data, _ := b["data"].(string)
-			if mt == "" || data == "" {
+			if b.MediaType == "" || b.Data == "" {
 				return nil, errf("empty-image", "image block %d has no data", i)
 			}
 			id := fmt.Sprintf("att-%d", len(ss.attachments)+1)
-			ss.attachments[id] = attachment{mediaType: mt, data: data}
-			content = append(content, block{"type": "image", "attachment": block{"attachmentId": id, "mediaType": mt, "bytes": len(data) * 3 / 4}})
+			ss.attachments[id] = attachment{mediaType: b.MediaType, data: b.Data}
+			content = append(content, contentBlock{Type: "image",
+				Attachment: &attachmentRef{AttachmentID: id, MediaType: b.MediaType, Bytes: len(b.Data) * 3 / 4}})
 		default:
-			return nil, errf("invalid-argument", "content block %d has unknown type %v", i, b["type"])
+			return nil, errf("invalid-argument", "content block %d has unknown type %v", i, b.Type)
 		}
 	}
-	source := block{"kind": "user", "rpcId": rpcID}
-	msgID := uuid()
-	ss.appendEvent("agent/inbox/spliced", block{"target": "next-turn", "start": 0,
-		"inserted": []block{{"content": content, "source": source, "role": "user", "id": msgID}}}, nil)
-	ss.queue <- func() { s.runTurn(ss, content, source, msgID, nil) }
-	return block{"accepted": true}, nil
+	msg := message{Content: content, Source: userSource{Kind: "user", RPCID: rpcID}, Role: "user", ID: uuid()}
+	ss.appendEvent("agent/inbox/spliced", inboxSpliced{Target: "next-turn", Start: 0, Inserted: []message{msg}}, nil)
+	ss.queue <- func() { s.runTurn(ss, msg, nil) }
+	return struct {
+		Accepted bool `json:"accepted"`
+	}{true}, nil
 }
 
-func textOf(content []block) string {
+func textOf(content []contentBlock) string {
 	var b strings.Builder
 	for _, c := range content {
-		if t, ok := c["text"].(string); ok {
-			b.WriteString(t)
+		if c.Text != nil {
+			b.WriteString(*c.Text)
 		}
 	}
 	return b.String()
 }
 
-// runTurn plays one turn: the user message, then (after TurnDelay, or when
-// cancelled) the assistant's scripted reply and turn/end.
-func (s *Server) runTurn(ss *session, content []block, source block, msgID string, g *goal) {
+// runTurn plays one turn: the user message (a prompt, or goal g's round),
+// then (after TurnDelay, or when cancelled) the assistant's scripted reply
+// and turn/end.
+func (s *Server) runTurn(ss *session, msg message, g *goal) {
 	time.Sleep(s.opts.TurnDelay)
 	s.mu.Lock()
 	ss.running = true
@@ -76,21 +79,20 @@ func (s *Server) runTurn(ss *session, content []block, source block, msgID strin
 	turn := ss.turn
 	cancel := make(chan struct{})
 	ss.cancel = cancel
-	ss.appendEvent("turn/start", block{"turn": turn}, nil)
-	if source["kind"] == "user" {
-		ss.appendEvent("agent/inbox/spliced", block{"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []block{}}, nil)
+	ss.appendEvent("turn/start", turnData{Turn: turn}, nil)
+	if g == nil {
+		ss.appendEvent("agent/inbox/spliced", inboxSpliced{Target: "next-turn", Start: 0, RemovedCount: 1, Inserted: []message{}}, nil)
 	}
-	ss.appendEvent("step/start", block{"turn": turn, "step": 1}, nil)
-	text := textOf(content)
-	seq := ss.appendEvent("user/message", block{"content": content, "source": source, "role": "user", "id": msgID},
-		&placement{SurfaceOp: "append"})
+	ss.appendEvent("step/start", stepData{Turn: turn, Step: 1}, nil)
+	text := textOf(msg.Content)
+	seq := ss.appendEvent("user/message", msg, &placement{SurfaceOp: "append"})
 	ss.surface = append(ss.surface, seq)
 	ss.tokens[seq] = len(text)/4 + 1
 	if ss.title == "" {
 		ss.title = text
-		ss.appendEvent("session/title", block{"title": text, "messageSeqs": []int64{seq}, "source": block{"kind": "fallback"}}, nil)
+		ss.appendEvent("session/title", titleData{Title: text, MessageSeqs: []int64{seq}, Source: source{Kind: "fallback"}}, nil)
 	}
-	ss.appendEvent("request/context", block{"provider": ss.provider, "model": ss.model, "contextWindow": 1000000}, nil)
+	ss.appendEvent("request/context", requestContext{Provider: ss.provider, Model: ss.model, ContextWindow: 1000000}, nil)
 	s.n++
 	n := s.n
 	s.mu.Unlock()
@@ -109,58 +111,56 @@ func (s *Server) runTurn(ss *session, content []block, source block, msgID strin
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	reason := "completed"
+	why := "completed"
 	if cancelled {
-		reason = "cancelled"
+		why = "cancelled"
 	} else {
 		reply := fmt.Sprintf("FAKE-REPLY-%d: scripted answer to %q", n, text)
 		if s.opts.Reply != nil {
 			reply = s.opts.Reply(text)
 		}
 		first := int64(len(ss.events))
-		chunk := func(c block) { ss.appendEvent("assistant/chunk", block{"turn": turn, "step": 1, "chunk": c}, nil) }
-		chunk(block{"type": "block-start", "index": 0, "blockType": "text"})
+		chunk := func(c any) { ss.appendEvent("assistant/chunk", chunkData{Turn: turn, Step: 1, Chunk: c}, nil) }
+		chunk(blockStart{Type: "block-start", Index: 0, BlockType: "text"})
 		for i := 0; i < len(reply); i += 20 {
-			chunk(block{"type": "text-delta", "index": 0, "text": reply[i:min(i+20, len(reply))]})
+			chunk(textDelta{Type: "text-delta", Index: 0, Text: reply[i:min(i+20, len(reply))]})
 		}
-		chunk(block{"type": "block-end", "index": 0, "block": block{"type": "text", "text": reply}})
-		usage := block{"inputTokens": 1500 + len(text)/4, "outputTokens": len(reply)/4 + 1, "cacheReadTokens": 0}
-		chunk(block{"type": "usage", "usage": usage})
-		chunk(block{"type": "finish", "reason": block{"kind": "stop"}})
+		chunk(blockEnd{Type: "block-end", Index: 0, Block: textBlock(reply)})
+		used := usage{InputTokens: 1500 + len(text)/4, OutputTokens: len(reply)/4 + 1, CacheReadTokens: 0}
+		chunk(usageChunk{Type: "usage", Usage: used})
+		chunk(finishChunk{Type: "finish", Reason: reason{Kind: "stop"}})
 		var srcSeqs []int64
 		for q := first; q < int64(len(ss.events)); q++ {
 			srcSeqs = append(srcSeqs, q)
 		}
-		aseq := ss.appendEvent("assistant/message", block{"turn": turn, "step": 1, "usage": usage, "message": block{
-			"role": "assistant", "content": []block{{"type": "text", "text": reply}}, "id": uuid(),
-			"source": block{"kind": "model", "provider": ss.provider, "model": ss.model}}},
+		aseq := ss.appendEvent("assistant/message", assistantData{Turn: turn, Step: 1, Usage: used, Message: message{
+			Role: "assistant", Content: []contentBlock{textBlock(reply)}, ID: uuid(),
+			Source: modelSource{Kind: "model", Provider: ss.provider, Model: ss.model}}},
 			&placement{SourceEventSeqs: srcSeqs, SurfaceOp: "append"})
 		ss.surface = append(ss.surface, aseq)
 		ss.tokens[aseq] = len(reply)/4 + 1
 	}
-	ss.appendEvent("step/end", block{"turn": turn, "step": 1}, nil)
-	ss.appendEvent("turn/end", block{"turn": turn, "reason": block{"kind": reason}}, nil)
+	ss.appendEvent("step/end", stepData{Turn: turn, Step: 1}, nil)
+	ss.appendEvent("turn/end", turnEnd{Turn: turn, Reason: reason{Kind: why}}, nil)
 	ss.running, ss.cancel = false, nil
 	if g != nil && ss.goal == g && g.Phase == "active" {
 		if g.Rounds >= g.MaxRounds {
 			g.Revision++
 			g.Phase = "blocked"
 			g.UpdatedAt = now()
-			ss.appendEvent("goal/change", s.goalChange("block", g, block{"blockedReason": block{"code": "round-limit",
-				"message": fmt.Sprintf("Goal reached its configured limit of %d rounds.", g.MaxRounds)}}), nil)
+			ss.appendEvent("goal/change", s.goalChange("block", g, &blockedReason{Code: "round-limit",
+				Message: fmt.Sprintf("Goal reached its configured limit of %d rounds.", g.MaxRounds)}), nil)
 		} else {
 			s.queueRound(ss, g)
 		}
 	}
 }
 
-func (s *Server) goalChange(op string, g *goal, extra block) block {
-	gb := block{"id": g.ID, "revision": g.Revision, "objective": g.Objective, "phase": g.Phase, "maxGoalRounds": g.MaxRounds}
-	for k, v := range extra {
-		gb[k] = v
-	}
-	return block{"kind": "goal/change", "version": 1, "operation": op, "goal": gb, "roundsStarted": g.Rounds,
-		"createdAt": g.CreatedAt, "updatedAt": g.UpdatedAt}
+func (s *Server) goalChange(op string, g *goal, blocked *blockedReason) goalChange {
+	gd := goalData{ID: g.ID, Revision: g.Revision, Objective: g.Objective, Phase: g.Phase, MaxGoalRounds: g.MaxRounds,
+		BlockedReason: blocked}
+	return goalChange{Kind: "goal/change", Version: 1, Operation: op, Goal: gd, RoundsStarted: g.Rounds,
+		CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt}
 }
 
 // queueRound queues the goal's next round (s.mu held).
@@ -176,8 +176,8 @@ func (s *Server) queueRound(ss *session, g *goal) {
 		s.mu.Unlock()
 		text := fmt.Sprintf("<goal_round>\nObjective: %q\nRound: %d/%d\n\nContinue working toward the objective in this same session.\n</goal_round>",
 			g.Objective, round, g.MaxRounds)
-		s.runTurn(ss, []block{{"type": "text", "text": text}},
-			block{"kind": "goal", "goalId": g.ID, "revision": rev, "round": round}, uuid(), g)
+		s.runTurn(ss, message{Content: []contentBlock{textBlock(text)}, Role: "user", ID: uuid(),
+			Source: goalSource{Kind: "goal", GoalID: g.ID, Revision: rev, Round: round}}, g)
 	}
 }
 
@@ -217,7 +217,7 @@ func (s *Server) goalCreate(_ string, payload json.RawMessage) (any, *rpcError) 
 	ss.goal = g
 	ss.appendEvent("goal/change", s.goalChange("create", g, nil), nil)
 	s.queueRound(ss, g)
-	return block{"ref": block{"id": g.ID, "revision": g.Revision}}, nil
+	return refValue{Ref: goalRef{ID: g.ID, Revision: g.Revision}}, nil
 }
 
 // checkRef finds the session's goal and refuses a stale revision with DSH's
@@ -264,7 +264,7 @@ func (s *Server) goalPause(_ string, payload json.RawMessage) (any, *rpcError) {
 	g.Phase = "paused"
 	g.UpdatedAt = now()
 	ss.appendEvent("goal/change", s.goalChange("pause", g, nil), nil)
-	return block{"ref": block{"id": g.ID, "revision": g.Revision}}, nil
+	return refValue{Ref: goalRef{ID: g.ID, Revision: g.Revision}}, nil
 }
 
 func (s *Server) goalClear(_ string, payload json.RawMessage) (any, *rpcError) {
@@ -283,9 +283,11 @@ func (s *Server) goalClear(_ string, payload json.RawMessage) (any, *rpcError) {
 		return nil, e
 	}
 	ss.goal = nil
-	ss.appendEvent("goal/change", block{"kind": "goal/change", "version": 1, "operation": "clear",
-		"cleared": block{"id": g.ID, "revision": g.Revision + 1}, "clearedAt": now()}, nil)
-	return block{"cleared": true}, nil
+	ss.appendEvent("goal/change", goalCleared{Kind: "goal/change", Version: 1, Operation: "clear",
+		Cleared: goalRef{ID: g.ID, Revision: g.Revision + 1}, ClearedAt: now()}, nil)
+	return struct {
+		Cleared bool `json:"cleared"`
+	}{true}, nil
 }
 
 func (s *Server) commandsExecute(_ string, payload json.RawMessage) (any, *rpcError) {
@@ -308,13 +310,12 @@ func (s *Server) commandsExecute(_ string, payload json.RawMessage) (any, *rpcEr
 	s.n++
 	cmdID := fmt.Sprintf("cmd-%s-%d", uuid()[:8], s.n)
 	if name != "compact" {
-		return block{"commandId": cmdID, "result": block{"kind": "error", "text": "Unknown command: /" + name}}, nil
+		return executeValue{CommandID: cmdID, Result: commandResult{Kind: "error", Text: "Unknown command: /" + name}}, nil
 	}
 	s.waitIdle(ss, 10*time.Second)
-	ss.appendEvent("command/run", block{"commandId": cmdID, "name": "compact", "args": args, "source": block{"kind": "user"}}, nil)
+	ss.appendEvent("command/run", commandRun{CommandID: cmdID, Name: "compact", Args: args, Source: source{Kind: "user"}}, nil)
 	if len(ss.surface) == 0 {
-		ss.appendEvent("command/done", block{"commandId": cmdID, "kind": "error", "text": "Nothing to compact."}, nil)
-		return block{"commandId": cmdID, "result": block{"kind": "error", "text": "Nothing to compact."}}, nil
+		return s.commandDone(ss, cmdID, commandResult{Kind: "error", Text: "Nothing to compact."}), nil
 	}
 	shadow := ss.surface
 	if len(shadow) > 1 {
@@ -331,27 +332,37 @@ func (s *Server) commandsExecute(_ string, payload json.RawMessage) (any, *rpcEr
 		return s.compactFailure(ss, f, cmdID, cid)
 	}
 	summary := fmt.Sprintf("SUMMARY-%d: the conversation so far, condensed by the fake DSH server.", s.n)
-	start := ss.appendEvent("compaction/start", block{"compactionId": cid, "sourceCommandId": cmdID, "turn": nil}, nil)
-	sum := ss.appendEvent("compaction/summary", block{"compactionId": cid, "sourceCommandId": cmdID,
-		"summary": []block{{"type": "text", "text": summary}}, "rawOutput": []block{{"type": "text", "text": summary}},
-		"llmStreamCall": true, "shadowedRange": block{"start": shadow[0], "end": shadow[len(shadow)-1]},
-		"shadowedSeqs": shadow, "shadowedTokenCount": tokens, "provider": ss.provider, "model": ss.model, "maxTokens": 8192}, nil)
-	rep := ss.appendEvent("user/message", block{"content": []block{
-		{"type": "text", "text": "This is an automatically generated checkpoint condensing an earlier span of the conversation to free up context.\n\n<compacted-summary>"},
-		{"type": "text", "text": summary}, {"type": "text", "text": "</compacted-summary>"}},
-		"source": block{"kind": "plugin", "plugin": "compact", "compactionId": cid, "sourceCommandId": cmdID},
-		"role":   "user", "id": uuid()},
+	lifecycle := compactionLifecycle{CompactionID: cid, SourceCommandID: cmdID, Turn: noTurn}
+	start := ss.appendEvent("compaction/start", lifecycle, nil)
+	span := seqRange{Start: shadow[0], End: shadow[len(shadow)-1]}
+	sum := ss.appendEvent("compaction/summary", compactionSummary{CompactionID: cid, SourceCommandID: cmdID,
+		Summary: []contentBlock{textBlock(summary)}, RawOutput: []contentBlock{textBlock(summary)},
+		LLMStreamCall: true, ShadowedRange: span, ShadowedSeqs: shadow, ShadowedTokenCount: tokens,
+		Provider: ss.provider, Model: ss.model, MaxTokens: 8192}, nil)
+	rep := ss.appendEvent("user/message", message{Content: []contentBlock{
+		textBlock("This is an automatically generated checkpoint condensing an earlier span of the conversation to free up context.\n\n<compacted-summary>"),
+		textBlock(summary), textBlock("</compacted-summary>")},
+		Source: pluginSource{Kind: "plugin", Plugin: "compact", CompactionID: cid, SourceCommandID: cmdID},
+		Role:   "user", ID: uuid()},
 		&placement{SourceEventSeqs: append([]int64{start, sum}, shadow...),
-			SurfaceOp: block{"op": "replace", "start": shadow[0], "end": shadow[len(shadow)-1]}})
+			SurfaceOp: replaceOp{Op: "replace", Start: span.Start, End: span.End}})
 	ss.surface = append([]int64{rep}, retained...)
 	for _, q := range shadow {
 		delete(ss.tokens, q)
 	}
 	ss.tokens[rep] = len(summary)/4 + 1
-	ss.appendEvent("compaction/end", block{"compactionId": cid, "sourceCommandId": cmdID, "turn": nil}, nil)
+	ss.appendEvent("compaction/end", lifecycle, nil)
 	text := fmt.Sprintf("Compacted %d history items (~%d tokens).", len(shadow), tokens)
-	ss.appendEvent("command/done", block{"commandId": cmdID, "kind": "success", "text": text, "sourceEventSeq": sum}, nil)
-	return block{"commandId": cmdID, "result": block{"kind": "success", "text": text, "sourceEventSeq": sum}}, nil
+	return s.commandDone(ss, cmdID, commandResult{Kind: "success", Text: text, SourceEventSeq: &sum}), nil
+}
+
+// commandDone writes command/done with the command's result and returns
+// commands/execute's value (s.mu held).
+func (s *Server) commandDone(ss *session, cmdID string, res commandResult) executeValue {
+	done := res
+	done.CommandID = cmdID
+	ss.appendEvent("command/done", done, nil)
+	return executeValue{CommandID: cmdID, Result: res}
 }
 
 // compactFailureText is DSH 0.1.0-rc.8's /compact text per manual
@@ -373,20 +384,20 @@ func (s *Server) compactFailure(ss *session, code, cmdID, cid string) (any, *rpc
 	if !ok {
 		return nil, errf("INTERNAL", "dshtest: no such compaction failure %q", code)
 	}
-	lifecycle := block{"compactionId": cid, "sourceCommandId": cmdID, "turn": nil}
+	lifecycle := compactionLifecycle{CompactionID: cid, SourceCommandID: cmdID, Turn: noTurn}
 	if code != "busy" {
 		ss.appendEvent("compaction/start", lifecycle, nil)
 		if code == "persistence" {
 			shadow := append([]int64(nil), ss.surface[:1]...)
-			ss.appendEvent("compaction/summary", block{"compactionId": cid, "sourceCommandId": cmdID,
-				"summary":       []block{{"type": "text", "text": "SUMMARY: flushed in memory only."}},
-				"shadowedRange": block{"start": shadow[0], "end": shadow[0]}, "shadowedSeqs": shadow, "shadowedTokenCount": 1}, nil)
+			ss.appendEvent("compaction/summary", compactionSummary{CompactionID: cid, SourceCommandID: cmdID,
+				Summary:       []contentBlock{textBlock("SUMMARY: flushed in memory only.")},
+				ShadowedRange: seqRange{Start: shadow[0], End: shadow[0]}, ShadowedSeqs: shadow, ShadowedTokenCount: 1}, nil)
 			ss.appendEvent("compaction/end", lifecycle, nil)
 		} else {
-			ss.appendEvent("compaction/end", block{"compactionId": cid, "sourceCommandId": cmdID, "turn": nil,
-				"error": "ManualCompactionError: " + code}, nil)
+			failed := lifecycle
+			failed.Error = "ManualCompactionError: " + code
+			ss.appendEvent("compaction/end", failed, nil)
 		}
 	}
-	ss.appendEvent("command/done", block{"commandId": cmdID, "kind": "error", "text": text}, nil)
-	return block{"commandId": cmdID, "result": block{"kind": "error", "text": text}}, nil
+	return s.commandDone(ss, cmdID, commandResult{Kind: "error", Text: text}), nil
 }
