@@ -40,6 +40,15 @@ CREATE TRIGGER entries_notify_appends AFTER INSERT ON entries
     REFERENCING NEW TABLE AS bridge_new_entries
     FOR EACH STATEMENT EXECUTE FUNCTION bridge_notify_appends();
 `})
+	// Migration 102: each entry keeps the origin of the process that wrote
+	// it (the bridge.origin setting of its connection; NULL without one), so
+	// that a follower reading back what it missed while its connection was
+	// down can leave out its own process's appends, as the notices do.
+	// Existing rows get no value (a constant default: no table rewrite).
+	migrations = append(migrations, migration{102, "entries_origin", `
+ALTER TABLE entries ADD COLUMN origin text;
+ALTER TABLE entries ALTER COLUMN origin SET DEFAULT nullif(current_setting('bridge.origin', true), '');
+`})
 	return 0
 }()
 
@@ -76,8 +85,10 @@ type appendNotice struct {
 // FollowAppends implements core.ChangeFeed: it LISTENs on a connection of
 // its own (not one of the pool's) and, for each notice from another origin,
 // reads the entries it names and hands them to fn. A lost connection is
-// made again (after a pause growing to 5 s); notices sent while it was down
-// are lost, which it logs through logf (nil: not logged).
+// made again (after a pause growing to 5 s); once it listens again, what
+// other processes committed while it was down (notices PostgreSQL does not
+// keep) is read from the record and handed over the same way: every
+// session whose last sequence number passed what the follower had seen.
 func (db *DB) FollowAppends(ctx context.Context, fn func(entries []core.Entry)) error {
 	return db.follow(ctx, fn, nil)
 }
@@ -87,15 +98,25 @@ func (db *DB) FollowAppendsLogged(ctx context.Context, fn func(entries []core.En
 	return db.follow(ctx, fn, logf)
 }
 
+// follower is one FollowAppends: seen is, per session, the last sequence
+// number handed over or known to be this process's own (or already there
+// when the follower started).
+type follower struct {
+	db   *DB
+	fn   func([]core.Entry)
+	seen map[string]int64
+}
+
 func (db *DB) follow(ctx context.Context, fn func(entries []core.Entry), logf func(string)) error {
+	f := &follower{db: db, fn: fn}
 	pause := 100 * time.Millisecond
 	for {
-		err := db.listen(ctx, fn)
+		err := f.listen(ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if logf != nil {
-			logf(fmt.Sprintf("postgres: following other processes' appends stopped (%v); reconnecting, and changes made meanwhile are not announced", scrub(err.Error(), db.password)))
+			logf(fmt.Sprintf("postgres: following other processes' appends stopped (%v); reconnecting, then reading what was appended meanwhile from the record", scrub(err.Error(), db.password)))
 		}
 		select {
 		case <-ctx.Done():
@@ -106,9 +127,15 @@ func (db *DB) follow(ctx context.Context, fn func(entries []core.Entry), logf fu
 	}
 }
 
-// listen runs one LISTEN connection until it fails or ctx ends.
-func (db *DB) listen(ctx context.Context, fn func(entries []core.Entry)) error {
-	conn, err := pgx.ConnectConfig(ctx, db.pool.Config().ConnConfig.Copy())
+// listen runs one LISTEN connection until it fails or ctx ends: the first
+// time it notes where every session stands before listening; each time,
+// once it listens, it hands over what was committed since it last knew
+// (catchUp), then what each notice names.
+func (f *follower) listen(ctx context.Context) error {
+	cfg := f.db.pool.Config().ConnConfig.Copy()
+	// Named apart in pg_stat_activity: "bridge-follow" by default.
+	cfg.RuntimeParams["application_name"] += "-follow"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -117,7 +144,19 @@ func (db *DB) listen(ctx context.Context, fn func(entries []core.Entry)) error {
 	if err := conn.QueryRow(ctx, `SELECT coalesce(current_setting('bridge.origin', true), '')`).Scan(&self); err != nil {
 		return err
 	}
+	if f.seen == nil {
+		seen, err := sessionHeads(ctx, conn)
+		if err != nil {
+			return err
+		}
+		f.seen = seen
+	}
 	if _, err := conn.Exec(ctx, `LISTEN `+appendsChannel); err != nil {
+		return err
+	}
+	// Listening: whatever commits from now on is noticed; what committed
+	// before and was not seen is read now.
+	if err := f.catchUp(ctx, conn, self); err != nil {
 		return err
 	}
 	for {
@@ -129,17 +168,81 @@ func (db *DB) listen(ctx context.Context, fn func(entries []core.Entry)) error {
 		if json.Unmarshal([]byte(n.Payload), &a) != nil || a.Session == "" {
 			continue
 		}
+		lo := max(a.Lo, f.seen[a.Session]+1)
+		if lo > a.Hi {
+			continue // handed over already, by catchUp
+		}
+		f.seen[a.Session] = a.Hi
 		if self != "" && a.Origin == self {
 			continue
 		}
-		es, err := db.entriesBetween(ctx, a.Session, a.Lo, a.Hi)
+		es, err := f.db.entriesBetween(ctx, a.Session, lo, a.Hi)
 		if err != nil {
 			return err
 		}
 		if len(es) > 0 {
-			fn(es)
+			f.fn(es)
 		}
 	}
+}
+
+// sessionHeads is every session's last sequence number.
+func sessionHeads(ctx context.Context, conn *pgx.Conn) (map[string]int64, error) {
+	rows, err := conn.Query(ctx, `SELECT id, max_seq FROM sessions`)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]int64{}
+	for rows.Next() {
+		var id string
+		var seq int64
+		if err := rows.Scan(&id, &seq); err != nil {
+			return nil, err
+		}
+		seen[id] = seq
+	}
+	return seen, rows.Err()
+}
+
+// catchUp hands over, for every session whose last sequence number passed
+// what the follower has seen, the entries after that point that another
+// origin wrote (a session's entries commit in sequence order: its row is
+// locked from the sequence number's choice to the commit).
+func (f *follower) catchUp(ctx context.Context, conn *pgx.Conn, self string) error {
+	heads, err := sessionHeads(ctx, conn)
+	if err != nil {
+		return err
+	}
+	for id, hi := range heads {
+		lo := f.seen[id] + 1
+		if lo > hi {
+			continue
+		}
+		rows, err := conn.Query(ctx, `SELECT `+entryCols+` FROM entries
+			WHERE session_id = $1 AND seq BETWEEN $2 AND $3 AND ($4 = '' OR origin IS DISTINCT FROM $4)
+			ORDER BY seq`, id, lo, hi, self)
+		if err != nil {
+			return err
+		}
+		var es []core.Entry
+		for rows.Next() {
+			var r entryRow
+			if err := rows.Scan(r.dest()...); err != nil {
+				rows.Close()
+				return err
+			}
+			es = append(es, r.entry())
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		f.seen[id] = hi
+		if len(es) > 0 {
+			f.fn(es)
+		}
+	}
+	return nil
 }
 
 // entriesBetween reads a session's entries with lo <= seq <= hi, in order.

@@ -3,9 +3,13 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	neturl "net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/storetest"
@@ -178,4 +182,73 @@ func ready(t *testing.T, from *postgres.DB, f *follower) {
 		}
 	}
 	t.Fatal("the follower never heard a marker")
+}
+
+// TestFollowAppendsReadsWhatItMissed: while a follower's connection is
+// down (the server ended it and refuses new ones), another process appends
+// to a session the follower knew and to a new one, and the follower's own
+// process appends too. Once it connects again it hands over the other
+// process's entries, whole, in order, once each, and none of its own; what
+// comes after arrives as before.
+func TestFollowAppendsReadsWhatItMissed(t *testing.T) {
+	url := pgtest.URL(t)
+	a := openAs(t, url, "proc-a")
+	b := openAs(t, url, "proc-b")
+	fb := follow(t, b)
+	ready(t, a, fb)
+	s1, _ := a.CreateSession(ctx, core.Session{Harness: "fake"})
+	mine, _ := b.CreateSession(ctx, core.Session{Harness: "fake"})
+	text := func(s string) core.NewEntry {
+		return core.NewEntry{Kind: core.KindUserMessage, Payload: []byte(fmt.Sprintf(`{"text":%q}`, s))}
+	}
+	want := []string{storetest.MustAppend(t, a, s1.ID, text("before"))[0].ID}
+	fb.waitFor(t, 1, func(e core.Entry) bool { return e.SessionID == s1.ID })
+
+	admin, err := pgx.Connect(ctx, pgtest.ServerURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	if _, err := admin.Exec(ctx, `ALTER DATABASE `+name+` ALLOW_CONNECTIONS false`); err != nil {
+		t.Fatal(err)
+	}
+	var ended int
+	if err := admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = $1 AND application_name = 'bridge-follow'`, name).Scan(&ended); err != nil || ended != 1 {
+		t.Fatalf("ended %d listening connections (%v), want b's one", ended, err)
+	}
+	// Down: a appends to s1 and to a new session, b to its own.
+	for i := range 3 {
+		want = append(want, storetest.MustAppend(t, a, s1.ID, text(fmt.Sprintf("while down %d", i)))[0].ID)
+	}
+	s2, err := a.CreateSession(ctx, core.Session{Harness: "fake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range storetest.MustAppend(t, a, s2.ID, text("new session"), text("new session again")) {
+		want = append(want, e.ID)
+	}
+	storetest.MustAppend(t, b, mine.ID, text("b's own while down"))
+	storetest.MustAppend(t, b, s1.ID, text("b's own in s1"))
+	if _, err := admin.Exec(ctx, `ALTER DATABASE `+name+` ALLOW_CONNECTIONS true`); err != nil {
+		t.Fatal(err)
+	}
+	// Up again: one more append, handed over after what was missed.
+	last := storetest.MustAppend(t, a, s1.ID, text("after"))[0].ID
+	notMarker := func(e core.Entry) bool { return storetest.Texts([]core.Entry{e}) != "marker" }
+	fb.waitFor(t, 1, func(e core.Entry) bool { return e.ID == last })
+	all := fb.waitFor(t, len(want)+1, notMarker)
+	bySession := map[string][]string{}
+	for _, e := range all {
+		bySession[e.SessionID] = append(bySession[e.SessionID], e.ID)
+	}
+	wantBy := map[string][]string{s1.ID: {want[0], want[1], want[2], want[3], last}, s2.ID: {want[4], want[5]}}
+	if fmt.Sprint(bySession) != fmt.Sprint(wantBy) {
+		t.Fatalf("b heard %s\nwant (by session) %v, got %v", storetest.Texts(all), wantBy, bySession)
+	}
 }
