@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
@@ -49,6 +51,34 @@ func run(t *testing.T, env []string, name string, args ...string) string {
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// runBounded is run for a long program (the browser suite): it stops the
+// program (SIGTERM to its process group: node, bridge web, and Playwright's
+// Chromium, which closes on node's SIGTERM) two minutes before go test's
+// deadline and fails with its output so far, which go test's own timeout
+// would throw away.
+func runBounded(t *testing.T, env []string, name string, args ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	if d, ok := t.Deadline(); ok && time.Until(d) > 4*time.Minute {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-2*time.Minute))
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("%s %s: still running two minutes before go test's deadline (a hang?); stopped: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
 	if err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
@@ -200,14 +230,16 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	seedGauge(t, gaugeDir, cwd)
-	args := []string{"--test", "--test-concurrency=1"}
+	// Each browser test fails on its own after 15 minutes (a hang is a
+	// failure naming the test, not a stuck run); see also runBounded.
+	args := []string{"--test", "--test-concurrency=1", "--test-timeout=900000"}
 	// WEBUI_TEST_PATTERN runs only the browser tests whose names match (while
 	// working on them); the others then count as skipped.
 	pattern := os.Getenv("WEBUI_TEST_PATTERN")
 	if pattern != "" {
 		args = append(args, "--test-name-pattern="+pattern)
 	}
-	out := run(t, []string{"BRIDGE_BIN=" + binPath, "CHROMIUM=" + chromium, "CLAUDE_DATA_DIR=" + dataDir,
+	out := runBounded(t, []string{"BRIDGE_BIN=" + binPath, "CHROMIUM=" + chromium, "CLAUDE_DATA_DIR=" + dataDir,
 		"CLAUDE_CWD=" + cwd, "CLAUDE_REPLY=" + reply, "GAUGE_DATA_DIR=" + gaugeDir}, "node", append(args, "test/")...)
 	if !strings.Contains(out, "# fail 0") || (pattern == "" && !strings.Contains(out, "# skipped 0")) || strings.Contains(out, "# pass 0") {
 		t.Fatalf("browser tests:\n%s", out)

@@ -13,8 +13,16 @@ import (
 	"github.com/coder/websocket"
 )
 
-// writeTimeout bounds one message write to a client that stopped reading.
-const writeTimeout = 30 * time.Second
+// A client that leaves a message unread for stallAfter (its socket full,
+// one write blocked) has stopped reading: it is treated as one whose queue
+// overflowed. One that leaves it unread for abandonAfter is disconnected
+// without being told why (it may never read again). noteTimeout bounds the
+// write of the note saying why, to a client that reads again.
+const (
+	stallAfter   = 30 * time.Second
+	abandonAfter = 10 * time.Minute
+	noteTimeout  = 30 * time.Second
+)
 
 // closeDrain bounds how long Close waits for the queued messages (the last
 // replies) to be written before it closes the connection anyway.
@@ -43,13 +51,17 @@ const (
 var fellBehindNote = []byte(`{"jsonrpc":"2.0","method":"window/logMessage","params":{"type":1,"message":"` + FellBehindReason + `"}}`)
 
 // ErrFellBehind is returned for every message sent to a connection whose
-// send queue overflowed: the connection is being closed.
-var ErrFellBehind = errors.New("web: the client fell behind (its send queue overflowed); the connection is closed")
+// client fell behind (its send queue overflowed, or it left a message
+// unread for stallAfter): the connection is being closed.
+var ErrFellBehind = errors.New("web: the client stopped reading and fell behind; the connection is closed")
 
-// queueLimits bound a connection's send queue.
+// queueLimits bound a connection's send queue, and how long its client may
+// leave a message unread (stallAfter, abandonAfter when zero).
 type queueLimits struct {
-	messages int
-	bytes    int64
+	messages     int
+	bytes        int64
+	stallAfter   time.Duration
+	abandonAfter time.Duration
 }
 
 // wsConn is an rpc.MessageConn over a WebSocket. Writes never wait for the
@@ -57,11 +69,12 @@ type queueLimits struct {
 // queue, which one goroutine writes to the socket in order. So a client
 // that stops reading (a stalled tab) delays nobody else: not the shared
 // service that fans notifications out to every tab, nor the other tabs.
-// When its queue overflows, the queued messages are dropped, every later
+// When its queue overflows, or it leaves a message unread for stallAfter,
+// it has fallen behind: the queued messages are dropped, every later
 // message is refused with ErrFellBehind, and once the client reads again
 // it is sent a window/logMessage error saying why, then the connection is
 // closed with CloseFellBehind and FellBehindReason. A client that stays
-// stalled for writeTimeout loses the connection without either.
+// stalled for abandonAfter loses the connection without either.
 type wsConn struct {
 	c      *websocket.Conn
 	log    *slog.Logger
@@ -84,6 +97,12 @@ func newWSConn(c *websocket.Conn, limits queueLimits, log *slog.Logger) *wsConn 
 	}
 	if limits.bytes <= 0 {
 		limits.bytes = DefaultQueueBytes
+	}
+	if limits.stallAfter <= 0 {
+		limits.stallAfter = stallAfter
+	}
+	if limits.abandonAfter <= 0 {
+		limits.abandonAfter = abandonAfter
 	}
 	w := &wsConn{c: c, log: log, limits: limits, done: make(chan struct{})}
 	w.cond = sync.NewCond(&w.mu)
@@ -133,11 +152,7 @@ func (w *wsConn) WriteMessage(_ context.Context, data []byte) error {
 		return net.ErrClosed
 	}
 	if len(w.queue) >= w.limits.messages || w.bytes >= w.limits.bytes {
-		w.log.Warn("web: a client stopped reading; closing its connection", "queuedMessages", len(w.queue),
-			"queuedBytes", w.bytes, "limitMessages", w.limits.messages, "limitBytes", w.limits.bytes)
-		w.err, w.behind = ErrFellBehind, true
-		w.queue, w.bytes = nil, 0
-		w.cond.Broadcast()
+		w.fellBehind("its send queue is full")
 		return w.err
 	}
 	w.queue = append(w.queue, data)
@@ -146,8 +161,43 @@ func (w *wsConn) WriteMessage(_ context.Context, data []byte) error {
 	return nil
 }
 
+// fellBehind drops the queue of a client that stopped reading and refuses
+// every later message; the writer, once the client reads again, tells it
+// why and closes the connection. w.mu is held.
+func (w *wsConn) fellBehind(why string) {
+	w.log.Warn("web: a client stopped reading; closing its connection", "why", why, "queuedMessages", len(w.queue),
+		"queuedBytes", w.bytes, "limitMessages", w.limits.messages, "limitBytes", w.limits.bytes)
+	w.err, w.behind = ErrFellBehind, true
+	w.queue, w.bytes = nil, 0
+	w.cond.Broadcast()
+}
+
+// write writes one message, for as long as the client takes to read it:
+// after stallAfter the client has fallen behind (as if its queue had
+// overflowed: nothing more is queued for it, and the write goes on, so that
+// a client that reads again is told why), and after abandonAfter the
+// connection is closed. (A deadline on the write itself would close the
+// connection at once: the library closes it when a write's context ends.)
+func (w *wsConn) write(msg []byte) error {
+	stalled := time.AfterFunc(w.limits.stallAfter, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.err == nil && !w.closing {
+			w.fellBehind(fmt.Sprintf("a message unread for %s", w.limits.stallAfter))
+		}
+	})
+	abandon := time.AfterFunc(w.limits.abandonAfter, func() {
+		w.log.Warn("web: a client that stopped reading never read again; closing its connection without a reason", "after", w.limits.abandonAfter)
+		_ = w.c.CloseNow()
+	})
+	err := w.c.Write(context.Background(), websocket.MessageText, msg)
+	stalled.Stop()
+	abandon.Stop()
+	return err
+}
+
 // writer writes the queue to the socket, in order, until Close, a failed
-// write or an overflow.
+// write or the client falls behind.
 func (w *wsConn) writer() {
 	defer close(w.done)
 	for {
@@ -173,16 +223,13 @@ func (w *wsConn) writer() {
 		w.bytes -= int64(len(msg))
 		w.mu.Unlock()
 
-		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-		err := w.c.Write(ctx, websocket.MessageText, msg)
-		cancel()
-		if err != nil {
+		if err := w.write(msg); err != nil {
 			w.mu.Lock()
 			if w.err == nil {
 				w.err = fmt.Errorf("web: writing a WebSocket message: %w", err)
 			} else if w.behind {
-				// The overflow came while this write was blocked, and the
-				// write failed: the connection is gone.
+				// The client fell behind while this write was blocked,
+				// and the write failed: the connection is gone.
 				w.mu.Unlock()
 				_ = w.c.CloseNow()
 				return
@@ -198,7 +245,7 @@ func (w *wsConn) writer() {
 // closeBehind tells a client that fell behind why it is disconnected, and
 // disconnects it.
 func (w *wsConn) closeBehind() {
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), noteTimeout)
 	err := w.c.Write(ctx, websocket.MessageText, fellBehindNote)
 	cancel()
 	if err != nil {

@@ -225,6 +225,101 @@ func TestOverflowClosesWithReason(t *testing.T) {
 	}
 }
 
+// expectNoteAndClose reads c (a client that stopped reading and reads
+// again) to its end: messages numbered from 0, then the window/logMessage
+// error saying why, then the close status CloseFellBehind with
+// FellBehindReason. It returns how many numbered messages came first.
+func expectNoteAndClose(t *testing.T, c *websocket.Conn) int {
+	t.Helper()
+	noted := false
+	for i := 0; ; i++ {
+		_, b, err := c.Read(context.Background())
+		if err == nil && noted {
+			t.Fatalf("a message after the log message: %.40q", b)
+		}
+		if err != nil {
+			if !noted {
+				t.Fatalf("the connection ended (%v) without the window/logMessage saying why", err)
+			}
+			var ce websocket.CloseError
+			if !errors.As(err, &ce) || ce.Code != CloseFellBehind || ce.Reason != FellBehindReason {
+				t.Fatalf("after %d messages: %v, want close status %d with %q", i, err, CloseFellBehind, FellBehindReason)
+			}
+			return i - 1
+		}
+		if strings.HasPrefix(string(b), `{"jsonrpc":"2.0","method":"window/logMessage"`) {
+			if !strings.Contains(string(b), FellBehindReason) {
+				t.Fatalf("log message %s", b)
+			}
+			noted = true
+			continue
+		}
+		if want := fmt.Sprintf("%08d", i); string(b[:8]) != want {
+			t.Fatalf("message %d: got %q first", i, b[:8])
+		}
+	}
+}
+
+// TestUnreadMessageCountsAsFallingBehind: a client that leaves a message
+// unread for stallAfter (its socket full, far from its queue bound) has
+// fallen behind as if its queue had overflowed: later messages are refused
+// with ErrFellBehind at once, and when it reads again it gets what was
+// already on its way, the note saying why, and the close status 1008. (A
+// stalled client used to lose the connection without a word after 30 s,
+// which under load came before any overflow.)
+func TestUnreadMessageCountsAsFallingBehind(t *testing.T) {
+	p := newPair(t, queueLimits{stallAfter: 300 * time.Millisecond})
+	stalled, sa := p.dial(t, true)
+	// 64 KiB messages fill the socket buffers (the client's is small) and
+	// block the writer; then small ones, far below the queue's bounds (at
+	// most 400 × 64 KiB + 16 × 1 KiB a second), until the connection refuses
+	// them.
+	deadline := time.Now().Add(2 * time.Minute)
+	sent := 0
+	for ; ; sent++ {
+		size := 64 << 10
+		if sent >= 400 {
+			size = 1 << 10
+			time.Sleep(60 * time.Millisecond)
+		}
+		err := sa.WriteMessage(context.Background(), message(sent, size))
+		if errors.Is(err, ErrFellBehind) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("write %d: %v, want ErrFellBehind once the client stalled", sent, err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a client that reads nothing was never found behind (%d messages queued)", sent)
+		}
+	}
+	// The rpc server closes the connection when a write fails; the writer
+	// still tells the client why once it reads.
+	if err := sa.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if got := expectNoteAndClose(t, stalled); got >= sent {
+		t.Fatalf("received %d messages of %d: the queue was not dropped", got, sent)
+	}
+}
+
+// TestAbandonedClientIsClosed: a client that never reads again loses the
+// connection after abandonAfter, without the note.
+func TestAbandonedClientIsClosed(t *testing.T) {
+	p := newPair(t, queueLimits{stallAfter: 100 * time.Millisecond, abandonAfter: 500 * time.Millisecond})
+	_, sa := p.dial(t, true)
+	for i := range 400 {
+		if err := sa.WriteMessage(context.Background(), message(i, 64<<10)); err != nil {
+			break
+		}
+	}
+	select {
+	case <-sa.done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the writer still waits for a client that never reads")
+	}
+}
+
 // TestCloseSendsWhatIsQueued: Close writes the queued messages (the last
 // replies, the shutdown reply among them) before closing normally.
 func TestCloseSendsWhatIsQueued(t *testing.T) {

@@ -39,12 +39,26 @@ export function errorCode(err: unknown): string | undefined {
   return typeof data?.code === "string" ? data.code : undefined;
 }
 
+/** ClosedError rejects a request whose connection closed before Bridge answered it. */
+export class ClosedError extends Error {
+  /** The request's method. */
+  readonly method: string;
+  constructor(method: string) {
+    super(`bridge: the connection closed before Bridge answered ${method}`);
+    this.name = "ClosedError";
+    this.method = method;
+  }
+}
+
 /** BridgeClient makes typed calls over a vscode-jsonrpc MessageConnection. */
 export class BridgeClient {
   /** The underlying connection. */
   readonly connection: MessageConnection;
   private readonly onDispose: (() => void) | undefined;
   private disposed = false;
+  private closed = false;
+  /** The requests sent and not answered yet: each one's reject and method. */
+  private readonly pending = new Map<(err: Error) => void, string>();
 
   /**
    * Wraps connection and starts listening on it (unless it is listening
@@ -53,15 +67,37 @@ export class BridgeClient {
   constructor(connection: MessageConnection, options: { listen?: boolean; onDispose?: () => void } = {}) {
     this.connection = connection;
     this.onDispose = options.onDispose;
+    // vscode-jsonrpc settles the requests in flight only on dispose: when
+    // the connection closes (Bridge exited, or bridge web closed a tab that
+    // fell behind) they would never settle. They fail now.
+    connection.onClose(() => {
+      this.closed = true;
+      for (const [reject, method] of this.pending) reject(new ClosedError(method));
+      this.pending.clear();
+    });
     if (options.listen !== false) connection.listen();
   }
 
-  /** Sends request method with params; a token's cancellation sends $/cancelRequest. */
+  /**
+   * Sends request method with params; a token's cancellation sends
+   * $/cancelRequest. It rejects (with ClosedError) when the connection is
+   * closed before Bridge answers.
+   */
   request<M extends ClientRequest>(method: M, params: ParamsOf<M>, token?: CancellationToken): Promise<ResultOf<M>> {
+    if (this.closed) return Promise.reject(new ClosedError(method));
     const args: unknown[] = [];
     if (params !== undefined) args.push(params);
     if (token !== undefined) args.push(token);
-    return this.connection.sendRequest(method, ...args) as Promise<ResultOf<M>>;
+    let reject!: (err: Error) => void;
+    const closed = new Promise<never>((_, r) => (reject = r));
+    this.pending.set(reject, method);
+    let sent: Promise<ResultOf<M>>;
+    try {
+      sent = this.connection.sendRequest(method, ...args) as Promise<ResultOf<M>>;
+    } catch (err) {
+      sent = Promise.reject(err);
+    }
+    return Promise.race([sent, closed]).finally(() => this.pending.delete(reject));
   }
 
   /** Calls handler for every notification named method. */

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
 import { CancellationTokenSource } from "vscode-jsonrpc/node.js";
-import { connectWebSocket, errorCode, spawnBridge } from "../dist/esm/index.js";
+import { ClosedError, connectWebSocket, errorCode, spawnBridge } from "../dist/esm/index.js";
 
 const bin = process.env.BRIDGE_BIN;
 if (!bin) throw new Error("BRIDGE_BIN must name the bridge binary to test");
@@ -61,7 +61,7 @@ test("spawnBridge: typed calls over stdio", async () => {
   assert.equal(await client.process.exited, 0);
 });
 
-// startWeb runs bridge web and resolves to its URL line's parts.
+// startWeb runs bridge web and resolves to its URL line's parts (and the process).
 function startWeb(dataDir) {
   const child = spawn(bin, ["web", "--data-dir", dataDir, "--listen", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "inherit"] });
   after(() => child.kill("SIGTERM"));
@@ -74,7 +74,7 @@ function startWeb(dataDir) {
       if (!buf.includes("\n")) return;
       const m = /^Bridge WebUI: (http:\/\/127\.0\.0\.1:\d+)\/#token=(\S+)$/.exec(line);
       if (!m) reject(new Error(`unexpected first line ${JSON.stringify(line)}`));
-      else resolve({ base: m[1], token: m[2], rpc: `ws${m[1].slice(4)}/rpc?token=${m[2]}` });
+      else resolve({ base: m[1], token: m[2], rpc: `ws${m[1].slice(4)}/rpc?token=${m[2]}`, child });
     });
     child.on("exit", (code) => reject(new Error(`bridge web exited ${code}`)));
   });
@@ -94,4 +94,40 @@ test("connectWebSocket: the same calls over bridge web", async () => {
   other.dispose();
 
   await assert.rejects(connectWebSocket(`ws${web.base.slice(4)}/rpc?token=wrong`), /could not open/);
+});
+
+// settledOrHung resolves to how p settled, or to "still pending" once the
+// connection's close has had a few event-loop turns to reach it: a request
+// that outlives its connection must fail, never wait forever.
+async function settledOrHung(p) {
+  const hung = new Promise((resolve) => setTimeout(() => resolve("still pending"), 10_000));
+  return Promise.race([p.then(() => "resolved", (err) => err), hung]);
+}
+
+// A request in flight when Bridge goes away (the process dies, or bridge web
+// closes a connection that fell behind) is rejected with ClosedError, and
+// so is any later request.
+async function closedMidRequest(client, kill) {
+  await client.initialize();
+  const s = await client.request("session/create", { harness: "fake", cwd: tmp(), title: "dies" });
+  const hanging = client.request("session/prompt", { sessionId: s.sessionId, content: text("hang") });
+  await client.request("session/list", {}); // the prompt is in Bridge's hands
+  kill();
+  const got = await settledOrHung(hanging);
+  assert.ok(got instanceof ClosedError, `the pending prompt settled as ${got}`);
+  assert.equal(got.method, "session/prompt");
+  assert.match(got.message, /connection closed before Bridge answered session\/prompt/);
+  await assert.rejects(client.request("session/list", {}), ClosedError);
+  client.dispose();
+}
+
+test("spawnBridge: a request in flight when the process dies is rejected, not left pending", async () => {
+  const client = spawnBridge({ command: bin, dataDir: tmp() });
+  await closedMidRequest(client, () => client.process.kill("SIGKILL"));
+});
+
+test("connectWebSocket: a request in flight when bridge web dies is rejected, not left pending", async () => {
+  const web = await startWeb(tmp());
+  const client = await connectWebSocket(web.rpc);
+  await closedMidRequest(client, () => web.child.kill("SIGKILL"));
 });

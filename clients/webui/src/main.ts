@@ -4,6 +4,7 @@
 // everything comes over the WebSocket.
 
 import {
+  ClosedError,
   connectWebSocket,
   type BridgeClient,
   type DoctorResult,
@@ -579,6 +580,9 @@ export class App {
     try {
       return await p;
     } catch (err) {
+      // The connection closed: the status line says so, and the page
+      // reconnects and reloads what the request would have changed.
+      if (err instanceof ClosedError) return undefined;
       const e = err as { message?: string; data?: { code?: string } };
       this.say(`Error${e.data?.code ? ` (${e.data.code})` : ""}: ${e.message ?? String(err)}`, true);
       return undefined;

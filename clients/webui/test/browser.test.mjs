@@ -18,9 +18,9 @@ if (!bin || !chromiumPath) throw new Error("BRIDGE_BIN and CHROMIUM must be set 
 const tmp = () => mkdtempSync(path.join(tmpdir(), "bridge-webui-test-"));
 
 /**
- * startWeb runs bridge web and resolves to its printed URL, and to
+ * startWeb runs bridge web and resolves to its printed URL, to
  * stderrLine(re), which resolves when bridge web's stderr (passed on to
- * ours) has a line matching re.
+ * ours) has a line matching re, and to stderrText(), all of it so far.
  */
 export function startWeb(dataDir, env = {}) {
   const child = spawn(bin, ["web", "--data-dir", dataDir, "--listen", "127.0.0.1:0"], {
@@ -47,7 +47,7 @@ export function startWeb(dataDir, env = {}) {
       buf += d;
       if (!buf.includes("\n")) return;
       const m = /^Bridge WebUI: ((http:\/\/127\.0\.0\.1:\d+)\/#token=\S+)$/.exec(buf.split("\n")[0]);
-      if (m) resolve({ url: m[1], base: m[2], stderrLine });
+      if (m) resolve({ url: m[1], base: m[2], stderrLine, stderrText: () => errText });
       else reject(new Error(`unexpected first line ${JSON.stringify(buf.split("\n")[0])}`));
     });
     child.on("exit", (code) => reject(new Error(`bridge web exited ${code}`)));
@@ -607,12 +607,32 @@ test("a closed connection reconnects and reloads the list and the open session",
   assert.deepEqual(errors, []);
 });
 
-test("a stalled tab is disconnected when its queue overflows, delays no other tab, then reconnects and reloads", async () => {
-  // A small queue bound, so that a few megabytes overflow it.
+/**
+ * within resolves to what p resolves to, or fails naming what once ms have
+ * passed: it bounds a wait that has no bound of its own (page.evaluate, a
+ * DevTools call), so that a hang is reported as such, not as a stuck run.
+ * The bounds are minutes: they catch hangs, they do not time anything.
+ */
+async function within(ms, what, p) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: still waiting after ${ms / 1000} s (a hang)`)), ms);
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const overflowLine = /a client stopped reading; closing its connection/;
+
+test("a stalled tab is disconnected when its queue overflows or a message waits unread, delays no other tab, then reconnects and reloads", async () => {
+  // A small queue bound, so that a few tens of megabytes overflow it.
   const web = await startWeb(tmp(), { BRIDGE_WEB_QUEUE_MESSAGES: "128" });
   const stalled = await openPage(web.url);
   await createFake(stalled.page, "watched");
-  const sessionId = await stalled.page.evaluate(() => window.bridgeApp.current.id);
+  const sessionId = await within(60_000, "reading the session's id", stalled.page.evaluate(() => window.bridgeApp.current.id));
   // The working tab lists the session (each entry touches its row) and
   // prompts it.
   const working = await openPage(web.url);
@@ -620,15 +640,22 @@ test("a stalled tab is disconnected when its queue overflows, delays no other ta
   // The first tab stops at its next statement (the next message it is
   // given) and so stops reading its WebSocket.
   const cdp = await stalled.page.context().newCDPSession(stalled.page);
-  await cdp.send("Debugger.enable");
-  await cdp.send("Debugger.pause");
-  // Turns of about 18 MB of entries each, until bridge web gives up on the
-  // stalled tab: how much a paused tab's socket and browser absorb first
-  // varies (Chromium keeps reading for a while; the kernel's receive
-  // buffer may grow to tens of megabytes).
-  const lines = 300;
+  await within(60_000, "Debugger.enable", cdp.send("Debugger.enable"));
+  await within(60_000, "Debugger.pause", cdp.send("Debugger.pause"));
+  // Turns of about 24 MB each (a 12 MB prompt, recorded as the user's
+  // message, then 100 replies of 120 KB), until bridge web gives up on the
+  // stalled tab: when its queue overflows, or when a message sent to it has
+  // waited unread for 30 s, whichever comes first. How much a paused tab's
+  // socket and browser absorb before that varies (Chromium keeps reading for
+  // a while; the kernel's receive buffer may grow to tens of megabytes).
+  // One turn is under both of a connection's queue bounds (128 messages,
+  // 32 MiB), so a tab that reads, however slowly, never overflows: with 300
+  // replies of 60 KB a turn, the working tab itself fell 128 messages behind
+  // on a loaded machine and was closed, and its prompt never answered.
+  const lines = 100;
   let closed = false;
-  const closing = web.stderrLine(/a client stopped reading; closing its connection/).then(() => (closed = true));
+  const closing = web.stderrLine(overflowLine).then(() => (closed = true));
+  let lastRound = -1;
   for (let round = 0; !closed; round++) {
     if (round === 8) {
       // On a loaded machine the line may come late: give it a minute more.
@@ -636,28 +663,45 @@ test("a stalled tab is disconnected when its queue overflows, delays no other ta
       assert.ok(closed, "bridge web never closed the stalled tab");
       break;
     }
-    const script = Array.from({ length: lines }, (_, i) => `say ${round}:${String(i).padStart(4, "0")} ${"z".repeat(60 << 10)}`).join("\n");
-    // …while the working tab gets each whole turn.
-    const turn = await working.page.evaluate(
-      ([sessionId, text]) => window.bridgeApp.client.request("session/prompt", { sessionId, content: [{ type: "text", text }] }),
-      [sessionId, script],
+    // …while the working tab gets each whole turn. (The prompt is made in
+    // the page: 12 MB through DevTools took longer than the turn.)
+    const turn = await within(
+      300_000,
+      `round ${round}: the working tab's session/prompt`,
+      working.page.evaluate(
+        ([sessionId, round, lines]) => {
+          const pad = "z".repeat(120 << 10);
+          const text = Array.from({ length: lines }, (_, i) => `say ${round}:${String(i).padStart(4, "0")} ${pad}`).join("\n");
+          return window.bridgeApp.client
+            .request("session/prompt", { sessionId, content: [{ type: "text", text }] })
+            .then((r) => r, (err) => ({ failed: String(err?.message ?? err) }));
+        },
+        [sessionId, round, lines],
+      ),
     );
+    assert.equal(turn.failed, undefined, `round ${round}: the working tab's prompt failed (was it disconnected?)`);
     assert.equal(turn.stopReason, "end_turn");
+    lastRound = round;
     if (!closed) await new Promise((r) => setTimeout(r, 500)); // let bridge web's stderr reach us
   }
-  await cdp.send("Debugger.resume");
-  assert.equal(await working.page.evaluate(() => document.body.dataset.state), "connected");
-  assert.equal(await working.page.evaluate(() => document.body.dataset.reconnects), undefined, "the working tab kept its connection");
+  assert.equal(web.stderrText().match(new RegExp(overflowLine.source, "g")).length, 1, "bridge web closed one connection, the stalled tab's");
+  await within(60_000, "Debugger.resume", cdp.send("Debugger.resume"));
+  const state = () => within(60_000, "reading the page's state", working.page.evaluate(() => [document.body.dataset.state, document.body.dataset.reconnects]));
+  assert.deepEqual(await state(), ["connected", undefined], "the working tab kept its connection");
   // The stalled tab, running again, learns why it was closed, reconnects
   // and reloads the list and the open session (its newest page has the
   // entries it missed).
-  await stalled.page.waitForFunction(() => document.body.dataset.reconnects === "1", null, { timeout: 60000 });
+  await stalled.page.waitForFunction(() => document.body.dataset.reconnects === "1", null, { timeout: 120_000 });
   // Why: said in a window/logMessage error ahead of the close, and in the
   // close frame (1008) unless the tab took longer than the close handshake
   // allows to read what came before it.
   assert.match(await stalled.page.locator("#status").innerText(), /Reconnected \(Bridge had closed the connection: .*fell too far behind; reconnect and reload\)/);
-  await stalled.page.locator("#history .kind-assistant-message", { hasText: "0299" }).waitFor();
-  assert.equal(await stalled.page.evaluate(() => document.body.dataset.state), "connected");
+  await stalled.page.locator("#history .kind-assistant-message", { hasText: `${lastRound}:0099` }).waitFor();
+  assert.equal(await within(60_000, "reading the stalled tab's state", stalled.page.evaluate(() => document.body.dataset.state)), "connected");
+  // The working tab still works: a prompt of its own streams into the session it opens.
+  await working.page.getByRole("button", { name: "Open watched" }).click();
+  await promptText(working.page, "say still working");
+  await working.page.locator("#history .kind-assistant-message", { hasText: "still working" }).waitFor();
   assert.deepEqual(working.errors, []);
   assert.deepEqual(stalled.errors, []);
 });
