@@ -25,49 +25,40 @@ type EventReceiver interface {
 
 var _ peer.Notifier = (*server)(nil)
 
-// notify sends a notification; failures (the client is gone) are logged.
-func (s *server) notify(method string, params any) {
-	raw, err := json.Marshal(params)
+// send sends notification n with params p, the contract's type bound to
+// its name (schema.Notice): every notification the server sends goes
+// through here. Failures (the client is gone) are logged.
+func send[P any](s *server, n schema.Notice[P], p P) {
+	raw, err := json.Marshal(p)
 	if err != nil {
-		s.log.Error("rpc: encoding a notification", "method", method, "error", err)
+		s.log.Error("rpc: encoding a notification", "method", n.Name, "error", err)
 		return
 	}
-	if err := s.conn.Notify(context.WithoutCancel(s.life), method, jsonrpc2.RawMessage(raw)); err != nil {
-		s.log.Debug("rpc: notification not sent", "method", method, "error", err)
+	if err := s.conn.Notify(context.WithoutCancel(s.life), n.Name, jsonrpc2.RawMessage(raw)); err != nil {
+		s.log.Debug("rpc: notification not sent", "method", n.Name, "error", err)
 	}
 }
 
 // EntryAppended sends session/update.
 func (s *server) EntryAppended(e core.Entry) {
-	s.notify("session/update", schema.SessionUpdateNotification{SessionID: e.SessionID, Entry: peer.WireEntry(e)})
+	send(s, schema.NoticeSessionUpdate, schema.SessionUpdateNotification{SessionID: e.SessionID, Entry: peer.WireEntry(e)})
 }
 
 // ContextCompacted sends session/contextCompacted.
-func (s *server) ContextCompacted(n peer.ContextCompacted) {
-	s.notify("session/contextCompacted", schema.ContextCompactedNotification{SessionID: n.SessionID, EntryID: n.EntryID,
-		Harness: n.Harness, Trigger: schema.CompactionTrigger(n.Trigger), PreTokens: n.PreTokens, PostTokens: n.PostTokens,
-		Estimated: n.Estimated, ShadowedTokens: n.ShadowedTokens, Cause: n.Cause})
-}
+func (s *server) ContextCompacted(n peer.ContextCompacted) { send(s, schema.NoticeContextCompacted, n) }
 
 // CheckpointSaved sends session/checkpointSaved.
-func (s *server) CheckpointSaved(n peer.CheckpointSaved) {
-	s.notify("session/checkpointSaved", schema.CheckpointSavedNotification{SessionID: n.SessionID, EntryID: n.EntryID,
-		Reason: schema.CheckpointReason(n.Reason), Provenance: schema.Provenance(n.Provenance),
-		Method: schema.CheckpointMethod(n.Method), Hot: n.Hot})
-}
+func (s *server) CheckpointSaved(n peer.CheckpointSaved) { send(s, schema.NoticeCheckpointSaved, n) }
 
 // Restored sends session/restored.
-func (s *server) Restored(n peer.Restored) {
-	s.notify("session/restored", schema.RestoredNotification{SessionID: n.SessionID, Mode: schema.RestoreMode(n.Mode),
-		Reason: n.Reason, NativeError: n.NativeError, CheckpointEntryID: n.CheckpointEntryID})
-}
+func (s *server) Restored(n peer.Restored) { send(s, schema.NoticeRestored, n) }
 
 // Log sends window/logMessage (1 error, 2 warning, 3 info, 4 log).
 func (s *server) Log(level int, msg string) {
 	if level < 1 || level > 4 {
 		level = 4
 	}
-	s.notify("window/logMessage", schema.LogMessageParams{Type: schema.MessageType(level), Message: msg})
+	send(s, schema.NoticeLogMessage, schema.LogMessageParams{Type: schema.MessageType(level), Message: msg})
 }
 
 // progress is one work-done progress stream for a client-given token.
@@ -82,7 +73,7 @@ type progress struct {
 // beginProgress sends the begin report for token.
 func (s *server) beginProgress(token schema.ProgressToken, title string) *progress {
 	cancellable := true
-	s.notify("$/progress", schema.ProgressParams{Token: token,
+	send(s, schema.NoticeProgress, schema.ProgressParams{Token: token,
 		Value: schema.WorkDoneProgress{Kind: schema.ProgressBegin, Title: title, Cancellable: &cancellable}})
 	return &progress{s: s, token: token, last: -1}
 }
@@ -102,7 +93,7 @@ func (p *progress) report(done, total int64, msg string) {
 		p.last = pct
 		v.Percentage = &pct
 	}
-	p.s.notify("$/progress", schema.ProgressParams{Token: p.token, Value: v})
+	send(p.s, schema.NoticeProgress, schema.ProgressParams{Token: p.token, Value: v})
 }
 
 // end sends the end report once.
@@ -120,7 +111,7 @@ func (p *progress) end(err error) {
 			msg = "cancelled"
 		}
 	}
-	p.s.notify("$/progress", schema.ProgressParams{Token: p.token, Value: schema.WorkDoneProgress{Kind: schema.ProgressEnd, Message: msg}})
+	send(p.s, schema.NoticeProgress, schema.ProgressParams{Token: p.token, Value: schema.WorkDoneProgress{Kind: schema.ProgressEnd, Message: msg}})
 }
 
 // clientCaller calls the client back over the same connection.
@@ -144,7 +135,7 @@ func (c clientCaller) Call(ctx context.Context, method string, params, result an
 	if err != nil {
 		if ctx.Err() != nil {
 			if id.IsValid() {
-				c.s.notify("$/cancelRequest", cancelParams(id))
+				send(c.s, schema.NoticeCancelRequest, cancelParams(id))
 			}
 			return core.E(core.CodeCancelled, method+": cancelled", errors.Join(core.ErrCancelled, ctx.Err()))
 		}

@@ -9,5 +9,5 @@ var _ peer.QueueNotifier = (*server)(nil)
 
 // QueueChanged sends session/queueChanged.
 func (s *server) QueueChanged(sessionID string, items []schema.QueuedPrompt) {
-	s.notify("session/queueChanged", schema.QueueChangedNotification{SessionID: sessionID, Items: items})
+	send(s, schema.NoticeQueueChanged, schema.QueueChangedNotification{SessionID: sessionID, Items: items})
 }

@@ -105,6 +105,34 @@ func note(name string, dir Direction, params any, doc string) Method {
 	return Method{Name: name, Direction: dir, Kind: Notification, Params: params, Doc: doc}
 }
 
+// Notice is a notification's wire name bound to its params type, as call
+// binds a request's name to its Backend method: a sender that takes a
+// Notice[P] sends that notification with P and nothing else, and the
+// method table's row is built from the same value.
+type Notice[P any] struct {
+	// Name is the wire name ("session/update").
+	Name string
+}
+
+// The notifications Bridge sends, each bound to its params type.
+var (
+	NoticeSessionUpdate    = Notice[SessionUpdateNotification]{"session/update"}
+	NoticeContextCompacted = Notice[ContextCompactedNotification]{"session/contextCompacted"}
+	NoticeCheckpointSaved  = Notice[CheckpointSavedNotification]{"session/checkpointSaved"}
+	NoticeRestored         = Notice[RestoredNotification]{"session/restored"}
+	NoticeQueueChanged     = Notice[QueueChangedNotification]{"session/queueChanged"}
+	NoticeLogMessage       = Notice[LogMessageParams]{"window/logMessage"}
+	NoticeShowMessage      = Notice[ShowMessageParams]{"window/showMessage"}
+	NoticeProgress         = Notice[ProgressParams]{"$/progress"}
+	NoticeCancelRequest    = Notice[CancelParams]{"$/cancelRequest"}
+)
+
+// notice is the row of a bound notification.
+func notice[P any](n Notice[P], dir Direction, doc string) Method {
+	var p P
+	return note(n.Name, dir, p, doc)
+}
+
 func host(capability string, params, result any, doc string) Method {
 	m := req("host/"+capability, ServerToClient, params, result, doc)
 	m.Capability = capability
@@ -156,10 +184,10 @@ var Methods = sync.OnceValue(func() []Method {
 		note("initialized", ClientToServer, InitializedParams{}, "The client received the initialize result."),
 		req("shutdown", ClientToServer, nil, nil, "Stop serving; exit follows."),
 		note("exit", ClientToServer, nil, "End the process (code 0 after shutdown, 1 otherwise)."),
-		note("$/cancelRequest", Both, CancelParams{}, "Cancel a request; it is answered with -32800."),
-		note("$/progress", Both, ProgressParams{}, "Progress of long work, by token."),
-		note("window/showMessage", ServerToClient, ShowMessageParams{}, "Show a message to the user."),
-		note("window/logMessage", ServerToClient, LogMessageParams{}, "Log a message."),
+		notice(NoticeCancelRequest, Both, "Cancel a request; it is answered with -32800."),
+		notice(NoticeProgress, Both, "Progress of long work, by token."),
+		notice(NoticeShowMessage, ServerToClient, "Show a message to the user."),
+		notice(NoticeLogMessage, ServerToClient, "Log a message."),
 		req("window/workDoneProgress/create", ServerToClient, WorkDoneProgressCreateParams{}, nil, "Create a progress token."),
 		note("window/workDoneProgress/cancel", ClientToServer, WorkDoneProgressCancelParams{}, "Cancel the request a cancellable progress reports on; it is answered with -32800."),
 
@@ -190,11 +218,11 @@ var Methods = sync.OnceValue(func() []Method {
 		call("migration/execute", Backend.MigrationExecute, "Migration", "Run a previewed migration."),
 
 		// Notifications from Bridge.
-		note("session/update", ServerToClient, SessionUpdateNotification{}, "A new entry was recorded."),
-		note("session/contextCompacted", ServerToClient, ContextCompactedNotification{}, "The harness compacted its window."),
-		note("session/checkpointSaved", ServerToClient, CheckpointSavedNotification{}, "A Bridge checkpoint was committed."),
-		note("session/restored", ServerToClient, RestoredNotification{}, "A session came back, in this mode."),
-		note("session/queueChanged", ServerToClient, QueueChangedNotification{}, "A session's prompt queue changed."),
+		notice(NoticeSessionUpdate, ServerToClient, "A new entry was recorded."),
+		notice(NoticeContextCompacted, ServerToClient, "The harness compacted its window."),
+		notice(NoticeCheckpointSaved, ServerToClient, "A Bridge checkpoint was committed."),
+		notice(NoticeRestored, ServerToClient, "A session came back, in this mode."),
+		notice(NoticeQueueChanged, ServerToClient, "A session's prompt queue changed."),
 
 		// Requests from Bridge to a client that declared capabilities.session.requestPermission.
 		req("session/requestPermission", ServerToClient, SessionRequestPermissionParams{}, SessionRequestPermissionResult{},

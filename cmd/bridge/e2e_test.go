@@ -125,7 +125,7 @@ func TestSliceOverFake(t *testing.T) {
 		t.Fatalf("stopReason %q", pr.StopReason)
 	}
 	kinds := map[string]int{}
-	for _, u := range rpctest.Notes[schema.SessionUpdateNotification](c.Client, "session/update") {
+	for _, u := range rpctest.Notes(c.Client, schema.NoticeSessionUpdate) {
 		if u.SessionID != sid {
 			t.Fatalf("session/update of %s, want %s", u.SessionID, sid)
 		}

@@ -58,7 +58,7 @@ var allowed = map[string]struct {
 	"rpc/service/hosts":  {[]string{"core"}, "the adapters by harness and their probes"},
 	"rpc/service/attach": {[]string{"core"}, "the images prompts carry, kept in the record"},
 	"rpc/service/live":   {[]string{"core", "rpc/peer"}, "the running harness sessions: their events, turn, cancel and approvals"},
-	"rpc/service/checkpointer": {[]string{"core", "core/checkpoint", "rpc/peer", "rpc/service/hosts"},
+	"rpc/service/checkpointer": {[]string{"core", "core/checkpoint", "schema", "rpc/peer", "rpc/service/hosts"},
 		"checkpoints: the live sessions it asks are the service's, through its own small interface"},
 	"rpc/service/library": {[]string{"core", "core/inputfile", "core/jsonstream", "schema", "rpc/peer", "rpc/service/attach"},
 		"import, discovery, export and search over the Store and the adapters' importers: no live session"},

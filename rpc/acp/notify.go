@@ -43,7 +43,7 @@ func (s *Server) Restored(r service.Restored) {
 	if s.opened(r.SessionID) == nil {
 		return
 	}
-	text := "[Bridge] Session restored: " + r.Mode
+	text := "[Bridge] Session restored: " + string(r.Mode)
 	if r.Reason != "" {
 		text += " (" + r.Reason + ")"
 	}

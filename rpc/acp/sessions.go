@@ -131,7 +131,7 @@ func (s *Server) resumeOpened(ctx context.Context, id string) (any, error) {
 		return nil, err
 	}
 	res := sessionResult{ConfigOptions: s.configOptions(ctx, id), Meta: restoreMeta(service.Restored{SessionID: r.SessionID,
-		Mode: string(r.Mode), Reason: r.Reason, NativeError: r.NativeError, CheckpointEntryID: r.CheckpointEntryID})}
+		Mode: r.Mode, Reason: r.Reason, NativeError: r.NativeError, CheckpointEntryID: r.CheckpointEntryID})}
 	return afterReply{result: res, then: func() { s.announceCommands(id) }}, nil
 }
 

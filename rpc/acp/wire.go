@@ -109,7 +109,7 @@ type restoration struct {
 }
 
 func restoreMeta(r service.Restored) bridgeMeta[restoration] {
-	return inBridge(restoration{RestoreMode: r.Mode, Reason: r.Reason, NativeError: r.NativeError,
+	return inBridge(restoration{RestoreMode: string(r.Mode), Reason: r.Reason, NativeError: r.NativeError,
 		CheckpointEntryID: r.CheckpointEntryID})
 }
 

@@ -37,40 +37,19 @@ type GaugeNotifier interface {
 	Gauge(sessionID string, g core.Gauge)
 }
 
-// ContextCompacted tells the client a harness compacted its window.
-type ContextCompacted struct {
-	SessionID  string
-	EntryID    string
-	Harness    string
-	Trigger    string
-	PreTokens  *int64
-	PostTokens *int64
-	Estimated  bool
-	// ShadowedTokens and Cause are the context.compacted entry's.
-	ShadowedTokens *int64
-	Cause          string
-}
-
-// CheckpointSaved tells the client a Bridge checkpoint was committed. Hot is
-// true when the provider's window did not shrink ("Checkpoint saved").
-type CheckpointSaved struct {
-	SessionID  string
-	EntryID    string
-	Reason     string
-	Provenance string
-	Method     string
-	Hot        bool
-}
-
-// Restored is the outcome of a resume (the session/resume result and the
-// session/restored notification).
-type Restored struct {
-	SessionID         string
-	Mode              string
-	Reason            string
-	NativeError       string
-	CheckpointEntryID string
-}
+// The notifications' params are the contract's types (schema), sent as
+// they are.
+type (
+	// ContextCompacted tells the client a harness compacted its window
+	// (session/contextCompacted).
+	ContextCompacted = schema.ContextCompactedNotification
+	// CheckpointSaved tells the client a Bridge checkpoint was committed
+	// (session/checkpointSaved).
+	CheckpointSaved = schema.CheckpointSavedNotification
+	// Restored is the outcome of a resume (the session/resume result and
+	// the session/restored notification).
+	Restored = schema.RestoredNotification
+)
 
 // progressKey carries a progress reporter in a context.
 type progressKey struct{}

@@ -526,10 +526,11 @@ func (c *Client) AwaitRequest(method string) Message {
 	return c.Await("request "+method, func(m Message) bool { return m.IsRequest() && m.Method == method })
 }
 
-// Await awaits a notification of method whose params, decoded as N,
+// Await awaits notification n whose params, decoded as n's contract type,
 // satisfy pred (nil: any), and returns them.
-func Await[N any](c *Client, method string, pred func(N) bool) N {
+func Await[N any](c *Client, n schema.Notice[N], pred func(N) bool) N {
 	c.t.Helper()
+	method := n.Name
 	var out N
 	c.Await(method, func(m Message) bool {
 		if !m.IsNotification() || m.Method != method {
@@ -549,10 +550,11 @@ func Await[N any](c *Client, method string, pred func(N) bool) N {
 	return out
 }
 
-// Notes decodes the params of the notifications of method received so
-// far, in order.
-func Notes[N any](c *Client, method string) []N {
+// Notes decodes the params of the notifications n received so far, in
+// order, as n's contract type.
+func Notes[N any](c *Client, n schema.Notice[N]) []N {
 	c.t.Helper()
+	method := n.Name
 	var out []N
 	for _, m := range c.Messages() {
 		if m.IsNotification() && m.Method == method {

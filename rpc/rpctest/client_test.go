@@ -95,13 +95,12 @@ func TestCancelledCallSendsCancelRequest(t *testing.T) {
 	}()
 	req := srv.AwaitRequest("session/prompt")
 	cancel()
-	p := rpctest.Await(srv, "$/cancelRequest", func(p struct {
-		ID json.RawMessage `json:"id"`
-	}) bool {
-		return string(p.ID) == string(req.ID)
+	idOf := func(id schema.RequestID) string { b, _ := json.Marshal(id); return string(b) }
+	p := rpctest.Await(srv, schema.NoticeCancelRequest, func(p schema.CancelParams) bool {
+		return idOf(p.ID) == string(req.ID)
 	})
-	if string(p.ID) != string(req.ID) {
-		t.Fatalf("$/cancelRequest id %s, want %s", p.ID, req.ID)
+	if idOf(p.ID) != string(req.ID) {
+		t.Fatalf("$/cancelRequest id %s, want %s", idOf(p.ID), req.ID)
 	}
 	srv.Respond(req.ID, nil, &rpctest.Error{Code: -32800, Message: "session/prompt: request cancelled"})
 	if e := rpctest.AsError(<-done); e == nil || e.Code != -32800 {

@@ -24,7 +24,7 @@ func cpReply(summary string) string {
 func (r *rig) savedWith(reason string) []string {
 	var out []string
 	for _, s := range r.rec.Saved {
-		if s.Reason == reason {
+		if string(s.Reason) == reason {
 			out = append(out, s.EntryID)
 		}
 	}
@@ -354,7 +354,7 @@ func TestEveryTriggerEverySuppression(t *testing.T) {
 					}
 					if su.rule == checkpoint.SuppressedToolInFlight {
 						// A dead process has nothing in flight: the rebuild fires.
-						if len(r2.rec.Saved) != 1 || r2.rec.Saved[0].Reason != trig {
+						if len(r2.rec.Saved) != 1 || string(r2.rec.Saved[0].Reason) != trig {
 							t.Fatalf("saved %+v: a tool left by a dead process must not stop the rebuild", r2.rec.Saved)
 						}
 						return

@@ -129,7 +129,7 @@ func (s *Service) restored(ctx context.Context, r Restored) (Restored, error) {
 	if err != nil {
 		return Restored{}, err
 	}
-	if _, err := s.opts.Store.PatchSession(ctx, r.SessionID, core.SessionPatch{RestoreMode: core.Ptr(r.Mode)}); err != nil {
+	if _, err := s.opts.Store.PatchSession(ctx, r.SessionID, core.SessionPatch{RestoreMode: core.Ptr(string(r.Mode))}); err != nil {
 		return Restored{}, err
 	}
 	s.opts.Notifier.Restored(r)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/bridge-dev/bridge/rpc/service/live"
 	"sync"
 	"time"
 
@@ -14,7 +13,9 @@ import (
 	"github.com/bridge-dev/bridge/rpc/service/checkpointer"
 	"github.com/bridge-dev/bridge/rpc/service/hosts"
 	"github.com/bridge-dev/bridge/rpc/service/library"
+	"github.com/bridge-dev/bridge/rpc/service/live"
 	"github.com/bridge-dev/bridge/rpc/service/migrate"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // Options configures a Service. Store, Hosts and Notifier are required.
@@ -173,7 +174,7 @@ func (s *Service) announce(es ...core.Entry) {
 			var c core.Compacted
 			if json.Unmarshal(e.Payload, &c) == nil {
 				s.opts.Notifier.ContextCompacted(ContextCompacted{SessionID: e.SessionID, EntryID: e.ID,
-					Harness: c.Harness, Trigger: c.Trigger, PreTokens: c.PreTokens, PostTokens: c.PostTokens,
+					Harness: c.Harness, Trigger: schema.CompactionTrigger(c.Trigger), PreTokens: c.PreTokens, PostTokens: c.PostTokens,
 					Estimated: c.Estimated, ShadowedTokens: c.ShadowedTokens, Cause: c.Cause})
 			}
 		}

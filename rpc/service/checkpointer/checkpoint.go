@@ -10,6 +10,7 @@ import (
 	"github.com/bridge-dev/bridge/core/checkpoint"
 	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/rpc/service/hosts"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // retainPolicy is how much conversation a checkpoint keeps verbatim after
@@ -188,7 +189,7 @@ func (c *Checkpointer) hot(ctx context.Context, t *turn, sessionID string, win c
 		return Outcome{}, err
 	}
 	c.opts.Notifier.CheckpointSaved(peer.CheckpointSaved{SessionID: sessionID, EntryID: entries[0].ID,
-		Reason: string(r.Reason), Provenance: cp.Provenance, Method: method, Hot: true})
+		Reason: r.Reason, Provenance: schema.Provenance(cp.Provenance), Method: schema.CheckpointMethod(method), Hot: true})
 	return Outcome{EntryID: entries[0].ID, Provenance: cp.Provenance, Reason: string(r.Reason),
 		Method: method, ForkUsage: usage}, nil
 }
@@ -350,7 +351,7 @@ func (c *Checkpointer) reconstruct(ctx context.Context, sess core.Session, win c
 		return Outcome{}, err
 	}
 	c.opts.Notifier.CheckpointSaved(peer.CheckpointSaved{SessionID: sess.ID, EntryID: entries[0].ID,
-		Reason: string(reason), Provenance: rec.Checkpoint.Provenance, Method: core.CheckpointReconstructed, Hot: hot})
+		Reason: reason, Provenance: schema.Provenance(rec.Checkpoint.Provenance), Method: core.CheckpointReconstructed, Hot: hot})
 	return Outcome{EntryID: entries[0].ID, Provenance: rec.Checkpoint.Provenance, Reason: string(reason),
 		Method: core.CheckpointReconstructed}, nil
 }
