@@ -321,6 +321,37 @@ func TestWebRPC(t *testing.T) {
 	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say again")}, &pr)
 }
 
+// TestWebQueueChangedReachesEveryTab: a prompt one tab queues behind a
+// running turn shows in every tab (session/queueChanged goes through the
+// fan-out like session/update), and so does its leaving the queue.
+func TestWebQueueChangedReachesEveryTab(t *testing.T) {
+	w := startWeb(t, t.TempDir())
+	a, b := w.dial(t), w.dial(t)
+	a.initialize(nil)
+	b.initialize(nil)
+	sid := createFake(t, a)
+	a.sendWithID(`9101`, "session/prompt", map[string]any{"sessionId": sid, "content": prompt("hang")})
+	b.awaitNote("session/update of the running turn", func(m wireMsg) bool {
+		return m.Method == "session/update" && strings.Contains(string(m.Params), "hang")
+	})
+	a.sendWithID(`9102`, "session/prompt", map[string]any{"sessionId": sid, "content": prompt("say queued in tab a")})
+	for _, tab := range []*client{a, b} {
+		rpctest.Await(tab.Client, schema.NoticeQueueChanged, func(n schema.QueueChangedNotification) bool {
+			return n.SessionID == sid && len(n.Items) == 1 && n.Items[0].Text == "say queued in tab a"
+		})
+	}
+	a.Notify("$/cancelRequest", map[string]any{"id": 9101})
+	if m := a.Reply(`9101`); m.Error == nil || m.Error.Code != -32800 {
+		t.Fatalf("cancelled turn: %+v, want -32800", m)
+	}
+	rpctest.Await(b.Client, schema.NoticeQueueChanged, func(n schema.QueueChangedNotification) bool {
+		return n.SessionID == sid && len(n.Items) == 0
+	})
+	if m := a.Reply(`9102`); m.Error != nil {
+		t.Fatalf("the queued prompt: %+v", m.Error)
+	}
+}
+
 // TestWebBinaryMessage: a binary WebSocket message is answered, not obeyed.
 func TestWebBinaryMessage(t *testing.T) {
 	w := startWeb(t, t.TempDir())
