@@ -15,11 +15,8 @@ import (
 	"github.com/ncruces/go-sqlite3/ext/fts5"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 )
-
-// maxIndexedText bounds the text one entry contributes to the search index
-// (a tool's output can be megabytes; its first 64 KiB are searchable).
-const maxIndexedText = 64 << 10
 
 // Snippet markers: the index never holds these two control characters (they
 // are removed from indexed text), so they can delimit matches in snippets.
@@ -71,121 +68,33 @@ func phraseFunc(fts fts5.Context, ctx sqlite3.Context, _ ...sqlite3.Value) {
 	ctx.ResultInt(1)
 }
 
-// searchKinds are the kinds whose text is indexed. Bookkeeping kinds
-// (status, usage, model changes, raw harness events) are not.
-var searchKinds = map[core.Kind]bool{
-	core.KindUserMessage: true, core.KindAssistantMessage: true,
-	core.KindToolStarted: true, core.KindToolCompleted: true,
-	core.KindApprovalRequested: true, core.KindWorkerResult: true, core.KindArtifactCreated: true,
-	core.KindContextCompacted: true, core.KindCheckpoint: true, core.KindBranchSummary: true,
-	core.KindMigrationHandoff: true, core.KindCompactionFailed: true, core.KindSessionResumeFail: true,
-	core.KindPlanUpdated: true,
-}
-
-// skipKey reports whether a payload member holds an identifier or a code,
-// not text a user would search for.
-func skipKey(k string) bool {
-	switch k {
-	case "id", "sha256", "mediaType", "type", "harness", "trigger", "provenance", "status", "mode", "data",
-		"model", "effort", "role", "finish", "agent", "cwd", "root", "raw":
-		return true
-	}
-	return strings.HasSuffix(k, "Id") || strings.HasSuffix(k, "ID") || strings.HasSuffix(k, "Ids")
-}
-
-// SearchText is the text of an entry that search indexes: every string in
-// its payload except identifiers, for the kinds in searchKinds, at most
-// 64 KiB. It returns "" for entries without searchable text.
+// SearchText is the text of an entry that search indexes
+// (record.SearchText), without the snippet markers.
 func SearchText(kind core.Kind, payload []byte) string {
-	if !searchKinds[kind] {
-		return ""
-	}
-	var b strings.Builder
-	(&textScanner{raw: payload, b: &b}).value(0, false)
-	s := b.String()
-	if len(s) > maxIndexedText {
-		s = strings.ToValidUTF8(s[:maxIndexedText], "")
-	}
+	s := record.SearchText(kind, payload)
 	if strings.ContainsAny(s, markOpen+markClose) {
-		s = strings.NewReplacer(markOpen, " ", markClose, " ").Replace(s)
+		s = strings.TrimSpace(strings.NewReplacer(markOpen, " ", markClose, " ").Replace(s))
 	}
-	return strings.TrimSpace(s)
+	return s
 }
 
 // The cost bound of one search: what a query may ask for (checked before
-// anything runs) and how long it may run (Options.SearchTimeout). FTS5
-// reads one doclist per term and merges every term a prefix term matches,
-// so a query of a thousand `a*` took tens of seconds and all the memory
-// SQLite had, and held a reader other clients' searches needed.
+// anything runs; record.CheckQueryCost) and how long it may run
+// (Options.SearchTimeout).
 const (
 	// MaxSearchQueryBytes bounds the text of a query.
-	MaxSearchQueryBytes = 1024
+	MaxSearchQueryBytes = record.MaxSearchQueryBytes
 	// MaxSearchTerms bounds the words (tokens) of a query.
-	MaxSearchTerms = 32
+	MaxSearchTerms = record.MaxSearchTerms
 	// MaxSearchPrefixTerms bounds its prefix terms (`word*`).
-	MaxSearchPrefixTerms = 4
+	MaxSearchPrefixTerms = record.MaxSearchPrefixTerms
 )
 
 // DefaultSearchTimeout is the default Options.SearchTimeout.
 const DefaultSearchTimeout = 10 * time.Second
 
-// queryError is a CodeInvalid error naming the query field. The query is
-// quoted at most 80 characters long: an error never echoes a long query
-// whole.
-func queryError(format string, args ...any) error {
-	return core.InvalidField("query", format, args...)
-}
-
-// checkQueryCost refuses a query over the cost bound, naming the limit.
-func checkQueryCost(q string) error {
-	if len(q) > MaxSearchQueryBytes {
-		return queryError("search query is %d bytes long, over the limit of %d bytes", len(q), MaxSearchQueryBytes)
-	}
-	terms, prefixes := countTerms(q)
-	if terms > MaxSearchTerms {
-		return queryError("search query has %d words, over the limit of %d words", terms, MaxSearchTerms)
-	}
-	if prefixes > MaxSearchPrefixTerms {
-		return queryError("search query has %d prefix terms (word*), over the limit of %d", prefixes, MaxSearchPrefixTerms)
-	}
-	return nil
-}
-
-// countTerms counts what FTS5 will look up for q: its words (runs of
-// letters and digits, what the index's tokenizer makes terms of, but the
-// operators AND, OR, NOT and NEAR outside quotes) and its prefix terms (a
-// `*` after a word or a quoted phrase).
-func countTerms(q string) (terms, prefixes int) {
-	inQuote, inWord := false, false
-	start := 0
-	for i, r := range q {
-		word := unicode.IsLetter(r) || unicode.IsDigit(r) || r >= 0x80 && !unicode.IsSpace(r) && !unicode.IsPunct(r)
-		if word && !inWord {
-			start = i
-		}
-		if !word && inWord {
-			if inQuote || !isOperator(q[start:i]) {
-				terms++
-			}
-		}
-		inWord = word
-		switch {
-		case r == '"':
-			inQuote = !inQuote
-		case r == '*' && !inQuote:
-			prefixes++
-		}
-	}
-	if inWord && (inQuote || !isOperator(q[start:])) {
-		terms++
-	}
-	return terms, prefixes
-}
-
-func isOperator(w string) bool { return w == "AND" || w == "OR" || w == "NOT" || w == "NEAR" }
-
 // Search implements core.Searcher. A query over the cost bound is refused
-// before it runs (checkQueryCost); one that runs longer than
+// before it runs (record.CheckQueryCost); one that runs longer than
 // Options.SearchTimeout is interrupted and refused; ctx's cancellation (a
 // client's $/cancelRequest, or its going away) interrupts it too.
 func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, error) {
@@ -225,7 +134,7 @@ func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, 
 		case ctx.Err() != nil:
 			return core.SearchPage{}, core.E(core.CodeCancelled, "search", context.Cause(ctx))
 		case context.Cause(qctx) == errSearchTimeout:
-			return core.SearchPage{}, queryError("search query ran longer than the limit of %s; make it more specific (fewer prefix terms, more words)", db.searchTimeout)
+			return core.SearchPage{}, record.QueryError("search query ran longer than the limit of %s; make it more specific (fewer prefix terms, more words)", db.searchTimeout)
 		}
 		return core.SearchPage{}, searchError(q.Query, err)
 	}
@@ -249,7 +158,7 @@ type ranked struct {
 
 // planSearch checks q and builds its ranking query.
 func planSearch(q core.SearchQuery) (searchPlan, error) {
-	if err := checkQueryCost(q.Query); err != nil {
+	if err := record.CheckQueryCost(q.Query); err != nil {
 		return searchPlan{}, err
 	}
 	for _, f := range []struct {
@@ -435,7 +344,7 @@ func searchError(query string, err error) error {
 	}
 	var se *sqlite3.Error
 	if errors.As(err, &se) && se.Code() == sqlite3.NOMEM {
-		return queryError("search query needs more memory than a search may use; make it more specific (fewer prefix terms, more words)")
+		return record.QueryError("search query needs more memory than a search may use; make it more specific (fewer prefix terms, more words)")
 	}
 	if errors.As(err, &se) && se.Code() == sqlite3.ERROR {
 		msg := se.Error()
@@ -457,7 +366,7 @@ func searchError(query string, err error) error {
 				msg += "; to find the text itself, put it in double quotes"
 			}
 		}
-		return queryError("search query %s is not valid: %.300s", core.Quote(query), msg)
+		return record.QueryError("search query %s is not valid: %.300s", core.Quote(query), msg)
 	}
 	return fmt.Errorf("storage: search: %w", err)
 }
@@ -472,7 +381,7 @@ func ftsQuery(in string) (match string, phrased bool, err error) {
 	if s == "" {
 		return "", false, core.InvalidField("query", "search query is empty")
 	}
-	if !strings.ContainsRune(s, 0) && !usesSyntax(s) {
+	if !strings.ContainsRune(s, 0) && !record.UsesSyntax(s) {
 		words := strings.Fields(s)
 		quoted := make([]string, len(words))
 		for i, w := range words {
@@ -484,23 +393,6 @@ func ftsQuery(in string) (match string, phrased bool, err error) {
 		return strings.Join(quoted, " AND "), true, nil
 	}
 	return s, false, nil
-}
-
-// usesSyntax reports whether s uses FTS5 query syntax.
-func usesSyntax(s string) bool {
-	if strings.ContainsAny(s, `"()*^:{}+`) {
-		return true
-	}
-	for _, w := range strings.Fields(s) {
-		switch w {
-		case "AND", "OR", "NOT", "NEAR":
-			return true
-		}
-		if strings.HasPrefix(w, "NEAR(") {
-			return true
-		}
-	}
-	return false
 }
 
 // splitMarks removes the snippet markers and returns where they were, in

@@ -12,6 +12,7 @@ import (
 	"github.com/ncruces/go-sqlite3"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
 // Catching the search index up with the record (searchindex.go says why
@@ -103,10 +104,10 @@ func (ix *searchIndex) isCaughtUp(ctx context.Context, db *DB) bool {
 	return to >= head
 }
 
-// searchKindList is searchKinds as an SQL list of string literals.
+// searchKindList is record.SearchKinds() as an SQL list of string literals.
 var searchKindList = func() string {
 	var ks []string
-	for k := range searchKinds {
+	for _, k := range record.SearchKinds() {
 		ks = append(ks, "'"+sqlQuote(string(k))+"'")
 	}
 	sort.Strings(ks)

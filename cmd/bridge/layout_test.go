@@ -40,9 +40,12 @@ var allowed = map[string]struct {
 	"schema/generate": {[]string{"schema", "core", "core/checkpoint", "github.com/invopop/jsonschema"}, "generation only"},
 	"schema/gen":      {[]string{"schema/generate"}, "generation only"},
 
-	"storage":             {[]string{"core", "core/checkpoint", "github.com/ncruces/go-sqlite3"}, "storage is the SQLite Store"},
+	"storage": {[]string{"core", "core/checkpoint", "storage/internal/record", "github.com/ncruces/go-sqlite3"},
+		"storage is the SQLite Store"},
+	"storage/internal/record": {[]string{"core", "core/checkpoint"},
+		"what both stores do to the record without SQL: one copy, so they accept, index and walk it alike"},
 	"storage/storagetest": {[]string{"core", "storage"}, "the SQLite store for other packages' tests"},
-	"storage/postgres": {[]string{"core", "core/checkpoint", "github.com/jackc/pgx/v5"},
+	"storage/postgres": {[]string{"core", "core/checkpoint", "storage/internal/record", "github.com/jackc/pgx/v5"},
 		"storage/postgres is the PostgreSQL Store"},
 	"storage/postgres/pgtest": {[]string{"github.com/jackc/pgx/v5"}, "a PostgreSQL database per test"},
 

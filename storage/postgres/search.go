@@ -10,79 +10,15 @@ import (
 	"unicode"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
-// The cost bound of one search, storage's: what a query may ask for,
-// checked before anything runs.
+// The cost bound of one search, storage's (record.CheckQueryCost).
 const (
-	MaxSearchQueryBytes  = 1024
-	MaxSearchTerms       = 32
-	MaxSearchPrefixTerms = 4
+	MaxSearchQueryBytes  = record.MaxSearchQueryBytes
+	MaxSearchTerms       = record.MaxSearchTerms
+	MaxSearchPrefixTerms = record.MaxSearchPrefixTerms
 )
-
-func queryError(format string, args ...any) error {
-	return core.InvalidField("query", format, args...)
-}
-
-func checkQueryCost(q string) error {
-	if len(q) > MaxSearchQueryBytes {
-		return queryError("search query is %d bytes long, over the limit of %d bytes", len(q), MaxSearchQueryBytes)
-	}
-	terms, prefixes := countTerms(q)
-	if terms > MaxSearchTerms {
-		return queryError("search query has %d words, over the limit of %d words", terms, MaxSearchTerms)
-	}
-	if prefixes > MaxSearchPrefixTerms {
-		return queryError("search query has %d prefix terms (word*), over the limit of %d", prefixes, MaxSearchPrefixTerms)
-	}
-	return nil
-}
-
-func countTerms(q string) (terms, prefixes int) {
-	inQuote, inWord := false, false
-	start := 0
-	for i, r := range q {
-		word := isWordRune(r)
-		if word && !inWord {
-			start = i
-		}
-		if !word && inWord {
-			if inQuote || !isOperator(q[start:i]) {
-				terms++
-			}
-		}
-		inWord = word
-		switch {
-		case r == '"':
-			inQuote = !inQuote
-		case r == '*' && !inQuote:
-			prefixes++
-		}
-	}
-	if inWord && (inQuote || !isOperator(q[start:])) {
-		terms++
-	}
-	return terms, prefixes
-}
-
-func isOperator(w string) bool { return w == "AND" || w == "OR" || w == "NOT" || w == "NEAR" }
-
-// usesSyntax reports whether s uses query syntax (storage's test).
-func usesSyntax(s string) bool {
-	if strings.ContainsAny(s, `"()*^:{}+`) {
-		return true
-	}
-	for _, w := range strings.Fields(s) {
-		switch w {
-		case "AND", "OR", "NOT", "NEAR":
-			return true
-		}
-		if strings.HasPrefix(w, "NEAR(") {
-			return true
-		}
-	}
-	return false
-}
 
 // tsQuery is a query made for PostgreSQL: the tsquery literal that
 // selects the hits, and for plain words the phrase that ranks first.
@@ -113,9 +49,9 @@ type term struct {
 func buildQuery(in string) (tsQuery, error) {
 	s := strings.TrimSpace(in)
 	if s == "" {
-		return tsQuery{}, queryError("search query is empty")
+		return tsQuery{}, record.QueryError("search query is empty")
 	}
-	if !usesSyntax(s) {
+	if !record.UsesSyntax(s) {
 		var parts, words []string
 		var terms []term
 		for _, w := range strings.Fields(s) {
@@ -198,7 +134,7 @@ func (p *queryParser) invalid(why string) error {
 	if len(p.src) <= 80 && !strings.ContainsFunc(p.src, unicode.IsControl) {
 		hint += ": " + `"` + strings.ReplaceAll(p.src, `"`, `""`) + `"`
 	}
-	return queryError("search query %s is not valid: %s%s", core.Quote(p.src), why, hint)
+	return record.QueryError("search query %s is not valid: %s%s", core.Quote(p.src), why, hint)
 }
 
 // lex splits the query into words, phrases, parentheses and operators.
@@ -395,7 +331,7 @@ var errSearchTimeout = errors.New("search: over its time limit")
 // plain words, those holding them as one phrase first), with storage's
 // filters, paging, snippets and cost bound.
 func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, error) {
-	if err := checkQueryCost(q.Query); err != nil {
+	if err := record.CheckQueryCost(q.Query); err != nil {
 		return core.SearchPage{}, err
 	}
 	for _, f := range []struct {
@@ -485,7 +421,7 @@ func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, 
 			if phrased {
 				h.Score -= 1000 // an exact phrase ranks first, as with SQLite
 			}
-			h.Snippet, h.Highlights = snippet(SearchText(h.Kind, []byte(payload)), tq.terms)
+			h.Snippet, h.Highlights = snippet(record.SearchText(h.Kind, []byte(payload)), tq.terms)
 			page.Hits = append(page.Hits, h)
 		}
 		return rows.Err()
@@ -495,7 +431,7 @@ func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, 
 		case ctx.Err() != nil:
 			return core.SearchPage{}, core.E(core.CodeCancelled, "search", context.Cause(ctx))
 		case context.Cause(qctx) == errSearchTimeout:
-			return core.SearchPage{}, queryError("search query ran longer than the limit of %s; make it more specific (fewer prefix terms, more words)", db.searchTimeout)
+			return core.SearchPage{}, record.QueryError("search query ran longer than the limit of %s; make it more specific (fewer prefix terms, more words)", db.searchTimeout)
 		}
 		return core.SearchPage{}, db.errf(err, "search")
 	}

@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
 // The search index's words are made in Go, not by PostgreSQL's text
@@ -16,13 +17,6 @@ import (
 // word's positions. So the same words are found whatever the server's
 // locale or text search configuration, and a query's words are made the
 // same way (tsquery literals, search.go).
-
-// isWordRune reports whether r belongs to a word: letters, digits, and any
-// other character outside ASCII that is not a space or punctuation (as the
-// cost count of storage's search reads words).
-func isWordRune(r rune) bool {
-	return unicode.IsLetter(r) || unicode.IsDigit(r) || r >= 0x80 && !unicode.IsSpace(r) && !unicode.IsPunct(r)
-}
 
 // token is one word of a text: its folded form and where it is (bytes).
 type token struct {
@@ -35,7 +29,7 @@ func tokenize(s string, max int) []token {
 	var out []token
 	start := -1
 	for i, r := range s {
-		if isWordRune(r) {
+		if record.IsWordRune(r) {
 			if start < 0 {
 				start = i
 			}
@@ -159,5 +153,5 @@ func quoteLexeme(w string) string {
 // searchText is what insertEntries stores for an entry: the tsvector
 // literal of its searchable text ("" for none).
 func searchText(kind core.Kind, payload []byte) string {
-	return tsvectorOf(SearchText(kind, payload))
+	return tsvectorOf(record.SearchText(kind, payload))
 }

@@ -1,4 +1,4 @@
-package storage
+package record
 
 import (
 	"bytes"
@@ -48,7 +48,7 @@ func (s *textScanner) str(i int) (int, bool) {
 // returns the index after it (-1 on malformed input).
 func (s *textScanner) value(i int, discard bool) int {
 	i = s.ws(i)
-	if i >= len(s.raw) || s.b.Len() > maxIndexedText {
+	if i >= len(s.raw) || s.b.Len() > MaxIndexedText {
 		return -1
 	}
 	switch s.raw[i] {
