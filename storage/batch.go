@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
 // maxGroup bounds how many waiting writes one group transaction takes.
@@ -236,7 +237,7 @@ func (db *DB) PatchSession(ctx context.Context, id string, p core.SessionPatch) 
 // by the writer goroutine; each gets its own result. Invalid entries fail
 // the call before anything is written.
 func (db *DB) Append(ctx context.Context, sessionID string, entries ...core.NewEntry) (out []core.Entry, err error) {
-	if err := db.validateAll(entries); err != nil {
+	if err := record.CheckEntries(entries, db.maxEntry); err != nil {
 		return nil, err
 	}
 	err = db.submit(ctx, func(ctx context.Context, w *txWriter) (err error) {
@@ -249,7 +250,7 @@ func (db *DB) Append(ctx context.Context, sessionID string, entries ...core.NewE
 // AppendTo implements core.Writer. parentID must be an entry of the
 // session; "" starts a new root.
 func (db *DB) AppendTo(ctx context.Context, sessionID, parentID string, entries ...core.NewEntry) (out []core.Entry, err error) {
-	if err := db.validateAll(entries); err != nil {
+	if err := record.CheckEntries(entries, db.maxEntry); err != nil {
 		return nil, err
 	}
 	err = db.submit(ctx, func(ctx context.Context, w *txWriter) (err error) {
@@ -269,7 +270,7 @@ func (db *DB) MoveHead(ctx context.Context, sessionID, entryID string) error {
 
 // AppendAudit implements core.Writer.
 func (db *DB) AppendAudit(ctx context.Context, r core.AuditRecord) error {
-	if err := validateAudit(r); err != nil {
+	if err := record.CheckAudit(r); err != nil {
 		return err
 	}
 	return db.submit(ctx, func(ctx context.Context, w *txWriter) error {

@@ -10,6 +10,7 @@ import (
 	"github.com/ncruces/go-sqlite3"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
 // In a bulk write (UpdateBulk) the entries of an ordinary append (under
@@ -59,10 +60,10 @@ func (w *txWriter) insertFast(ctx context.Context, sessionID, parentID string, s
 		ins := w.ins
 		for _, ne := range entries {
 			id := w.db.ids.New("e_")
-			created := entryTime(ne, now)
+			created := record.EntryTime(ne, now)
 			err := errors.Join(ins.BindText(1, id), ins.BindText(2, sessionID), bindOptText(ins, 3, parentID),
 				ins.BindInt64(4, seq+1), ins.BindText(5, string(ne.Kind)), ins.BindRawText(6, ne.Payload),
-				bindOptText(ins, 7, ne.NativeID), ins.BindInt64(8, int64(ne.TokenEstimate)), ins.BindInt64(9, nanos(created)))
+				bindOptText(ins, 7, ne.NativeID), ins.BindInt64(8, int64(ne.TokenEstimate)), ins.BindInt64(9, record.Nanos(created)))
 			if err == nil {
 				err = ins.Exec()
 			}

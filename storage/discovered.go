@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
 var _ core.DiscoveryLog = (*DB)(nil)
@@ -23,7 +24,7 @@ func (db *DB) DiscoveredFile(ctx context.Context, harness, path string) (core.Di
 	if err != nil {
 		return f, false, fmt.Errorf("storage: discovered file %s: %w", path, err)
 	}
-	f.ModTime = unix(mtime)
+	f.ModTime = record.Unix(mtime)
 	return f, true, nil
 }
 
@@ -34,7 +35,7 @@ func (db *DB) RecordDiscovered(ctx context.Context, f core.DiscoveredFile) error
 			VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (harness, path) DO UPDATE SET size = excluded.size, mtime = excluded.mtime,
 			session_id = excluded.session_id, seen_at = excluded.seen_at`,
-			f.Harness, f.Path, f.Size, nanos(f.ModTime), f.SessionID, nanos(db.now()))
+			f.Harness, f.Path, f.Size, record.Nanos(f.ModTime), f.SessionID, record.Nanos(db.now()))
 		if err != nil {
 			return fmt.Errorf("storage: record discovered %s: %w", f.Path, err)
 		}

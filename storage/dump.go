@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/checkpoint"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
 var _ core.Dumper = (*DB)(nil)
@@ -80,14 +80,14 @@ func (db *DB) Restore(ctx context.Context, d core.SessionDump) (added int, err e
 // hands entries over one at a time, and parents are looked up in the
 // record.
 func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r core.Restorer) error) (added int, err error) {
-	s = validSession(s)
+	s = record.ValidSession(s, core.ValidText)
 	if s.CreatedAt.IsZero() {
 		s.CreatedAt = db.now()
 	}
 	if s.UpdatedAt.IsZero() {
 		s.UpdatedAt = s.CreatedAt
 	}
-	if err := checkRestoredSession(s); err != nil {
+	if err := record.CheckRestoredSession(s); err != nil {
 		return 0, err
 	}
 	err = db.Update(ctx, func(cw core.Writer) error {
@@ -101,7 +101,7 @@ func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r cor
 				native_session_id, head_id, restore_mode, latest_checkpoint_id, archived, created_at, updated_at)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?)`,
 				s.ID, s.Harness, s.Cwd, s.Title, s.Preset, s.Model, s.Effort, s.NativeSessionID,
-				s.RestoreMode, s.LatestCheckpointID, s.Archived, nanos(s.CreatedAt), nanos(s.UpdatedAt)); err != nil {
+				s.RestoreMode, s.LatestCheckpointID, s.Archived, record.Nanos(s.CreatedAt), record.Nanos(s.UpdatedAt)); err != nil {
 				return fmt.Errorf("storage: restore session: %w", err)
 			}
 			db.fire("session.insert")
@@ -148,7 +148,7 @@ func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r cor
 			native_session_id = ?, head_id = ?, restore_mode = ?, latest_checkpoint_id = ?, archived = ?,
 			branched = ?, last_status = coalesce(?, last_status), updated_at = ? WHERE id = ?`,
 			s.Title, s.Preset, s.Model, s.Effort, s.NativeSessionID, s.HeadID, s.RestoreMode, s.LatestCheckpointID,
-			s.Archived, r.branched, r.status, nanos(s.UpdatedAt), s.ID); err != nil {
+			s.Archived, r.branched, r.status, record.Nanos(s.UpdatedAt), s.ID); err != nil {
 			return fmt.Errorf("storage: restore head: %w", err)
 		}
 		db.fire("session.head")
@@ -234,30 +234,12 @@ const linkEvery = 1000
 func (r *restorer) Entry(e core.Entry) error {
 	r.n++
 	s, ctx, w := r.s, r.ctx, r.w
-	ne := validEntry(core.NewEntry{ID: e.ID, Kind: e.Kind, Payload: e.Payload, NativeID: e.NativeID})
-	e.ID, e.Kind, e.Payload, e.NativeID = ne.ID, ne.Kind, ne.Payload, ne.NativeID
-	e.SessionID, e.ParentID = core.ValidText(e.SessionID), core.ValidText(e.ParentID)
-	if e.SessionID != s.ID {
-		return core.Errorf(core.CodeInvalid, "restore: entry %d (%.80s) belongs to session %.80q, not %.80q", r.n, e.ID, e.SessionID, s.ID)
-	}
-	if e.ID == "" || e.Seq <= 0 {
-		return core.Errorf(core.CodeInvalid, "restore: entry %d has no id or sequence number", r.n)
-	}
-	if err := checkRestoredEntry(r.n, e); err != nil {
+	prev := max(r.lastSeq, r.storeMax)
+	e, err := record.RestoredEntry(r.n, e, s.ID, r.lastSeq, r.db.maxEntry, core.ValidText)
+	if err != nil {
 		return err
 	}
-	if e.Seq <= r.lastSeq {
-		return core.Errorf(core.CodeInvalid, "restore: entries are not in sequence order at %s", e.ID)
-	}
-	prev := max(r.lastSeq, r.storeMax)
 	r.lastSeq = e.Seq
-	err := r.db.checkSize(ne)
-	if err == nil {
-		err = ne.Validate()
-	}
-	if err != nil {
-		return core.E(core.CodeInvalid, fmt.Sprintf("restore: entry %s", e.ID), err)
-	}
 	var owner string
 	var seq int64
 	err = w.q.QueryRowContext(ctx, `SELECT session_id, seq FROM entries WHERE id = ?`, e.ID).Scan(&owner, &seq)
@@ -293,7 +275,7 @@ func (r *restorer) Entry(e core.Entry) error {
 		return err
 	}
 	if _, err := w.q.ExecContext(ctx, insertEntrySQL, e.ID, s.ID, nullStr(e.ParentID), e.Seq, string(e.Kind),
-		string(e.Payload), nullStr(e.NativeID), e.TokenEstimate, nanos(e.CreatedAt)); err != nil {
+		string(e.Payload), nullStr(e.NativeID), e.TokenEstimate, record.Nanos(e.CreatedAt)); err != nil {
 		return core.E(core.CodeConflict, fmt.Sprintf("restore: entry %s", e.ID), err)
 	}
 	r.db.fire("entry.insert")
@@ -334,69 +316,8 @@ func (r *restorer) Audit(a core.AuditRecord) error {
 	if r.exists {
 		return nil
 	}
-	if a.Time.IsZero() {
-		return core.Errorf(core.CodeInvalid, "restore: audit record %.40q has no time", a.Kind)
-	}
-	if err := validateAudit(a); err != nil {
-		return core.E(core.CodeInvalid, "restore", err)
-	}
-	if core.ValidText(a.Entity) != r.s.ID {
-		return core.Errorf(core.CodeInvalid, "restore: audit record %.40q is about %.80q, not the restored session %s", a.Kind, a.Entity, r.s.ID)
-	}
-	return r.w.appendAudit(r.ctx, a)
-}
-
-// maxRestoredID bounds the ids and names of a restored session and its
-// entries (Bridge's own are a few dozen bytes).
-const maxRestoredID = 1024
-
-// checkRestoredSession refuses a session head the record cannot hold as
-// it is: no id or harness, an over-long id, or a time outside the range
-// the record stores exactly (core.Representable).
-func checkRestoredSession(s core.Session) error {
-	if s.ID == "" {
-		return core.Errorf(core.CodeInvalid, "restore: the session has no id")
-	}
-	if s.Harness == "" {
-		return core.Errorf(core.CodeInvalid, "restore: session %.80s has no harness", s.ID)
-	}
-	for _, f := range []struct{ name, v string }{{"sessionId", s.ID}, {"harness", s.Harness}, {"nativeSessionId", s.NativeSessionID},
-		{"headId", s.HeadID}, {"latestCheckpointId", s.LatestCheckpointID}, {"preset", s.Preset}, {"model", s.Model},
-		{"effort", s.Effort}, {"restoreMode", s.RestoreMode}} {
-		if len(f.v) > maxRestoredID {
-			return core.Errorf(core.CodeInvalid, "restore: session %s is %d bytes long, over the limit of %d", f.name, len(f.v), maxRestoredID)
-		}
-	}
-	if err := checkTime("session createdAt", s.CreatedAt); err != nil {
+	if err := record.CheckRestoredAudit(a, r.s.ID, core.ValidText); err != nil {
 		return err
 	}
-	return checkTime("session updatedAt", s.UpdatedAt)
-}
-
-// checkRestoredEntry refuses an entry whose numbers, time or ids the
-// record cannot hold: a sequence number or token estimate outside
-// 0..core.MaxSeq (seq+1 of the next append must not overflow, and every
-// client reads them exactly), a time outside the stored range, an
-// over-long id.
-func checkRestoredEntry(n int, e core.Entry) error {
-	if e.Seq > core.MaxSeq {
-		return core.Errorf(core.CodeInvalid, "restore: entry %d (%.80s) has sequence %d, over the largest the record holds (%d)", n, e.ID, e.Seq, int64(core.MaxSeq))
-	}
-	if e.TokenEstimate < 0 || e.TokenEstimate > core.MaxSeq {
-		return core.Errorf(core.CodeInvalid, "restore: entry %d (%.80s) has token estimate %d, outside 0..%d", n, e.ID, e.TokenEstimate, int64(core.MaxSeq))
-	}
-	for _, f := range []struct{ name, v string }{{"id", e.ID}, {"parentId", e.ParentID}, {"nativeId", e.NativeID}} {
-		if len(f.v) > maxRestoredID {
-			return core.Errorf(core.CodeInvalid, "restore: entry %d: %s is %d bytes long, over the limit of %d", n, f.name, len(f.v), maxRestoredID)
-		}
-	}
-	return checkTime(fmt.Sprintf("entry %d (%.80s) createdAt", n, e.ID), e.CreatedAt)
-}
-
-// checkTime refuses a time the record cannot store exactly.
-func checkTime(what string, t time.Time) error {
-	if !core.Representable(t) {
-		return core.Errorf(core.CodeInvalid, "restore: %s %s is outside the years the record can hold (1678-2262)", what, t.Format(time.RFC3339Nano))
-	}
-	return nil
+	return r.w.appendAudit(r.ctx, a)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
 // AcquireLease implements core.SessionLeases: one conditional upsert, so
@@ -21,7 +22,7 @@ func (db *DB) AcquireLease(ctx context.Context, sessionID, owner string, ttl tim
 		res, err := w.q.ExecContext(ctx, `INSERT INTO session_leases (session_id, owner, expires_at) VALUES (?, ?, ?)
 			ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
 			WHERE session_leases.owner = excluded.owner OR session_leases.expires_at <= ?`,
-			sessionID, owner, nanos(now.Add(ttl)), nanos(now))
+			sessionID, owner, record.Nanos(now.Add(ttl)), record.Nanos(now))
 		if err != nil {
 			return fmt.Errorf("storage: lease of session %s: %w", sessionID, err)
 		}
@@ -39,7 +40,7 @@ func (db *DB) AcquireLease(ctx context.Context, sessionID, owner string, ttl tim
 		if err != nil {
 			return fmt.Errorf("storage: lease of session %s: %w", sessionID, err)
 		}
-		return core.LiveElsewhere(sessionID, holder, unix(exp))
+		return core.LiveElsewhere(sessionID, holder, record.Unix(exp))
 	})
 }
 

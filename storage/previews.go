@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
 // maxAttachmentBytes bounds one stored image.
@@ -39,7 +40,7 @@ func (db *DB) SavePreview(ctx context.Context, p core.Preview) error {
 	}
 	return db.submit(ctx, func(ctx context.Context, w *txWriter) error {
 		_, err := w.q.ExecContext(ctx, `INSERT INTO previews (id, source_session_id, target, lang, path, summary, extra, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, p.ID, p.SourceSessionID, string(target), p.Lang, p.Path, p.Summary, extra, nanos(created))
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, p.ID, p.SourceSessionID, string(target), p.Lang, p.Path, p.Summary, extra, record.Nanos(created))
 		if err != nil {
 			return fmt.Errorf("storage: save preview %s: %w", p.ID, err)
 		}
@@ -65,9 +66,9 @@ func (db *DB) GetPreview(ctx context.Context, id string) (core.Preview, error) {
 		return core.Preview{}, core.E(core.CodeCorrupt, "storage: preview "+id+": target is not JSON", err)
 	}
 	p.Extra = json.RawMessage(extra)
-	p.CreatedAt = unix(created)
+	p.CreatedAt = record.Unix(created)
 	if executed.Valid {
-		p.ExecutedAt = unix(executed.Int64)
+		p.ExecutedAt = record.Unix(executed.Int64)
 	}
 	return p, nil
 }
@@ -76,7 +77,7 @@ func (db *DB) GetPreview(ctx context.Context, id string) (core.Preview, error) {
 // the row changes only while executed_at is NULL.
 func (db *DB) ClaimPreview(ctx context.Context, id string, at time.Time) error {
 	return db.submit(ctx, func(ctx context.Context, w *txWriter) error {
-		res, err := w.q.ExecContext(ctx, `UPDATE previews SET executed_at = ? WHERE id = ? AND executed_at IS NULL`, nanos(at), id)
+		res, err := w.q.ExecContext(ctx, `UPDATE previews SET executed_at = ? WHERE id = ? AND executed_at IS NULL`, record.Nanos(at), id)
 		if err != nil {
 			return fmt.Errorf("storage: claim preview %s: %w", id, err)
 		}
@@ -118,7 +119,7 @@ func (db *DB) PutAttachment(ctx context.Context, a core.Attachment, data []byte)
 	}
 	return db.submit(ctx, func(ctx context.Context, w *txWriter) error {
 		_, err := w.q.ExecContext(ctx, `INSERT INTO attachments (sha256, media_type, bytes, data, created_at) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (sha256) DO NOTHING`, a.SHA256, a.MediaType, len(data), data, nanos(db.now()))
+			ON CONFLICT (sha256) DO NOTHING`, a.SHA256, a.MediaType, len(data), data, record.Nanos(db.now()))
 		if err != nil {
 			return fmt.Errorf("storage: put attachment %s: %w", a.SHA256, err)
 		}

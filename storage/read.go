@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
 // querier is what reads need: *sql.DB or *sql.Tx.
@@ -29,7 +30,7 @@ func scanSession(sc scanner) (core.Session, error) {
 	var created, updated int64
 	err := sc.Scan(&s.ID, &s.Harness, &s.Cwd, &s.Title, &s.Preset, &s.Model, &s.Effort, &s.NativeSessionID,
 		&s.HeadID, &s.RestoreMode, &s.LatestCheckpointID, &s.Archived, &s.LastStatus, &created, &updated)
-	s.CreatedAt, s.UpdatedAt = unix(created), unix(updated)
+	s.CreatedAt, s.UpdatedAt = record.Unix(created), record.Unix(updated)
 	return s, err
 }
 
@@ -89,7 +90,7 @@ func (db *DB) ListSessions(ctx context.Context, q core.ListQuery) ([]core.Sessio
 	if len(out) > limit {
 		out = out[:limit]
 		last := out[limit-1]
-		next = encodeCursor(nanos(last.UpdatedAt), last.ID)
+		next = encodeCursor(record.Nanos(last.UpdatedAt), last.ID)
 	}
 	return out, next, nil
 }
@@ -200,7 +201,7 @@ func (r *entryRow) entry() core.Entry {
 	return core.Entry{
 		ID: r.id.String, SessionID: r.session.String, ParentID: r.parent.String, Seq: r.seq.Int64,
 		Kind: core.Kind(r.kind.String), Payload: core.ValidJSON([]byte(r.payload.String)), NativeID: r.native.String,
-		TokenEstimate: r.tokens.Int64, CreatedAt: unix(r.created.Int64),
+		TokenEstimate: r.tokens.Int64, CreatedAt: record.Unix(r.created.Int64),
 	}
 }
 
@@ -252,7 +253,7 @@ func (db *DB) Audit(ctx context.Context, entity, kind string) ([]core.AuditRecor
 		if err := rows.Scan(&r.ID, &r.Source, &r.Kind, &r.Entity, &body, &t); err != nil {
 			return nil, fmt.Errorf("storage: audit: %w", err)
 		}
-		r.Body, r.Time = core.ValidJSON([]byte(body)), unix(t)
+		r.Body, r.Time = core.ValidJSON([]byte(body)), record.Unix(t)
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

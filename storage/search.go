@@ -236,11 +236,11 @@ func searchFilters(q core.SearchQuery) (where []string, args []any) {
 	}
 	if !q.Since.IsZero() {
 		where = append(where, "e.created_at >= ?")
-		args = append(args, nanos(q.Since))
+		args = append(args, record.Nanos(q.Since))
 	}
 	if !q.Until.IsZero() {
 		where = append(where, "e.created_at < ?")
-		args = append(args, nanos(q.Until))
+		args = append(args, record.Nanos(q.Until))
 	}
 	return where, args
 }
@@ -302,7 +302,7 @@ func (pl searchPlan) hits(ctx context.Context, tx *sql.Tx, top []ranked) ([]core
 			return nil, detailError{err}
 		}
 		h.Kind = core.Kind(kind)
-		h.CreatedAt = unix(created)
+		h.CreatedAt = record.Unix(created)
 		h.Snippet, h.Highlights = splitMarks(snip.String)
 		byRow[rowid] = h
 	}

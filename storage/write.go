@@ -3,16 +3,15 @@ package storage
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/ncruces/go-sqlite3"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
 // txWriter is core.Writer inside one write transaction (Update, or one group
@@ -84,7 +83,7 @@ func (w *txWriter) PatchSession(ctx context.Context, id string, p core.SessionPa
 
 // Append implements core.Writer.
 func (w *txWriter) Append(ctx context.Context, sessionID string, entries ...core.NewEntry) ([]core.Entry, error) {
-	if err := w.db.validateAll(entries); err != nil {
+	if err := record.CheckEntries(entries, w.db.maxEntry); err != nil {
 		return nil, err
 	}
 	if err := w.lock(); err != nil {
@@ -98,7 +97,7 @@ func (w *txWriter) Append(ctx context.Context, sessionID string, entries ...core
 
 // AppendTo implements core.Writer.
 func (w *txWriter) AppendTo(ctx context.Context, sessionID, parentID string, entries ...core.NewEntry) ([]core.Entry, error) {
-	if err := w.db.validateAll(entries); err != nil {
+	if err := record.CheckEntries(entries, w.db.maxEntry); err != nil {
 		return nil, err
 	}
 	if err := w.lock(); err != nil {
@@ -132,9 +131,15 @@ func (w *txWriter) MoveHead(ctx context.Context, sessionID, entryID string) erro
 	return w.moveHead(ctx, sessionID, entryID)
 }
 
+// CheckEntries tells whether Append would refuse any of entries (its size
+// or shape) without writing anything.
+func (db *DB) CheckEntries(entries []core.NewEntry) error {
+	return record.CheckEntries(entries, db.maxEntry)
+}
+
 // AppendAudit implements core.Writer.
 func (w *txWriter) AppendAudit(ctx context.Context, r core.AuditRecord) error {
-	if err := validateAudit(r); err != nil {
+	if err := record.CheckAudit(r); err != nil {
 		return err
 	}
 	if err := w.lock(); err != nil {
@@ -144,100 +149,6 @@ func (w *txWriter) AppendAudit(ctx context.Context, r core.AuditRecord) error {
 	return w.appendAudit(ctx, r)
 }
 
-// validText returns entries with every text valid UTF-8 (core.ValidText,
-// the record's one rule for whatever any importer or harness brings),
-// copying the slice only when something changes.
-func validText(entries []core.NewEntry) []core.NewEntry {
-	var out []core.NewEntry
-	for i, e := range entries {
-		c := validEntry(e)
-		if out == nil && (len(c.Payload) != len(e.Payload) || c.ID != e.ID || c.NativeID != e.NativeID || c.Kind != e.Kind) {
-			out = slices.Clone(entries)
-		}
-		if out != nil {
-			out[i] = c
-		}
-	}
-	if out == nil {
-		return entries
-	}
-	return out
-}
-
-// validEntry is validText of one entry.
-func validEntry(e core.NewEntry) core.NewEntry {
-	e.Payload = core.ValidJSON(e.Payload)
-	e.ID, e.NativeID, e.Kind = core.ValidText(e.ID), core.ValidText(e.NativeID), core.Kind(core.ValidText(string(e.Kind)))
-	return e
-}
-
-// validSession is validText of a session's fields.
-func validSession(s core.Session) core.Session {
-	for _, f := range []*string{&s.ID, &s.Harness, &s.Cwd, &s.Title, &s.Preset, &s.Model, &s.Effort,
-		&s.NativeSessionID, &s.HeadID, &s.RestoreMode, &s.LatestCheckpointID} {
-		*f = core.ValidText(*f)
-	}
-	return s
-}
-
-// validateAll checks every entry before anything is written: its size
-// against the limit first (so that neither the JSON check nor SQLite sees an
-// oversized payload), then its shape.
-func (db *DB) validateAll(entries []core.NewEntry) error {
-	for i, e := range entries {
-		err := db.checkSize(e)
-		if err == nil {
-			err = e.Validate()
-		}
-		if err != nil {
-			if len(entries) > 1 {
-				return &core.Error{Code: core.ErrorCode(err), Message: fmt.Sprintf("entry %d of %d: %v", i+1, len(entries), err)}
-			}
-			return err
-		}
-	}
-	return nil
-}
-
-// CheckEntries tells whether Append would refuse any of entries (its size
-// or shape) without writing anything.
-func (db *DB) CheckEntries(entries []core.NewEntry) error { return db.validateAll(entries) }
-
-func (db *DB) checkSize(e core.NewEntry) error {
-	if db.maxEntry > 0 && len(e.Payload) > db.maxEntry {
-		return core.Errorf(core.CodeInvalid, "entry %.40s: payload is %d bytes, over the limit of %d bytes per entry (maxEntryBytes)",
-			e.Kind, len(e.Payload), db.maxEntry)
-	}
-	return nil
-}
-
-func validateAudit(r core.AuditRecord) error {
-	if !r.Time.IsZero() && !core.Representable(r.Time) {
-		return core.Errorf(core.CodeInvalid, "audit record %.40s: time %s is outside the years the record can hold (1678-2262)", r.Kind, r.Time.Format(time.RFC3339))
-	}
-	if r.Kind == "" {
-		return core.Errorf(core.CodeInvalid, "audit record: kind is required")
-	}
-	if len(r.Body) > 0 && !json.Valid(r.Body) {
-		return core.Errorf(core.CodeInvalid, "audit record %s: body is not valid JSON", r.Kind)
-	}
-	return nil
-}
-
-// nanos stores t as Unix nanoseconds; unix reads it back in UTC.
-func nanos(t time.Time) int64    { return t.UnixNano() }
-func unix(n int64) time.Time     { return time.Unix(0, n).UTC() }
-func norm(t time.Time) time.Time { return unix(nanos(t)) }
-
-// entryTime is when ne happened: its own At (an imported transcript's
-// time) when it has one the store can hold, else now.
-func entryTime(ne core.NewEntry, now time.Time) time.Time {
-	if !ne.At.IsZero() && core.Representable(ne.At) {
-		return norm(ne.At)
-	}
-	return norm(now)
-}
-
 // retime sets the time of the entry of sessionID whose native id is ne's
 // to ne.At, when ne has a time: an import of a transcript already recorded
 // corrects the times an older Bridge recorded (the moment of import).
@@ -245,7 +156,7 @@ func (w *txWriter) retime(ctx context.Context, sessionID string, ne core.NewEntr
 	if ne.NativeID == "" || ne.At.IsZero() || !core.Representable(ne.At) {
 		return nil
 	}
-	t := nanos(norm(ne.At))
+	t := record.Nanos(record.Norm(ne.At))
 	if _, err := w.q.ExecContext(ctx, `UPDATE entries SET created_at = ? WHERE session_id = ? AND native_id = ? AND created_at <> ?`,
 		t, sessionID, ne.NativeID, t); err != nil {
 		return fmt.Errorf("storage: correct an entry's time: %w", err)
@@ -272,7 +183,7 @@ func (w *txWriter) RetimeSession(ctx context.Context, sessionID string) error {
 }
 
 func (w *txWriter) createSession(ctx context.Context, s core.Session) (core.Session, error) {
-	s = validSession(s)
+	s = record.ValidSession(s, core.ValidText)
 	now := w.db.now()
 	if s.ID == "" {
 		s.ID = w.db.ids.New("s_")
@@ -283,7 +194,7 @@ func (w *txWriter) createSession(ctx context.Context, s core.Session) (core.Sess
 	if s.UpdatedAt.IsZero() {
 		s.UpdatedAt = s.CreatedAt
 	}
-	s.CreatedAt, s.UpdatedAt = norm(s.CreatedAt), norm(s.UpdatedAt)
+	s.CreatedAt, s.UpdatedAt = record.Norm(s.CreatedAt), record.Norm(s.UpdatedAt)
 	s.HeadID = "" // a new session has no entries yet
 	var exists int
 	if err := w.q.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE id = ?`, s.ID).Scan(&exists); err != nil {
@@ -296,7 +207,7 @@ func (w *txWriter) createSession(ctx context.Context, s core.Session) (core.Sess
 		native_session_id, head_id, restore_mode, latest_checkpoint_id, archived, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?)`,
 		s.ID, s.Harness, s.Cwd, s.Title, s.Preset, s.Model, s.Effort, s.NativeSessionID,
-		s.RestoreMode, s.LatestCheckpointID, s.Archived, nanos(s.CreatedAt), nanos(s.UpdatedAt))
+		s.RestoreMode, s.LatestCheckpointID, s.Archived, record.Nanos(s.CreatedAt), record.Nanos(s.UpdatedAt))
 	if err != nil {
 		return core.Session{}, fmt.Errorf("storage: create session: %w", err)
 	}
@@ -310,7 +221,7 @@ func (w *txWriter) touch(prev time.Time) time.Time {
 	if !now.After(prev) {
 		now = prev.Add(time.Nanosecond)
 	}
-	return norm(now)
+	return record.Norm(now)
 }
 
 func (w *txWriter) patchSession(ctx context.Context, id string, p core.SessionPatch) (core.Session, error) {
@@ -338,7 +249,7 @@ func (w *txWriter) patchSession(ctx context.Context, id string, p core.SessionPa
 		native_session_id = ?, restore_mode = ?, latest_checkpoint_id = ?, archived = ?, updated_at = ?
 		WHERE id = ?`,
 		s.Title, s.Preset, s.Model, s.Effort, s.NativeSessionID, s.RestoreMode, s.LatestCheckpointID,
-		s.Archived, nanos(s.UpdatedAt), id)
+		s.Archived, record.Nanos(s.UpdatedAt), id)
 	if err != nil {
 		return core.Session{}, fmt.Errorf("storage: patch session %s: %w", id, err)
 	}
@@ -368,14 +279,14 @@ func loadState(ctx context.Context, q querier, id string) (sessionState, error) 
 	if err != nil {
 		return st, fmt.Errorf("storage: load session %s: %w", id, err)
 	}
-	st.updatedAt = unix(upd)
+	st.updatedAt = record.Unix(upd)
 	return st, nil
 }
 
 // appendEntries adds entries as a chain. With explicit false the parent is
 // the head; otherwise it is parentID ("" starts a new root).
 func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string, explicit bool, entries []core.NewEntry) ([]core.Entry, error) {
-	entries = validText(entries)
+	entries = record.ValidEntries(entries, core.ValidText)
 	st, err := loadState(ctx, w.q, sessionID)
 	if err != nil {
 		return nil, err
@@ -419,7 +330,7 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 		branches := (parentID == "" && seq > 0) || (parentID != "" && parentSeq < seq)
 		e := core.Entry{
 			ID: id, SessionID: sessionID, ParentID: parentID, Seq: seq + 1, Kind: ne.Kind,
-			Payload: ne.Payload, NativeID: ne.NativeID, TokenEstimate: ne.TokenEstimate, CreatedAt: entryTime(ne, now),
+			Payload: ne.Payload, NativeID: ne.NativeID, TokenEstimate: ne.TokenEstimate, CreatedAt: record.EntryTime(ne, now),
 		}
 		inserted, err := w.insertOne(ctx, e, ne)
 		if err != nil {
@@ -456,7 +367,7 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 	}
 	if _, err := w.q.ExecContext(ctx, `UPDATE sessions SET head_id = ?, branched = ?, updated_at = ?,
 		last_status = coalesce(?, last_status) WHERE id = ?`,
-		parentID, st.branched, nanos(w.touch(st.updatedAt)), status, sessionID); err != nil {
+		parentID, st.branched, record.Nanos(w.touch(st.updatedAt)), status, sessionID); err != nil {
 		return nil, fmt.Errorf("storage: move head: %w", err)
 	}
 	w.db.fire("session.head")
@@ -533,7 +444,7 @@ func (w *txWriter) insertOne(ctx context.Context, e core.Entry, ne core.NewEntry
 		stmt = insertEntryOrSkipSQL
 	}
 	res, err := w.q.ExecContext(ctx, stmt, e.ID, e.SessionID, nullStr(e.ParentID), e.Seq, string(e.Kind),
-		string(e.Payload), nullStr(e.NativeID), e.TokenEstimate, nanos(e.CreatedAt))
+		string(e.Payload), nullStr(e.NativeID), e.TokenEstimate, record.Nanos(e.CreatedAt))
 	if err != nil {
 		return false, fmt.Errorf("storage: insert entry: %w", err)
 	}
@@ -573,7 +484,7 @@ func (w *txWriter) moveHead(ctx context.Context, sessionID, entryID string) erro
 		return core.Errorf(core.CodeInvalid, "entry %q belongs to session %s, not %s", entryID, owner, sessionID)
 	}
 	if _, err := w.q.ExecContext(ctx, `UPDATE sessions SET head_id = ?, updated_at = ? WHERE id = ?`,
-		entryID, nanos(w.touch(st.updatedAt)), sessionID); err != nil {
+		entryID, record.Nanos(w.touch(st.updatedAt)), sessionID); err != nil {
 		return fmt.Errorf("storage: move head: %w", err)
 	}
 	w.db.fire("session.head")
@@ -590,7 +501,7 @@ func (w *txWriter) appendAudit(ctx context.Context, r core.AuditRecord) error {
 		body = "{}"
 	}
 	if _, err := w.q.ExecContext(ctx, `INSERT INTO audit (source, kind, entity, body, time) VALUES (?, ?, ?, ?, ?)`,
-		r.Source, r.Kind, r.Entity, body, nanos(r.Time)); err != nil {
+		r.Source, r.Kind, r.Entity, body, record.Nanos(r.Time)); err != nil {
 		return fmt.Errorf("storage: append audit: %w", err)
 	}
 	w.db.fire("audit.insert")

@@ -2,11 +2,11 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/checkpoint"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
 // Dump implements core.Dumper: one snapshot, entries by seq, the audit
@@ -71,14 +71,14 @@ const restoreBatch = 1000
 // written restoreBatch at a time; the session's row is locked for the
 // whole restore, so appends from other processes wait for it.
 func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r core.Restorer) error) (added int, err error) {
-	s = validSession(s)
+	s = record.ValidSession(s, txt)
 	if s.CreatedAt.IsZero() {
 		s.CreatedAt = db.now()
 	}
 	if s.UpdatedAt.IsZero() {
 		s.UpdatedAt = s.CreatedAt
 	}
-	if err := checkRestoredSession(s); err != nil {
+	if err := record.CheckRestoredSession(s); err != nil {
 		return 0, err
 	}
 	err = db.update(ctx, func(w *txWriter) error {
@@ -86,7 +86,7 @@ func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r cor
 			native_session_id, head_id, restore_mode, latest_checkpoint_id, archived, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '', $9, $10, $11, $12, $13) ON CONFLICT (id) DO NOTHING`,
 			s.ID, s.Harness, s.Cwd, s.Title, s.Preset, s.Model, s.Effort, s.NativeSessionID,
-			s.RestoreMode, s.LatestCheckpointID, s.Archived, nanos(s.CreatedAt), nanos(s.UpdatedAt))
+			s.RestoreMode, s.LatestCheckpointID, s.Archived, record.Nanos(s.CreatedAt), record.Nanos(s.UpdatedAt))
 		if err != nil {
 			return db.errf(err, "restore session")
 		}
@@ -142,7 +142,7 @@ func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r cor
 			head_seq = coalesce((SELECT seq FROM entries WHERE id = $6 AND session_id = $13), 0),
 			max_seq = coalesce((SELECT max(seq) FROM entries WHERE session_id = $13), 0) WHERE id = $13`,
 			s.Title, s.Preset, s.Model, s.Effort, s.NativeSessionID, s.HeadID, s.RestoreMode, s.LatestCheckpointID,
-			s.Archived, r.branched, status, nanos(s.UpdatedAt), s.ID); err != nil {
+			s.Archived, r.branched, status, record.Nanos(s.UpdatedAt), s.ID); err != nil {
 			return db.errf(err, "restore head")
 		}
 		return r.saveWindow(s.HeadID)
@@ -182,31 +182,11 @@ type restorer struct {
 // Entry implements core.Restorer.
 func (r *restorer) Entry(e core.Entry) error {
 	r.n++
-	s := r.s
-	ne := validEntry(core.NewEntry{ID: e.ID, Kind: e.Kind, Payload: e.Payload, NativeID: e.NativeID})
-	e.ID, e.Kind, e.Payload, e.NativeID = ne.ID, ne.Kind, ne.Payload, ne.NativeID
-	e.SessionID, e.ParentID = txt(e.SessionID), txt(e.ParentID)
-	if e.SessionID != s.ID {
-		return core.Errorf(core.CodeInvalid, "restore: entry %d (%.80s) belongs to session %.80q, not %.80q", r.n, e.ID, e.SessionID, s.ID)
-	}
-	if e.ID == "" || e.Seq <= 0 {
-		return core.Errorf(core.CodeInvalid, "restore: entry %d has no id or sequence number", r.n)
-	}
-	if err := checkRestoredEntry(r.n, e); err != nil {
+	e, err := record.RestoredEntry(r.n, e, r.s.ID, r.lastSeq, r.db.maxEntry, txt)
+	if err != nil {
 		return err
 	}
-	if e.Seq <= r.lastSeq {
-		return core.Errorf(core.CodeInvalid, "restore: entries are not in sequence order at %s", e.ID)
-	}
 	r.lastSeq = e.Seq
-	err := r.db.checkSize(ne)
-	if err == nil {
-		err = ne.Validate()
-	}
-	if err != nil {
-		return core.E(core.CodeInvalid, fmt.Sprintf("restore: entry %s", e.ID), err)
-	}
-	e.CreatedAt = norm(e.CreatedAt)
 	r.pending = append(r.pending, e)
 	if len(r.pending) >= restoreBatch {
 		return r.flush()
@@ -375,14 +355,8 @@ func (r *restorer) Audit(a core.AuditRecord) error {
 	if err := r.flush(); err != nil {
 		return err
 	}
-	if a.Time.IsZero() {
-		return core.Errorf(core.CodeInvalid, "restore: audit record %.40q has no time", a.Kind)
-	}
-	if err := validateAudit(a); err != nil {
-		return core.E(core.CodeInvalid, "restore", err)
-	}
-	if txt(a.Entity) != r.s.ID {
-		return core.Errorf(core.CodeInvalid, "restore: audit record %.40q is about %.80q, not the restored session %s", a.Kind, a.Entity, r.s.ID)
+	if err := record.CheckRestoredAudit(a, r.s.ID, txt); err != nil {
+		return err
 	}
 	return r.w.appendAudit(r.ctx, a)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
 // maxAttachmentBytes bounds one attachment (storage's limit).
@@ -41,7 +42,7 @@ func (db *DB) SavePreview(ctx context.Context, p core.Preview) error {
 	}
 	_, err = db.pool.Exec(ctx, `INSERT INTO previews (id, source_session_id, target, lang, path, summary, extra, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, txt(p.ID), txt(p.SourceSessionID), string(target), txt(p.Lang), txt(p.Path),
-		txt(p.Summary), txt(extra), nanos(created))
+		txt(p.Summary), txt(extra), record.Nanos(created))
 	if pgCode(err) == "23505" {
 		return core.Errorf(core.CodeConflict, "preview %s already exists", p.ID)
 	}
@@ -69,9 +70,9 @@ func (db *DB) GetPreview(ctx context.Context, id string) (core.Preview, error) {
 		return core.Preview{}, core.E(core.CodeCorrupt, "postgres: preview "+id+": target is not JSON", err)
 	}
 	p.Extra = json.RawMessage(extra)
-	p.CreatedAt = unix(created)
+	p.CreatedAt = record.Unix(created)
 	if executed != nil {
-		p.ExecutedAt = unix(*executed)
+		p.ExecutedAt = record.Unix(*executed)
 	}
 	return p, nil
 }
@@ -81,7 +82,7 @@ func (db *DB) GetPreview(ctx context.Context, id string) (core.Preview, error) {
 // others wait for its commit, find executed_at set and match no row.
 func (db *DB) ClaimPreview(ctx context.Context, id string, at time.Time) error {
 	id = txt(id)
-	tag, err := db.pool.Exec(ctx, `UPDATE previews SET executed_at = $1 WHERE id = $2 AND executed_at IS NULL`, nanos(at), id)
+	tag, err := db.pool.Exec(ctx, `UPDATE previews SET executed_at = $1 WHERE id = $2 AND executed_at IS NULL`, record.Nanos(at), id)
 	if err != nil {
 		return db.errf(err, "claim preview %s", id)
 	}
@@ -115,7 +116,7 @@ func (db *DB) PutAttachment(ctx context.Context, a core.Attachment, data []byte)
 		return core.Errorf(core.CodeInvalid, "postgres: an attachment of %d bytes is over the %d-byte limit", len(data), maxAttachmentBytes)
 	}
 	if _, err := db.pool.Exec(ctx, `INSERT INTO attachments (sha256, media_type, bytes, data, created_at) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (sha256) DO NOTHING`, txt(a.SHA256), txt(a.MediaType), len(data), data, nanos(db.now())); err != nil {
+		ON CONFLICT (sha256) DO NOTHING`, txt(a.SHA256), txt(a.MediaType), len(data), data, record.Nanos(db.now())); err != nil {
 		return db.errf(err, "put attachment %s", a.SHA256)
 	}
 	return nil
@@ -194,7 +195,7 @@ func (db *DB) DiscoveredFile(ctx context.Context, harness, path string) (core.Di
 	if err != nil {
 		return f, false, db.errf(err, "discovered file %s", path)
 	}
-	f.ModTime = unix(mtime)
+	f.ModTime = record.Unix(mtime)
 	return f, true, nil
 }
 
@@ -204,7 +205,7 @@ func (db *DB) RecordDiscovered(ctx context.Context, f core.DiscoveredFile) error
 		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (harness, path) DO UPDATE SET size = excluded.size, mtime = excluded.mtime,
 		session_id = excluded.session_id, seen_at = excluded.seen_at`,
-		txt(f.Harness), txt(f.Path), f.Size, nanos(f.ModTime), txt(f.SessionID), nanos(db.now()))
+		txt(f.Harness), txt(f.Path), f.Size, record.Nanos(f.ModTime), txt(f.SessionID), record.Nanos(db.now()))
 	if err != nil {
 		return db.errf(err, "record discovered %s", f.Path)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
 const sessionCols = `id, harness, cwd, title, preset, model, effort, native_session_id, head_id,
@@ -21,7 +22,7 @@ func scanSession(sc pgx.Row) (core.Session, error) {
 	var created, updated int64
 	err := sc.Scan(&s.ID, &s.Harness, &s.Cwd, &s.Title, &s.Preset, &s.Model, &s.Effort, &s.NativeSessionID,
 		&s.HeadID, &s.RestoreMode, &s.LatestCheckpointID, &s.Archived, &s.LastStatus, &created, &updated)
-	s.CreatedAt, s.UpdatedAt = unix(created), unix(updated)
+	s.CreatedAt, s.UpdatedAt = record.Unix(created), record.Unix(updated)
 	return s, err
 }
 
@@ -99,7 +100,7 @@ func (db *DB) ListSessions(ctx context.Context, q core.ListQuery) ([]core.Sessio
 	if len(out) > limit {
 		out = out[:limit]
 		last := out[limit-1]
-		next = encodeCursor(nanos(last.UpdatedAt), last.ID)
+		next = encodeCursor(record.Nanos(last.UpdatedAt), last.ID)
 	}
 	return out, next, nil
 }
@@ -170,7 +171,7 @@ func (r *entryRow) entry() core.Entry {
 	return core.Entry{
 		ID: str(r.id), SessionID: str(r.session), ParentID: str(r.parent), Seq: num(r.seq),
 		Kind: core.Kind(str(r.kind)), Payload: []byte(str(r.payload)), NativeID: str(r.native),
-		TokenEstimate: num(r.tokens), CreatedAt: unix(num(r.created)),
+		TokenEstimate: num(r.tokens), CreatedAt: record.Unix(num(r.created)),
 	}
 }
 
@@ -217,7 +218,7 @@ func audit(ctx context.Context, db *DB, q querier, entity, kind string) ([]core.
 		if err := rows.Scan(&r.ID, &r.Source, &r.Kind, &r.Entity, &body, &t); err != nil {
 			return nil, db.errf(err, "audit")
 		}
-		r.Body, r.Time = []byte(body), unix(t)
+		r.Body, r.Time = []byte(body), record.Unix(t)
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

@@ -387,10 +387,10 @@ func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, 
 		where = append(where, "NOT (s.archived AND starts_with(s.title, "+arg(core.HandoffWorkerTitle)+"))")
 	}
 	if !q.Since.IsZero() {
-		where = append(where, "e.created_at >= "+arg(nanos(q.Since)))
+		where = append(where, "e.created_at >= "+arg(record.Nanos(q.Since)))
 	}
 	if !q.Until.IsZero() {
-		where = append(where, "e.created_at < "+arg(nanos(q.Until)))
+		where = append(where, "e.created_at < "+arg(record.Nanos(q.Until)))
 	}
 	query := `SELECT e.id, e.session_id, e.seq, e.kind, e.created_at, s.harness, s.title, s.cwd, e.payload,
 		ts_rank_cd(e.search, $1::tsquery) AS rank, ` + phrase + ` AS phrase
@@ -416,7 +416,7 @@ func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, 
 				&payload, &rank, &phrased); err != nil {
 				return err
 			}
-			h.CreatedAt = unix(created)
+			h.CreatedAt = record.Unix(created)
 			h.Score = -float64(rank)
 			if phrased {
 				h.Score -= 1000 // an exact phrase ranks first, as with SQLite

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
 // txWriter is core.Writer inside one write transaction.
@@ -67,7 +68,7 @@ func (db *DB) PatchSession(ctx context.Context, id string, p core.SessionPatch) 
 
 // Append implements core.Writer.
 func (db *DB) Append(ctx context.Context, sessionID string, entries ...core.NewEntry) (out []core.Entry, err error) {
-	if err := db.validateAll(entries); err != nil {
+	if err := record.CheckEntries(entries, db.maxEntry); err != nil {
 		return nil, err
 	}
 	return db.appendFast(ctx, sessionID, "", false, entries)
@@ -75,7 +76,7 @@ func (db *DB) Append(ctx context.Context, sessionID string, entries ...core.NewE
 
 // AppendTo implements core.Writer.
 func (db *DB) AppendTo(ctx context.Context, sessionID, parentID string, entries ...core.NewEntry) (out []core.Entry, err error) {
-	if err := db.validateAll(entries); err != nil {
+	if err := record.CheckEntries(entries, db.maxEntry); err != nil {
 		return nil, err
 	}
 	return db.appendFast(ctx, sessionID, parentID, true, entries)
@@ -136,7 +137,7 @@ func (db *DB) MoveHead(ctx context.Context, sessionID, entryID string) error {
 
 // AppendAudit implements core.Writer.
 func (db *DB) AppendAudit(ctx context.Context, r core.AuditRecord) error {
-	if err := validateAudit(r); err != nil {
+	if err := record.CheckAudit(r); err != nil {
 		return err
 	}
 	return db.write(ctx, func(w *txWriter) error { return w.appendAudit(ctx, r) })
@@ -162,7 +163,7 @@ func (w *txWriter) PatchSession(ctx context.Context, id string, p core.SessionPa
 
 // Append implements core.Writer.
 func (w *txWriter) Append(ctx context.Context, sessionID string, entries ...core.NewEntry) ([]core.Entry, error) {
-	if err := w.db.validateAll(entries); err != nil {
+	if err := record.CheckEntries(entries, w.db.maxEntry); err != nil {
 		return nil, err
 	}
 	if err := w.lock(); err != nil {
@@ -174,7 +175,7 @@ func (w *txWriter) Append(ctx context.Context, sessionID string, entries ...core
 
 // AppendTo implements core.Writer.
 func (w *txWriter) AppendTo(ctx context.Context, sessionID, parentID string, entries ...core.NewEntry) ([]core.Entry, error) {
-	if err := w.db.validateAll(entries); err != nil {
+	if err := record.CheckEntries(entries, w.db.maxEntry); err != nil {
 		return nil, err
 	}
 	if err := w.lock(); err != nil {
@@ -195,7 +196,7 @@ func (w *txWriter) MoveHead(ctx context.Context, sessionID, entryID string) erro
 
 // AppendAudit implements core.Writer.
 func (w *txWriter) AppendAudit(ctx context.Context, r core.AuditRecord) error {
-	if err := validateAudit(r); err != nil {
+	if err := record.CheckAudit(r); err != nil {
 		return err
 	}
 	if err := w.lock(); err != nil {
@@ -223,7 +224,7 @@ func (w *txWriter) RetimeSession(ctx context.Context, sessionID string) error {
 }
 
 func (w *txWriter) createSession(ctx context.Context, s core.Session) (core.Session, error) {
-	s = validSession(s)
+	s = record.ValidSession(s, txt)
 	now := w.db.now()
 	if s.ID == "" {
 		s.ID = w.db.ids.New("s_")
@@ -234,14 +235,14 @@ func (w *txWriter) createSession(ctx context.Context, s core.Session) (core.Sess
 	if s.UpdatedAt.IsZero() {
 		s.UpdatedAt = s.CreatedAt
 	}
-	s.CreatedAt, s.UpdatedAt = norm(s.CreatedAt), norm(s.UpdatedAt)
+	s.CreatedAt, s.UpdatedAt = record.Norm(s.CreatedAt), record.Norm(s.UpdatedAt)
 	s.HeadID = ""
 	tag, err := w.tx.Exec(ctx, `INSERT INTO sessions (id, harness, cwd, title, preset, model, effort,
 		native_session_id, head_id, restore_mode, latest_checkpoint_id, archived, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '', $9, $10, $11, $12, $13)
 		ON CONFLICT (id) DO NOTHING`,
 		s.ID, s.Harness, s.Cwd, s.Title, s.Preset, s.Model, s.Effort, s.NativeSessionID,
-		s.RestoreMode, s.LatestCheckpointID, s.Archived, nanos(s.CreatedAt), nanos(s.UpdatedAt))
+		s.RestoreMode, s.LatestCheckpointID, s.Archived, record.Nanos(s.CreatedAt), record.Nanos(s.UpdatedAt))
 	if err != nil {
 		return core.Session{}, w.db.errf(err, "create session")
 	}
@@ -257,7 +258,7 @@ func (w *txWriter) touch(prev time.Time) time.Time {
 	if !now.After(prev) {
 		now = prev.Add(time.Nanosecond)
 	}
-	return norm(now)
+	return record.Norm(now)
 }
 
 func (w *txWriter) patchSession(ctx context.Context, id string, p core.SessionPatch) (core.Session, error) {
@@ -285,7 +286,7 @@ func (w *txWriter) patchSession(ctx context.Context, id string, p core.SessionPa
 		native_session_id = $5, restore_mode = $6, latest_checkpoint_id = $7, archived = $8, updated_at = $9
 		WHERE id = $10`,
 		s.Title, s.Preset, s.Model, s.Effort, s.NativeSessionID, s.RestoreMode, s.LatestCheckpointID,
-		s.Archived, nanos(s.UpdatedAt), id); err != nil {
+		s.Archived, record.Nanos(s.UpdatedAt), id); err != nil {
 		return core.Session{}, w.db.errf(err, "patch session %s", id)
 	}
 	return s, nil
@@ -318,7 +319,7 @@ func loadState(ctx context.Context, db *DB, q querier, id string) (sessionState,
 	if err != nil {
 		return st, db.errf(err, "load session %s", id)
 	}
-	st.updatedAt = unix(upd)
+	st.updatedAt = record.Unix(upd)
 	return st, nil
 }
 
@@ -364,7 +365,7 @@ func (w *txWriter) lockState(ctx context.Context, id string) (sessionState, erro
 	if st.headID != "" {
 		st.headSeq = &headSeq
 	}
-	st.updatedAt = unix(upd)
+	st.updatedAt = record.Unix(upd)
 	return st, nil
 }
 
@@ -408,7 +409,7 @@ func (w *txWriter) execBatch(ctx context.Context, stmts []stmt, commit bool) err
 // the head; otherwise it is parentID ("" starts a new root). The entries,
 // the head and the summary go to the server in one batch.
 func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string, explicit bool, entries []core.NewEntry) ([]core.Entry, error) {
-	entries = validText(entries)
+	entries = record.ValidEntries(entries, txt)
 	st, err := w.lockState(ctx, sessionID)
 	if err != nil {
 		return nil, err
@@ -492,7 +493,7 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 		seq++
 		e := core.Entry{
 			ID: id, SessionID: sessionID, ParentID: parentID, Seq: seq, Kind: ne.Kind,
-			Payload: ne.Payload, NativeID: ne.NativeID, TokenEstimate: ne.TokenEstimate, CreatedAt: entryTime(ne, now),
+			Payload: ne.Payload, NativeID: ne.NativeID, TokenEstimate: ne.TokenEstimate, CreatedAt: record.EntryTime(ne, now),
 		}
 		if v, ok := entryStatus(e.Kind, e.Payload); ok {
 			status = &v
@@ -514,7 +515,7 @@ func (w *txWriter) appendEntries(ctx context.Context, sessionID, parentID string
 	stmts := []stmt{w.insertStmt(st.harness, out), {`UPDATE sessions SET head_id = $1, head_seq = $2, max_seq = $3, branched = $4,
 		updated_at = $5, last_status = coalesce($6, last_status),
 		window_head = coalesce($7, window_head), window_state = coalesce($8, window_state) WHERE id = $9`,
-		[]any{parentID, parentSeq, seq, branched, nanos(w.touch(st.updatedAt)), status, winHead, winState, sessionID}}}
+		[]any{parentID, parentSeq, seq, branched, record.Nanos(w.touch(st.updatedAt)), status, winHead, winState, sessionID}}}
 	if err := w.execBatch(ctx, append(stmts, win.items...), true); err != nil {
 		return nil, err
 	}
@@ -556,7 +557,7 @@ func (w *txWriter) insertStmt(harness string, es []core.Entry) stmt {
 	var lcost []*float64
 	var lest []bool
 	for i, e := range es {
-		ids[i], kinds[i], payloads[i], seqs[i], tokens[i], created[i] = e.ID, string(e.Kind), string(e.Payload), e.Seq, e.TokenEstimate, nanos(e.CreatedAt)
+		ids[i], kinds[i], payloads[i], seqs[i], tokens[i], created[i] = e.ID, string(e.Kind), string(e.Payload), e.Seq, e.TokenEstimate, record.Nanos(e.CreatedAt)
 		if e.ParentID != "" {
 			parents[i] = &es[i].ParentID
 		}
@@ -573,7 +574,7 @@ func (w *txWriter) insertStmt(harness string, es []core.Entry) stmt {
 		if !ok {
 			continue
 		}
-		at := nanos(e.CreatedAt)
+		at := record.Nanos(e.CreatedAt)
 		if u.At != nil && core.Representable(*u.At) {
 			at = u.At.UnixNano()
 		}
@@ -623,7 +624,7 @@ func (w *txWriter) retime(ctx context.Context, sessionID string, ne core.NewEntr
 	if ne.NativeID == "" || ne.At.IsZero() || !core.Representable(ne.At) {
 		return nil
 	}
-	t := nanos(norm(ne.At))
+	t := record.Nanos(record.Norm(ne.At))
 	if _, err := w.tx.Exec(ctx, `UPDATE entries SET created_at = $1 WHERE session_id = $2 AND native_id = $3 AND created_at <> $1`,
 		t, sessionID, ne.NativeID); err != nil {
 		return w.db.errf(err, "correct an entry's time")
@@ -649,7 +650,7 @@ func (w *txWriter) moveHead(ctx context.Context, sessionID, entryID string) erro
 		return core.Errorf(core.CodeInvalid, "entry %q belongs to session %s, not %s", entryID, owner, sessionID)
 	}
 	if _, err := w.tx.Exec(ctx, `UPDATE sessions SET head_id = $1, head_seq = $2, updated_at = $3 WHERE id = $4`,
-		entryID, seq, nanos(w.touch(st.updatedAt)), sessionID); err != nil {
+		entryID, seq, record.Nanos(w.touch(st.updatedAt)), sessionID); err != nil {
 		return w.db.errf(err, "move head")
 	}
 	return nil
@@ -665,7 +666,7 @@ func (w *txWriter) appendAudit(ctx context.Context, r core.AuditRecord) error {
 		body = "{}"
 	}
 	if _, err := w.tx.Exec(ctx, `INSERT INTO audit (source, kind, entity, body, time) VALUES ($1, $2, $3, $4, $5)`,
-		r.Source, r.Kind, r.Entity, body, nanos(r.Time)); err != nil {
+		r.Source, r.Kind, r.Entity, body, record.Nanos(r.Time)); err != nil {
 		return w.db.errf(err, "append audit")
 	}
 	return nil
