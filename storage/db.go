@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 
 	"github.com/ncruces/go-sqlite3"
 )
@@ -103,8 +104,8 @@ type DB struct {
 	groups, calls atomic.Int64
 	queued        atomic.Int64 // calls handed to the writer goroutine
 
-	// lists caches sessions' evidence lists (see listCache).
-	lists listCache
+	// lists caches sessions' evidence lists (record.ListCache).
+	lists record.ListCache
 
 	// wstmts are the writer pool's prepared statements; reads go to rd,
 	// a read-only pool opened on the first read (readpool.go).

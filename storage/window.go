@@ -3,41 +3,21 @@ package storage
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/checkpoint"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
 // The window summary (core.Window) of each session lives in
-// session_windows, one JSON row per session, with the head it describes.
-// An append under the head folds the new entries in (checkpoint.Track) in
-// the append's transaction; any other change of head leaves the row
-// describing an older head, and Window rebuilds it from the entries since
-// the last boundary. A row is right whenever its head_id is the session's
-// head: entries never change, so the summary of the path from the root to
-// an entry never does either.
+// session_windows, one JSON row per session, with the head it describes,
+// and its evidence lists in session_window_items, one row per item (see
+// record.Fold for when the row is right and how an append changes it).
 
 const upsertWindowSQL = `INSERT INTO session_windows (session_id, head_id, state) VALUES (?, ?, ?)
 	ON CONFLICT (session_id) DO UPDATE SET head_id = excluded.head_id, state = excluded.state`
-
-// The evidence lists of a summary live in session_window_items, one row per
-// item, so that the summary row stays small and an append writes only the
-// items it adds.
-const (
-	listDecisions  = 0
-	listFiles      = 1
-	listCheckpoint = 2 // the decisions of the newest checkpoint
-)
-
-// windowLists returns w's lists by list number.
-func windowLists(w *core.Window) [3]*[]string {
-	return [3]*[]string{&w.Decisions, &w.Files, &w.LastCheckpointDecisions}
-}
 
 // loadWindow reads the summary row of a session: the head it describes and
 // its state without the evidence lists (they are in session_window_items,
@@ -51,7 +31,8 @@ func loadWindow(ctx context.Context, q querier, sessionID string) (head string, 
 	if err != nil {
 		return "", core.Window{}, false, fmt.Errorf("storage: read the window of session %s: %w", sessionID, err)
 	}
-	if json.Unmarshal([]byte(state), &win) != nil {
+	win, found = record.DecodeWindow(state)
+	if !found {
 		return "", core.Window{}, false, nil // unreadable: rebuilt
 	}
 	return head, win, true, nil
@@ -64,7 +45,7 @@ func loadItems(ctx context.Context, q querier, sessionID string, w *core.Window)
 		return false, fmt.Errorf("storage: read the window items of session %s: %w", sessionID, err)
 	}
 	defer rows.Close()
-	ls := windowLists(w)
+	ls := record.WindowLists(w)
 	found := false
 	for rows.Next() {
 		var list int
@@ -80,105 +61,24 @@ func loadItems(ctx context.Context, q querier, sessionID string, w *core.Window)
 	return found, rows.Err()
 }
 
-// evidenceKind reports whether folding an entry of kind k may change the
-// evidence lists.
-func evidenceKind(k core.Kind) bool {
-	switch k {
-	case core.KindWorkerResult, core.KindArtifactCreated, core.KindCheckpoint, core.KindCompaction:
-		return true
-	}
-	return false
-}
-
 // trackWindow folds out, just appended as a chain, into the session's
 // summary when that chain hangs under prevHead (the head before the append)
-// and the row describes prevHead; a new root starts an empty summary.
-// Otherwise the row is left as it is (stale) and rebuilt when next read.
-// The evidence lists are read and written only when an entry may change
-// them.
+// and the row describes prevHead (record.Fold); otherwise the row is left
+// as it is (stale) and rebuilt when next read.
 func (w *txWriter) trackWindow(ctx context.Context, sessionID, prevHead string, out []core.Entry) error {
-	if len(out) == 0 || out[0].ParentID != prevHead {
-		return nil
-	}
-	var win core.Window
-	lists := prevHead == "" // a new root: whatever items are stored go
-	if prevHead != "" {
-		head, state, found, err := loadWindow(ctx, w.q, sessionID)
-		if err != nil || !found || head != prevHead {
-			return err // never built, or stale: built when read
-		}
-		win = state
-	}
-	for _, e := range out {
-		lists = lists || evidenceKind(e.Kind)
-	}
-	var stored core.Window
-	if lists {
-		cached, ok := w.db.lists.recent(sessionID, prevHead)
-		if ok && prevHead != "" {
-			stored = cached
-		} else {
-			found, err := loadItems(ctx, w.q, sessionID, &stored)
-			if err != nil {
-				return err
-			}
-			ok = found
-		}
-		if prevHead != "" && ok {
-			win.Decisions, win.Files, win.LastCheckpointDecisions = stored.Decisions, stored.Files, stored.LastCheckpointDecisions
-		}
-	}
-	for _, e := range out {
-		checkpoint.Track(&win, e)
-	}
-	if err := saveWindow(ctx, w.q, sessionID, win, stored, lists); err != nil {
+	f, ok, err := w.db.lists.Fold(sessionID, prevHead, out,
+		func() (string, core.Window, bool, error) { return loadWindow(ctx, w.q, sessionID) },
+		func(into *core.Window) (bool, error) { return loadItems(ctx, w.q, sessionID, into) })
+	if err != nil || !ok {
 		return err
 	}
-	if lists {
-		w.db.lists.keep(sessionID, win)
+	if err := saveWindow(ctx, w.q, sessionID, f.Win, f.Stored, f.Lists); err != nil {
+		return err
+	}
+	if f.Lists {
+		w.db.lists.Keep(sessionID, f.Win)
 	}
 	return nil
-}
-
-// listCache keeps the evidence lists last written for a few sessions of
-// one database (DB.lists), by the head they describe, so that a session
-// recording evidence does not read its lists back on every append. An
-// entry is used only when its head is the head an append hangs under, so
-// one left by a transaction that rolled back is never used. Lists only grow
-// by appending (a boundary replaces them), so sharing their arrays is safe.
-type listCache struct {
-	mu    sync.Mutex
-	order []string // least recent first
-	m     map[string]core.Window
-}
-
-const listCacheSessions = 32
-
-func (c *listCache) recent(sessionID, head string) (core.Window, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w, ok := c.m[sessionID]
-	if !ok || w.HeadID != head {
-		return core.Window{}, false
-	}
-	return w, true
-}
-
-func (c *listCache) keep(sessionID string, win core.Window) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]core.Window{}
-	}
-	if i := slices.Index(c.order, sessionID); i >= 0 {
-		c.order = slices.Delete(c.order, i, i+1)
-	}
-	c.order = append(c.order, sessionID)
-	c.m[sessionID] = core.Window{HeadID: win.HeadID, Decisions: win.Decisions, Files: win.Files, LastCheckpointDecisions: win.LastCheckpointDecisions}
-	if len(c.order) > listCacheSessions {
-		delete(c.m, c.order[0])
-		c.order = c.order[1:]
-	}
 }
 
 // execer is what writing a summary needs: *stmtTx or *sql.Tx.
@@ -190,9 +90,7 @@ type execer interface {
 // changes against stored (the lists as the table holds them): items added
 // at the end are inserted; a list that changed otherwise is written again.
 func saveWindow(ctx context.Context, q execer, sessionID string, win, stored core.Window, lists bool) error {
-	state := win
-	state.Decisions, state.Files, state.LastCheckpointDecisions = nil, nil, nil
-	b, err := json.Marshal(state)
+	b, err := record.WindowState(win)
 	if err != nil {
 		return fmt.Errorf("storage: encode the window of session %s: %w", sessionID, err)
 	}
@@ -202,19 +100,15 @@ func saveWindow(ctx context.Context, q execer, sessionID string, win, stored cor
 	if !lists {
 		return nil
 	}
-	now, was := windowLists(&win), windowLists(&stored)
-	for list := range now {
-		n, o := *now[list], *was[list]
-		from := len(o)
-		if len(n) < len(o) || !slices.Equal(n[:len(o)], o) {
-			if _, err := q.ExecContext(ctx, `DELETE FROM session_window_items WHERE session_id = ? AND list = ?`, sessionID, list); err != nil {
+	for _, lw := range record.ListWrites(win, stored) {
+		if lw.Clear {
+			if _, err := q.ExecContext(ctx, `DELETE FROM session_window_items WHERE session_id = ? AND list = ?`, sessionID, lw.List); err != nil {
 				return fmt.Errorf("storage: save the window items of session %s: %w", sessionID, err)
 			}
-			from = 0
 		}
-		for i := from; i < len(n); i++ {
+		for i, item := range lw.Items {
 			if _, err := q.ExecContext(ctx, `INSERT INTO session_window_items (session_id, list, ord, item) VALUES (?, ?, ?, ?)`,
-				sessionID, list, i, n[i]); err != nil {
+				sessionID, lw.List, lw.From+i, item); err != nil {
 				return fmt.Errorf("storage: save the window items of session %s: %w", sessionID, err)
 			}
 		}
@@ -250,7 +144,7 @@ func (db *DB) Window(ctx context.Context, sessionID string) (core.Window, error)
 			}
 			win = state
 			if ok {
-				win.Decisions, win.Files, win.LastCheckpointDecisions = items.Decisions, items.Files, items.LastCheckpointDecisions
+				record.SetLists(&win, items)
 			}
 			return nil
 		}
@@ -298,50 +192,11 @@ func rebuildWindow(ctx context.Context, q querier, sessionID string, st sessionS
 			return win, err
 		}
 	}
-	var kept []core.Entry
-	var before core.Window
-	inWindow := true
-	err := newWalker(q, sessionID).walk(ctx, st.headID, true, 1024, func(e core.Entry) bool {
-		if inWindow {
-			kept = append(kept, e)
-			inWindow = e.Kind != core.KindCompaction
-			return true
-		}
-		return carried(&before, e)
-	})
-	if err != nil {
+	var rb record.Rebuild
+	if err := newWalker(q, sessionID).walk(ctx, st.headID, true, 1024, rb.Visit); err != nil {
 		return core.Window{}, err
 	}
-	win := before
-	for i := len(kept) - 1; i >= 0; i-- {
-		checkpoint.Track(&win, kept[i])
-	}
-	return win, nil
-}
-
-// carried notes in before what an entry older than the boundary carries
-// over it (the newest model, effort and checkpoint); it reports whether
-// older entries may still matter.
-func carried(before *core.Window, e core.Entry) bool {
-	var one core.Window
-	switch e.Kind {
-	case core.KindModelChanged:
-		if before.Model == "" {
-			checkpoint.Track(&one, e)
-			before.Model = one.Model
-		}
-	case core.KindEffortChanged:
-		if before.Effort == "" {
-			checkpoint.Track(&one, e)
-			before.Effort = one.Effort
-		}
-	case core.KindCheckpoint:
-		if before.LastCheckpointID == "" {
-			checkpoint.Track(&one, e)
-			before.LastCheckpointID, before.LastCheckpointDecisions = one.LastCheckpointID, one.LastCheckpointDecisions
-		}
-	}
-	return before.Model == "" || before.Effort == "" || before.LastCheckpointID == ""
+	return rb.Window(), nil
 }
 
 // kindLinksSQL reads a session's entry links and kinds newest first from a seq
@@ -397,7 +252,7 @@ func scanBack(ctx context.Context, q querier, sessionID, headID string, headSeq 
 				if err := q.QueryRowContext(ctx, `SELECT `+entryCols+` FROM entries WHERE id = ?`, l.id).Scan(r.dest()...); err != nil {
 					return core.Window{}, 0, false, fmt.Errorf("storage: read session %s: %w", sessionID, err)
 				}
-				if !carried(&before, r.entry()) {
+				if !record.Carried(&before, r.entry()) {
 					return before, low, true, nil
 				}
 			}

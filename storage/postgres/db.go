@@ -46,6 +46,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
 // Options tunes Open. The zero value is ready to use.
@@ -81,7 +82,7 @@ type DB struct {
 	searchTimeout time.Duration
 
 	// lists caches sessions' evidence lists (window.go).
-	lists listCache
+	lists record.ListCache
 
 	// afterCommit hooks run after a transaction that appended entries
 	// commits, with the sessions it appended to (see OnAppend).

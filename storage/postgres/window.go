@@ -2,41 +2,19 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
-	"slices"
-	"sync"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/core/checkpoint"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
 // The window summary (core.Window) of each session lives on its row
 // (window_head, window_state: the head it describes and the summary as
 // JSON, without its evidence lists) and its evidence lists in
 // session_window_items, as storage keeps them in its own tables: an append
-// under the head folds its entries in (checkpoint.Track) and writes the
+// under the head folds its entries in (record.Fold) and writes the
 // summary with the head it moves, on the row it holds locked; any other
 // change of head leaves the summary describing an older head, and Window
 // rebuilds it.
-
-const (
-	listDecisions  = 0
-	listFiles      = 1
-	listCheckpoint = 2
-)
-
-func windowLists(w *core.Window) [3]*[]string {
-	return [3]*[]string{&w.Decisions, &w.Files, &w.LastCheckpointDecisions}
-}
-
-// decodeWindow reads a stored summary; found is false when there is none
-// or it is unreadable (then it is rebuilt).
-func decodeWindow(state string) (win core.Window, found bool) {
-	if state == "" || json.Unmarshal([]byte(state), &win) != nil {
-		return core.Window{}, false
-	}
-	return win, true
-}
 
 // stmt is one statement of a batch.
 type stmt struct {
@@ -50,7 +28,7 @@ func loadItems(ctx context.Context, db *DB, q querier, sessionID string, w *core
 		return false, db.errf(err, "read the window items of session %s", sessionID)
 	}
 	defer rows.Close()
-	ls := windowLists(w)
+	ls := record.WindowLists(w)
 	found := false
 	for rows.Next() {
 		var list int
@@ -69,14 +47,6 @@ func loadItems(ctx context.Context, db *DB, q querier, sessionID string, w *core
 	return found, nil
 }
 
-func evidenceKind(k core.Kind) bool {
-	switch k {
-	case core.KindWorkerResult, core.KindArtifactCreated, core.KindCheckpoint, core.KindCompaction:
-		return true
-	}
-	return false
-}
-
 // windowWrite is what an append writes of the summary: its new state
 // (state "" when the summary is left as it is) and the statements that
 // write its evidence lists.
@@ -87,97 +57,26 @@ type windowWrite struct {
 
 // trackWindow folds out, just appended as a chain, into the session's
 // summary when that chain hangs under the head before the append and the
-// summary describes that head; a new root starts an empty summary.
-// Otherwise the summary is left stale and rebuilt when next read.
+// summary describes that head (record.Fold); otherwise the summary is left
+// stale and rebuilt when next read.
 func (w *txWriter) trackWindow(ctx context.Context, sessionID string, st sessionState, out []core.Entry) (windowWrite, error) {
-	prevHead := st.headID
-	if len(out) == 0 || out[0].ParentID != prevHead {
-		return windowWrite{}, nil
+	f, ok, err := w.db.lists.Fold(sessionID, st.headID, out,
+		func() (string, core.Window, bool, error) {
+			win, found := record.DecodeWindow(st.windowState)
+			return st.windowHead, win, found, nil
+		},
+		func(into *core.Window) (bool, error) { return loadItems(ctx, w.db, w.tx, sessionID, into) })
+	if err != nil || !ok {
+		return windowWrite{}, err
 	}
-	var win core.Window
-	lists := prevHead == ""
-	if prevHead != "" {
-		state, found := decodeWindow(st.windowState)
-		if !found || st.windowHead != prevHead {
-			return windowWrite{}, nil
-		}
-		win = state
-	}
-	for _, e := range out {
-		lists = lists || evidenceKind(e.Kind)
-	}
-	var stored core.Window
-	if lists {
-		cached, ok := w.db.lists.recent(sessionID, prevHead)
-		if ok && prevHead != "" {
-			stored = cached
-		} else {
-			found, err := loadItems(ctx, w.db, w.tx, sessionID, &stored)
-			if err != nil {
-				return windowWrite{}, err
-			}
-			ok = found
-		}
-		if prevHead != "" && ok {
-			win.Decisions, win.Files, win.LastCheckpointDecisions = stored.Decisions, stored.Files, stored.LastCheckpointDecisions
-		}
-	}
-	for _, e := range out {
-		checkpoint.Track(&win, e)
-	}
-	state, items, err := encodeWindow(w.db, sessionID, win, stored, lists)
+	state, items, err := encodeWindow(w.db, sessionID, f.Win, f.Stored, f.Lists)
 	if err != nil {
 		return windowWrite{}, err
 	}
-	if lists {
-		w.db.lists.keep(sessionID, win)
+	if f.Lists {
+		w.db.lists.Keep(sessionID, f.Win)
 	}
-	return windowWrite{head: win.HeadID, state: state, items: items}, nil
-}
-
-// listCache keeps the evidence lists last written for a few sessions, by
-// the head they describe (as storage's does). Another process's append
-// moves the head, so a cached list is used only when its head is the head
-// an append hangs under, read under the session's row lock.
-type listCache struct {
-	mu    sync.Mutex
-	order []string
-	m     map[string]core.Window
-}
-
-const listCacheSessions = 32
-
-func (c *listCache) recent(sessionID, head string) (core.Window, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w, ok := c.m[sessionID]
-	if !ok || w.HeadID != head {
-		return core.Window{}, false
-	}
-	return w, true
-}
-
-func (c *listCache) keep(sessionID string, win core.Window) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]core.Window{}
-	}
-	if i := slices.Index(c.order, sessionID); i >= 0 {
-		c.order = slices.Delete(c.order, i, i+1)
-	}
-	c.order = append(c.order, sessionID)
-	c.m[sessionID] = core.Window{HeadID: win.HeadID, Decisions: win.Decisions, Files: win.Files, LastCheckpointDecisions: win.LastCheckpointDecisions}
-	if len(c.order) > listCacheSessions {
-		delete(c.m, c.order[0])
-		c.order = c.order[1:]
-	}
-}
-
-func (c *listCache) forget(sessionID string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, sessionID)
+	return windowWrite{head: f.Win.HeadID, state: state, items: items}, nil
 }
 
 // encodeWindow returns win's state (the summary row's JSON) and, with
@@ -185,9 +84,7 @@ func (c *listCache) forget(sessionID string) {
 // stored: items added at the end are inserted; a list that changed
 // otherwise is written again.
 func encodeWindow(db *DB, sessionID string, win, stored core.Window, lists bool) (string, []stmt, error) {
-	state := win
-	state.Decisions, state.Files, state.LastCheckpointDecisions = nil, nil, nil
-	b, err := json.Marshal(state)
+	b, err := record.WindowState(win)
 	if err != nil {
 		return "", nil, db.errf(err, "encode the window of session %s", sessionID)
 	}
@@ -195,25 +92,21 @@ func encodeWindow(db *DB, sessionID string, win, stored core.Window, lists bool)
 		return string(b), nil, nil
 	}
 	var out []stmt
-	now, was := windowLists(&win), windowLists(&stored)
-	for list := range now {
-		n, o := *now[list], *was[list]
-		from := len(o)
-		if len(n) < len(o) || !slices.Equal(n[:len(o)], o) {
-			out = append(out, stmt{`DELETE FROM session_window_items WHERE session_id = $1 AND list = $2`, []any{sessionID, list}})
-			from = 0
+	for _, lw := range record.ListWrites(win, stored) {
+		if lw.Clear {
+			out = append(out, stmt{`DELETE FROM session_window_items WHERE session_id = $1 AND list = $2`, []any{sessionID, lw.List}})
 		}
-		if from >= len(n) {
+		if len(lw.Items) == 0 {
 			continue
 		}
-		ords := make([]int32, 0, len(n)-from)
-		items := make([]string, 0, len(n)-from)
-		for i := from; i < len(n); i++ {
-			ords = append(ords, int32(i))
-			items = append(items, txt(n[i]))
+		ords := make([]int32, 0, len(lw.Items))
+		items := make([]string, 0, len(lw.Items))
+		for i, item := range lw.Items {
+			ords = append(ords, int32(lw.From+i))
+			items = append(items, txt(item))
 		}
 		out = append(out, stmt{`INSERT INTO session_window_items (session_id, list, ord, item)
-			SELECT $1, $2, o, i FROM unnest($3::integer[], $4::text[]) AS u(o, i)`, []any{sessionID, list, ords, items}})
+			SELECT $1, $2, o, i FROM unnest($3::integer[], $4::text[]) AS u(o, i)`, []any{sessionID, lw.List, ords, items}})
 	}
 	return string(b), out, nil
 }
@@ -225,7 +118,7 @@ func saveWindow(ctx context.Context, w *txWriter, sessionID string, win core.Win
 	if _, err := loadItems(ctx, w.db, w.tx, sessionID, &stored); err != nil {
 		return err
 	}
-	w.db.lists.forget(sessionID)
+	w.db.lists.Forget(sessionID)
 	state, items, err := encodeWindow(w.db, sessionID, win, stored, true)
 	if err != nil {
 		return err
@@ -252,7 +145,7 @@ func (db *DB) Window(ctx context.Context, sessionID string) (core.Window, error)
 		if err := q.QueryRow(ctx, `SELECT window_head, window_state FROM sessions WHERE id = $1`, sessionID).Scan(&head, &stateText); err != nil {
 			return db.errf(err, "read the window of session %s", sessionID)
 		}
-		state, found := decodeWindow(stateText)
+		state, found := record.DecodeWindow(stateText)
 		if found && head == st.headID {
 			var items core.Window
 			ok, err := loadItems(ctx, db, q, sessionID, &items)
@@ -261,7 +154,7 @@ func (db *DB) Window(ctx context.Context, sessionID string) (core.Window, error)
 			}
 			win = state
 			if ok {
-				win.Decisions, win.Files, win.LastCheckpointDecisions = items.Decisions, items.Files, items.LastCheckpointDecisions
+				record.SetLists(&win, items)
 			}
 			return nil
 		}
@@ -290,59 +183,20 @@ func (db *DB) Window(ctx context.Context, sessionID string) (core.Window, error)
 // the effort and the newest checkpoint before the boundary, or reaches the
 // root; then it folds the entries from the boundary to the head in order.
 func rebuildWindow(ctx context.Context, db *DB, q querier, sessionID string, st sessionState) (core.Window, error) {
-	var kept []core.Entry
-	var before core.Window
-	inWindow := true
-	visit := func(e core.Entry) bool {
-		if inWindow {
-			kept = append(kept, e)
-			inWindow = e.Kind != core.KindCompaction
-			return true
-		}
-		return carried(&before, e)
-	}
+	var rb record.Rebuild
 	walked := false
 	if !st.branched && st.headSeq != nil {
-		ok, err := scanChain(ctx, db, q, sessionID, st.headID, *st.headSeq, 1024, visit)
+		ok, err := scanChain(ctx, db, q, sessionID, st.headID, *st.headSeq, 1024, rb.Visit)
 		if err != nil {
 			return core.Window{}, err
 		}
 		walked = ok
 	}
 	if !walked {
-		kept, before, inWindow = nil, core.Window{}, true
-		if err := newWalker(db, q, sessionID).walk(ctx, st.headID, true, 1024, visit); err != nil {
+		rb = record.Rebuild{}
+		if err := newWalker(db, q, sessionID).walk(ctx, st.headID, true, 1024, rb.Visit); err != nil {
 			return core.Window{}, err
 		}
 	}
-	win := before
-	for i := len(kept) - 1; i >= 0; i-- {
-		checkpoint.Track(&win, kept[i])
-	}
-	return win, nil
-}
-
-// carried notes in before what an entry older than the boundary carries
-// over it (the newest model, effort and checkpoint); it reports whether
-// older entries may still matter.
-func carried(before *core.Window, e core.Entry) bool {
-	var one core.Window
-	switch e.Kind {
-	case core.KindModelChanged:
-		if before.Model == "" {
-			checkpoint.Track(&one, e)
-			before.Model = one.Model
-		}
-	case core.KindEffortChanged:
-		if before.Effort == "" {
-			checkpoint.Track(&one, e)
-			before.Effort = one.Effort
-		}
-	case core.KindCheckpoint:
-		if before.LastCheckpointID == "" {
-			checkpoint.Track(&one, e)
-			before.LastCheckpointID, before.LastCheckpointDecisions = one.LastCheckpointID, one.LastCheckpointDecisions
-		}
-	}
-	return before.Model == "" || before.Effort == "" || before.LastCheckpointID == ""
+	return rb.Window(), nil
 }
