@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
 // walkSQL follows parent links from ?1 for at most ?2 steps. A row whose
@@ -20,77 +21,31 @@ const walkSQL = `WITH RECURSIVE w(id, n) AS (
 SELECT w.id, e.id, e.session_id, e.parent_id, e.seq, e.kind, e.payload, e.native_id, e.token_estimate, e.created_at
 FROM w LEFT JOIN entries e ON e.id = w.id ORDER BY w.n`
 
-// walker walks a session's tree from an entry towards the root, newest
-// first, checking every step: a missing id, an entry of another session or
-// an entry seen twice (a cycle) is a CodeCorrupt error.
-type walker struct {
-	q         querier
-	sessionID string
-	seen      map[string]struct{}
-}
-
-func newWalker(q querier, sessionID string) *walker {
-	return &walker{q: q, sessionID: sessionID, seen: map[string]struct{}{}}
-}
-
-// walk visits entries from startID back to the root, batch rows per query,
-// until fn returns false. isHead says that startID is the session's head
-// (for the error message when it does not exist).
-func (w *walker) walk(ctx context.Context, startID string, isHead bool, batch int, fn func(core.Entry) bool) error {
-	next, child := startID, ""
-	for next != "" {
-		rows, err := w.q.QueryContext(ctx, walkSQL, next, batch)
+// newWalker is a record.Walker of the session reading by walkSQL.
+func newWalker(q querier, sessionID string) *record.Walker {
+	return record.NewWalker(sessionID, func(ctx context.Context, from string, batch int) ([]core.Entry, string, error) {
+		rows, err := q.QueryContext(ctx, walkSQL, from, batch)
 		if err != nil {
-			return fmt.Errorf("storage: walk session %s: %w", w.sessionID, err)
+			return nil, "", fmt.Errorf("storage: walk session %s: %w", sessionID, err)
 		}
+		defer rows.Close()
 		var buf []core.Entry
-		missing := ""
 		for rows.Next() {
 			var want sql.NullString
 			var r entryRow
 			if err := rows.Scan(append([]any{&want}, r.dest()...)...); err != nil {
-				rows.Close()
-				return fmt.Errorf("storage: walk session %s: %w", w.sessionID, err)
+				return nil, "", fmt.Errorf("storage: walk session %s: %w", sessionID, err)
 			}
 			if !r.id.Valid {
-				missing = want.String
-				break
+				return buf, want.String, nil
 			}
 			buf = append(buf, r.entry())
 		}
-		rows.Close()
 		if err := rows.Err(); err != nil {
-			return fmt.Errorf("storage: walk session %s: %w", w.sessionID, err)
+			return nil, "", fmt.Errorf("storage: walk session %s: %w", sessionID, err)
 		}
-		for _, e := range buf {
-			if e.SessionID != w.sessionID {
-				return core.Errorf(core.CodeCorrupt, "session %s: entry %q (parent of %q) belongs to session %s",
-					w.sessionID, e.ID, child, e.SessionID)
-			}
-			if _, dup := w.seen[e.ID]; dup {
-				return core.Errorf(core.CodeCorrupt, "session %s: cycle: entry %q is its own ancestor", w.sessionID, e.ID)
-			}
-			w.seen[e.ID] = struct{}{}
-			if !fn(e) {
-				return nil
-			}
-			child, next = e.ID, e.ParentID
-		}
-		if missing != "" {
-			if child == "" && isHead {
-				return core.Errorf(core.CodeCorrupt, "session %s: head %q does not exist", w.sessionID, missing)
-			}
-			if child == "" {
-				return core.Errorf(core.CodeCorrupt, "session %s: entry %q does not exist", w.sessionID, missing)
-			}
-			return core.Errorf(core.CodeCorrupt, "session %s: entry %q has parent %q, which does not exist",
-				w.sessionID, child, missing)
-		}
-		if len(buf) == 0 {
-			return nil
-		}
-	}
-	return nil
+		return buf, "", nil
+	})
 }
 
 // ActiveBranch implements core.Store: the entries from the root to the
@@ -124,26 +79,16 @@ func activeBranch(ctx context.Context, q querier, sessionID string) ([]core.Entr
 			return nil, err
 		}
 		if ok {
-			reverse(out)
+			record.Reverse(out)
 			return out, nil
 		}
 		out = out[:0] // not one sound chain: walk it to name the problem
 	}
-	err = newWalker(q, sessionID).walk(ctx, st.headID, true, 1024, func(e core.Entry) bool {
-		out = append(out, e)
-		return true
-	})
-	if err != nil {
+	if err := newWalker(q, sessionID).Walk(ctx, st.headID, true, 1024, collect); err != nil {
 		return nil, err
 	}
-	reverse(out)
+	record.Reverse(out)
 	return out, nil
-}
-
-func reverse(es []core.Entry) {
-	for i, j := 0, len(es)-1; i < j; i, j = i+1, j-1 {
-		es[i], es[j] = es[j], es[i]
-	}
 }
 
 // DefaultHistoryMessages is the page size History uses when asked for
@@ -177,38 +122,29 @@ func history(ctx context.Context, q querier, sessionID string, beforeSeq int64, 
 	if err != nil {
 		return nil, false, err
 	}
-	out := []core.Entry{}
 	if st.headID == "" {
-		return out, false, nil
+		return []core.Entry{}, false, nil
 	}
 	if !st.headSeq.Valid {
 		return nil, false, core.Errorf(core.CodeCorrupt, "session %s: head %q does not exist", sessionID, st.headID)
 	}
 	batch := min(2*maxMessages+16, 1024)
-	count := 0
-	collect := func(e core.Entry) bool {
-		out = append(out, e)
-		if e.Kind.IsMessage() {
-			count++
-		}
-		return count < maxMessages
-	}
+	page := record.NewPage(maxMessages)
 	if !st.branched {
 		fromSeq, firstID := st.headSeq.Int64, st.headID
 		if beforeSeq > 0 && beforeSeq <= fromSeq {
 			fromSeq, firstID = beforeSeq-1, ""
 		}
-		ok, err := scanChain(ctx, q, sessionID, firstID, fromSeq, batch, collect)
+		ok, err := scanChain(ctx, q, sessionID, firstID, fromSeq, batch, page.Collect)
 		if err != nil {
 			return nil, false, err
 		}
 		if ok {
-			hasMore := len(out) > 0 && out[len(out)-1].ParentID != ""
-			reverse(out)
+			out, hasMore := page.Done()
 			return out, hasMore, nil
 		}
 		// Not one sound chain: walk from the head, which names the problem.
-		out, count = out[:0], 0
+		page.Reset()
 	}
 	w := newWalker(q, sessionID)
 	start := st.headID
@@ -218,38 +154,21 @@ func history(ctx context.Context, q querier, sessionID string, beforeSeq int64, 
 		var ok bool
 		start, ok, _, err = linkedEntryBefore(ctx, q, sessionID, st.headSeq.Int64, beforeSeq)
 		if err == nil && !ok {
-			start, err = branchEntryBefore(ctx, w, st.headID, beforeSeq)
+			start, err = w.EntryBefore(ctx, st.headID, beforeSeq)
 		}
 		if err != nil {
 			return nil, false, err
 		}
 		if start == "" {
-			return out, false, nil
+			return []core.Entry{}, false, nil
 		}
 		w = newWalker(q, sessionID)
 	}
-	err = w.walk(ctx, start, start == st.headID, batch, collect)
-	if err != nil {
+	if err := w.Walk(ctx, start, start == st.headID, batch, page.Collect); err != nil {
 		return nil, false, err
 	}
-	hasMore := len(out) > 0 && out[len(out)-1].ParentID != ""
-	reverse(out)
+	out, hasMore := page.Done()
 	return out, hasMore, nil
-}
-
-// branchEntryBefore finds the newest entry of the active branch with
-// seq < beforeSeq ("" if none). Seqs grow from parent to child, so it is the
-// first such entry walking back from the head.
-func branchEntryBefore(ctx context.Context, w *walker, headID string, beforeSeq int64) (string, error) {
-	found := ""
-	err := w.walk(ctx, headID, true, 1024, func(e core.Entry) bool {
-		if e.Seq < beforeSeq {
-			found = e.ID
-			return false
-		}
-		return true
-	})
-	return found, err
 }
 
 // Integrity implements core.Store. Each session's active branch is walked
@@ -285,16 +204,12 @@ func integrity(ctx context.Context, q querier) (core.IntegrityReport, error) {
 	if err := rows.Err(); err != nil {
 		return rep, fmt.Errorf("storage: integrity: %w", err)
 	}
-	bad := map[string]bool{}
-	for _, id := range ids {
-		rep.SessionsChecked++
-		if _, err := activeBranch(ctx, q, id); err != nil {
-			if core.ErrorCode(err) != core.CodeCorrupt {
-				return rep, err
-			}
-			rep.Problems = append(rep.Problems, core.IntegrityProblem{SessionID: id, Problem: err.Error()})
-			bad[id] = true
-		}
+	bad, err := record.CheckBranches(&rep, ids, func(id string) error {
+		_, err := activeBranch(ctx, q, id)
+		return err
+	})
+	if err != nil {
+		return rep, err
 	}
 	// Off the active branch: parent links that are missing, cross sessions
 	// or do not point to an older entry (every cycle has such a link).
@@ -317,16 +232,8 @@ func integrity(ctx context.Context, q querier) (core.IntegrityReport, error) {
 		if bad[sid] {
 			continue
 		}
-		var msg string
-		switch {
-		case !pid.Valid:
-			msg = fmt.Sprintf("session %s: entry %q has parent %q, which does not exist", sid, id, parent)
-		case psid.String != sid:
-			msg = fmt.Sprintf("session %s: entry %q has parent %q from session %s", sid, id, parent, psid.String)
-		default:
-			msg = fmt.Sprintf("session %s: entry %q (seq %d) has parent %q with seq %d, not older (a cycle or misordered link)",
-				sid, id, seq, parent, pseq.Int64)
-		}
+		msg := record.BadLink{SessionID: sid, ID: id, Parent: parent, Seq: seq,
+			ParentFound: pid.Valid, ParentSession: psid.String, ParentSeq: pseq.Int64}.Problem()
 		rep.Problems = append(rep.Problems, core.IntegrityProblem{SessionID: sid, Problem: msg})
 		bad[sid] = true
 	}

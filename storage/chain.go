@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
 // chainSQL reads a session's entries newest first from a seq down, at
@@ -34,69 +35,32 @@ var chainQueries = func() []string {
 	return q
 }()
 
-// scanChain is the fast path for a session that has never branched: its
-// tree is one chain, so walking back from the entry at fromSeq is reading
-// the (session_id, seq) index backwards. Every link is still checked: each
-// entry must be the parent of the one visited before it, the first must be
-// firstID when that is set, and the chain must end at a root. fn returns
-// false to stop (the stopping entry's link to its parent is checked too).
-// ok is false when the rows do not form that chain; the caller then falls
-// back to the walker, which names the problem.
+// scanChain reads the entries of a session that has never branched
+// newest first from fromSeq down by the (session_id, seq) index, checked
+// as one chain (record.ScanChain).
 func scanChain(ctx context.Context, q querier, sessionID, firstID string, fromSeq int64, batch int, fn func(core.Entry) bool) (ok bool, err error) {
 	batch = chainBatch(batch)
 	query := chainSQL(batch)
-	upper := fromSeq
-	var prev *core.Entry
-	stopped := false
-	// step checks and visits one row; done means the scan is over.
-	step := func(e core.Entry) (done, ok bool) {
-		if prev == nil && firstID != "" && e.ID != firstID {
-			return true, false
-		}
-		if prev != nil && prev.ParentID != e.ID {
-			return true, false
-		}
-		if stopped {
-			return true, true // the stopping entry's parent is where it should be
-		}
-		prev, upper = &e, e.Seq-1
-		if !fn(e) {
-			stopped = true
-			if e.ParentID == "" {
-				return true, true
-			}
-		}
-		return false, true
-	}
-	for {
+	return record.ScanChain(firstID, fromSeq, batch, func(upper int64, visit func(core.Entry) bool) (int, error) {
 		rows, err := q.QueryContext(ctx, query, sessionID, upper)
 		if err != nil {
-			return false, fmt.Errorf("storage: read session %s: %w", sessionID, err)
+			return 0, fmt.Errorf("storage: read session %s: %w", sessionID, err)
 		}
+		defer rows.Close()
 		n := 0
-		done, good := false, true
-		for !done && rows.Next() {
+		for rows.Next() {
 			var r entryRow
 			if err := rows.Scan(r.dest()...); err != nil {
-				rows.Close()
-				return false, fmt.Errorf("storage: read session %s: %w", sessionID, err)
+				return n, fmt.Errorf("storage: read session %s: %w", sessionID, err)
 			}
 			n++
-			done, good = step(r.entry())
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return false, fmt.Errorf("storage: read session %s: %w", sessionID, err)
-		}
-		if done {
-			return good, nil
-		}
-		if n < batch {
-			// Nothing older: the chain must end at a root.
-			if prev == nil {
-				return firstID == "", nil
+			if !visit(r.entry()) {
+				break
 			}
-			return prev.ParentID == "", nil
 		}
-	}
+		if err := rows.Err(); err != nil {
+			return n, fmt.Errorf("storage: read session %s: %w", sessionID, err)
+		}
+		return n, nil
+	}, fn)
 }

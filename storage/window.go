@@ -193,7 +193,7 @@ func rebuildWindow(ctx context.Context, q querier, sessionID string, st sessionS
 		}
 	}
 	var rb record.Rebuild
-	if err := newWalker(q, sessionID).walk(ctx, st.headID, true, 1024, rb.Visit); err != nil {
+	if err := newWalker(q, sessionID).Walk(ctx, st.headID, true, 1024, rb.Visit); err != nil {
 		return core.Window{}, err
 	}
 	return rb.Window(), nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -230,67 +229,34 @@ func audit(ctx context.Context, db *DB, q querier, entity, kind string) ([]core.
 // chainSQL reads a session's entries newest first from a seq down.
 const chainSQL = `SELECT ` + entryCols + ` FROM entries WHERE session_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT $3`
 
-// scanChain is the fast path for a session that has never branched: its
-// tree is one chain, so walking back from the entry at fromSeq is reading
-// the (session_id, seq) index backwards. Every link is still checked: each
-// entry must be the parent of the one visited before it, the first must be
-// firstID when that is set, and the chain must end at a root. fn returns
-// false to stop. ok is false when the rows do not form that chain; the
-// caller then walks by parent links, which names the problem.
+// scanChain reads the entries of a session that has never branched
+// newest first from fromSeq down by seq, checked as one chain
+// (record.ScanChain).
 func scanChain(ctx context.Context, db *DB, q querier, sessionID, firstID string, fromSeq int64, batch int, fn func(core.Entry) bool) (ok bool, err error) {
 	batch = min(max(batch, 16), 1024)
-	upper := fromSeq
-	var prev *core.Entry
-	stopped := false
-	step := func(e core.Entry) (done, ok bool) {
-		if prev == nil && firstID != "" && e.ID != firstID {
-			return true, false
-		}
-		if prev != nil && prev.ParentID != e.ID {
-			return true, false
-		}
-		if stopped {
-			return true, true
-		}
-		prev, upper = &e, e.Seq-1
-		if !fn(e) {
-			stopped = true
-			if e.ParentID == "" {
-				return true, true
-			}
-		}
-		return false, true
-	}
-	for {
+	return record.ScanChain(firstID, fromSeq, batch, func(upper int64, visit func(core.Entry) bool) (int, error) {
 		rows, err := q.Query(ctx, chainSQL, sessionID, upper, batch)
 		if err != nil {
-			return false, db.errf(err, "read session %s", sessionID)
+			return 0, db.errf(err, "read session %s", sessionID)
 		}
+		defer rows.Close()
 		n := 0
-		done, good := false, true
-		for !done && rows.Next() {
+		for rows.Next() {
 			var r entryRow
 			if err := rows.Scan(r.dest()...); err != nil {
-				rows.Close()
-				return false, db.errf(err, "read session %s", sessionID)
+				return n, db.errf(err, "read session %s", sessionID)
 			}
 			n++
-			done, good = step(r.entry())
+			if !visit(r.entry()) {
+				break
+			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return false, db.errf(err, "read session %s", sessionID)
+			return n, db.errf(err, "read session %s", sessionID)
 		}
-		if done {
-			return good, nil
-		}
-		if n < batch {
-			if prev == nil {
-				return firstID == "", nil
-			}
-			return prev.ParentID == "", nil
-		}
-	}
+		return n, nil
+	}, fn)
 }
 
 // walkSQL follows parent links from $1 for at most $2 steps. A row whose
@@ -305,75 +271,32 @@ const walkSQL = `WITH RECURSIVE w(id, n) AS (
 SELECT w.id, e.id, e.session_id, e.parent_id, e.seq, e.kind, e.payload, e.native_id, e.token_estimate, e.created_at
 FROM w LEFT JOIN entries e ON e.id = w.id ORDER BY w.n`
 
-// walker walks a session's tree from an entry towards the root, newest
-// first, checking every step: a missing id, an entry of another session or
-// an entry seen twice (a cycle) is a CodeCorrupt error.
-type walker struct {
-	db        *DB
-	q         querier
-	sessionID string
-	seen      map[string]struct{}
-}
-
-func newWalker(db *DB, q querier, sessionID string) *walker {
-	return &walker{db: db, q: q, sessionID: sessionID, seen: map[string]struct{}{}}
-}
-
-func (w *walker) walk(ctx context.Context, startID string, isHead bool, batch int, fn func(core.Entry) bool) error {
-	next, child := startID, ""
-	for next != "" {
-		rows, err := w.q.Query(ctx, walkSQL, next, batch)
+// newWalker is a record.Walker of the session reading by walkSQL.
+func newWalker(db *DB, q querier, sessionID string) *record.Walker {
+	return record.NewWalker(sessionID, func(ctx context.Context, from string, batch int) ([]core.Entry, string, error) {
+		rows, err := q.Query(ctx, walkSQL, from, batch)
 		if err != nil {
-			return w.db.errf(err, "walk session %s", w.sessionID)
+			return nil, "", db.errf(err, "walk session %s", sessionID)
 		}
+		defer rows.Close()
 		var buf []core.Entry
-		missing := ""
 		for rows.Next() {
 			var want *string
 			var r entryRow
 			if err := rows.Scan(append([]any{&want}, r.dest()...)...); err != nil {
-				rows.Close()
-				return w.db.errf(err, "walk session %s", w.sessionID)
+				return nil, "", db.errf(err, "walk session %s", sessionID)
 			}
 			if r.id == nil {
-				missing = str(want)
-				break
+				return buf, str(want), nil
 			}
 			buf = append(buf, r.entry())
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return w.db.errf(err, "walk session %s", w.sessionID)
+			return nil, "", db.errf(err, "walk session %s", sessionID)
 		}
-		for _, e := range buf {
-			if e.SessionID != w.sessionID {
-				return core.Errorf(core.CodeCorrupt, "session %s: entry %q (parent of %q) belongs to session %s",
-					w.sessionID, e.ID, child, e.SessionID)
-			}
-			if _, dup := w.seen[e.ID]; dup {
-				return core.Errorf(core.CodeCorrupt, "session %s: cycle: entry %q is its own ancestor", w.sessionID, e.ID)
-			}
-			w.seen[e.ID] = struct{}{}
-			if !fn(e) {
-				return nil
-			}
-			child, next = e.ID, e.ParentID
-		}
-		if missing != "" {
-			if child == "" && isHead {
-				return core.Errorf(core.CodeCorrupt, "session %s: head %q does not exist", w.sessionID, missing)
-			}
-			if child == "" {
-				return core.Errorf(core.CodeCorrupt, "session %s: entry %q does not exist", w.sessionID, missing)
-			}
-			return core.Errorf(core.CodeCorrupt, "session %s: entry %q has parent %q, which does not exist",
-				w.sessionID, child, missing)
-		}
-		if len(buf) == 0 {
-			return nil
-		}
-	}
-	return nil
+		return buf, "", nil
+	})
 }
 
 // ActiveBranch implements core.Store: the entries from the root to the
@@ -406,22 +329,16 @@ func activeBranch(ctx context.Context, db *DB, q querier, sessionID string) ([]c
 			return nil, err
 		}
 		if ok {
-			reverse(out)
+			record.Reverse(out)
 			return out, nil
 		}
 		out = out[:0]
 	}
-	if err := newWalker(db, q, sessionID).walk(ctx, st.headID, true, 1024, collect); err != nil {
+	if err := newWalker(db, q, sessionID).Walk(ctx, st.headID, true, 1024, collect); err != nil {
 		return nil, err
 	}
-	reverse(out)
+	record.Reverse(out)
 	return out, nil
-}
-
-func reverse(es []core.Entry) {
-	for i, j := 0, len(es)-1; i < j; i, j = i+1, j-1 {
-		es[i], es[j] = es[j], es[i]
-	}
 }
 
 // DefaultHistoryMessages is the page size History uses when asked for
@@ -452,63 +369,46 @@ func history(ctx context.Context, db *DB, q querier, sessionID string, beforeSeq
 	if err != nil {
 		return nil, false, err
 	}
-	out := []core.Entry{}
 	if st.headID == "" {
-		return out, false, nil
+		return []core.Entry{}, false, nil
 	}
 	if st.headSeq == nil {
 		return nil, false, core.Errorf(core.CodeCorrupt, "session %s: head %q does not exist", sessionID, st.headID)
 	}
 	batch := min(2*maxMessages+16, 1024)
-	count := 0
-	collect := func(e core.Entry) bool {
-		out = append(out, e)
-		if e.Kind.IsMessage() {
-			count++
-		}
-		return count < maxMessages
-	}
+	page := record.NewPage(maxMessages)
 	if !st.branched {
 		fromSeq, firstID := *st.headSeq, st.headID
 		if beforeSeq > 0 && beforeSeq <= fromSeq {
 			fromSeq, firstID = beforeSeq-1, ""
 		}
-		ok, err := scanChain(ctx, db, q, sessionID, firstID, fromSeq, batch, collect)
+		ok, err := scanChain(ctx, db, q, sessionID, firstID, fromSeq, batch, page.Collect)
 		if err != nil {
 			return nil, false, err
 		}
 		if ok {
-			hasMore := len(out) > 0 && out[len(out)-1].ParentID != ""
-			reverse(out)
+			out, hasMore := page.Done()
 			return out, hasMore, nil
 		}
-		out, count = out[:0], 0
+		page.Reset()
 	}
 	w := newWalker(db, q, sessionID)
 	start := st.headID
 	if beforeSeq > 0 && beforeSeq <= *st.headSeq {
-		found := ""
-		err := w.walk(ctx, st.headID, true, 1024, func(e core.Entry) bool {
-			if e.Seq < beforeSeq {
-				found = e.ID
-				return false
-			}
-			return true
-		})
+		found, err := w.EntryBefore(ctx, st.headID, beforeSeq)
 		if err != nil {
 			return nil, false, err
 		}
 		if found == "" {
-			return out, false, nil
+			return []core.Entry{}, false, nil
 		}
 		start = found
 		w = newWalker(db, q, sessionID)
 	}
-	if err := w.walk(ctx, start, start == st.headID, batch, collect); err != nil {
+	if err := w.Walk(ctx, start, start == st.headID, batch, page.Collect); err != nil {
 		return nil, false, err
 	}
-	hasMore := len(out) > 0 && out[len(out)-1].ParentID != ""
-	reverse(out)
+	out, hasMore := page.Done()
 	return out, hasMore, nil
 }
 
@@ -535,16 +435,12 @@ func (db *DB) Integrity(ctx context.Context) (core.IntegrityReport, error) {
 		if err := rows.Err(); err != nil {
 			return db.errf(err, "integrity")
 		}
-		bad := map[string]bool{}
-		for _, id := range ids {
-			rep.SessionsChecked++
-			if _, err := activeBranch(ctx, db, q, id); err != nil {
-				if core.ErrorCode(err) != core.CodeCorrupt {
-					return err
-				}
-				rep.Problems = append(rep.Problems, core.IntegrityProblem{SessionID: id, Problem: err.Error()})
-				bad[id] = true
-			}
+		bad, err := record.CheckBranches(&rep, ids, func(id string) error {
+			_, err := activeBranch(ctx, db, q, id)
+			return err
+		})
+		if err != nil {
+			return err
 		}
 		rows, err = q.Query(ctx, `SELECT e.session_id, e.id, e.parent_id, p.id, p.session_id, e.seq, p.seq
 			FROM entries e LEFT JOIN entries p ON p.id = e.parent_id
@@ -565,16 +461,8 @@ func (db *DB) Integrity(ctx context.Context) (core.IntegrityReport, error) {
 			if bad[sid] {
 				continue
 			}
-			var msg string
-			switch {
-			case pid == nil:
-				msg = fmt.Sprintf("session %s: entry %q has parent %q, which does not exist", sid, id, parent)
-			case str(psid) != sid:
-				msg = fmt.Sprintf("session %s: entry %q has parent %q from session %s", sid, id, parent, str(psid))
-			default:
-				msg = fmt.Sprintf("session %s: entry %q (seq %d) has parent %q with seq %d, not older (a cycle or misordered link)",
-					sid, id, seq, parent, num(pseq))
-			}
+			msg := record.BadLink{SessionID: sid, ID: id, Parent: parent, Seq: seq,
+				ParentFound: pid != nil, ParentSession: str(psid), ParentSeq: num(pseq)}.Problem()
 			rep.Problems = append(rep.Problems, core.IntegrityProblem{SessionID: sid, Problem: msg})
 			bad[sid] = true
 		}

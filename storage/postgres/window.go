@@ -194,7 +194,7 @@ func rebuildWindow(ctx context.Context, db *DB, q querier, sessionID string, st 
 	}
 	if !walked {
 		rb = record.Rebuild{}
-		if err := newWalker(db, q, sessionID).walk(ctx, st.headID, true, 1024, rb.Visit); err != nil {
+		if err := newWalker(db, q, sessionID).Walk(ctx, st.headID, true, 1024, rb.Visit); err != nil {
 			return core.Window{}, err
 		}
 	}
