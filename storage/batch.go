@@ -164,7 +164,7 @@ func (db *DB) runLocked(taken []*writeReq) {
 			ok++
 		}
 	}
-	w.close()
+	w.gate.Close()
 	if ok == 0 {
 		_ = tx.Rollback()
 		finish(nil)

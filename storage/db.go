@@ -446,7 +446,7 @@ func (db *DB) Update(ctx context.Context, fn func(w core.Writer) error) (err err
 	w := &txWriter{db: db, tx: tx, q: newStmtTx(db, tx)}
 	committed := false
 	defer func() {
-		w.close()
+		w.gate.Close()
 		if !committed {
 			_ = tx.Rollback()
 		}
@@ -454,7 +454,7 @@ func (db *DB) Update(ctx context.Context, fn func(w core.Writer) error) (err err
 	if err := fn(w); err != nil {
 		return err
 	}
-	w.close()
+	w.gate.Close()
 	db.fire("commit.before")
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("storage: commit: %w", err)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/core/checkpoint"
 	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
@@ -106,7 +105,7 @@ func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r cor
 			}
 			db.fire("session.insert")
 		}
-		r := &restorer{ctx: ctx, db: db, w: w, s: s, exists: exists > 0, lk: newLinker(w.q, s.ID), tracking: exists == 0}
+		r := &restorer{ctx: ctx, db: db, w: w, s: s, exists: exists > 0, lk: newLinker(w.q, s.ID), track: record.NewTracker(exists == 0)}
 		if exists > 0 {
 			if err := w.q.QueryRowContext(ctx, `SELECT branched, coalesce((SELECT max(seq) FROM entries WHERE session_id = ?), 0)
 				FROM sessions WHERE id = ?`, s.ID, s.ID).Scan(&r.linked, &r.storeMax); err != nil {
@@ -179,29 +178,9 @@ type restorer struct {
 	status sql.NullString // of the newest session.status entry restored
 
 	// The window summary of the restored head is written in the restore's
-	// transaction, so that the first read of a restored session does not
-	// rebuild it (on a session of a million entries, seconds). While the
-	// restored entries continue one chain from the summary's head (tip),
-	// each is folded in as it is written; otherwise the summary is rebuilt
-	// at the end (see saveWindow).
-	tracking bool
-	tip      string      // the entry win describes ("" before the first)
-	win      core.Window // of the chain up to tip
-	stored   core.Window // the evidence lists as session_window_items holds them
-}
-
-// track folds a restored entry into the summary while the entries form one
-// chain from its head.
-func (r *restorer) track(e core.Entry) {
-	if !r.tracking {
-		return
-	}
-	if e.ParentID != r.tip {
-		r.tracking, r.win = false, core.Window{}
-		return
-	}
-	checkpoint.Track(&r.win, e)
-	r.tip = e.ID
+	// transaction (see saveWindow).
+	track  record.Tracker
+	stored core.Window // the evidence lists as session_window_items holds them
 }
 
 // saveWindow writes the summary of the restored session's head: the one
@@ -211,8 +190,8 @@ func (r *restorer) saveWindow(head string) error {
 	if head == "" {
 		return nil
 	}
-	win := r.win
-	if !r.tracking || r.tip != head {
+	win, ok := r.track.Summary(head)
+	if !ok {
 		st, err := loadState(r.ctx, r.w.q, r.s.ID)
 		if err != nil {
 			return err
@@ -279,7 +258,7 @@ func (r *restorer) Entry(e core.Entry) error {
 		return core.E(core.CodeConflict, fmt.Sprintf("restore: entry %s", e.ID), err)
 	}
 	r.db.fire("entry.insert")
-	r.track(e)
+	r.track.Track(e)
 	if v, ok := entryStatus(e.Kind, e.Payload); ok {
 		r.status = v
 	}

@@ -282,7 +282,7 @@ func (db *DB) UpdateBulk(ctx context.Context, fn func(w core.Writer) error) (err
 	w.live = db.startLive(ctx, tx)
 	committed := false
 	defer func() {
-		w.close()
+		w.gate.Close()
 		if !committed {
 			_ = tx.Rollback()
 		}
@@ -293,7 +293,7 @@ func (db *DB) UpdateBulk(ctx context.Context, fn func(w core.Writer) error) (err
 	if err := fn(w); err != nil {
 		return err
 	}
-	w.close()
+	w.gate.Close()
 	if w.live != nil && !w.live.complete(ctx, w.q) {
 		w.live.end(false) // left to the catch-up after the commit
 		w.live = nil

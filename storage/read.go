@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -90,7 +89,7 @@ func (db *DB) ListSessions(ctx context.Context, q core.ListQuery) ([]core.Sessio
 	if len(out) > limit {
 		out = out[:limit]
 		last := out[limit-1]
-		next = encodeCursor(record.Nanos(last.UpdatedAt), last.ID)
+		next = record.EncodeCursor(record.Nanos(last.UpdatedAt), last.ID)
 	}
 	return out, next, nil
 }
@@ -111,7 +110,7 @@ func listSQL(q core.ListQuery, limit int) (string, []any, error) {
 		condArgs = append(condArgs, q.Harness)
 	}
 	if q.Cursor != "" {
-		upd, id, err := decodeCursor(q.Cursor)
+		upd, id, err := record.DecodeCursor(q.Cursor)
 		if err != nil {
 			return "", nil, err
 		}
@@ -144,24 +143,6 @@ func listLimit(limit int) int {
 		return -1
 	}
 	return max(16, 1<<bits.Len(uint(limit)))
-}
-
-func encodeCursor(upd int64, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(upd, 10) + "|" + id))
-}
-
-func decodeCursor(c string) (int64, string, error) {
-	bad := core.Errorf(core.CodeInvalid, "session list cursor %q is not valid", c)
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return 0, "", bad
-	}
-	n, id, ok := strings.Cut(string(b), "|")
-	upd, err := strconv.ParseInt(n, 10, 64)
-	if !ok || err != nil || id == "" {
-		return 0, "", bad
-	}
-	return upd, id, nil
 }
 
 // FindSessionByNative implements core.Store; when several sessions share

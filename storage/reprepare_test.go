@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/storage/internal/record"
 
 	"github.com/ncruces/go-sqlite3"
 )
@@ -107,7 +108,7 @@ func TestReadsKeepTheirCompiledStatements(t *testing.T) {
 	}
 
 	// Every shape of a list page, paged with a changing cursor.
-	cursor := encodeCursor(1<<62, "~")
+	cursor := record.EncodeCursor(1<<62, "~")
 	for _, archived := range []bool{false, true} {
 		for _, harness := range []string{"", "fake"} {
 			for _, cur := range []string{"", cursor} {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/ncruces/go-sqlite3"
@@ -30,8 +29,7 @@ type txWriter struct {
 	conn *sql.Conn
 	ins  *sqlite3.Stmt
 
-	mu   sync.Mutex
-	done bool
+	gate record.Gate // its calls, until the transaction ends
 }
 
 const insertEntrySQL = `INSERT INTO entries
@@ -45,40 +43,18 @@ const insertEntryOrSkipSQL = insertEntrySQL + `
 
 var _ core.Writer = (*txWriter)(nil)
 
-var errTxDone = core.Errorf(core.CodeInvalid, "storage: writer used after its transaction ended")
-
-// close marks the writer finished; later calls fail.
-func (w *txWriter) close() {
-	w.mu.Lock()
-	w.done = true
-	w.mu.Unlock()
-}
-
-func (w *txWriter) lock() error {
-	w.mu.Lock()
-	if w.done {
-		w.mu.Unlock()
-		return errTxDone
-	}
-	return nil
-}
-
 // CreateSession implements core.Writer.
 func (w *txWriter) CreateSession(ctx context.Context, s core.Session) (core.Session, error) {
-	if err := w.lock(); err != nil {
-		return core.Session{}, err
-	}
-	defer w.mu.Unlock()
-	return w.createSession(ctx, s)
+	return record.Do(&w.gate, func() (core.Session, error) {
+		return w.createSession(ctx, s)
+	})
 }
 
 // PatchSession implements core.Writer.
 func (w *txWriter) PatchSession(ctx context.Context, id string, p core.SessionPatch) (core.Session, error) {
-	if err := w.lock(); err != nil {
-		return core.Session{}, err
-	}
-	defer w.mu.Unlock()
-	return w.patchSession(ctx, id, p)
+	return record.Do(&w.gate, func() (core.Session, error) {
+		return w.patchSession(ctx, id, p)
+	})
 }
 
 // Append implements core.Writer.
@@ -86,13 +62,11 @@ func (w *txWriter) Append(ctx context.Context, sessionID string, entries ...core
 	if err := record.CheckEntries(entries, w.db.maxEntry); err != nil {
 		return nil, err
 	}
-	if err := w.lock(); err != nil {
-		return nil, err
-	}
-	defer w.mu.Unlock()
-	out, err := w.appendEntries(ctx, sessionID, "", false, entries)
-	w.handLive(err)
-	return out, err
+	return record.Do(&w.gate, func() ([]core.Entry, error) {
+		out, err := w.appendEntries(ctx, sessionID, "", false, entries)
+		w.handLive(err)
+		return out, err
+	})
 }
 
 // AppendTo implements core.Writer.
@@ -100,13 +74,11 @@ func (w *txWriter) AppendTo(ctx context.Context, sessionID, parentID string, ent
 	if err := record.CheckEntries(entries, w.db.maxEntry); err != nil {
 		return nil, err
 	}
-	if err := w.lock(); err != nil {
-		return nil, err
-	}
-	defer w.mu.Unlock()
-	out, err := w.appendEntries(ctx, sessionID, parentID, true, entries)
-	w.handLive(err)
-	return out, err
+	return record.Do(&w.gate, func() ([]core.Entry, error) {
+		out, err := w.appendEntries(ctx, sessionID, parentID, true, entries)
+		w.handLive(err)
+		return out, err
+	})
 }
 
 // handLive hands the entries the last append inserted to the live
@@ -124,11 +96,9 @@ func (w *txWriter) handLive(err error) {
 
 // MoveHead implements core.Writer.
 func (w *txWriter) MoveHead(ctx context.Context, sessionID, entryID string) error {
-	if err := w.lock(); err != nil {
-		return err
-	}
-	defer w.mu.Unlock()
-	return w.moveHead(ctx, sessionID, entryID)
+	return record.Run(&w.gate, func() error {
+		return w.moveHead(ctx, sessionID, entryID)
+	})
 }
 
 // CheckEntries tells whether Append would refuse any of entries (its size
@@ -142,11 +112,9 @@ func (w *txWriter) AppendAudit(ctx context.Context, r core.AuditRecord) error {
 	if err := record.CheckAudit(r); err != nil {
 		return err
 	}
-	if err := w.lock(); err != nil {
-		return err
-	}
-	defer w.mu.Unlock()
-	return w.appendAudit(ctx, r)
+	return record.Run(&w.gate, func() error {
+		return w.appendAudit(ctx, r)
+	})
 }
 
 // retime sets the time of the entry of sessionID whose native id is ne's
@@ -169,17 +137,15 @@ func (w *txWriter) retime(ctx context.Context, sessionID string, ne core.NewEntr
 // import calls it once its entries carry the harness's own times, so the
 // session list orders an imported session by when it happened.
 func (w *txWriter) RetimeSession(ctx context.Context, sessionID string) error {
-	if err := w.lock(); err != nil {
-		return err
-	}
-	defer w.mu.Unlock()
-	if _, err := w.q.ExecContext(ctx, `UPDATE sessions SET
-		created_at = min(created_at, coalesce((SELECT min(created_at) FROM entries WHERE session_id = ?1), created_at)),
-		updated_at = coalesce((SELECT max(created_at) FROM entries WHERE session_id = ?1), updated_at)
-		WHERE id = ?1`, sessionID); err != nil {
-		return fmt.Errorf("storage: date session %s by its entries: %w", sessionID, err)
-	}
-	return nil
+	return record.Run(&w.gate, func() error {
+		if _, err := w.q.ExecContext(ctx, `UPDATE sessions SET
+			created_at = min(created_at, coalesce((SELECT min(created_at) FROM entries WHERE session_id = ?1), created_at)),
+			updated_at = coalesce((SELECT max(created_at) FROM entries WHERE session_id = ?1), updated_at)
+			WHERE id = ?1`, sessionID); err != nil {
+			return fmt.Errorf("storage: date session %s by its entries: %w", sessionID, err)
+		}
+		return nil
+	})
 }
 
 func (w *txWriter) createSession(ctx context.Context, s core.Session) (core.Session, error) {

@@ -275,7 +275,7 @@ func (db *DB) update(ctx context.Context, fn func(w *txWriter) error) (err error
 	w := &txWriter{db: db, tx: tx}
 	committed := false
 	defer func() {
-		w.close()
+		w.gate.Close()
 		if !committed {
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
@@ -283,7 +283,7 @@ func (db *DB) update(ctx context.Context, fn func(w *txWriter) error) (err error
 	if err := fn(w); err != nil {
 		return err
 	}
-	w.close()
+	w.gate.Close()
 	if err := tx.Commit(ctx); err != nil {
 		return db.errf(err, "commit")
 	}

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/core/checkpoint"
 	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
@@ -95,7 +94,7 @@ func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r cor
 		if err != nil {
 			return err
 		}
-		r := &restorer{ctx: ctx, db: db, w: w, s: s, exists: exists, tracking: !exists, harness: st.harness, branched: st.branched}
+		r := &restorer{ctx: ctx, db: db, w: w, s: s, exists: exists, track: record.NewTracker(!exists), harness: st.harness, branched: st.branched}
 		if exists {
 			r.storeMax = st.maxSeq
 		}
@@ -174,9 +173,7 @@ type restorer struct {
 	// (the parents a later entry may name without a query).
 	written map[string]int64
 
-	tracking bool
-	tip      string
-	win      core.Window
+	track record.Tracker // the window summary of the restored head (saveWindow)
 }
 
 // Entry implements core.Restorer.
@@ -291,7 +288,7 @@ func (r *restorer) flush() error {
 		}
 		prev = e.Seq
 		r.written[e.ID] = e.Seq
-		r.track(e)
+		r.track.Track(e)
 		if v, ok := entryStatus(e.Kind, e.Payload); ok {
 			r.status, r.hasStatus = v, true
 		}
@@ -310,27 +307,13 @@ func (r *restorer) flush() error {
 	return nil
 }
 
-// track folds a restored entry into the summary while the entries form one
-// chain from its head.
-func (r *restorer) track(e core.Entry) {
-	if !r.tracking {
-		return
-	}
-	if e.ParentID != r.tip {
-		r.tracking, r.win = false, core.Window{}
-		return
-	}
-	checkpoint.Track(&r.win, e)
-	r.tip = e.ID
-}
-
 // saveWindow writes the summary of the restored session's head.
 func (r *restorer) saveWindow(head string) error {
 	if head == "" {
 		return nil
 	}
-	win := r.win
-	if !r.tracking || r.tip != head {
+	win, ok := r.track.Summary(head)
+	if !ok {
 		st, err := loadState(r.ctx, r.db, r.w.tx, r.s.ID)
 		if err != nil {
 			return err

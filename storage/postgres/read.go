@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"strconv"
 	"strings"
@@ -99,28 +98,19 @@ func (db *DB) ListSessions(ctx context.Context, q core.ListQuery) ([]core.Sessio
 	if len(out) > limit {
 		out = out[:limit]
 		last := out[limit-1]
-		next = encodeCursor(record.Nanos(last.UpdatedAt), last.ID)
+		next = record.EncodeCursor(record.Nanos(last.UpdatedAt), last.ID)
 	}
 	return out, next, nil
 }
 
-// The cursor has the same form as storage's.
-func encodeCursor(upd int64, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(upd, 10) + "|" + id))
-}
-
+// decodeCursor is record.DecodeCursor, refusing an id this store cannot
+// hold (a NUL).
 func decodeCursor(c string) (int64, string, error) {
-	bad := core.Errorf(core.CodeInvalid, "session list cursor %q is not valid", c)
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return 0, "", bad
+	upd, id, err := record.DecodeCursor(c)
+	if err == nil && strings.IndexByte(id, 0) >= 0 {
+		return 0, "", core.Errorf(core.CodeInvalid, "session list cursor %q is not valid", c)
 	}
-	n, id, ok := strings.Cut(string(b), "|")
-	upd, err := strconv.ParseInt(n, 10, 64)
-	if !ok || err != nil || id == "" || strings.IndexByte(id, 0) >= 0 {
-		return 0, "", bad
-	}
-	return upd, core.ValidText(id), nil
+	return upd, core.ValidText(id), err
 }
 
 // FindSessionByNative implements core.Store; when several sessions share

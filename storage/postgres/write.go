@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,27 +22,9 @@ type txWriter struct {
 	// with the last batch. begun and committed say how far it got.
 	fast, begun, committed bool
 
-	mu   sync.Mutex
-	done bool
+	gate record.Gate // its calls, until the transaction ends
 	// appended are the sessions this transaction appended to (OnAppend).
 	appended []string
-}
-
-var errTxDone = core.Errorf(core.CodeInvalid, "postgres: writer used after its transaction ended")
-
-func (w *txWriter) close() {
-	w.mu.Lock()
-	w.done = true
-	w.mu.Unlock()
-}
-
-func (w *txWriter) lock() error {
-	w.mu.Lock()
-	if w.done {
-		w.mu.Unlock()
-		return errTxDone
-	}
-	return nil
 }
 
 // The Writer methods of DB: each is one transaction of its own.
@@ -110,7 +91,7 @@ func (db *DB) appendOnce(ctx context.Context, sessionID, parentID string, explic
 	defer conn.Release()
 	w := &txWriter{db: db, tx: conn, fast: true}
 	out, err := w.appendEntries(ctx, sessionID, parentID, explicit, entries)
-	w.close()
+	w.gate.Close()
 	end := context.WithoutCancel(ctx)
 	switch {
 	case err != nil && w.begun && !w.committed:
@@ -145,20 +126,16 @@ func (db *DB) AppendAudit(ctx context.Context, r core.AuditRecord) error {
 
 // CreateSession implements core.Writer.
 func (w *txWriter) CreateSession(ctx context.Context, s core.Session) (core.Session, error) {
-	if err := w.lock(); err != nil {
-		return core.Session{}, err
-	}
-	defer w.mu.Unlock()
-	return w.createSession(ctx, s)
+	return record.Do(&w.gate, func() (core.Session, error) {
+		return w.createSession(ctx, s)
+	})
 }
 
 // PatchSession implements core.Writer.
 func (w *txWriter) PatchSession(ctx context.Context, id string, p core.SessionPatch) (core.Session, error) {
-	if err := w.lock(); err != nil {
-		return core.Session{}, err
-	}
-	defer w.mu.Unlock()
-	return w.patchSession(ctx, id, p)
+	return record.Do(&w.gate, func() (core.Session, error) {
+		return w.patchSession(ctx, id, p)
+	})
 }
 
 // Append implements core.Writer.
@@ -166,11 +143,9 @@ func (w *txWriter) Append(ctx context.Context, sessionID string, entries ...core
 	if err := record.CheckEntries(entries, w.db.maxEntry); err != nil {
 		return nil, err
 	}
-	if err := w.lock(); err != nil {
-		return nil, err
-	}
-	defer w.mu.Unlock()
-	return w.appendEntries(ctx, sessionID, "", false, entries)
+	return record.Do(&w.gate, func() ([]core.Entry, error) {
+		return w.appendEntries(ctx, sessionID, "", false, entries)
+	})
 }
 
 // AppendTo implements core.Writer.
@@ -178,20 +153,16 @@ func (w *txWriter) AppendTo(ctx context.Context, sessionID, parentID string, ent
 	if err := record.CheckEntries(entries, w.db.maxEntry); err != nil {
 		return nil, err
 	}
-	if err := w.lock(); err != nil {
-		return nil, err
-	}
-	defer w.mu.Unlock()
-	return w.appendEntries(ctx, sessionID, parentID, true, entries)
+	return record.Do(&w.gate, func() ([]core.Entry, error) {
+		return w.appendEntries(ctx, sessionID, parentID, true, entries)
+	})
 }
 
 // MoveHead implements core.Writer.
 func (w *txWriter) MoveHead(ctx context.Context, sessionID, entryID string) error {
-	if err := w.lock(); err != nil {
-		return err
-	}
-	defer w.mu.Unlock()
-	return w.moveHead(ctx, sessionID, entryID)
+	return record.Run(&w.gate, func() error {
+		return w.moveHead(ctx, sessionID, entryID)
+	})
 }
 
 // AppendAudit implements core.Writer.
@@ -199,28 +170,24 @@ func (w *txWriter) AppendAudit(ctx context.Context, r core.AuditRecord) error {
 	if err := record.CheckAudit(r); err != nil {
 		return err
 	}
-	if err := w.lock(); err != nil {
-		return err
-	}
-	defer w.mu.Unlock()
-	return w.appendAudit(ctx, r)
+	return record.Run(&w.gate, func() error {
+		return w.appendAudit(ctx, r)
+	})
 }
 
 // RetimeSession dates sessionID by its entries: created at its earliest
 // entry's time (when earlier than recorded), updated at its newest's (an
 // import calls it once its entries carry the harness's own times).
 func (w *txWriter) RetimeSession(ctx context.Context, sessionID string) error {
-	if err := w.lock(); err != nil {
-		return err
-	}
-	defer w.mu.Unlock()
-	if _, err := w.tx.Exec(ctx, `UPDATE sessions SET
-		created_at = least(created_at, coalesce((SELECT min(created_at) FROM entries WHERE session_id = $1), created_at)),
-		updated_at = coalesce((SELECT max(created_at) FROM entries WHERE session_id = $1), updated_at)
-		WHERE id = $1`, sessionID); err != nil {
-		return w.db.errf(err, "date session %s by its entries", sessionID)
-	}
-	return nil
+	return record.Run(&w.gate, func() error {
+		if _, err := w.tx.Exec(ctx, `UPDATE sessions SET
+			created_at = least(created_at, coalesce((SELECT min(created_at) FROM entries WHERE session_id = $1), created_at)),
+			updated_at = coalesce((SELECT max(created_at) FROM entries WHERE session_id = $1), updated_at)
+			WHERE id = $1`, sessionID); err != nil {
+			return w.db.errf(err, "date session %s by its entries", sessionID)
+		}
+		return nil
+	})
 }
 
 func (w *txWriter) createSession(ctx context.Context, s core.Session) (core.Session, error) {

@@ -249,3 +249,39 @@ func Carried(before *core.Window, e core.Entry) bool {
 	}
 	return before.Model == "" || before.Effort == "" || before.LastCheckpointID == ""
 }
+
+// Tracker folds the entries of a restore into the summary of the
+// restored head while they form one chain from the root, so that the
+// first read of a restored session need not rebuild it (on a session of a
+// million entries, seconds).
+type Tracker struct {
+	tracking bool
+	tip      string      // the entry win describes ("" before the first)
+	win      core.Window // of the chain up to tip
+}
+
+// NewTracker is a Tracker of a restore; on is false for a session already
+// present (it keeps its own summary), and then it tracks nothing.
+func NewTracker(on bool) Tracker { return Tracker{tracking: on} }
+
+// Track folds e in while the entries form one chain.
+func (t *Tracker) Track(e core.Entry) {
+	if !t.tracking {
+		return
+	}
+	if e.ParentID != t.tip {
+		t.tracking, t.win = false, core.Window{}
+		return
+	}
+	checkpoint.Track(&t.win, e)
+	t.tip = e.ID
+}
+
+// Summary is the summary of head when the chain reached it (ok false:
+// the store rebuilds it from the record).
+func (t *Tracker) Summary(head string) (core.Window, bool) {
+	if !t.tracking || t.tip != head {
+		return core.Window{}, false
+	}
+	return t.win, true
+}
