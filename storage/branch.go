@@ -65,30 +65,18 @@ func activeBranch(ctx context.Context, q querier, sessionID string) ([]core.Entr
 	if err != nil {
 		return nil, err
 	}
-	out := []core.Entry{}
 	if st.headID == "" {
-		return out, nil
+		return []core.Entry{}, nil
 	}
-	collect := func(e core.Entry) bool {
-		out = append(out, e)
-		return true
-	}
+	var chain func(fn func(core.Entry) bool) (bool, error)
 	if !st.branched && st.headSeq.Valid {
-		ok, err := scanChain(ctx, q, sessionID, st.headID, st.headSeq.Int64, 1024, collect)
-		if err != nil {
-			return nil, err
+		chain = func(fn func(core.Entry) bool) (bool, error) {
+			return scanChain(ctx, q, sessionID, st.headID, st.headSeq.Int64, 1024, fn)
 		}
-		if ok {
-			record.Reverse(out)
-			return out, nil
-		}
-		out = out[:0] // not one sound chain: walk it to name the problem
 	}
-	if err := newWalker(q, sessionID).Walk(ctx, st.headID, true, 1024, collect); err != nil {
-		return nil, err
-	}
-	record.Reverse(out)
-	return out, nil
+	return record.ActiveBranch(chain, func(fn func(core.Entry) bool) error {
+		return newWalker(q, sessionID).Walk(ctx, st.headID, true, 1024, fn)
+	})
 }
 
 // DefaultHistoryMessages is the page size History uses when asked for

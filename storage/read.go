@@ -85,12 +85,7 @@ func (db *DB) ListSessions(ctx context.Context, q core.ListQuery) ([]core.Sessio
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("storage: list sessions: %w", err)
 	}
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		last := out[limit-1]
-		next = record.EncodeCursor(record.Nanos(last.UpdatedAt), last.ID)
-	}
+	out, next := record.CutPage(out, limit)
 	return out, next, nil
 }
 

@@ -94,12 +94,7 @@ func (db *DB) ListSessions(ctx context.Context, q core.ListQuery) ([]core.Sessio
 	if err := rows.Err(); err != nil {
 		return nil, "", db.errf(err, "list sessions")
 	}
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		last := out[limit-1]
-		next = record.EncodeCursor(record.Nanos(last.UpdatedAt), last.ID)
-	}
+	out, next := record.CutPage(out, limit)
 	return out, next, nil
 }
 
@@ -305,30 +300,18 @@ func activeBranch(ctx context.Context, db *DB, q querier, sessionID string) ([]c
 	if err != nil {
 		return nil, err
 	}
-	out := []core.Entry{}
 	if st.headID == "" {
-		return out, nil
+		return []core.Entry{}, nil
 	}
-	collect := func(e core.Entry) bool {
-		out = append(out, e)
-		return true
-	}
+	var chain func(fn func(core.Entry) bool) (bool, error)
 	if !st.branched && st.headSeq != nil {
-		ok, err := scanChain(ctx, db, q, sessionID, st.headID, *st.headSeq, 1024, collect)
-		if err != nil {
-			return nil, err
+		chain = func(fn func(core.Entry) bool) (bool, error) {
+			return scanChain(ctx, db, q, sessionID, st.headID, *st.headSeq, 1024, fn)
 		}
-		if ok {
-			record.Reverse(out)
-			return out, nil
-		}
-		out = out[:0]
 	}
-	if err := newWalker(db, q, sessionID).Walk(ctx, st.headID, true, 1024, collect); err != nil {
-		return nil, err
-	}
-	record.Reverse(out)
-	return out, nil
+	return record.ActiveBranch(chain, func(fn func(core.Entry) bool) error {
+		return newWalker(db, q, sessionID).Walk(ctx, st.headID, true, 1024, fn)
+	})
 }
 
 // DefaultHistoryMessages is the page size History uses when asked for

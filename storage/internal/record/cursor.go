@@ -30,3 +30,14 @@ func DecodeCursor(c string) (int64, string, error) {
 	}
 	return upd, id, nil
 }
+
+// CutPage cuts a page of the session list read with one row more than
+// limit: the page, and the cursor of the next ("" when it is the last).
+func CutPage(out []core.Session, limit int) ([]core.Session, string) {
+	if len(out) <= limit {
+		return out, ""
+	}
+	out = out[:limit]
+	last := out[limit-1]
+	return out, EncodeCursor(Nanos(last.UpdatedAt), last.ID)
+}

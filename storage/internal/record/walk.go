@@ -213,3 +213,31 @@ func (l BadLink) Problem() string {
 	return fmt.Sprintf("session %s: entry %q (seq %d) has parent %q with seq %d, not older (a cycle or misordered link)",
 		l.SessionID, l.ID, l.Seq, l.Parent, l.ParentSeq)
 }
+
+// ActiveBranch reads the entries from the root to the head, in order:
+// by chain (ScanChain, the fast path of a session that never branched;
+// nil when it does not apply) when the rows form one sound chain, else by
+// walk (a Walker's), which names any problem.
+func ActiveBranch(chain func(fn func(core.Entry) bool) (bool, error), walk func(fn func(core.Entry) bool) error) ([]core.Entry, error) {
+	out := []core.Entry{}
+	collect := func(e core.Entry) bool {
+		out = append(out, e)
+		return true
+	}
+	if chain != nil {
+		ok, err := chain(collect)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			Reverse(out)
+			return out, nil
+		}
+		out = out[:0] // not one sound chain: walk it to name the problem
+	}
+	if err := walk(collect); err != nil {
+		return nil, err
+	}
+	Reverse(out)
+	return out, nil
+}
