@@ -223,26 +223,22 @@ func (r *restorer) Entry(e core.Entry) error {
 	var seq int64
 	err = w.q.QueryRowContext(ctx, `SELECT session_id, seq FROM entries WHERE id = ?`, e.ID).Scan(&owner, &seq)
 	switch {
-	case err == nil && owner != s.ID:
-		return core.Errorf(core.CodeConflict, "restore: entry %q already exists in session %s", e.ID, owner)
-	case err == nil && seq != e.Seq:
-		return core.Errorf(core.CodeConflict, "restore: entry %q is already recorded with sequence %d, not %d", e.ID, seq, e.Seq)
 	case err == nil:
-		return nil // already there
+		return record.RestoredExisting(e, s.ID, owner, seq) // nil: already there
 	case !errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("storage: restore: %w", err)
-	case e.Seq <= r.storeMax:
-		return core.Errorf(core.CodeConflict, "restore: entry %s has sequence %d, among the entries session %s already holds (up to %d); a session already present only gains entries after its own",
-			e.ID, e.Seq, s.ID, r.storeMax)
+	}
+	if err := record.RestoredNew(e, s.ID, r.storeMax); err != nil {
+		return err
 	}
 	var pseq int64 // 0: a root
 	if e.ParentID != "" {
 		err := w.q.QueryRowContext(ctx, `SELECT seq FROM entries WHERE id = ? AND session_id = ?`, e.ParentID, s.ID).Scan(&pseq)
-		if errors.Is(err, sql.ErrNoRows) || (err == nil && pseq >= e.Seq) {
-			return core.Errorf(core.CodeInvalid, "restore: entry %s: parent %q is not an earlier entry of the session", e.ID, e.ParentID)
-		}
-		if err != nil {
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("storage: restore: %w", err)
+		}
+		if err := record.RestoredParent(e, pseq, err == nil); err != nil {
+			return err
 		}
 		if pseq < e.Seq-1 {
 			r.branched = true

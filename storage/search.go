@@ -158,33 +158,16 @@ type ranked struct {
 
 // planSearch checks q and builds its ranking query.
 func planSearch(q core.SearchQuery) (searchPlan, error) {
-	if err := record.CheckQueryCost(q.Query); err != nil {
+	if err := record.CheckSearch(q); err != nil {
 		return searchPlan{}, err
-	}
-	for _, f := range []struct {
-		name string
-		t    time.Time
-	}{{"since", q.Since}, {"until", q.Until}} {
-		if !f.t.IsZero() && !core.Representable(f.t) {
-			return searchPlan{}, core.InvalidField(f.name, "search: %s %s is outside the years the record holds (1678-2262)", f.name, f.t.Format(time.RFC3339))
-		}
 	}
 	match, phrased, err := ftsQuery(q.Query)
 	if err != nil {
 		return searchPlan{}, err
 	}
-	pl := searchPlan{match: match, limit: q.Limit}
-	if pl.limit <= 0 {
-		pl.limit = 20
-	}
-	if pl.limit > 200 {
-		pl.limit = 200
-	}
-	if q.Cursor != "" {
-		pl.offset, err = strconv.Atoi(q.Cursor)
-		if err != nil || pl.offset < 0 {
-			return searchPlan{}, core.Errorf(core.CodeInvalid, "search: cursor %q is not one this search returned", q.Cursor)
-		}
+	pl := searchPlan{match: match}
+	if pl.limit, pl.offset, err = record.SearchPaging(q); err != nil {
+		return searchPlan{}, err
 	}
 	phraseCol := "0"
 	if phrased {

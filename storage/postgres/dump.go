@@ -197,77 +197,26 @@ func (r *restorer) flush() error {
 	if len(r.pending) == 0 {
 		return nil
 	}
-	ctx, db, tx := r.ctx, r.db, r.w.tx
 	batch := r.pending
 	r.pending = nil
 	if r.written == nil {
 		r.written = map[string]int64{}
 	}
-	ids := make([]string, 0, len(batch))
-	var parents []string
-	for _, e := range batch {
-		ids = append(ids, e.ID)
-		if e.ParentID != "" {
-			parents = append(parents, e.ParentID)
-		}
-	}
-	type row struct {
-		session string
-		seq     int64
-	}
-	existing := map[string]row{}
-	rows, err := tx.Query(ctx, `SELECT id, session_id, seq FROM entries WHERE id = ANY($1)`, ids)
+	existing, known, err := r.lookup(batch)
 	if err != nil {
-		return db.errf(err, "restore")
-	}
-	for rows.Next() {
-		var id string
-		var rw row
-		if err := rows.Scan(&id, &rw.session, &rw.seq); err != nil {
-			rows.Close()
-			return db.errf(err, "restore")
-		}
-		existing[id] = rw
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return db.errf(err, "restore")
-	}
-	known := map[string]int64{} // parents of this session in the record
-	if len(parents) > 0 {
-		rows, err := tx.Query(ctx, `SELECT id, seq FROM entries WHERE session_id = $1 AND id = ANY($2)`, r.s.ID, parents)
-		if err != nil {
-			return db.errf(err, "restore")
-		}
-		for rows.Next() {
-			var id string
-			var seq int64
-			if err := rows.Scan(&id, &seq); err != nil {
-				rows.Close()
-				return db.errf(err, "restore")
-			}
-			known[id] = seq
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return db.errf(err, "restore")
-		}
+		return err
 	}
 	var fresh []core.Entry
 	prev := r.storeMax
 	for _, e := range batch {
 		if x, ok := existing[e.ID]; ok {
-			switch {
-			case x.session != r.s.ID:
-				return core.Errorf(core.CodeConflict, "restore: entry %q already exists in session %s", e.ID, x.session)
-			case x.seq != e.Seq:
-				return core.Errorf(core.CodeConflict, "restore: entry %q is already recorded with sequence %d, not %d", e.ID, x.seq, e.Seq)
+			if err := record.RestoredExisting(e, r.s.ID, x.session, x.seq); err != nil {
+				return err
 			}
 			continue // already there
 		}
-		if e.Seq <= r.storeMax {
-			return core.Errorf(core.CodeConflict, "restore: entry %s has sequence %d, among the entries session %s already holds (up to %d); a session already present only gains entries after its own",
-				e.ID, e.Seq, r.s.ID, r.storeMax)
+		if err := record.RestoredNew(e, r.s.ID, r.storeMax); err != nil {
+			return err
 		}
 		if _, dup := r.written[e.ID]; dup {
 			return core.Errorf(core.CodeConflict, "restore: entry %q appears twice", e.ID)
@@ -277,8 +226,8 @@ func (r *restorer) flush() error {
 			if !ok {
 				pseq, ok = known[e.ParentID]
 			}
-			if !ok || pseq >= e.Seq {
-				return core.Errorf(core.CodeInvalid, "restore: entry %s: parent %q is not an earlier entry of the session", e.ID, e.ParentID)
+			if err := record.RestoredParent(e, pseq, ok); err != nil {
+				return err
 			}
 			if pseq < e.Seq-1 || pseq < prev {
 				r.branched = true
@@ -297,7 +246,7 @@ func (r *restorer) flush() error {
 	if len(fresh) == 0 {
 		return nil
 	}
-	if err := r.w.execBatch(ctx, []stmt{r.w.insertStmt(r.harness, fresh)}, false); err != nil {
+	if err := r.w.execBatch(r.ctx, []stmt{r.w.insertStmt(r.harness, fresh)}, false); err != nil {
 		if core.ErrorCode(err) == core.CodeConflict {
 			return core.E(core.CodeConflict, "restore: an entry id is taken", err)
 		}
@@ -305,6 +254,66 @@ func (r *restorer) flush() error {
 	}
 	r.added += len(fresh)
 	return nil
+}
+
+// recorded is where the record holds an entry.
+type recorded struct {
+	session string
+	seq     int64
+}
+
+// lookup reads what the record holds of a batch: its entries already
+// recorded (by id, in any session), and the seqs of the parents it names
+// that are entries of the session.
+func (r *restorer) lookup(batch []core.Entry) (existing map[string]recorded, known map[string]int64, err error) {
+	ctx, db, tx := r.ctx, r.db, r.w.tx
+	ids := make([]string, 0, len(batch))
+	var parents []string
+	for _, e := range batch {
+		ids = append(ids, e.ID)
+		if e.ParentID != "" {
+			parents = append(parents, e.ParentID)
+		}
+	}
+	existing = map[string]recorded{}
+	rows, err := tx.Query(ctx, `SELECT id, session_id, seq FROM entries WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, nil, db.errf(err, "restore")
+	}
+	for rows.Next() {
+		var id string
+		var rw recorded
+		if err := rows.Scan(&id, &rw.session, &rw.seq); err != nil {
+			rows.Close()
+			return nil, nil, db.errf(err, "restore")
+		}
+		existing[id] = rw
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, db.errf(err, "restore")
+	}
+	known = map[string]int64{}
+	if len(parents) == 0 {
+		return existing, known, nil
+	}
+	rows, err = tx.Query(ctx, `SELECT id, seq FROM entries WHERE session_id = $1 AND id = ANY($2)`, r.s.ID, parents)
+	if err != nil {
+		return nil, nil, db.errf(err, "restore")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var seq int64
+		if err := rows.Scan(&id, &seq); err != nil {
+			return nil, nil, db.errf(err, "restore")
+		}
+		known[id] = seq
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, db.errf(err, "restore")
+	}
+	return existing, known, nil
 }
 
 // saveWindow writes the summary of the restored session's head.

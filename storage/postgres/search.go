@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/storage/internal/record"
@@ -331,37 +332,59 @@ var errSearchTimeout = errors.New("search: over its time limit")
 // plain words, those holding them as one phrase first), with storage's
 // filters, paging, snippets and cost bound.
 func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, error) {
-	if err := record.CheckQueryCost(q.Query); err != nil {
+	if err := record.CheckSearch(q); err != nil {
 		return core.SearchPage{}, err
-	}
-	for _, f := range []struct {
-		name string
-		t    time.Time
-	}{{"since", q.Since}, {"until", q.Until}} {
-		if !f.t.IsZero() && !core.Representable(f.t) {
-			return core.SearchPage{}, core.InvalidField(f.name, "search: %s %s is outside the years the record holds (1678-2262)", f.name, f.t.Format(time.RFC3339))
-		}
 	}
 	tq, err := buildQuery(q.Query)
 	if err != nil {
 		return core.SearchPage{}, err
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 20
-	}
-	limit = min(limit, 200)
-	offset := 0
-	if q.Cursor != "" {
-		offset, err = strconv.Atoi(q.Cursor)
-		if err != nil || offset < 0 {
-			return core.SearchPage{}, core.Errorf(core.CodeInvalid, "search: cursor %q is not one this search returned", q.Cursor)
-		}
+	limit, offset, err := record.SearchPaging(q)
+	if err != nil {
+		return core.SearchPage{}, err
 	}
 	page := core.SearchPage{Hits: []core.SearchHit{}}
 	if tq.match == "" {
 		return page, nil // no word to look for
 	}
+	query, args := searchSQL(q, tq, limit, offset)
+	qctx, cancel := context.WithTimeoutCause(ctx, db.searchTimeout, errSearchTimeout)
+	defer cancel()
+	err = db.read(qctx, func(tx querier) error {
+		rows, err := tx.Query(qctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			h, err := scanHit(rows, tq)
+			if err != nil {
+				return err
+			}
+			page.Hits = append(page.Hits, h)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return core.SearchPage{}, core.E(core.CodeCancelled, "search", context.Cause(ctx))
+		case context.Cause(qctx) == errSearchTimeout:
+			return core.SearchPage{}, record.QueryError("search query ran longer than the limit of %s; make it more specific (fewer prefix terms, more words)", db.searchTimeout)
+		}
+		return core.SearchPage{}, db.errf(err, "search")
+	}
+	if len(page.Hits) > limit {
+		page.Hits = page.Hits[:limit]
+		page.NextCursor = strconv.Itoa(offset + limit)
+	}
+	return page, nil
+}
+
+// searchSQL is the statement of a search and its arguments: the entries
+// that match tq with q's filters, exact phrases first, then by rank, the
+// page from offset on and one hit more than limit.
+func searchSQL(q core.SearchQuery, tq tsQuery, limit, offset int) (string, []any) {
 	args := []any{tq.match}
 	arg := func(v any) string {
 		args = append(args, v)
@@ -398,48 +421,27 @@ func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, 
 		WHERE e.search @@ $1::tsquery AND ` + strings.Join(where, " AND ") + `
 		ORDER BY phrase DESC, rank DESC, e.rowid
 		LIMIT ` + arg(limit+1) + ` OFFSET ` + arg(offset)
-	qctx, cancel := context.WithTimeoutCause(ctx, db.searchTimeout, errSearchTimeout)
-	defer cancel()
-	err = db.read(qctx, func(tx querier) error {
-		rows, err := tx.Query(qctx, query, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var h core.SearchHit
-			var created int64
-			var payload string
-			var rank float32
-			var phrased bool
-			if err := rows.Scan(&h.EntryID, &h.SessionID, &h.Seq, &h.Kind, &created, &h.Harness, &h.SessionTitle, &h.Cwd,
-				&payload, &rank, &phrased); err != nil {
-				return err
-			}
-			h.CreatedAt = record.Unix(created)
-			h.Score = -float64(rank)
-			if phrased {
-				h.Score -= 1000 // an exact phrase ranks first, as with SQLite
-			}
-			h.Snippet, h.Highlights = snippet(record.SearchText(h.Kind, []byte(payload)), tq.terms)
-			page.Hits = append(page.Hits, h)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		switch {
-		case ctx.Err() != nil:
-			return core.SearchPage{}, core.E(core.CodeCancelled, "search", context.Cause(ctx))
-		case context.Cause(qctx) == errSearchTimeout:
-			return core.SearchPage{}, record.QueryError("search query ran longer than the limit of %s; make it more specific (fewer prefix terms, more words)", db.searchTimeout)
-		}
-		return core.SearchPage{}, db.errf(err, "search")
+	return query, args
+}
+
+// scanHit reads one hit of searchSQL's rows, with its snippet.
+func scanHit(rows pgx.Rows, tq tsQuery) (core.SearchHit, error) {
+	var h core.SearchHit
+	var created int64
+	var payload string
+	var rank float32
+	var phrased bool
+	if err := rows.Scan(&h.EntryID, &h.SessionID, &h.Seq, &h.Kind, &created, &h.Harness, &h.SessionTitle, &h.Cwd,
+		&payload, &rank, &phrased); err != nil {
+		return h, err
 	}
-	if len(page.Hits) > limit {
-		page.Hits = page.Hits[:limit]
-		page.NextCursor = strconv.Itoa(offset + limit)
+	h.CreatedAt = record.Unix(created)
+	h.Score = -float64(rank)
+	if phrased {
+		h.Score -= 1000 // an exact phrase ranks first, as with SQLite
 	}
-	return page, nil
+	h.Snippet, h.Highlights = snippet(record.SearchText(h.Kind, []byte(payload)), tq.terms)
+	return h, nil
 }
 
 // snippetTokens is how many words of an entry's text a snippet shows.

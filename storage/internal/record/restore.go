@@ -108,3 +108,37 @@ func CheckRestoredAudit(a core.AuditRecord, sessionID string, clean func(string)
 	}
 	return nil
 }
+
+// RestoredExisting checks an entry of a restore that the record holds
+// already, in session owner at sequence seq: nil when it is the same entry
+// (the restore skips it), else a CodeConflict error.
+func RestoredExisting(e core.Entry, sessionID, owner string, seq int64) error {
+	switch {
+	case owner != sessionID:
+		return core.Errorf(core.CodeConflict, "restore: entry %q already exists in session %s", e.ID, owner)
+	case seq != e.Seq:
+		return core.Errorf(core.CodeConflict, "restore: entry %q is already recorded with sequence %d, not %d", e.ID, seq, e.Seq)
+	}
+	return nil
+}
+
+// RestoredNew checks an entry of a restore that the record does not hold:
+// a session already present, whose newest sequence number is storeMax,
+// only gains entries after its own.
+func RestoredNew(e core.Entry, sessionID string, storeMax int64) error {
+	if e.Seq <= storeMax {
+		return core.Errorf(core.CodeConflict, "restore: entry %s has sequence %d, among the entries session %s already holds (up to %d); a session already present only gains entries after its own",
+			e.ID, e.Seq, sessionID, storeMax)
+	}
+	return nil
+}
+
+// RestoredParent checks the parent of a restored entry, at sequence
+// parentSeq (found false when the session has no such entry): it must be
+// an earlier entry of the session.
+func RestoredParent(e core.Entry, parentSeq int64, found bool) error {
+	if !found || parentSeq >= e.Seq {
+		return core.Errorf(core.CodeInvalid, "restore: entry %s: parent %q is not an earlier entry of the session", e.ID, e.ParentID)
+	}
+	return nil
+}

@@ -1,7 +1,9 @@
 package record
 
 import (
+	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/bridge-dev/bridge/core"
@@ -150,4 +152,38 @@ func UsesSyntax(s string) bool {
 		}
 	}
 	return false
+}
+
+// CheckSearch refuses a search over the cost bound (CheckQueryCost) or
+// with a time filter outside the years the record holds.
+func CheckSearch(q core.SearchQuery) error {
+	if err := CheckQueryCost(q.Query); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		t    time.Time
+	}{{"since", q.Since}, {"until", q.Until}} {
+		if !f.t.IsZero() && !core.Representable(f.t) {
+			return core.InvalidField(f.name, "search: %s %s is outside the years the record holds (1678-2262)", f.name, f.t.Format(time.RFC3339))
+		}
+	}
+	return nil
+}
+
+// SearchPaging is the page a search asks for: its size (20 by default,
+// at most 200) and how many hits come before it (its cursor).
+func SearchPaging(q core.SearchQuery) (limit, offset int, err error) {
+	limit = q.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	limit = min(limit, 200)
+	if q.Cursor != "" {
+		offset, err = strconv.Atoi(q.Cursor)
+		if err != nil || offset < 0 {
+			return 0, 0, core.Errorf(core.CodeInvalid, "search: cursor %q is not one this search returned", q.Cursor)
+		}
+	}
+	return limit, offset, nil
 }
