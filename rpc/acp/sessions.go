@@ -130,8 +130,7 @@ func (s *Server) resumeOpened(ctx context.Context, id string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := sessionResult{ConfigOptions: s.configOptions(ctx, id), Meta: restoreMeta(service.Restored{SessionID: r.SessionID,
-		Mode: r.Mode, Reason: r.Reason, NativeError: r.NativeError, CheckpointEntryID: r.CheckpointEntryID})}
+	res := sessionResult{ConfigOptions: s.configOptions(ctx, id), Meta: restoreMeta(service.Restored(r))}
 	return afterReply{result: res, then: func() { s.announceCommands(id) }}, nil
 }
 

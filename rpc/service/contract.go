@@ -118,8 +118,8 @@ func (s *Service) SessionResume(ctx context.Context, p schema.SessionResumeParam
 	if err != nil {
 		return schema.SessionResumeResult{}, err
 	}
-	return schema.SessionResumeResult{SessionID: r.SessionID, Mode: schema.RestoreMode(r.Mode), Reason: r.Reason,
-		NativeError: r.NativeError, CheckpointEntryID: r.CheckpointEntryID}, nil
+	// The result carries what session/restored says (the same members).
+	return schema.SessionResumeResult(r), nil
 }
 
 // SessionCompact forwards a compaction command or falls back to a Bridge
