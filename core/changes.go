@@ -4,8 +4,9 @@ import "context"
 
 // ChangeFeed tells a process what other processes sharing its record
 // append, as they commit, so that its clients see a session another
-// machine runs, updating. A Store may implement it (the SQLite record is
-// one process's, and has none).
+// machine (or another process on the same data directory) runs, updating.
+// Both stores implement it: PostgreSQL with LISTEN/NOTIFY, SQLite by
+// looking for new rows a few times a second.
 type ChangeFeed interface {
 	// FollowAppends calls fn with each batch of entries another process
 	// committed (one session's, in sequence order), on one goroutine, until

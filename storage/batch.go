@@ -150,6 +150,7 @@ func (db *DB) runLocked(taken []*writeReq) {
 		return
 	}
 	w := &txWriter{db: db, tx: tx, q: newStmtTx(db, tx)}
+	own := db.own.begin(bg, tx)
 	ok := 0
 	for _, r := range taken {
 		// The caller's context is not allowed to interrupt a statement: an
@@ -170,8 +171,10 @@ func (db *DB) runLocked(taken []*writeReq) {
 		finish(nil)
 		return
 	}
+	own.end(bg, tx)
 	db.fire("commit.before")
 	if err := tx.Commit(); err != nil {
+		own.failed()
 		_ = tx.Rollback()
 		err = fmt.Errorf("storage: commit: %w", err)
 		for _, r := range taken {

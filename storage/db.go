@@ -112,6 +112,9 @@ type DB struct {
 	wstmts *stmtCache
 	rd     readPool
 
+	// own notes this process's appends while a follower runs (feed.go).
+	own ownAppends
+
 	lastWrite    atomic.Int64 // Unix ns of the last commit (see checkpointer)
 	checkpointed atomic.Int64 // lastWrite as of the last checkpoint
 	// ckpt serialises this process's checkpoints: SQLite refuses a second
@@ -444,6 +447,7 @@ func (db *DB) Update(ctx context.Context, fn func(w core.Writer) error) (err err
 		return err
 	}
 	w := &txWriter{db: db, tx: tx, q: newStmtTx(db, tx)}
+	own := db.own.begin(ctx, tx)
 	committed := false
 	defer func() {
 		w.gate.Close()
@@ -455,8 +459,10 @@ func (db *DB) Update(ctx context.Context, fn func(w core.Writer) error) (err err
 		return err
 	}
 	w.gate.Close()
+	own.end(ctx, tx)
 	db.fire("commit.before")
 	if err := tx.Commit(); err != nil {
+		own.failed()
 		return fmt.Errorf("storage: commit: %w", err)
 	}
 	committed = true

@@ -279,6 +279,7 @@ func (db *DB) UpdateBulk(ctx context.Context, fn func(w core.Writer) error) (err
 	}
 	w := &txWriter{db: db, tx: tx, q: newStmtTx(db, tx), conn: conn}
 	defer w.closeFast() // before the connection's deferred release
+	own := db.own.begin(ctx, tx)
 	w.live = db.startLive(ctx, tx)
 	committed := false
 	defer func() {
@@ -298,8 +299,10 @@ func (db *DB) UpdateBulk(ctx context.Context, fn func(w core.Writer) error) (err
 		w.live.end(false) // left to the catch-up after the commit
 		w.live = nil
 	}
+	own.end(ctx, tx)
 	db.fire("commit.before")
 	if err := tx.Commit(); err != nil {
+		own.failed()
 		return fmt.Errorf("storage: commit: %w", err)
 	}
 	committed = true

@@ -383,11 +383,14 @@ func (h *Host) ListSessions(ctx context.Context, cwd string) ([]core.HostSession
 	var out []core.HostSession
 	cursor := ""
 	for page := 0; page < 50; page++ {
-		params := listSessionsParams{Cursor: cursor}
+		params := map[string]any{}
 		if cwd != "" {
 			if abs, err := filepath.Abs(cwd); err == nil {
-				params.Cwd = abs
+				params["cwd"] = abs
 			}
+		}
+		if cursor != "" {
+			params["cursor"] = cursor
 		}
 		raw, err := a.call(ctx, "session/list", params)
 		if err != nil {
@@ -446,7 +449,11 @@ func (h *Host) History(ctx context.Context, nativeID string) ([]core.NewEntry, e
 func (a *agent) sessionCwd(ctx context.Context, nativeID string) string {
 	cursor := ""
 	for page := 0; page < 50; page++ {
-		raw, err := a.call(ctx, "session/list", listSessionsParams{Cursor: cursor})
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		raw, err := a.call(ctx, "session/list", params)
 		if err != nil {
 			return ""
 		}
@@ -497,7 +504,7 @@ func (c *collector) notify(method string, params json.RawMessage) {
 
 func (c *collector) request(method string, _ json.RawMessage) (any, *rpcError) {
 	if method == "session/request_permission" {
-		return cancelledOutcome, nil
+		return map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}, nil
 	}
 	return nil, &rpcError{Code: -32601, Message: "method not found: " + method}
 }

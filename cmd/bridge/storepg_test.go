@@ -152,10 +152,25 @@ func notesMatching(c *client, pred func(wireMsg) bool) []wireMsg {
 // asserted.
 func TestStorePostgresWebTabSeesAnotherMachine(t *testing.T) {
 	raw := pgtest.URL(t)
-	w := startWeb(t, pgDataDir(t, raw, 30))
+	webTabSeesAnotherProcess(t, pgDataDir(t, raw, 30), pgDataDir(t, raw, 30))
+}
+
+// TestStoreSQLiteWebTabSeesAnotherProcess: a `bridge web` and a `bridge
+// serve` on one data directory (one SQLite file): the web tab sees the
+// session the serve process runs, updating, turn by turn.
+func TestStoreSQLiteWebTabSeesAnotherProcess(t *testing.T) {
+	dir := t.TempDir()
+	webTabSeesAnotherProcess(t, dir, dir)
+}
+
+// webTabSeesAnotherProcess starts a bridge web on webDir and a bridge
+// serve on serveDir sharing its record; a tab of the web process hears
+// every turn the serve process's session takes.
+func webTabSeesAnotherProcess(t *testing.T, webDir, serveDir string) {
+	w := startWeb(t, webDir)
 	tab := w.dial(t)
 	tab.initialize(nil)
-	b := startBridge(t, pgDataDir(t, raw, 30))
+	b := startBridge(t, serveDir)
 	b.initialize(nil)
 	sid := createFake(t, b)
 	heard := func(text string) func(wireMsg) bool {
@@ -171,7 +186,7 @@ func TestStorePostgresWebTabSeesAnotherMachine(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	for i := range 5 {
-		text := "turn " + string(rune('a'+i)) + " from the other machine"
+		text := "turn " + string(rune('a'+i)) + " from the other process"
 		b.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say " + text)}, nil)
 		replied := time.Now()
 		tab.awaitNote(text, heard(text))

@@ -332,14 +332,14 @@ func (c *Client) answer(h func(Message) (any, *Error), m Message) {
 
 // Respond answers the server's request id with result, or werr when set.
 func (c *Client) Respond(id json.RawMessage, result any, werr *Error) {
-	reply := response{JSONRPC: "2.0", ID: id}
+	reply := map[string]any{"jsonrpc": "2.0", "id": id}
 	if werr != nil {
-		reply.Error = werr
+		reply["error"] = werr
 	} else {
 		if result == nil {
 			result = json.RawMessage("null")
 		}
-		reply.Result = result
+		reply["result"] = result
 	}
 	_ = c.WriteBody(mustJSON(reply))
 }
@@ -370,7 +370,14 @@ func (c *Client) NextID() int {
 // Send sends a request with id (an int, a string, or raw JSON), or a
 // notification when id is nil; params nil sends none.
 func (c *Client) Send(id any, method string, params any) {
-	b, err := json.Marshal(request{JSONRPC: "2.0", ID: id, Method: method, Params: params})
+	m := map[string]any{"jsonrpc": "2.0", "method": method}
+	if id != nil {
+		m["id"] = id
+	}
+	if params != nil {
+		m["params"] = params
+	}
+	b, err := json.Marshal(m)
 	if err != nil {
 		c.t.Fatalf("%s: params: %v", method, err)
 	}
@@ -590,22 +597,4 @@ func (c *Client) Sent(method string) []Message {
 		}
 	}
 	return out
-}
-
-// response is the client's answer to a server request: result, or error
-// when set. Members are in name order, as a map's were.
-type response struct {
-	Error   *Error          `json:"error,omitempty"`
-	ID      json.RawMessage `json:"id"`
-	JSONRPC string          `json:"jsonrpc"`
-	Result  any             `json:"result,omitempty"`
-}
-
-// request is a request, or a notification when ID is nil; Params nil sends
-// none. Members are in name order, as a map's were.
-type request struct {
-	ID      any    `json:"id,omitempty"`
-	JSONRPC string `json:"jsonrpc"`
-	Method  string `json:"method"`
-	Params  any    `json:"params,omitempty"`
 }

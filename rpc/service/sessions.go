@@ -229,9 +229,9 @@ func (s *Service) runTurn(ctx context.Context, l *live.Session, content []core.C
 
 // userPayload is the payload of the user.message entry recording content:
 // its text blocks joined, its images kept in the record by hash.
-func (s *Service) userPayload(ctx context.Context, content []core.Content) (core.UserMessagePayload, error) {
+func (s *Service) userPayload(ctx context.Context, content []core.Content) (map[string]any, error) {
 	var text []string
-	var kept []core.MessageAttachment
+	var kept []core.Attachment
 	for _, c := range content {
 		if c.Type == "text" {
 			text = append(text, c.Text)
@@ -239,11 +239,16 @@ func (s *Service) userPayload(ctx context.Context, content []core.Content) (core
 		}
 		a, err := s.images.Keep(ctx, c)
 		if err != nil {
-			return core.UserMessagePayload{}, err
+			return nil, err
 		}
-		kept = append(kept, core.MessageAttachment{SHA256: a.SHA256, MediaType: a.MediaType, Bytes: a.Bytes})
+		kept = append(kept, a)
 	}
-	return core.UserMessagePayload{Text: strings.Join(text, "\n"), Images: len(kept), Attachments: kept}, nil
+	payload := map[string]any{"text": strings.Join(text, "\n")}
+	if len(kept) > 0 {
+		payload["images"] = len(kept)
+		payload["attachments"] = kept
+	}
+	return payload, nil
 }
 
 // wrapHarness gives a harness failure a code when it has none. A turn

@@ -478,60 +478,40 @@ func Files() (map[string][]byte, error) {
 		}
 		return root
 	}
-	var table []methodRow
+	var table []any
 	for _, m := range schema.Methods() {
-		row := methodRow{Name: m.Name, Direction: m.Direction.String(),
-			Kind: m.Kind.String(), Doc: m.Doc, Capability: m.Capability}
+		row := map[string]any{"name": m.Name, "direction": m.Direction.String(),
+			"kind": m.Kind.String(), "doc": m.Doc}
+		if m.Capability != "" {
+			row["capability"] = m.Capability
+		}
 		if m.Params != nil {
-			row.Params = typeName(m.Params)
+			row["params"] = typeName(m.Params)
 			if err := put(FileName(m.Name, "params"), single(typeName(m.Params))); err != nil {
 				return nil, err
 			}
 		}
 		if m.Result != nil {
-			row.Result = typeName(m.Result)
+			row["result"] = typeName(m.Result)
 			if err := put(FileName(m.Name, "result"), single(typeName(m.Result))); err != nil {
 				return nil, err
 			}
 		}
 		table = append(table, row)
 	}
-	bundle := bundleFile{
-		Schema:  jsonschema.Version,
-		Comment: Banner,
-		Title:   "BridgeContract",
-		Description: "Every type of Bridge's client contract, and in " + methodsKeyword +
+	bundle := map[string]any{
+		"$schema":  jsonschema.Version,
+		"$comment": Banner,
+		"title":    "BridgeContract",
+		"description": "Every type of Bridge's client contract, and in " + methodsKeyword +
 			" the method table: name, direction, kind, and the names of the params and result definitions.",
-		Defs:    defs,
-		Methods: table,
+		"$defs":        defs,
+		methodsKeyword: table,
 	}
 	if err := put(BundleFile, bundle); err != nil {
 		return nil, err
 	}
 	return files, nil
-}
-
-// methodRow is one row of the bundle's method table. Members are in name
-// order, as the generated files have always had them.
-type methodRow struct {
-	Capability string `json:"capability,omitempty"`
-	Direction  string `json:"direction"`
-	Doc        string `json:"doc"`
-	Kind       string `json:"kind"`
-	Name       string `json:"name"`
-	Params     string `json:"params,omitempty"`
-	Result     string `json:"result,omitempty"`
-}
-
-// bundleFile is the bundle BundleFile: every definition and the method
-// table (under methodsKeyword). Members are in name order.
-type bundleFile struct {
-	Comment     string         `json:"$comment"`
-	Defs        map[string]any `json:"$defs"`
-	Schema      string         `json:"$schema"`
-	Description string         `json:"description"`
-	Title       string         `json:"title"`
-	Methods     []methodRow    `json:"x-bridge-methods"`
 }
 
 func encode(v any) ([]byte, error) {

@@ -252,3 +252,12 @@ func TestFollowAppendsReadsWhatItMissed(t *testing.T) {
 		t.Fatalf("b heard %s\nwant (by session) %v, got %v", storetest.Texts(all), wantBy, bySession)
 	}
 }
+
+// TestChangeFeed runs core.ChangeFeed's conformance suite on PostgreSQL:
+// two stores on one database with two origins.
+func TestChangeFeed(t *testing.T) {
+	storetest.RunChangeFeed(t, func(t *testing.T) (core.Store, core.Store) {
+		url := pgtest.URL(t)
+		return openAs(t, url, "proc-a"), openAs(t, url, "proc-b")
+	})
+}
