@@ -1,13 +1,16 @@
-// build.mjs bundles the WebUI with esbuild: src/main.ts → dist/app.js
-// (minified, ES2020, the client package's sources bundled in), and copies
-// static/ (index.html, app.css) into dist/. dist/ is committed and embedded
-// in the binary (embed.go); `go test ./clients/webui` fails when it is not
-// what this script builds. esbuild is resolved from the repository root's
-// node_modules (package.json there pins it).
+// build.mjs bundles the WebUI with esbuild: src/main.ts (minified,
+// ES2020, the client package's sources bundled in) and static/app.css are
+// inlined into static/index.html, written as dist/index.html, so that the
+// page needs no request before its script runs; static/'s other files
+// (favicon.svg) are copied. bridge web allows the inline script and style
+// by their hashes (rpc/web), never 'unsafe-inline'. dist/ is committed and
+// embedded in the binary (embed.go); `go test ./clients/webui` fails when
+// it is not what this script builds. esbuild is resolved from the
+// repository root's node_modules (package.json there pins it).
 //
 // Usage: node clients/webui/build.mjs [OUTDIR]
 
-import { copyFileSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,7 +22,7 @@ const out = path.resolve(process.argv[2] ?? path.join(here, "dist"));
 
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
-await esbuild.build({
+const js = await esbuild.build({
   entryPoints: [path.join(here, "src", "main.ts")],
   bundle: true,
   format: "esm",
@@ -28,7 +31,33 @@ await esbuild.build({
   minify: true,
   legalComments: "none",
   charset: "utf8",
-  outfile: path.join(out, "app.js"),
+  write: false,
+  outfile: "app.js",
   logLevel: "warning",
 });
-for (const f of readdirSync(path.join(here, "static"))) copyFileSync(path.join(here, "static", f), path.join(out, f));
+const css = await esbuild.build({
+  entryPoints: [path.join(here, "static", "app.css")],
+  bundle: true,
+  minify: true,
+  legalComments: "none",
+  charset: "utf8",
+  write: false,
+  outfile: "app.css",
+  logLevel: "warning",
+});
+const script = js.outputFiles[0].text.trimEnd();
+const style = css.outputFiles[0].text.trimEnd();
+// Inline text must not end its element early (esbuild escapes "</script"
+// in strings; this makes sure).
+if (/<\/script/i.test(script)) throw new Error("the bundle holds </script: it cannot be inlined");
+if (/<\/style/i.test(style)) throw new Error("the stylesheet holds </style: it cannot be inlined");
+const page = readFileSync(path.join(here, "static", "index.html"), "utf8");
+const link = '<link rel="stylesheet" href="app.css">';
+const tag = '<script type="module" src="app.js"></script>';
+if (!page.includes(link) || !page.includes(tag)) throw new Error(`static/index.html must hold ${link} and ${tag}`);
+// Replaced by functions: a replacement string would expand "$&" and friends.
+const html = page.replace(link, () => `<style>${style}</style>`).replace(tag, () => `<script type="module">${script}</script>`);
+writeFileSync(path.join(out, "index.html"), html);
+for (const f of readdirSync(path.join(here, "static"))) {
+  if (f !== "index.html" && f !== "app.css") copyFileSync(path.join(here, "static", f), path.join(out, f));
+}

@@ -415,7 +415,7 @@ func TestReadmeRunCommand(t *testing.T) {
 		t.Fatalf("first line %q", line)
 	}
 	w := &webProc{base: m[1], token: m[2], stderr: &lockedWriter{b: &strings.Builder{}}}
-	if code, _, body := httpStatus(t, w.base+"/", nil, false); code != 200 || !strings.Contains(body, "app.js") {
+	if code, _, body := httpStatus(t, w.base+"/", nil, false); code != 200 || !strings.Contains(body, `<script type="module">`) {
 		t.Fatalf("GET /: %d %q", code, body)
 	}
 	c := w.dial(t)

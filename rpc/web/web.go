@@ -11,7 +11,9 @@ package web
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -54,6 +56,7 @@ type Server struct {
 	log   *slog.Logger
 	port  string // the listening port, set by Serve
 	ctx   context.Context
+	csp   string // the Content-Security-Policy of every static file
 }
 
 // NewToken returns a random access token (128 bits, hex).
@@ -81,7 +84,8 @@ func New(opts Options) (*Server, error) {
 	if opts.Assets == nil {
 		return nil, errors.New("web: Options.Assets is nil")
 	}
-	return &Server{opts: opts, token: tok, log: log, ctx: context.Background()}, nil
+	index, _ := fs.ReadFile(opts.Assets, "index.html")
+	return &Server{opts: opts, token: tok, log: log, ctx: context.Background(), csp: policy(index)}, nil
 }
 
 // Token is the access token.
@@ -241,14 +245,58 @@ func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Frame-Options", "DENY")
-	// No inline script, no foreign script, no plugins: markup that slips
-	// into the page still cannot run.
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; "+
-		"img-src 'self' data: blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", s.csp)
 	if r.Method == http.MethodHead {
 		return
 	}
 	_, _ = w.Write(data)
+}
+
+// policy is the Content-Security-Policy for a page: its own inline scripts
+// and stylesheets (index.html carries the WebUI's, so that nothing is
+// fetched before it runs) allowed by their SHA-256 hashes, or the server's
+// files ('self') when it has none; never 'unsafe-inline', no foreign
+// script, no plugins: markup that slips into the page still cannot run.
+func policy(page []byte) string {
+	src := func(tag string) string {
+		hashes := inlineHashes(string(page), tag)
+		if len(hashes) == 0 {
+			return "'self'"
+		}
+		return strings.Join(hashes, " ")
+	}
+	return "default-src 'none'; script-src " + src("script") + "; style-src " + src("style") +
+		"; img-src 'self' data: blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+}
+
+// inlineHashes returns the CSP hash sources ('sha256-…') of the contents of
+// the inline <tag> elements of page (those without a src attribute).
+func inlineHashes(page, tag string) []string {
+	var out []string
+	lower := strings.ToLower(page)
+	open, end := "<"+tag, "</"+tag
+	for i := 0; ; {
+		j := strings.Index(lower[i:], open)
+		if j < 0 {
+			return out
+		}
+		start := i + j + len(open)
+		gt := strings.IndexByte(lower[start:], '>')
+		if gt < 0 {
+			return out
+		}
+		attrs := lower[start : start+gt]
+		body := start + gt + 1
+		k := strings.Index(lower[body:], end)
+		if k < 0 {
+			return out
+		}
+		if (attrs == "" || attrs[0] == ' ') && !strings.Contains(attrs, "src=") {
+			sum := sha256.Sum256([]byte(page[body : body+k]))
+			out = append(out, "'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'")
+		}
+		i = body + k
+	}
 }
 
 func contentType(name string) string {

@@ -6,8 +6,9 @@
 // {"frames", "tasksCpuMs", "taskCpuP95", "taskCpuMax", "tasksOver16ms",
 // "cpuMs": {"script", "style", "layout", "paint"}}. Run by
 // BenchmarkWebUIScrollCPU. To try a change without rebuilding bridge:
-// PROFILE_CSS adds a style sheet (the page's CSP bypassed), PROFILE_JS
-// serves another app.js (node build.mjs OUTDIR).
+// PROFILE_CSS adds a style sheet (the page's CSP bypassed), PROFILE_HTML
+// serves another index.html, the script and style sheet inlined (node
+// build.mjs OUTDIR; the CSP bypassed, as its hashes are the binary's).
 //
 // Usage: CHROMIUM=/usr/bin/chromium node profile.mjs URL SESSION_ID
 import { chromium } from "playwright-core";
@@ -16,16 +17,16 @@ const [url, sessionId] = process.argv.slice(2);
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM, args: ["--no-sandbox"] });
 try {
   const css = process.env.PROFILE_CSS;
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 }, bypassCSP: Boolean(css) });
+  const html = process.env.PROFILE_HTML;
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 }, bypassCSP: Boolean(css || html) });
+  // PROFILE_HTML serves another page (a build of the WebUI not yet in the binary).
+  if (html) {
+    const { readFileSync } = await import("node:fs");
+    const body = readFileSync(html, "utf8");
+    await page.route((u) => u.pathname === "/", (r) => r.fulfill({ body, contentType: "text/html; charset=utf-8" }));
+  }
   await page.goto(url);
   if (css) await page.addStyleTag({ content: css });
-  // PROFILE_JS serves another app.js (a build of the WebUI not yet in the binary).
-  if (process.env.PROFILE_JS) {
-    const { readFileSync } = await import("node:fs");
-    const body = readFileSync(process.env.PROFILE_JS, "utf8");
-    await page.route("**/app.js", (r) => r.fulfill({ body, contentType: "text/javascript; charset=utf-8" }));
-    await page.reload();
-  }
   await page.locator(`#session-list li[data-session="${sessionId}"] button.open`).click();
   await page.waitForFunction(() => performance.getEntriesByName("bridge:newest-shown").length > 0, null, { timeout: 120_000 });
   await browser.startTracing(page, { categories: ["devtools.timeline", "disabled-by-default-devtools.timeline"] });
