@@ -176,9 +176,13 @@ func TestWebSecurity(t *testing.T) {
 	w := startWeb(t, t.TempDir())
 	rpcURL := w.base + "/rpc"
 
+	// The page's script and stylesheet are inline, allowed by their hashes
+	// only: no 'self' script, no 'unsafe-inline'.
 	code, h, body := httpStatus(t, w.base+"/", nil, false)
-	if code != 200 || !strings.Contains(h.Get("Content-Security-Policy"), "script-src 'self'") {
-		t.Fatalf("GET /: %d, CSP %q", code, h.Get("Content-Security-Policy"))
+	csp := h.Get("Content-Security-Policy")
+	if code != 200 || !regexp.MustCompile(`script-src 'sha256-[A-Za-z0-9+/]{43}='; style-src 'sha256-[A-Za-z0-9+/]{43}=';`).MatchString(csp) ||
+		strings.Contains(csp, "unsafe") || !strings.Contains(csp, "default-src 'none'") {
+		t.Fatalf("GET /: %d, CSP %q", code, csp)
 	}
 	if strings.Contains(body, w.token) {
 		t.Fatal("the page carries the token: static files must carry no data")
