@@ -381,9 +381,18 @@ func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, 
 	return page, nil
 }
 
-// searchSQL is the statement of a search and its arguments: the entries
-// that match tq with q's filters, exact phrases first, then by rank, the
-// page from offset on and one hit more than limit.
+// rankCandidates is how many of a query's newest matches are ranked at
+// least (more when the page asks for more): ranking every match of a
+// broad query (an OR of common words, a short prefix) reads every
+// matching row, seconds over a million entries.
+const rankCandidates = 500
+
+// searchSQL is the statement of a search and its arguments: the newest
+// matches of tq with q's filters (rankCandidates, or the page's end if
+// further), exact phrases first, then by rank, the page from offset on and
+// one hit more than limit. For a query with fewer matches, that is every
+// match; for a broad one, the planner reads the entries backwards by rowid
+// until it has enough instead of fetching every match.
 func searchSQL(q core.SearchQuery, tq tsQuery, limit, offset int) (string, []any) {
 	args := []any{tq.match}
 	arg := func(v any) string {
@@ -392,7 +401,7 @@ func searchSQL(q core.SearchQuery, tq tsQuery, limit, offset int) (string, []any
 	}
 	phrase := "false"
 	if tq.phrase != "" {
-		phrase = "e.search @@ " + arg(tq.phrase) + "::tsquery"
+		phrase = "c.search @@ " + arg(tq.phrase) + "::tsquery"
 	}
 	var where []string
 	if q.Harness != "" {
@@ -415,11 +424,13 @@ func searchSQL(q core.SearchQuery, tq tsQuery, limit, offset int) (string, []any
 	if !q.Until.IsZero() {
 		where = append(where, "e.created_at < "+arg(record.Nanos(q.Until)))
 	}
-	query := `SELECT e.id, e.session_id, e.seq, e.kind, e.created_at, s.harness, s.title, s.cwd, e.payload,
-		ts_rank_cd(e.search, $1::tsquery) AS rank, ` + phrase + ` AS phrase
-		FROM entries e JOIN sessions s ON s.id = e.session_id
-		WHERE e.search @@ $1::tsquery AND ` + strings.Join(where, " AND ") + `
-		ORDER BY phrase DESC, rank DESC, e.rowid
+	query := `SELECT c.id, c.session_id, c.seq, c.kind, c.created_at, c.harness, c.title, c.cwd, c.payload,
+		ts_rank_cd(c.search, $1::tsquery) AS rank, ` + phrase + ` AS phrase
+		FROM (SELECT e.id, e.session_id, e.seq, e.kind, e.created_at, s.harness, s.title, s.cwd, e.payload, e.search, e.rowid
+			FROM entries e JOIN sessions s ON s.id = e.session_id
+			WHERE e.search @@ $1::tsquery AND ` + strings.Join(where, " AND ") + `
+			ORDER BY e.rowid DESC LIMIT ` + arg(max(rankCandidates, offset+limit+1)) + `) c
+		ORDER BY phrase DESC, rank DESC, c.rowid
 		LIMIT ` + arg(limit+1) + ` OFFSET ` + arg(offset)
 	return query, args
 }
