@@ -71,6 +71,12 @@ type SessionDump struct {
 // parents, sequence numbers and times kept). A Store may implement it.
 type Dumper interface {
 	Dump(ctx context.Context, sessionID string) (SessionDump, error)
+	// DumpStream is Dump handing the record over one part at a time, from
+	// one snapshot, so that a large session is never held in memory whole:
+	// the session's head to head, then every entry (in sequence order)
+	// and audit record to to. An error of head or to stops it and is
+	// returned as it is.
+	DumpStream(ctx context.Context, sessionID string, head func(Session) error, to Restorer) error
 	// Restore writes d. A session that already exists gets only the entries
 	// it lacks (an entry id known in another session is a conflict); its
 	// head fields become d's when entries were added. It returns how many

@@ -33,3 +33,15 @@ func TestSearchConformance(t *testing.T) {
 		return db
 	})
 }
+
+// TestDumpConformance runs the dump part of the suite (DumpStream hands
+// over what Dump returns) against the SQLite store.
+func TestDumpConformance(t *testing.T) {
+	storetest.RunDump(t, func(t *testing.T) core.Store {
+		db, err := storage.Open(context.Background(), filepath.Join(t.TempDir(), "bridge.db"), storage.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	})
+}

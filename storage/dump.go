@@ -12,28 +12,38 @@ import (
 
 var _ core.Dumper = (*DB)(nil)
 
-// Dump implements core.Dumper: one read transaction, entries by seq, audit
-// records whose entity is the session, oldest first.
+// Dump implements core.Dumper (DumpStream, collected).
 func (db *DB) Dump(ctx context.Context, sessionID string) (core.SessionDump, error) {
-	var d core.SessionDump
+	return record.Dump(func(head func(core.Session) error, to core.Restorer) error {
+		return db.DumpStream(ctx, sessionID, head, to)
+	})
+}
+
+// DumpStream implements core.Dumper: the session and its entries by seq
+// from one read transaction, each entry handed to to as its row is read,
+// then the audit records whose entity is the session, oldest first.
+func (db *DB) DumpStream(ctx context.Context, sessionID string, head func(core.Session) error, to core.Restorer) error {
 	err := db.read(ctx, func(q *stmtTx) error {
 		s, err := getSession(ctx, q, sessionID)
 		if err != nil {
 			return err
 		}
-		d.Session = s
+		if err := head(s); err != nil {
+			return err
+		}
 		rows, err := q.QueryContext(ctx, `SELECT `+entryCols+` FROM entries WHERE session_id = ? ORDER BY seq`, sessionID)
 		if err != nil {
 			return fmt.Errorf("storage: dump %s: %w", sessionID, err)
 		}
 		defer rows.Close()
-		d.Entries = []core.Entry{}
 		for rows.Next() {
 			var r entryRow
 			if err := rows.Scan(r.dest()...); err != nil {
 				return fmt.Errorf("storage: dump %s: %w", sessionID, err)
 			}
-			d.Entries = append(d.Entries, r.entry())
+			if err := to.Entry(r.entry()); err != nil {
+				return err
+			}
 		}
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("storage: dump %s: %w", sessionID, err)
@@ -41,15 +51,18 @@ func (db *DB) Dump(ctx context.Context, sessionID string) (core.SessionDump, err
 		return nil
 	})
 	if err != nil {
-		return core.SessionDump{}, err
+		return err
 	}
-	if d.Audit, err = db.Audit(ctx, sessionID, ""); err != nil {
-		return core.SessionDump{}, err
+	audit, err := db.Audit(ctx, sessionID, "")
+	if err != nil {
+		return err
 	}
-	if d.Audit == nil {
-		d.Audit = []core.AuditRecord{}
+	for _, a := range audit {
+		if err := to.Audit(a); err != nil {
+			return err
+		}
 	}
-	return d, nil
+	return nil
 }
 
 // Restore implements core.Dumper in one write transaction (RestoreStream

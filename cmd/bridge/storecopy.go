@@ -166,46 +166,67 @@ func copyStore(ctx context.Context, from, to storeSpec, progress func(string)) (
 
 // copySession copies one session: its images first (so that no entry is
 // ever without them), then its entries and audit records in one
-// transaction.
+// transaction. The session is read twice, a part at a time
+// (Dumper.DumpStream), never whole: once for its head and images, then
+// into the restore, up to the newest entry the first read saw (the head
+// it copies names no later one, and entries are never removed).
 func copySession(ctx context.Context, src, dst core.Store, sd, dd core.Dumper, id string) (entries, images int, err error) {
-	d, err := sd.Dump(ctx, id)
-	if err != nil {
+	var sess core.Session
+	imgs := &imageCopier{ctx: ctx, src: src, dst: dst, seen: map[string]bool{}}
+	if err := sd.DumpStream(ctx, id, func(s core.Session) error { sess = s; return nil }, imgs); err != nil {
 		return 0, 0, err
 	}
-	seen := map[string]bool{}
-	for _, e := range d.Entries {
-		for _, a := range imagesOf(e) {
-			if seen[a] {
-				continue
-			}
-			seen[a] = true
-			if _, _, err := dst.GetAttachment(ctx, a); err == nil {
-				continue
-			}
-			desc, data, err := src.GetAttachment(ctx, a)
-			if err != nil {
-				return 0, 0, fmt.Errorf("image %s of entry %s: %w", a, e.ID, err)
-			}
-			if err := dst.PutAttachment(ctx, desc, data); err != nil {
-				return 0, 0, fmt.Errorf("image %s: %w", a, err)
-			}
-			images++
-		}
-	}
-	n, err := dd.RestoreStream(ctx, d.Session, func(r core.Restorer) error {
-		for _, e := range d.Entries {
-			if err := r.Entry(e); err != nil {
-				return err
-			}
-		}
-		for _, a := range d.Audit {
-			if err := r.Audit(a); err != nil {
-				return err
-			}
-		}
-		return nil
+	n, err := dd.RestoreStream(ctx, sess, func(r core.Restorer) error {
+		return sd.DumpStream(ctx, id, func(core.Session) error { return nil }, upTo{r, imgs.last})
 	})
-	return n, images, err
+	return n, imgs.copied, err
+}
+
+// imageCopier is the core.Restorer of copySession's first read: it copies
+// each image an entry refers to that dst lacks, and notes the newest seq.
+type imageCopier struct {
+	ctx      context.Context
+	src, dst core.Store
+	seen     map[string]bool
+	copied   int
+	last     int64
+}
+
+func (c *imageCopier) Entry(e core.Entry) error {
+	c.last = max(c.last, e.Seq)
+	for _, a := range imagesOf(e) {
+		if c.seen[a] {
+			continue
+		}
+		c.seen[a] = true
+		if _, _, err := c.dst.GetAttachment(c.ctx, a); err == nil {
+			continue
+		}
+		desc, data, err := c.src.GetAttachment(c.ctx, a)
+		if err != nil {
+			return fmt.Errorf("image %s of entry %s: %w", a, e.ID, err)
+		}
+		if err := c.dst.PutAttachment(c.ctx, desc, data); err != nil {
+			return fmt.Errorf("image %s: %w", a, err)
+		}
+		c.copied++
+	}
+	return nil
+}
+
+func (c *imageCopier) Audit(core.AuditRecord) error { return nil }
+
+// upTo hands a restore the entries up to seq last and every audit record.
+type upTo struct {
+	core.Restorer
+	last int64
+}
+
+func (u upTo) Entry(e core.Entry) error {
+	if e.Seq > u.last {
+		return nil
+	}
+	return u.Restorer.Entry(e)
 }
 
 // imagesOf lists the hashes of the images a user.message entry refers to.

@@ -8,40 +8,55 @@ import (
 	"github.com/bridge-dev/bridge/storage/internal/record"
 )
 
-// Dump implements core.Dumper: one snapshot, entries by seq, the audit
-// records whose entity is the session, oldest first.
+// Dump implements core.Dumper (DumpStream, collected).
 func (db *DB) Dump(ctx context.Context, sessionID string) (core.SessionDump, error) {
-	var d core.SessionDump
-	err := db.read(ctx, func(q querier) error {
+	return record.Dump(func(head func(core.Session) error, to core.Restorer) error {
+		return db.DumpStream(ctx, sessionID, head, to)
+	})
+}
+
+// DumpStream implements core.Dumper: one snapshot, the entries by seq,
+// each handed to to as its row arrives from the server (pgx reads a
+// result row by row), then the audit records whose entity is the
+// session, oldest first.
+func (db *DB) DumpStream(ctx context.Context, sessionID string, head func(core.Session) error, to core.Restorer) error {
+	return db.read(ctx, func(q querier) error {
 		s, err := getSession(ctx, db, q, sessionID, false)
 		if err != nil {
 			return err
 		}
-		d.Session = s
+		if err := head(s); err != nil {
+			return err
+		}
 		rows, err := q.Query(ctx, `SELECT `+entryCols+` FROM entries WHERE session_id = $1 ORDER BY seq`, sessionID)
 		if err != nil {
 			return db.errf(err, "dump %s", sessionID)
 		}
 		defer rows.Close()
-		d.Entries = []core.Entry{}
 		for rows.Next() {
 			var r entryRow
 			if err := rows.Scan(r.dest()...); err != nil {
 				return db.errf(err, "dump %s", sessionID)
 			}
-			d.Entries = append(d.Entries, r.entry())
+			if err := to.Entry(r.entry()); err != nil {
+				return err
+			}
 		}
 		if err := rows.Err(); err != nil {
 			return db.errf(err, "dump %s", sessionID)
 		}
 		rows.Close()
-		d.Audit, err = audit(ctx, db, q, sessionID, "")
-		return err
+		audit, err := audit(ctx, db, q, sessionID, "")
+		if err != nil {
+			return err
+		}
+		for _, a := range audit {
+			if err := to.Audit(a); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
-	if err != nil {
-		return core.SessionDump{}, err
-	}
-	return d, nil
 }
 
 // Restore implements core.Dumper in one transaction.

@@ -31,6 +31,12 @@ func TestStoreConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) core.Store { return open(t) })
 }
 
+// TestDumpConformance runs the dump part of the suite against PostgreSQL:
+// DumpStream hands over what Dump returns.
+func TestDumpConformance(t *testing.T) {
+	storetest.RunDump(t, func(t *testing.T) core.Store { return open(t) })
+}
+
 // TestSearchConformance runs the search part of the suite against
 // PostgreSQL: the same hits as SQLite's for every documented query form.
 func TestSearchConformance(t *testing.T) {

@@ -142,3 +142,30 @@ func RestoredParent(e core.Entry, parentSeq int64, found bool) error {
 	}
 	return nil
 }
+
+// Dump collects what a store's DumpStream hands over into one
+// core.SessionDump (core.Dumper's Dump).
+func Dump(stream func(head func(core.Session) error, to core.Restorer) error) (core.SessionDump, error) {
+	d := core.SessionDump{Entries: []core.Entry{}, Audit: []core.AuditRecord{}}
+	err := stream(func(s core.Session) error {
+		d.Session = s
+		return nil
+	}, dumpCollector{&d})
+	if err != nil {
+		return core.SessionDump{}, err
+	}
+	return d, nil
+}
+
+// dumpCollector is the core.Restorer of Dump.
+type dumpCollector struct{ d *core.SessionDump }
+
+func (c dumpCollector) Entry(e core.Entry) error {
+	c.d.Entries = append(c.d.Entries, e)
+	return nil
+}
+
+func (c dumpCollector) Audit(a core.AuditRecord) error {
+	c.d.Audit = append(c.d.Audit, a)
+	return nil
+}
