@@ -25,6 +25,12 @@
 // History page costs the same on a session of 100,000 entries as on a short
 // one; on a branched session, paging with beforeSeq walks from the head.
 //
+// What the store does to the record without SQL (the rules at its door,
+// an entry's searchable text, the window summary's fold and rebuild, the
+// checks of a walk along parent links) is storage/internal/record's, which
+// storage/postgres imports too, so that both stores accept, index and walk
+// the record alike.
+//
 // Durability: the database runs with synchronous=NORMAL in WAL mode. A
 // committed transaction survives a crash of the process; a power cut may lose
 // the last commits but never leaves a half-written one. Set
