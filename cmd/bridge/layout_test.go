@@ -56,7 +56,7 @@ var allowed = map[string]struct {
 	"rpc/web":     {[]string{"rpc", "github.com/coder/websocket"}, "bridge web's HTTP server runs rpc over a WebSocket"},
 	"rpc/acp":     {[]string{"core", "core/handoff", "schema", "rpc", "rpc/peer", "rpc/service"}, "bridge acp: ACP into the same service"},
 	"rpc/service": {[]string{"core", "core/...", "schema", "rpc/peer", "rpc/service/attach", "rpc/service/checkpointer", "rpc/service/hosts",
-		"rpc/service/library", "rpc/service/live", "rpc/service/migrate"},
+		"rpc/service/library", "rpc/service/live", "rpc/service/migrate", "rpc/service/workspace"},
 		"the service speaks the contract's data types but no transport, SQL or harness; its parts do the work"},
 	"rpc/service/hosts":  {[]string{"core"}, "the adapters by harness and their probes"},
 	"rpc/service/attach": {[]string{"core"}, "the images prompts carry, kept in the record"},
@@ -67,6 +67,8 @@ var allowed = map[string]struct {
 		"import, discovery, export and search over the Store and the adapters' importers: no live session"},
 	"rpc/service/migrate": {[]string{"core", "core/handoff", "core/inputfile", "schema", "rpc/peer", "rpc/service/attach", "rpc/service/hosts",
 		"rpc/service/library"}, "migration: the live sessions it drives are the service's, through its own small interface"},
+	"rpc/service/workspace": {[]string{"core", "core/inputfile", "schema"},
+		"sessions' git worktrees and diffs: git plumbing over the Store, no live session"},
 	"rpc/service/servicetest": {[]string{"core", "rpc/service", "schema", "storage/storagetest"},
 		"the service over a real SQLite store, for other packages' tests and benchmarks"},
 

@@ -8,6 +8,7 @@ import (
 	"github.com/bridge-dev/bridge/core/checkpoint"
 	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/rpc/service/checkpointer"
+	"github.com/bridge-dev/bridge/rpc/service/workspace"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -28,7 +29,7 @@ func (s *Service) SessionList(ctx context.Context, p schema.SessionListParams) (
 		return schema.SessionListResult{}, err
 	}
 	out := schema.SessionListResult{Items: make([]schema.SessionListItem, 0, len(items)), NextCursor: next}
-	repos, err := s.reposOf(ctx, items)
+	repos, err := s.ws.Repos(ctx, items)
 	if err != nil {
 		return schema.SessionListResult{}, err
 	}
@@ -54,8 +55,8 @@ func (s *Service) SessionCreate(ctx context.Context, p schema.SessionCreateParam
 		return schema.SessionCreateResult{}, err
 	}
 	out := schema.SessionCreateResult{SessionID: sess.ID, Harness: sess.Harness, NativeSessionID: sess.NativeSessionID}
-	if r, ok, err := s.sessionRepo(ctx, sess.ID); err == nil && ok {
-		out.Repo = wireRepo(r)
+	if r, ok, err := s.ws.Repo(ctx, sess.ID); err == nil && ok {
+		out.Repo = workspace.Wire(r)
 	}
 	return out, nil
 }

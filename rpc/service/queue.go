@@ -140,7 +140,7 @@ func (s *Service) promptQueued(ctx context.Context, p schema.SessionPromptParams
 	if err != nil {
 		return schema.SessionPromptResult{}, err
 	}
-	if err := s.worktreeGone(ctx, sess.ID); err != nil {
+	if err := s.ws.Gone(ctx, sess.ID); err != nil {
 		return schema.SessionPromptResult{}, err
 	}
 	id := p.PromptID

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/bridge-dev/bridge/rpc/service/library"
 	"github.com/bridge-dev/bridge/rpc/service/live"
 	"github.com/bridge-dev/bridge/rpc/service/migrate"
+	"github.com/bridge-dev/bridge/rpc/service/workspace"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -61,7 +63,7 @@ type Options struct {
 	ShutdownCheckpoint time.Duration
 	// NoShutdownCheckpoint turns the before_shutdown checkpoints off.
 	NoShutdownCheckpoint bool
-	// Git runs git (worktrees and diffs, worktree.go); nil: sessions have
+	// Git runs git (worktrees and diffs, rpc/service/workspace); nil: sessions have
 	// no repository features.
 	Git GitRunner
 	// WorktreeDir is where sessions' worktrees are made (default
@@ -96,6 +98,7 @@ type Service struct {
 	images    attach.Images    // the images prompts carry
 	migrate   *migrate.Migrator
 	ckpt      *checkpointer.Checkpointer
+	ws        *workspace.Workspace // sessions' repositories, worktrees and diffs
 	startedAt time.Time
 
 	lives *live.Table // the running harness sessions
@@ -132,6 +135,11 @@ func New(opts Options) (*Service, error) {
 	s := &Service{opts: opts, hosts: hosts.New(opts.Hosts, opts.Now)}
 	s.lives = live.NewTable(s.liveEnv())
 	s.startedAt = opts.Now()
+	worktrees := opts.WorktreeDir
+	if worktrees == "" {
+		worktrees = filepath.Join(opts.DataDir, "worktrees")
+	}
+	s.ws = workspace.New(workspace.Options{Store: opts.Store, Git: opts.Git, Dir: worktrees, Log: opts.Notifier})
 	s.images = attach.Images{Store: opts.Store, DataDir: opts.DataDir}
 	s.lib = library.New(library.Options{Store: opts.Store, Hosts: s.hosts, IDs: opts.IDs, Prices: opts.Prices, Images: s.images})
 	s.migrate = migrate.New(migrate.Options{Store: opts.Store, Hosts: s.hosts, Sessions: migrationSessions{s}, Library: s.lib,

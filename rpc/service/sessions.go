@@ -43,25 +43,25 @@ func (s *Service) create(ctx context.Context, p schema.SessionCreateParams) (cor
 	}
 	sess := core.Session{ID: s.opts.IDs.New("s_"), Harness: p.Harness, Cwd: p.Cwd, Title: p.Title,
 		Preset: preset.Name, Model: model, Effort: effort}
-	repo, cwd, err := s.startRepo(ctx, sess.ID, p.Cwd, p.Worktree || preset.Worktree) // worktree.go
+	repo, cwd, err := s.ws.Start(ctx, sess.ID, p.Cwd, p.Worktree || preset.Worktree) // rpc/service/workspace
 	if err != nil {
 		return core.Session{}, err
 	}
 	sess.Cwd = cwd
 	l, err := s.startLive(ctx, h, sess, preset, "", false)
 	if err != nil {
-		s.dropWorktree(ctx, repo)
+		s.ws.Drop(ctx, repo)
 		return core.Session{}, err
 	}
 	sess.NativeSessionID = l.Harness.NativeID()
 	stored, err := s.opts.Store.CreateSession(ctx, sess)
 	if err != nil {
 		_ = l.Close(ctx)
-		s.dropWorktree(ctx, repo)
+		s.ws.Drop(ctx, repo)
 		return core.Session{}, fmt.Errorf("record session: %w", err)
 	}
 	if repo.Repo != "" {
-		if err := s.repoStore().SaveSessionRepo(ctx, repo); err != nil {
+		if err := s.ws.Save(ctx, repo); err != nil {
 			s.opts.Notifier.Log(2, fmt.Sprintf("session %s: recording its repository: %v", sess.ID, err))
 		}
 	}
@@ -354,7 +354,7 @@ func (s *Service) archive(ctx context.Context, sessionID string) error {
 			s.opts.Notifier.Log(2, fmt.Sprintf("session %s: archived in Bridge; the harness refused: %v", sessionID, err))
 		}
 	}
-	if err := s.archiveWorktree(ctx, sessionID); err != nil {
+	if err := s.ws.Archive(ctx, sessionID); err != nil {
 		s.opts.Notifier.Log(2, fmt.Sprintf("session %s: archived; removing its worktree failed: %v", sessionID, err))
 	}
 	_, err = s.opts.Store.PatchSession(ctx, sessionID, core.SessionPatch{Archived: core.Ptr(true)})

@@ -1,4 +1,4 @@
-package service
+package workspace
 
 import (
 	"bytes"
@@ -21,18 +21,14 @@ const maxDiffBytes = 8 << 20
 // maxUntracked bounds the new untracked files a diff shows one by one.
 const maxUntracked = 1000
 
-// SessionDiff gives a session's changes since the commit it started from
+// Diff gives, for session/diff, a session's changes since the commit it started from
 // (or since a checkpoint) as a unified diff with per-file stats: git diff
 // against the base commit in the session's worktree, or in the shared cwd
 // (then saying that others may have changed the same files), plus the new
 // untracked files. A worktree deleted outside Bridge leaves what was
 // committed on its branch.
-func (s *Service) SessionDiff(ctx context.Context, p schema.SessionDiffParams) (schema.SessionDiffResult, error) {
-	sess, err := s.session(ctx, p.SessionID)
-	if err != nil {
-		return schema.SessionDiffResult{}, err
-	}
-	r, ok, err := s.sessionRepo(ctx, sess.ID)
+func (w *Workspace) Diff(ctx context.Context, sess core.Session, p schema.SessionDiffParams) (schema.SessionDiffResult, error) {
+	r, ok, err := w.Repo(ctx, sess.ID)
 	if err != nil {
 		return schema.SessionDiffResult{}, err
 	}
@@ -53,7 +49,7 @@ func (s *Service) SessionDiff(ctx context.Context, p schema.SessionDiffParams) (
 		out.Dir = r.Worktree
 	}
 	if p.Since != "" && p.Since != "start" {
-		base, note, err := s.checkpointBase(ctx, sess.ID, p.Since, out.Dir, r)
+		base, note, err := w.checkpointBase(ctx, sess.ID, p.Since, out.Dir, r)
 		if err != nil {
 			return schema.SessionDiffResult{}, err
 		}
@@ -64,18 +60,18 @@ func (s *Service) SessionDiff(ctx context.Context, p schema.SessionDiffParams) (
 	if target != "" {
 		args = []string{out.BaseCommit, target}
 	}
-	files, err := s.diffStats(ctx, out.Dir, args)
+	files, err := w.diffStats(ctx, out.Dir, args)
 	if err != nil {
 		return schema.SessionDiffResult{}, err
 	}
-	diff, err := s.git(ctx, out.Dir, append([]string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "--find-renames"}, append(args, "--")...)...)
+	diff, err := w.git(ctx, out.Dir, append([]string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "--find-renames"}, append(args, "--")...)...)
 	if err != nil {
 		return schema.SessionDiffResult{}, fmt.Errorf("git diff in %s: %w", core.Quote(out.Dir), err)
 	}
 	var b strings.Builder
 	b.WriteString(diff)
 	if target == "" {
-		extra, more, err := s.untrackedDiff(ctx, out.Dir, &b)
+		extra, more, err := w.untrackedDiff(ctx, out.Dir, &b)
 		if err != nil {
 			return schema.SessionDiffResult{}, err
 		}
@@ -94,8 +90,8 @@ func (s *Service) SessionDiff(ctx context.Context, p schema.SessionDiffParams) (
 }
 
 // diffStats lists the changed files of git diff args (numstat).
-func (s *Service) diffStats(ctx context.Context, dir string, args []string) ([]schema.DiffFile, error) {
-	out, err := s.git(ctx, dir, append([]string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "--numstat", "-z", "--no-renames"}, append(args, "--")...)...)
+func (w *Workspace) diffStats(ctx context.Context, dir string, args []string) ([]schema.DiffFile, error) {
+	out, err := w.git(ctx, dir, append([]string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "--numstat", "-z", "--no-renames"}, append(args, "--")...)...)
 	if err != nil {
 		return nil, fmt.Errorf("git diff --numstat in %s: %w", core.Quote(dir), err)
 	}
@@ -130,8 +126,8 @@ const maxUntrackedBytes = 1 << 20
 // file's diff (one git process lists them, none runs per file), and
 // returns their stats and how many were left out. A file that is not
 // regular or over maxUntrackedBytes is listed without its lines.
-func (s *Service) untrackedDiff(ctx context.Context, dir string, b *strings.Builder) ([]schema.DiffFile, int, error) {
-	list, err := s.git(ctx, dir, "ls-files", "--others", "--exclude-standard", "--full-name", "-z", "--", ":/")
+func (w *Workspace) untrackedDiff(ctx context.Context, dir string, b *strings.Builder) ([]schema.DiffFile, int, error) {
+	list, err := w.git(ctx, dir, "ls-files", "--others", "--exclude-standard", "--full-name", "-z", "--", ":/")
 	if err != nil {
 		return nil, 0, fmt.Errorf("git ls-files in %s: %w", core.Quote(dir), err)
 	}
@@ -147,7 +143,7 @@ func (s *Service) untrackedDiff(ctx context.Context, dir string, b *strings.Buil
 			continue
 		}
 		if top == "" {
-			if top, err = s.git(ctx, dir, "rev-parse", "--show-toplevel"); err != nil {
+			if top, err = w.git(ctx, dir, "rev-parse", "--show-toplevel"); err != nil {
 				return nil, 0, err
 			}
 		}
@@ -197,10 +193,10 @@ func (s *Service) untrackedDiff(ctx context.Context, dir string, b *strings.Buil
 // checkpointBase is the base of a diff since checkpoint entryID of
 // sessionID: the last commit in dir made before the checkpoint was
 // written, not before the session's own base.
-func (s *Service) checkpointBase(ctx context.Context, sessionID, entryID, dir string, r core.SessionRepo) (string, string, error) {
-	e, err := s.opts.Store.GetEntry(ctx, entryID)
+func (w *Workspace) checkpointBase(ctx context.Context, sessionID, entryID, dir string, r core.SessionRepo) (string, string, error) {
+	e, err := w.opts.Store.GetEntry(ctx, entryID)
 	if errors.Is(err, core.ErrNotFound) || (err == nil && (e.SessionID != sessionID || e.Kind != core.KindCheckpoint)) {
-		return "", "", invalidField("since", "since %s is neither \"start\" nor a checkpoint entry of session %s", core.Quote(entryID), sessionID)
+		return "", "", core.InvalidField("since", "since %s is neither \"start\" nor a checkpoint entry of session %s", core.Quote(entryID), sessionID)
 	}
 	if err != nil {
 		return "", "", err
@@ -210,7 +206,7 @@ func (s *Service) checkpointBase(ctx context.Context, sessionID, entryID, dir st
 		ref = r.Branch
 	}
 	at := strconv.FormatInt(e.CreatedAt.Unix(), 10)
-	base, err := s.git(ctx, dir, "rev-list", "-1", "--before="+at, ref, "^"+r.BaseCommit+"^@")
+	base, err := w.git(ctx, dir, "rev-list", "-1", "--before="+at, ref, "^"+r.BaseCommit+"^@")
 	if err != nil {
 		return "", "", fmt.Errorf("git rev-list in %s: %w", core.Quote(dir), err)
 	}
