@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/rpc/service/lease"
 	"github.com/bridge-dev/bridge/rpc/service/live"
 )
 
@@ -16,7 +17,32 @@ func (s *Service) liveEnv() live.Env {
 	return live.Env{Store: s.opts.Store, Prices: s.opts.Prices, Notifier: s.opts.Notifier,
 		Permissions: s.opts.Permissions, ApprovalTimeout: s.opts.ApprovalTimeout,
 		Announce: s.announce, Gauge: s.onGauge, Recorded: s.startIdleClock,
-		Stopped: func(l *live.Session) { s.releaseLease(l.ID) }}
+		Stopped: func(l *live.Session) { s.leases.Release(l.ID) }}
+}
+
+// ProcessOwner names this process among those sharing a record
+// (lease.ProcessOwner): the default Options.LeaseOwner.
+var ProcessOwner = lease.ProcessOwner
+
+// leasedSessions lends the live sessions to the lease renewer.
+type leasedSessions struct{ s *Service }
+
+func (x leasedSessions) Running(sessionID string) bool { return x.s.liveFor(sessionID) != nil }
+
+func (x leasedSessions) Alive() []string {
+	var ids []string
+	for _, l := range x.s.lives.All() {
+		if l.Alive() {
+			ids = append(ids, l.ID)
+		}
+	}
+	return ids
+}
+
+func (x leasedSessions) Stop(ctx context.Context, sessionID string) {
+	if l := x.s.liveFor(sessionID); l != nil {
+		_ = l.Close(ctx)
+	}
 }
 
 // liveFor returns the running harness session of sessionID, or nil.
@@ -28,7 +54,7 @@ func (s *Service) liveFor(sessionID string) *live.Session { return s.lives.Get(s
 // When recorded is false the session row does not exist yet: events wait
 // until the caller has created it and called MarkRecorded.
 func (s *Service) startLive(ctx context.Context, h core.BridgeHost, sess core.Session, preset core.Preset, native string, recorded bool) (*live.Session, error) {
-	if err := s.claimLease(ctx, sess.ID); err != nil {
+	if err := s.leases.Claim(ctx, sess.ID); err != nil {
 		return nil, err
 	}
 	l := s.lives.New(sess.ID, h, preset, recorded)
@@ -48,7 +74,7 @@ func (s *Service) startLive(ctx context.Context, h core.BridgeHost, sess core.Se
 		harness, err = h.CreateSession(ctx, req, l.Sink)
 	}
 	if err != nil {
-		s.releaseLease(sess.ID)
+		s.leases.Release(sess.ID)
 		return nil, err
 	}
 	l.Harness = harness

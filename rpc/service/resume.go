@@ -37,7 +37,7 @@ func (s *Service) resume(ctx context.Context, sessionID string, fresh bool) (Res
 	}
 	// Before anything is written or started: a session another process
 	// drives is refused (live_elsewhere) until its lease lapses.
-	if err := s.claimLease(ctx, sessionID); err != nil {
+	if err := s.leases.Claim(ctx, sessionID); err != nil {
 		return Restored{}, err
 	}
 	if err := s.hosts.Require(ctx, h, "session/resume", core.CapSessionCreate); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/bridge-dev/bridge/rpc/service/attach"
 	"github.com/bridge-dev/bridge/rpc/service/checkpointer"
 	"github.com/bridge-dev/bridge/rpc/service/hosts"
+	"github.com/bridge-dev/bridge/rpc/service/lease"
 	"github.com/bridge-dev/bridge/rpc/service/library"
 	"github.com/bridge-dev/bridge/rpc/service/live"
 	"github.com/bridge-dev/bridge/rpc/service/migrate"
@@ -109,7 +110,7 @@ type Service struct {
 	stopLife context.CancelFunc
 	bg       sync.WaitGroup // controller goroutines
 
-	renewOnce sync.Once // starts the lease renewer (lease.go)
+	leases *lease.Leases // the leases of the sessions live here
 }
 
 // New returns a Service; call Close when done.
@@ -130,7 +131,7 @@ func New(opts Options) (*Service, error) {
 		opts.LeaseOwner = ProcessOwner()
 	}
 	if opts.LeaseTTL <= 0 {
-		opts.LeaseTTL = defaultLeaseTTL
+		opts.LeaseTTL = lease.DefaultTTL
 	}
 	s := &Service{opts: opts, hosts: hosts.New(opts.Hosts, opts.Now)}
 	s.lives = live.NewTable(s.liveEnv())
@@ -148,6 +149,8 @@ func New(opts Options) (*Service, error) {
 		Notifier: checkpointNotifier{s}, IDs: opts.IDs, Timeout: opts.CheckpointTimeout, Instructions: opts.CheckpointInstructions,
 		RepoStatus: opts.RepoStatus, ResponseReserve: opts.ResponseReserve, StartedAt: s.startedAt})
 	s.life, s.stopLife = context.WithCancel(context.Background())
+	s.leases = lease.New(lease.Options{Store: opts.Store, Owner: opts.LeaseOwner, TTL: opts.LeaseTTL,
+		Sessions: leasedSessions{s}, Log: opts.Notifier, Life: s.life, Go: s.goBackground})
 	s.follow()
 	return s, nil
 }
@@ -215,6 +218,15 @@ func (s *Service) Close(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// goBackground runs f in a goroutine Close waits for.
+func (s *Service) goBackground(f func()) {
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		f()
+	}()
 }
 
 // waitBackground waits, boundedly, for controller goroutines (cancelled by

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package service
+package lease
 
 // processRuns cannot tell on this system; every holder counts as running
 // and its lease lapses by time.

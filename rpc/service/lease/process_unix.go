@@ -1,6 +1,6 @@
 //go:build unix
 
-package service
+package lease
 
 import (
 	"errors"
