@@ -129,11 +129,11 @@ const (
 // not say).
 type CompactionTrigger string
 
-// Compaction triggers.
+// Compaction triggers: core's values (core.TriggerManual…), typed.
 const (
-	TriggerManual  CompactionTrigger = "manual"
-	TriggerAuto    CompactionTrigger = "auto"
-	TriggerUnknown CompactionTrigger = "unknown"
+	TriggerManual  CompactionTrigger = core.TriggerManual
+	TriggerAuto    CompactionTrigger = core.TriggerAuto
+	TriggerUnknown CompactionTrigger = core.TriggerUnknown
 )
 
 // RestoreMode is how a session came back: hot (the adapter process was
@@ -142,12 +142,12 @@ const (
 // checkpoint and the entries after it) or fresh (no prior context).
 type RestoreMode string
 
-// Restoration modes.
+// Restoration modes: core's values (core.ModeHot…), typed.
 const (
-	ModeHot                RestoreMode = "hot"
-	ModeNative             RestoreMode = "native"
-	ModeCheckpointRestored RestoreMode = "checkpoint_restored"
-	ModeFresh              RestoreMode = "fresh"
+	ModeHot                RestoreMode = core.ModeHot
+	ModeNative             RestoreMode = core.ModeNative
+	ModeCheckpointRestored RestoreMode = core.ModeCheckpointRestored
+	ModeFresh              RestoreMode = core.ModeFresh
 )
 
 // SessionStatus is where a session stands as the service answering knows
@@ -189,11 +189,11 @@ const (
 // appended) or reconstructed (built from the record after the process died).
 type Provenance string
 
-// Checkpoint provenances.
+// Checkpoint provenances: core/checkpoint's values, typed.
 const (
-	ProvenanceAgent         Provenance = "agent"
-	ProvenanceController    Provenance = "agent+controller"
-	ProvenanceReconstructed Provenance = "reconstructed"
+	ProvenanceAgent         Provenance = checkpoint.ProvenanceAgent
+	ProvenanceController    Provenance = checkpoint.ProvenanceAgentController
+	ProvenanceReconstructed Provenance = checkpoint.ProvenanceReconstructed
 )
 
 // CheckpointMethod says how a checkpoint was obtained: fork (asked of a
@@ -202,11 +202,11 @@ const (
 // says so) or reconstructed (rebuilt from the record without the model).
 type CheckpointMethod string
 
-// Checkpoint methods.
+// Checkpoint methods: core's values (core.CheckpointFork…), typed.
 const (
-	MethodFork          CheckpointMethod = "fork"
-	MethodInThread      CheckpointMethod = "in-thread"
-	MethodReconstructed CheckpointMethod = "reconstructed"
+	MethodFork          CheckpointMethod = core.CheckpointFork
+	MethodInThread      CheckpointMethod = core.CheckpointInThread
+	MethodReconstructed CheckpointMethod = core.CheckpointReconstructed
 )
 
 // TokenUsage is what a model call cost in tokens, as the harness reports it.
