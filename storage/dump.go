@@ -144,17 +144,14 @@ func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r cor
 			}
 			return nil
 		}
-		for _, ref := range []struct{ what, id string }{{"head", s.HeadID}, {"latestCheckpointId", s.LatestCheckpointID}} {
-			if ref.id == "" {
-				continue
+		err := record.CheckRestoredRefs(s, func(id string) (n int, err error) {
+			if err := w.q.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE id = ? AND session_id = ?`, id, s.ID).Scan(&n); err != nil {
+				return 0, fmt.Errorf("storage: restore: %w", err)
 			}
-			var n int
-			if err := w.q.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE id = ? AND session_id = ?`, ref.id, s.ID).Scan(&n); err != nil {
-				return fmt.Errorf("storage: restore: %w", err)
-			}
-			if n == 0 {
-				return core.Errorf(core.CodeInvalid, "restore: %s %q is not an entry of the session", ref.what, ref.id)
-			}
+			return n, nil
+		})
+		if err != nil {
+			return err
 		}
 		if _, err := w.q.ExecContext(ctx, `UPDATE sessions SET title = ?, preset = ?, model = ?, effort = ?,
 			native_session_id = ?, head_id = ?, restore_mode = ?, latest_checkpoint_id = ?, archived = ?,

@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -17,30 +16,13 @@ const maxAttachmentBytes = 32 << 20
 
 // SavePreview implements core.PreviewStore.
 func (db *DB) SavePreview(ctx context.Context, p core.Preview) error {
-	if p.ID == "" || p.SourceSessionID == "" {
-		return core.Errorf(core.CodeInvalid, "storage: a preview needs an id and a source session")
-	}
-	if !p.ExecutedAt.IsZero() {
-		return core.Errorf(core.CodeInvalid, "storage: a new preview is not executed")
-	}
-	target, err := json.Marshal(p.Target)
+	row, err := record.NewPreview(p, db.now())
 	if err != nil {
-		return fmt.Errorf("storage: preview target: %w", err)
-	}
-	extra := string(p.Extra)
-	if extra == "" {
-		extra = "{}"
-	}
-	if !json.Valid([]byte(extra)) {
-		return core.Errorf(core.CodeInvalid, "storage: preview %s: extra is not JSON", p.ID)
-	}
-	created := p.CreatedAt
-	if created.IsZero() {
-		created = db.now()
+		return err
 	}
 	return db.submit(ctx, func(ctx context.Context, w *txWriter) error {
 		_, err := w.q.ExecContext(ctx, `INSERT INTO previews (id, source_session_id, target, lang, path, summary, extra, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, p.ID, p.SourceSessionID, string(target), p.Lang, p.Path, p.Summary, extra, record.Nanos(created))
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, p.ID, p.SourceSessionID, row.Target, p.Lang, p.Path, p.Summary, row.Extra, row.CreatedAt)
 		if err != nil {
 			return fmt.Errorf("storage: save preview %s: %w", p.ID, err)
 		}
@@ -51,24 +33,18 @@ func (db *DB) SavePreview(ctx context.Context, p core.Preview) error {
 // GetPreview implements core.PreviewStore.
 func (db *DB) GetPreview(ctx context.Context, id string) (core.Preview, error) {
 	var p core.Preview
-	var target, extra string
-	var created int64
-	var executed sql.NullInt64
+	var row record.PreviewRow
+	var executed *int64
 	err := db.sql.QueryRowContext(ctx, `SELECT id, source_session_id, target, lang, path, summary, extra, created_at, executed_at
-		FROM previews WHERE id = ?`, id).Scan(&p.ID, &p.SourceSessionID, &target, &p.Lang, &p.Path, &p.Summary, &extra, &created, &executed)
+		FROM previews WHERE id = ?`, id).Scan(&p.ID, &p.SourceSessionID, &row.Target, &p.Lang, &p.Path, &p.Summary, &row.Extra, &row.CreatedAt, &executed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return core.Preview{}, core.NotFound("preview", id)
 	}
 	if err != nil {
 		return core.Preview{}, fmt.Errorf("storage: get preview %s: %w", id, err)
 	}
-	if err := json.Unmarshal([]byte(target), &p.Target); err != nil {
-		return core.Preview{}, core.E(core.CodeCorrupt, "storage: preview "+id+": target is not JSON", err)
-	}
-	p.Extra = json.RawMessage(extra)
-	p.CreatedAt = record.Unix(created)
-	if executed.Valid {
-		p.ExecutedAt = record.Unix(executed.Int64)
+	if err := record.ReadPreview(&p, row, executed); err != nil {
+		return core.Preview{}, err
 	}
 	return p, nil
 }

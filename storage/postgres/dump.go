@@ -134,17 +134,14 @@ func (db *DB) RestoreStream(ctx context.Context, s core.Session, fill func(r cor
 			}
 			return nil
 		}
-		for _, ref := range []struct{ what, id string }{{"head", s.HeadID}, {"latestCheckpointId", s.LatestCheckpointID}} {
-			if ref.id == "" {
-				continue
+		err = record.CheckRestoredRefs(s, func(id string) (n int, err error) {
+			if err := w.tx.QueryRow(ctx, `SELECT count(*) FROM entries WHERE id = $1 AND session_id = $2`, id, s.ID).Scan(&n); err != nil {
+				return 0, db.errf(err, "restore")
 			}
-			var n int
-			if err := w.tx.QueryRow(ctx, `SELECT count(*) FROM entries WHERE id = $1 AND session_id = $2`, ref.id, s.ID).Scan(&n); err != nil {
-				return db.errf(err, "restore")
-			}
-			if n == 0 {
-				return core.Errorf(core.CodeInvalid, "restore: %s %q is not an entry of the session", ref.what, ref.id)
-			}
+			return n, nil
+		})
+		if err != nil {
+			return err
 		}
 		var status *string
 		if r.hasStatus {

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sort"
 	"strconv"
@@ -19,30 +18,13 @@ const maxAttachmentBytes = 32 << 20
 
 // SavePreview implements core.PreviewStore.
 func (db *DB) SavePreview(ctx context.Context, p core.Preview) error {
-	if p.ID == "" || p.SourceSessionID == "" {
-		return core.Errorf(core.CodeInvalid, "postgres: a preview needs an id and a source session")
-	}
-	if !p.ExecutedAt.IsZero() {
-		return core.Errorf(core.CodeInvalid, "postgres: a new preview is not executed")
-	}
-	target, err := json.Marshal(p.Target)
+	row, err := record.NewPreview(p, db.now())
 	if err != nil {
-		return core.E(core.CodeInvalid, "postgres: preview target", err)
-	}
-	extra := string(p.Extra)
-	if extra == "" {
-		extra = "{}"
-	}
-	if !json.Valid([]byte(extra)) {
-		return core.Errorf(core.CodeInvalid, "postgres: preview %s: extra is not JSON", p.ID)
-	}
-	created := p.CreatedAt
-	if created.IsZero() {
-		created = db.now()
+		return err
 	}
 	_, err = db.pool.Exec(ctx, `INSERT INTO previews (id, source_session_id, target, lang, path, summary, extra, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, txt(p.ID), txt(p.SourceSessionID), string(target), txt(p.Lang), txt(p.Path),
-		txt(p.Summary), txt(extra), record.Nanos(created))
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, txt(p.ID), txt(p.SourceSessionID), row.Target, txt(p.Lang), txt(p.Path),
+		txt(p.Summary), txt(row.Extra), row.CreatedAt)
 	if pgCode(err) == "23505" {
 		return core.Errorf(core.CodeConflict, "preview %s already exists", p.ID)
 	}
@@ -55,24 +37,18 @@ func (db *DB) SavePreview(ctx context.Context, p core.Preview) error {
 // GetPreview implements core.PreviewStore.
 func (db *DB) GetPreview(ctx context.Context, id string) (core.Preview, error) {
 	var p core.Preview
-	var target, extra string
-	var created int64
+	var row record.PreviewRow
 	var executed *int64
 	err := db.pool.QueryRow(ctx, `SELECT id, source_session_id, target, lang, path, summary, extra, created_at, executed_at
-		FROM previews WHERE id = $1`, txt(id)).Scan(&p.ID, &p.SourceSessionID, &target, &p.Lang, &p.Path, &p.Summary, &extra, &created, &executed)
+		FROM previews WHERE id = $1`, txt(id)).Scan(&p.ID, &p.SourceSessionID, &row.Target, &p.Lang, &p.Path, &p.Summary, &row.Extra, &row.CreatedAt, &executed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return core.Preview{}, core.NotFound("preview", id)
 	}
 	if err != nil {
 		return core.Preview{}, db.errf(err, "get preview %s", id)
 	}
-	if err := json.Unmarshal([]byte(target), &p.Target); err != nil {
-		return core.Preview{}, core.E(core.CodeCorrupt, "postgres: preview "+id+": target is not JSON", err)
-	}
-	p.Extra = json.RawMessage(extra)
-	p.CreatedAt = record.Unix(created)
-	if executed != nil {
-		p.ExecutedAt = record.Unix(*executed)
+	if err := record.ReadPreview(&p, row, executed); err != nil {
+		return core.Preview{}, err
 	}
 	return p, nil
 }

@@ -169,3 +169,22 @@ func (c dumpCollector) Audit(a core.AuditRecord) error {
 	c.d.Audit = append(c.d.Audit, a)
 	return nil
 }
+
+// CheckRestoredRefs refuses a restored session whose head or latest
+// checkpoint is not one of its entries (count tells how many entries of
+// the session have an id).
+func CheckRestoredRefs(s core.Session, count func(id string) (int, error)) error {
+	for _, ref := range []struct{ what, id string }{{"head", s.HeadID}, {"latestCheckpointId", s.LatestCheckpointID}} {
+		if ref.id == "" {
+			continue
+		}
+		n, err := count(ref.id)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return core.Errorf(core.CodeInvalid, "restore: %s %q is not an entry of the session", ref.what, ref.id)
+		}
+	}
+	return nil
+}
