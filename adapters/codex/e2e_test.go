@@ -22,7 +22,7 @@ type e2eEnv struct {
 	cwd   string
 }
 
-func newE2E(t *testing.T, extraArgs ...string) *e2eEnv {
+func newE2E(t testing.TB, extraArgs ...string) *e2eEnv {
 	t.Helper()
 	bin := adaptertest.FindBinary(t, "codex")
 	srv, err := fakemodel.Start()
