@@ -9,8 +9,9 @@ import (
 )
 
 // fork is a discardable side copy of a live Codex thread: a second
-// app-server process that forks the thread from its rollout (thread/fork,
-// ephemeral, so nothing is stored) with the live session's own options.
+// app-server process (at nice 10) that forks the thread from its rollout
+// (thread/fork, ephemeral, so nothing is stored) with the live session's
+// own options.
 // The live process is not paused, restarted or told.
 type fork struct {
 	side *live
@@ -29,7 +30,7 @@ func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 	req.Model, req.Effort = l.model, l.effort
 	l.mu.Unlock()
 	f := &fork{}
-	side, err := l.h.open(ctx, req, f.text.Sink)
+	side, err := l.h.open(ctx, req, f.text.Sink, true)
 	if err != nil {
 		return nil, err
 	}

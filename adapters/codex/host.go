@@ -75,7 +75,7 @@ func (h *Host) Presets(ctx context.Context) ([]core.Preset, error) {
 // withProc runs f against a short-lived app-server process.
 func (h *Host) withProc(ctx context.Context, f func(p *proc) error) error {
 	l := newLive(h, core.Preset{}, nil)
-	p, err := h.startProc(ctx, l)
+	p, err := h.startProc(ctx, l, false)
 	if err != nil {
 		return err
 	}
@@ -250,8 +250,10 @@ func sessionArgs(p core.Preset) []string {
 	return args
 }
 
-// open starts a process for one live session.
-func (h *Host) open(ctx context.Context, req core.CreateRequest, sink core.EventSink) (*live, error) {
+// open starts a process for one live session; a side process (a
+// checkpoint's fork) runs at a lower CPU priority, so that it takes less
+// from the live session's turns.
+func (h *Host) open(ctx context.Context, req core.CreateRequest, sink core.EventSink, side bool) (*live, error) {
 	l := newLive(h, req.Preset, sink)
 	l.req = req
 	l.model = firstNonEmpty(req.Model, req.Preset.Model)
@@ -262,7 +264,7 @@ func (h *Host) open(ctx context.Context, req core.CreateRequest, sink core.Event
 		cfg.Args = append(append([]string(nil), cfg.Args...), extra...)
 		hh = &Host{cfg: cfg}
 	}
-	p, err := hh.startProc(ctx, l)
+	p, err := hh.startProc(ctx, l, side)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +294,7 @@ func (l *live) threadParams(req core.CreateRequest) threadParams {
 
 // CreateSession starts an app-server process and a new thread (thread/start).
 func (h *Host) CreateSession(ctx context.Context, req core.CreateRequest, sink core.EventSink) (core.Live, error) {
-	l, err := h.open(ctx, req, sink)
+	l, err := h.open(ctx, req, sink, false)
 	if err != nil {
 		return nil, err
 	}
@@ -324,7 +326,7 @@ func (h *Host) CreateSession(ctx context.Context, req core.CreateRequest, sink c
 // (thread/resume) and proves it: the result must carry the same thread id.
 // Otherwise the error is a *core.ResumeError with Codex's own text.
 func (h *Host) Resume(ctx context.Context, req core.ResumeRequest, sink core.EventSink) (core.Live, error) {
-	l, err := h.open(ctx, req.CreateRequest, sink)
+	l, err := h.open(ctx, req.CreateRequest, sink, false)
 	if err != nil {
 		return nil, err
 	}

@@ -42,9 +42,9 @@ func (h *Host) environ() []string {
 	return env
 }
 
-// startProc launches `codex app-server`, wires hd to its stdout and runs the
-// initialize handshake.
-func (h *Host) startProc(ctx context.Context, hd handler) (*proc, error) {
+// startProc launches `codex app-server` (at a lower CPU priority when
+// background), wires hd to its stdout and runs the initialize handshake.
+func (h *Host) startProc(ctx context.Context, hd handler, background bool) (*proc, error) {
 	bin, err := h.binary()
 	if err != nil {
 		return nil, err
@@ -54,7 +54,7 @@ func (h *Host) startProc(ctx context.Context, hd handler) (*proc, error) {
 	}
 	p := &proc{}
 	p.Process, err = procutil.Start(procutil.Spec{Path: bin, Args: append([]string{"app-server"}, h.cfg.Args...),
-		Env: h.environ(), Stdin: true,
+		Env: h.environ(), Stdin: true, Background: background,
 		Setup:  func(pp *procutil.Process) { p.conn = newConn(pp.Stdin, hd) },
 		Stdout: func(r io.Reader) { p.conn.readLoop(r) }})
 	if err != nil {
