@@ -71,7 +71,7 @@ func (s *Service) SessionPrompt(ctx context.Context, p schema.SessionPromptParam
 // error.
 func (s *Service) SessionCancel(ctx context.Context, p schema.SessionCancelParams) (schema.SessionCancelResult, error) {
 	if p.ClearQueue {
-		s.withdraw(p.SessionID, "")
+		s.queues.Withdraw(p.SessionID, "")
 	}
 	return schema.SessionCancelResult{}, s.cancel(ctx, p.SessionID)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/bridge-dev/bridge/rpc/service/library"
 	"github.com/bridge-dev/bridge/rpc/service/live"
 	"github.com/bridge-dev/bridge/rpc/service/migrate"
+	"github.com/bridge-dev/bridge/rpc/service/queue"
 	"github.com/bridge-dev/bridge/rpc/service/workspace"
 	"github.com/bridge-dev/bridge/schema"
 )
@@ -104,7 +105,7 @@ type Service struct {
 
 	lives *live.Table // the running harness sessions
 
-	queues queues // prompts waiting for a running turn (queue.go)
+	queues *queue.Queues // prompts waiting for a running turn
 
 	life     context.Context // ends when Close begins to stop sessions
 	stopLife context.CancelFunc
@@ -135,6 +136,7 @@ func New(opts Options) (*Service, error) {
 	}
 	s := &Service{opts: opts, hosts: hosts.New(opts.Hosts, opts.Now)}
 	s.lives = live.NewTable(s.liveEnv())
+	s.queues = queue.New(s.queueChanged)
 	s.startedAt = opts.Now()
 	worktrees := opts.WorktreeDir
 	if worktrees == "" {
