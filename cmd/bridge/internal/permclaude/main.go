@@ -3,7 +3,8 @@
 // a user turn, a result) and, in each turn, asks PERMCLAUDE_N can_use_tool
 // control requests one after another, timing each from the moment its line
 // is written to the moment the control_response is read. The durations (in
-// nanoseconds, one a line) are appended to PERMCLAUDE_OUT.
+// nanoseconds, one a line) are appended to PERMCLAUDE_OUT. --version and
+// --help answer as the probe needs.
 package main
 
 import (
@@ -28,6 +29,15 @@ type msg struct {
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "--version" {
 		fmt.Println("2.1.328 (Claude Code)")
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "--help" {
+		// The probe reads what the CLI offers from the flags --help lists.
+		fmt.Println("Usage: claude [options] [command] [prompt]\n\nOptions:")
+		for _, f := range []string{"-p, --print", "--input-format <format>", "--output-format <format>", "--session-id <uuid>",
+			"-r, --resume [value]", "--permission-prompt-tool <tool>", "--replay-user-messages"} {
+			fmt.Printf("  %-40s\n", f)
+		}
 		return
 	}
 	sid := "00000000-0000-4000-8000-000000000001"
