@@ -33,6 +33,9 @@ type UserMessagePayload struct {
 	MessageID string `json:"messageId,omitempty"`
 	// PartID is the harness's id of the message part, where it has one.
 	PartID string `json:"partId,omitempty"`
+	// Steered is true for a prompt delivered into the turn that was
+	// running (session/prompt with steer).
+	Steered bool `json:"steered,omitempty"`
 }
 
 // MessageAttachment is an image a user message carried: an Attachment

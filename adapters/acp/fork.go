@@ -23,7 +23,7 @@ type fork struct {
 // forkMeta asks agents built on the Claude Agent SDK (claude-code-acp,
 // claude-agent-acp: their _meta.claudeCode.options) to store no transcript
 // for the fork; other agents ignore it (_meta is ACP's extension point).
-var forkMeta = map[string]any{"claudeCode": map[string]any{"options": map[string]any{"persistSession": false}}}
+var forkMeta = &forkSessionMeta{ClaudeCode: forkMetaClaudeCode{Options: forkMetaOptions{PersistSession: false}}}
 
 // Fork starts a second agent process and forks the live session there
 // with session/fork, when the agent advertises sessionCapabilities.fork.

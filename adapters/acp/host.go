@@ -383,14 +383,11 @@ func (h *Host) ListSessions(ctx context.Context, cwd string) ([]core.HostSession
 	var out []core.HostSession
 	cursor := ""
 	for page := 0; page < 50; page++ {
-		params := map[string]any{}
+		params := listSessionsParams{Cursor: cursor}
 		if cwd != "" {
 			if abs, err := filepath.Abs(cwd); err == nil {
-				params["cwd"] = abs
+				params.Cwd = abs
 			}
-		}
-		if cursor != "" {
-			params["cursor"] = cursor
 		}
 		raw, err := a.call(ctx, "session/list", params)
 		if err != nil {
@@ -449,11 +446,7 @@ func (h *Host) History(ctx context.Context, nativeID string) ([]core.NewEntry, e
 func (a *agent) sessionCwd(ctx context.Context, nativeID string) string {
 	cursor := ""
 	for page := 0; page < 50; page++ {
-		params := map[string]any{}
-		if cursor != "" {
-			params["cursor"] = cursor
-		}
-		raw, err := a.call(ctx, "session/list", params)
+		raw, err := a.call(ctx, "session/list", listSessionsParams{Cursor: cursor})
 		if err != nil {
 			return ""
 		}
@@ -504,7 +497,7 @@ func (c *collector) notify(method string, params json.RawMessage) {
 
 func (c *collector) request(method string, _ json.RawMessage) (any, *rpcError) {
 	if method == "session/request_permission" {
-		return map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}, nil
+		return cancelledOutcome, nil
 	}
 	return nil, &rpcError{Code: -32601, Message: "method not found: " + method}
 }

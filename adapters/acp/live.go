@@ -225,7 +225,7 @@ func (l *live) applyMode(ctx context.Context, mode string) error {
 	var ids []string
 	for _, m := range modes.AvailableModes {
 		if m.ID == mode {
-			if _, err := l.a.call(ctx, "session/set_mode", map[string]any{"sessionId": l.NativeID(), "modeId": mode}); err != nil {
+			if _, err := l.a.call(ctx, "session/set_mode", setModeParams{SessionID: l.NativeID(), ModeID: mode}); err != nil {
 				return fmt.Errorf("acp: set mode %q: %w", mode, err)
 			}
 			return nil
@@ -323,14 +323,14 @@ func (l *live) request(method string, params json.RawMessage) (any, *rpcError) {
 	d := l.req.Approval(ctx, ar)
 	if d.Cancelled {
 		// ACP: a request open when the turn is cancelled is answered cancelled.
-		return map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}, nil
+		return cancelledOutcome, nil
 	}
 	for _, o := range req.Options {
 		if o.OptionID == d.OptionID {
-			return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": o.OptionID}}, nil
+			return permissionResponse{Outcome: permissionOutcome{Outcome: "selected", OptionID: o.OptionID}}, nil
 		}
 	}
-	return map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}, nil
+	return cancelledOutcome, nil
 }
 
 // async says which agent requests are answered off the reading goroutine:
@@ -344,8 +344,8 @@ func (l *live) malformed(line []byte, err error) {
 	if l.m.mode != modeLive {
 		return
 	}
-	l.emit([]core.Event{l.m.entry(core.KindHarnessEvent, "malformed", map[string]any{
-		"type": "malformed_line", "line": string(line), "error": err.Error()})})
+	l.emit([]core.Event{l.m.entry(core.KindHarnessEvent, "malformed", core.HarnessEventPayload{
+		Type: "malformed_line", Line: string(line), Error: err.Error()})})
 }
 
 // Prompt runs one turn with session/prompt. Text and image blocks are
@@ -444,7 +444,7 @@ func (l *live) endTurn(result json.RawMessage) {
 // stopReason cancelled.
 func (l *live) Cancel(ctx context.Context) error {
 	sid := l.NativeID()
-	if err := l.a.conn.notify("session/cancel", map[string]any{"sessionId": sid}); err != nil {
+	if err := l.a.conn.notify("session/cancel", sessionParams{SessionID: sid}); err != nil {
 		return core.E(core.CodeHarness, "acp: session/cancel", err)
 	}
 	return nil
@@ -466,9 +466,9 @@ func (l *live) SelectModel(ctx context.Context, model, effort string) error {
 	var err error
 	switch opt := modelOption(&setup); {
 	case opt != nil:
-		_, err = l.a.call(ctx, "session/set_config_option", map[string]any{"sessionId": sid, "configId": opt.ID, "value": model})
+		_, err = l.a.call(ctx, "session/set_config_option", setConfigOptionParams{SessionID: sid, ConfigID: opt.ID, Value: model})
 	case setup.Models != nil:
-		_, err = l.a.call(ctx, "session/set_model", map[string]any{"sessionId": sid, "modelId": model})
+		_, err = l.a.call(ctx, "session/set_model", setModelParams{SessionID: sid, ModelID: model})
 	default:
 		return unsupported("the agent offers no model selection for this session")
 	}

@@ -116,11 +116,11 @@ func (m *mapper) entry(kind core.Kind, what string, payload any) core.Event {
 
 // harnessEvent keeps an update Bridge has no mapping for.
 func (m *mapper) harnessEvent(typ string, raw json.RawMessage) core.Event {
-	p := map[string]any{"type": typ}
+	p := core.HarnessEventPayload{Type: typ}
 	if json.Valid(raw) {
-		p["raw"] = raw
+		p.Raw = raw
 	} else {
-		p["line"] = string(raw)
+		p.Line = string(raw)
 	}
 	return m.entry(core.KindHarnessEvent, "event", p)
 }
@@ -245,17 +245,14 @@ func (m *mapper) flush() []core.Event {
 	var out []core.Event
 	if m.emitting() {
 		if s := m.user.String(); strings.TrimSpace(s) != "" {
-			out = append(out, m.entry(core.KindUserMessage, "user", map[string]any{"text": s}))
+			out = append(out, m.entry(core.KindUserMessage, "user", core.UserMessagePayload{Text: s}))
 		}
 		if s := m.thought.String(); strings.TrimSpace(s) != "" {
-			out = append(out, m.entry(core.KindHarnessEvent, "thought", map[string]any{"type": "agent_thought", "text": s}))
+			out = append(out, m.entry(core.KindHarnessEvent, "thought", core.HarnessEventPayload{Type: "agent_thought", Text: s}))
 		}
 		if s := m.text.String(); strings.TrimSpace(s) != "" {
-			p := map[string]any{"text": s}
-			if m.messageID != "" {
-				p["messageId"] = m.messageID
-			}
-			out = append(out, m.entry(core.KindAssistantMessage, "assistant", p))
+			out = append(out, m.entry(core.KindAssistantMessage, "assistant",
+				core.AssistantMessagePayload{Text: s, MessageID: m.messageID}))
 		}
 	}
 	m.user.Reset()
@@ -393,9 +390,9 @@ func (m *mapper) tool(kind string, raw json.RawMessage) []core.Event {
 	}
 	if !m.started[u.ToolCallID] {
 		m.started[u.ToolCallID] = true
-		p := map[string]any{"toolId": u.ToolCallID, "title": u.Title, "toolKind": u.Kind, "status": u.Status}
+		p := core.ToolStartedPayload{ToolID: u.ToolCallID, Title: u.Title, ToolKind: u.Kind, Status: u.Status}
 		if present(u.RawInput) {
-			p["input"] = u.RawInput
+			p.Input = u.RawInput
 		}
 		out = append(out, m.entry(core.KindToolStarted, "tool-start", p))
 		if u.Kind == "edit" {
@@ -413,21 +410,18 @@ func (m *mapper) tool(kind string, raw json.RawMessage) []core.Event {
 	}
 	if (u.Status == "completed" || u.Status == "failed") && !m.finished[u.ToolCallID] {
 		m.finished[u.ToolCallID] = true
-		p := map[string]any{"toolId": u.ToolCallID, "status": u.Status}
-		if u.Title != "" {
-			p["title"] = u.Title
-		}
+		p := core.ToolCompletedPayload{ToolID: u.ToolCallID, Status: u.Status, Title: u.Title}
 		if present(u.RawOutput) {
-			p["output"] = u.RawOutput
+			p.Output = u.RawOutput
 		}
 		if present(u.Content) {
-			p["content"] = u.Content
+			p.Content = u.Content
 		}
 		out = append(out, m.entry(core.KindToolCompleted, "tool-done", p))
 		if u.Status == "completed" {
 			for _, f := range m.edits[u.ToolCallID] {
 				out = append(out, m.entry(core.KindArtifactCreated, "artifact",
-					map[string]any{"path": f, "toolId": u.ToolCallID, "toolKind": "edit"}))
+					core.ArtifactCreatedPayload{Path: f, ToolID: u.ToolCallID, ToolKind: "edit"}))
 			}
 		}
 		delete(m.edits, u.ToolCallID)

@@ -132,10 +132,10 @@ type promptResult struct {
 
 // forkSessionParams are session/fork's params.
 type forkSessionParams struct {
-	SessionID  string         `json:"sessionId"`
-	Cwd        string         `json:"cwd"`
-	McpServers []any          `json:"mcpServers"`
-	Meta       map[string]any `json:"_meta,omitempty"`
+	SessionID  string           `json:"sessionId"`
+	Cwd        string           `json:"cwd"`
+	McpServers []any            `json:"mcpServers"`
+	Meta       *forkSessionMeta `json:"_meta,omitempty"`
 }
 
 type sessionNotification struct {
@@ -161,4 +161,59 @@ type permissionRequest struct {
 		Name     string `json:"name"`
 		Kind     string `json:"kind"`
 	} `json:"options"`
+}
+
+// listSessionsParams are session/list's params: both members are sent
+// only when set.
+type listSessionsParams struct {
+	Cursor string `json:"cursor,omitempty"`
+	Cwd    string `json:"cwd,omitempty"`
+}
+
+// sessionParams are the params of a request or notification naming only
+// the session (session/cancel).
+type sessionParams struct {
+	SessionID string `json:"sessionId"`
+}
+
+type setModeParams struct {
+	ModeID    string `json:"modeId"`
+	SessionID string `json:"sessionId"`
+}
+
+type setModelParams struct {
+	ModelID   string `json:"modelId"`
+	SessionID string `json:"sessionId"`
+}
+
+type setConfigOptionParams struct {
+	ConfigID  string `json:"configId"`
+	SessionID string `json:"sessionId"`
+	Value     string `json:"value"`
+}
+
+// permissionResponse answers session/request_permission.
+type permissionResponse struct {
+	Outcome permissionOutcome `json:"outcome"`
+}
+
+// permissionOutcome is "cancelled", or "selected" with the option chosen.
+type permissionOutcome struct {
+	OptionID string `json:"optionId,omitempty"`
+	Outcome  string `json:"outcome"`
+}
+
+var cancelledOutcome = permissionResponse{Outcome: permissionOutcome{Outcome: "cancelled"}}
+
+// forkMetaOptions is _meta.claudeCode.options of a session/fork.
+type forkMetaOptions struct {
+	PersistSession bool `json:"persistSession"`
+}
+
+type forkMetaClaudeCode struct {
+	Options forkMetaOptions `json:"options"`
+}
+
+type forkSessionMeta struct {
+	ClaudeCode forkMetaClaudeCode `json:"claudeCode"`
 }

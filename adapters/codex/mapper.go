@@ -210,123 +210,150 @@ func (m *mapper) notification(method string, params json.RawMessage, raw []byte)
 		m.activeTurn = p.Turn.ID
 		out.TurnStarted = p.Turn.ID
 	case "turn/completed":
-		var p struct {
-			Turn struct {
-				ID     string `json:"id"`
-				Status string `json:"status"`
-				Error  *struct {
-					Message string `json:"message"`
-				} `json:"error"`
-			} `json:"turn"`
-		}
-		_ = json.Unmarshal(params, &p)
-		end := &turnEnd{TurnID: p.Turn.ID, Status: p.Turn.Status}
-		if p.Turn.Error != nil {
-			end.Message = p.Turn.Error.Message
-		}
-		if m.activeTurn == p.Turn.ID {
-			m.activeTurn = ""
-		}
-		if ev := m.ledger.turnEnded(p.Turn.ID); ev != nil {
-			out.Events = append(out.Events, *ev)
-		}
-		out.TurnEnded = end
+		m.turnCompleted(params, &out)
 	case "thread/tokenUsage/updated":
-		var p struct {
-			TurnID     string `json:"turnId"`
-			TokenUsage struct {
-				Last struct {
-					TotalTokens int64 `json:"totalTokens"`
-				} `json:"last"`
-				ModelContextWindow *int64 `json:"modelContextWindow"`
-			} `json:"tokenUsage"`
-		}
-		if err := json.Unmarshal(params, &p); err != nil {
-			out.Events = append(out.Events, harnessEvent(method, params, raw))
-			break
-		}
-		m.ledger.noteTotals(params)
-		n := p.TokenUsage.Last.TotalTokens
-		m.lastTotal = &n
-		for id := range m.compPre {
-			m.usageSince[id] = true
-		}
-		g := &core.Gauge{Used: n}
-		if p.TokenUsage.ModelContextWindow != nil {
-			g.Size = *p.TokenUsage.ModelContextWindow
-		}
-		out.Events = append(out.Events, core.Event{Gauge: g})
-		if id := m.afterCompaction; id != "" && len(m.compPre) == 0 {
-			// The first count Codex reports after a compaction: the tokens
-			// the compacted context holds.
-			m.afterCompaction = ""
-			pl := core.ContextUsagePayload{Used: n, AfterCompaction: id, TurnID: p.TurnID, Size: max(g.Size, 0)}
-			out.Events = append(out.Events, entryEvent(core.KindContextUsage, id+":tokens-after", pl))
-		}
+		m.tokenUsage(method, params, raw, &out)
 	case "turn/plan/updated":
-		var p struct {
-			TurnID string `json:"turnId"`
-			Plan   []struct {
-				Step   string `json:"step"`
-				Status string `json:"status"`
-			} `json:"plan"`
-		}
-		if err := json.Unmarshal(params, &p); err != nil || p.Plan == nil {
-			out.Events = append(out.Events, harnessEvent(method, params, raw))
-			break
-		}
-		plan := core.Plan{Source: method, Steps: []core.PlanStep{}}
-		for _, st := range p.Plan {
-			plan.Steps = append(plan.Steps, core.PlanStep{Text: st.Step, Status: core.NormalizePlanStatus(st.Status)})
-		}
-		e := plan.Entry(rawID(method, raw))
-		out.Events = append(out.Events, core.Event{Entry: &e})
+		m.planUpdated(method, params, raw, &out)
 	case "item/started":
 		m.itemStarted(params, raw, &out)
 	case "item/completed":
 		m.itemCompleted(params, raw, &out)
 	case "thread/compacted":
-		var p struct {
-			TurnID string `json:"turnId"`
-		}
-		_ = json.Unmarshal(params, &p)
-		if m.itemCompactions[p.TurnID] > 0 {
-			break // already reported from the contextCompaction item
-		}
-		m.deprecatedTurns[p.TurnID] = true
-		m.claimManual(p.TurnID, &out)
-		c := m.compacted(p.TurnID, rawID(method, raw), params, m.lastTotal)
-		out.Events = append(out.Events, core.Event{Entry: ptr(c.Entry())})
-		out.Compacted = p.TurnID
-		m.afterCompaction = c.NativeID
+		m.threadCompacted(method, params, raw, &out)
 	case "error":
-		var p struct {
-			Error struct {
-				Message        string          `json:"message"`
-				CodexErrorInfo json.RawMessage `json:"codexErrorInfo"`
-			} `json:"error"`
-			WillRetry bool   `json:"willRetry"`
-			TurnID    string `json:"turnId"`
-		}
-		if err := json.Unmarshal(params, &p); err != nil {
-			out.Events = append(out.Events, harnessEvent(method, params, raw))
-			break
-		}
-		status := "error"
-		if p.WillRetry {
-			status = "retrying"
-		}
-		pl := core.StatusPayload{Status: status, Message: p.Error.Message, WillRetry: &p.WillRetry, TurnID: p.TurnID}
-		if len(p.Error.CodexErrorInfo) > 0 && string(p.Error.CodexErrorInfo) != "null" {
-			pl.CodexErrorInfo = p.Error.CodexErrorInfo
-		}
-		out.Events = append(out.Events, entryEvent(core.KindSessionStatus, rawID(method, raw), pl))
+		m.errorNotification(method, params, raw, &out)
 	default:
 		if !ignored[method] {
 			out.Events = append(out.Events, harnessEvent(method, params, raw))
 		}
 	}
 	return out
+}
+
+// turnCompleted ends the active turn and reports its usage.
+func (m *mapper) turnCompleted(params json.RawMessage, out *mapOut) {
+	var p struct {
+		Turn struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+			Error  *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		} `json:"turn"`
+	}
+	_ = json.Unmarshal(params, &p)
+	end := &turnEnd{TurnID: p.Turn.ID, Status: p.Turn.Status}
+	if p.Turn.Error != nil {
+		end.Message = p.Turn.Error.Message
+	}
+	if m.activeTurn == p.Turn.ID {
+		m.activeTurn = ""
+	}
+	if ev := m.ledger.turnEnded(p.Turn.ID); ev != nil {
+		out.Events = append(out.Events, *ev)
+	}
+	out.TurnEnded = end
+}
+
+// tokenUsage reads the context gauge; the first count after a compaction
+// is also recorded as the tokens the compacted context holds.
+func (m *mapper) tokenUsage(method string, params json.RawMessage, raw []byte, out *mapOut) {
+	var p struct {
+		TurnID     string `json:"turnId"`
+		TokenUsage struct {
+			Last struct {
+				TotalTokens int64 `json:"totalTokens"`
+			} `json:"last"`
+			ModelContextWindow *int64 `json:"modelContextWindow"`
+		} `json:"tokenUsage"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		out.Events = append(out.Events, harnessEvent(method, params, raw))
+		return
+	}
+	m.ledger.noteTotals(params)
+	n := p.TokenUsage.Last.TotalTokens
+	m.lastTotal = &n
+	for id := range m.compPre {
+		m.usageSince[id] = true
+	}
+	g := &core.Gauge{Used: n}
+	if p.TokenUsage.ModelContextWindow != nil {
+		g.Size = *p.TokenUsage.ModelContextWindow
+	}
+	out.Events = append(out.Events, core.Event{Gauge: g})
+	if id := m.afterCompaction; id != "" && len(m.compPre) == 0 {
+		// The first count Codex reports after a compaction: the tokens
+		// the compacted context holds.
+		m.afterCompaction = ""
+		pl := core.ContextUsagePayload{Used: n, AfterCompaction: id, TurnID: p.TurnID, Size: max(g.Size, 0)}
+		out.Events = append(out.Events, entryEvent(core.KindContextUsage, id+":tokens-after", pl))
+	}
+}
+
+// planUpdated records the turn's plan.
+func (m *mapper) planUpdated(method string, params json.RawMessage, raw []byte, out *mapOut) {
+	var p struct {
+		TurnID string `json:"turnId"`
+		Plan   []struct {
+			Step   string `json:"step"`
+			Status string `json:"status"`
+		} `json:"plan"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil || p.Plan == nil {
+		out.Events = append(out.Events, harnessEvent(method, params, raw))
+		return
+	}
+	plan := core.Plan{Source: method, Steps: []core.PlanStep{}}
+	for _, st := range p.Plan {
+		plan.Steps = append(plan.Steps, core.PlanStep{Text: st.Step, Status: core.NormalizePlanStatus(st.Status)})
+	}
+	e := plan.Entry(rawID(method, raw))
+	out.Events = append(out.Events, core.Event{Entry: &e})
+}
+
+// threadCompacted records a compaction reported by the deprecated
+// thread/compacted notification, unless its contextCompaction item did.
+func (m *mapper) threadCompacted(method string, params json.RawMessage, raw []byte, out *mapOut) {
+	var p struct {
+		TurnID string `json:"turnId"`
+	}
+	_ = json.Unmarshal(params, &p)
+	if m.itemCompactions[p.TurnID] > 0 {
+		return // already reported from the contextCompaction item
+	}
+	m.deprecatedTurns[p.TurnID] = true
+	m.claimManual(p.TurnID, out)
+	c := m.compacted(p.TurnID, rawID(method, raw), params, m.lastTotal)
+	out.Events = append(out.Events, core.Event{Entry: ptr(c.Entry())})
+	out.Compacted = p.TurnID
+	m.afterCompaction = c.NativeID
+}
+
+// errorNotification records Codex's error (retrying when it will retry).
+func (m *mapper) errorNotification(method string, params json.RawMessage, raw []byte, out *mapOut) {
+	var p struct {
+		Error struct {
+			Message        string          `json:"message"`
+			CodexErrorInfo json.RawMessage `json:"codexErrorInfo"`
+		} `json:"error"`
+		WillRetry bool   `json:"willRetry"`
+		TurnID    string `json:"turnId"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		out.Events = append(out.Events, harnessEvent(method, params, raw))
+		return
+	}
+	status := "error"
+	if p.WillRetry {
+		status = "retrying"
+	}
+	pl := core.StatusPayload{Status: status, Message: p.Error.Message, WillRetry: &p.WillRetry, TurnID: p.TurnID}
+	if len(p.Error.CodexErrorInfo) > 0 && string(p.Error.CodexErrorInfo) != "null" {
+		pl.CodexErrorInfo = p.Error.CodexErrorInfo
+	}
+	out.Events = append(out.Events, entryEvent(core.KindSessionStatus, rawID(method, raw), pl))
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -78,142 +78,170 @@ func (m *eventMapper) gauge(info messageInfo) *core.Gauge {
 // handle maps one event of this session; it never fails: what it cannot
 // read is kept as a harness.event entry.
 func (m *eventMapper) handle(ev event) []core.Event {
-	var out []core.Event
-	add := func(entries ...core.NewEntry) {
-		for _, e := range entries {
-			if e.NativeID != "" {
-				if m.emitted[e.NativeID] {
-					continue
-				}
-				m.emitted[e.NativeID] = true
-			}
-			e := e
-			out = append(out, core.Event{Entry: &e})
-		}
-	}
-	keep := func() { add(harnessEvent(nativeOr(ev.ID, ev.Type), ev.Type, ev.Raw)) }
-
 	switch ev.Type {
 	case "message.updated":
-		var p struct {
-			Info messageInfo `json:"info"`
-		}
-		if err := json.Unmarshal(ev.Properties, &p); err != nil || p.Info.ID == "" {
-			keep()
-			return out
-		}
-		info := p.Info
-		m.messages[info.ID] = &info
-		if info.Role == "assistant" {
-			if info.isSummary() {
-				m.summary = &info
-			} else {
-				m.lastAssistant = info.ID
-			}
-			if name := modelName(info.ProviderID, info.ModelID); name != "" && name != m.model {
-				m.model = name
-				out = append(out, core.Event{Model: name})
-			}
-			if g := m.gauge(info); g != nil {
-				out = append(out, core.Event{Gauge: g})
-			}
-		}
-		if pend := m.pendingText[info.ID]; len(pend) > 0 {
-			delete(m.pendingText, info.ID)
-			for _, tp := range pend {
-				add(m.textEntries(tp)...)
-			}
-		}
+		return m.messageUpdated(ev)
 	case "message.part.updated":
 		var p struct {
 			Part json.RawMessage `json:"part"`
 		}
 		if err := json.Unmarshal(ev.Properties, &p); err != nil || len(p.Part) == 0 {
-			keep()
-			return out
+			return m.keep(nil, ev)
 		}
 		pt, err := decodePart(p.Part)
 		if err != nil || pt.ID == "" {
-			keep()
-			return out
+			return m.keep(nil, ev)
 		}
-		add(m.partEntries(pt)...)
+		return m.add(nil, m.partEntries(pt)...)
 	case "session.idle":
-		// Text of a message whose description never arrived (a dropped
-		// stream) is kept as data rather than guessed to be the assistant's.
-		for id, pend := range m.pendingText {
-			for _, tp := range pend {
-				add(harnessEvent(tp.ID, "part.text", tp.Raw))
-			}
-			delete(m.pendingText, id)
-		}
+		return m.sessionIdle()
 	case "session.compacted":
 		text := ""
 		if m.summary != nil {
 			text = m.summaryText[m.summary.ID]
 		}
-		add(compacted(m.compaction, m.summary, text, nativeOr(ev.ID, ev.Type),
-			map[string]any{"event": ev.Raw}))
+		out := m.add(nil, compacted(m.compaction, m.summary, text, nativeOr(ev.ID, ev.Type),
+			compactedRaw{Event: ev.Raw}))
 		m.compaction, m.summary = nil, nil
+		return out
 	case "session.error":
-		var p struct {
-			Error *apiError `json:"error"`
-		}
-		_ = json.Unmarshal(ev.Properties, &p)
-		status := "error"
-		payload := map[string]any{"raw": ev.Raw}
-		if p.Error != nil {
-			if p.Error.Name == "MessageAbortedError" {
-				status = "cancelled"
-			}
-			payload["errorName"] = p.Error.Name
-			payload["message"] = p.Error.Data.Message
-		}
-		payload["status"] = status
-		id := nativeOr(ev.ID, ev.Type)
-		if m.lastAssistant != "" {
-			id = m.lastAssistant + ":error"
-		}
-		add(entry(core.KindSessionStatus, id, payload))
+		return m.sessionError(ev)
 	case "todo.updated":
-		var p struct {
-			Todos []struct {
-				ID      string `json:"id"`
-				Content string `json:"content"`
-				Status  string `json:"status"`
-			} `json:"todos"`
-		}
-		if err := json.Unmarshal(ev.Properties, &p); err != nil || p.Todos == nil {
-			keep()
-			return out
-		}
-		plan := core.Plan{Source: ev.Type, Steps: []core.PlanStep{}}
-		for _, t := range p.Todos {
-			plan.Steps = append(plan.Steps, core.PlanStep{ID: t.ID, Text: t.Content, Status: core.NormalizePlanStatus(t.Status)})
-		}
-		add(plan.Entry(nativeOr(ev.ID, ev.Type)))
+		return m.todoUpdated(ev)
 	case "session.status":
-		var p struct {
-			Status struct {
-				Type    string `json:"type"`
-				Attempt int    `json:"attempt"`
-				Message string `json:"message"`
-			} `json:"status"`
+		return m.sessionStatus(ev)
+	}
+	if !quietEvents[ev.Type] {
+		return m.keep(nil, ev)
+	}
+	return nil
+}
+
+// add appends the entries not emitted before (by native id) to out.
+func (m *eventMapper) add(out []core.Event, entries ...core.NewEntry) []core.Event {
+	for _, e := range entries {
+		if e.NativeID != "" {
+			if m.emitted[e.NativeID] {
+				continue
+			}
+			m.emitted[e.NativeID] = true
 		}
-		if err := json.Unmarshal(ev.Properties, &p); err != nil {
-			keep()
-			return out
+		e := e
+		out = append(out, core.Event{Entry: &e})
+	}
+	return out
+}
+
+// keep appends the event, whole, as a harness.event entry.
+func (m *eventMapper) keep(out []core.Event, ev event) []core.Event {
+	return m.add(out, harnessEvent(nativeOr(ev.ID, ev.Type), ev.Type, ev.Raw))
+}
+
+// messageUpdated learns a message's description: an assistant message's
+// model and context gauge, and the text parts that waited for it.
+func (m *eventMapper) messageUpdated(ev event) []core.Event {
+	var p struct {
+		Info messageInfo `json:"info"`
+	}
+	if err := json.Unmarshal(ev.Properties, &p); err != nil || p.Info.ID == "" {
+		return m.keep(nil, ev)
+	}
+	var out []core.Event
+	info := p.Info
+	m.messages[info.ID] = &info
+	if info.Role == "assistant" {
+		if info.isSummary() {
+			m.summary = &info
+		} else {
+			m.lastAssistant = info.ID
 		}
-		if p.Status.Type == "retry" {
-			add(entry(core.KindSessionStatus, nativeOr(ev.ID, ev.Type), map[string]any{
-				"status": "retry", "attempt": p.Status.Attempt, "message": p.Status.Message, "raw": ev.Raw}))
+		if name := modelName(info.ProviderID, info.ModelID); name != "" && name != m.model {
+			m.model = name
+			out = append(out, core.Event{Model: name})
 		}
-	default:
-		if !quietEvents[ev.Type] {
-			keep()
+		if g := m.gauge(info); g != nil {
+			out = append(out, core.Event{Gauge: g})
+		}
+	}
+	if pend := m.pendingText[info.ID]; len(pend) > 0 {
+		delete(m.pendingText, info.ID)
+		for _, tp := range pend {
+			out = m.add(out, m.textEntries(tp)...)
 		}
 	}
 	return out
+}
+
+// sessionIdle keeps the text of a message whose description never arrived
+// (a dropped stream) as data rather than guessing it is the assistant's.
+func (m *eventMapper) sessionIdle() []core.Event {
+	var out []core.Event
+	for id, pend := range m.pendingText {
+		for _, tp := range pend {
+			out = m.add(out, harnessEvent(tp.ID, "part.text", tp.Raw))
+		}
+		delete(m.pendingText, id)
+	}
+	return out
+}
+
+// sessionError records a turn's error (cancelled when it was aborted).
+func (m *eventMapper) sessionError(ev event) []core.Event {
+	var p struct {
+		Error *apiError `json:"error"`
+	}
+	_ = json.Unmarshal(ev.Properties, &p)
+	payload := core.StatusPayload{Status: "error", Raw: ev.Raw}
+	if p.Error != nil {
+		if p.Error.Name == "MessageAbortedError" {
+			payload.Status = "cancelled"
+		}
+		payload.ErrorName = p.Error.Name
+		payload.Message = p.Error.Data.Message
+	}
+	id := nativeOr(ev.ID, ev.Type)
+	if m.lastAssistant != "" {
+		id = m.lastAssistant + ":error"
+	}
+	return m.add(nil, entry(core.KindSessionStatus, id, payload))
+}
+
+// todoUpdated records the todo list as a plan.
+func (m *eventMapper) todoUpdated(ev event) []core.Event {
+	var p struct {
+		Todos []struct {
+			ID      string `json:"id"`
+			Content string `json:"content"`
+			Status  string `json:"status"`
+		} `json:"todos"`
+	}
+	if err := json.Unmarshal(ev.Properties, &p); err != nil || p.Todos == nil {
+		return m.keep(nil, ev)
+	}
+	plan := core.Plan{Source: ev.Type, Steps: []core.PlanStep{}}
+	for _, t := range p.Todos {
+		plan.Steps = append(plan.Steps, core.PlanStep{ID: t.ID, Text: t.Content, Status: core.NormalizePlanStatus(t.Status)})
+	}
+	return m.add(nil, plan.Entry(nativeOr(ev.ID, ev.Type)))
+}
+
+// sessionStatus records a retry; other statuses are the live session's.
+func (m *eventMapper) sessionStatus(ev event) []core.Event {
+	var p struct {
+		Status struct {
+			Type    string `json:"type"`
+			Attempt int    `json:"attempt"`
+			Message string `json:"message"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(ev.Properties, &p); err != nil {
+		return m.keep(nil, ev)
+	}
+	if p.Status.Type != "retry" {
+		return nil
+	}
+	return m.add(nil, entry(core.KindSessionStatus, nativeOr(ev.ID, ev.Type), core.StatusPayload{
+		Status: "retry", Attempt: p.Status.Attempt, Message: p.Status.Message, Raw: ev.Raw}))
 }
 
 // partEntries maps one updated part.
@@ -276,7 +304,7 @@ func (m *eventMapper) textEntries(p part) []core.NewEntry {
 		return nil
 	}
 	return []core.NewEntry{entry(core.KindAssistantMessage, p.ID,
-		map[string]any{"text": p.Text, "messageId": p.MessageID, "partId": p.ID})}
+		core.AssistantMessagePayload{Text: p.Text, MessageID: p.MessageID, PartID: p.ID})}
 }
 
 func nativeOr(id, fallback string) string {

@@ -28,7 +28,7 @@ func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 		return nil, err
 	}
 	var info sessionInfo
-	if err := l.h.do(ctx, l.srv, http.MethodPost, l.path("/fork"), dirQuery(l.dir), map[string]any{}, &info); err != nil {
+	if err := l.h.do(ctx, l.srv, http.MethodPost, l.path("/fork"), dirQuery(l.dir), struct{}{}, &info); err != nil {
 		return nil, domainError(l.srv, "fork session", err)
 	}
 	if info.ID == "" || info.ID == l.id {

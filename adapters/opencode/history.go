@@ -112,7 +112,7 @@ func (mm *messageMapper) message(sm storedMessage) {
 				case "text":
 					if p.Text != "" && !p.Synthetic && !p.Ignored {
 						add(entry(core.KindUserMessage, p.ID,
-							map[string]any{"text": p.Text, "messageId": info.ID, "partId": p.ID}))
+							core.UserMessagePayload{Text: p.Text, MessageID: info.ID, PartID: p.ID}))
 					}
 				case "compaction":
 					cp := p
@@ -129,7 +129,7 @@ func (mm *messageMapper) message(sm storedMessage) {
 				}
 			}
 			add(compacted(compactions[info.ParentID], &info, text.String(), info.ID,
-				map[string]any{"summaryMessage": sm.Info}))
+				compactedRaw{SummaryMessage: sm.Info}))
 			// The summary's own model request costs too.
 			for _, p := range parts {
 				if p.Type == "step-finish" {
@@ -149,8 +149,8 @@ func (mm *messageMapper) message(sm storedMessage) {
 				if info.Error.Name == "MessageAbortedError" {
 					status = "cancelled"
 				}
-				add(entry(core.KindSessionStatus, info.ID+":error", map[string]any{
-					"status": status, "errorName": info.Error.Name, "message": info.Error.Data.Message}))
+				add(entry(core.KindSessionStatus, info.ID+":error", core.StatusPayload{
+					Status: status, ErrorName: info.Error.Name, Message: info.Error.Data.Message}))
 			}
 		}
 	}

@@ -313,14 +313,7 @@ func (h *Host) CreateSession(ctx context.Context, req core.CreateRequest, sink c
 	if err != nil {
 		return nil, err
 	}
-	body := map[string]any{}
-	if req.Title != "" {
-		body["title"] = req.Title
-	}
-	agent := req.Preset.Agent
-	if agent != "" {
-		body["agent"] = agent
-	}
+	body := createSessionBody{Title: req.Title, Agent: req.Preset.Agent}
 	model := req.Model
 	if model == "" {
 		model = req.Preset.Model
@@ -331,11 +324,7 @@ func (h *Host) CreateSession(ctx context.Context, req core.CreateRequest, sink c
 		effort = req.Preset.Effort
 	}
 	if provider != "" && modelID != "" {
-		m := map[string]any{"id": modelID, "providerID": provider}
-		if effort != "" {
-			m["variant"] = effort
-		}
-		body["model"] = m
+		body.Model = &modelSpec{ID: modelID, ProviderID: provider, Variant: effort}
 	}
 	var info sessionInfo
 	if err := h.do(ctx, s, http.MethodPost, "/session", dirQuery(req.Cwd), body, &info); err != nil {
@@ -350,7 +339,7 @@ func (h *Host) CreateSession(ctx context.Context, req core.CreateRequest, sink c
 	}
 	l := h.newLive(s, info.ID, dir, sink)
 	l.mu.Lock()
-	l.provider, l.model, l.agent, l.variant = provider, modelID, agent, effort
+	l.provider, l.model, l.agent, l.variant = provider, modelID, body.Agent, effort
 	l.req = req
 	l.mu.Unlock()
 	return l, nil
@@ -504,7 +493,8 @@ func (h *Host) ArchiveSession(ctx context.Context, nativeID string) error {
 	if err != nil {
 		return err
 	}
-	body := map[string]any{"time": map[string]any{"archived": time.Now().UnixMilli()}}
+	var body archiveBody
+	body.Time.Archived = time.Now().UnixMilli()
 	if err := h.do(ctx, s, http.MethodPatch, "/session/"+url.PathEscape(nativeID), nil, body, nil); err != nil {
 		return domainError(s, "archive session", err)
 	}

@@ -234,19 +234,19 @@ func (l *live) settle(ctx context.Context, signal <-chan struct{}) {
 }
 
 // promptParts converts Bridge content to OpenCode part inputs.
-func promptParts(content []core.Content) ([]map[string]any, error) {
-	var parts []map[string]any
+func promptParts(content []core.Content) ([]partInput, error) {
+	var parts []partInput
 	for i, c := range content {
 		switch c.Type {
 		case "text", "":
-			parts = append(parts, map[string]any{"type": "text", "text": c.Text})
+			parts = append(parts, partInput{Type: "text", Text: c.Text})
 		case "image":
 			mt := c.MediaType
 			if mt == "" {
 				mt = "image/png"
 			}
-			parts = append(parts, map[string]any{"type": "file", "mime": mt, "filename": "image",
-				"url": "data:" + mt + ";base64," + c.Data})
+			parts = append(parts, partInput{Type: "file", Mime: mt, Filename: "image",
+				URL: "data:" + mt + ";base64," + c.Data})
 		default:
 			return nil, core.Errorf(core.CodeInvalid, "opencode: content block %d has unknown type %q", i, c.Type)
 		}
@@ -277,16 +277,10 @@ func (l *live) prompt(ctx context.Context, content []core.Content) (core.TurnRes
 	}
 	l.turnMu.Lock()
 	defer l.turnMu.Unlock()
-	body := map[string]any{"parts": parts}
 	l.mu.Lock()
+	body := promptBody{Parts: parts, Agent: l.agent, Variant: l.variant}
 	if l.provider != "" && l.model != "" {
-		body["model"] = map[string]any{"providerID": l.provider, "modelID": l.model}
-	}
-	if l.agent != "" {
-		body["agent"] = l.agent
-	}
-	if l.variant != "" {
-		body["variant"] = l.variant
+		body.Model = &promptModel{ProviderID: l.provider, ModelID: l.model}
 	}
 	l.mu.Unlock()
 	w := l.begin()
@@ -364,7 +358,7 @@ func (l *live) Rename(ctx context.Context, title string) error {
 	if err := l.usable(); err != nil {
 		return err
 	}
-	if err := l.h.do(ctx, l.srv, http.MethodPatch, l.path(""), dirQuery(l.dir), map[string]any{"title": title}, nil); err != nil {
+	if err := l.h.do(ctx, l.srv, http.MethodPatch, l.path(""), dirQuery(l.dir), renameBody{Title: title}, nil); err != nil {
 		return domainError(l.srv, "rename", err)
 	}
 	return nil
@@ -445,7 +439,7 @@ func (l *live) Compact(ctx context.Context, focus string) (core.CompactResult, e
 	defer l.end()
 	var ok bool
 	if err := l.call(ctx, http.MethodPost, l.path("/summarize"),
-		map[string]any{"providerID": p, "modelID": m, "auto": false}, &ok); err != nil {
+		summarizeBody{ProviderID: p, ModelID: m, Auto: false}, &ok); err != nil {
 		return core.CompactResult{}, domainError(l.srv, "summarize", err)
 	}
 	l.settle(ctx, w.compacted)

@@ -130,30 +130,28 @@ func decodePart(raw json.RawMessage) (part, error) {
 var editTools = map[string]bool{"write": true, "edit": true, "multiedit": true}
 
 // entry builds a NewEntry with a payload and native id.
-func entry(kind core.Kind, nativeID string, payload map[string]any) core.NewEntry {
+func entry(kind core.Kind, nativeID string, payload any) core.NewEntry {
 	return core.NewEntry{Kind: kind, Payload: core.Payload(payload), NativeID: nativeID}
 }
 
 // toolStarted is the tool.started entry of a tool part.
 func toolStarted(p part) core.NewEntry {
-	payload := map[string]any{"toolId": toolID(p), "name": p.Tool, "partId": p.ID, "messageId": p.MessageID}
+	payload := core.ToolStartedPayload{ToolID: toolID(p), Name: p.Tool, PartID: p.ID, MessageID: p.MessageID}
 	if p.State != nil && len(p.State.Input) > 0 && string(p.State.Input) != "{}" {
-		payload["input"] = p.State.Input
+		payload.Input = p.State.Input
 	}
 	return entry(core.KindToolStarted, p.ID+":started", payload)
 }
 
 // toolCompleted is the tool.completed entry of a finished tool part.
 func toolCompleted(p part) core.NewEntry {
-	payload := map[string]any{"toolId": toolID(p), "name": p.Tool, "partId": p.ID,
-		"messageId": p.MessageID, "status": p.State.Status}
-	if p.State.Title != "" {
-		payload["title"] = p.State.Title
-	}
+	payload := core.ToolCompletedPayload{ToolID: toolID(p), Name: p.Tool, PartID: p.ID,
+		MessageID: p.MessageID, Status: p.State.Status, Title: p.State.Title}
+	// The error or the output is written even when empty.
 	if p.State.Status == "error" {
-		payload["error"] = p.State.Error
+		payload.Error = p.State.Error
 	} else {
-		payload["output"] = p.State.Output
+		payload.Output = p.State.Output
 	}
 	return entry(core.KindToolCompleted, p.ID+":completed", payload)
 }
@@ -178,7 +176,7 @@ func toolArtifacts(p part) []core.NewEntry {
 		return nil
 	}
 	return []core.NewEntry{entry(core.KindArtifactCreated, p.ID+":artifact",
-		map[string]any{"path": in.FilePath, "tool": p.Tool, "toolId": toolID(p)})}
+		core.ArtifactCreatedPayload{Path: in.FilePath, Tool: p.Tool, ToolID: toolID(p)})}
 }
 
 // patchArtifacts returns one artifact.created entry per file of a patch
@@ -190,7 +188,7 @@ func patchArtifacts(p part) []core.NewEntry {
 			continue
 		}
 		out = append(out, entry(core.KindArtifactCreated, p.ID+":"+f,
-			map[string]any{"path": f, "hash": p.Hash, "partId": p.ID}))
+			core.ArtifactCreatedPayload{Path: f, Hash: p.Hash, PartID: p.ID}))
 	}
 	return out
 }
@@ -203,12 +201,8 @@ func finishedText(p part) bool {
 
 // compacted builds the context.compacted entry from the compaction part
 // (nil when never seen), the summary message (nil when unknown) and its text.
-func compacted(cp *part, summary *messageInfo, summaryText, fallbackID string, extra map[string]any) core.NewEntry {
+func compacted(cp *part, summary *messageInfo, summaryText, fallbackID string, raw compactedRaw) core.NewEntry {
 	c := core.Compacted{Harness: harnessName, Trigger: core.TriggerUnknown, NativeID: fallbackID}
-	raw := map[string]any{}
-	for k, v := range extra {
-		raw[k] = v
-	}
 	if cp != nil {
 		c.NativeID = cp.ID
 		if cp.Auto != nil {
@@ -218,17 +212,15 @@ func compacted(cp *part, summary *messageInfo, summaryText, fallbackID string, e
 				c.Trigger = core.TriggerManual
 			}
 		}
-		raw["compactionPart"] = cp.Raw
+		raw.CompactionPart = cp.Raw
 	}
 	if summary != nil {
 		if summary.Tokens != nil && summary.Tokens.Input > 0 {
 			n := summary.Tokens.Input
 			c.PreTokens = &n
 		}
-		raw["summaryMessageId"] = summary.ID
-		if summary.Tokens != nil {
-			raw["summaryTokens"] = summary.Tokens
-		}
+		raw.SummaryMessageID = summary.ID
+		raw.SummaryTokens = summary.Tokens
 	}
 	c.Summary = strings.TrimSpace(summaryText)
 	c.Raw = core.Payload(raw)
@@ -237,9 +229,9 @@ func compacted(cp *part, summary *messageInfo, summaryText, fallbackID string, e
 
 // harnessEvent keeps an event or part Bridge has no mapping for, whole.
 func harnessEvent(nativeID, typ string, raw json.RawMessage) core.NewEntry {
-	payload := map[string]any{"type": typ}
+	payload := core.HarnessEventPayload{Type: typ}
 	if len(raw) > 0 {
-		payload["raw"] = raw
+		payload.Raw = raw
 	}
 	return entry(core.KindHarnessEvent, nativeID, payload)
 }

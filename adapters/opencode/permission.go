@@ -99,9 +99,9 @@ func (l *live) permissionEvent(ev event) {
 		case d.Allowed():
 			reply = "once"
 		}
-		body := map[string]any{"reply": reply}
+		body := permissionReply{Reply: reply}
 		if reply == "reject" && d.By != core.DecidedByUser && d.Reason != "" {
-			body["message"] = "Permission refused: " + d.Reason
+			body.Message = "Permission refused: " + d.Reason
 		}
 		_ = l.h.do(l.srv.ctx, l.srv, http.MethodPost, "/permission/"+url.PathEscape(a.ID)+"/reply", dirQuery(l.dir), body, nil)
 	}()

@@ -118,8 +118,8 @@ func (s *Server) loadSession(ctx context.Context, params json.RawMessage) (any, 
 		// has its history, and the answer says why it cannot drive it here
 		// (a prompt is refused with live_elsewhere until that process
 		// lets go, then resumes it).
-		return map[string]any{"_meta": map[string]any{"bridge": map[string]any{
-			"restoreMode": "live_elsewhere", "reason": err.Error()}}}, nil
+		return metaResult[restoration]{Meta: inBridge(restoration{
+			RestoreMode: "live_elsewhere", Reason: err.Error()})}, nil
 	}
 	return res, err
 }

@@ -35,6 +35,16 @@ func newView(compaction bool) *view {
 	return &view{tools: map[string]toolInfo{}, compaction: compaction}
 }
 
+// fields are an entry payload's members, read as they are.
+type fields map[string]json.RawMessage
+
+// str is member k as a string ("" when absent or not a string).
+func (p fields) str(k string) string {
+	var s string
+	_ = json.Unmarshal(p[k], &s)
+	return s
+}
+
 // updatesFor maps one recorded entry to the ACP updates a client is shown.
 // replay is true on session/load, where the user's own messages are sent
 // back too (during a live turn the client already has them). Entries with
@@ -44,131 +54,152 @@ func (v *view) updatesFor(e core.Entry, replay bool) []update {
 	if v.own.Next(e) {
 		return nil
 	}
-	var p map[string]json.RawMessage
+	var p fields
 	_ = json.Unmarshal(e.Payload, &p)
-	str := func(k string) string {
-		var s string
-		_ = json.Unmarshal(p[k], &s)
-		return s
-	}
-	meta := func(u update) update {
-		u.Meta = inBridge(entryMeta{EntryID: e.ID, Kind: string(e.Kind), Seq: e.Seq})
-		return u
-	}
+	var us []update
 	switch e.Kind {
 	case core.KindUserMessage:
-		if !replay {
-			return nil
+		if replay {
+			us = []update{chunk("user_message_chunk", p.str("text"))}
 		}
-		return []update{meta(chunk("user_message_chunk", str("text")))}
 	case core.KindAssistantMessage:
-		if t := str("text"); t != "" {
+		if t := p.str("text"); t != "" {
 			u := chunk("agent_message_chunk", t)
-			if id := str("messageId"); id != "" && replay {
+			if id := p.str("messageId"); id != "" && replay {
 				u.MessageID = id
 			}
-			return []update{meta(u)}
+			us = []update{u}
 		}
 	case core.KindHarnessEvent:
-		// Thinking is kept as a harness event whose type names it
-		// (Claude Code "assistant/thinking", ACP "agent_thought", Codex
-		// reasoning, OpenCode "part.reasoning" with the part in raw); its
-		// text is the thought.
-		typ := strings.ToLower(str("type"))
-		if !strings.Contains(typ, "thinking") && !strings.Contains(typ, "thought") && !strings.Contains(typ, "reasoning") {
-			break
-		}
-		t := str("text")
-		if t == "" {
-			var raw struct {
-				Text string `json:"text"`
-			}
-			_ = json.Unmarshal(p["raw"], &raw)
-			t = raw.Text
-		}
-		if strings.TrimSpace(t) != "" {
-			return []update{meta(chunk("agent_thought_chunk", t))}
-		}
+		us = thoughtUpdates(p)
 	case core.KindToolStarted:
-		id := str("toolId")
-		info := toolInfo{title: toolTitle(p, str), kind: toolKind(p, str)}
-		v.tools[id] = info
-		u := update{SessionUpdate: "tool_call", ToolCallID: id, Title: info.title, Kind: info.kind,
-			Status: "in_progress"}
-		if in := p["input"]; len(in) > 0 && string(in) != "null" {
-			u.RawInput = in
-		}
-		u.Locations = locations(p)
-		if d := diffOf(p, str("name")); d != nil {
-			u.Content = []diff{*d}
-		}
-		return []update{meta(u)}
+		us = []update{v.toolStarted(p)}
 	case core.KindToolCompleted:
-		id := str("toolId")
-		status := "completed"
-		var isErr bool
-		_ = json.Unmarshal(p["isError"], &isErr)
-		if isErr || str("status") == "failed" {
-			status = "failed"
-		}
-		u := update{ToolCallID: id, Status: status}
-		if out := p["output"]; len(out) > 0 && string(out) != "null" {
-			u.RawOutput = out
-			if s, ok := outputText(out); ok {
-				u.Content = []toolContent{{Type: "content", Content: text(s)}}
-			}
-		}
-		if c := p["content"]; json.Valid(c) && len(c) > 0 && c[0] == '[' {
-			// An ACP harness's own tool content (diffs included) as it sent it.
-			u.Content = c
-		}
-		if _, seen := v.tools[id]; !seen {
-			// Finished without a start the client saw (a refused tool, a
-			// record written before): the whole call at once.
-			u.SessionUpdate = "tool_call"
-			u.Title = toolTitle(p, str)
-			u.Kind = toolKind(p, str)
-		} else {
-			u.SessionUpdate = "tool_call_update"
-		}
-		delete(v.tools, id)
-		return []update{meta(u)}
+		us = []update{v.toolCompleted(p)}
 	case core.KindPlanUpdated:
-		plan, ok := core.ParsePlan(e.Payload)
-		if !ok {
-			return nil
-		}
-		v.applyPlan(plan)
-		entries := make([]planEntry, 0, len(v.plan))
-		for _, s := range v.plan {
-			entries = append(entries, planEntry{Content: s.Text, Priority: "medium", Status: planStatus(s.Status)})
-		}
-		return []update{meta(update{SessionUpdate: "plan", Entries: entries})}
+		us = v.planUpdates(e.Payload)
 	case core.KindContextCompacted:
-		var c core.Compacted
-		_ = json.Unmarshal(e.Payload, &c)
-		if v.compaction {
-			u := update{SessionUpdate: "compaction_update", CompactionID: e.ID, Status: "completed"}
-			if c.Summary != "" {
-				u.Summary = []textBlock{text(c.Summary)}
-			}
-			return []update{meta(u)}
-		}
-		msg := fmt.Sprintf("[Bridge] Context compacted by %s (%s)", c.Harness, c.Trigger)
-		if c.PreTokens != nil && c.PostTokens != nil {
-			msg += fmt.Sprintf(": %d → %d tokens", *c.PreTokens, *c.PostTokens)
-		}
-		return []update{meta(chunk("agent_message_chunk", msg+"\n"))}
+		us = []update{v.compacted(e)}
 	case core.KindMigrationHandoff:
 		if replay {
-			return []update{meta(chunk("user_message_chunk", str("summary")))}
+			us = []update{chunk("user_message_chunk", p.str("summary"))}
 		}
 	case core.KindSessionRestored:
 		if replay {
-			return []update{meta(chunk("agent_message_chunk", fmt.Sprintf("[Bridge] Session restored (%s)\n", str("mode"))))}
+			us = []update{chunk("agent_message_chunk", fmt.Sprintf("[Bridge] Session restored (%s)\n", p.str("mode")))}
 		}
 	}
-	return nil
+	for i := range us {
+		us[i].Meta = inBridge(entryMeta{EntryID: e.ID, Kind: string(e.Kind), Seq: e.Seq})
+	}
+	return us
+}
+
+// thoughtUpdates shows thinking, which is kept as a harness event whose
+// type names it (Claude Code "assistant/thinking", ACP "agent_thought",
+// Codex reasoning, OpenCode "part.reasoning" with the part in raw); its
+// text is the thought. Other harness events show nothing.
+func thoughtUpdates(p fields) []update {
+	typ := strings.ToLower(p.str("type"))
+	if !strings.Contains(typ, "thinking") && !strings.Contains(typ, "thought") && !strings.Contains(typ, "reasoning") {
+		return nil
+	}
+	t := p.str("text")
+	if t == "" {
+		var raw struct {
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(p["raw"], &raw)
+		t = raw.Text
+	}
+	if strings.TrimSpace(t) == "" {
+		return nil
+	}
+	return []update{chunk("agent_thought_chunk", t)}
+}
+
+// toolStarted announces a tool call and remembers it.
+func (v *view) toolStarted(p fields) update {
+	id := p.str("toolId")
+	info := toolInfo{title: toolTitle(p, p.str), kind: toolKind(p, p.str)}
+	v.tools[id] = info
+	u := update{SessionUpdate: "tool_call", ToolCallID: id, Title: info.title, Kind: info.kind,
+		Status: "in_progress"}
+	if in := p["input"]; len(in) > 0 && string(in) != "null" {
+		u.RawInput = in
+	}
+	u.Locations = locations(p)
+	if d := diffOf(p, p.str("name")); d != nil {
+		u.Content = []diff{*d}
+	}
+	return u
+}
+
+// toolCompleted ends a tool call: an update of the announced call, or the
+// whole call at once when the client never saw it start.
+func (v *view) toolCompleted(p fields) update {
+	id := p.str("toolId")
+	status := "completed"
+	var isErr bool
+	_ = json.Unmarshal(p["isError"], &isErr)
+	if isErr || p.str("status") == "failed" {
+		status = "failed"
+	}
+	u := update{ToolCallID: id, Status: status}
+	if out := p["output"]; len(out) > 0 && string(out) != "null" {
+		u.RawOutput = out
+		if s, ok := outputText(out); ok {
+			u.Content = []toolContent{{Type: "content", Content: text(s)}}
+		}
+	}
+	if c := p["content"]; json.Valid(c) && len(c) > 0 && c[0] == '[' {
+		// An ACP harness's own tool content (diffs included) as it sent it.
+		u.Content = c
+	}
+	if _, seen := v.tools[id]; !seen {
+		// Finished without a start the client saw (a refused tool, a
+		// record written before): the whole call at once.
+		u.SessionUpdate = "tool_call"
+		u.Title = toolTitle(p, p.str)
+		u.Kind = toolKind(p, p.str)
+	} else {
+		u.SessionUpdate = "tool_call_update"
+	}
+	delete(v.tools, id)
+	return u
+}
+
+// planUpdates sends the plan as it stands after a plan.updated entry.
+func (v *view) planUpdates(payload json.RawMessage) []update {
+	plan, ok := core.ParsePlan(payload)
+	if !ok {
+		return nil
+	}
+	v.applyPlan(plan)
+	entries := make([]planEntry, 0, len(v.plan))
+	for _, s := range v.plan {
+		entries = append(entries, planEntry{Content: s.Text, Priority: "medium", Status: planStatus(s.Status)})
+	}
+	return []update{{SessionUpdate: "plan", Entries: entries}}
+}
+
+// compacted shows a harness's compaction: a compaction_update to a client
+// that declared the capability, a line of text to others.
+func (v *view) compacted(e core.Entry) update {
+	var c core.Compacted
+	_ = json.Unmarshal(e.Payload, &c)
+	if v.compaction {
+		u := update{SessionUpdate: "compaction_update", CompactionID: e.ID, Status: "completed"}
+		if c.Summary != "" {
+			u.Summary = []textBlock{text(c.Summary)}
+		}
+		return u
+	}
+	msg := fmt.Sprintf("[Bridge] Context compacted by %s (%s)", c.Harness, c.Trigger)
+	if c.PreTokens != nil && c.PostTokens != nil {
+		msg += fmt.Sprintf(": %d → %d tokens", *c.PreTokens, *c.PostTokens)
+	}
+	return chunk("agent_message_chunk", msg+"\n")
 }
 
 // applyPlan makes p the plan as it stands: a whole plan replaces it, a

@@ -332,14 +332,14 @@ func (c *Client) answer(h func(Message) (any, *Error), m Message) {
 
 // Respond answers the server's request id with result, or werr when set.
 func (c *Client) Respond(id json.RawMessage, result any, werr *Error) {
-	reply := map[string]any{"jsonrpc": "2.0", "id": id}
+	reply := response{JSONRPC: "2.0", ID: id}
 	if werr != nil {
-		reply["error"] = werr
+		reply.Error = werr
 	} else {
 		if result == nil {
 			result = json.RawMessage("null")
 		}
-		reply["result"] = result
+		reply.Result = result
 	}
 	_ = c.WriteBody(mustJSON(reply))
 }
@@ -370,14 +370,7 @@ func (c *Client) NextID() int {
 // Send sends a request with id (an int, a string, or raw JSON), or a
 // notification when id is nil; params nil sends none.
 func (c *Client) Send(id any, method string, params any) {
-	m := map[string]any{"jsonrpc": "2.0", "method": method}
-	if id != nil {
-		m["id"] = id
-	}
-	if params != nil {
-		m["params"] = params
-	}
-	b, err := json.Marshal(m)
+	b, err := json.Marshal(request{JSONRPC: "2.0", ID: id, Method: method, Params: params})
 	if err != nil {
 		c.t.Fatalf("%s: params: %v", method, err)
 	}
@@ -597,4 +590,22 @@ func (c *Client) Sent(method string) []Message {
 		}
 	}
 	return out
+}
+
+// response is the client's answer to a server request: result, or error
+// when set. Members are in name order, as a map's were.
+type response struct {
+	Error   *Error          `json:"error,omitempty"`
+	ID      json.RawMessage `json:"id"`
+	JSONRPC string          `json:"jsonrpc"`
+	Result  any             `json:"result,omitempty"`
+}
+
+// request is a request, or a notification when ID is nil; Params nil sends
+// none. Members are in name order, as a map's were.
+type request struct {
+	ID      any    `json:"id,omitempty"`
+	JSONRPC string `json:"jsonrpc"`
+	Method  string `json:"method"`
+	Params  any    `json:"params,omitempty"`
 }

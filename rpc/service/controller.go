@@ -139,7 +139,7 @@ func (s *Service) suspend(ctx context.Context, sessionID, by string, wait bool) 
 		s.opts.Notifier.Log(2, fmt.Sprintf("session %s: stopping the harness to suspend: %v", sessionID, err))
 	}
 	if _, err := s.appendEntries(context.WithoutCancel(ctx), sessionID, core.NewEntry{Kind: core.KindSessionStatus,
-		Payload: core.Payload(map[string]any{"status": "suspended", "by": by})}); err != nil {
+		Payload: core.Payload(core.StatusPayload{Status: "suspended", By: by})}); err != nil {
 		return SuspendOutcome{}, core.E(core.CodePersistence, "record the suspension", err)
 	}
 	out.Suspended = true
@@ -272,6 +272,12 @@ func (s *Service) riskyResume(ctx context.Context, h core.BridgeHost, sess core.
 // harness program ran a session.
 const auditHarnessStarted = "harness.started"
 
+// harnessStarted is a harness.started audit record's body.
+type harnessStarted struct {
+	Harness string `json:"harness"`
+	Version string `json:"version"`
+}
+
 // recordHarnessVersion notes which version of the harness program runs a
 // session now (an audit row, read by riskyResume).
 func (s *Service) recordHarnessVersion(ctx context.Context, h core.BridgeHost, sessionID string) {
@@ -280,7 +286,7 @@ func (s *Service) recordHarnessVersion(ctx context.Context, h core.BridgeHost, s
 		return
 	}
 	if err := s.opts.Store.AppendAudit(context.WithoutCancel(ctx), core.AuditRecord{Source: "session", Kind: auditHarnessStarted,
-		Entity: sessionID, Body: core.Payload(map[string]any{"harness": h.Harness(), "version": v})}); err != nil {
+		Entity: sessionID, Body: core.Payload(harnessStarted{Harness: h.Harness(), Version: v})}); err != nil {
 		s.opts.Notifier.Log(2, fmt.Sprintf("session %s: could not record the harness version: %v", sessionID, err))
 	}
 }

@@ -62,11 +62,8 @@ func (s *Service) SessionFork(ctx context.Context, p schema.SessionForkParams) (
 	}
 	out := schema.SessionForkResult{SessionID: target.ID, Harness: target.Harness, NativeSessionID: target.NativeSessionID,
 		Origin: schema.ForkOrigin{SessionID: src.ID, EntryID: at.ID, Harness: src.Harness}, ProjectedEntries: len(proj.Retained)}
-	origin := map[string]any{"sourceSessionId": src.ID, "sourceEntryId": at.ID, "sourceHarness": src.Harness,
-		"projectedEntries": len(proj.Retained)}
-	if proj.CheckpointEntryID != "" {
-		origin["checkpointEntryId"] = proj.CheckpointEntryID
-	}
+	origin := core.SessionForkedPayload{SourceSessionID: src.ID, SourceEntryID: at.ID, SourceHarness: src.Harness,
+		ProjectedEntries: len(proj.Retained), CheckpointEntryID: proj.CheckpointEntryID}
 	if _, err := s.appendEntries(ctx, target.ID, core.NewEntry{Kind: core.KindSessionForked, Payload: core.Payload(origin)}); err != nil {
 		return out, err
 	}

@@ -150,12 +150,12 @@ func (s *Service) SessionSelectModel(ctx context.Context, p schema.SessionSelect
 	var es []core.NewEntry
 	patch := core.SessionPatch{}
 	if model != "" {
-		pl := map[string]any{"model": model, "from": sess.Model, "downgrade": down}
+		pl := core.ModelChangedPayload{Model: model, From: sess.Model, Downgrade: down}
 		es = append(es, core.NewEntry{Kind: core.KindModelChanged, Payload: core.Payload(pl)})
 		patch.Model, out.Model = core.Ptr(model), model
 	}
 	if effort != "" {
-		pl := map[string]any{"effort": effort, "from": sess.Effort, "downgrade": down}
+		pl := core.EffortChangedPayload{Effort: effort, From: sess.Effort, Downgrade: down}
 		es = append(es, core.NewEntry{Kind: core.KindEffortChanged, Payload: core.Payload(pl)})
 		patch.Effort, out.Effort = core.Ptr(effort), effort
 	}

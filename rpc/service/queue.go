@@ -132,7 +132,7 @@ func (s *Service) steer(ctx context.Context, sess core.Session, content []core.C
 	if err != nil {
 		return false, err
 	}
-	payload["steered"] = true
+	payload.Steered = true
 	// The message is recorded in order with the harness's events: after
 	// every event reported so far and before any it reports in answer.
 	delivered := false

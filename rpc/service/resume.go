@@ -88,7 +88,7 @@ func (s *Service) resume(ctx context.Context, sessionID string, fresh bool) (Res
 		reason = "native resume failed"
 		// Recorded before anything else happens.
 		if _, aerr := s.appendEntries(ctx, sessionID, core.NewEntry{Kind: core.KindSessionResumeFail,
-			Payload: core.Payload(map[string]any{"reason": reason, "error": nativeErr, "nativeId": sess.NativeSessionID})}); aerr != nil {
+			Payload: core.Payload(core.ResumeFailedPayload{Reason: reason, Error: nativeErr, NativeID: sess.NativeSessionID})}); aerr != nil {
 			return Restored{}, fmt.Errorf("record failed resume: %w", aerr)
 		}
 	}
@@ -109,16 +109,8 @@ func (s *Service) resume(ctx context.Context, sessionID string, fresh bool) (Res
 
 // restored records the outcome, updates the head and tells the client.
 func (s *Service) restored(ctx context.Context, r Restored) (Restored, error) {
-	payload := map[string]any{"mode": r.Mode}
-	if r.Reason != "" {
-		payload["reason"] = r.Reason
-	}
-	if r.NativeError != "" {
-		payload["nativeError"] = r.NativeError
-	}
-	if r.CheckpointEntryID != "" {
-		payload["checkpointEntryId"] = r.CheckpointEntryID
-	}
+	payload := core.SessionRestoredPayload{Mode: string(r.Mode), Reason: r.Reason, NativeError: r.NativeError,
+		CheckpointEntryID: r.CheckpointEntryID}
 	restored := core.NewEntry{Kind: core.KindSessionRestored, Payload: core.Payload(payload)}
 	var err error
 	if l := s.liveFor(r.SessionID); l != nil {

@@ -229,9 +229,9 @@ func (s *Service) runTurn(ctx context.Context, l *live.Session, content []core.C
 
 // userPayload is the payload of the user.message entry recording content:
 // its text blocks joined, its images kept in the record by hash.
-func (s *Service) userPayload(ctx context.Context, content []core.Content) (map[string]any, error) {
+func (s *Service) userPayload(ctx context.Context, content []core.Content) (core.UserMessagePayload, error) {
 	var text []string
-	var kept []core.Attachment
+	var kept []core.MessageAttachment
 	for _, c := range content {
 		if c.Type == "text" {
 			text = append(text, c.Text)
@@ -239,16 +239,11 @@ func (s *Service) userPayload(ctx context.Context, content []core.Content) (map[
 		}
 		a, err := s.images.Keep(ctx, c)
 		if err != nil {
-			return nil, err
+			return core.UserMessagePayload{}, err
 		}
-		kept = append(kept, a)
+		kept = append(kept, core.MessageAttachment{SHA256: a.SHA256, MediaType: a.MediaType, Bytes: a.Bytes})
 	}
-	payload := map[string]any{"text": strings.Join(text, "\n")}
-	if len(kept) > 0 {
-		payload["images"] = len(kept)
-		payload["attachments"] = kept
-	}
-	return payload, nil
+	return core.UserMessagePayload{Text: strings.Join(text, "\n"), Images: len(kept), Attachments: kept}, nil
 }
 
 // wrapHarness gives a harness failure a code when it has none. A turn

@@ -478,40 +478,60 @@ func Files() (map[string][]byte, error) {
 		}
 		return root
 	}
-	var table []any
+	var table []methodRow
 	for _, m := range schema.Methods() {
-		row := map[string]any{"name": m.Name, "direction": m.Direction.String(),
-			"kind": m.Kind.String(), "doc": m.Doc}
-		if m.Capability != "" {
-			row["capability"] = m.Capability
-		}
+		row := methodRow{Name: m.Name, Direction: m.Direction.String(),
+			Kind: m.Kind.String(), Doc: m.Doc, Capability: m.Capability}
 		if m.Params != nil {
-			row["params"] = typeName(m.Params)
+			row.Params = typeName(m.Params)
 			if err := put(FileName(m.Name, "params"), single(typeName(m.Params))); err != nil {
 				return nil, err
 			}
 		}
 		if m.Result != nil {
-			row["result"] = typeName(m.Result)
+			row.Result = typeName(m.Result)
 			if err := put(FileName(m.Name, "result"), single(typeName(m.Result))); err != nil {
 				return nil, err
 			}
 		}
 		table = append(table, row)
 	}
-	bundle := map[string]any{
-		"$schema":  jsonschema.Version,
-		"$comment": Banner,
-		"title":    "BridgeContract",
-		"description": "Every type of Bridge's client contract, and in " + methodsKeyword +
+	bundle := bundleFile{
+		Schema:  jsonschema.Version,
+		Comment: Banner,
+		Title:   "BridgeContract",
+		Description: "Every type of Bridge's client contract, and in " + methodsKeyword +
 			" the method table: name, direction, kind, and the names of the params and result definitions.",
-		"$defs":        defs,
-		methodsKeyword: table,
+		Defs:    defs,
+		Methods: table,
 	}
 	if err := put(BundleFile, bundle); err != nil {
 		return nil, err
 	}
 	return files, nil
+}
+
+// methodRow is one row of the bundle's method table. Members are in name
+// order, as the generated files have always had them.
+type methodRow struct {
+	Capability string `json:"capability,omitempty"`
+	Direction  string `json:"direction"`
+	Doc        string `json:"doc"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	Params     string `json:"params,omitempty"`
+	Result     string `json:"result,omitempty"`
+}
+
+// bundleFile is the bundle BundleFile: every definition and the method
+// table (under methodsKeyword). Members are in name order.
+type bundleFile struct {
+	Comment     string         `json:"$comment"`
+	Defs        map[string]any `json:"$defs"`
+	Schema      string         `json:"$schema"`
+	Description string         `json:"description"`
+	Title       string         `json:"title"`
+	Methods     []methodRow    `json:"x-bridge-methods"`
 }
 
 func encode(v any) ([]byte, error) {

@@ -3290,6 +3290,10 @@ export interface UserMessagePayload {
    */
   partId?: string;
   /**
+   * Steered is true for a prompt delivered into the turn that was running (session/prompt with steer).
+   */
+  steered?: boolean;
+  /**
    * Text is the message's text.
    */
   text: string;

@@ -43,43 +43,43 @@ func (s *Library) exportMarkdown(ctx context.Context, sessionID string) (string,
 	fmt.Fprintf(&b, "- created: %s\n- entries on the active branch: %d\n", sess.CreatedAt.Format(time.RFC3339), len(branch))
 	tools := map[string]core.Entry{} // started, awaiting completion
 	for _, e := range branch {
-		p := map[string]any{}
+		// A member that is not a string reads as "".
+		var p mdFields
 		_ = json.Unmarshal(e.Payload, &p)
-		str := func(k string) string { v, _ := p[k].(string); return v }
 		switch e.Kind {
 		case core.KindUserMessage, core.KindAssistantMessage:
 			who := "User"
 			if e.Kind == core.KindAssistantMessage {
 				who = "Assistant"
 			}
-			fmt.Fprintf(&b, "\n## %s\n\n%s\n", who, strings.TrimSpace(str("text")))
+			fmt.Fprintf(&b, "\n## %s\n\n%s\n", who, strings.TrimSpace(p.Text))
 			for i, a := range entryAttachments(e) {
 				// No link: the image is kept in the record, not as a file
 				// beside the export; the JSON form carries its bytes.
 				fmt.Fprintf(&b, "\n*Image %d: %s, %d bytes, sha256 %s (in the JSON export).*\n", i+1, a.MediaType, a.Bytes, a.SHA256)
 			}
 		case core.KindToolStarted:
-			tools[str("toolId")] = e
+			tools[p.ToolID] = e
 		case core.KindToolCompleted:
-			started, ok := tools[str("toolId")]
-			delete(tools, str("toolId"))
+			started, ok := tools[p.ToolID]
+			delete(tools, p.ToolID)
 			writeTool(&b, started, ok, e)
 		case core.KindContextCompacted:
-			fmt.Fprintf(&b, "\n---\n\n> **Context compacted** by %s (%s)", str("harness"), str("trigger"))
-			if sum := str("summary"); sum != "" {
+			fmt.Fprintf(&b, "\n---\n\n> **Context compacted** by %s (%s)", p.Harness, p.Trigger)
+			if sum := p.Summary; sum != "" {
 				fmt.Fprintf(&b, "\n>\n%s", quoteMD(sum))
 			}
 			b.WriteString("\n\n---\n")
 		case core.KindCheckpoint:
-			fmt.Fprintf(&b, "\n---\n\n> **Checkpoint** (%s, %s)\n>\n%s\n\n---\n", str("reason"), str("provenance"), quoteMD(str("summary")))
+			fmt.Fprintf(&b, "\n---\n\n> **Checkpoint** (%s, %s)\n>\n%s\n\n---\n", p.Reason, p.Provenance, quoteMD(p.Summary))
 		case core.KindCompaction:
-			fmt.Fprintf(&b, "\n> **Compaction boundary**: the context restarts from checkpoint `%s`\n", str("checkpointEntryId"))
+			fmt.Fprintf(&b, "\n> **Compaction boundary**: the context restarts from checkpoint `%s`\n", p.CheckpointEntryID)
 		case core.KindBranchSummary:
-			fmt.Fprintf(&b, "\n> **Earlier conversation, summarised**\n>\n%s\n", quoteMD(str("summary")))
+			fmt.Fprintf(&b, "\n> **Earlier conversation, summarised**\n>\n%s\n", quoteMD(p.Summary))
 		case core.KindMigrationHandoff:
-			fmt.Fprintf(&b, "\n> **Handoff from session `%s`**\n>\n%s\n", str("sourceSessionId"), quoteMD(str("summary")))
+			fmt.Fprintf(&b, "\n> **Handoff from session `%s`**\n>\n%s\n", p.SourceSessionID, quoteMD(p.Summary))
 		case core.KindSessionRestored:
-			fmt.Fprintf(&b, "\n> _Session restored (%s)_\n", str("mode"))
+			fmt.Fprintf(&b, "\n> _Session restored (%s)_\n", p.Mode)
 		}
 	}
 	for _, e := range branch { // tools that never completed, in order
@@ -176,4 +176,19 @@ func oneLineMD(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func escapeHTML(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// mdFields are the payload members the Markdown export reads, of every
+// kind it renders.
+type mdFields struct {
+	Text              string `json:"text"`
+	ToolID            string `json:"toolId"`
+	Harness           string `json:"harness"`
+	Trigger           string `json:"trigger"`
+	Summary           string `json:"summary"`
+	Reason            string `json:"reason"`
+	Provenance        string `json:"provenance"`
+	CheckpointEntryID string `json:"checkpointEntryId"`
+	SourceSessionID   string `json:"sourceSessionId"`
+	Mode              string `json:"mode"`
 }

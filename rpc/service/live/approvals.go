@@ -98,10 +98,10 @@ func (l *Session) Approve(ctx context.Context, req core.ApprovalRequest) core.Ap
 	if req.ID == "" {
 		req.ID = req.ToolCallID
 	}
-	requested := map[string]any{"approvalId": req.ID, "toolCallId": req.ToolCallID, "title": req.Title,
-		"kind": req.Kind, "options": req.Options, "harness": l.Host.Harness()}
+	requested := core.ApprovalRequestedPayload{ApprovalID: req.ID, ToolCallID: req.ToolCallID, Title: req.Title,
+		Kind: req.Kind, Options: req.Options, Harness: l.Host.Harness()}
 	if len(req.RawInput) > 0 {
-		requested["rawInput"] = req.RawInput
+		requested.RawInput = req.RawInput
 	}
 	// Both entries go through the session's event queue: recorded in
 	// order with the harness's own events (after what it reported before
@@ -112,17 +112,8 @@ func (l *Session) Approve(ctx context.Context, req core.ApprovalRequest) core.Ap
 	l.Sink(core.Event{Entry: &core.NewEntry{Kind: core.KindApprovalRequested,
 		NativeID: "approval:" + req.ID + ":requested", Payload: core.Payload(requested)}})
 	d, remembered := l.decide(ctx, req)
-	resolved := map[string]any{"approvalId": req.ID, "optionId": d.OptionID, "optionKind": d.Kind,
-		"allowed": d.Allowed(), "by": d.By}
-	if d.Reason != "" {
-		resolved["reason"] = d.Reason
-	}
-	if remembered {
-		resolved["remembered"] = true
-	}
-	if d.Cancelled {
-		resolved["cancelled"] = true
-	}
+	resolved := core.ApprovalResolvedPayload{ApprovalID: req.ID, OptionID: d.OptionID, OptionKind: d.Kind,
+		Allowed: d.Allowed(), By: d.By, Reason: d.Reason, Remembered: remembered, Cancelled: d.Cancelled}
 	l.Sink(core.Event{Entry: &core.NewEntry{Kind: core.KindApprovalResolved,
 		NativeID: "approval:" + req.ID + ":resolved", Payload: core.Payload(resolved)}})
 	return d

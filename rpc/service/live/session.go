@@ -251,13 +251,7 @@ func (l *Session) Watch() {
 	}
 	defer l.env.Stopped(l)
 	x := l.Harness.Exit()
-	payload := map[string]any{"status": "stopped", "exitCode": x.Code}
-	if x.StderrTail != "" {
-		payload["stderrTail"] = x.StderrTail
-	}
-	if x.Err != "" {
-		payload["error"] = x.Err
-	}
+	payload := core.StatusPayload{Status: "stopped", ExitCode: &x.Code, StderrTail: x.StderrTail, Error: x.Err}
 	l.Flush()
 	l.order.Lock()
 	defer l.order.Unlock()
@@ -312,8 +306,8 @@ func (l *Session) abandonTools() []core.NewEntry {
 	l.mu.Unlock()
 	var es []core.NewEntry
 	for _, id := range open {
-		es = append(es, core.NewEntry{Kind: core.KindToolCompleted, Payload: core.Payload(map[string]any{
-			"toolId": id, "abandoned": true, "isError": true, "output": abandonedOutput})})
+		es = append(es, core.NewEntry{Kind: core.KindToolCompleted, Payload: core.Payload(core.ToolCompletedPayload{
+			ToolID: id, Abandoned: true, IsError: true, Output: abandonedOutput})})
 	}
 	return es
 }

@@ -72,8 +72,8 @@ func (s *Migrator) adopt(ctx context.Context, harness, native string) (core.Sess
 	}
 	if more {
 		entries = append([]core.NewEntry{{Kind: core.KindHarnessEvent, NativeID: native + "#bridge-window",
-			Payload: core.Payload(map[string]any{"type": "bridge/window", "maxMessages": handoff.MaxMessages,
-				"note": "older history was not read: the migration fold needs only the newest messages"})}}, entries...)
+			Payload: core.Payload(windowNote{Type: "bridge/window", MaxMessages: handoff.MaxMessages,
+				Note: "older history was not read: the migration fold needs only the newest messages"})}}, entries...)
 	}
 	title := row.Title
 	if title == "" {
@@ -101,4 +101,12 @@ func window(entries []core.NewEntry, maxMessages int) ([]core.NewEntry, bool) {
 		}
 	}
 	return entries, false
+}
+
+// windowNote is the harness.event an adopted session's record starts with
+// when only the newest part of its history was read.
+type windowNote struct {
+	Type        string `json:"type"`
+	MaxMessages int    `json:"maxMessages"`
+	Note        string `json:"note"`
 }

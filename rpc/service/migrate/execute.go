@@ -169,8 +169,8 @@ func (s *Migrator) startTarget(ctx context.Context, p core.Preview, src core.Ses
 	if err := s.opts.Sessions.Rename(ctx, target.ID, title+" → "+to); err != nil {
 		warnings = append(warnings, "rename the target: "+err.Error())
 	}
-	if _, err := s.opts.Sessions.Append(ctx, target.ID, core.NewEntry{Kind: core.KindMigrationHandoff, Payload: core.Payload(map[string]any{
-		"sourceSessionId": src.ID, "summary": summary, "previewId": p.ID, "sourceHarness": src.Harness, "sourcePreset": src.Preset})}); err != nil {
+	if _, err := s.opts.Sessions.Append(ctx, target.ID, core.NewEntry{Kind: core.KindMigrationHandoff, Payload: core.Payload(core.MigrationHandoffPayload{
+		SourceSessionID: src.ID, Summary: summary, PreviewID: p.ID, SourceHarness: src.Harness, SourcePreset: src.Preset})}); err != nil {
 		return target, out, warnings, err
 	}
 	return target, out, warnings, nil
@@ -256,9 +256,9 @@ func (s *Migrator) goalHandoff(ctx context.Context, lv core.Live, summary string
 
 func (s *Migrator) auditMigration(ctx context.Context, src, target core.Session, out schema.MigrationExecuteResult) {
 	err := s.opts.Store.AppendAudit(ctx, core.AuditRecord{Source: "migration", Kind: "migration.executed", Entity: src.ID,
-		Body: core.Payload(map[string]any{"sourceSessionId": src.ID, "targetSessionId": target.ID, "targetHarness": target.Harness,
-			"targetPreset": target.Preset, "modelTransferred": out.ModelTransferred, "goalCreated": out.GoalCreated,
-			"goalPaused": out.GoalPaused, "kickoffSent": out.KickoffSent, "warnings": out.Warnings})})
+		Body: core.Payload(migrationExecuted{SourceSessionID: src.ID, TargetSessionID: target.ID, TargetHarness: target.Harness,
+			TargetPreset: target.Preset, ModelTransferred: out.ModelTransferred, GoalCreated: out.GoalCreated,
+			GoalPaused: out.GoalPaused, KickoffSent: out.KickoffSent, Warnings: out.Warnings})})
 	if err != nil {
 		s.opts.Log.Log(2, "recording the migration in the audit log failed: "+err.Error())
 	}
@@ -394,4 +394,18 @@ func checkHandoffText(what, text string) error {
 		}
 	}
 	return core.Errorf(core.CodeInvalid, "%s is not a handoff: it has none of the sections (## Goal, ## Current state, …)", what)
+}
+
+// migrationExecuted is a migration.executed audit record's body. Members
+// are in name order.
+type migrationExecuted struct {
+	GoalCreated      bool     `json:"goalCreated"`
+	GoalPaused       bool     `json:"goalPaused"`
+	KickoffSent      bool     `json:"kickoffSent"`
+	ModelTransferred bool     `json:"modelTransferred"`
+	SourceSessionID  string   `json:"sourceSessionId"`
+	TargetHarness    string   `json:"targetHarness"`
+	TargetPreset     string   `json:"targetPreset"`
+	TargetSessionID  string   `json:"targetSessionId"`
+	Warnings         []string `json:"warnings"`
 }

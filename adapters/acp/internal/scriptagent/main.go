@@ -116,15 +116,15 @@ func (a *agent) send(v any) {
 }
 
 func (a *agent) reply(id json.RawMessage, result any) {
-	a.send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+	a.send(response{JSONRPC: "2.0", ID: id, Result: result})
 }
 
 func (a *agent) fail(id json.RawMessage, code int, msg string) {
-	a.send(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+	a.send(errorResponse{JSONRPC: "2.0", ID: id, Error: rpcError{Code: code, Message: msg}})
 }
 
-func (a *agent) update(sid string, u map[string]any) {
-	a.send(map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{"sessionId": sid, "update": u}})
+func (a *agent) update(sid string, u any) {
+	a.send(notification{JSONRPC: "2.0", Method: "session/update", Params: updateParams{SessionID: sid, Update: u}})
 }
 
 func (a *agent) handle(m message) {
@@ -156,19 +156,17 @@ func (a *agent) handle(m message) {
 	switch m.Method {
 	case "initialize":
 		a.clientCmp = len(p.ClientCapabilities.Session.Compaction) > 0 && string(p.ClientCapabilities.Session.Compaction) != "null"
-		a.reply(m.ID, map[string]any{"protocolVersion": 1,
-			"agentCapabilities": map[string]any{"loadSession": true, "promptCapabilities": map[string]any{"image": false},
-				"sessionCapabilities": a.sessionCaps()},
-			"agentInfo":   map[string]any{"name": "bridge-scriptagent", "title": "Bridge script agent", "version": "1.0.0"},
-			"authMethods": []any{}})
+		a.reply(m.ID, initializeResult{ProtocolVersion: 1,
+			AgentCapabilities: agentCapabilities{LoadSession: true, SessionCapabilities: a.sessionCaps()},
+			AgentInfo:         agentInfo{Name: "bridge-scriptagent", Title: "Bridge script agent", Version: "1.0.0"},
+			AuthMethods:       []struct{}{}})
 	case "session/new":
 		b := make([]byte, 8)
 		_, _ = rand.Read(b)
 		s := &session{ID: "sa-" + hex.EncodeToString(b), Cwd: p.Cwd, Model: "scripted-small"}
 		a.save(s)
-		a.reply(m.ID, map[string]any{"sessionId": s.ID, "models": a.models(s), "modes": map[string]any{
-			"currentModeId": "default", "availableModes": []any{
-				map[string]any{"id": "default", "name": "Default"}, map[string]any{"id": "plan", "name": "Plan"}}}})
+		a.reply(m.ID, newSessionResult{SessionID: s.ID, Models: a.models(s), Modes: modes{
+			CurrentModeID: "default", AvailableModes: []mode{{ID: "default", Name: "Default"}, {ID: "plan", Name: "Plan"}}}})
 		a.commands(s.ID)
 	case "session/load":
 		s := a.load(p.SessionID)
@@ -177,13 +175,13 @@ func (a *agent) handle(m message) {
 			return
 		}
 		for _, t := range s.Turns {
-			a.update(s.ID, map[string]any{"sessionUpdate": "user_message_chunk", "content": map[string]any{"type": "text", "text": t.User}})
-			a.update(s.ID, map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": t.Assistant}})
+			a.update(s.ID, chunkUpdate{SessionUpdate: "user_message_chunk", Content: block(t.User)})
+			a.update(s.ID, chunkUpdate{SessionUpdate: "agent_message_chunk", Content: block(t.Assistant)})
 		}
-		a.reply(m.ID, map[string]any{"models": a.models(s)})
+		a.reply(m.ID, loadSessionResult{Models: a.models(s)})
 		a.commands(s.ID)
 	case "session/list":
-		a.reply(m.ID, map[string]any{"sessions": a.list(p.Cwd)})
+		a.reply(m.ID, listResult{Sessions: a.list(p.Cwd)})
 	case "session/set_model":
 		s := a.load(p.SessionID)
 		if s == nil {
@@ -192,14 +190,14 @@ func (a *agent) handle(m message) {
 		}
 		s.Model = p.ModelID
 		a.save(s)
-		a.reply(m.ID, map[string]any{})
+		a.reply(m.ID, struct{}{})
 	case "session/set_mode":
 		var mp struct {
 			ModeID string `json:"modeId"`
 		}
 		_ = json.Unmarshal(m.Params, &mp)
-		a.update(p.SessionID, map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": mp.ModeID})
-		a.reply(m.ID, map[string]any{})
+		a.update(p.SessionID, modeUpdate{SessionUpdate: "current_mode_update", CurrentModeID: mp.ModeID})
+		a.reply(m.ID, struct{}{})
 	case "session/cancel":
 		a.mu.Lock()
 		if ch := a.cancel[p.SessionID]; ch != nil {
@@ -225,19 +223,19 @@ func (a *agent) handle(m message) {
 	}
 }
 
-func (a *agent) models(s *session) map[string]any {
-	return map[string]any{"currentModelId": s.Model, "availableModels": []any{
-		map[string]any{"modelId": "scripted-small", "name": "Scripted small"},
-		map[string]any{"modelId": "scripted-large", "name": "Scripted large"}}}
+func (a *agent) models(s *session) models {
+	return models{CurrentModelID: s.Model, AvailableModels: []model{
+		{ModelID: "scripted-small", Name: "Scripted small"},
+		{ModelID: "scripted-large", Name: "Scripted large"}}}
 }
 
 func (a *agent) commands(sid string) {
-	cmds := []any{map[string]any{"name": "help", "description": "Show help", "input": nil}}
+	cmds := []command{{Name: "help", Description: "Show help"}}
 	if a.compact {
-		cmds = append(cmds, map[string]any{"name": "compact", "description": "Compact the conversation",
-			"input": map[string]any{"hint": "optional focus for the summary"}})
+		cmds = append(cmds, command{Name: "compact", Description: "Compact the conversation",
+			Input: &commandInput{Hint: "optional focus for the summary"}})
 	}
-	a.update(sid, map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": cmds})
+	a.update(sid, commandsUpdate{SessionUpdate: "available_commands_update", AvailableCommands: cmds})
 }
 
 func (a *agent) path(id string) string { return filepath.Join(a.state, filepath.Base(id)+".json") }
@@ -269,17 +267,17 @@ func (a *agent) load(id string) *session {
 	return &s
 }
 
-func (a *agent) list(cwd string) []any {
+func (a *agent) list(cwd string) []sessionInfo {
 	files, _ := filepath.Glob(filepath.Join(a.state, "*.json"))
-	out := []any{}
+	out := []sessionInfo{}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		var s session
 		if err != nil || json.Unmarshal(b, &s) != nil || (cwd != "" && s.Cwd != cwd) {
 			continue
 		}
-		out = append(out, map[string]any{"sessionId": s.ID, "cwd": s.Cwd, "title": "session " + s.ID,
-			"updatedAt": s.UpdatedAt.Format(time.RFC3339)})
+		out = append(out, sessionInfo{SessionID: s.ID, Cwd: s.Cwd, Title: "session " + s.ID,
+			UpdatedAt: s.UpdatedAt.Format(time.RFC3339)})
 	}
 	return out
 }
@@ -292,7 +290,7 @@ func (a *agent) ask(method string, params any) message {
 	ch := make(chan message, 1)
 	a.pending[id] = ch
 	a.mu.Unlock()
-	a.send(map[string]any{"jsonrpc": "2.0", "id": a.nextID, "method": method, "params": params})
+	a.send(request{JSONRPC: "2.0", ID: a.nextID, Method: method, Params: params})
 	return <-ch
 }
 
@@ -320,15 +318,15 @@ func (a *agent) prompt(id json.RawMessage, s *session, text string) {
 			}
 		case "tool":
 			tid := fmt.Sprintf("tool-%d-%s", len(s.Turns), arg)
-			a.update(s.ID, map[string]any{"sessionUpdate": "tool_call", "toolCallId": tid, "title": arg, "kind": "read", "status": "pending", "rawInput": map[string]any{"name": arg}})
-			a.update(s.ID, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": tid, "status": "in_progress"})
-			a.update(s.ID, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": tid, "status": "completed", "rawOutput": map[string]any{"ok": true}})
+			a.update(s.ID, toolCall{SessionUpdate: "tool_call", ToolCallID: tid, Title: arg, Kind: "read", Status: "pending", RawInput: toolCallInput{Name: arg}})
+			a.update(s.ID, toolCallUpdate{SessionUpdate: "tool_call_update", ToolCallID: tid, Status: "in_progress"})
+			a.update(s.ID, toolCallUpdate{SessionUpdate: "tool_call_update", ToolCallID: tid, Status: "completed", RawOutput: &toolCallOutput{OK: true}})
 		case "permission":
-			resp := a.ask("session/request_permission", map[string]any{"sessionId": s.ID,
-				"toolCall": map[string]any{"toolCallId": "perm-1", "title": "write a file"},
-				"options": []any{
-					map[string]any{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
-					map[string]any{"optionId": "deny", "name": "Deny", "kind": "reject_once"}}})
+			resp := a.ask("session/request_permission", permissionRequest{SessionID: s.ID,
+				ToolCall: permissionToolCall{ToolCallID: "perm-1", Title: "write a file"},
+				Options: []permissionOption{
+					{OptionID: "allow", Name: "Allow", Kind: "allow_once"},
+					{OptionID: "deny", Name: "Deny", Kind: "reject_once"}}})
 			reply = "permission outcome: " + string(resp.Result)
 		case "update":
 			a.send(json.RawMessage(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":` + strconv.Quote(s.ID) + `,"update":` + arg + `}}`))
@@ -357,7 +355,7 @@ func (a *agent) prompt(id json.RawMessage, s *session, text string) {
 	}
 	if stop == "end_turn" {
 		for i := 0; i < len(reply); i += 16 {
-			a.update(s.ID, map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": reply[i:min(i+16, len(reply))]}})
+			a.update(s.ID, chunkUpdate{SessionUpdate: "agent_message_chunk", Content: block(reply[i:min(i+16, len(reply))])})
 		}
 	}
 	if setUsage >= 0 {
@@ -367,8 +365,8 @@ func (a *agent) prompt(id json.RawMessage, s *session, text string) {
 	}
 	s.Turns = append(s.Turns, turn{User: text, Assistant: reply})
 	a.save(s)
-	a.update(s.ID, map[string]any{"sessionUpdate": "usage_update", "used": s.Used, "size": a.window})
-	a.reply(id, map[string]any{"stopReason": stop})
+	a.update(s.ID, usageUpdate{SessionUpdate: "usage_update", Used: s.Used, Size: a.window})
+	a.reply(id, promptResult{StopReason: stop})
 }
 
 func (a *agent) compactNow(id json.RawMessage, s *session, focus string) {
@@ -378,24 +376,24 @@ func (a *agent) compactNow(id json.RawMessage, s *session, focus string) {
 	}
 	if a.clientCmp {
 		cid := fmt.Sprintf("cmp-%d", len(s.Turns))
-		a.update(s.ID, map[string]any{"sessionUpdate": "compaction_update", "compactionId": cid, "status": "in_progress"})
-		a.update(s.ID, map[string]any{"sessionUpdate": "compaction_summary_chunk", "compactionId": cid, "content": map[string]any{"type": "text", "text": summary}})
-		a.update(s.ID, map[string]any{"sessionUpdate": "compaction_update", "compactionId": cid, "status": "completed",
-			"summary": []any{map[string]any{"type": "text", "text": summary}}})
+		a.update(s.ID, compactionUpdate{SessionUpdate: "compaction_update", CompactionID: cid, Status: "in_progress"})
+		a.update(s.ID, compactionChunk{SessionUpdate: "compaction_summary_chunk", CompactionID: cid, Content: block(summary)})
+		a.update(s.ID, compactionUpdate{SessionUpdate: "compaction_update", CompactionID: cid, Status: "completed",
+			Summary: []textBlock{block(summary)}})
 	}
 	s.Used = s.Used/4 + 50
 	s.Turns = []turn{{User: "(compacted)", Assistant: summary}}
 	a.save(s)
-	a.update(s.ID, map[string]any{"sessionUpdate": "usage_update", "used": s.Used, "size": a.window})
-	a.reply(id, map[string]any{"stopReason": "end_turn"})
+	a.update(s.ID, usageUpdate{SessionUpdate: "usage_update", Used: s.Used, Size: a.window})
+	a.reply(id, promptResult{StopReason: "end_turn"})
 }
 
 // sessionCaps is the agent's sessionCapabilities: list, and with
 // SCRIPTAGENT_COMPACT=1 the unstable compaction contract.
-func (a *agent) sessionCaps() map[string]any {
-	c := map[string]any{"list": map[string]any{}}
+func (a *agent) sessionCaps() sessionCapabilities {
+	var c sessionCapabilities
 	if a.compact {
-		c["compaction"] = map[string]any{}
+		c.Compaction = &struct{}{}
 	}
 	return c
 }

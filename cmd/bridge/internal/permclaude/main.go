@@ -64,19 +64,19 @@ func main() {
 		}
 		switch m.Type {
 		case "control_request":
-			emit(map[string]any{"type": "control_response", "response": map[string]any{"subtype": "success",
-				"request_id": m.RequestID, "response": map[string]any{}}})
+			emit(controlResponse{Type: "control_response", Response: controlResult{Subtype: "success",
+				RequestID: m.RequestID, Response: struct{}{}}})
 		case "user":
 			turn++
-			emit(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "model": "perm-model",
-				"uuid": fmt.Sprintf("init-%d", turn)})
+			emit(systemInit{Type: "system", Subtype: "init", SessionID: sid, Model: "perm-model",
+				UUID: fmt.Sprintf("init-%d", turn)})
 			var times []time.Duration
 			for i := 0; i < n; i++ {
 				id := fmt.Sprintf("perm-%d-%d", turn, i)
 				start := time.Now()
-				emit(map[string]any{"type": "control_request", "request_id": id, "request": map[string]any{
-					"subtype": "can_use_tool", "tool_name": "Bash", "tool_use_id": fmt.Sprintf("toolu_%d_%d", turn, i),
-					"input": map[string]any{"command": "make test"}}})
+				emit(controlRequest{Type: "control_request", RequestID: id, Request: canUseTool{
+					Subtype: "can_use_tool", ToolName: "Bash", ToolUseID: fmt.Sprintf("toolu_%d_%d", turn, i),
+					Input: bashInput{Command: "make test"}}})
 				for in.Scan() {
 					var r msg
 					if json.Unmarshal(in.Bytes(), &r) == nil && r.Type == "control_response" && r.Response != nil && r.Response.RequestID == id {
@@ -94,10 +94,75 @@ func main() {
 					f.Close()
 				}
 			}
-			emit(map[string]any{"type": "assistant", "session_id": sid, "uuid": fmt.Sprintf("a-%d", turn),
-				"message": map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "asked"}}}})
-			emit(map[string]any{"type": "result", "subtype": "success", "session_id": sid, "is_error": false,
-				"stop_reason": "end_turn", "uuid": fmt.Sprintf("r-%d", turn)})
+			emit(assistant{Type: "assistant", SessionID: sid, UUID: fmt.Sprintf("a-%d", turn),
+				Message: assistantMessage{Role: "assistant", Content: []textBlock{{Type: "text", Text: "asked"}}}})
+			emit(result{Type: "result", Subtype: "success", SessionID: sid, IsError: false,
+				StopReason: "end_turn", UUID: fmt.Sprintf("r-%d", turn)})
 		}
 	}
+}
+
+// The lines permclaude writes. Members are in name order, as the maps it
+// wrote before had them.
+
+type controlResponse struct {
+	Response controlResult `json:"response"`
+	Type     string        `json:"type"`
+}
+
+type controlResult struct {
+	RequestID string   `json:"request_id"`
+	Response  struct{} `json:"response"`
+	Subtype   string   `json:"subtype"`
+}
+
+type systemInit struct {
+	Model     string `json:"model"`
+	SessionID string `json:"session_id"`
+	Subtype   string `json:"subtype"`
+	Type      string `json:"type"`
+	UUID      string `json:"uuid"`
+}
+
+type controlRequest struct {
+	Request   canUseTool `json:"request"`
+	RequestID string     `json:"request_id"`
+	Type      string     `json:"type"`
+}
+
+type canUseTool struct {
+	Input     bashInput `json:"input"`
+	Subtype   string    `json:"subtype"`
+	ToolName  string    `json:"tool_name"`
+	ToolUseID string    `json:"tool_use_id"`
+}
+
+type bashInput struct {
+	Command string `json:"command"`
+}
+
+type assistant struct {
+	Message   assistantMessage `json:"message"`
+	SessionID string           `json:"session_id"`
+	Type      string           `json:"type"`
+	UUID      string           `json:"uuid"`
+}
+
+type assistantMessage struct {
+	Content []textBlock `json:"content"`
+	Role    string      `json:"role"`
+}
+
+type textBlock struct {
+	Text string `json:"text"`
+	Type string `json:"type"`
+}
+
+type result struct {
+	IsError    bool   `json:"is_error"`
+	SessionID  string `json:"session_id"`
+	StopReason string `json:"stop_reason"`
+	Subtype    string `json:"subtype"`
+	Type       string `json:"type"`
+	UUID       string `json:"uuid"`
 }
