@@ -26,6 +26,10 @@ type ProjectOptions struct {
 	Budget RetainPolicy
 }
 
+// ProjectionTokens bounds the retained entries a projection hands a fresh
+// process, on restoration and to a fork.
+const ProjectionTokens = 32000
+
 // SkippedBoundary is a newer boundary that could not be used.
 type SkippedBoundary struct {
 	EntryID string `json:"entryId"`

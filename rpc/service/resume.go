@@ -134,7 +134,7 @@ func (s *Service) restored(ctx context.Context, r Restored) (Restored, error) {
 // fresh, with the reason.
 func (s *Service) restoreFromCheckpoint(ctx context.Context, h core.BridgeHost, sess core.Session, preset core.Preset) (Restored, error) {
 	proj, perr := s.ckpt.Projection(ctx, sess, checkpoint.ProjectOptions{Model: sess.Model, Effort: sess.Effort,
-		Budget: checkpoint.RetainPolicy{TokenBudget: projectionTokens}})
+		Budget: checkpoint.RetainPolicy{TokenBudget: checkpoint.ProjectionTokens}})
 	if perr != nil && core.ErrorCode(perr) != core.CodeNotFound {
 		return Restored{}, perr
 	}
@@ -154,6 +154,3 @@ func (s *Service) restoreFromCheckpoint(ctx context.Context, h core.BridgeHost, 
 	}
 	return Restored{Mode: core.ModeCheckpointRestored, CheckpointEntryID: proj.CheckpointEntryID}, nil
 }
-
-// projectionTokens bounds the retained entries injected on restoration.
-const projectionTokens = 32000

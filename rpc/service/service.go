@@ -144,12 +144,13 @@ func New(opts Options) (*Service, error) {
 	}
 	s.ws = workspace.New(workspace.Options{Store: opts.Store, Git: opts.Git, Dir: worktrees, Log: opts.Notifier})
 	s.images = attach.Images{Store: opts.Store, DataDir: opts.DataDir}
-	s.lib = library.New(library.Options{Store: opts.Store, Hosts: s.hosts, IDs: opts.IDs, Prices: opts.Prices, Images: s.images})
-	s.migrate = migrate.New(migrate.Options{Store: opts.Store, Hosts: s.hosts, Sessions: migrationSessions{s}, Library: s.lib,
-		Images: s.images, Log: opts.Notifier, DataDir: opts.DataDir, IDs: opts.IDs, Now: opts.Now})
 	s.ckpt = checkpointer.New(checkpointer.Options{Store: opts.Store, Hosts: s.hosts, Lives: checkpointLives{s},
 		Notifier: checkpointNotifier{s}, IDs: opts.IDs, Timeout: opts.CheckpointTimeout, Instructions: opts.CheckpointInstructions,
 		RepoStatus: opts.RepoStatus, ResponseReserve: opts.ResponseReserve, StartedAt: s.startedAt})
+	s.lib = library.New(library.Options{Store: opts.Store, Hosts: s.hosts, IDs: opts.IDs, Prices: opts.Prices, Images: s.images,
+		Sessions: forkSessions{s}, Projector: s.ckpt})
+	s.migrate = migrate.New(migrate.Options{Store: opts.Store, Hosts: s.hosts, Sessions: migrationSessions{s}, Library: s.lib,
+		Images: s.images, Log: opts.Notifier, DataDir: opts.DataDir, IDs: opts.IDs, Now: opts.Now})
 	s.life, s.stopLife = context.WithCancel(context.Background())
 	s.leases = lease.New(lease.Options{Store: opts.Store, Owner: opts.LeaseOwner, TTL: opts.LeaseTTL,
 		Sessions: leasedSessions{s}, Log: opts.Notifier, Life: s.life, Go: s.goBackground})

@@ -1,9 +1,11 @@
 // Package library is the record as a library of sessions: importing a
 // harness's transcripts (one file, or every file discovery finds), exporting
-// a session (Markdown to read, JSON to restore) and searching every
-// session's text. It reads and writes through core.Store and reads
-// transcripts through the adapters' core.Importer; it keeps no live
-// session.
+// a session (Markdown to read, JSON to restore), searching every session's
+// text, and forking a session (session/fork: a new session that starts from
+// a projection of another, fork.go). It reads and writes through core.Store
+// and reads transcripts through the adapters' core.Importer; it keeps no
+// live session of its own and drives a fork's through its own small
+// Sessions interface.
 package library
 
 import (
@@ -48,6 +50,10 @@ type Options struct {
 	Prices map[string]core.Price
 	// Images keeps and reads a session's images (exports carry them).
 	Images attach.Images
+	// Sessions and Projector are what a fork starts from and runs in
+	// (session/fork); the library keeps no live session of its own.
+	Sessions  Sessions
+	Projector Projector
 }
 
 // Library imports, exports and searches sessions. It is safe for
