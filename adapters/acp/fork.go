@@ -11,7 +11,7 @@ import (
 var _ core.Forker = (*live)(nil)
 
 // fork is a discardable side copy of a live ACP session: a second agent
-// process in which the unstable session/fork copies the live session into
+// process (at nice 10, with the processes it starts) in which the unstable session/fork copies the live session into
 // a new one. The live agent process is not paused, restarted or told; the
 // side process (and with it whatever the fork holds in memory) is stopped
 // by Close.
@@ -38,7 +38,7 @@ func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 	req := l.req
 	req.Approve = forkreply.Refuse
 	f := &fork{}
-	side, err := l.h.open(ctx, req, f.text.Sink)
+	side, err := l.h.open(ctx, req, f.text.Sink, true)
 	if err != nil {
 		return nil, err
 	}

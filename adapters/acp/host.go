@@ -208,7 +208,7 @@ func (h *Host) ensureInit(ctx context.Context) (*initializeResult, error) {
 	h.mu.Unlock()
 	pctx, cancel := context.WithTimeout(ctx, h.cfg.ProbeTimeout)
 	defer cancel()
-	a, err := h.spawn(pctx, h.probeDir(), discard{})
+	a, err := h.spawn(pctx, h.probeDir(), discard{}, false)
 	if err != nil {
 		if ctx.Err() == nil {
 			h.mu.Lock()
@@ -350,7 +350,7 @@ func capabilities(k knowledge, why string, found bool) []core.Capability {
 	}
 	add(core.CapApprovalRelay, true, "session/request_permission, with the agent's own options")
 	ok, d = initDetail(ini != nil && present(ini.AgentCapabilities.SessionCapabilities.Fork),
-		"session/fork in a second agent process, which is stopped afterwards",
+		"session/fork in a second agent process (nice 10), which is stopped afterwards",
 		"the agent does not advertise sessionCapabilities.fork")
 	add(core.CapSessionFork, ok, d)
 	if k.sawGauge {
@@ -375,7 +375,7 @@ func (h *Host) ListSessions(ctx context.Context, cwd string) ([]core.HostSession
 	if !present(ini.AgentCapabilities.SessionCapabilities.List) {
 		return nil, unsupported("the agent does not advertise session/list")
 	}
-	a, err := h.spawn(ctx, cwd, discard{})
+	a, err := h.spawn(ctx, cwd, discard{}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -424,7 +424,7 @@ func (h *Host) History(ctx context.Context, nativeID string) ([]core.NewEntry, e
 	}
 	col := &collector{m: newMapper(h.cfg.Name, nativeID, "history-"+nativeID, modeHistory)}
 	cwd := h.cfg.Cwd
-	a, err := h.spawn(ctx, cwd, col)
+	a, err := h.spawn(ctx, cwd, col, false)
 	if err != nil {
 		return nil, err
 	}

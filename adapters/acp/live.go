@@ -41,7 +41,7 @@ var (
 // CreateSession starts an agent process, initializes it and opens a session
 // with session/new in req.Cwd.
 func (h *Host) CreateSession(ctx context.Context, req core.CreateRequest, sink core.EventSink) (core.Live, error) {
-	l, err := h.open(ctx, req, sink)
+	l, err := h.open(ctx, req, sink, false)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func (h *Host) CreateSession(ctx context.Context, req core.CreateRequest, sink c
 // record already holds it. A failure is a *core.ResumeError carrying the
 // agent's own message.
 func (h *Host) Resume(ctx context.Context, req core.ResumeRequest, sink core.EventSink) (core.Live, error) {
-	l, err := h.open(ctx, req.CreateRequest, sink)
+	l, err := h.open(ctx, req.CreateRequest, sink, false)
 	if err != nil {
 		return nil, err
 	}
@@ -129,14 +129,15 @@ func (h *Host) Resume(ctx context.Context, req core.ResumeRequest, sink core.Eve
 	return l, nil
 }
 
-// open starts the process for a live session.
-func (h *Host) open(ctx context.Context, req core.CreateRequest, sink core.EventSink) (*live, error) {
+// open starts the process for a live session; side (a fork's process)
+// starts it in the background (spawn).
+func (h *Host) open(ctx context.Context, req core.CreateRequest, sink core.EventSink, side bool) (*live, error) {
 	if sink == nil {
 		sink = func(core.Event) {}
 	}
 	l := &live{h: h, sink: sink, preset: req.Preset, req: req}
 	l.m = newMapper(h.cfg.Name, "", newNonce(), modeLive)
-	a, err := h.spawn(ctx, l.cwd(req.Cwd), l)
+	a, err := h.spawn(ctx, l.cwd(req.Cwd), l, side)
 	if err != nil {
 		return nil, err
 	}

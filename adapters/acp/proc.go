@@ -36,8 +36,11 @@ func (h *Host) resolveProgram() (string, error) {
 }
 
 // spawn starts the agent in cwd with handler receiving what it sends, and
-// runs initialize. The process outlives ctx; ctx bounds only the start.
-func (h *Host) spawn(ctx context.Context, cwd string, handler connHandler) (*agent, error) {
+// runs initialize; a background agent (a fork's side process) runs at a
+// lower CPU priority (nice 10), so that on a busy machine it yields the CPU
+// to the live session's agent. The process outlives ctx; ctx bounds only
+// the start.
+func (h *Host) spawn(ctx context.Context, cwd string, handler connHandler, background bool) (*agent, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, core.E(core.CodeCancelled, "acp: start agent", err)
 	}
@@ -50,7 +53,7 @@ func (h *Host) spawn(ctx context.Context, cwd string, handler connHandler) (*age
 	}
 	a := &agent{}
 	a.Process, err = procutil.Start(procutil.Spec{Path: prog, Args: h.cfg.Args, Dir: cwd, Env: append(os.Environ(), h.cfg.Env...),
-		Stdin:  true,
+		Stdin: true, Background: background,
 		Setup:  func(p *procutil.Process) { a.conn = newConn(p.Stdin, handler) },
 		Stdout: func(r io.Reader) { a.conn.serve(r) }})
 	if err != nil {

@@ -375,3 +375,19 @@ func TestPresetMode(t *testing.T) {
 		t.Errorf("unknown mode: %v", err)
 	}
 }
+
+// TestConformanceScriptedAgentWithFork: the scripted agent advertising the
+// unstable session/fork, so the suite's fork case runs against a side
+// process.
+func TestConformanceScriptedAgentWithFork(t *testing.T) {
+	adaptertest.Run(t, adaptertest.Harness{
+		New: func(t *testing.T) core.BridgeHost {
+			h := scriptHost(t, "", "SCRIPTAGENT_FORK=1")
+			warm(t, h)
+			return h
+		},
+		Claims:   append([]string{core.CapSessionFork}, scriptedClaims...),
+		Approval: permissionTurn,
+		Timeout:  time.Minute,
+	})
+}

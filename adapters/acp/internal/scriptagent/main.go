@@ -2,7 +2,8 @@
 // tests. It speaks newline-delimited JSON-RPC 2.0 on stdio and answers
 // initialize, session/new, session/load, session/list, session/set_model,
 // session/set_mode,
-// session/prompt and session/cancel.
+// session/prompt, session/cancel and, with SCRIPTAGENT_FORK=1,
+// session/fork.
 //
 // Prompts are scripts, one directive per line (other lines are ignored):
 //
@@ -14,6 +15,7 @@
 //	garbage         write a line that is not JSON-RPC
 //	hang            wait for session/cancel, then stop with "cancelled"
 //	crash           print to stderr and exit with code 3
+//	pid             reply "pid N", N being the agent's process id
 //
 // A prompt containing "Bridge checkpoint request" is answered with a JSON
 // checkpoint object. After every turn a usage_update {used, size} is sent.
@@ -22,7 +24,9 @@
 // new process can load them (default: a temporary directory);
 // SCRIPTAGENT_WINDOW, the context size (default 100000); SCRIPTAGENT_COMPACT=1
 // to advertise a compact command (input hint) that sends compaction_update
-// when the client advertised the compaction capability.
+// when the client advertised the compaction capability; SCRIPTAGENT_FORK=1
+// to advertise sessionCapabilities.fork and answer session/fork with a
+// copy of the stored session under a new id.
 package main
 
 import (
@@ -68,6 +72,7 @@ type agent struct {
 	state     string
 	window    int64
 	compact   bool
+	fork      bool
 	clientCmp bool
 
 	mu       sync.Mutex
@@ -87,7 +92,7 @@ func main() {
 		window = w
 	}
 	a := &agent{out: bufio.NewWriter(os.Stdout), state: state, window: window,
-		compact:  os.Getenv("SCRIPTAGENT_COMPACT") == "1",
+		compact: os.Getenv("SCRIPTAGENT_COMPACT") == "1", fork: os.Getenv("SCRIPTAGENT_FORK") == "1",
 		sessions: map[string]*session{}, cancel: map[string]chan struct{}{}, pending: map[string]chan message{}}
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	for {
@@ -161,12 +166,9 @@ func (a *agent) handle(m message) {
 			AgentInfo:         agentInfo{Name: "bridge-scriptagent", Title: "Bridge script agent", Version: "1.0.0"},
 			AuthMethods:       []struct{}{}})
 	case "session/new":
-		b := make([]byte, 8)
-		_, _ = rand.Read(b)
-		s := &session{ID: "sa-" + hex.EncodeToString(b), Cwd: p.Cwd, Model: "scripted-small"}
+		s := &session{ID: newID(), Cwd: p.Cwd, Model: "scripted-small"}
 		a.save(s)
-		a.reply(m.ID, newSessionResult{SessionID: s.ID, Models: a.models(s), Modes: modes{
-			CurrentModeID: "default", AvailableModes: []mode{{ID: "default", Name: "Default"}, {ID: "plan", Name: "Plan"}}}})
+		a.reply(m.ID, newSessionResult{SessionID: s.ID, Models: a.models(s), Modes: defaultModes})
 		a.commands(s.ID)
 	case "session/load":
 		s := a.load(p.SessionID)
@@ -180,6 +182,15 @@ func (a *agent) handle(m message) {
 		}
 		a.reply(m.ID, loadSessionResult{Models: a.models(s)})
 		a.commands(s.ID)
+	case "session/fork":
+		s := a.load(p.SessionID)
+		if !a.fork || s == nil {
+			a.fail(m.ID, -32002, "Resource not found: no session "+p.SessionID)
+			return
+		}
+		c := &session{ID: newID(), Cwd: p.Cwd, Model: s.Model, Used: s.Used, Turns: append([]turn(nil), s.Turns...)}
+		a.save(c)
+		a.reply(m.ID, newSessionResult{SessionID: c.ID, Models: a.models(c), Modes: defaultModes})
 	case "session/list":
 		a.reply(m.ID, listResult{Sessions: a.list(p.Cwd)})
 	case "session/set_model":
@@ -222,6 +233,16 @@ func (a *agent) handle(m message) {
 		}
 	}
 }
+
+// newID returns a new session id.
+func newID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "sa-" + hex.EncodeToString(b)
+}
+
+// defaultModes are the modes every session offers.
+var defaultModes = modes{CurrentModeID: "default", AvailableModes: []mode{{ID: "default", Name: "Default"}, {ID: "plan", Name: "Plan"}}}
 
 func (a *agent) models(s *session) models {
 	return models{CurrentModelID: s.Model, AvailableModels: []model{
@@ -345,6 +366,8 @@ func (a *agent) prompt(id json.RawMessage, s *session, text string) {
 		case "crash":
 			fmt.Fprintln(os.Stderr, "scriptagent: crashing on request")
 			os.Exit(3)
+		case "pid":
+			reply = "pid " + strconv.Itoa(os.Getpid())
 		}
 	}
 	if strings.Contains(text, "Bridge checkpoint request") {
@@ -388,12 +411,16 @@ func (a *agent) compactNow(id json.RawMessage, s *session, focus string) {
 	a.reply(id, promptResult{StopReason: "end_turn"})
 }
 
-// sessionCaps is the agent's sessionCapabilities: list, and with
-// SCRIPTAGENT_COMPACT=1 the unstable compaction contract.
+// sessionCaps is the agent's sessionCapabilities: list, with
+// SCRIPTAGENT_COMPACT=1 the unstable compaction contract, and with
+// SCRIPTAGENT_FORK=1 the unstable session/fork.
 func (a *agent) sessionCaps() sessionCapabilities {
 	var c sessionCapabilities
 	if a.compact {
 		c.Compaction = &struct{}{}
+	}
+	if a.fork {
+		c.Fork = &struct{}{}
 	}
 	return c
 }

@@ -140,6 +140,7 @@ type promptCapabilities struct {
 // compaction contract.
 type sessionCapabilities struct {
 	Compaction *struct{} `json:"compaction,omitempty"`
+	Fork       *struct{} `json:"fork,omitempty"`
 	List       struct{}  `json:"list"`
 }
 
