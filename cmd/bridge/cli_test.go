@@ -98,7 +98,7 @@ func TestCLIConsistency(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a newcomer's first hour", cliFirstHour)
+	t.Run("a newcomer's first hour", func(t *testing.T) { eachStore(t, cliFirstHour) })
 }
 
 // cliFirstHour: what a new user met in their first hour. An unknown
@@ -110,7 +110,7 @@ func TestCLIConsistency(t *testing.T) {
 // keeps the raw record); search leaves out the archived sessions a
 // migration's summary worker ran in; a fork onto a harness whose program
 // is missing names the program and a harness that works.
-func cliFirstHour(t *testing.T) {
+func cliFirstHour(t *testing.T, st storeKind) {
 	empty := t.TempDir()
 	out, stderr, code := runCLI(t, nil, "--data-dir", empty, "sessions")
 	if code != 0 || !strings.HasPrefix(out, "No sessions in "+empty) {
@@ -126,7 +126,7 @@ func cliFirstHour(t *testing.T) {
 		t.Errorf("bridge help import leaves OpenCode out of --discover:\n%s", imp)
 	}
 
-	dir, sid := dataDirWithOneTurn(t)
+	dir, sid := dataDirWithOneTurnIn(t, st.dataDir(t, nil))
 	for _, args := range [][]string{
 		{"doctor", "--harness", "claude"}, {"search", "hello", "--harness", "claude"}, {"fork", sid, "--harness", "claude"},
 		{"migrate", "preview", sid, "--harness", "claude"}, {"import", "--harness", "claude", "/nonexistent"},
@@ -311,10 +311,15 @@ func isGroup(name string) bool {
 // with one finished turn, through a bridge serve that has exited cleanly.
 func dataDirWithOneTurn(t *testing.T) (dir, sid string) {
 	t.Helper()
-	dir = t.TempDir()
+	return dataDirWithOneTurnIn(t, t.TempDir())
+}
+
+// dataDirWithOneTurnIn is dataDirWithOneTurn in the data directory dir.
+func dataDirWithOneTurnIn(t *testing.T, dir string) (string, string) {
+	t.Helper()
 	c := startBridge(t, dir)
 	c.initialize(nil)
-	sid = createFake(t, c)
+	sid := createFake(t, c)
 	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("hello")}, nil)
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("exit %d", code)

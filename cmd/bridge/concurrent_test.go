@@ -2,25 +2,21 @@ package main
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/bridge-dev/bridge/core"
-	"github.com/bridge-dev/bridge/storage"
 )
 
 // TestTwoProcessesOneDataDir: two bridge processes (two editor windows) on
 // the same data directory append concurrently without errors and without
-// losing entries.
-func TestTwoProcessesOneDataDir(t *testing.T) {
-	dir := t.TempDir()
+// losing entries. On both stores (on PostgreSQL one database).
+func TestTwoProcessesOneDataDir(t *testing.T) { eachStore(t, testTwoProcessesOneDataDir) }
+
+func testTwoProcessesOneDataDir(t *testing.T, st storeKind) {
 	const perTurn = 400
 	// Only the turns' own entries are counted: no shutdown checkpoint.
-	if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(`{"checkpointOnShutdown": false}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir := st.dataDir(t, map[string]any{"checkpointOnShutdown": false})
 	a, b := startBridge(t, dir), startBridge(t, dir)
 	a.initialize(nil)
 	b.initialize(nil)
@@ -42,11 +38,7 @@ func TestTwoProcessesOneDataDir(t *testing.T) {
 	a.exit(true)
 	b.exit(true)
 	ctx := context.Background()
-	db, err := storage.Open(ctx, dir+"/"+DatabaseFile, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openRecord(t, dir)
 	for _, sid := range []string{sa, sb} {
 		br, err := db.ActiveBranch(ctx, sid)
 		if err != nil {

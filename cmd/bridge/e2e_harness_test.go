@@ -147,10 +147,15 @@ func requestAttempts(t *testing.T, es []schema.Entry) []int {
 
 // TestE2EClaudeCheckpoint: a checkpoint of a live Claude Code session is
 // written by the session's own agent; a reply with no JSON object gets one
-// repair prompt in the same session.
+// repair prompt in the same session. On both stores: the real harness's
+// checkpoint commit on PostgreSQL too.
 func TestE2EClaudeCheckpoint(t *testing.T) {
 	t.Parallel()
-	h := newHarnessEnv(t, harnessOptions{})
+	eachStore(t, testE2EClaudeCheckpoint)
+}
+
+func testE2EClaudeCheckpoint(t *testing.T, st storeKind) {
+	h := newHarnessEnv(t, harnessOptions{Store: st})
 	var asked atomic.Int32
 	h.on(checkpointMarker, func(fakemodel.Request) fakemodel.Reply {
 		if asked.Add(1) == 1 {

@@ -112,8 +112,12 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-func TestSliceOverFake(t *testing.T) {
-	dir := t.TempDir()
+// TestSliceOverFake: create, prompt, the session/update stream, history,
+// rename, cancel, archive and list over the fake harness, on both stores.
+func TestSliceOverFake(t *testing.T) { eachStore(t, testSliceOverFake) }
+
+func testSliceOverFake(t *testing.T, st storeKind) {
+	dir := st.dataDir(t, nil)
 	c := startBridge(t, dir)
 	c.initialize(nil)
 	sid := createFake(t, c)
@@ -172,8 +176,12 @@ func TestSliceOverFake(t *testing.T) {
 	}
 }
 
-func TestCancelAndConcurrency(t *testing.T) {
-	c := startBridge(t, t.TempDir())
+// TestCancelAndConcurrency: a slow prompt never blocks a fast request, and
+// $/cancelRequest ends it, on both stores.
+func TestCancelAndConcurrency(t *testing.T) { eachStore(t, testCancelAndConcurrency) }
+
+func testCancelAndConcurrency(t *testing.T, st storeKind) {
+	c := startBridge(t, st.dataDir(t, nil))
 	c.initialize(nil)
 	sid := createFake(t, c)
 	sid2 := createFake(t, c)

@@ -44,9 +44,11 @@ func newRepo(t *testing.T) string {
 // may have written there; a worktree deleted outside Bridge refuses
 // prompts clearly, still diffs what was committed, and archives; archiving
 // removes a worktree and keeps its branch, with the work left in it
-// committed; `bridge diff --stat` prints the files.
-func TestWorktreesAndDiff(t *testing.T) {
-	data := t.TempDir()
+// committed; `bridge diff --stat` prints the files. On both stores.
+func TestWorktreesAndDiff(t *testing.T) { eachStore(t, testWorktreesAndDiff) }
+
+func testWorktreesAndDiff(t *testing.T, st storeKind) {
+	data := st.dataDir(t, nil)
 	c := startBridge(t, data)
 	c.initialize(nil)
 	repo := newRepo(t)

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/bridge-dev/bridge/storage"
 )
 
 // onePixelPNG is a 1×1 PNG.
@@ -18,9 +15,11 @@ const onePixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mN
 // harness compaction and Bridge checkpoints is exported as JSON, imported
 // into another data directory with --harness bridge, and exported again:
 // the two documents are byte for byte the same, and so are the Markdown
-// renderings. Importing the document again adds nothing.
-func TestExportImportRoundTrip(t *testing.T) {
-	src, dst := t.TempDir(), t.TempDir()
+// renderings. Importing the document again adds nothing. On both stores.
+func TestExportImportRoundTrip(t *testing.T) { eachStore(t, testExportImportRoundTrip) }
+
+func testExportImportRoundTrip(t *testing.T, st storeKind) {
+	src, dst := st.dataDir(t, nil), st.dataDir(t, nil)
 	c := startBridge(t, src)
 	c.initialize(nil)
 	sid := createFake(t, c)
@@ -124,7 +123,7 @@ next json {"summary": "the picture was looked at; next, the tests", "decisions":
 	if err := os.WriteFile(badPath, []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	other := t.TempDir()
+	other := st.dataDir(t, nil)
 	_, stderr, code = runCLI(t, nil, "--data-dir", other, "import", "--harness", "bridge", badPath)
 	if code != 1 || !strings.Contains(stderr, "does not match") {
 		t.Fatalf("tampered import: exit %d %s", code, stderr)
@@ -140,14 +139,5 @@ next json {"summary": "the picture was looked at; next, the tests", "decisions":
 // attachmentCount is how many images the record in dataDir keeps.
 func attachmentCount(t *testing.T, dataDir string) int {
 	t.Helper()
-	db, err := storage.Open(context.Background(), filepath.Join(dataDir, DatabaseFile), storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var n int
-	if err := db.SQL().QueryRow(`SELECT count(*) FROM attachments`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return queryInt(t, openRecord(t, dataDir), `SELECT count(*) FROM attachments`)
 }

@@ -68,6 +68,9 @@ type harnessOptions struct {
 	// DSHURL configures the dsh harness with this server instead (a fake
 	// DSH web server).
 	DSHURL string
+	// Store is where the record lives (the zero value: SQLite in the data
+	// directory).
+	Store storeKind
 }
 
 // newHarnessEnv finds claude and codex (failing the test if either is
@@ -129,6 +132,9 @@ func newHarnessEnv(t *testing.T, o harnessOptions) *harnessEnv {
 	}
 	if o.CheckpointTimeoutSeconds > 0 {
 		cfg["checkpointTimeoutSeconds"] = o.CheckpointTimeoutSeconds
+	}
+	if u := o.Store.url(t, h.dataDir); u != "" {
+		cfg["store"] = u
 	}
 	for k, v := range o.Config {
 		cfg[k] = v
@@ -228,20 +234,15 @@ func payloadOf(t *testing.T, e schema.Entry) map[string]any {
 	return m
 }
 
-// openDB opens the data directory's database; it may be open in a running
-// bridge process too (WAL lets both read).
-func (h *harnessEnv) openDB(t *testing.T) *storage.DB {
+// openDB opens the data directory's record (openRecord); it may be open
+// in a running bridge process too (WAL lets both read).
+func (h *harnessEnv) openDB(t *testing.T) testRecord {
 	t.Helper()
-	db, err := storage.Open(context.Background(), filepath.Join(h.dataDir, DatabaseFile), storage.Options{})
-	if err != nil {
-		t.Fatalf("open the record: %v", err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return openRecord(t, h.dataDir)
 }
 
 // audit returns the audit rows of kind about session sid.
-func audit(t *testing.T, db *storage.DB, sid, kind string) []core.AuditRecord {
+func audit(t *testing.T, db core.Store, sid, kind string) []core.AuditRecord {
 	t.Helper()
 	rs, err := db.Audit(context.Background(), sid, kind)
 	if err != nil {
@@ -253,8 +254,12 @@ func audit(t *testing.T, db *storage.DB, sid, kind string) []core.AuditRecord {
 // recordDigest is the number of a session's entries (every branch) and a
 // sha256 over every stored column of each, in seq order, read straight
 // from SQLite.
-func recordDigest(t *testing.T, db *storage.DB, sid string) (int, string) {
+func recordDigest(t *testing.T, rec testRecord, sid string) (int, string) {
 	t.Helper()
+	db, ok := rec.(*storage.DB)
+	if !ok {
+		t.Fatalf("recordDigest reads a SQLite record, not a %T", rec)
+	}
 	rows, err := db.SQL().QueryContext(context.Background(),
 		`SELECT id, COALESCE(parent_id, ''), seq, kind, payload, COALESCE(native_id, ''), token_estimate, created_at
 		   FROM entries WHERE session_id = ? ORDER BY seq`, sid)
@@ -342,7 +347,7 @@ func (h *harnessEnv) findTranscript(t *testing.T, native string) string {
 }
 
 // sessionNative returns the harness's own session id recorded for sid.
-func sessionNative(t *testing.T, db *storage.DB, sid string) string {
+func sessionNative(t *testing.T, db core.Store, sid string) string {
 	t.Helper()
 	s, err := db.GetSession(context.Background(), sid)
 	if err != nil {

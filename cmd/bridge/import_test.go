@@ -9,8 +9,10 @@ import (
 
 // TestImportTwice: `bridge import` brings a recorded transcript of each
 // harness into the record with its compactions, and importing the same file
-// again adds nothing.
-func TestImportTwice(t *testing.T) {
+// again adds nothing. On both stores.
+func TestImportTwice(t *testing.T) { eachStore(t, testImportTwice) }
+
+func testImportTwice(t *testing.T, st storeKind) {
 	root := filepath.Join("..", "..", "testdata")
 	for _, c := range []struct {
 		harness, file string
@@ -20,7 +22,7 @@ func TestImportTwice(t *testing.T) {
 		{"opencode", "opencode/export-after-summarize.recorded.json"},
 	} {
 		t.Run(c.harness, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := st.dataDir(t, nil)
 			path := filepath.Join(root, c.file)
 			var first, second struct {
 				SessionID        string `json:"sessionId"`
@@ -48,7 +50,7 @@ func TestImportTwice(t *testing.T) {
 			}
 		})
 	}
-	out, stderr, code := runCLI(t, nil, "--data-dir", t.TempDir(), "import", "--harness", "claude-code", filepath.Join(root, "nope.jsonl"), "--json")
+	out, stderr, code := runCLI(t, nil, "--data-dir", st.dataDir(t, nil), "import", "--harness", "claude-code", filepath.Join(root, "nope.jsonl"), "--json")
 	if ec, _ := jsonError(t, out); code != 1 || ec != "not_found" {
 		t.Fatalf("missing file: exit %d, code %q, %q", code, ec, stderr)
 	}

@@ -2,13 +2,9 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/bridge-dev/bridge/storage"
 )
 
 // handoffLines makes the fake's next session (the summary worker) answer
@@ -23,13 +19,15 @@ const handoffLines = "say noted\n" +
 // TestPreviewExecutesOnce: 20 trials of two processes executing one
 // preview at the same moment create exactly one target; the other is
 // refused as already executed, and so is the process that made the
-// preview when it is asked next.
-func TestPreviewExecutesOnce(t *testing.T) {
-	dir := t.TempDir()
+// preview when it is asked next. On both stores.
+func TestPreviewExecutesOnce(t *testing.T) { eachStore(t, testPreviewExecutesOnce) }
+
+func testPreviewExecutesOnce(t *testing.T, st storeKind) {
+	dir := st.dataDir(t, nil)
 	a := startBridge(t, dir)
 	a.initialize(nil)
 	src := createFake(t, a)
-	ctx := context.Background()
+	db := openRecord(t, dir)
 	for trial := range 20 {
 		a.MustCall("session/prompt", map[string]any{"sessionId": src, "content": prompt(handoffLines)}, nil)
 		var p struct {
@@ -71,17 +69,8 @@ func TestPreviewExecutesOnce(t *testing.T) {
 		if e := a.call("migration/execute", map[string]any{"previewId": p.PreviewID}, nil); e == nil || e.DataCode() != "conflict" {
 			t.Fatalf("trial %d: the process that made the preview executed it again (error %+v)", trial, e)
 		}
-		db, err := storage.Open(ctx, filepath.Join(dir, DatabaseFile), storage.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var targets int
-		err = db.SQL().QueryRowContext(ctx, `SELECT count(DISTINCT session_id) FROM entries WHERE kind = 'migration.handoff' AND payload LIKE ?`,
-			`%"previewId":"`+p.PreviewID+`"%`).Scan(&targets)
-		db.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		targets := queryInt(t, db, `SELECT count(DISTINCT session_id) FROM entries WHERE kind = 'migration.handoff' AND payload LIKE $1`,
+			`%"previewId":"`+p.PreviewID+`"%`)
 		if targets != 1 {
 			t.Fatalf("trial %d: preview %s created %d target sessions, want exactly 1", trial, p.PreviewID, targets)
 		}

@@ -3,25 +3,22 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/schema"
-	"github.com/bridge-dev/bridge/storage"
 )
 
 // TestSessionsShowStatus: `bridge sessions` says how each session was
 // left as recorded (its harness process ended, Bridge suspended it, or
-// nothing known: idle), in the table and in --json.
-func TestSessionsShowStatus(t *testing.T) {
+// nothing known: idle), in the table and in --json, on both stores.
+func TestSessionsShowStatus(t *testing.T) { eachStore(t, testSessionsShowStatus) }
+
+func testSessionsShowStatus(t *testing.T, st storeKind) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := storage.Open(ctx, filepath.Join(dir, DatabaseFile), storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := st.dataDir(t, nil)
+	db := openRecord(t, dir)
 	want := map[string]schema.SessionStatus{}
 	for _, c := range []struct {
 		title, last string
@@ -40,7 +37,6 @@ func TestSessionsShowStatus(t *testing.T) {
 		}
 		want[s.ID] = c.status
 	}
-	db.Close()
 	out, stderr, code := runCLI(t, nil, "--data-dir", dir, "sessions", "--json")
 	if code != 0 {
 		t.Fatalf("sessions --json: exit %d: %s", code, stderr)

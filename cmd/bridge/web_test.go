@@ -245,9 +245,12 @@ func TestWebTokenFromEnvironment(t *testing.T) {
 }
 
 // TestWebRPC: the stdio contract over WebSocket, two tabs sharing one
-// service and database; shutdown and exit end one connection only.
-func TestWebRPC(t *testing.T) {
-	w := startWeb(t, t.TempDir())
+// service and database; shutdown and exit end one connection only. On
+// both stores.
+func TestWebRPC(t *testing.T) { eachStore(t, testWebRPC) }
+
+func testWebRPC(t *testing.T, st storeKind) {
+	w := startWeb(t, st.dataDir(t, nil))
 	a, b := w.dial(t), w.dial(t)
 	if e := a.call("session/list", map[string]any{}, nil); e == nil || e.Code != -32002 {
 		t.Fatalf("request before initialize: %+v, want -32002", e)
@@ -327,9 +330,14 @@ func TestWebRPC(t *testing.T) {
 
 // TestWebQueueChangedReachesEveryTab: a prompt one tab queues behind a
 // running turn shows in every tab (session/queueChanged goes through the
-// fan-out like session/update), and so does its leaving the queue.
+// fan-out like session/update), and so does its leaving the queue. On
+// both stores.
 func TestWebQueueChangedReachesEveryTab(t *testing.T) {
-	w := startWeb(t, t.TempDir())
+	eachStore(t, testWebQueueChangedReachesEveryTab)
+}
+
+func testWebQueueChangedReachesEveryTab(t *testing.T, st storeKind) {
+	w := startWeb(t, st.dataDir(t, nil))
 	a, b := w.dial(t), w.dial(t)
 	a.initialize(nil)
 	b.initialize(nil)
