@@ -2,14 +2,12 @@ package claudecode
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
-	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
+	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
 	"github.com/bridge-dev/bridge/adapters/internal/procutil"
 	"github.com/bridge-dev/bridge/core"
@@ -41,66 +39,6 @@ func shapeTurn(t *testing.T, env *e2e, run func() error) map[string]any {
 	return body
 }
 
-var (
-	uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
-	hexRE  = regexp.MustCompile(`[0-9a-f]{64}`)
-)
-
-// flatten lists every leaf of v as "path = value", ids normalised.
-func flatten(prefix string, v any, out map[string]string) {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, y := range x {
-			flatten(prefix+"."+k, y, out)
-		}
-	case []any:
-		for i, y := range x {
-			key := fmt.Sprint(i)
-			if m, ok := y.(map[string]any); ok && m["name"] != nil {
-				// A tool, by name, as one leaf.
-				b, _ := json.Marshal(m)
-				out[prefix+"["+fmt.Sprint(m["name"])+"]"] = string(b)
-				continue
-			}
-			flatten(prefix+"["+key+"]", y, out)
-		}
-	default:
-		s := fmt.Sprint(x)
-		s = uuidRE.ReplaceAllString(s, "<uuid>")
-		s = hexRE.ReplaceAllString(s, "<hex>")
-		out[prefix] = s
-	}
-}
-
-// shapeDiff lists the paths where a and b differ.
-func shapeDiff(a, b map[string]any) []string {
-	fa, fb := map[string]string{}, map[string]string{}
-	flatten("", a, fa)
-	flatten("", b, fb)
-	var out []string
-	for k, v := range fa {
-		if w, ok := fb[k]; !ok {
-			out = append(out, "bridge only: "+k)
-		} else if v != w {
-			out = append(out, "differs: "+k+": bridge "+clip(v)+" | sdk "+clip(w))
-		}
-	}
-	for k := range fb {
-		if _, ok := fa[k]; !ok {
-			out = append(out, "sdk only: "+k)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func clip(s string) string {
-	if len(s) > 3000 {
-		return s[:3000] + "…"
-	}
-	return s
-}
-
 // TestE2ERequestShape: an ordinary turn through Bridge against the same
 // turn in Claude Code's own SDK mode, diffed. The only differences are the
 // ones docs/checkpoints.md lists, each switched off by its preset setting:
@@ -111,10 +49,12 @@ func clip(s string) string {
 func TestE2ERequestShape(t *testing.T) {
 	t.Parallel()
 	env := newE2E(t)
-	ctx := testCtx(t)
 	h := New(env.cfg)
 	off := false
+	// Each of the four turns starts a Claude Code process: each has its own
+	// bound, so that on a loaded machine the test is not bounded as one.
 	turn := func(p core.Preset) map[string]any {
+		ctx := testCtx(t)
 		l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: env.cwd, Preset: p}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -127,6 +67,7 @@ func TestE2ERequestShape(t *testing.T) {
 	bare := turn(core.Preset{ApprovalRelay: &off, PlanTools: &off})
 
 	bin, _ := h.binary()
+	ctx := testCtx(t)
 	sdkEnv := append(append([]string{}, os.Environ()...), env.cfg.Env...)
 	sdkEnv = append(sdkEnv, "CLAUDE_CONFIG_DIR="+env.cfg.ConfigDir, "CLAUDE_CODE_ENTRYPOINT=sdk-ts")
 	sl, err := startLive(procutil.Spec{Path: bin, Args: append(append([]string{}, sdkArgs...), "--session-id", newUUID()), Dir: env.cwd, Env: sdkEnv},
@@ -146,8 +87,9 @@ func TestE2ERequestShape(t *testing.T) {
 			t.Errorf("%s: differences\n%s\nwant\n%s", what, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	}
-	// diff is shapeDiff with the deferred tool list compared by name: the
-	// names only one side defers, then the other differences.
+	// diff is adaptertest.ShapeDiff with the deferred tool list compared
+	// by name: the names only one side defers, then the other differences
+	// (their paths).
 	diff := func(a, b map[string]any) []string {
 		da, db := deferred(a), deferred(b)
 		var out []string
@@ -158,10 +100,10 @@ func TestE2ERequestShape(t *testing.T) {
 		}
 		for _, n := range db {
 			if !slices.Contains(da, n) {
-				out = append(out, "sdk only: deferred "+n)
+				out = append(out, "other only: deferred "+n)
 			}
 		}
-		for _, x := range shapeDiff(withoutDeferred(a), withoutDeferred(b)) {
+		for _, x := range adaptertest.ShapeDiff(adaptertest.ShapeLeaves(withoutDeferred(a)), adaptertest.ShapeLeaves(withoutDeferred(b))) {
 			if i := strings.Index(x, ": bridge "); i > 0 {
 				x = x[:i]
 			}
@@ -174,10 +116,12 @@ func TestE2ERequestShape(t *testing.T) {
 	check("planTools", diff(noRelay, bare), "bridge only: deferred TaskCreate", "bridge only: deferred TaskGet",
 		"bridge only: deferred TaskList", "bridge only: deferred TaskUpdate")
 	check("bare preset against SDK mode", diff(bare, sdk), "differs: .system[0].text")
-	for _, x := range shapeDiff(bare, sdk) {
-		if !strings.Contains(x, "cc_entrypoint=sdk-cli") || !strings.Contains(x, "cc_entrypoint=sdk-ts") {
-			t.Errorf("the system block differs by more than the entry point: %s", x)
-		}
+	// The system block differs by the entry point and nothing else.
+	bridgeSystem := adaptertest.ShapeLeaves(bare)[".system[0].text"]
+	sdkSystem := adaptertest.ShapeLeaves(sdk)[".system[0].text"]
+	if !strings.Contains(bridgeSystem, "cc_entrypoint=sdk-cli") ||
+		strings.Replace(bridgeSystem, "cc_entrypoint=sdk-cli", "cc_entrypoint=sdk-ts", 1) != sdkSystem {
+		t.Errorf("the system block differs by more than the entry point:\nbridge %s\nsdk    %s", bridgeSystem, sdkSystem)
 	}
 }
 
