@@ -103,6 +103,8 @@ type DB struct {
 	// calls they carried (group commit at work when calls > groups).
 	groups, calls atomic.Int64
 	queued        atomic.Int64 // calls handed to the writer goroutine
+	feedLooks     atomic.Int64 // FollowAppends' looks (one each FollowPoll)
+	feedReads     atomic.Int64 // FollowAppends' reads of the entries table
 
 	// lists caches sessions' evidence lists (record.ListCache).
 	lists record.ListCache

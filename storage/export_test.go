@@ -10,6 +10,12 @@ import (
 // Queued is the number of writes ever handed to the writer goroutine.
 func Queued(db *DB) int64 { return db.queued.Load() }
 
+// FeedReads is how many times FollowAppends read the entries table.
+func FeedReads(db *DB) int64 { return db.feedReads.Load() }
+
+// FeedLooks is how many times FollowAppends looked for changes.
+func FeedLooks(db *DB) int64 { return db.feedLooks.Load() }
+
 // GroupStats returns how many group transactions ran and how many calls
 // they carried.
 func GroupStats(db *DB) (groups, calls int64) { return db.groups.Load(), db.calls.Load() }

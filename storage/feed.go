@@ -19,19 +19,23 @@ const FollowPoll = 200 * time.Millisecond
 
 // FollowAppends implements core.ChangeFeed for several processes sharing
 // one data directory: SQLite tells no one of a commit, so the follower
-// looks every FollowPoll for entries past the last one it saw (one query on
-// the rowid, which grows with each commit: SQLite lets one process write
-// at a time) and hands those another process wrote to fn, one session's
-// run at a time, in order. This process's own entries are known by the
-// rowid ranges its write transactions inserted (noted while a follower
-// runs) and are left out. It returns ctx's error when ctx ends; a failed
-// read is tried again at the next look.
+// looks every FollowPoll whether the file changed (PRAGMA data_version on
+// a connection of its own: SQLite's change counter, no table read) and,
+// when it did, for entries past the last one it saw (one query on the
+// rowid, which grows with each commit: SQLite lets one process write at a
+// time). It hands those another process wrote to fn, one session's run at
+// a time, in order. This process's own entries are known by the rowid
+// ranges its write transactions inserted (noted while a follower runs) and
+// are left out. It returns ctx's error when ctx ends; a failed read is
+// tried again at the next look.
 func (db *DB) FollowAppends(ctx context.Context, fn func(entries []core.Entry)) error {
 	id, seen, err := db.own.start(ctx, db)
 	if err != nil {
 		return err
 	}
 	defer db.own.stop(id)
+	ver := db.newVersionWatch()
+	defer ver.close()
 	t := time.NewTicker(FollowPoll)
 	defer t.Stop()
 	for {
@@ -40,14 +44,81 @@ func (db *DB) FollowAppends(ctx context.Context, fn func(entries []core.Entry)) 
 			return ctx.Err()
 		case <-t.C:
 		}
+		db.feedLooks.Add(1)
+		if !ver.changed(ctx) {
+			continue
+		}
 		for {
 			next, n, err := db.handOver(ctx, seen, fn)
 			seen = next
 			db.own.prune(id, seen)
-			if err != nil || n == 0 {
-				break // nothing new, or a failed read: the next look
+			if err != nil {
+				ver.forget() // look again next time whatever the counter says
+				break
+			}
+			if n == 0 {
+				break // nothing new: the next look
 			}
 		}
+	}
+}
+
+// versionWatch tells a follower whether anyone committed to the file since
+// it last looked: PRAGMA data_version on one connection of its own changes
+// whenever another connection (of this process or another) commits.
+type versionWatch struct {
+	pool *sql.DB
+	conn *sql.Conn
+	last int64
+	ok   bool // last is a value read since the last forget
+}
+
+func (db *DB) newVersionWatch() *versionWatch {
+	w := &versionWatch{}
+	if p, err := sql.Open(safeDriverName, db.rd.dsn); err == nil {
+		p.SetMaxOpenConns(1)
+		w.pool = p
+	}
+	return w
+}
+
+// changed reports whether the file changed since the last call (true the
+// first time, and whenever the counter cannot be read: then the follower
+// reads the entries as it would without the watch). The counter is read
+// before the entries are, so a commit between the two is seen next time.
+func (w *versionWatch) changed(ctx context.Context) bool {
+	if w.pool == nil {
+		return true
+	}
+	if w.conn == nil {
+		c, err := w.pool.Conn(ctx)
+		if err != nil {
+			return true
+		}
+		w.conn = c
+	}
+	var v int64
+	if err := w.conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v); err != nil {
+		_ = w.conn.Close()
+		w.conn, w.ok = nil, false
+		return true
+	}
+	if w.ok && v == w.last {
+		return false
+	}
+	w.last, w.ok = v, true
+	return true
+}
+
+// forget makes the next call to changed report a change.
+func (w *versionWatch) forget() { w.ok = false }
+
+func (w *versionWatch) close() {
+	if w.conn != nil {
+		_ = w.conn.Close()
+	}
+	if w.pool != nil {
+		_ = w.pool.Close()
 	}
 }
 
@@ -65,6 +136,7 @@ func (db *DB) handOver(ctx context.Context, seen int64, fn func([]core.Entry)) (
 	if err != nil {
 		return seen, 0, err
 	}
+	db.feedReads.Add(1)
 	rows, err := rq.QueryContext(ctx, `SELECT rowid, `+entryCols+` FROM entries WHERE rowid > ? ORDER BY rowid LIMIT ?`, seen, followBatch)
 	if err != nil {
 		return seen, 0, err

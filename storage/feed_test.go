@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,6 +108,82 @@ func TestChangeFeedSeesAnImport(t *testing.T) {
 	for i, e := range heard {
 		if e.Seq != int64(i+1) {
 			t.Fatalf("entry %d handed over is seq %d, want %d: in order, once each", i, e.Seq, i+1)
+		}
+	}
+}
+
+// TestIdleFollowerReadsNothing: while no one commits, the follower's looks
+// read no entries (only SQLite's change counter, PRAGMA data_version);
+// another process's next commit is read and handed over at once.
+func TestIdleFollowerReadsNothing(t *testing.T) {
+	ctx := context.Background()
+	a, b := openTwo(t)
+	s, err := a.CreateSession(ctx, core.Session{Harness: "fake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []core.Entry, 1000)
+	fctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- b.FollowAppends(fctx, func(es []core.Entry) { got <- es }) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != context.Canceled {
+			t.Errorf("FollowAppends ended with %v", err)
+		}
+	}()
+	say := func(text string) {
+		t.Helper()
+		if _, err := a.Append(ctx, s.ID, core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(map[string]string{"text": text})}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The follower runs once it hands over an entry appended after it
+	// started.
+	for i := 0; ; i++ {
+		if i == 600 {
+			t.Fatal("the follower never handed an entry over")
+		}
+		say("marker")
+		select {
+		case <-got:
+		case <-time.After(100 * time.Millisecond):
+			continue
+		}
+		break
+	}
+	// waitLooks returns once the follower looked n more times (a hang
+	// fails after a minute; no timing is asserted).
+	waitLooks := func(n int64) {
+		t.Helper()
+		want := storage.FeedLooks(b) + n
+		deadline := time.Now().Add(time.Minute)
+		for storage.FeedLooks(b) < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("the follower looked %d times in a minute", storage.FeedLooks(b)-want+n)
+			}
+			time.Sleep(storage.FollowPoll / 4)
+		}
+	}
+	waitLooks(2) // a commit during the last read is read at the next look
+	reads := storage.FeedReads(b)
+	waitLooks(5)
+	if n := storage.FeedReads(b) - reads; n != 0 {
+		t.Errorf("an idle follower read the entries table %d times in 5 looks, want 0", n)
+	}
+	say("after the quiet")
+	deadline := time.After(time.Minute)
+	for {
+		select {
+		case es := <-got:
+			if len(es) > 0 && strings.Contains(string(es[len(es)-1].Payload), "after the quiet") {
+				if storage.FeedReads(b) == reads {
+					t.Error("the entry was handed over without a read")
+				}
+				return
+			}
+		case <-deadline:
+			t.Fatal("the follower did not hand over the commit after the quiet")
 		}
 	}
 }
