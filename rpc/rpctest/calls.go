@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 
 	"github.com/bridge-dev/bridge/schema"
@@ -32,6 +33,43 @@ func Do[R any](ctx context.Context, c *Client, method string, params any) (R, er
 		return r, fmt.Errorf("%s: decoding result %s: %w", method, m.Result, err)
 	}
 	return r, nil
+}
+
+// Must runs call, a typed call of c (a method value such as
+// c.SessionPrompt), with p under the test's context, and returns its
+// result; an error reply or a failed call fails the test, naming the
+// method. It is for the test's own goroutine, as t.Fatal is.
+func Must[P, R any](c *Client, call func(context.Context, P) (R, error), p P) R {
+	c.t.Helper()
+	r, err := call(c.t.Context(), p)
+	if err != nil {
+		c.t.Fatalf("%s: %v", methodOf(p), err)
+	}
+	return r
+}
+
+// ErrorOf is the error reply of a typed call, for a test that expects
+// one: rpctest.ErrorOf(c.SessionCreate(ctx, p)). It is nil when the call
+// succeeded; a failure that is not an error reply (the transport, a result
+// that does not decode) is an *Error of code 0 saying what it was.
+func ErrorOf[R any](_ R, err error) *Error {
+	if err == nil {
+		return nil
+	}
+	if e := AsError(err); e != nil {
+		return e
+	}
+	return &Error{Message: "not an error reply: " + err.Error()}
+}
+
+// methodOf names the contract row whose params type is P's.
+func methodOf[P any](p P) string {
+	for _, row := range schema.Methods() {
+		if row.Params != nil && reflect.TypeOf(row.Params) == reflect.TypeOf(p) {
+			return row.Name
+		}
+	}
+	return fmt.Sprintf("%T", p)
 }
 
 // Initialize sends initialize; Initialized (its notification) follows it

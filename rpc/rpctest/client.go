@@ -386,6 +386,16 @@ func (c *Client) Send(id any, method string, params any) {
 // Notify sends a notification.
 func (c *Client) Notify(method string, params any) { c.Send(nil, method, params) }
 
+// Cancel sends $/cancelRequest for the request whose id's JSON text is
+// rawID (as Request returns it).
+func (c *Client) Cancel(rawID string) {
+	var id schema.RequestID
+	if err := json.Unmarshal([]byte(rawID), &id); err != nil {
+		c.t.Fatalf("cancelling request %s: %v", rawID, err)
+	}
+	c.Notify(schema.NoticeCancelRequest.Name, schema.CancelParams{ID: id})
+}
+
 // Request sends a request with a fresh id and returns the id's JSON text.
 func (c *Client) Request(method string, params any) string {
 	id := c.NextID()

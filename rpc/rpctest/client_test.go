@@ -3,6 +3,7 @@ package rpctest_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -15,7 +16,10 @@ import (
 // echo is a server over pipes that answers every request with its method
 // name as the error message (code -32001 for "session/history", else a
 // zero result of the method's result type).
-func echo(t *testing.T) *rpctest.Client {
+func echo(t *testing.T) *rpctest.Client { return echoFor(t, t) }
+
+// echoFor is echo with the client failing tb instead of t.
+func echoFor(t *testing.T, tb testing.TB) *rpctest.Client {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -31,7 +35,7 @@ func echo(t *testing.T) *rpctest.Client {
 		}
 		return map[string]any{"method": m.Method, "zero": row.Result}, nil
 	})
-	return rpctest.NewFramed(t, outR, inW, rpctest.Options{})
+	return rpctest.NewFramed(tb, outR, inW, rpctest.Options{})
 }
 
 // TestTypedCallsUseTheirRows: every Backend method of the client sends its
@@ -153,5 +157,42 @@ func TestRepliesAreTakenOnce(t *testing.T) {
 	}
 	if m := c.Reply("null"); m.Error == nil || m.Error.Message != "second" {
 		t.Fatalf("second Reply: %+v, want the second reply", m.Error)
+	}
+}
+
+// fatalRecorder is a testing.TB whose Fatalf records the message (and
+// does not stop the goroutine).
+type fatalRecorder struct {
+	testing.TB
+	fatal string
+}
+
+func (r *fatalRecorder) Helper() {}
+func (r *fatalRecorder) Fatalf(format string, args ...any) {
+	r.fatal = fmt.Sprintf(format, args...)
+}
+
+// TestMustNamesTheMethod: Must returns a typed call's result, and an error
+// reply fails the test with the method's wire name and the error.
+func TestMustNamesTheMethod(t *testing.T) {
+	rec := &fatalRecorder{TB: t}
+	c := echoFor(t, rec)
+	rpctest.Must(c, c.SessionHistory, schema.SessionHistoryParams{SessionID: "s1"})
+	if !strings.HasPrefix(rec.fatal, "session/history: ") || !strings.Contains(rec.fatal, "-32001") {
+		t.Fatalf("Must on an error reply failed with %q, want the method and the error", rec.fatal)
+	}
+	if rec.fatal = ""; rpctest.Must(c, c.SessionList, schema.SessionListParams{}).Items != nil || rec.fatal != "" {
+		t.Fatalf("Must on a reply failed with %q", rec.fatal)
+	}
+}
+
+// TestErrorOf: ErrorOf is nil for a result, the error reply for one.
+func TestErrorOf(t *testing.T) {
+	c := echo(t)
+	if e := rpctest.ErrorOf(c.SessionList(t.Context(), schema.SessionListParams{})); e != nil {
+		t.Fatalf("session/list: %v, want no error", e)
+	}
+	if e := rpctest.ErrorOf(c.SessionHistory(t.Context(), schema.SessionHistoryParams{SessionID: "s1"})); e == nil || e.Code != -32001 || e.DataCode() != "not_found" {
+		t.Fatalf("session/history: %v, want the error reply", e)
 	}
 }
