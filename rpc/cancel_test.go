@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -141,12 +142,9 @@ func TestWorkDoneProgressCancel(t *testing.T) {
 		c.Send(nil, "window/workDoneProgress/cancel", map[string]any{"token": tok})
 		wantError(t, c.reply(id), int(CodeCancelled))
 		want, _ := json.Marshal(tok)
-		c.AwaitNotification("$/progress", func(p json.RawMessage) bool {
-			var v struct {
-				Token json.RawMessage `json:"token"`
-				Value struct{ Kind, Message string }
-			}
-			return json.Unmarshal(p, &v) == nil && string(v.Token) == string(want) && v.Value.Kind == "end" && v.Value.Message == "cancelled"
+		rpctest.Await(c.Client, schema.NoticeProgress, func(p schema.ProgressParams) bool {
+			got, _ := json.Marshal(p.Token)
+			return string(got) == string(want) && p.Value.Kind == schema.ProgressEnd && p.Value.Message == "cancelled"
 		})
 	}
 }

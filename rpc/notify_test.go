@@ -10,6 +10,7 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/rpc/peer"
+	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -45,21 +46,11 @@ func TestPromptStreamsUpdates(t *testing.T) {
 			Payload: core.Payload(map[string]string{"text": "hi"}), CreatedAt: at})
 		return schema.SessionPromptResult{StopReason: "end_turn"}, nil
 	}
-	var res schema.SessionPromptResult
-	c.MustCall("session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "hello"}}}, &res)
+	res := rpctest.Must(c.Client, c.SessionPrompt, schema.SessionPromptParams{SessionID: "s1", Content: []schema.Content{{Type: "text", Text: "hello"}}})
 	if res.StopReason != "end_turn" {
 		t.Errorf("stopReason %q", res.StopReason)
 	}
-	var got []schema.SessionUpdateNotification
-	for _, m := range c.Messages() {
-		if m.Method == "session/update" {
-			var u schema.SessionUpdateNotification
-			if err := json.Unmarshal(m.Params, &u); err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, u)
-		}
-	}
+	got := rpctest.Notes(c.Client, schema.NoticeSessionUpdate)
 	if len(got) != 2 || got[0].Entry.ID != "e1" || got[1].Entry.ParentID != "e1" || got[0].SessionID != "s1" ||
 		string(got[0].Entry.Payload) != `{"text":"hello"}` || !got[1].Entry.CreatedAt.Equal(at) || got[1].Entry.Kind != "assistant.message" {
 		t.Errorf("updates before the result: %+v", got)
@@ -107,25 +98,13 @@ func TestWorkDoneProgress(t *testing.T) {
 		p(3, 4, "writing")
 		return schema.SessionPromptResult{StopReason: "end_turn"}, nil
 	}
-	for _, token := range []any{"tok-1", 17} {
-		id := c.NextID()
-		c.Send(id, "session/prompt", map[string]any{"sessionId": "s1", "workDoneToken": token,
-			"content": []any{map[string]any{"type": "text", "text": "x"}}})
-		c.reply(id)
-		tokJSON, _ := json.Marshal(token)
+	text := []schema.Content{{Type: "text", Text: "x"}}
+	for _, token := range []schema.ProgressToken{schema.StringToken("tok-1"), schema.NumberToken(17)} {
+		rpctest.Must(c.Client, c.SessionPrompt, schema.SessionPromptParams{SessionID: "s1", Content: text,
+			WorkDoneProgressParams: schema.WorkDoneProgressParams{WorkDoneToken: &token}})
 		var kinds []string
-		for _, m := range c.Messages() {
-			if m.Method != "$/progress" {
-				continue
-			}
-			var p struct {
-				Token json.RawMessage         `json:"token"`
-				Value schema.WorkDoneProgress `json:"value"`
-			}
-			if err := json.Unmarshal(m.Params, &p); err != nil {
-				t.Fatal(err)
-			}
-			if string(p.Token) != string(tokJSON) {
+		for _, p := range rpctest.Notes(c.Client, schema.NoticeProgress) {
+			if p.Token != token {
 				continue
 			}
 			s := p.Value.Kind + ":" + p.Value.Title + p.Value.Message
@@ -141,16 +120,18 @@ func TestWorkDoneProgress(t *testing.T) {
 	}
 	// Without a token: no $/progress at all.
 	before := c.count("$/progress")
-	c.MustCall("session/prompt", map[string]any{"sessionId": "s1", "content": []any{map[string]any{"type": "text", "text": "x"}}}, nil)
+	rpctest.Must(c.Client, c.SessionPrompt, schema.SessionPromptParams{SessionID: "s1", Content: text})
 	if after := c.count("$/progress"); after != before {
 		t.Errorf("progress sent without a token: %d -> %d", before, after)
 	}
 	// A failing operation ends its progress with "failed".
+	failing := schema.StringToken("tok-f")
 	id := c.NextID()
-	c.Send(id, "session/checkpoint", map[string]any{"sessionId": "s1", "workDoneToken": "tok-f"})
+	c.Send(id, "session/checkpoint", schema.SessionCheckpointParams{SessionID: "s1",
+		WorkDoneProgressParams: schema.WorkDoneProgressParams{WorkDoneToken: &failing}})
 	wantError(t, c.reply(id), int(CodeInternal))
-	c.AwaitNotification("$/progress", func(p json.RawMessage) bool {
-		return strings.Contains(string(p), `"tok-f"`) && strings.Contains(string(p), `"kind":"end","message":"failed"`)
+	rpctest.Await(c.Client, schema.NoticeProgress, func(p schema.ProgressParams) bool {
+		return p.Token == failing && p.Value.Kind == schema.ProgressEnd && p.Value.Message == "failed"
 	})
 }
 
