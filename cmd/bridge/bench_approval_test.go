@@ -48,14 +48,14 @@ func BenchmarkApprovalRoundTrip(b *testing.B) {
 			c := startBridge(b, dir)
 			var mu sync.Mutex
 			var held []time.Duration
-			caps := map[string]any{}
+			var caps schema.ClientCapabilities
 			if mode == "client" {
-				caps["session"] = map[string]any{"requestPermission": true}
+				caps.Session = &schema.SessionClientCapabilities{RequestPermission: true}
 				c.SetOnRequest(func(m wireMsg) (any, *wireError) {
 					start := time.Now()
 					var p schema.SessionRequestPermissionParams
 					_ = json.Unmarshal(m.Params, &p)
-					res := map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": p.Options[0].OptionID}}
+					res := schema.SessionRequestPermissionResult{Outcome: schema.PermissionOutcome{Outcome: schema.OutcomeSelected, OptionID: p.Options[0].OptionID}}
 					mu.Lock()
 					held = append(held, time.Since(start))
 					mu.Unlock()
@@ -63,13 +63,12 @@ func BenchmarkApprovalRoundTrip(b *testing.B) {
 				})
 			}
 			c.initializeWith(caps, nil)
-			var s struct {
-				SessionID string `json:"sessionId"`
-			}
-			c.MustCall("session/create", map[string]any{"harness": "claude-code", "cwd": b.TempDir()}, &s)
+			s, err := c.SessionCreate(b.Context(), schema.SessionCreateParams{Harness: "claude-code", Cwd: b.TempDir()})
+			must(b, "session/create", err)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				c.MustCall("session/prompt", map[string]any{"sessionId": s.SessionID, "content": prompt("go")}, nil)
+				_, err := c.SessionPrompt(b.Context(), schema.SessionPromptParams{SessionID: s.SessionID, Content: prompt("go")})
+				must(b, "session/prompt", err)
 			}
 			b.StopTimer()
 			body, err := os.ReadFile(times)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -26,7 +27,7 @@ func BenchmarkCancelLatency(b *testing.B) {
 			var load []string
 			for range 2 {
 				sid := benchFake(b, c)
-				c.Request("session/prompt", map[string]any{"sessionId": sid, "content": prompt("stream 300000")})
+				c.Request("session/prompt", schema.SessionPromptParams{SessionID: sid, Content: prompt("stream 300000")})
 				load = append(load, sid)
 			}
 			sid := benchFake(b, c)
@@ -37,7 +38,7 @@ func BenchmarkCancelLatency(b *testing.B) {
 				if turn == "flood" {
 					text, mark = "stream 100000", "stream 1/100000"
 				}
-				id := c.Request("session/prompt", map[string]any{"sessionId": sid, "content": prompt(text)})
+				id := c.Request("session/prompt", schema.SessionPromptParams{SessionID: sid, Content: prompt(text)})
 				if mark != "" {
 					// The i+1-th announcement of the turn's first entry.
 					seen := 0
@@ -51,7 +52,7 @@ func BenchmarkCancelLatency(b *testing.B) {
 					time.Sleep(5 * time.Millisecond) // the turn has started
 				}
 				start := time.Now()
-				c.MustCall("session/cancel", map[string]any{"sessionId": sid}, nil)
+				rpctest.Must(c.Client, c.SessionCancel, schema.SessionCancelParams{SessionID: sid})
 				cancelMs = append(cancelMs, float64(time.Since(start).Microseconds())/1000)
 				if m := c.Reply(id); m.Error != nil {
 					b.Fatalf("prompt: %+v", m.Error)
@@ -64,7 +65,7 @@ func BenchmarkCancelLatency(b *testing.B) {
 			b.ReportMetric(pct(promptMs, 50), "prompt-p50-ms")
 			b.ReportMetric(pct(promptMs, 99), "prompt-p99-ms")
 			for _, l := range load {
-				c.MustCall("session/cancel", map[string]any{"sessionId": l}, nil)
+				rpctest.Must(c.Client, c.SessionCancel, schema.SessionCancelParams{SessionID: l})
 			}
 		})
 	}

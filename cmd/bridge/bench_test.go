@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/storage"
 )
 
@@ -91,7 +93,7 @@ func BenchmarkStartup(b *testing.B) {
 	runBridge := func(b *testing.B) time.Duration {
 		start := time.Now()
 		c := startBridge(b, dir)
-		c.MustCall("initialize", map[string]any{"capabilities": map[string]any{}}, nil)
+		rpctest.Must(c.Client, c.Initialize, schema.InitializeParams{})
 		d := time.Since(start)
 		c.exit(true)
 		return d
@@ -131,11 +133,11 @@ func BenchmarkHistoryAcrossProcesses(b *testing.B) {
 	c := startBridge(b, dir)
 	c.initialize(nil)
 	var page json.RawMessage
-	c.MustCall("session/history", map[string]any{"sessionId": sid, "maxMessages": 60}, &page)
+	c.MustCall("session/history", schema.SessionHistoryParams{SessionID: sid, MaxMessages: 60}, &page) // raw: echo answers it back
 	b.Run("bridge", func(b *testing.B) {
 		b.SetBytes(int64(len(page)))
 		for i := 0; i < b.N; i++ {
-			c.MustCall("session/history", map[string]any{"sessionId": sid, "maxMessages": 60}, nil)
+			rpctest.Must(c.Client, c.SessionHistory, schema.SessionHistoryParams{SessionID: sid, MaxMessages: 60})
 		}
 	})
 	echo := startProcess(b, exec.Command(buildHelper(b, "echoserver")))
@@ -151,7 +153,7 @@ func BenchmarkHistoryAcrossProcesses(b *testing.B) {
 		var bridgeT, echoT time.Duration
 		for i := 0; i < b.N; i++ {
 			start := time.Now()
-			c.MustCall("session/history", map[string]any{"sessionId": sid, "maxMessages": 60}, nil)
+			rpctest.Must(c.Client, c.SessionHistory, schema.SessionHistoryParams{SessionID: sid, MaxMessages: 60})
 			mid := time.Now()
 			echo.MustCall("echo", page, nil)
 			bridgeT, echoT = bridgeT+mid.Sub(start), echoT+time.Since(mid)

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // TestCancelOfAFloodingTurn: a turn that reports entries as fast as it can
@@ -17,12 +20,12 @@ func TestCancelOfAFloodingTurn(t *testing.T) {
 	c := startBridge(t, t.TempDir())
 	c.initialize(nil)
 	sid := createFake(t, c)
-	c.sendWithID(`77`, "session/prompt", map[string]any{"sessionId": sid, "content": prompt("stream 100000")})
-	c.awaitNote("a streamed entry", func(m wireMsg) bool {
-		return m.Method == "session/update" && strings.Contains(string(m.Params), "stream 1/100000")
+	c.Send(77, "session/prompt", schema.SessionPromptParams{SessionID: sid, Content: prompt("stream 100000")})
+	rpctest.Await(c.Client, schema.NoticeSessionUpdate, func(u schema.SessionUpdateNotification) bool {
+		return u.SessionID == sid && strings.Contains(string(u.Entry.Payload), "stream 1/100000")
 	})
 	start := time.Now()
-	c.MustCall("session/cancel", map[string]any{"sessionId": sid}, nil)
+	rpctest.Must(c.Client, c.SessionCancel, schema.SessionCancelParams{SessionID: sid})
 	cancelTook := time.Since(start)
 	atCancel := len(c.Sent("session/update"))
 	m := c.Reply(`77`)
@@ -41,7 +44,7 @@ func TestCancelOfAFloodingTurn(t *testing.T) {
 		t.Fatalf("%d entries were announced after the cancel was answered", late)
 	}
 	// The session takes the next prompt, after the backlog is recorded.
-	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say after")}, nil)
+	rpctest.Must(c.Client, c.SessionPrompt, schema.SessionPromptParams{SessionID: sid, Content: prompt("say after")})
 	var after []wireMsg
 	for _, n := range c.Sent("session/update")[announcedAtReply:] {
 		if strings.Contains(string(n.Params), "/100000") {
@@ -51,13 +54,10 @@ func TestCancelOfAFloodingTurn(t *testing.T) {
 	if len(after) > 0 {
 		t.Fatalf("%d streamed entries were announced after the prompt's reply (first %.200s)", len(after), after[0].Params)
 	}
-	var hist struct {
-		Entries []json.RawMessage `json:"entries"`
-	}
-	c.MustCall("session/history", map[string]any{"sessionId": sid, "maxMessages": 1000000}, &hist)
+	hist := rpctest.Must(c.Client, c.SessionHistory, schema.SessionHistoryParams{SessionID: sid, MaxMessages: 1000000})
 	streamed := 0
 	for _, e := range hist.Entries {
-		if strings.Contains(string(e), "/100000") {
+		if strings.Contains(string(e.Payload), "/100000") {
 			streamed++
 		}
 	}

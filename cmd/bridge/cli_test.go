@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -320,7 +321,7 @@ func dataDirWithOneTurnIn(t *testing.T, dir string) (string, string) {
 	c := startBridge(t, dir)
 	c.initialize(nil)
 	sid := createFake(t, c)
-	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("hello")}, nil)
+	rpctest.Must(c.Client, c.SessionPrompt, schema.SessionPromptParams{SessionID: sid, Content: prompt("hello")})
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("exit %d", code)
 	}

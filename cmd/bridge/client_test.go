@@ -175,34 +175,36 @@ func (c *client) notes() []wireMsg {
 	return out
 }
 
-// initialize runs the LSP handshake.
-func (c *client) initialize(opts map[string]any) {
+// initialize runs the LSP handshake with work-done progress and opts.
+func (c *client) initialize(opts *schema.InitializationOptions) {
 	c.t.Helper()
-	c.initializeWith(map[string]any{"window": map[string]any{"workDoneProgress": true}}, opts)
+	c.initializeWith(schema.ClientCapabilities{Window: &schema.WindowClientCapabilities{WorkDoneProgress: true}}, opts)
 }
 
 // initializeWith runs the LSP handshake declaring capabilities caps.
-func (c *client) initializeWith(caps, opts map[string]any) {
+func (c *client) initializeWith(caps schema.ClientCapabilities, opts *schema.InitializationOptions) {
 	c.t.Helper()
-	params := map[string]any{"processId": os.Getpid(), "clientInfo": map[string]any{"name": "e2e"}, "capabilities": caps}
-	if opts != nil {
-		params["initializationOptions"] = opts
+	pid := os.Getpid()
+	res, err := c.Initialize(c.t.Context(), schema.InitializeParams{ProcessID: &pid, ClientInfo: &schema.ClientInfo{Name: "e2e"},
+		Capabilities: caps, InitializationOptions: opts})
+	if err != nil {
+		c.t.Fatalf("initialize: %v", err)
 	}
-	var res schema.InitializeResult
-	c.MustCall("initialize", params, &res)
 	if res.ServerInfo.Name != "bridge" {
 		c.t.Fatalf("serverInfo.name = %q, want bridge", res.ServerInfo.Name)
 	}
-	c.Notify("initialized", map[string]any{})
+	c.Initialized()
 }
 
 // exitCode sends shutdown (optionally) and exit and returns the exit code.
 func (c *client) exit(shutdown bool) int {
 	c.t.Helper()
 	if shutdown {
-		c.MustCall("shutdown", nil, nil)
+		if err := c.Shutdown(c.t.Context()); err != nil {
+			c.t.Fatalf("shutdown: %v", err)
+		}
 	}
-	c.Notify("exit", nil)
+	c.Exit()
 	select {
 	case <-c.Done():
 	case <-time.After(20 * time.Second):

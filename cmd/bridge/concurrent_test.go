@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // TestTwoProcessesOneDataDir: two bridge processes (two editor windows) on
@@ -30,7 +32,7 @@ func testTwoProcessesOneDataDir(t *testing.T, st storeKind) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 3; i++ {
-				x.c.MustCall("session/prompt", map[string]any{"sessionId": x.sid, "content": prompt("stream 400")}, nil)
+				rpctest.Must(x.c.Client, x.c.SessionPrompt, schema.SessionPromptParams{SessionID: x.sid, Content: prompt("stream 400")})
 			}
 		}()
 	}

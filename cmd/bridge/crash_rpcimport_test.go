@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core/campaign"
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/storage"
 )
 
@@ -42,7 +43,7 @@ func TestCrashDuringImport(t *testing.T) {
 	for trial := 0; trial < trials; trial++ {
 		c := startBridge(t, dir)
 		c.initialize(nil)
-		c.Request("session/import", map[string]any{"harness": "claude-code", "path": path})
+		c.Request("session/import", schema.SessionImportParams{Harness: "claude-code", Path: path})
 		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
 		if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -66,26 +67,16 @@ func TestCrashDuringImport(t *testing.T) {
 	t.Logf("%d kills left a partly imported session, %d none or all of it", seen[true], seen[false])
 	c := startBridge(t, dir)
 	c.initialize(nil)
-	var first, again struct {
-		SessionID string `json:"sessionId"`
-		Entries   int    `json:"entries"`
-	}
-	c.MustCall("session/import", map[string]any{"harness": "claude-code", "path": path}, &first)
-	c.MustCall("session/import", map[string]any{"harness": "claude-code", "path": path}, &again)
+	first := rpctest.Must(c.Client, c.SessionImport, schema.SessionImportParams{Harness: "claude-code", Path: path})
+	again := rpctest.Must(c.Client, c.SessionImport, schema.SessionImportParams{Harness: "claude-code", Path: path})
 	if again.Entries != 0 || again.SessionID != first.SessionID {
 		t.Fatalf("re-import after completing: %+v (first %+v)", again, first)
 	}
-	var list struct {
-		Items []json.RawMessage `json:"items"`
-	}
-	c.MustCall("session/list", map[string]any{}, &list)
+	list := rpctest.Must(c.Client, c.SessionList, schema.SessionListParams{})
 	if len(list.Items) != 1 {
 		t.Fatalf("%d sessions after the killed imports, want 1", len(list.Items))
 	}
-	var hist struct {
-		Entries []json.RawMessage `json:"entries"`
-	}
-	c.MustCall("session/history", map[string]any{"sessionId": first.SessionID, "maxMessages": 1000000}, &hist)
+	hist := rpctest.Must(c.Client, c.SessionHistory, schema.SessionHistoryParams{SessionID: first.SessionID, MaxMessages: 1000000})
 	if len(hist.Entries) != n {
 		t.Fatalf("history holds %d entries after the imports, want %d", len(hist.Entries), n)
 	}

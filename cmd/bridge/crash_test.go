@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/core/campaign"
+	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/storage"
 )
@@ -27,7 +28,7 @@ func TestCrashWhileStreaming(t *testing.T) {
 		c := startBridge(t, dir)
 		c.initialize(nil)
 		sid := createFake(t, c)
-		c.Request("session/prompt", map[string]any{"sessionId": sid, "content": prompt("stream 5000")})
+		c.Request("session/prompt", schema.SessionPromptParams{SessionID: sid, Content: prompt("stream 5000")})
 		// Wait for the stream to start, then kill at a random moment.
 		c.awaitNote("session/update", func(m wireMsg) bool { return m.Method == "session/update" })
 		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
@@ -71,10 +72,7 @@ func TestCrashWhileStreaming(t *testing.T) {
 	// The data directory still serves after the last kill.
 	c := startBridge(t, dir)
 	c.initialize(nil)
-	var list struct {
-		Items []json.RawMessage `json:"items"`
-	}
-	c.MustCall("session/list", map[string]any{}, &list)
+	list := rpctest.Must(c.Client, c.SessionList, schema.SessionListParams{})
 	if len(list.Items) != trials {
 		t.Fatalf("after %d killed runs, %d sessions listed, want %d", trials, len(list.Items), trials)
 	}

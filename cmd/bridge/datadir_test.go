@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // TestDataDirPrecedence: --data-dir, then BRIDGE_DATA_DIR, then
@@ -65,7 +68,7 @@ func TestExistingDataDirModeUnchanged(t *testing.T) {
 			if args[0] == "serve" {
 				c := startBridge(t, dir)
 				c.initialize(nil)
-				c.MustCall("session/list", map[string]any{}, nil)
+				rpctest.Must(c.Client, c.SessionList, schema.SessionListParams{})
 				if code := c.exit(true); code != 0 {
 					t.Fatalf("serve: exit %d", code)
 				}

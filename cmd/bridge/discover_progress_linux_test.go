@@ -2,13 +2,15 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // TestDiscoverProgress: session/import {discover: true} with a
@@ -19,14 +21,8 @@ func TestDiscoverProgress(t *testing.T) {
 	env, _ := harnessHomes(t, t.TempDir())
 	c := startBridge(t, t.TempDir(), env...)
 	c.initialize(nil)
-	var res struct {
-		Entries    int `json:"entries"`
-		Discovered []struct {
-			Harness  string `json:"harness"`
-			Imported int    `json:"imported"`
-		} `json:"discovered"`
-	}
-	c.MustCall("session/import", map[string]any{"discover": true, "workDoneToken": "disc-1"}, &res)
+	token := schema.StringToken("disc-1")
+	res := rpctest.Must(c.Client, c.SessionImport, schema.SessionImportParams{Discover: true, WorkDoneProgressParams: schema.WorkDoneProgressParams{WorkDoneToken: &token}})
 	imported := 0
 	for _, d := range res.Discovered {
 		imported += d.Imported
@@ -36,15 +32,8 @@ func TestDiscoverProgress(t *testing.T) {
 	}
 	kinds := map[string]int{}
 	reports := 0
-	for _, n := range c.Sent("$/progress") {
-		var p struct {
-			Token any `json:"token"`
-			Value struct {
-				Kind    string `json:"kind"`
-				Message string `json:"message"`
-			} `json:"value"`
-		}
-		if json.Unmarshal(n.Params, &p) != nil || p.Token != "disc-1" {
+	for _, p := range rpctest.Notes(c.Client, schema.NoticeProgress) {
+		if p.Token != token {
 			continue
 		}
 		kinds[p.Value.Kind]++

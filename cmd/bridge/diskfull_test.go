@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // smallDisk mounts a tmpfs of size bytes and returns its folder. Disk-full
@@ -63,7 +65,7 @@ func TestDiskFullIsNamed(t *testing.T) {
 	c := startBridge(t, data)
 	c.initialize(nil)
 	sid := createFake(t, c)
-	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say before the disk filled")}, nil)
+	rpctest.Must(c.Client, c.SessionPrompt, schema.SessionPromptParams{SessionID: sid, Content: prompt("say before the disk filled")})
 	filler := fillDisk(t, disk)
 
 	named := func(what string, e *wireError) {
@@ -76,15 +78,10 @@ func TestDiskFullIsNamed(t *testing.T) {
 			t.Fatalf("%s: error %d %q (data %s); want \"disk full\", code unavailable", what, e.Code, e.Message, e.Data)
 		}
 	}
-	named("session/import", c.call("session/import", map[string]any{"harness": "bridge", "path": doc}, nil))
+	named("session/import", rpctest.ErrorOf(c.SessionImport(t.Context(), schema.SessionImportParams{Harness: "bridge", Path: doc})))
 	big := "say " + strings.Repeat("a long prompt that does not fit ", 40_000)
-	named("session/prompt", c.call("session/prompt", map[string]any{"sessionId": sid, "content": prompt(big)}, nil))
-	var list struct {
-		Items []struct {
-			SessionID string `json:"sessionId"`
-		} `json:"items"`
-	}
-	c.MustCall("session/list", map[string]any{}, &list)
+	named("session/prompt", rpctest.ErrorOf(c.SessionPrompt(t.Context(), schema.SessionPromptParams{SessionID: sid, Content: prompt(big)})))
+	list := rpctest.Must(c.Client, c.SessionList, schema.SessionListParams{})
 	if len(list.Items) != 1 || list.Items[0].SessionID != sid {
 		t.Fatalf("sessions on the full disk: %+v; want only %s (the import kept nothing)", list.Items, sid)
 	}
@@ -102,14 +99,8 @@ func TestDiskFullIsNamed(t *testing.T) {
 	}
 	c = startBridge(t, data)
 	c.initialize(nil)
-	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say after the disk was freed")}, nil)
-	var hist struct {
-		Entries []struct {
-			Kind    string          `json:"kind"`
-			Payload json.RawMessage `json:"payload"`
-		} `json:"entries"`
-	}
-	c.MustCall("session/history", map[string]any{"sessionId": sid}, &hist)
+	rpctest.Must(c.Client, c.SessionPrompt, schema.SessionPromptParams{SessionID: sid, Content: prompt("say after the disk was freed")})
+	hist := rpctest.Must(c.Client, c.SessionHistory, schema.SessionHistoryParams{SessionID: sid})
 	var texts []string
 	for _, e := range hist.Entries {
 		if e.Kind == "assistant.message" {

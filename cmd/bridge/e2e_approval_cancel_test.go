@@ -1,12 +1,14 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // TestE2EApprovalCancelledTurn: with real Claude Code, the client is asked
@@ -23,16 +25,14 @@ func TestE2EApprovalCancelledTurn(t *testing.T) {
 		<-release // a user who never answers
 		return nil, &wireError{Code: -32800, Message: "too late"}
 	})
-	c.initializeWith(map[string]any{"session": map[string]any{"requestPermission": true}}, nil)
+	c.initializeWith(schema.ClientCapabilities{Session: &schema.SessionClientCapabilities{RequestPermission: true}}, nil)
 	sid := h.create(t, c, "claude-code", "cancel")
-	id := c.Request("session/prompt", map[string]any{"sessionId": sid, "content": prompt("create cancelled.txt")})
-	ask := c.awaitNote("session/requestPermission", func(m wireMsg) bool { return m.Method == "session/requestPermission" })
-	c.MustCall("session/cancel", map[string]any{"sessionId": sid}, nil)
-	c.awaitNote("$/cancelRequest for the permission request", func(m wireMsg) bool {
-		var p struct {
-			ID json.RawMessage `json:"id"`
-		}
-		return m.Method == "$/cancelRequest" && json.Unmarshal(m.Params, &p) == nil && string(p.ID) == string(ask.ID)
+	id := c.Request("session/prompt", schema.SessionPromptParams{SessionID: sid, Content: prompt("create cancelled.txt")})
+	ask := c.AwaitRequest("session/requestPermission")
+	_, err := c.SessionCancel(t.Context(), schema.SessionCancelParams{SessionID: sid})
+	must(t, "session/cancel", err)
+	rpctest.Await(c.Client, schema.NoticeCancelRequest, func(p schema.CancelParams) bool {
+		return string(mustJSON(p.ID)) == string(ask.ID)
 	})
 	reply := c.Reply(id)
 	if reply.Error != nil {

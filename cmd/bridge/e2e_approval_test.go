@@ -59,13 +59,13 @@ func (a *answering) handle(m wireMsg) (any, *wireError) {
 	defer a.mu.Unlock()
 	a.asked = append(a.asked, p)
 	if len(a.kinds) == 0 {
-		return map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}, nil
+		return schema.SessionRequestPermissionResult{Outcome: schema.PermissionOutcome{Outcome: schema.OutcomeCancelled}}, nil
 	}
 	want := a.kinds[0]
 	a.kinds = a.kinds[1:]
 	for _, o := range p.Options {
 		if string(o.Kind) == want {
-			return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": o.OptionID}}, nil
+			return schema.SessionRequestPermissionResult{Outcome: schema.PermissionOutcome{Outcome: schema.OutcomeSelected, OptionID: o.OptionID}}, nil
 		}
 	}
 	return nil, &wireError{Code: -32602, Message: "no option of kind " + want}
@@ -180,7 +180,7 @@ func TestE2EApprovalsRelayedToTheClient(t *testing.T) {
 			user := &answering{kinds: []string{"allow_once", "reject_once"}}
 			c := startBridge(t, h.dataDir)
 			c.SetOnRequest(user.handle)
-			c.initializeWith(map[string]any{"session": map[string]any{"requestPermission": true}}, nil)
+			c.initializeWith(schema.ClientCapabilities{Session: &schema.SessionClientCapabilities{RequestPermission: true}}, nil)
 			sid := h.create(t, c, tc.harness, "approvals")
 
 			say(t, c, sid, "create first.txt")
@@ -210,10 +210,8 @@ func TestE2EApprovalsRelayedToTheClient(t *testing.T) {
 			}
 
 			// A refusal may stop the harness's loop (OpenCode): any stop but an error.
-			var pr struct {
-				StopReason string `json:"stopReason"`
-			}
-			c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("create second.txt")}, &pr)
+			pr, err := c.SessionPrompt(t.Context(), schema.SessionPromptParams{SessionID: sid, Content: prompt("create second.txt")})
+			must(t, "session/prompt", err)
 			if pr.StopReason == "error" {
 				t.Fatalf("the refused turn ended with an error")
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
+	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -343,10 +344,7 @@ func TestE2EClaudeEditEvidence(t *testing.T) {
 	})
 	h.onText(checkpointMarker, inProse(checkpointJSON("EVIDENCE-3: the port constant is written")))
 	c := h.start(t)
-	var cs struct {
-		SessionID string `json:"sessionId"`
-	}
-	c.MustCall("session/create", map[string]any{"harness": "claude-code", "cwd": h.cwd, "title": "evidence", "preset": "writer"}, &cs)
+	cs := rpctest.Must(c.Client, c.SessionCreate, schema.SessionCreateParams{Harness: "claude-code", Cwd: h.cwd, Title: "evidence", Preset: "writer"})
 	sid := cs.SessionID
 	say(t, c, sid, "EVIDENCE-TURN: write the port constant to listen.go.")
 	if b, err := os.ReadFile(file); err != nil || !strings.Contains(string(b), "55837") {
@@ -362,8 +360,7 @@ func TestE2EClaudeEditEvidence(t *testing.T) {
 	if !art {
 		t.Fatalf("no artifact.created for %s: %v", file, kinds(history(t, c, sid)))
 	}
-	var res schema.SessionCheckpointResult
-	c.MustCall("session/checkpoint", map[string]any{"sessionId": sid}, &res)
+	res := rpctest.Must(c.Client, c.SessionCheckpoint, schema.SessionCheckpointParams{SessionID: sid})
 	var req string
 	for _, r := range h.fake.Requests() {
 		if strings.Contains(r.LastUserText, checkpointMarker) {

@@ -12,6 +12,7 @@ import (
 	"github.com/bridge-dev/bridge/adapters/dsh/dshtest"
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -28,26 +29,14 @@ func TestE2EDSH(t *testing.T) {
 	h.onText("what port", "Port 55837, as you said.")
 
 	c := h.start(t)
-	var doc struct {
-		Adapters []struct {
-			Harness string   `json:"harness"`
-			OK      bool     `json:"ok"`
-			Version string   `json:"version"`
-			Missing []string `json:"missing"`
-		} `json:"adapters"`
-	}
-	c.MustCall("bridge/doctor", map[string]any{"harness": "dsh"}, &doc)
+	doc := rpctest.Must(c.Client, c.BridgeDoctor, schema.DoctorParams{Harness: "dsh"})
 	if len(doc.Adapters) != 1 || !doc.Adapters[0].OK || doc.Adapters[0].Version == "" {
 		t.Fatalf("bridge/doctor dsh = %+v", doc)
 	}
 
 	sid := h.create(t, c, "dsh", "port")
 	say(t, c, sid, "The server must listen on port 55837; the listener is in internal/server/listen.go.")
-	var cr struct {
-		By      string `json:"by"`
-		EntryID string `json:"entryId"`
-	}
-	c.MustCall("session/compact", map[string]any{"sessionId": sid}, &cr)
+	cr := rpctest.Must(c.Client, c.SessionCompact, schema.SessionCompactParams{SessionID: sid})
 	if cr.By != "harness" {
 		t.Fatalf("session/compact = %+v, want by harness", cr)
 	}
@@ -168,9 +157,7 @@ func TestE2EMigrateForeignDSHSession(t *testing.T) {
 	if l := listSessions(t, c, true); len(l) != 0 {
 		t.Fatalf("bridge already records %+v", l)
 	}
-	var p schema.MigrationPreviewResult
-	c.MustCall("migration/preview", map[string]any{"source": map[string]any{"harness": "dsh", "nativeSessionId": native},
-		"target": map[string]any{"harness": "claude-code", "model": "sonnet"}}, &p)
+	p := rpctest.Must(c.Client, c.MigrationPreview, schema.MigrationPreviewParams{Source: &schema.MigrationSource{Harness: "dsh", NativeSessionID: native}, Target: schema.MigrationTarget{Harness: "claude-code", Model: "sonnet"}})
 	if !strings.Contains(p.Summary, "55837") || len(p.Sections) != 5 {
 		t.Fatalf("migration/preview of the DSH session = %+v", p)
 	}
@@ -193,8 +180,7 @@ func TestE2EMigrateForeignDSHSession(t *testing.T) {
 	}
 
 	before := len(h.fake.Requests())
-	var x schema.MigrationExecuteResult
-	c.MustCall("migration/execute", map[string]any{"previewId": p.PreviewID, "inject": "prompt"}, &x)
+	x := rpctest.Must(c.Client, c.MigrationExecute, schema.MigrationExecuteParams{PreviewID: p.PreviewID, Inject: "prompt"})
 	if !x.KickoffSent || !containsAny(x.Warnings, "recovered from dsh's session.attachment") {
 		t.Fatalf("migration/execute = %+v, want the kickoff sent with the image recovered from DSH", x)
 	}
@@ -251,9 +237,7 @@ func TestMigrateForeignDSHSessionWindow(t *testing.T) {
 	before := len(srv.Calls())
 
 	c := h.start(t)
-	var p schema.MigrationPreviewResult
-	c.MustCall("migration/preview", map[string]any{"source": map[string]any{"harness": "dsh", "nativeSessionId": native},
-		"target": map[string]any{"harness": "dsh", "preset": "minimal"}}, &p)
+	p := rpctest.Must(c.Client, c.MigrationPreview, schema.MigrationPreviewParams{Source: &schema.MigrationSource{Harness: "dsh", NativeSessionID: native}, Target: schema.MigrationTarget{Harness: "dsh", Preset: "minimal"}})
 	if !strings.Contains(p.Summary, "55837") {
 		t.Fatalf("preview = %+v", p)
 	}

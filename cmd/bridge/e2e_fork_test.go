@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -25,10 +26,7 @@ func TestE2EForkClaudeToCodex(t *testing.T) {
 	say(t, c, src, "And the second code word BRAVO-TWO.")
 	say(t, c, src, "And the third code word CHARLIE-THREE.")
 
-	var hist struct {
-		Entries []schema.Entry `json:"entries"`
-	}
-	c.MustCall("session/history", map[string]any{"sessionId": src, "maxMessages": 100}, &hist)
+	hist := rpctest.Must(c.Client, c.SessionHistory, schema.SessionHistoryParams{SessionID: src, MaxMessages: 100})
 	// The fork point: the last entry before the third user message.
 	at := ""
 	for i, e := range hist.Entries {
@@ -43,17 +41,7 @@ func TestE2EForkClaudeToCodex(t *testing.T) {
 	n0, sum0 := recordDigest(t, db, src)
 
 	before := len(h.fake.Requests())
-	var res struct {
-		SessionID        string `json:"sessionId"`
-		Harness          string `json:"harness"`
-		ProjectedEntries int    `json:"projectedEntries"`
-		Origin           struct {
-			SessionID string `json:"sessionId"`
-			EntryID   string `json:"entryId"`
-			Harness   string `json:"harness"`
-		} `json:"origin"`
-	}
-	c.MustCall("session/fork", map[string]any{"sessionId": src, "entryId": at, "target": map[string]any{"harness": "codex"}}, &res)
+	res := rpctest.Must(c.Client, c.SessionFork, schema.SessionForkParams{SessionID: src, EntryID: at, Target: schema.MigrationTarget{Harness: "codex"}})
 	if res.SessionID == "" || res.SessionID == src || res.Harness != "codex" || res.Origin.SessionID != src ||
 		res.Origin.EntryID != at || res.Origin.Harness != "claude-code" || res.ProjectedEntries < 4 {
 		t.Fatalf("session/fork = %+v", res)
@@ -82,10 +70,7 @@ func TestE2EForkClaudeToCodex(t *testing.T) {
 	if n1, sum1 := recordDigest(t, db, src); n1 != n0 || sum1 != sum0 {
 		t.Fatalf("the source changed: %d entries (was %d)", n1, n0)
 	}
-	var fh struct {
-		Entries []schema.Entry `json:"entries"`
-	}
-	c.MustCall("session/history", map[string]any{"sessionId": res.SessionID, "maxMessages": 100}, &fh)
+	fh := rpctest.Must(c.Client, c.SessionHistory, schema.SessionHistoryParams{SessionID: res.SessionID, MaxMessages: 100})
 	var origin map[string]any
 	for _, e := range fh.Entries {
 		if e.Kind == "user.message" && origin == nil {
@@ -109,7 +94,7 @@ func TestE2EForkClaudeToCodex(t *testing.T) {
 		t.Fatalf("the fork did not run its first turn: last entry %s %s", last.Kind, last.Payload)
 	}
 	// Forking at an entry of another session, or one that does not exist, is refused.
-	if e := c.call("session/fork", map[string]any{"sessionId": res.SessionID, "entryId": at, "target": map[string]any{}}, nil); e == nil || e.Code != -32602 {
+	if e := rpctest.ErrorOf(c.SessionFork(t.Context(), schema.SessionForkParams{SessionID: res.SessionID, EntryID: at, Target: schema.MigrationTarget{}})); e == nil || e.Code != -32602 {
 		t.Fatalf("entry of another session: %+v", e)
 	}
 	if code := c.exit(true); code != 0 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
+	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -169,8 +170,7 @@ func testE2EClaudeCheckpoint(t *testing.T, st storeKind) {
 	sid := h.create(t, c, "claude-code", "checkpoints")
 	say(t, c, sid, "The server must listen on port 55837; the listener is in internal/server/listen.go.")
 
-	var res schema.SessionCheckpointResult
-	c.MustCall("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, &res)
+	res := rpctest.Must(c.Client, c.SessionCheckpoint, schema.SessionCheckpointParams{SessionID: sid, Reason: "manual"})
 	if res.EntryID == "" || res.Reason != "manual" || (res.Provenance != "agent" && res.Provenance != "agent+controller") {
 		t.Fatalf("session/checkpoint = %+v", res)
 	}
@@ -196,8 +196,7 @@ func testE2EClaudeCheckpoint(t *testing.T, st storeKind) {
 
 	// Garbage first: one repair prompt, then success.
 	say(t, c, sid, "Keep port 55837 but also add a health check.")
-	var res2 schema.SessionCheckpointResult
-	c.MustCall("session/checkpoint", map[string]any{"sessionId": sid}, &res2)
+	res2 := rpctest.Must(c.Client, c.SessionCheckpoint, schema.SessionCheckpointParams{SessionID: sid})
 	if res2.EntryID == "" || res2.EntryID == res.EntryID {
 		t.Fatalf("second checkpoint = %+v", res2)
 	}
@@ -254,7 +253,7 @@ func TestE2EClaudeCheckpointTimeout(t *testing.T) {
 	sid := h.create(t, c, "claude-code", "timeout")
 	say(t, c, sid, "The server must listen on port 55837.")
 
-	e := c.call("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, nil)
+	e := rpctest.ErrorOf(c.SessionCheckpoint(t.Context(), schema.SessionCheckpointParams{SessionID: sid, Reason: "manual"}))
 	if e == nil || e.DataCode() != "timeout" {
 		t.Fatalf("session/checkpoint with no reply: %+v, want data.code timeout", e)
 	}
@@ -290,8 +289,7 @@ func TestE2EClaudeCheckpointTimeout(t *testing.T) {
 	// checkpoint both work.
 	hang.Store(false)
 	say(t, c, sid, "Are you still there? The port stays 55837.")
-	var res schema.SessionCheckpointResult
-	c.MustCall("session/checkpoint", map[string]any{"sessionId": sid}, &res)
+	res := rpctest.Must(c.Client, c.SessionCheckpoint, schema.SessionCheckpointParams{SessionID: sid})
 	awaitCheckpointSaved(t, c, res.EntryID)
 	checkCommit(t, h, c, sid, res, "CKPT-AFTER-TIMEOUT: port 55837")
 	if code := c.exit(true); code != 0 {
@@ -303,8 +301,7 @@ func TestE2EClaudeCheckpointTimeout(t *testing.T) {
 // session/restored notification.
 func resume(t *testing.T, c *client, sid string) (schema.SessionResumeResult, schema.SessionResumeResult) {
 	t.Helper()
-	var res schema.SessionResumeResult
-	c.MustCall("session/resume", map[string]any{"sessionId": sid}, &res)
+	res := rpctest.Must(c.Client, c.SessionResume, schema.SessionResumeParams{SessionID: sid})
 	var note schema.SessionResumeResult
 	c.awaitNote("session/restored", func(m wireMsg) bool {
 		return m.Method == "session/restored" && json.Unmarshal(m.Params, &note) == nil && note.SessionID == sid
@@ -325,8 +322,7 @@ func TestE2EClaudeRestore(t *testing.T) {
 	c := h.start(t)
 	sid := h.create(t, c, "claude-code", "restore")
 	say(t, c, sid, "The server must listen on port 55837; the listener is in internal/server/listen.go.")
-	var cp schema.SessionCheckpointResult
-	c.MustCall("session/checkpoint", map[string]any{"sessionId": sid}, &cp)
+	cp := rpctest.Must(c.Client, c.SessionCheckpoint, schema.SessionCheckpointParams{SessionID: sid})
 	awaitCheckpointSaved(t, c, cp.EntryID)
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("bridge exit code %d", code)

@@ -27,37 +27,35 @@ func TestE2EHostedApprovalRelayed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := startBridge(t, t.TempDir())
 			var mu sync.Mutex
-			var got []map[string]any
+			var got []schema.PermissionOutcome
 			var asked int
 			c.SetOnRequest(func(m wireMsg) (any, *wireError) {
 				switch m.Method {
 				case "host/probe":
-					var caps []map[string]any
+					var caps []schema.Capability
 					for _, n := range []string{"session.create", "session.prompt", "session.cancel", "approval.relay"} {
-						caps = append(caps, map[string]any{"name": n, "required": false, "available": true})
+						caps = append(caps, schema.Capability{Name: n, Available: true})
 					}
-					return map[string]any{"harness": "go-host", "version": "1", "capabilities": caps}, nil
+					return schema.HostProbeResult{Harness: "go-host", Version: "1", Capabilities: caps}, nil
 				case "host/session.create":
-					return map[string]any{"nativeId": "go-1"}, nil
+					return schema.HostSessionCreateResult{NativeID: "go-1"}, nil
 				case "host/session.close", "host/session.cancel":
-					return map[string]any{}, nil
+					return schema.HostAck{}, nil
 				case "host/session.prompt":
 					if !strings.Contains(string(m.Params), "deploy it") {
-						return map[string]any{"stopReason": "end_turn"}, nil // Bridge's own prompts
+						return schema.HostSessionPromptResult{StopReason: "end_turn"}, nil // Bridge's own prompts
 					}
 					// The hosted harness wants to run a tool: ask Bridge.
-					var out struct {
-						Outcome map[string]any `json:"outcome"`
-					}
-					if e := c.call("hosted/requestPermission", map[string]any{"nativeId": "go-1",
-						"toolCall": map[string]any{"toolCallId": "t-1", "title": "Bash: make deploy", "kind": "execute",
-							"rawInput": map[string]any{"command": "make deploy"}}}, &out); e != nil {
-						return nil, &wireError{Code: -32603, Message: "hosted/requestPermission failed: " + e.Message}
+					out, err := c.HostedRequestPermission(t.Context(), schema.HostedRequestPermissionParams{NativeID: "go-1",
+						ToolCall: schema.PermissionToolCall{ToolCallID: "t-1", Title: "Bash: make deploy", Kind: "execute",
+							RawInput: json.RawMessage(`{"command":"make deploy"}`)}})
+					if err != nil {
+						return nil, &wireError{Code: -32603, Message: "hosted/requestPermission failed: " + err.Error()}
 					}
 					mu.Lock()
 					got = append(got, out.Outcome)
 					mu.Unlock()
-					return map[string]any{"stopReason": "end_turn"}, nil
+					return schema.HostSessionPromptResult{StopReason: "end_turn"}, nil
 				case "session/requestPermission":
 					mu.Lock()
 					asked++
@@ -67,24 +65,22 @@ func TestE2EHostedApprovalRelayed(t *testing.T) {
 					if p.ToolCall.ToolCallID != "t-1" || p.ToolCall.Kind != "execute" {
 						return nil, &wireError{Code: -32602, Message: "unexpected request"}
 					}
-					return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "allow_once"}}, nil
+					return schema.SessionRequestPermissionResult{Outcome: schema.PermissionOutcome{Outcome: schema.OutcomeSelected, OptionID: "allow_once"}}, nil
 				}
 				return nil, &wireError{Code: -32601, Message: "not supported"}
 			})
-			caps := map[string]any{}
+			var caps schema.ClientCapabilities
 			if tc.declare {
-				caps["session"] = map[string]any{"requestPermission": true}
+				caps.Session = &schema.SessionClientCapabilities{RequestPermission: true}
 			}
-			c.initializeWith(caps, map[string]any{"hostsSessions": true, "hostHarness": "go-host",
-				"hostCapabilities": []string{"session.create", "session.prompt", "session.cancel", "approval.relay"}})
-			var s struct {
-				SessionID string `json:"sessionId"`
-			}
-			c.MustCall("session/create", map[string]any{"harness": "go-host", "cwd": t.TempDir()}, &s)
+			c.initializeWith(caps, &schema.InitializationOptions{HostsSessions: true, HostHarness: "go-host",
+				HostCapabilities: []string{"session.create", "session.prompt", "session.cancel", "approval.relay"}})
+			s, err := c.SessionCreate(t.Context(), schema.SessionCreateParams{Harness: "go-host", Cwd: t.TempDir()})
+			must(t, "session/create", err)
 			say(t, c, s.SessionID, "deploy it")
 			mu.Lock()
 			defer mu.Unlock()
-			if len(got) != 1 || got[0]["outcome"] != "selected" || got[0]["optionId"] != tc.want {
+			if len(got) != 1 || got[0].Outcome != schema.OutcomeSelected || got[0].OptionID != tc.want {
 				t.Fatalf("the hosted harness got %v, want %s selected", got, tc.want)
 			}
 			if wantAsked := map[bool]int{true: 1, false: 0}[tc.declare]; asked != wantAsked {

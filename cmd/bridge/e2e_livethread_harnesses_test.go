@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
+	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -36,8 +37,7 @@ func checkpointsLeaveLiveThread(t *testing.T, harness string, o harnessOptions, 
 	native := sessionNative(t, db, sid)
 
 	say(t, c, sid, "TURN-ONE: the server listens on port 55837.")
-	var res schema.SessionCheckpointResult
-	c.MustCall("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, &res)
+	res := rpctest.Must(c.Client, c.SessionCheckpoint, schema.SessionCheckpointParams{SessionID: sid, Reason: "manual"})
 	if res.Method != "fork" {
 		t.Fatalf("session/checkpoint = %+v, want method fork", res)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
+	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -169,8 +170,7 @@ func TestE2EClaudeCheckpointsLeaveLiveThread(t *testing.T) {
 	}
 
 	// Manual.
-	var res schema.SessionCheckpointResult
-	c.MustCall("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, &res)
+	res := rpctest.Must(c.Client, c.SessionCheckpoint, schema.SessionCheckpointParams{SessionID: sid, Reason: "manual"})
 	if res.Method != "fork" {
 		t.Errorf("session/checkpoint = %+v, want method fork", res)
 	}
@@ -272,8 +272,7 @@ func TestE2ECodexCheckpointsLeaveLiveThread(t *testing.T) {
 	}
 
 	// Manual.
-	var res schema.SessionCheckpointResult
-	c.MustCall("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, &res)
+	res := rpctest.Must(c.Client, c.SessionCheckpoint, schema.SessionCheckpointParams{SessionID: sid, Reason: "manual"})
 	if res.Method != "fork" {
 		t.Errorf("session/checkpoint = %+v, want method fork", res)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
+	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -43,10 +44,7 @@ var api = map[string]string{"claude-code": "anthropic", "codex": "responses", "d
 
 func listSessions(t *testing.T, c *client, archived bool) []schema.SessionListItem {
 	t.Helper()
-	var l struct {
-		Items []schema.SessionListItem `json:"items"`
-	}
-	c.MustCall("session/list", map[string]any{"includeArchived": archived}, &l)
+	l := rpctest.Must(c.Client, c.SessionList, schema.SessionListParams{IncludeArchived: archived})
 	return l.Items
 }
 
@@ -93,8 +91,7 @@ func migrate(t *testing.T, from, to string) {
 
 	// Preview: the summary worker runs on the source's harness.
 	before := len(h.fake.Requests())
-	var p schema.MigrationPreviewResult
-	c.MustCall("migration/preview", map[string]any{"sessionId": src, "target": map[string]any{"harness": to}}, &p)
+	p := rpctest.Must(c.Client, c.MigrationPreview, schema.MigrationPreviewParams{SessionID: src, Target: schema.MigrationTarget{Harness: to}})
 	var worker []fakemodel.Request
 	for _, r := range h.requestsSince(before) {
 		if strings.Contains(r.LastUserText, "You write handoffs") {
@@ -165,8 +162,7 @@ func migrate(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 	before = len(h.fake.Requests())
-	var x schema.MigrationExecuteResult
-	c.MustCall("migration/execute", map[string]any{"previewId": p.PreviewID}, &x)
+	x := rpctest.Must(c.Client, c.MigrationExecute, schema.MigrationExecuteParams{PreviewID: p.PreviewID})
 	if x.TargetSessionID == "" || x.TargetSessionID == src || !x.KickoffSent {
 		t.Fatalf("migration/execute = %+v, want a new target and the kickoff sent", x)
 	}
@@ -305,11 +301,9 @@ func TestE2EMigrateConfirmVersusContinue(t *testing.T) {
 	say(t, c, src, "The service must listen on port 55837. The listener lives in internal/server/listen.go.")
 
 	targetRequests := func(cont bool) int {
-		var p schema.MigrationPreviewResult
-		c.MustCall("migration/preview", map[string]any{"sessionId": src, "target": map[string]any{"preset": "reviewer"}}, &p)
+		p := rpctest.Must(c.Client, c.MigrationPreview, schema.MigrationPreviewParams{SessionID: src, Target: schema.MigrationTarget{Preset: "reviewer"}})
 		before := len(h.fake.Requests())
-		var x schema.MigrationExecuteResult
-		c.MustCall("migration/execute", map[string]any{"previewId": p.PreviewID, "continue": cont}, &x)
+		x := rpctest.Must(c.Client, c.MigrationExecute, schema.MigrationExecuteParams{PreviewID: p.PreviewID, Continue: cont})
 		if !x.KickoffSent {
 			t.Fatalf("migration/execute (continue %v) = %+v", cont, x)
 		}

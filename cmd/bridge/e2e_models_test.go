@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // requestModel is the model a Messages request names.
@@ -29,21 +31,11 @@ func TestE2EClaudeModelDowngrade(t *testing.T) {
 	h.onText("port 55837", "Understood: port 55837 in internal/server/listen.go.")
 	h.onText("after the switch", "Still here, on the smaller model.")
 	c := h.start(t)
-	var s struct {
-		SessionID string `json:"sessionId"`
-	}
-	c.MustCall("session/create", map[string]any{"harness": "claude-code", "cwd": h.cwd, "title": "downgrade", "model": "sonnet[1m]"}, &s)
+	s := rpctest.Must(c.Client, c.SessionCreate, schema.SessionCreateParams{Harness: "claude-code", Cwd: h.cwd, Title: "downgrade", Model: "sonnet[1m]"})
 	sid := s.SessionID
 	say(t, c, sid, "The server must listen on port 55837; the listener is in internal/server/listen.go.")
 
-	var models struct {
-		Models []struct {
-			ID            string `json:"id"`
-			ContextWindow int64  `json:"contextWindow"`
-		} `json:"models"`
-		Model string `json:"model"`
-	}
-	c.MustCall("session/models", map[string]any{"sessionId": sid}, &models)
+	models := rpctest.Must(c.Client, c.SessionModels, schema.SessionModelsParams{SessionID: sid})
 	var haiku int64
 	for _, m := range models.Models {
 		if m.ID == "haiku" {
@@ -56,13 +48,7 @@ func TestE2EClaudeModelDowngrade(t *testing.T) {
 	}
 
 	before := len(h.fake.Requests())
-	var res struct {
-		Model             string `json:"model"`
-		Downgrade         bool   `json:"downgrade"`
-		CheckpointEntryID string `json:"checkpointEntryId"`
-		CheckpointNote    string `json:"checkpointNote"`
-	}
-	c.MustCall("session/selectModel", map[string]any{"sessionId": sid, "model": "haiku"}, &res)
+	res := rpctest.Must(c.Client, c.SessionSelectModel, schema.SessionSelectModelParams{SessionID: sid, Model: "haiku"})
 	if !res.Downgrade || res.CheckpointEntryID == "" || res.Model != "haiku" {
 		t.Fatalf("session/selectModel = %+v", res)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // TestQueueAndSteerRealHarnesses drives real Claude Code and real Codex
@@ -46,21 +48,18 @@ func queueAndSteer(t *testing.T, h *harnessEnv, c *client, harness string) {
 	h.onText(second, "second done")
 	from := len(h.fake.Requests())
 
-	firstID := c.Request("session/prompt", map[string]any{"sessionId": sid, "content": prompt(first)})
+	firstID := c.Request("session/prompt", schema.SessionPromptParams{SessionID: sid, Content: prompt(first)})
 	awaitRequest(t, h, from, first)
 
-	token := "queue-" + harness
-	secondID := c.Request("session/prompt", map[string]any{"sessionId": sid, "content": prompt(second), "promptId": "p2-" + harness,
-		"workDoneToken": token})
+	token := schema.StringToken("queue-" + harness)
+	secondID := c.Request("session/prompt", schema.SessionPromptParams{SessionID: sid, Content: prompt(second), PromptID: "p2-" + harness,
+		WorkDoneProgressParams: schema.WorkDoneProgressParams{WorkDoneToken: &token}})
 	awaitQueued(t, c, sid, "p2-"+harness)
-	c.awaitNote("$/progress saying the prompt waits", func(m wireMsg) bool {
-		return m.Method == "$/progress" && strings.Contains(string(m.Params), token) && strings.Contains(string(m.Params), "queued")
+	rpctest.Await(c.Client, schema.NoticeProgress, func(p schema.ProgressParams) bool {
+		return p.Token == token && strings.Contains(string(mustJSON(p.Value)), "queued")
 	})
 
-	var st struct {
-		StopReason string `json:"stopReason"`
-	}
-	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt(steer), "steer": true}, &st)
+	st := rpctest.Must(c.Client, c.SessionPrompt, schema.SessionPromptParams{SessionID: sid, Content: prompt(steer), Steer: true})
 	if st.StopReason != "steered" {
 		t.Fatalf("steered prompt: stopReason %q, want steered", st.StopReason)
 	}
@@ -149,12 +148,7 @@ func awaitQueued(t *testing.T, c *client, sid, promptID string) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		var q struct {
-			Items []struct {
-				PromptID string `json:"promptId"`
-			} `json:"items"`
-		}
-		c.MustCall("session/queue", map[string]any{"sessionId": sid}, &q)
+		q := rpctest.Must(c.Client, c.SessionQueue, schema.SessionQueueParams{SessionID: sid})
 		for _, it := range q.Items {
 			if it.PromptID == promptID {
 				return

@@ -21,12 +21,8 @@ func createFake(t *testing.T, c *client) string {
 	return s.SessionID
 }
 
-func prompt(text string) []map[string]any {
-	return []map[string]any{{"type": "text", "text": text}}
-}
-
-// textContent is a prompt of one text block.
-func textContent(text string) []schema.Content {
+// prompt is a prompt of one text block.
+func prompt(text string) []schema.Content {
 	return []schema.Content{{Type: "text", Text: text}}
 }
 
@@ -40,18 +36,20 @@ func must(t testing.TB, what string, err error) {
 
 func TestLifecycle(t *testing.T) {
 	c := startBridge(t, t.TempDir())
-	if e := c.call("session/list", map[string]any{}, nil); e == nil || e.Code != -32002 {
-		t.Fatalf("request before initialize: %+v, want -32002", e)
+	ctx := t.Context()
+	if _, err := c.SessionList(ctx, schema.SessionListParams{}); rpctest.AsError(err) == nil || rpctest.AsError(err).Code != -32002 {
+		t.Fatalf("request before initialize: %v, want -32002", err)
 	}
 	c.initialize(nil)
-	if e := c.call("initialize", map[string]any{"capabilities": map[string]any{}}, nil); e == nil || e.Code != -32600 {
-		t.Fatalf("second initialize: %+v, want -32600", e)
+	if _, err := c.Initialize(ctx, schema.InitializeParams{}); rpctest.AsError(err) == nil || rpctest.AsError(err).Code != -32600 {
+		t.Fatalf("second initialize: %v, want -32600", err)
 	}
-	c.MustCall("session/list", map[string]any{}, nil)
-	c.MustCall("shutdown", nil, nil)
-	c.MustCall("shutdown", nil, nil) // idempotent
-	if e := c.call("session/list", map[string]any{}, nil); e == nil || e.Code != -32600 {
-		t.Fatalf("request after shutdown: %+v, want -32600", e)
+	_, err := c.SessionList(ctx, schema.SessionListParams{})
+	must(t, "session/list", err)
+	must(t, "shutdown", c.Shutdown(ctx))
+	must(t, "shutdown again", c.Shutdown(ctx)) // idempotent
+	if _, err := c.SessionList(ctx, schema.SessionListParams{}); rpctest.AsError(err) == nil || rpctest.AsError(err).Code != -32600 {
+		t.Fatalf("request after shutdown: %v, want -32600", err)
 	}
 	if code := c.exit(false); code != 0 {
 		t.Fatalf("exit after shutdown: code %d, want 0", code)
@@ -77,7 +75,8 @@ func TestErrors(t *testing.T) {
 	if m.Error == nil || m.Error.Code != -32700 {
 		t.Fatalf("malformed JSON: %+v, want -32700", m)
 	}
-	c.MustCall("session/list", map[string]any{}, nil)
+	_, err := c.SessionList(t.Context(), schema.SessionListParams{})
+	must(t, "session/list", err)
 
 	// A body over the limit is refused and skipped.
 	big := `{"jsonrpc":"2.0","id":78,"method":"session/list","params":{"cursor":"` + strings.Repeat("x", 10000) + `"}}`
@@ -86,26 +85,28 @@ func TestErrors(t *testing.T) {
 	if m.Error == nil || (m.Error.Code != -32600 && m.Error.Code != -32700) || !strings.Contains(strings.ToLower(m.Error.Message), "limit") {
 		t.Fatalf("oversized body: %+v, want a refusal naming the limit", m.Error)
 	}
-	c.MustCall("session/list", map[string]any{}, nil)
+	_, err = c.SessionList(t.Context(), schema.SessionListParams{})
+	must(t, "session/list", err)
 
-	if e := c.call("no/such", map[string]any{}, nil); e == nil || e.Code != -32601 {
+	// Bad input goes as raw JSON: the typed client cannot send it.
+	if e := c.call("no/such", json.RawMessage(`{}`), nil); e == nil || e.Code != -32601 {
 		t.Fatalf("unknown method: %+v, want -32601", e)
 	}
-	e := c.call("session/create", map[string]any{"cwd": "/tmp"}, nil)
+	e := c.call("session/create", json.RawMessage(`{"cwd":"/tmp"}`), nil)
 	if e == nil || e.Code != -32602 || !strings.Contains(e.Message, "harness") {
 		t.Fatalf("missing harness: %+v, want -32602 naming harness", e)
 	}
-	e = c.call("session/history", map[string]any{"sessionId": 12}, nil)
+	e = c.call("session/history", json.RawMessage(`{"sessionId":12}`), nil)
 	if e == nil || e.Code != -32602 || !strings.Contains(e.Message, "sessionId") {
 		t.Fatalf("wrong type: %+v, want -32602 naming sessionId", e)
 	}
-	e = c.call("session/history", map[string]any{"sessionId": "s_missing"}, nil)
-	if e == nil || e.DataCode() != "not_found" {
-		t.Fatalf("unknown session: %+v, want data.code not_found", e)
+	_, err = c.SessionHistory(t.Context(), schema.SessionHistoryParams{SessionID: "s_missing"})
+	if e := rpctest.AsError(err); e == nil || e.DataCode() != "not_found" {
+		t.Fatalf("unknown session: %v, want data.code not_found", err)
 	}
-	e = c.call("session/create", map[string]any{"harness": "nope", "cwd": "/tmp"}, nil)
-	if e == nil || e.DataCode() != "unavailable" {
-		t.Fatalf("unknown harness: %+v, want data.code unavailable", e)
+	_, err = c.SessionCreate(t.Context(), schema.SessionCreateParams{Harness: "nope", Cwd: "/tmp"})
+	if e := rpctest.AsError(err); e == nil || e.DataCode() != "unavailable" {
+		t.Fatalf("unknown harness: %v, want data.code unavailable", err)
 	}
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("exit code %d", code)
@@ -123,7 +124,7 @@ func testSliceOverFake(t *testing.T, st storeKind) {
 	sid := createFake(t, c)
 
 	ctx := t.Context()
-	pr, err := c.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: sid, Content: textContent("say hello there\ntool ls /tmp\nfile src/a.go")})
+	pr, err := c.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: sid, Content: prompt("say hello there\ntool ls /tmp\nfile src/a.go")})
 	must(t, "session/prompt", err)
 	if pr.StopReason != "end_turn" {
 		t.Fatalf("stopReason %q", pr.StopReason)
@@ -185,15 +186,17 @@ func testCancelAndConcurrency(t *testing.T, st storeKind) {
 	c.initialize(nil)
 	sid := createFake(t, c)
 	sid2 := createFake(t, c)
-	for _, rawID := range []string{`9001`, `"slow-one"`} {
+	for _, id := range []schema.RequestID{schema.NumberID(9001), schema.StringID("slow-one")} {
+		rawID := string(mustJSON(id))
 		target := sid
-		if rawID != `9001` {
+		if id.IsString {
 			target = sid2
 		}
-		c.sendWithID(rawID, "session/prompt", map[string]any{"sessionId": target, "content": prompt("hang")})
+		c.Send(id, "session/prompt", schema.SessionPromptParams{SessionID: target, Content: prompt("hang")})
 		// A slow request never blocks a fast one.
-		c.MustCall("session/list", map[string]any{}, nil)
-		c.Notify("$/cancelRequest", map[string]any{"id": json.RawMessage(rawID)})
+		_, err := c.SessionList(t.Context(), schema.SessionListParams{})
+		must(t, "session/list", err)
+		c.Notify(schema.NoticeCancelRequest.Name, schema.CancelParams{ID: id})
 		m := c.Reply(rawID)
 		if m.Error == nil || m.Error.Code != -32800 {
 			t.Fatalf("cancelled request %s: %+v, want -32800", rawID, m)
@@ -208,7 +211,8 @@ func testCancelAndConcurrency(t *testing.T, st storeKind) {
 func TestPlainBridgeServes(t *testing.T) {
 	c := startProcess(t, exec.Command(binPath), "BRIDGE_DATA_DIR="+t.TempDir())
 	c.initialize(nil)
-	c.MustCall("session/list", map[string]any{}, nil)
+	_, err := c.SessionList(t.Context(), schema.SessionListParams{})
+	must(t, "session/list", err)
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("exit code %d", code)
 	}
@@ -219,11 +223,9 @@ func TestPlainBridgeServes(t *testing.T) {
 func TestDataDirFromInitialize(t *testing.T) {
 	dir, xdg := t.TempDir(), t.TempDir()
 	c := startProcess(t, exec.Command(binPath, "serve"), "BRIDGE_DATA_DIR=", "XDG_DATA_HOME="+xdg)
-	c.initialize(map[string]any{"dataDir": dir})
-	var rep struct {
-		DataDir string `json:"dataDir"`
-	}
-	c.MustCall("bridge/doctor", map[string]any{"harness": "fake"}, &rep)
+	c.initialize(&schema.InitializationOptions{DataDir: dir})
+	rep, err := c.BridgeDoctor(t.Context(), schema.DoctorParams{Harness: "fake"})
+	must(t, "bridge/doctor", err)
 	if rep.DataDir != dir {
 		t.Fatalf("dataDir %q, want %q", rep.DataDir, dir)
 	}
@@ -243,18 +245,20 @@ func TestWorkDoneProgressCancelStopsPrompt(t *testing.T) {
 	c := startBridge(t, t.TempDir())
 	c.initialize(nil)
 	sid := createFake(t, c)
-	c.sendWithID(`4242`, "session/prompt", map[string]any{"sessionId": sid, "workDoneToken": "p-1", "content": prompt("hang")})
-	c.awaitNote("progress begin", func(m wireMsg) bool {
-		return m.Method == "$/progress" && strings.Contains(string(m.Params), `"p-1"`) && strings.Contains(string(m.Params), `"begin"`)
+	token := schema.StringToken("p-1")
+	c.Send(4242, "session/prompt", schema.SessionPromptParams{SessionID: sid, WorkDoneProgressParams: schema.WorkDoneProgressParams{WorkDoneToken: &token}, Content: prompt("hang")})
+	rpctest.Await(c.Client, schema.NoticeProgress, func(p schema.ProgressParams) bool {
+		return p.Token == token && p.Value.Kind == schema.ProgressBegin
 	})
-	c.Notify("window/workDoneProgress/cancel", map[string]any{"token": "p-1"})
+	c.Notify("window/workDoneProgress/cancel", schema.WorkDoneProgressCancelParams{Token: token})
 	if m := c.Reply(`4242`); m.Error == nil || m.Error.Code != -32800 {
 		t.Fatalf("prompt after its progress was cancelled: %+v, want -32800", m)
 	}
-	c.awaitNote("progress end", func(m wireMsg) bool {
-		return m.Method == "$/progress" && strings.Contains(string(m.Params), `"p-1"`) && strings.Contains(string(m.Params), `"cancelled"`)
+	rpctest.Await(c.Client, schema.NoticeProgress, func(p schema.ProgressParams) bool {
+		return p.Token == token && p.Value.Kind == schema.ProgressEnd && p.Value.Message == "cancelled"
 	})
-	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("again")}, nil)
+	_, err := c.SessionPrompt(t.Context(), schema.SessionPromptParams{SessionID: sid, Content: prompt("again")})
+	must(t, "session/prompt", err)
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("exit code %d", code)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -54,11 +55,7 @@ func testWorktreesAndDiff(t *testing.T, st storeKind) {
 	repo := newRepo(t)
 	create := func(cwd string, worktree bool) (string, schema.SessionRepo) {
 		t.Helper()
-		var r struct {
-			SessionID string              `json:"sessionId"`
-			Repo      *schema.SessionRepo `json:"repo"`
-		}
-		c.MustCall("session/create", map[string]any{"harness": "fake", "cwd": cwd, "worktree": worktree}, &r)
+		r := rpctest.Must(c.Client, c.SessionCreate, schema.SessionCreateParams{Harness: "fake", Cwd: cwd, Worktree: worktree})
 		if r.Repo == nil {
 			t.Fatalf("session/create in %s: no repository recorded", cwd)
 		}
@@ -66,8 +63,7 @@ func testWorktreesAndDiff(t *testing.T, st storeKind) {
 	}
 	diff := func(sid string) schema.SessionDiffResult {
 		t.Helper()
-		var d schema.SessionDiffResult
-		c.MustCall("session/diff", map[string]any{"sessionId": sid}, &d)
+		d := rpctest.Must(c.Client, c.SessionDiff, schema.SessionDiffParams{SessionID: sid})
 		return d
 	}
 	head := gitIn(t, repo, "rev-parse", "HEAD")
@@ -94,14 +90,7 @@ func testWorktreesAndDiff(t *testing.T, st storeKind) {
 	if _, err := os.Stat(filepath.Join(repo, "notes.txt")); err == nil {
 		t.Fatal("a worktree session wrote into the shared folder")
 	}
-	var list struct {
-		Items []struct {
-			SessionID string `json:"sessionId"`
-			Branch    string `json:"branch"`
-			Worktree  string `json:"worktree"`
-		} `json:"items"`
-	}
-	c.MustCall("session/list", map[string]any{}, &list)
+	list := rpctest.Must(c.Client, c.SessionList, schema.SessionListParams{})
 	branches := map[string]string{}
 	for _, it := range list.Items {
 		branches[it.SessionID] = it.Branch
@@ -111,8 +100,7 @@ func testWorktreesAndDiff(t *testing.T, st storeKind) {
 	}
 
 	// A cwd in no repository is refused, never shared silently.
-	var s struct{}
-	e := c.call("session/create", map[string]any{"harness": "fake", "cwd": t.TempDir(), "worktree": true}, &s)
+	e := rpctest.ErrorOf(c.SessionCreate(t.Context(), schema.SessionCreateParams{Harness: "fake", Cwd: t.TempDir(), Worktree: true}))
 	if e == nil || e.DataCode() != "invalid" || !strings.Contains(e.Message, "not inside a git repository") || !strings.Contains(string(e.Data), `"cwd"`) {
 		t.Fatalf("worktree in no repository: %+v", e)
 	}
@@ -148,8 +136,7 @@ func testWorktreesAndDiff(t *testing.T, st storeKind) {
 	if err := os.RemoveAll(ra.Worktree); err != nil {
 		t.Fatal(err)
 	}
-	var pr struct{}
-	e = c.call("session/prompt", map[string]any{"sessionId": a, "content": prompt("hello")}, &pr)
+	e = rpctest.ErrorOf(c.SessionPrompt(t.Context(), schema.SessionPromptParams{SessionID: a, Content: prompt("hello")}))
 	if e == nil || e.DataCode() != "not_found" || !strings.Contains(e.Message, "deleted outside Bridge") {
 		t.Fatalf("prompt with the worktree deleted: %+v", e)
 	}
@@ -157,10 +144,10 @@ func testWorktreesAndDiff(t *testing.T, st storeKind) {
 	if !strings.Contains(d.Note, "deleted outside Bridge") || len(d.Files) != 1 || !strings.Contains(d.Diff, "+written by "+a) {
 		t.Fatalf("diff with the worktree deleted: %+v", d)
 	}
-	c.MustCall("session/archive", map[string]any{"sessionId": a}, nil)
+	rpctest.Must(c.Client, c.SessionArchive, schema.SessionArchiveParams{SessionID: a})
 	// Archive removes the worktree, keeps the branch and commits what was
 	// left in it.
-	c.MustCall("session/archive", map[string]any{"sessionId": b}, nil)
+	rpctest.Must(c.Client, c.SessionArchive, schema.SessionArchiveParams{SessionID: b})
 	if _, err := os.Stat(rb.Worktree); !os.IsNotExist(err) {
 		t.Fatalf("archived session's worktree still there: %v", err)
 	}

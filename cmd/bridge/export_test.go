@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // onePixelPNG is a 1×1 PNG.
@@ -23,21 +26,18 @@ func testExportImportRoundTrip(t *testing.T, st storeKind) {
 	c := startBridge(t, src)
 	c.initialize(nil)
 	sid := createFake(t, c)
-	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": []map[string]any{
-		{"type": "text", "text": "say what a picture\ntool ls /tmp"},
-		{"type": "image", "mediaType": "image/png", "data": onePixelPNG},
-	}}, nil)
-	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say working on it\ncompact manual 9000 900")}, nil)
-	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt(`say more work
-next json {"summary": "the picture was looked at; next, the tests", "decisions": ["keep the picture"]}`)}, nil)
-	var cp struct {
-		EntryID string `json:"entryId"`
-	}
-	c.MustCall("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, &cp)
+	rpctest.Must(c.Client, c.SessionPrompt, schema.SessionPromptParams{SessionID: sid, Content: []schema.Content{
+		{Type: "text", Text: "say what a picture\ntool ls /tmp"},
+		{Type: "image", MediaType: "image/png", Data: onePixelPNG},
+	}})
+	rpctest.Must(c.Client, c.SessionPrompt, schema.SessionPromptParams{SessionID: sid, Content: prompt("say working on it\ncompact manual 9000 900")})
+	rpctest.Must(c.Client, c.SessionPrompt, schema.SessionPromptParams{SessionID: sid, Content: prompt(`say more work
+next json {"summary": "the picture was looked at; next, the tests", "decisions": ["keep the picture"]}`)})
+	cp := rpctest.Must(c.Client, c.SessionCheckpoint, schema.SessionCheckpointParams{SessionID: sid, Reason: "manual"})
 	if cp.EntryID == "" {
 		t.Fatal("no checkpoint")
 	}
-	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say after the checkpoint")}, nil)
+	rpctest.Must(c.Client, c.SessionPrompt, schema.SessionPromptParams{SessionID: sid, Content: prompt("say after the checkpoint")})
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("exit %d", code)
 	}

@@ -197,7 +197,7 @@ func (h *harnessEnv) create(t *testing.T, c *client, harness, title string) stri
 // say runs one prompt turn and checks it ended normally.
 func say(t *testing.T, c *client, sid, text string) {
 	t.Helper()
-	pr, err := c.SessionPrompt(t.Context(), schema.SessionPromptParams{SessionID: sid, Content: textContent(text)})
+	pr, err := c.SessionPrompt(t.Context(), schema.SessionPromptParams{SessionID: sid, Content: prompt(text)})
 	must(t, "session/prompt "+text, err)
 	if pr.StopReason != "end_turn" {
 		t.Fatalf("session/prompt %q: stopReason %q, want end_turn", text, pr.StopReason)

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // benchMB reads a size in megabytes from the environment.
@@ -134,7 +137,7 @@ func BenchmarkServeImportWAL(b *testing.B) {
 		c.initialize(nil)
 		pid := c.cmd.Process.Pid
 		before = procStatus(pid, "VmRSS")
-		c.MustCall("session/import", map[string]any{"harness": "claude-code", "path": path}, nil)
+		rpctest.Must(c.Client, c.SessionImport, schema.SessionImportParams{Harness: "claude-code", Path: path})
 		time.Sleep(time.Second)
 		wal = walSize(dir)
 		if st, err := os.Stat(filepath.Join(dir, "bridge.db-search-wal")); err == nil {

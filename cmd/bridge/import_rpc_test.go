@@ -7,6 +7,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // hugeLineTranscript writes a Claude Code transcript whose last line holds
@@ -58,7 +61,7 @@ func TestImportOverRPCRefusesAndKeepsWriting(t *testing.T) {
 		{"fifo", fifo, "FIFO"},
 		{"/etc/passwd", "/etc/passwd", "not a Claude Code transcript"},
 	} {
-		e := c.call("session/import", map[string]any{"harness": "claude-code", "path": tc.path}, nil)
+		e := rpctest.ErrorOf(c.SessionImport(t.Context(), schema.SessionImportParams{Harness: "claude-code", Path: tc.path}))
 		if e == nil {
 			t.Fatalf("%s: imported", tc.name)
 		}
@@ -66,25 +69,16 @@ func TestImportOverRPCRefusesAndKeepsWriting(t *testing.T) {
 			t.Errorf("%s: got %d %q (data %s); want a short invalid error containing %q", tc.name, e.Code, e.Message, e.Data, tc.want)
 		}
 	}
-	var list struct {
-		Items []struct {
-			SessionID string `json:"sessionId"`
-		} `json:"items"`
-	}
-	c.MustCall("session/list", map[string]any{}, &list)
+	list := rpctest.Must(c.Client, c.SessionList, schema.SessionListParams{})
 	if len(list.Items) != 0 {
 		t.Fatalf("refused imports recorded sessions: %+v", list.Items)
 	}
-	var out struct {
-		SessionID string `json:"sessionId"`
-		Entries   int    `json:"entries"`
-	}
 	good := filepath.Join("..", "..", "testdata", "claude-code", "transcript-with-compact-boundary.recorded.jsonl")
-	c.MustCall("session/import", map[string]any{"harness": "claude-code", "path": good}, &out)
+	out := rpctest.Must(c.Client, c.SessionImport, schema.SessionImportParams{Harness: "claude-code", Path: good})
 	if out.Entries == 0 {
 		t.Fatalf("import after the refusals added nothing: %+v", out)
 	}
-	c.MustCall("session/list", map[string]any{}, &list)
+	list = rpctest.Must(c.Client, c.SessionList, schema.SessionListParams{})
 	if len(list.Items) != 1 || list.Items[0].SessionID != out.SessionID {
 		t.Fatalf("sessions after the refusals: %+v, want only %s", list.Items, out.SessionID)
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/storage"
 )
 
@@ -370,11 +372,7 @@ func TestServeImportTruncatesWAL(t *testing.T) {
 	}
 	c := startBridge(t, dir)
 	c.initialize(nil)
-	var out struct {
-		SessionID string `json:"sessionId"`
-		Entries   int    `json:"entries"`
-	}
-	c.MustCall("session/import", map[string]any{"harness": "claude-code", "path": path}, &out)
+	out := rpctest.Must(c.Client, c.SessionImport, schema.SessionImportParams{Harness: "claude-code", Path: path})
 	if out.Entries == 0 {
 		t.Fatalf("imported nothing: %+v", out)
 	}
@@ -388,12 +386,7 @@ func TestServeImportTruncatesWAL(t *testing.T) {
 	if w := walSize(dir); w > storage.JournalSizeLimit {
 		t.Errorf("write-ahead log is %d bytes after the import (database %d bytes), want at most %d", w, st.Size(), storage.JournalSizeLimit)
 	}
-	var list struct {
-		Items []struct {
-			SessionID string `json:"sessionId"`
-		} `json:"items"`
-	}
-	c.MustCall("session/list", map[string]any{}, &list)
+	list := rpctest.Must(c.Client, c.SessionList, schema.SessionListParams{})
 	if len(list.Items) != 1 || list.Items[0].SessionID != out.SessionID {
 		t.Errorf("session/list after the import: %+v", list.Items)
 	}

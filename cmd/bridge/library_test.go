@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -95,23 +96,20 @@ func testSearchOverRPC(t *testing.T, st storeKind) {
 	sessions := importFixtures(t, dir)
 	c := startBridge(t, dir)
 	c.initialize(nil)
-	var res schema.SessionSearchResult
-	c.MustCall("session/search", map[string]any{"query": "hello", "limit": 2}, &res)
+	res := rpctest.Must(c.Client, c.SessionSearch, schema.SessionSearchParams{Query: "hello", Limit: 2})
 	if len(res.Hits) != 2 || res.NextCursor == "" {
 		t.Fatalf("first page: %+v", res)
 	}
-	var rest schema.SessionSearchResult
-	c.MustCall("session/search", map[string]any{"query": "hello", "cursor": res.NextCursor, "limit": 200}, &rest)
+	rest := rpctest.Must(c.Client, c.SessionSearch, schema.SessionSearchParams{Query: "hello", Cursor: res.NextCursor, Limit: 200})
 	if len(rest.Hits) == 0 {
 		t.Fatalf("second page empty")
 	}
-	var one schema.SessionSearchResult
-	c.MustCall("session/search", map[string]any{"query": "patched", "sessionId": sessions["codex"]}, &one)
+	one := rpctest.Must(c.Client, c.SessionSearch, schema.SessionSearchParams{Query: "patched", SessionID: sessions["codex"]})
 	if len(one.Hits) != 1 || one.Hits[0].Kind != "assistant.message" {
 		t.Fatalf("filtered: %+v", one)
 	}
 	for _, q := range []string{`"open`, `hello AND`, `nosuch: x`, ""} {
-		e := c.call("session/search", map[string]any{"query": q}, nil)
+		e := rpctest.ErrorOf(c.SessionSearch(t.Context(), schema.SessionSearchParams{Query: q}))
 		if e == nil || e.Code != -32602 || dbErrorText.MatchString(e.Message) {
 			t.Fatalf("query %q: %+v, want -32602 without a database's own error text", q, e)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // loadSeconds is how long TestLoadManySessions streams turns:
@@ -69,7 +73,7 @@ func TestLoadManySessions(t *testing.T) {
 	for round := 0; round < 2; round++ {
 		var sent []string
 		for _, id := range ids {
-			sent = append(sent, c.Request("session/prompt", map[string]any{"sessionId": id, "content": prompt("say warm")}))
+			sent = append(sent, c.Request("session/prompt", schema.SessionPromptParams{SessionID: id, Content: prompt("say warm")}))
 		}
 		for _, id := range sent {
 			if m := c.Reply(id); m.Error != nil {
@@ -103,16 +107,13 @@ func TestLoadManySessions(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for n := 0; time.Now().Before(deadline); n++ {
-				m := c.Reply(c.Request("session/prompt", map[string]any{"sessionId": ids[s],
-					"content": prompt(fmt.Sprintf("say answer %d of session %d", n, s))}))
-				if m.Error != nil {
-					t.Errorf("session %d, turn %d: error %d %s", s, n, m.Error.Code, m.Error.Message)
+				r, err := c.SessionPrompt(context.Background(), schema.SessionPromptParams{SessionID: ids[s],
+					Content: prompt(fmt.Sprintf("say answer %d of session %d", n, s))})
+				if err != nil {
+					t.Errorf("session %d, turn %d: %v", s, n, err)
 					return
 				}
-				var r struct {
-					StopReason string `json:"stopReason"`
-				}
-				if json.Unmarshal(m.Result, &r) == nil && r.StopReason == "end_turn" {
+				if r.StopReason == "end_turn" {
 					acked[s] = append(acked[s], n)
 				}
 			}
@@ -134,10 +135,7 @@ func TestLoadManySessions(t *testing.T) {
 				} `json:"payload"`
 			} `json:"entries"`
 		}
-		var out struct {
-			Content string `json:"content"`
-		}
-		c.MustCall("session/export", map[string]any{"sessionId": id, "format": "json"}, &out)
+		out := rpctest.Must(c.Client, c.SessionExport, schema.SessionExportParams{SessionID: id, Format: "json"})
 		if err := json.Unmarshal([]byte(out.Content), &doc); err != nil {
 			t.Fatalf("session %d: export: %v", s, err)
 		}

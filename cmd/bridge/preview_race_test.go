@@ -5,6 +5,9 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // handoffLines makes the fake's next session (the summary worker) answer
@@ -29,11 +32,8 @@ func testPreviewExecutesOnce(t *testing.T, st storeKind) {
 	src := createFake(t, a)
 	db := openRecord(t, dir)
 	for trial := range 20 {
-		a.MustCall("session/prompt", map[string]any{"sessionId": src, "content": prompt(handoffLines)}, nil)
-		var p struct {
-			PreviewID string `json:"previewId"`
-		}
-		a.MustCall("migration/preview", map[string]any{"sessionId": src, "target": map[string]any{"model": "fake-small"}}, &p)
+		rpctest.Must(a.Client, a.SessionPrompt, schema.SessionPromptParams{SessionID: src, Content: prompt(handoffLines)})
+		p := rpctest.Must(a.Client, a.MigrationPreview, schema.MigrationPreviewParams{SessionID: src, Target: schema.MigrationTarget{Model: "fake-small"}})
 		if p.PreviewID == "" {
 			t.Fatalf("trial %d: no preview id", trial)
 		}
@@ -66,7 +66,7 @@ func testPreviewExecutesOnce(t *testing.T, st storeKind) {
 		if ok != 1 || refused != 1 {
 			t.Fatalf("trial %d: %d executions succeeded and %d were refused, want 1 and 1", trial, ok, refused)
 		}
-		if e := a.call("migration/execute", map[string]any{"previewId": p.PreviewID}, nil); e == nil || e.DataCode() != "conflict" {
+		if e := rpctest.ErrorOf(a.MigrationExecute(t.Context(), schema.MigrationExecuteParams{PreviewID: p.PreviewID})); e == nil || e.DataCode() != "conflict" {
 			t.Fatalf("trial %d: the process that made the preview executed it again (error %+v)", trial, e)
 		}
 		targets := queryInt(t, db, `SELECT count(DISTINCT session_id) FROM entries WHERE kind = 'migration.handoff' AND payload LIKE $1`,

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // manyTermsExport writes a Bridge export of one session of n messages,
@@ -61,17 +64,10 @@ func TestSearchCostBound(t *testing.T) {
 	other.initialize(nil)
 	hostile.initialize(nil)
 	sid := createFake(t, other)
-	other.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say the kestrel hovers over the weir")}, nil)
-	type page struct {
-		Hits []struct {
-			SessionID string `json:"sessionId"`
-			Kind      string `json:"kind"`
-		} `json:"hits"`
-	}
+	rpctest.Must(other.Client, other.SessionPrompt, schema.SessionPromptParams{SessionID: sid, Content: prompt("say the kestrel hovers over the weir")})
 	othersSearch := func(what string) {
 		t.Helper()
-		var p page
-		other.MustCall("session/search", map[string]any{"query": "kestrel weir"}, &p)
+		p := rpctest.Must(other.Client, other.SessionSearch, schema.SessionSearchParams{Query: "kestrel weir"})
 		if len(p.Hits) != 2 || p.Hits[0].SessionID != sid {
 			t.Fatalf("%s: the other tab's search found %+v, want the prompt and the answer of %s", what, p.Hits, sid)
 		}
@@ -84,11 +80,7 @@ func TestSearchCostBound(t *testing.T) {
 		if m.Error == nil {
 			t.Fatalf("%s: answered %.200s; want -32602", what, m.Result)
 		}
-		var d struct {
-			Field string `json:"field"`
-		}
-		_ = json.Unmarshal(m.Error.Data, &d)
-		if m.Error.Code != -32602 || d.Field != "query" || !strings.Contains(m.Error.Message, limit) {
+		if m.Error.Code != -32602 || m.Error.ErrorData().Field != "query" || !strings.Contains(m.Error.Message, limit) {
 			t.Fatalf("%s: error %d %q (data %s); want -32602 naming %q and the query field", what, m.Error.Code, m.Error.Message, m.Error.Data, limit)
 		}
 		if len(m.Error.Message)+len(m.Error.Data) > 1000 {
@@ -99,32 +91,32 @@ func TestSearchCostBound(t *testing.T) {
 	prefixes := strings.TrimSuffix(strings.Repeat("a* OR ", 2000), " OR ")
 	slow := "a* OR b* OR c* OR d*"
 	// The slow query first, so that it runs while the others are asked.
-	slowID := hostile.Request("session/search", map[string]any{"query": slow})
+	slowID := hostile.Request("session/search", schema.SessionSearchParams{Query: slow})
 	time.Sleep(100 * time.Millisecond) // not a bound: lets the slow query start
-	manyID := hostile.Request("session/search", map[string]any{"query": prefixes})
+	manyID := hostile.Request("session/search", schema.SessionSearchParams{Query: prefixes})
 	othersSearch("while the hostile tab's searches run")
 	refused("2,000 prefix terms", hostile.Reply(manyID), "over the limit of 1024 bytes")
-	refused("five prefix terms", hostile.Reply(hostile.Request("session/search", map[string]any{"query": "a* b* c* d* e*"})), "over the limit of 4")
-	refused("40 words", hostile.Reply(hostile.Request("session/search", map[string]any{"query": strings.Repeat("kestrel ", 40)})), "over the limit of 32 words")
+	refused("five prefix terms", hostile.Reply(hostile.Request("session/search", schema.SessionSearchParams{Query: "a* b* c* d* e*"})), "over the limit of 4")
+	refused("40 words", hostile.Reply(hostile.Request("session/search", schema.SessionSearchParams{Query: strings.Repeat("kestrel ", 40)})), "over the limit of 32 words")
 	m := hostile.Reply(slowID)
 	t.Logf("the slow query: error %+v", m.Error)
 	if m.Error != nil {
 		refused("a slow query", m, "limit of 10s")
 	} else {
-		var p page
+		var p schema.SessionSearchResult
 		if err := json.Unmarshal(m.Result, &p); err != nil || len(p.Hits) == 0 {
 			t.Fatalf("the slow query answered %.200s", m.Result)
 		}
 	}
 	big := strings.Repeat("kestrel ", 60_000_000/8)
 	start := time.Now()
-	refused("a 60 MB query", hostile.Reply(hostile.Request("session/search", map[string]any{"query": big})), "limit of 1024 bytes")
+	refused("a 60 MB query", hostile.Reply(hostile.Request("session/search", schema.SessionSearchParams{Query: big})), "limit of 1024 bytes")
 	t.Logf("the 60 MB query was refused in %v (sent and read included)", time.Since(start))
 
 	// A slow query cancelled by its client is answered "cancelled", and
 	// the other tab goes on.
-	id := hostile.Request("session/search", map[string]any{"query": slow})
-	hostile.Notify("$/cancelRequest", map[string]any{"id": json.RawMessage(id)})
+	id := hostile.Request("session/search", schema.SessionSearchParams{Query: slow})
+	hostile.Cancel(id)
 	if m := hostile.Reply(id); m.Error == nil || m.Error.Code != -32800 {
 		t.Fatalf("the cancelled search: %+v %.200s; want -32800", m.Error, m.Result)
 	}

@@ -12,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // TestSignalShutsDownCleanly sends SIGTERM and SIGINT to a serving bridge with
@@ -24,7 +27,7 @@ func TestSignalShutsDownCleanly(t *testing.T) {
 			c := startBridge(t, dir)
 			c.initialize(nil)
 			sid := createFake(t, c)
-			c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("hello")}, nil)
+			rpctest.Must(c.Client, c.SessionPrompt, schema.SessionPromptParams{SessionID: sid, Content: prompt("hello")})
 			if err := c.cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}

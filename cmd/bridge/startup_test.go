@@ -1,8 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // TestInitializeRetryAfterRefusedHarnessOptions: with --data-dir, serve
@@ -12,23 +16,20 @@ import (
 // connection succeeds and the service works.
 func TestInitializeRetryAfterRefusedHarnessOptions(t *testing.T) {
 	c := startBridge(t, t.TempDir())
-	for _, bad := range []map[string]any{
-		{"harnesses": map[string]any{"nosuch": map[string]any{}}},
-		{"harnesses": map[string]any{"fake": map[string]any{"nosuchKey": true}}},
+	for _, bad := range []map[string]json.RawMessage{
+		{"nosuch": json.RawMessage(`{}`)},
+		{"fake": json.RawMessage(`{"nosuchKey":true}`)},
 	} {
-		werr := c.call("initialize", map[string]any{"capabilities": map[string]any{}, "initializationOptions": bad}, nil)
+		werr := rpctest.ErrorOf(c.Initialize(t.Context(), schema.InitializeParams{InitializationOptions: &schema.InitializationOptions{Harnesses: bad}}))
 		if werr == nil {
-			t.Fatalf("initialize with %v succeeded, want an error", bad)
+			t.Fatalf("initialize with harnesses %s succeeded, want an error", mustJSON(bad))
 		}
 		if !strings.Contains(werr.Message+string(werr.Data), "nosuch") {
-			t.Errorf("initialize with %v: error %q %s does not name what was refused", bad, werr.Message, werr.Data)
+			t.Errorf("initialize with harnesses %s: error %q %s does not name what was refused", mustJSON(bad), werr.Message, werr.Data)
 		}
 	}
 	c.initialize(nil)
-	var list struct {
-		Items []any `json:"items"`
-	}
-	c.MustCall("session/list", map[string]any{}, &list)
+	rpctest.Must(c.Client, c.SessionList, schema.SessionListParams{})
 	createFake(t, c)
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("exit code %d; stderr:\n%s", code, c.stderr.String())

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/storage/postgres/pgtest"
 )
 
@@ -17,16 +19,16 @@ func seedRecord(t *testing.T, dir string) []string {
 	c := startBridge(t, dir)
 	c.initialize(nil)
 	sid := createFake(t, c)
-	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": []map[string]any{
-		{"type": "text", "text": "say what a picture\ntool ls /tmp"},
-		{"type": "image", "mediaType": "image/png", "data": onePixelPNG},
-	}}, nil)
-	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say working on it\ncompact manual 9000 900")}, nil)
-	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt(`say more work
-next json {"summary": "the picture was looked at; next, the tests", "decisions": ["keep the picture"]}`)}, nil)
-	c.MustCall("session/checkpoint", map[string]any{"sessionId": sid, "reason": "manual"}, nil)
+	rpctest.Must(c.Client, c.SessionPrompt, schema.SessionPromptParams{SessionID: sid, Content: []schema.Content{
+		{Type: "text", Text: "say what a picture\ntool ls /tmp"},
+		{Type: "image", MediaType: "image/png", Data: onePixelPNG},
+	}})
+	rpctest.Must(c.Client, c.SessionPrompt, schema.SessionPromptParams{SessionID: sid, Content: prompt("say working on it\ncompact manual 9000 900")})
+	rpctest.Must(c.Client, c.SessionPrompt, schema.SessionPromptParams{SessionID: sid, Content: prompt(`say more work
+next json {"summary": "the picture was looked at; next, the tests", "decisions": ["keep the picture"]}`)})
+	rpctest.Must(c.Client, c.SessionCheckpoint, schema.SessionCheckpointParams{SessionID: sid, Reason: "manual"})
 	other := createFake(t, c)
-	c.MustCall("session/prompt", map[string]any{"sessionId": other, "content": prompt("say the second session")}, nil)
+	rpctest.Must(c.Client, c.SessionPrompt, schema.SessionPromptParams{SessionID: other, Content: prompt("say the second session")})
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
@@ -79,9 +81,9 @@ func TestStoreCopySQLite(t *testing.T) {
 	// The source moves on: one session grows, one is added.
 	c := startBridge(t, src)
 	c.initialize(nil)
-	c.MustCall("session/prompt", map[string]any{"sessionId": ids[1], "content": prompt("say grown since")}, nil)
+	rpctest.Must(c.Client, c.SessionPrompt, schema.SessionPromptParams{SessionID: ids[1], Content: prompt("say grown since")})
 	third := createFake(t, c)
-	c.MustCall("session/prompt", map[string]any{"sessionId": third, "content": prompt("say the third")}, nil)
+	rpctest.Must(c.Client, c.SessionPrompt, schema.SessionPromptParams{SessionID: third, Content: prompt("say the third")})
 	c.exit(true)
 	res = runCopy(t, src, filepath.Join(dst, DatabaseFile))
 	if res.Sessions != 2 || res.Skipped != 1 {

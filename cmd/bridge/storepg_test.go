@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bridge-dev/bridge/rpc/rpctest"
+	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/storage/postgres/pgtest"
 )
 
@@ -91,7 +93,7 @@ func TestStorePostgresLiveAcrossProcesses(t *testing.T) {
 		}
 	}
 	for i := 0; ; i++ {
-		b.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say warming up")}, nil)
+		rpctest.Must(b.Client, b.SessionPrompt, schema.SessionPromptParams{SessionID: sid, Content: prompt("say warming up")})
 		if len(notesMatching(a, heard("warming up"))) > 0 {
 			break
 		}
@@ -100,10 +102,10 @@ func TestStorePostgresLiveAcrossProcesses(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	b.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say the answer from machine B")}, nil)
+	rpctest.Must(b.Client, b.SessionPrompt, schema.SessionPromptParams{SessionID: sid, Content: prompt("say the answer from machine B")})
 	a.awaitNote("B's answer", heard("the answer from machine B"))
 
-	e := a.call("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say from A")}, nil)
+	e := rpctest.ErrorOf(a.SessionPrompt(t.Context(), schema.SessionPromptParams{SessionID: sid, Content: prompt("say from A")}))
 	if e == nil || e.DataCode() != "live_elsewhere" {
 		t.Fatalf("A prompting B's live session: %+v, want live_elsewhere", e)
 	}
@@ -115,11 +117,11 @@ func TestStorePostgresLiveAcrossProcesses(t *testing.T) {
 
 	// B dies without releasing its lease.
 	_ = b.cmd.Process.Kill()
-	var res struct {
-		Mode string `json:"mode"`
-	}
+	var res schema.SessionResumeResult
 	for i := 0; ; i++ {
-		e := a.call("session/resume", map[string]any{"sessionId": sid}, &res)
+		var err error
+		res, err = a.SessionResume(t.Context(), schema.SessionResumeParams{SessionID: sid})
+		e := rpctest.ErrorOf(res, err)
 		if e == nil {
 			break
 		}
@@ -131,7 +133,7 @@ func TestStorePostgresLiveAcrossProcesses(t *testing.T) {
 	if res.Mode == "" || res.Mode == "hot" {
 		t.Fatalf("A resumed B's session as %q, want an honest cold mode", res.Mode)
 	}
-	a.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say A drives it now")}, nil)
+	rpctest.Must(a.Client, a.SessionPrompt, schema.SessionPromptParams{SessionID: sid, Content: prompt("say A drives it now")})
 }
 
 // notesMatching returns c's notifications so far that pred accepts.
@@ -182,12 +184,12 @@ func webTabSeesAnotherProcess(t *testing.T, webDir, serveDir string) {
 		if i == 100 {
 			t.Fatalf("the tab never heard the other process's session; web stderr:\n%s", w.stderrText())
 		}
-		b.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say warming up")}, nil)
+		rpctest.Must(b.Client, b.SessionPrompt, schema.SessionPromptParams{SessionID: sid, Content: prompt("say warming up")})
 		time.Sleep(100 * time.Millisecond)
 	}
 	for i := range 5 {
 		text := "turn " + string(rune('a'+i)) + " from the other process"
-		b.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say " + text)}, nil)
+		rpctest.Must(b.Client, b.SessionPrompt, schema.SessionPromptParams{SessionID: sid, Content: prompt("say " + text)})
 		replied := time.Now()
 		tab.awaitNote(text, heard(text))
 		t.Logf("the tab saw turn %d %v after the serve process answered", i, time.Since(replied))

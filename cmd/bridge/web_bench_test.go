@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"testing"
+
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // BenchmarkHistoryPageTransport: the newest session/history page (40
@@ -13,7 +15,7 @@ import (
 func BenchmarkHistoryPageTransport(b *testing.B) {
 	dir := b.TempDir()
 	sid := seedSession(b, dir, 100_000)
-	params := map[string]any{"sessionId": sid, "maxMessages": 40}
+	params := schema.SessionHistoryParams{SessionID: sid, MaxMessages: 40}
 
 	stdio := startBridge(b, dir)
 	stdio.initialize(nil)

@@ -241,7 +241,8 @@ func TestWebTokenFromEnvironment(t *testing.T) {
 	}
 	c := w.dial(t)
 	c.initialize(nil)
-	c.MustCall("session/list", map[string]any{}, nil)
+	_, err := c.SessionList(t.Context(), schema.SessionListParams{})
+	must(t, "session/list", err)
 }
 
 // TestWebRPC: the stdio contract over WebSocket, two tabs sharing one
@@ -252,8 +253,9 @@ func TestWebRPC(t *testing.T) { eachStore(t, testWebRPC) }
 func testWebRPC(t *testing.T, st storeKind) {
 	w := startWeb(t, st.dataDir(t, nil))
 	a, b := w.dial(t), w.dial(t)
-	if e := a.call("session/list", map[string]any{}, nil); e == nil || e.Code != -32002 {
-		t.Fatalf("request before initialize: %+v, want -32002", e)
+	ctx := t.Context()
+	if _, err := a.SessionList(ctx, schema.SessionListParams{}); rpctest.AsError(err) == nil || rpctest.AsError(err).Code != -32002 {
+		t.Fatalf("request before initialize: %v, want -32002", err)
 	}
 	a.initialize(nil)
 	b.initialize(nil)
@@ -267,65 +269,59 @@ func testWebRPC(t *testing.T, st storeKind) {
 	if m := a.Reply("null"); m.Error == nil || m.Error.Code != -32600 {
 		t.Fatalf("batch: %+v, want -32600", m)
 	}
-	if e := a.call("no/such", map[string]any{}, nil); e == nil || e.Code != -32601 {
+	if e := a.call("no/such", json.RawMessage(`{}`), nil); e == nil || e.Code != -32601 {
 		t.Fatalf("unknown method: %+v, want -32601", e)
 	}
-	if e := a.call("session/history", map[string]any{"sessionId": "s_missing"}, nil); e == nil || e.DataCode() != "not_found" {
-		t.Fatalf("unknown session: %+v, want data.code not_found", e)
+	if _, err := a.SessionHistory(ctx, schema.SessionHistoryParams{SessionID: "s_missing"}); rpctest.AsError(err) == nil || rpctest.AsError(err).DataCode() != "not_found" {
+		t.Fatalf("unknown session: %v, want data.code not_found", err)
 	}
 
 	sid := createFake(t, a)
-	var pr struct {
-		StopReason string `json:"stopReason"`
-	}
-	a.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say hello from tab a")}, &pr)
+	pr, err := a.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: sid, Content: prompt("say hello from tab a")})
+	must(t, "session/prompt", err)
 	if pr.StopReason != "end_turn" {
 		t.Fatalf("stopReason %q", pr.StopReason)
 	}
 	// The other tab sees the same session live and in the same database.
-	b.awaitNote("session/update from tab a's prompt", func(m wireMsg) bool {
-		return m.Method == "session/update" && strings.Contains(string(m.Params), "hello from tab a")
+	rpctest.Await(b.Client, schema.NoticeSessionUpdate, func(u schema.SessionUpdateNotification) bool {
+		return u.SessionID == sid && strings.Contains(string(u.Entry.Payload), "hello from tab a")
 	})
-	var list struct {
-		Items []struct {
-			SessionID string `json:"sessionId"`
-		} `json:"items"`
-	}
-	b.MustCall("session/list", map[string]any{}, &list)
+	list, err := b.SessionList(ctx, schema.SessionListParams{})
+	must(t, "session/list", err)
 	if len(list.Items) != 1 || list.Items[0].SessionID != sid {
 		t.Fatalf("tab b lists %+v, want tab a's session %s", list.Items, sid)
 	}
 
 	// Cancellation, as on stdio.
-	a.sendWithID(`9001`, "session/prompt", map[string]any{"sessionId": sid, "content": prompt("hang")})
-	a.MustCall("session/list", map[string]any{}, nil)
-	a.Notify("$/cancelRequest", map[string]any{"id": 9001})
+	a.Send(9001, "session/prompt", schema.SessionPromptParams{SessionID: sid, Content: prompt("hang")})
+	_, err = a.SessionList(ctx, schema.SessionListParams{})
+	must(t, "session/list", err)
+	a.Notify(schema.NoticeCancelRequest.Name, schema.CancelParams{ID: schema.NumberID(9001)})
 	if m := a.Reply(`9001`); m.Error == nil || m.Error.Code != -32800 {
 		t.Fatalf("cancelled request: %+v, want -32800", m)
 	}
 
 	// shutdown and exit end tab a's connection only.
-	a.MustCall("shutdown", nil, nil)
-	if e := a.call("session/list", map[string]any{}, nil); e == nil || e.Code != -32600 {
-		t.Fatalf("request after shutdown: %+v, want -32600", e)
+	must(t, "shutdown", a.Shutdown(ctx))
+	if _, err := a.SessionList(ctx, schema.SessionListParams{}); rpctest.AsError(err) == nil || rpctest.AsError(err).Code != -32600 {
+		t.Fatalf("request after shutdown: %v, want -32600", err)
 	}
-	a.Notify("exit", nil)
+	a.Exit()
 	select {
 	case <-a.Done():
 	case <-time.After(20 * time.Second):
 		t.Fatal("exit did not close tab a's WebSocket")
 	}
-	var hist struct {
-		Entries []schema.Entry `json:"entries"`
-	}
-	b.MustCall("session/history", map[string]any{"sessionId": sid}, &hist)
+	hist, err := b.SessionHistory(ctx, schema.SessionHistoryParams{SessionID: sid})
+	must(t, "session/history", err)
 	if len(hist.Entries) < 2 {
 		t.Fatalf("tab b after tab a left: %d entries", len(hist.Entries))
 	}
 	// A new tab still works: the service outlives every connection.
 	c := w.dial(t)
 	c.initialize(nil)
-	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt("say again")}, &pr)
+	_, err = c.SessionPrompt(ctx, schema.SessionPromptParams{SessionID: sid, Content: prompt("say again")})
+	must(t, "session/prompt", err)
 }
 
 // TestWebQueueChangedReachesEveryTab: a prompt one tab queues behind a
@@ -342,17 +338,17 @@ func testWebQueueChangedReachesEveryTab(t *testing.T, st storeKind) {
 	a.initialize(nil)
 	b.initialize(nil)
 	sid := createFake(t, a)
-	a.sendWithID(`9101`, "session/prompt", map[string]any{"sessionId": sid, "content": prompt("hang")})
-	b.awaitNote("session/update of the running turn", func(m wireMsg) bool {
-		return m.Method == "session/update" && strings.Contains(string(m.Params), "hang")
+	a.Send(9101, "session/prompt", schema.SessionPromptParams{SessionID: sid, Content: prompt("hang")})
+	rpctest.Await(b.Client, schema.NoticeSessionUpdate, func(u schema.SessionUpdateNotification) bool {
+		return u.SessionID == sid && strings.Contains(string(u.Entry.Payload), "hang")
 	})
-	a.sendWithID(`9102`, "session/prompt", map[string]any{"sessionId": sid, "content": prompt("say queued in tab a")})
+	a.Send(9102, "session/prompt", schema.SessionPromptParams{SessionID: sid, Content: prompt("say queued in tab a")})
 	for _, tab := range []*client{a, b} {
 		rpctest.Await(tab.Client, schema.NoticeQueueChanged, func(n schema.QueueChangedNotification) bool {
 			return n.SessionID == sid && len(n.Items) == 1 && n.Items[0].Text == "say queued in tab a"
 		})
 	}
-	a.Notify("$/cancelRequest", map[string]any{"id": 9101})
+	a.Notify(schema.NoticeCancelRequest.Name, schema.CancelParams{ID: schema.NumberID(9101)})
 	if m := a.Reply(`9101`); m.Error == nil || m.Error.Code != -32800 {
 		t.Fatalf("cancelled turn: %+v, want -32800", m)
 	}
@@ -432,13 +428,8 @@ func TestReadmeRunCommand(t *testing.T) {
 	}
 	c := w.dial(t)
 	c.initialize(nil)
-	var rep struct {
-		Adapters []struct {
-			Harness string `json:"harness"`
-			OK      bool   `json:"ok"`
-		} `json:"adapters"`
-	}
-	c.MustCall("bridge/doctor", map[string]any{"harness": "fake"}, &rep)
+	rep, err := c.BridgeDoctor(t.Context(), schema.DoctorParams{Harness: "fake"})
+	must(t, "bridge/doctor", err)
 	if len(rep.Adapters) != 1 || !rep.Adapters[0].OK {
 		t.Fatalf("the fake harness is not usable: %+v", rep)
 	}
@@ -453,10 +444,8 @@ func floodTurn(t *testing.T, c *client, lines int) string {
 		fmt.Fprintf(&script, "say %04d %s\n", i, strings.Repeat("z", 60<<10))
 	}
 	sid := createFake(t, c)
-	var pr struct {
-		StopReason string `json:"stopReason"`
-	}
-	c.MustCall("session/prompt", map[string]any{"sessionId": sid, "content": prompt(script.String())}, &pr)
+	pr, err := c.SessionPrompt(t.Context(), schema.SessionPromptParams{SessionID: sid, Content: prompt(script.String())})
+	must(t, "session/prompt", err)
 	if pr.StopReason != "end_turn" {
 		t.Fatalf("stopReason %q", pr.StopReason)
 	}
@@ -510,10 +499,7 @@ func TestWebStalledTabDelaysNoOther(t *testing.T) {
 		if err := json.Unmarshal(msg, &m); err != nil {
 			t.Fatal(err)
 		}
-		var u struct {
-			SessionID string       `json:"sessionId"`
-			Entry     schema.Entry `json:"entry"`
-		}
+		var u schema.SessionUpdateNotification
 		if m.Method != "session/update" || json.Unmarshal(m.Params, &u) != nil || u.SessionID != sid || u.Entry.Kind != "assistant.message" {
 			continue
 		}
@@ -546,16 +532,16 @@ func (w *webProc) dialStalled(t *testing.T) *websocket.Conn {
 	}
 	t.Cleanup(func() { _ = b.CloseNow() })
 	b.SetReadLimit(-1)
-	send := func(v any) {
-		if err := b.Write(ctx, websocket.MessageText, mustJSON(v)); err != nil {
+	send := func(body string) {
+		if err := b.Write(ctx, websocket.MessageText, []byte(body)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	send(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{"capabilities": map[string]any{}}})
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}`)
 	if _, msg, err := b.Read(ctx); err != nil || !strings.Contains(string(msg), `"serverInfo"`) {
 		t.Fatalf("initialize on the stalled tab: %s %v", msg, err)
 	}
-	send(map[string]any{"jsonrpc": "2.0", "method": "initialized", "params": map[string]any{}})
+	send(`{"jsonrpc":"2.0","method":"initialized","params":{}}`)
 	return b
 }
 
@@ -603,15 +589,10 @@ func TestWebOverflowDisconnectsWithReason(t *testing.T) {
 		if said != "" {
 			t.Fatalf("a message after the log message: %.60s", msg)
 		}
-		var m struct {
-			Method string `json:"method"`
-			Params struct {
-				Type    int    `json:"type"`
-				Message string `json:"message"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(msg, &m) == nil && m.Method == "window/logMessage" && m.Params.Type == 1 {
-			said = m.Params.Message
+		var m wireMsg
+		var p schema.LogMessageParams
+		if json.Unmarshal(msg, &m) == nil && m.Method == schema.NoticeLogMessage.Name && json.Unmarshal(m.Params, &p) == nil && p.Type == schema.MessageError {
+			said = p.Message
 		}
 	}
 }

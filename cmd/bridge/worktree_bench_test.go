@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -72,11 +73,7 @@ func BenchmarkWorktreeCreate(b *testing.B) {
 		c.initialize(nil)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			var r struct {
-				SessionID string              `json:"sessionId"`
-				Repo      *schema.SessionRepo `json:"repo"`
-			}
-			c.MustCall("session/create", map[string]any{"harness": "fake", "cwd": repo, "worktree": true}, &r)
+			r := rpctest.Must(c.Client, c.SessionCreate, schema.SessionCreateParams{Harness: "fake", Cwd: repo, Worktree: true})
 			b.StopTimer()
 			if r.Repo == nil || r.Repo.Worktree == "" {
 				b.Fatalf("no worktree: %+v", r)
@@ -115,12 +112,8 @@ func BenchmarkWorktreeCreatePaired(b *testing.B) {
 		return d
 	}
 	viaBridge := func() time.Duration {
-		var r struct {
-			SessionID string              `json:"sessionId"`
-			Repo      *schema.SessionRepo `json:"repo"`
-		}
 		t0 := time.Now()
-		c.MustCall("session/create", map[string]any{"harness": "fake", "cwd": repo, "worktree": true}, &r)
+		r := rpctest.Must(c.Client, c.SessionCreate, schema.SessionCreateParams{Harness: "fake", Cwd: repo, Worktree: true})
 		d := time.Since(t0)
 		if r.Repo == nil || r.Repo.Worktree == "" {
 			b.Fatalf("no worktree: %+v", r)
@@ -168,11 +161,7 @@ func BenchmarkSessionDiff(b *testing.B) {
 	data := b.TempDir()
 	c := startBridge(b, data)
 	c.initialize(nil)
-	var r struct {
-		SessionID string              `json:"sessionId"`
-		Repo      *schema.SessionRepo `json:"repo"`
-	}
-	c.MustCall("session/create", map[string]any{"harness": "fake", "cwd": repo, "worktree": true}, &r)
+	r := rpctest.Must(c.Client, c.SessionCreate, schema.SessionCreateParams{Harness: "fake", Cwd: repo, Worktree: true})
 	for i := 0; i < 100; i++ {
 		p := filepath.Join(r.Repo.Worktree, fmt.Sprintf("d%03d", i), fmt.Sprintf("f%05d.txt", i*100))
 		if err := os.WriteFile(p, []byte("changed\n"), 0o600); err != nil {
@@ -191,8 +180,7 @@ func BenchmarkSessionDiff(b *testing.B) {
 	})
 	b.Run("impl=bridge", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			var d schema.SessionDiffResult
-			c.MustCall("session/diff", map[string]any{"sessionId": r.SessionID}, &d)
+			d := rpctest.Must(c.Client, c.SessionDiff, schema.SessionDiffParams{SessionID: r.SessionID})
 			if len(d.Files) != 110 {
 				b.Fatalf("diff of %d files, want 110", len(d.Files))
 			}
