@@ -36,7 +36,7 @@ func (s *Service) SessionList(ctx context.Context, p schema.SessionListParams) (
 	for _, x := range items {
 		it := schema.SessionListItem{SessionID: x.ID, Harness: x.Harness, Title: x.Title, Cwd: x.Cwd,
 			Archived: x.Archived, UpdatedAt: x.UpdatedAt, CreatedAt: x.CreatedAt, Preset: x.Preset, Model: x.Model,
-			NativeSessionID: x.NativeSessionID, RestoreMode: schema.RestoreMode(x.RestoreMode), Status: s.status(x)}
+			NativeSessionID: x.NativeSessionID, RestoreMode: schema.RestoreMode(x.RestoreMode), Status: s.sess.Status(x)}
 		if r, ok := repos[x.ID]; ok {
 			it.Branch = r.Branch
 			if !r.Removed {
@@ -50,7 +50,7 @@ func (s *Service) SessionList(ctx context.Context, p schema.SessionListParams) (
 
 // SessionCreate starts a new harness session and records it.
 func (s *Service) SessionCreate(ctx context.Context, p schema.SessionCreateParams) (schema.SessionCreateResult, error) {
-	sess, err := s.create(ctx, p)
+	sess, err := s.sess.Create(ctx, p)
 	if err != nil {
 		return schema.SessionCreateResult{}, err
 	}
@@ -73,18 +73,18 @@ func (s *Service) SessionCancel(ctx context.Context, p schema.SessionCancelParam
 	if p.ClearQueue {
 		s.queues.Withdraw(p.SessionID, "")
 	}
-	return schema.SessionCancelResult{}, s.cancel(ctx, p.SessionID)
+	return schema.SessionCancelResult{}, s.sess.Cancel(ctx, p.SessionID)
 }
 
 // SessionRename sets the session's title.
 func (s *Service) SessionRename(ctx context.Context, p schema.SessionRenameParams) (schema.SessionRenameResult, error) {
-	return schema.SessionRenameResult{}, s.rename(ctx, p.SessionID, p.Title)
+	return schema.SessionRenameResult{}, s.sess.Rename(ctx, p.SessionID, p.Title)
 }
 
 // SessionArchive stops the session's harness and hides it from the default
 // list.
 func (s *Service) SessionArchive(ctx context.Context, p schema.SessionArchiveParams) (schema.SessionArchiveResult, error) {
-	return schema.SessionArchiveResult{}, s.archive(ctx, p.SessionID)
+	return schema.SessionArchiveResult{}, s.sess.Archive(ctx, p.SessionID)
 }
 
 // SessionHistory pages the session's record backwards.
@@ -99,7 +99,7 @@ func (s *Service) SessionHistory(ctx context.Context, p schema.SessionHistoryPar
 	if p.MaxMessages < 0 {
 		return schema.SessionHistoryResult{}, invalidField("maxMessages", "maxMessages must not be negative")
 	}
-	entries, more, err := s.history(ctx, p.SessionID, before, p.MaxMessages)
+	entries, more, err := s.sess.History(ctx, p.SessionID, before, p.MaxMessages)
 	if err != nil {
 		return schema.SessionHistoryResult{}, err
 	}
@@ -115,7 +115,7 @@ func (s *Service) SessionResume(ctx context.Context, p schema.SessionResumeParam
 	if p.Mode != "" && p.Mode != schema.ResumeFresh {
 		return schema.SessionResumeResult{}, invalidField("mode", "mode %q is not \"fresh\"", p.Mode)
 	}
-	r, err := s.resume(ctx, p.SessionID, p.Mode == schema.ResumeFresh)
+	r, err := s.sess.Resume(ctx, p.SessionID, p.Mode == schema.ResumeFresh)
 	if err != nil {
 		return schema.SessionResumeResult{}, err
 	}

@@ -22,11 +22,11 @@ func (s *Service) SessionFork(ctx context.Context, p schema.SessionForkParams) (
 type forkSessions struct{ s *Service }
 
 func (f forkSessions) Create(ctx context.Context, p schema.SessionCreateParams) (core.Session, error) {
-	return f.s.create(ctx, p)
+	return f.s.sess.Create(ctx, p)
 }
 
 func (f forkSessions) Append(ctx context.Context, sessionID string, es ...core.NewEntry) ([]core.Entry, error) {
-	return f.s.appendEntries(ctx, sessionID, es...)
+	return f.s.sess.Append(ctx, sessionID, es...)
 }
 
 func (f forkSessions) Running(sessionID string) bool { return f.s.liveFor(sessionID) != nil }

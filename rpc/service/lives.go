@@ -2,15 +2,16 @@ package service
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/rpc/service/lease"
 	"github.com/bridge-dev/bridge/rpc/service/live"
+	"github.com/bridge-dev/bridge/rpc/service/sessions"
 )
 
-// The running harness sessions are rpc/service/live's; the service decides
-// when one starts (startLive), and hears from it through live.Env.
+// The running harness sessions are rpc/service/live's; rpc/service/sessions
+// decides when one starts (StartLive) and what runs in it; the service
+// hears from them through live.Env and lends them to the other parts.
 
 // liveEnv is what the service lends every live session.
 func (s *Service) liveEnv() live.Env {
@@ -48,47 +49,18 @@ func (x leasedSessions) Stop(ctx context.Context, sessionID string) {
 // liveFor returns the running harness session of sessionID, or nil.
 func (s *Service) liveFor(sessionID string) *live.Session { return s.lives.Get(sessionID) }
 
-// startLive starts (or natively resumes, when native != "") a harness
-// session for the Bridge session sess and registers it.
-//
-// When recorded is false the session row does not exist yet: events wait
-// until the caller has created it and called MarkRecorded.
-func (s *Service) startLive(ctx context.Context, h core.BridgeHost, sess core.Session, preset core.Preset, native string, recorded bool) (*live.Session, error) {
-	if err := s.leases.Claim(ctx, sess.ID); err != nil {
-		return nil, err
-	}
-	l := s.lives.New(sess.ID, h, preset, recorded)
-	req := core.CreateRequest{Cwd: sess.Cwd, Preset: preset, Model: sess.Model, Effort: sess.Effort, Title: sess.Title,
-		Approve: l.Approve}
-	var (
-		harness core.Live
-		err     error
-	)
-	if native != "" {
-		r, ok := h.(core.NativeResumer)
-		if !ok {
-			return nil, core.Errorf(core.CodeUnavailable, "harness %q cannot resume natively", h.Harness())
-		}
-		harness, err = r.Resume(ctx, core.ResumeRequest{CreateRequest: req, NativeID: native}, l.Sink)
-	} else {
-		harness, err = h.CreateSession(ctx, req, l.Sink)
-	}
-	if err != nil {
-		s.leases.Release(sess.ID)
-		return nil, err
-	}
-	l.Harness = harness
-	if id := harness.NativeID(); id != "" && recorded {
-		if _, err := s.opts.Store.PatchSession(ctx, sess.ID, core.SessionPatch{NativeSessionID: core.Ptr(id)}); err != nil {
-			_ = harness.Close(ctx)
-			return nil, fmt.Errorf("record native session id: %w", err)
-		}
-	}
-	s.lives.Put(l)
-	if recorded {
-		go l.Watch()
-		s.startIdleClock(l)
-	}
-	s.recordHarnessVersion(ctx, h, sess.ID)
-	return l, nil
+// ensureLive returns the running harness session, resuming it when needed
+// (sessions.EnsureLive).
+func (s *Service) ensureLive(ctx context.Context, sess core.Session) (*live.Session, error) {
+	return s.sess.EnsureLive(ctx, sess)
 }
+
+// askLocked runs one turn in l, whose turn the caller holds, and returns
+// the assistant text it produced (sessions.Ask).
+func (s *Service) askLocked(ctx context.Context, l *live.Session, prompt string) (string, error) {
+	return s.sess.Ask(ctx, l, prompt)
+}
+
+// wrapHarness gives a harness failure a code when it has none
+// (sessions.WrapHarness).
+func wrapHarness(harness string, err error) error { return sessions.WrapHarness(harness, err) }

@@ -29,23 +29,23 @@ func (s *Service) MigrationExecute(ctx context.Context, req schema.MigrationExec
 type migrationSessions struct{ s *Service }
 
 func (m migrationSessions) Create(ctx context.Context, p schema.SessionCreateParams) (core.Session, error) {
-	return m.s.create(ctx, p)
+	return m.s.sess.Create(ctx, p)
 }
 
 func (m migrationSessions) Archive(ctx context.Context, sessionID string) error {
-	return m.s.archive(ctx, sessionID)
+	return m.s.sess.Archive(ctx, sessionID)
 }
 
 func (m migrationSessions) Rename(ctx context.Context, sessionID, title string) error {
-	return m.s.rename(ctx, sessionID, title)
+	return m.s.sess.Rename(ctx, sessionID, title)
 }
 
 func (m migrationSessions) Append(ctx context.Context, sessionID string, es ...core.NewEntry) ([]core.Entry, error) {
-	return m.s.appendEntries(ctx, sessionID, es...)
+	return m.s.sess.Append(ctx, sessionID, es...)
 }
 
 func (m migrationSessions) Preset(ctx context.Context, h core.BridgeHost, name string) (core.Preset, error) {
-	return m.s.preset(ctx, h, name)
+	return m.s.sess.Preset(ctx, h, name)
 }
 
 func (m migrationSessions) Live(sessionID string) (core.Live, bool) {
@@ -70,12 +70,12 @@ type heldTurn struct {
 }
 
 func (t heldTurn) Run(ctx context.Context, content []core.Content) error {
-	_, err := t.s.runTurn(ctx, t.l, content)
+	_, err := t.s.sess.RunTurn(ctx, t.l, content)
 	return err
 }
 
 func (t heldTurn) Ask(ctx context.Context, prompt string) (string, error) {
-	return t.s.askLocked(ctx, t.l, prompt)
+	return t.s.sess.Ask(ctx, t.l, prompt)
 }
 
 func (t heldTurn) Release() { t.l.Turn.Unlock() }

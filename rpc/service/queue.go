@@ -62,7 +62,7 @@ func (s *Service) promptQueued(ctx context.Context, p schema.SessionPromptParams
 	if err := checkPromptID(p.PromptID); err != nil {
 		return schema.SessionPromptResult{}, err
 	}
-	sess, err := s.promptable(ctx, p.SessionID, content)
+	sess, err := s.sess.Promptable(ctx, p.SessionID, content)
 	if err != nil {
 		return schema.SessionPromptResult{}, err
 	}
@@ -86,7 +86,7 @@ func (s *Service) promptQueued(ctx context.Context, p schema.SessionPromptParams
 		return schema.SessionPromptResult{}, err
 	}
 	got, err := s.queues.Await(ctx, item, func(ctx context.Context) (queue.Live, error) {
-		l, err := s.ensureLive(ctx, sess)
+		l, err := s.sess.EnsureLive(ctx, sess)
 		if err != nil {
 			return nil, err
 		}
@@ -103,7 +103,7 @@ func (s *Service) promptQueued(ctx context.Context, p schema.SessionPromptParams
 	if item.Waited() {
 		peer.ProgressFrom(ctx)(0, 0, "running")
 	}
-	res, err := s.promptHeld(ctx, got.(queuedLive).l, content)
+	res, err := s.sess.PromptHeld(ctx, got.(queuedLive).l, content)
 	s.queues.Done(item)
 	out.StopReason = res.StopReason
 	return out, err
@@ -128,7 +128,7 @@ func (s *Service) steer(ctx context.Context, sess core.Session, content []core.C
 		e.Missing = []string{core.CapPromptSteer}
 		return false, e
 	}
-	payload, err := s.userPayload(ctx, content)
+	payload, err := s.sess.UserPayload(ctx, content)
 	if err != nil {
 		return false, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/bridge-dev/bridge/rpc/service/live"
 	"github.com/bridge-dev/bridge/rpc/service/migrate"
 	"github.com/bridge-dev/bridge/rpc/service/queue"
+	"github.com/bridge-dev/bridge/rpc/service/sessions"
 	"github.com/bridge-dev/bridge/rpc/service/workspace"
 	"github.com/bridge-dev/bridge/schema"
 )
@@ -103,7 +104,8 @@ type Service struct {
 	ws        *workspace.Workspace // sessions' repositories, worktrees and diffs
 	startedAt time.Time
 
-	lives *live.Table // the running harness sessions
+	lives *live.Table        // the running harness sessions
+	sess  *sessions.Sessions // the session flows: create, prompt, resume, …
 
 	queues *queue.Queues // prompts waiting for a running turn
 
@@ -154,6 +156,9 @@ func New(opts Options) (*Service, error) {
 	s.life, s.stopLife = context.WithCancel(context.Background())
 	s.leases = lease.New(lease.Options{Store: opts.Store, Owner: opts.LeaseOwner, TTL: opts.LeaseTTL,
 		Sessions: leasedSessions{s}, Log: opts.Notifier, Life: s.life, Go: s.goBackground})
+	s.sess = sessions.New(sessions.Options{Store: opts.Store, Hosts: s.hosts, Lives: s.lives, Leases: s.leases,
+		Workspace: s.ws, Images: s.images, Checkpoints: s.ckpt, Controller: controllerHooks{s}, Notifier: opts.Notifier,
+		Announce: s.announce, Presets: opts.Presets, IDs: opts.IDs})
 	s.follow()
 	return s, nil
 }
@@ -163,20 +168,12 @@ func (s *Service) Harnesses() []string { return s.hosts.Names() }
 
 // session loads a session's head record.
 func (s *Service) session(ctx context.Context, id string) (core.Session, error) {
-	if id == "" {
-		return core.Session{}, invalidField("sessionId", "sessionId is required")
-	}
-	return s.opts.Store.GetSession(ctx, id)
+	return s.sess.Session(ctx, id)
 }
 
 // appendEntries appends to a session and tells the client about each entry.
 func (s *Service) appendEntries(ctx context.Context, sessionID string, es ...core.NewEntry) ([]core.Entry, error) {
-	out, err := s.opts.Store.Append(ctx, sessionID, es...)
-	if err != nil {
-		return nil, err
-	}
-	s.announce(out...)
-	return out, nil
+	return s.sess.Append(ctx, sessionID, es...)
 }
 
 // announce sends session/update (and session/contextCompacted) for entries

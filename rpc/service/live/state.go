@@ -1,6 +1,8 @@
 package live
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -104,6 +106,15 @@ func (l *Session) StartIdleClock(d time.Duration, fn func()) {
 	}
 	l.idleAfter = d
 	l.idleTimer = time.AfterFunc(d, fn)
+}
+
+// LockTurn takes the session's turn, waiting until it is released or ctx
+// ends (then busy: the session is still running a turn).
+func (l *Session) LockTurn(ctx context.Context) error {
+	if err := l.Turn.LockContext(ctx); err != nil {
+		return core.E(core.CodeBusy, fmt.Sprintf("session %s is still running a turn", l.ID), err)
+	}
+	return nil
 }
 
 // Touch restarts the idle clock.

@@ -1,33 +1,33 @@
-package service
+package sessions
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bridge-dev/bridge/rpc/service/checkpointer"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/core/checkpoint"
+	"github.com/bridge-dev/bridge/rpc/service/checkpointer"
 	"github.com/bridge-dev/bridge/schema"
 )
 
 // SessionModels lists the models the session's harness offers, with their
 // context window where known, and the session's current model and effort.
-func (s *Service) SessionModels(ctx context.Context, p schema.SessionModelsParams) (schema.SessionModelsResult, error) {
-	sess, err := s.session(ctx, p.SessionID)
+func (s *Sessions) Models(ctx context.Context, p schema.SessionModelsParams) (schema.SessionModelsResult, error) {
+	sess, err := s.Session(ctx, p.SessionID)
 	if err != nil {
 		return schema.SessionModelsResult{}, err
 	}
-	h, err := s.hosts.Get(sess.Harness)
+	h, err := s.opts.Hosts.Get(sess.Harness)
 	if err != nil {
 		return schema.SessionModelsResult{}, err
 	}
-	if err := s.hosts.Require(ctx, h, "session/models", core.CapSessionModels); err != nil {
+	if err := s.opts.Hosts.Require(ctx, h, "session/models", core.CapSessionModels); err != nil {
 		return schema.SessionModelsResult{}, err
 	}
 	ms, err := h.Models(ctx)
 	if err != nil {
-		return schema.SessionModelsResult{}, wrapHarness(h.Harness(), err)
+		return schema.SessionModelsResult{}, WrapHarness(h.Harness(), err)
 	}
 	out := schema.SessionModelsResult{Models: make([]schema.Model, 0, len(ms)), Model: sess.Model, Effort: sess.Effort}
 	for _, m := range ms {
@@ -61,7 +61,7 @@ func windowOf(h core.BridgeHost, ms []core.Model, model string) int64 {
 // isDowngrade says whether switching from (model, effort) to (toModel,
 // toEffort) lowers the context window or the effort, where both sides are
 // known; why says which.
-func (s *Service) isDowngrade(ctx context.Context, h core.BridgeHost, model, effort, toModel, toEffort string) (bool, string) {
+func (s *Sessions) isDowngrade(ctx context.Context, h core.BridgeHost, model, effort, toModel, toEffort string) (bool, string) {
 	if toEffort != "" && effort != "" && toEffort != effort {
 		from, to := core.EffortRank(effort), core.EffortRank(toEffort)
 		if from >= 0 && to >= 0 && to < from {
@@ -86,40 +86,40 @@ func (s *Service) isDowngrade(ctx context.Context, h core.BridgeHost, model, eff
 // downgrade writes a before_downgrade checkpoint first, on the old model,
 // through the usual decision (a suppressed one is reported, not an error).
 // model.changed / effort.changed record the switch.
-func (s *Service) SessionSelectModel(ctx context.Context, p schema.SessionSelectModelParams) (schema.SessionSelectModelResult, error) {
+func (s *Sessions) SelectModel(ctx context.Context, p schema.SessionSelectModelParams) (schema.SessionSelectModelResult, error) {
 	if p.Model == "" && p.Effort == "" {
-		return schema.SessionSelectModelResult{}, invalidField("model", "give a model, an effort or both")
+		return schema.SessionSelectModelResult{}, core.InvalidField("model", "give a model, an effort or both")
 	}
 	if p.Effort != "" && core.EffortRank(p.Effort) < 0 {
-		return schema.SessionSelectModelResult{}, invalidField("effort", "effort %q is not one of %v", p.Effort, core.Efforts)
+		return schema.SessionSelectModelResult{}, core.InvalidField("effort", "effort %q is not one of %v", p.Effort, core.Efforts)
 	}
-	sess, err := s.session(ctx, p.SessionID)
+	sess, err := s.Session(ctx, p.SessionID)
 	if err != nil {
 		return schema.SessionSelectModelResult{}, err
 	}
 	if sess.Archived {
 		return schema.SessionSelectModelResult{}, core.Errorf(core.CodeInvalid, "session %s is archived", sess.ID)
 	}
-	h, err := s.hosts.Get(sess.Harness)
+	h, err := s.opts.Hosts.Get(sess.Harness)
 	if err != nil {
 		return schema.SessionSelectModelResult{}, err
 	}
 	// A harness that cannot switch live is refused before anything changes.
-	if err := s.hosts.Require(ctx, h, "session/selectModel", core.CapSessionSelect); err != nil {
+	if err := s.opts.Hosts.Require(ctx, h, "session/selectModel", core.CapSessionSelect); err != nil {
 		return schema.SessionSelectModelResult{}, err
 	}
 	out := schema.SessionSelectModelResult{Model: sess.Model, Effort: sess.Effort}
 	if (p.Model == "" || p.Model == sess.Model) && (p.Effort == "" || p.Effort == sess.Effort) {
 		return out, nil // nothing to switch
 	}
-	l, err := s.ensureLive(ctx, sess)
+	l, err := s.EnsureLive(ctx, sess)
 	if err != nil {
 		return schema.SessionSelectModelResult{}, err
 	}
 	down, why := s.isDowngrade(ctx, h, sess.Model, sess.Effort, p.Model, p.Effort)
 	out.Downgrade = down
 	if down {
-		cp, err := s.ckpt.Checkpoint(ctx, sess.ID, checkpointer.Request{Reason: checkpoint.ReasonBeforeDowngrade})
+		cp, err := s.opts.Checkpoints.Checkpoint(ctx, sess.ID, checkpointer.Request{Reason: checkpoint.ReasonBeforeDowngrade})
 		var se *checkpoint.SuppressedError
 		switch {
 		case err == nil:
@@ -145,7 +145,7 @@ func (s *Service) SessionSelectModel(ctx context.Context, p schema.SessionSelect
 		if errors.Is(err, core.ErrUnsupported) {
 			return schema.SessionSelectModelResult{}, core.E(core.CodeUnavailable, fmt.Sprintf("harness %q cannot switch a live session's model", h.Harness()), err)
 		}
-		return schema.SessionSelectModelResult{}, wrapHarness(h.Harness(), err)
+		return schema.SessionSelectModelResult{}, WrapHarness(h.Harness(), err)
 	}
 	var es []core.NewEntry
 	patch := core.SessionPatch{}
