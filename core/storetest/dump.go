@@ -102,7 +102,9 @@ func (c *collect) Audit(a core.AuditRecord) error {
 // BenchDump measures the memory a dump of one large session takes on
 // st, which must implement core.Dumper: "whole" is Dump, which returns
 // the session in memory; "stream" is DumpStream handing each entry to a
-// consumer that keeps nothing (as bridge store copy's does). Each reports
+// consumer that keeps nothing (as bridge store copy's does); "restore" is
+// RestoreStream of a new session of the same size, fed one entry at a time
+// (as bridge store copy feeds the store it copies to). Each reports
 // peak-heap-MB, the most the heap's objects grew over the dump (sampled
 // every millisecond, after a GC), and entries/s. The session has entries
 // entries of payload bytes each, restored once before the timing.
@@ -131,18 +133,38 @@ func BenchDump(b *testing.B, st core.Store, entries, payload int) {
 			return err
 		})
 	})
+	// restore: RestoreStream of a new session as bridge store copy feeds
+	// it, each entry made as it is handed over (so what the heap holds is
+	// the store's).
+	b.Run("restore", func(b *testing.B) {
+		round := 0
+		benchPeak(b, entries, func() error {
+			round++
+			return restoreChain(dm, fmt.Sprintf("restorebench%d_%d", entries, round), entries, payload)
+		})
+	})
 }
 
 // fillDump restores a session of n entries of size bytes, one chain.
 func fillDump(b *testing.B, dm core.Dumper, n, size int) string {
 	b.Helper()
-	s := core.Session{ID: fmt.Sprintf("s_dumpbench%d", n), Harness: "codex", Title: "dump bench"}
+	name := fmt.Sprintf("dumpbench%d", n)
+	if err := restoreChain(dm, name, n, size); err != nil {
+		b.Fatal(err)
+	}
+	return "s_" + name
+}
+
+// restoreChain restores session "s_"+name: one chain of n entries of size
+// bytes, their ids "e_"+name+"_"+seq.
+func restoreChain(dm core.Dumper, name string, n, size int) error {
+	s := core.Session{ID: "s_" + name, Harness: "codex", Title: "dump bench"}
 	text := strings.Repeat("x", max(size-30, 1))
 	start := time.Now().UTC().Add(-time.Hour)
 	_, err := dm.RestoreStream(ctx, s, func(r core.Restorer) error {
 		parent := ""
 		for i := 1; i <= n; i++ {
-			e := core.Entry{ID: fmt.Sprintf("e_dumpbench%08d", i), SessionID: s.ID, ParentID: parent, Seq: int64(i),
+			e := core.Entry{ID: fmt.Sprintf("e_%s_%08d", name, i), SessionID: s.ID, ParentID: parent, Seq: int64(i),
 				Kind: core.KindAssistantMessage, Payload: core.Payload(core.AssistantMessagePayload{Text: text}),
 				CreatedAt: start.Add(time.Duration(i) * time.Millisecond)}
 			if err := r.Entry(e); err != nil {
@@ -152,10 +174,7 @@ func fillDump(b *testing.B, dm core.Dumper, n, size int) string {
 		}
 		return nil
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return s.ID
+	return err
 }
 
 type count struct{ entries int }

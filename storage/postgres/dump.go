@@ -180,10 +180,11 @@ type restorer struct {
 	status    string
 	hasStatus bool
 
+	// pending are the entries not yet written: at most restoreBatch. Only
+	// they are held; what was written before is read back from the
+	// transaction (lookup), so a restore's memory does not grow with the
+	// session.
 	pending []core.Entry
-	// seqs of the entries of pending and of the batches written, by id
-	// (the parents a later entry may name without a query).
-	written map[string]int64
 
 	track record.Tracker // the window summary of the restored head (saveWindow)
 }
@@ -210,16 +211,16 @@ func (r *restorer) flush() error {
 		return nil
 	}
 	batch := r.pending
-	r.pending = nil
-	if r.written == nil {
-		r.written = map[string]int64{}
-	}
+	r.pending = r.pending[:0]
 	existing, known, err := r.lookup(batch)
 	if err != nil {
 		return err
 	}
+	// written: the seqs of this batch's new entries, by id (the parents a
+	// later entry of the batch may name; those of earlier batches are in
+	// known, read from the transaction).
+	written := make(map[string]int64, len(batch))
 	var fresh []core.Entry
-	prev := r.storeMax
 	for _, e := range batch {
 		if x, ok := existing[e.ID]; ok {
 			if err := record.RestoredExisting(e, r.s.ID, x.session, x.seq); err != nil {
@@ -230,25 +231,27 @@ func (r *restorer) flush() error {
 		if err := record.RestoredNew(e, r.s.ID, r.storeMax); err != nil {
 			return err
 		}
-		if _, dup := r.written[e.ID]; dup {
+		if _, dup := written[e.ID]; dup {
 			return core.Errorf(core.CodeConflict, "restore: entry %q appears twice", e.ID)
 		}
+		// A child of an entry other than the one just before it, or a root
+		// after the first entry, is a branch: storage's rule (a gap in the
+		// seqs counts as one), entry by entry whatever batch it falls in.
 		if e.ParentID != "" {
-			pseq, ok := r.written[e.ParentID]
+			pseq, ok := written[e.ParentID]
 			if !ok {
 				pseq, ok = known[e.ParentID]
 			}
 			if err := record.RestoredParent(e, pseq, ok); err != nil {
 				return err
 			}
-			if pseq < e.Seq-1 || pseq < prev {
+			if pseq < e.Seq-1 {
 				r.branched = true
 			}
 		} else if e.Seq > 1 {
 			r.branched = true
 		}
-		prev = e.Seq
-		r.written[e.ID] = e.Seq
+		written[e.ID] = e.Seq
 		r.track.Track(e)
 		if v, ok := entryStatus(e.Kind, e.Payload); ok {
 			r.status, r.hasStatus = v, true
