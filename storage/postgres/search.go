@@ -27,6 +27,11 @@ type tsQuery struct {
 	match  string // "" when the query has no words (it matches nothing)
 	phrase string // "" when there is no phrase ranking
 	terms  []term // the words to highlight
+	// narrow: every match must hold two words or more (words ANDed, a
+	// phrase), so a query's matches are few enough to read them all;
+	// otherwise (one word, OR, NOT, a prefix alone) searchSQL reads the
+	// newest rows first.
+	narrow bool
 }
 
 // term is a word of the query: a folded word, or a prefix.
@@ -66,7 +71,7 @@ func buildQuery(in string) (tsQuery, error) {
 				words = append(words, quoteLexeme(t.word))
 			}
 		}
-		q := tsQuery{match: strings.Join(parts, " & "), terms: terms}
+		q := tsQuery{match: strings.Join(parts, " & "), terms: terms, narrow: len(terms) > 1}
 		if len(parts) > 1 {
 			q.phrase = strings.Join(words, " <-> ")
 		}
@@ -86,7 +91,7 @@ func buildQuery(in string) (tsQuery, error) {
 	if p.i < len(p.toks) {
 		return tsQuery{}, p.invalid(fmt.Sprintf("unexpected %q", p.toks[p.i].text))
 	}
-	return tsQuery{match: expr, terms: p.terms}, nil
+	return tsQuery{match: expr, terms: p.terms, narrow: p.narrow}, nil
 }
 
 // phraseOf is the tsquery of one word or phrase: its words in order
@@ -128,6 +133,10 @@ type queryParser struct {
 	toks  []qtok
 	i     int
 	terms []term
+	depth int // of parentheses
+	// narrow: the query outside parentheses is an AND of two operands or
+	// more, or one phrase of several words (tsQuery.narrow).
+	narrow bool
 }
 
 func (p *queryParser) invalid(why string) error {
@@ -221,11 +230,18 @@ func (p *queryParser) peek() byte {
 
 // or := and ("OR" and)*
 func (p *queryParser) or() (string, error) {
+	top, ors := p.depth == 0, false
+	defer func() {
+		if top && ors {
+			p.narrow = false // either side alone matches
+		}
+	}()
 	left, err := p.and()
 	if err != nil {
 		return "", err
 	}
 	for p.peek() == 'O' {
+		ors = true
 		p.i++
 		right, err := p.and()
 		if err != nil {
@@ -238,9 +254,15 @@ func (p *queryParser) or() (string, error) {
 
 // and := not (["AND"] not)*
 func (p *queryParser) and() (string, error) {
+	terms := len(p.terms)
 	left, err := p.not()
 	if err != nil {
 		return "", err
+	}
+	top := p.depth == 0
+	if top {
+		// one phrase of several words
+		p.narrow = len(p.terms)-terms > 1 && strings.Contains(left, "<->")
 	}
 	for {
 		switch p.peek() {
@@ -253,6 +275,9 @@ func (p *queryParser) and() (string, error) {
 		right, err := p.not()
 		if err != nil {
 			return "", err
+		}
+		if top && left != "" && right != "" {
+			p.narrow = true
 		}
 		left = join(left, " & ", right)
 	}
@@ -291,7 +316,9 @@ func (p *queryParser) primary() (string, error) {
 	p.i++
 	switch t.kind {
 	case '(':
+		p.depth++
 		e, err := p.or()
+		p.depth--
 		if err != nil {
 			return "", err
 		}
@@ -347,11 +374,21 @@ func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, 
 	if tq.match == "" {
 		return page, nil // no word to look for
 	}
-	query, args := searchSQL(q, tq, limit, offset)
 	qctx, cancel := context.WithTimeoutCause(ctx, db.searchTimeout, errSearchTimeout)
 	defer cancel()
 	err = db.read(qctx, func(tx querier) error {
-		rows, err := tx.Query(qctx, query, args...)
+		var top int64
+		mode := []any{}
+		if !tq.narrow {
+			if err := tx.QueryRow(qctx, `SELECT coalesce(max(rowid), 0) FROM entries`).Scan(&top); err != nil {
+				return err
+			}
+			// An unnamed statement, planned for these windows each time:
+			// a plan made for any window could read each one whole.
+			mode = append(mode, pgx.QueryExecModeCacheDescribe)
+		}
+		query, args := searchSQL(q, tq, limit, offset, top)
+		rows, err := tx.Query(qctx, query, append(mode, args...)...)
 		if err != nil {
 			return err
 		}
@@ -387,13 +424,43 @@ func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, 
 // matching row, seconds over a million entries.
 const rankCandidates = 500
 
+// Migration 110: a BRIN index of entries by rowid (a few hundred KB for a
+// million entries; entries are appended, so rowid follows the table's
+// physical order), which lets a search read a window of the newest rows
+// (searchSQL) without visiting the rows outside it.
+var _ = func() int {
+	migrations = append(migrations, migration{110, "entries_rowid_brin", `
+CREATE INDEX entries_rowid_brin ON entries USING brin (rowid) WITH (pages_per_range = 32);
+`})
+	return 0
+}()
+
+// The windows of rows a broad search looks for its candidates in, newest
+// first (searchSQL): the first holds searchWindow rows per candidate, each
+// next one searchGrowth times as many as the one before.
+const (
+	searchWindow = 4
+	searchGrowth = 4
+)
+
 // searchSQL is the statement of a search and its arguments: the newest
 // matches of tq with q's filters (rankCandidates, or the page's end if
 // further), exact phrases first, then by rank, the page from offset on and
-// one hit more than limit. For a query with fewer matches, that is every
-// match; for a broad one, the planner reads the entries backwards by rowid
-// until it has enough instead of fetching every match.
-func searchSQL(q core.SearchQuery, tq tsQuery, limit, offset int) (string, []any) {
+// one hit more than limit. top is the newest rowid of the record.
+//
+// A narrow query (tsQuery.narrow) reads its matches from the GIN index in
+// one subquery. A broad one looks for them in windows of rows, newest
+// first, each searchGrowth times the one before, the last reaching the
+// oldest row: one subquery per window, ORDER BY rowid DESC LIMIT n each,
+// joined by UNION ALL under LIMIT n, so the server runs a window only
+// while the newer ones have not given n matches yet. In each window the
+// planner reads the rows backwards along rowid (many matches: it stops at
+// n) or takes the matches from the GIN index ANDed with the window's pages
+// from the BRIN index (fewer: it reads only the pages holding them), so
+// no plan reads the whole table for a broad query that turns out rare, or
+// every match of a common one. Only the page's rows are read whole, after
+// ranking.
+func searchSQL(q core.SearchQuery, tq tsQuery, limit, offset int, top int64) (string, []any) {
 	args := []any{tq.match}
 	arg := func(v any) string {
 		args = append(args, v)
@@ -403,12 +470,12 @@ func searchSQL(q core.SearchQuery, tq tsQuery, limit, offset int) (string, []any
 	if tq.phrase != "" {
 		phrase = "c.search @@ " + arg(tq.phrase) + "::tsquery"
 	}
-	var where []string
+	var where, of []string // of the entry, of its session
 	if q.Harness != "" {
-		where = append(where, "s.harness = "+arg(txt(q.Harness)))
+		of = append(of, "harness = "+arg(txt(q.Harness)))
 	}
 	if q.Cwd != "" {
-		where = append(where, "s.cwd = "+arg(txt(q.Cwd)))
+		of = append(of, "cwd = "+arg(txt(q.Cwd)))
 	}
 	if q.SessionID != "" {
 		where = append(where, "e.session_id = "+arg(txt(q.SessionID)))
@@ -416,7 +483,10 @@ func searchSQL(q core.SearchQuery, tq tsQuery, limit, offset int) (string, []any
 		// The temporary sessions a migration's summary worker ran in
 		// (archived once done) repeat their source's text: left out
 		// unless the search names one.
-		where = append(where, "NOT (s.archived AND starts_with(s.title, "+arg(core.HandoffWorkerTitle)+"))")
+		of = append(of, "NOT (archived AND starts_with(title, "+arg(core.HandoffWorkerTitle)+"))")
+	}
+	if len(of) > 0 {
+		where = append(where, "e.session_id IN (SELECT id FROM sessions WHERE "+strings.Join(of, " AND ")+")")
 	}
 	if !q.Since.IsZero() {
 		where = append(where, "e.created_at >= "+arg(record.Nanos(q.Since)))
@@ -424,14 +494,38 @@ func searchSQL(q core.SearchQuery, tq tsQuery, limit, offset int) (string, []any
 	if !q.Until.IsZero() {
 		where = append(where, "e.created_at < "+arg(record.Nanos(q.Until)))
 	}
-	query := `SELECT c.id, c.session_id, c.seq, c.kind, c.created_at, c.harness, c.title, c.cwd, c.payload,
-		ts_rank_cd(c.search, $1::tsquery) AS rank, ` + phrase + ` AS phrase
-		FROM (SELECT e.id, e.session_id, e.seq, e.kind, e.created_at, s.harness, s.title, s.cwd, e.payload, e.search, e.rowid
-			FROM entries e JOIN sessions s ON s.id = e.session_id
-			WHERE e.search @@ $1::tsquery AND ` + strings.Join(where, " AND ") + `
-			ORDER BY e.rowid DESC LIMIT ` + arg(max(rankCandidates, offset+limit+1)) + `) c
-		ORDER BY phrase DESC, rank DESC, c.rowid
-		LIMIT ` + arg(limit+1) + ` OFFSET ` + arg(offset)
+	n := max(rankCandidates, offset+limit+1)
+	nArg := arg(n)
+	filter := strings.Join(where, " AND ")
+	var windows []string
+	hi, size := top, int64(n)*searchWindow
+	for first := true; ; first = false {
+		bound := ""
+		if !first {
+			bound = " AND e.rowid <= " + arg(hi)
+		}
+		lo := hi - size
+		if tq.narrow {
+			lo = 0 // few matches: all of them, in one window
+		}
+		if lo > 0 {
+			bound += " AND e.rowid > " + arg(lo)
+		}
+		windows = append(windows, `(SELECT e.rowid, e.search FROM entries e
+			WHERE e.search @@ $1::tsquery AND `+filter+bound+`
+			ORDER BY e.rowid DESC LIMIT `+nArg+`)`)
+		if lo <= 0 {
+			break
+		}
+		hi, size = lo, size*searchGrowth
+	}
+	query := `SELECT e.id, e.session_id, e.seq, e.kind, e.created_at, s.harness, s.title, s.cwd, e.payload, r.rank, r.phrase
+		FROM (SELECT c.rowid, ts_rank_cd(c.search, $1::tsquery) AS rank, ` + phrase + ` AS phrase
+			FROM (SELECT * FROM (` + strings.Join(windows, "\n\t\tUNION ALL ") + `) w LIMIT ` + nArg + `) c
+			ORDER BY phrase DESC, rank DESC, c.rowid
+			LIMIT ` + arg(limit+1) + ` OFFSET ` + arg(offset) + `) r
+		JOIN entries e ON e.rowid = r.rowid JOIN sessions s ON s.id = e.session_id
+		ORDER BY r.phrase DESC, r.rank DESC, r.rowid`
 	return query, args
 }
 
