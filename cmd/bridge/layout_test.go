@@ -69,7 +69,7 @@ var allowed = map[string]struct {
 	"rpc/service/migrate": {[]string{"core", "core/handoff", "core/inputfile", "schema", "rpc/peer", "rpc/service/attach", "rpc/service/hosts",
 		"rpc/service/library"}, "migration: the live sessions it drives are the service's, through its own small interface"},
 	"rpc/service/sessions": {[]string{"core", "core/checkpoint", "schema", "rpc/peer", "rpc/service/attach", "rpc/service/checkpointer",
-		"rpc/service/library", "rpc/service/live"}, "the session flows: create, prompt, cancel, archive, resume, models; the rest of the service through its own small interfaces"},
+		"rpc/service/library", "rpc/service/live", "rpc/service/queue"}, "the session flows: create, prompt (queued or steered), cancel, archive, resume, models; the rest of the service through its own small interfaces"},
 	"rpc/service/lease": {[]string{"core"}, "the leases of the sessions this process drives, against the Store"},
 	"rpc/service/queue": {[]string{"core", "schema", "rpc/peer"}, "the prompt queues: a live session's turn through its own small interface"},
 	"rpc/service/workspace": {[]string{"core", "core/inputfile", "schema"},

@@ -64,7 +64,7 @@ func (s *Service) SessionCreate(ctx context.Context, p schema.SessionCreateParam
 // SessionPrompt records the user's message and runs one turn: at once, or
 // after the turns before it when one runs (or, with steer, inside it).
 func (s *Service) SessionPrompt(ctx context.Context, p schema.SessionPromptParams) (schema.SessionPromptResult, error) {
-	return s.promptQueued(ctx, p, slices.Clone(p.Content))
+	return s.sess.Prompt(ctx, p, slices.Clone(p.Content))
 }
 
 // SessionCancel interrupts the running turn; an idle session is not an

@@ -3,8 +3,8 @@ package service
 import (
 	"context"
 
-	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/rpc/service/library"
+	"github.com/bridge-dev/bridge/rpc/service/sessions"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -18,23 +18,9 @@ func (s *Service) SessionFork(ctx context.Context, p schema.SessionForkParams) (
 	return s.lib.Fork(ctx, src, p)
 }
 
-// forkSessions lends the live sessions to a fork (library.Sessions).
-type forkSessions struct{ s *Service }
+// forkSessions lends the session flows to a fork (library.Sessions).
+type forkSessions struct{ *sessions.Sessions }
 
-func (f forkSessions) Create(ctx context.Context, p schema.SessionCreateParams) (core.Session, error) {
-	return f.s.sess.Create(ctx, p)
-}
+func (f forkSessions) Running(sessionID string) bool { return f.Live(sessionID) != nil }
 
-func (f forkSessions) Append(ctx context.Context, sessionID string, es ...core.NewEntry) ([]core.Entry, error) {
-	return f.s.sess.Append(ctx, sessionID, es...)
-}
-
-func (f forkSessions) Running(sessionID string) bool { return f.s.liveFor(sessionID) != nil }
-
-func (f forkSessions) Hold(sessionID string) (library.Turn, bool) {
-	l := f.s.liveFor(sessionID)
-	if l == nil || !l.Turn.TryLock() {
-		return nil, false
-	}
-	return heldTurn{s: f.s, l: l}, true
-}
+func (f forkSessions) Hold(sessionID string) (library.Turn, bool) { return f.Sessions.Hold(sessionID) }

@@ -149,16 +149,16 @@ func New(opts Options) (*Service, error) {
 	s.ckpt = checkpointer.New(checkpointer.Options{Store: opts.Store, Hosts: s.hosts, Lives: checkpointLives{s},
 		Notifier: checkpointNotifier{s}, IDs: opts.IDs, Timeout: opts.CheckpointTimeout, Instructions: opts.CheckpointInstructions,
 		RepoStatus: opts.RepoStatus, ResponseReserve: opts.ResponseReserve, StartedAt: s.startedAt})
-	s.lib = library.New(library.Options{Store: opts.Store, Hosts: s.hosts, IDs: opts.IDs, Prices: opts.Prices, Images: s.images,
-		Sessions: forkSessions{s}, Projector: s.ckpt})
-	s.migrate = migrate.New(migrate.Options{Store: opts.Store, Hosts: s.hosts, Sessions: migrationSessions{s}, Library: s.lib,
-		Images: s.images, Log: opts.Notifier, DataDir: opts.DataDir, IDs: opts.IDs, Now: opts.Now})
 	s.life, s.stopLife = context.WithCancel(context.Background())
 	s.leases = lease.New(lease.Options{Store: opts.Store, Owner: opts.LeaseOwner, TTL: opts.LeaseTTL,
 		Sessions: leasedSessions{s}, Log: opts.Notifier, Life: s.life, Go: s.goBackground})
 	s.sess = sessions.New(sessions.Options{Store: opts.Store, Hosts: s.hosts, Lives: s.lives, Leases: s.leases,
-		Workspace: s.ws, Images: s.images, Checkpoints: s.ckpt, Controller: controllerHooks{s}, Notifier: opts.Notifier,
-		Announce: s.announce, Presets: opts.Presets, IDs: opts.IDs})
+		Workspace: s.ws, Images: s.images, Queues: s.queues, Checkpoints: s.ckpt, Controller: controllerHooks{s}, Notifier: opts.Notifier,
+		Announce: s.announce, Presets: opts.Presets, IDs: opts.IDs, Now: opts.Now})
+	s.lib = library.New(library.Options{Store: opts.Store, Hosts: s.hosts, IDs: opts.IDs, Prices: opts.Prices, Images: s.images,
+		Sessions: forkSessions{s.sess}, Projector: s.ckpt})
+	s.migrate = migrate.New(migrate.Options{Store: opts.Store, Hosts: s.hosts, Sessions: migrationSessions{s.sess}, Library: s.lib,
+		Images: s.images, Log: opts.Notifier, DataDir: opts.DataDir, IDs: opts.IDs, Now: opts.Now})
 	s.follow()
 	return s, nil
 }

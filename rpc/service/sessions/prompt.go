@@ -13,20 +13,6 @@ import (
 	"github.com/bridge-dev/bridge/rpc/service/live"
 )
 
-// Prompt records the user's message and runs one turn. A session whose
-// harness is not running is resumed first (and the client is told how).
-func (s *Sessions) Prompt(ctx context.Context, sessionID string, content []core.Content) (core.TurnResult, error) {
-	sess, err := s.Promptable(ctx, sessionID, content)
-	if err != nil {
-		return core.TurnResult{}, err
-	}
-	l, err := s.lockLive(ctx, sess)
-	if err != nil {
-		return core.TurnResult{}, err
-	}
-	return s.PromptHeld(ctx, l, content)
-}
-
 // Promptable checks a prompt's content and loads its session, which must
 // not be archived.
 func (s *Sessions) Promptable(ctx context.Context, sessionID string, content []core.Content) (core.Session, error) {
@@ -215,3 +201,34 @@ func (s *Sessions) Ask(ctx context.Context, l *live.Session, prompt string) (str
 	}
 	return stop(), nil
 }
+
+// Held is a running session's turn, held by the caller of Hold: it runs
+// turns in the session until Release.
+type Held struct {
+	s *Sessions
+	l *live.Session
+}
+
+// Hold takes sessionID's turn when a harness runs for it and no turn is
+// running (false otherwise).
+func (s *Sessions) Hold(sessionID string) (Held, bool) {
+	l := s.Live(sessionID)
+	if l == nil || !l.Turn.TryLock() {
+		return Held{}, false
+	}
+	return Held{s: s, l: l}, true
+}
+
+// Run runs one turn with content.
+func (t Held) Run(ctx context.Context, content []core.Content) error {
+	_, err := t.s.RunTurn(ctx, t.l, content)
+	return err
+}
+
+// Ask runs one turn with prompt and returns the assistant text it produced.
+func (t Held) Ask(ctx context.Context, prompt string) (string, error) {
+	return t.s.Ask(ctx, t.l, prompt)
+}
+
+// Release gives the turn back.
+func (t Held) Release() { t.l.Turn.Unlock() }

@@ -1,6 +1,7 @@
 // Package sessions is the flows of Bridge's sessions: create (session/create
-// and a preset's resolution), prompt (the user message recorded, the turn
-// run, a cancelled turn's answer), cancel, rename, archive, history, the
+// and a preset's resolution), prompt (queued behind a running turn or
+// steered into it, the user message recorded, the turn run, a cancelled
+// turn's answer), cancel, rename, archive, history, the
 // session's status, resume (hot, native, checkpoint_restored or fresh, and
 // why), and the model and effort of a live session (session/models,
 // session/selectModel). The running harness sessions themselves are
@@ -54,6 +55,8 @@ type Workspace interface {
 	Drop(ctx context.Context, r core.SessionRepo)
 	// Archive removes an archived session's worktree.
 	Archive(ctx context.Context, sessionID string) error
+	// Gone refuses a prompt to a session whose worktree was removed.
+	Gone(ctx context.Context, sessionID string) error
 }
 
 // Checkpoints are the checkpoints a flow asks for (rpc/service/checkpointer):
@@ -100,6 +103,7 @@ type Options struct {
 	Leases      Leases
 	Workspace   Workspace
 	Images      Images
+	Queues      Queues
 	Checkpoints Checkpoints
 	Controller  Controller
 	Notifier    Notifier
@@ -108,8 +112,10 @@ type Options struct {
 	// Presets are the presets from the configuration file, in addition to
 	// those each host lists.
 	Presets []core.Preset
-	// IDs makes session ids.
+	// IDs makes session and prompt ids.
 	IDs *core.IDs
+	// Now is the clock (a queued prompt's time).
+	Now core.Clock
 }
 
 // Sessions runs the session flows. It is safe for concurrent use.
