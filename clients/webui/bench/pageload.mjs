@@ -4,7 +4,12 @@
 // (bridge:open-start → bridge:newest-shown), and, in the first rounds,
 // scrolling 1,000 entries back: the history is scrolled to its top on
 // every frame (older pages load as it nears the top) until 1,000 entries
-// are shown, and the time between frames is kept. Run by BenchmarkWebUI
+// are loaded and the oldest of them is in view, and the time between
+// frames is kept. The history's rows are virtualized (only those near the
+// view are in the page), so the list says what it holds in data
+// attributes: data-loaded (entries received) and data-first (the index of
+// the first row in the page; 0 is the oldest loaded); the most rows the
+// page held at once is reported as "shown". Run by BenchmarkWebUI
 // (clients/webui/bench_test.go), which seeds the session and starts one
 // bridge web per build to compare (the build under test, and a baseline
 // build when WEBUI_BENCH_BASE_BIN is set). The builds take turns, one page
@@ -13,8 +18,11 @@
 // WEBUI_BENCH_THROTTLE=N slows the page's CPU N times (DevTools'
 // Emulation.setCPUThrottlingRate) for every build alike.
 //
+// WEBUI_BENCH_ROUNDS=N loads the page N times per build (default: the
+// ROUNDS argument).
+//
 // Prints one JSON object: {"LABEL": {"load": [ms…], "open": [ms…],
-// "frames": [ms…], "phases": {…}}, …}; phases are the median times from
+// "frames": [ms…], "shown": [rows…], "phases": {…}}, …}; phases are the median times from
 // navigation start of the steps before the list: the document's response,
 // DOMContentLoaded, and the page's own marks where a build has them.
 //
@@ -22,11 +30,11 @@
 import { chromium } from "playwright-core";
 
 const [sessionId, roundsArg, ...targets] = process.argv.slice(2);
-const rounds = Number(roundsArg ?? 20);
+const rounds = Number(process.env.WEBUI_BENCH_ROUNDS ?? roundsArg ?? 20);
 const throttle = Number(process.env.WEBUI_BENCH_THROTTLE ?? 1);
 const builds = targets.map((t) => {
   const i = t.indexOf("=");
-  return { label: t.slice(0, i), url: t.slice(i + 1), load: [], open: [], frames: [], phases: {} };
+  return { label: t.slice(0, i), url: t.slice(i + 1), load: [], open: [], frames: [], shown: [], phases: {} };
 });
 if (!sessionId || builds.length === 0) throw new Error("usage: pageload.mjs SESSION_ID ROUNDS LABEL=URL [LABEL=URL…]");
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM, args: ["--no-sandbox"] });
@@ -64,26 +72,31 @@ async function once(b, scroll) {
   );
   if ((await page.locator("#history li").count()) === 0) throw new Error(`${b.label}: the newest page showed no entries`);
   if (scroll) {
-    b.frames.push(
-      ...(await page.evaluate(
-        () =>
-          new Promise((resolve) => {
-            const scroller = document.querySelector(".scroller");
-            const log = document.getElementById("history");
-            const out = [];
-            let last = performance.now();
-            const step = (now) => {
-              out.push(now - last);
-              last = now;
-              if (log.children.length >= 1000 || out.length > 20000) return resolve(out.slice(1));
-              scroller.scrollTop = 0;
-              requestAnimationFrame(step);
-            };
+    const r = await page.evaluate(
+      () =>
+        new Promise((resolve) => {
+          const scroller = document.querySelector(".scroller");
+          const log = document.getElementById("history");
+          // An older build without the attributes: every row is in the page.
+          const loaded = () => Number(log.dataset.loaded ?? log.children.length);
+          const top = () => (log.dataset.first ?? "0") === "0";
+          const out = [];
+          let shown = 0;
+          let last = performance.now();
+          const step = (now) => {
+            out.push(now - last);
+            last = now;
+            shown = Math.max(shown, log.children.length);
+            if ((loaded() >= 1000 && top()) || out.length > 20000) return resolve({ frames: out.slice(1), shown, loaded: loaded() });
+            scroller.scrollTop = 0;
             requestAnimationFrame(step);
-          }),
-      )),
+          };
+          requestAnimationFrame(step);
+        }),
     );
-    if ((await page.locator("#history > li").count()) < 1000) throw new Error(`${b.label}: scrolling back did not reach 1,000 entries`);
+    if (r.loaded < 1000) throw new Error(`${b.label}: scrolling back did not reach 1,000 entries`);
+    b.frames.push(...r.frames);
+    b.shown.push(r.shown);
   }
   if (errors.length > 0) throw new Error(`${b.label}: errors in the page: ${errors.join("; ")}`);
   await page.close();
@@ -103,6 +116,6 @@ const out = {};
 for (const b of builds) {
   const phases = {};
   for (const [k, v] of Object.entries(b.phases)) phases[k] = Math.round(median(v) * 10) / 10;
-  out[b.label] = { load: b.load, open: b.open, frames: b.frames, phases };
+  out[b.label] = { load: b.load, open: b.open, frames: b.frames, shown: b.shown, phases };
 }
 console.log(JSON.stringify(out));

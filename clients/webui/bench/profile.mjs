@@ -38,7 +38,9 @@ try {
         let n = 0;
         const step = () => {
           n++;
-          if (log.children.length >= 1000 || n > 20000) return resolve(n);
+          // Rows are virtualized: data-loaded counts the entries received, data-first="0" says the oldest is shown.
+          const loaded = Number(log.dataset.loaded ?? log.children.length);
+          if ((loaded >= 1000 && (log.dataset.first ?? "0") === "0") || n > 20000) return resolve(n);
           scroller.scrollTop = 0;
           requestAnimationFrame(step);
         };

@@ -67,8 +67,11 @@ export class Conversation {
     private readonly actions: EntryActions,
   ) {}
 
-  /** row is the row for e, or undefined when e completed a card already shown. */
-  row(e: Entry): HTMLElement | undefined {
+  /**
+   * row is how to build e's row (built only when the row is first shown),
+   * or undefined when e completed a tool card already made.
+   */
+  row(e: Entry): (() => HTMLElement) | undefined {
     // A recorded payload is typed by its kind, and still checked as it is
     // read: the record may hold what an older or newer Bridge wrote.
     if (!e.payload) e = { ...e, payload: {} } as Entry;
@@ -81,8 +84,14 @@ export class Conversation {
       }
       const card = new ToolCard(e);
       this.tools.set(id, card);
-      return card.root;
+      return () => card.root;
     }
+    const entry = e;
+    return () => this.build(entry);
+  }
+
+  /** build is the row of an entry other than a tool call's. */
+  private build(e: Exclude<Entry, ToolEntry>): HTMLElement {
     const kind: string = e.kind;
     const li = h("li", { class: `entry kind-${kind.replace(/[^a-z0-9]+/gi, "-")}`, "data-seq": String(e.seq), "data-entry-id": e.id });
     switch (e.kind) {
@@ -157,7 +166,7 @@ export class Conversation {
         "div",
         { class: "row-actions" },
         h("button", { type: "button", class: "copy-msg", "aria-label": `Copy message ${e.seq}`, onclick: () => void navigator.clipboard?.writeText(text) }, "Copy"),
-        h("button", { type: "button", class: "fork", "aria-label": `Fork from entry ${e.seq}`, onclick: () => this.actions.fork(e.id) }, "Fork from here"),
+        h("button", { type: "button", class: "fork", "aria-label": `Fork from here (entry ${e.seq})`, onclick: () => this.actions.fork(e.id) }, "Fork from here"),
       ),
     );
   }
@@ -253,11 +262,16 @@ function describe(e: Entry): string {
   }
 }
 
-/** ToolCard is one tool call: name, input summary, status and duration, with its input and output on demand. */
+/**
+ * ToolCard is one tool call: name, input summary, status and duration,
+ * with its input and output on demand. Its element is built when first
+ * asked for (the row is shown), and kept up to date afterwards.
+ */
 class ToolCard {
-  readonly root: HTMLElement;
+  private el: HTMLElement | undefined;
   private readonly summary = h("summary");
   private readonly body = h("div", { class: "tool-body" });
+  private first: Entry;
   private started: Entry | undefined;
   private completed: Entry | undefined;
   private name = "";
@@ -266,17 +280,25 @@ class ToolCard {
   private failed = false;
 
   constructor(e: ToolEntry) {
-    this.root = h("li", { class: "entry tool", "data-seq": String(e.seq), "data-entry-id": e.id }, h("details", {}, this.summary, this.body));
+    this.first = e;
     this.add(e);
+  }
+
+  /** root is the card's row. */
+  get root(): HTMLElement {
+    if (!this.el) {
+      this.el = h("li", { class: "entry tool" }, h("details", {}, this.summary, this.body));
+      this.sync();
+    }
+    return this.el;
   }
 
   add(e: ToolEntry): void {
     this.name = str(e.payload.name) ?? (this.name || "tool");
     if (e.kind === "tool.started") {
       this.started = e;
+      this.first = e;
       this.input = e.payload.input;
-      this.root.dataset.seq = String(e.seq);
-      this.root.dataset.entryId = e.id;
     } else {
       const p = e.payload;
       this.completed = e;
@@ -284,9 +306,17 @@ class ToolCard {
       this.failed = p.isError === true || p.status === "failed" || p.status === "error";
       if (this.input === undefined && p.input !== undefined) this.input = p.input;
     }
-    this.root.classList.toggle("kind-tool-started", this.started !== undefined);
-    this.root.classList.toggle("kind-tool-completed", this.completed !== undefined);
-    this.root.classList.toggle("failed", this.failed);
+    if (this.el) this.sync();
+  }
+
+  /** sync shows the card's state in its element. */
+  private sync(): void {
+    const el = this.el!;
+    el.dataset.seq = String(this.first.seq);
+    el.dataset.entryId = this.first.id;
+    el.classList.toggle("kind-tool-started", this.started !== undefined);
+    el.classList.toggle("kind-tool-completed", this.completed !== undefined);
+    el.classList.toggle("failed", this.failed);
     this.draw();
   }
 

@@ -1,5 +1,6 @@
-// One session's view: history paged backwards as the user scrolls, live
-// entries read as a conversation (entries.ts), the approvals waiting for
+// One session's view: history paged backwards as the user scrolls, its
+// rows virtualized (rows.ts: only those near the view are in the page),
+// live entries read as a conversation (entries.ts), the approvals waiting for
 // the user, the model and effort picker, the prompt box (Enter sends,
 // Shift+Enter is a new line, Escape cancels; text and pasted images; a
 // prompt written while a turn runs waits in a visible queue), /compact
@@ -20,6 +21,7 @@ import type { App, PendingApproval } from "./main.js";
 import { clear, h } from "./dom.js";
 import { Conversation, diffOf, gauge, harnessName } from "./entries.js";
 import { MigrationPanel } from "./migrate.js";
+import { VirtualList, type Row } from "./rows.js";
 
 /** firstPage is how many messages the newest page brings: a screenful, so a session opens quickly. */
 const firstPage = 20;
@@ -67,6 +69,9 @@ export class SessionView {
   private loading = false;
   private closed = false;
   private readonly conversation: Conversation;
+  private readonly rows: VirtualList;
+  /** loaded counts the entries received (history pages and live). */
+  private loaded = 0;
   readonly migration: MigrationPanel;
 
   constructor(
@@ -77,6 +82,7 @@ export class SessionView {
     this.setTitle(item?.title || id);
     this.conversation = new Conversation(item?.harness ?? "", { fork: (entryId) => void this.app.forkFrom(this.id, entryId) });
     this.migration = new MigrationPanel(app, this, item);
+    this.rows = new VirtualList(this.scroller, this.log);
     const form = h(
       "form",
       { id: "prompt", "aria-label": "Prompt", onsubmit: (e: Event) => (e.preventDefault(), void this.send()) },
@@ -148,6 +154,7 @@ export class SessionView {
 
   close(): void {
     this.closed = true;
+    this.rows.close();
     for (const i of this.images) URL.revokeObjectURL(i.url);
   }
 
@@ -163,16 +170,16 @@ export class SessionView {
     );
     const res = await this.app.guard(this.app.client.request("session/history", { sessionId: this.id, maxMessages: firstPage }));
     if (!res || this.closed) return;
-    const frag = document.createDocumentFragment();
+    const rows: Row[] = [];
     for (const e of res.entries) {
       const row = this.rowOf(e, false);
-      if (row) frag.appendChild(row);
+      if (row) rows.push(row);
     }
-    this.log.replaceChildren(frag);
     this.oldest = res.entries[0]?.seq;
     this.newest = Math.max(this.newest, res.entries.at(-1)?.seq ?? -1);
     this.hasMore = res.hasMore;
-    this.scroller.scrollTop = this.scroller.scrollHeight;
+    this.count(res.entries.length);
+    this.rows.reset(rows);
     if (this.hasMore && this.scroller.scrollHeight <= this.scroller.clientHeight) void this.older();
   }
 
@@ -194,34 +201,39 @@ export class SessionView {
   }
 
   /**
-   * prepend puts an older page above the rows shown, built and inserted in
-   * an animation frame, so that the page's layout is that frame's and
-   * nothing forces it sooner: no height is measured, as the browser's
-   * scroll anchoring keeps the row in view where it is while rows go in
-   * above it (it anchors a view scrolled away from the very top, hence the
-   * nudge to 1 px). Rows contain their own layout (app.css), so a page
-   * going in above does not lay out again the rows below it. (Inserting a
-   * page a few rows per frame was measured too: each insertion then costs
-   * most of a page's layout, so it took three times the CPU.)
+   * prepend puts an older page above the rows loaded, in an animation
+   * frame (the frame's layout is the one the rows need). Only the rows
+   * that come into view are built and laid out (rows.ts); the view keeps
+   * the row it shows at its top where it is.
    */
   private prepend(entries: Entry[]): Promise<void> {
     return new Promise((resolve) =>
       requestAnimationFrame(() => {
         if (!this.closed) {
-          const rows: HTMLElement[] = [];
+          const rows: Row[] = [];
           // Newest first, as the pages come: a tool's completion may come before its start.
           for (let i = entries.length - 1; i >= 0; i--) {
             const row = this.rowOf(entries[i], false);
             if (row) rows.push(row);
           }
-          const frag = document.createDocumentFragment();
-          for (let i = rows.length - 1; i >= 0; i--) frag.appendChild(rows[i]);
-          if (this.scroller.scrollTop === 0) this.scroller.scrollTop = 1;
-          this.log.insertBefore(frag, this.log.firstChild);
+          rows.reverse();
+          this.count(entries.length);
+          this.rows.prepend(rows);
         }
         resolve();
       }),
     );
+  }
+
+  /**
+   * count adds n entries to those received: data-loaded says how many,
+   * data-complete whether the oldest is among them (read by the tests and
+   * benchmarks, as the rows in the page are only those near the view).
+   */
+  private count(n: number): void {
+    this.loaded += n;
+    this.log.dataset.loaded = String(this.loaded);
+    this.log.dataset.complete = String(!this.hasMore);
   }
 
   /**
@@ -243,17 +255,17 @@ export class SessionView {
   /** flush adds the live entries waiting for the next frame. */
   private flush(): void {
     if (this.pending.length === 0) return;
-    const atBottom = this.scroller.scrollHeight - this.scroller.scrollTop - this.scroller.clientHeight < 60;
+    const atBottom = this.rows.atBottom();
     // Live, a context.compacted or checkpoint entry shows as recorded
     // until its notification turns it into its card (below).
-    for (const e of this.pending.splice(0)) this.put(e, true);
-    if (atBottom) this.scroller.scrollTop = this.scroller.scrollHeight;
-  }
-
-  /** put appends e's row (none when it completed a tool card already shown). */
-  private put(e: Entry, live: boolean): void {
-    const row = this.rowOf(e, live);
-    if (row) this.log.appendChild(row);
+    const rows: Row[] = [];
+    const entries = this.pending.splice(0);
+    for (const e of entries) {
+      const row = this.rowOf(e, true);
+      if (row) rows.push(row);
+    }
+    this.count(entries.length);
+    this.rows.append(rows, atBottom);
   }
 
   /** The "Context compacted" card, live: from session/contextCompacted. */
@@ -274,15 +286,14 @@ export class SessionView {
    */
   private placeCard(entryId: string, card: HTMLElement): void {
     this.flush();
-    const shown = Array.from(this.log.children).find((li) => (li as HTMLElement).dataset.entryId === entryId) as HTMLElement | undefined;
+    const row = this.rows.find(entryId);
     card.dataset.entryId = entryId;
-    if (shown) {
-      if (shown.dataset.seq) card.dataset.seq = shown.dataset.seq;
-      shown.replaceWith(card);
+    if (row) {
+      card.dataset.seq = String(row.seq);
+      this.rows.replace(row, card);
       return;
     }
-    this.log.appendChild(card);
-    this.scroller.scrollTop = this.scroller.scrollHeight;
+    this.rows.append([this.rows.row(this.newest, entryId, () => card)], true);
   }
 
   banner(mode: string, reason?: string, nativeError?: string): void {
@@ -305,23 +316,25 @@ export class SessionView {
   }
 
   /**
-   * rowOf shows one recorded entry. From the history (not live), a
+   * rowOf is the row of one recorded entry (undefined when it completed a
+   * tool card already made), built when first shown. From the history (not live), a
    * context.compacted entry is the "Context compacted" card and a
    * checkpoint entry the "Checkpoint saved" card, built by the same
    * functions as the live cards from the same fields.
    */
-  private rowOf(e: Entry, live: boolean): HTMLElement | undefined {
+  private rowOf(e: Entry, live: boolean): Row | undefined {
     const card = live ? undefined : cardOf(e);
     if (card) {
       card.dataset.entryId = e.id;
       card.dataset.seq = String(e.seq);
-      return card;
+      return this.rows.row(e.seq, e.id, () => card);
     }
     if (e.kind === "context.usage" && typeof e.payload?.used === "number" && e.seq >= this.newest) {
       const size = typeof e.payload.size === "number" ? e.payload.size : undefined;
       this.gaugeEl.replaceChildren(gauge(e.payload.used, size));
     }
-    return this.conversation.row(e);
+    const make = this.conversation.row(e);
+    return make && this.rows.row(e.seq, e.id, make);
   }
 
   /** showApprovals draws the approvals waiting for the user in this session. */
@@ -405,6 +418,8 @@ export class SessionView {
     this.text.value = "";
     this.images = [];
     clear(this.thumbs);
+    // As in chat apps, sending goes to the newest entries, where the prompt and its answer come.
+    this.rows.toBottom();
     await this.run(content);
   }
 

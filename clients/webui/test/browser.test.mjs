@@ -191,15 +191,18 @@ test("history pages backwards as the user scrolls; pasted images go with the pro
   // Opened afresh, the session shows its newest page only…
   await page.getByRole("button", { name: "Open long one" }).click();
   await page.locator("#history li.entry").first().waitFor();
-  const first = await page.locator("#history li.entry").count();
+  const first = Number(await page.locator("#history").getAttribute("data-loaded"));
   assert.ok(first > 0 && first < 100, `newest page has ${first} entries`);
   assert.match(await page.locator("#history li.entry").last().innerText(), /149|stream/);
-  // …and scrolling up brings the older pages.
-  for (let i = 0; i < 10 && (await page.locator("#history li.entry").count()) <= first; i++) {
+  // …and scrolling up brings the older pages, shown above.
+  const oldestShown = () => page.locator("#history > li").evaluateAll((els) => Math.min(...els.map((e) => Number(e.dataset.seq))));
+  const oldestFirst = await oldestShown();
+  for (let i = 0; i < 10 && (await oldestShown()) >= oldestFirst; i++) {
     await page.locator(".scroller").evaluate((el) => (el.scrollTop = 0));
     await page.waitForTimeout(200);
   }
-  assert.ok((await page.locator("#history li.entry").count()) > first, "older entries were prepended");
+  assert.ok(Number(await page.locator("#history").getAttribute("data-loaded")) > first, "an older page was loaded");
+  assert.ok((await oldestShown()) < oldestFirst, "older entries are shown above the newest page");
 
   // A pasted image is shown, then sent with the prompt.
   await page.getByRole("textbox", { name: "Prompt text" }).evaluate(async (ta) => {
@@ -222,6 +225,85 @@ test("history pages backwards as the user scrolls; pasted images go with the pro
   await page.getByRole("button", { name: "Cancel" }).click();
   await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Turn ended: cancelled|Turn failed/ }).waitFor();
   assert.match(await page.getByRole("status", { name: "Session status" }).innerText(), /cancelled/);
+  assert.deepEqual(errors, []);
+});
+
+/**
+ * scrollHistory scrolls the history by dy px a frame (a wheel, roughly)
+ * until the view is at the first row of the session (every page loaded:
+ * data-complete) and its text matches text (dy < 0), or at the last row,
+ * whose text matches text (dy > 0), for at
+ * most 3,000 frames, and returns, frame by frame, the seq of the row at the
+ * top of the view, the rows in the page, and whether they were in order.
+ */
+function scrollHistory(page, dy, text) {
+  return page.evaluate(
+    ([dy, text]) =>
+      new Promise((resolve) => {
+        const scroller = document.querySelector(".scroller");
+        const log = document.getElementById("history");
+        const re = new RegExp(text);
+        const done =
+          dy < 0
+            ? () => log.dataset.first === "0" && log.dataset.complete === "true" && scroller.scrollTop === 0 && re.test(log.firstElementChild?.textContent ?? "")
+            : () => scroller.scrollTop + scroller.clientHeight >= scroller.scrollHeight - 1 && re.test(log.lastElementChild?.textContent ?? "");
+        const frames = [];
+        const step = () => {
+          const top = scroller.getBoundingClientRect().top;
+          const rows = Array.from(log.children);
+          const seqs = rows.map((r) => Number(r.dataset.seq));
+          const atTop = rows.find((r) => r.getBoundingClientRect().bottom > top + 1);
+          frames.push({ top: atTop ? Number(atTop.dataset.seq) : -1, shown: rows.length, ordered: seqs.every((x, i) => i === 0 || x > seqs[i - 1]) });
+          if (done() || frames.length > 3000) return resolve(frames);
+          scroller.scrollTop += dy;
+          requestAnimationFrame(step);
+        };
+        requestAnimationFrame(step);
+      }),
+    [dy, text],
+  );
+}
+
+test("a long history keeps only the rows near the view in the page; scrolling back keeps the view steady, and the rows work as before", async () => {
+  const web = await startWeb(tmp());
+  const { page, errors } = await openPage(web.url);
+  await createFake(page, "very long");
+  await promptText(page, "stream 600");
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Turn ended/ }).waitFor();
+  // Live: 600 entries streamed, the newest in view, a screenful in the page.
+  await page.locator("#history .kind-assistant-message", { hasText: "stream 600/600" }).waitFor();
+  assert.ok(Number(await page.locator("#history").getAttribute("data-loaded")) >= 601);
+  const live = await page.locator("#history > li").count();
+  assert.ok(live < 100, `${live} rows in the page after streaming 600`);
+
+  // Opened afresh: the newest page; scrolled back a wheel's step a frame to
+  // the first entry, the row at the top of the view only ever gets older
+  // (an older page going in above does not move the view), the page never
+  // holds more than a few screenfuls of rows, always in order.
+  await page.getByRole("button", { name: "Open very long" }).click();
+  await page.locator("#history .kind-assistant-message", { hasText: "stream 600/600" }).waitFor();
+  const up = await scrollHistory(page, -300, "stream 600");
+  assert.ok(up.length <= 3000, "scrolling back reached the first entry");
+  for (let i = 1; i < up.length; i++) assert.ok(up[i].top <= up[i - 1].top, `frame ${i}: the view moved forward from seq ${up[i - 1].top} to ${up[i].top}`);
+  assert.ok(up.every((f) => f.ordered), "rows in order");
+  const most = Math.max(...up.map((f) => f.shown));
+  assert.ok(most < 100, `at most ${most} rows in the page`);
+  assert.ok(Number(await page.locator("#history").getAttribute("data-loaded")) >= 601, "every entry loaded");
+  // The first row works as any: its actions show on focus, axe is content.
+  const user = page.locator("#history .kind-user-message", { hasText: "stream 600" });
+  const fork = user.getByRole("button", { name: /^Fork from here \(entry \d+\)$/ });
+  await fork.focus();
+  assert.equal(await fork.evaluate((b) => getComputedStyle(b.parentElement).opacity), "1", "shown on focus");
+  await checkAccessibility(page, "a long history scrolled back");
+
+  // And down again to the newest, the rows built before shown again.
+  const down = await scrollHistory(page, 300, "stream 600/600");
+  assert.ok(down.length <= 3000, "scrolling down reached the newest entry");
+  for (let i = 1; i < down.length; i++) assert.ok(down[i].top >= down[i - 1].top, `frame ${i}: the view moved back from seq ${down[i - 1].top} to ${down[i].top}`);
+  assert.ok(Math.max(...down.map((f) => f.shown)) < 100);
+  // A prompt now appends in view.
+  await promptText(page, "say after the long one");
+  await page.locator("#history .kind-assistant-message", { hasText: "after the long one" }).waitFor();
   assert.deepEqual(errors, []);
 });
 
@@ -489,7 +571,7 @@ test("search finds a word across sessions, marks it, and opens the session; a ba
   // Fork from the user's message: a new session (on the harness chosen
   // under New session, the fake) whose record starts with its origin.
   const user = page.locator("#history .kind-user-message", { hasText: "zanzibar" });
-  await user.getByRole("button", { name: /^Fork from entry/ }).click();
+  await user.getByRole("button", { name: /^Fork from here \(entry \d+\)$/ }).click();
   await page.waitForFunction(() => document.getElementById("session-title")?.textContent === "fork of first");
   await page.locator("#history .kind-session-forked").waitFor();
   assert.match(await page.getByRole("status").first().innerText(), /Forked into fake session/);
@@ -794,7 +876,7 @@ test("chat conventions: Enter sends, Shift+Enter is a new line, a prompt written
   const user = page.locator("#history .kind-user-message").first();
   assert.match(await user.locator(".speaker").innerText(), /^You$/);
   assert.match(await page.locator("#history .kind-assistant-message .speaker").first().innerText(), /^Fake agent$/);
-  const fork = user.getByRole("button", { name: /^Fork from entry/ });
+  const fork = user.getByRole("button", { name: /^Fork from here \(entry \d+\)$/ });
   await page.mouse.move(0, 0);
   assert.equal(await fork.evaluate((b) => getComputedStyle(b.parentElement).opacity), "0", "hidden until hover or focus");
   await fork.focus();
