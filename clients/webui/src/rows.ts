@@ -43,13 +43,18 @@ export class VirtualList {
   private measuredSum = 0;
   private measuredCount = 0;
   private frame = 0;
+  /** pinned: the view is at the end, and stays there as rows come and the scroller changes size. */
+  private pinned = false;
   private readonly resize: ResizeObserver;
 
   constructor(
     private readonly scroller: HTMLElement,
     private readonly list: HTMLElement,
   ) {
-    scroller.addEventListener("scroll", () => this.schedule());
+    scroller.addEventListener("scroll", () => {
+      this.pinned = this.atBottom();
+      this.schedule();
+    });
     this.resize = new ResizeObserver(() => this.schedule());
     this.resize.observe(scroller);
   }
@@ -117,7 +122,7 @@ export class VirtualList {
     if (this.frame) return;
     this.frame = requestAnimationFrame(() => {
       this.frame = 0;
-      this.render(false);
+      this.render(this.pinned);
     });
   }
 
@@ -157,7 +162,11 @@ export class VirtualList {
   render(bottom: boolean): void {
     const sc = this.scroller;
     const list = this.list;
-    if (sc.clientHeight === 0) return; // not shown: rendered when it gets a size (ResizeObserver)
+    if (sc.clientHeight === 0) {
+      // Not shown: rendered when it gets a size (ResizeObserver), at the end if asked now.
+      if (bottom) this.pinned = true;
+      return;
+    }
     for (let pass = 0; pass < 3; pass++) {
       const vh = sc.clientHeight;
       const scTop = sc.getBoundingClientRect().top + sc.clientTop;
@@ -240,6 +249,7 @@ export class VirtualList {
       const last = s < e ? contentTop(this.rows[e - 1].el!) + this.rows[e - 1].h : 0;
       if ((s === 0 || first <= view) && (e === n || last >= view + vh)) break;
     }
+    this.pinned = bottom || this.atBottom();
   }
 
   /** report sets the window's data attributes. */

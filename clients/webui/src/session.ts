@@ -176,7 +176,10 @@ export class SessionView {
       if (row) rows.push(row);
     }
     this.oldest = res.entries[0]?.seq;
-    this.newest = Math.max(this.newest, res.entries.at(-1)?.seq ?? -1);
+    const last = res.entries.at(-1)?.seq ?? -1;
+    this.newest = Math.max(this.newest, last);
+    // Live entries that came while the page was asked for and are in it.
+    this.pending = this.pending.filter((e) => e.seq > last);
     this.hasMore = res.hasMore;
     this.count(res.entries.length);
     this.rows.reset(rows);
