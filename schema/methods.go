@@ -121,6 +121,7 @@ var (
 	NoticeCheckpointSaved  = Notice[CheckpointSavedNotification]{"session/checkpointSaved"}
 	NoticeRestored         = Notice[RestoredNotification]{"session/restored"}
 	NoticeQueueChanged     = Notice[QueueChangedNotification]{"session/queueChanged"}
+	NoticeSessionChanged   = Notice[SessionChangedNotification]{"session/changed"}
 	NoticeLogMessage       = Notice[LogMessageParams]{"window/logMessage"}
 	NoticeShowMessage      = Notice[ShowMessageParams]{"window/showMessage"}
 	NoticeProgress         = Notice[ProgressParams]{"$/progress"}
@@ -223,6 +224,7 @@ var Methods = sync.OnceValue(func() []Method {
 		notice(NoticeCheckpointSaved, ServerToClient, "A Bridge checkpoint was committed."),
 		notice(NoticeRestored, ServerToClient, "A session came back, in this mode."),
 		notice(NoticeQueueChanged, ServerToClient, "A session's prompt queue changed."),
+		notice(NoticeSessionChanged, ServerToClient, "A session's title, archive flag or active branch changed (here or in another process sharing the record)."),
 
 		// Requests from Bridge to a client that declared capabilities.session.requestPermission.
 		req("session/requestPermission", ServerToClient, SessionRequestPermissionParams{}, SessionRequestPermissionResult{},

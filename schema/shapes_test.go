@@ -106,6 +106,7 @@ var shapes = map[string]string{
 	"SessionDiffResult":                    "baseCommit dir branch? shared note? files diff truncated?",
 	"DiffFile":                             "path added removed binary? untracked?",
 	"QueueChangedNotification":             "sessionId items",
+	"SessionChangedNotification":           "sessionId title archived headId",
 	"SessionSearchParams":                  "query harness? cwd? sessionId? since? until? cursor? limit?",
 	"SessionSearchResult":                  "hits nextCursor?",
 	"SearchHit":                            "sessionId entryId seq kind harness sessionTitle? cwd? createdAt snippet highlights score",

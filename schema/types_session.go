@@ -480,3 +480,19 @@ const (
 	NeedOptional      CapabilityNeed = "optional"
 	NeedNotApplicable CapabilityNeed = "not_applicable"
 )
+
+// SessionChangedNotification tells the client a session's title, archive
+// flag or active branch changed without an entry being added
+// (session/changed): renamed or archived through this Bridge, or changed by
+// another process sharing the record (serve, web and acp follow them). It
+// carries the session's fields as they are now.
+type SessionChangedNotification struct {
+	// SessionID is the session.
+	SessionID string `json:"sessionId"`
+	// Title is the session's title now.
+	Title string `json:"title"`
+	// Archived is true once the session is archived.
+	Archived bool `json:"archived"`
+	// HeadID is the entry the active branch ends at.
+	HeadID string `json:"headId"`
+}

@@ -116,6 +116,8 @@ type DB struct {
 
 	// own notes this process's appends while a follower runs (feed.go).
 	own ownAppends
+	// origin marks the session changes this open writes (sessionfeed.go).
+	origin string
 
 	lastWrite    atomic.Int64 // Unix ns of the last commit (see checkpointer)
 	checkpointed atomic.Int64 // lastWrite as of the last checkpoint
@@ -212,6 +214,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		reqs:          make(chan *writeReq, 256),
 		wstmts:        newStmtCache(sdb),
 		rd:            readPool{dsn: readDSN(abs, busy.Milliseconds())},
+		origin:        newOrigin(),
 		done:          make(chan struct{}),
 		closing:       make(chan struct{}),
 	}

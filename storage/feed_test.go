@@ -187,3 +187,9 @@ func TestIdleFollowerReadsNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionFeed runs core.SessionFeed's conformance suite on SQLite: two
+// opens of one file stand for two processes on one data directory.
+func TestSessionFeed(t *testing.T) {
+	storetest.RunSessionFeed(t, func(t *testing.T) (core.Store, core.Store) { return openTwo(t) })
+}

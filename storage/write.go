@@ -219,6 +219,11 @@ func (w *txWriter) patchSession(ctx context.Context, id string, p core.SessionPa
 	if err != nil {
 		return core.Session{}, fmt.Errorf("storage: patch session %s: %w", id, err)
 	}
+	if p.Title != nil || p.Archived != nil {
+		if err := w.noteSessionChange(ctx, id); err != nil {
+			return core.Session{}, err
+		}
+	}
 	w.db.fire("session.update")
 	return s, nil
 }
@@ -452,6 +457,9 @@ func (w *txWriter) moveHead(ctx context.Context, sessionID, entryID string) erro
 	if _, err := w.q.ExecContext(ctx, `UPDATE sessions SET head_id = ?, updated_at = ? WHERE id = ?`,
 		entryID, record.Nanos(w.touch(st.updatedAt)), sessionID); err != nil {
 		return fmt.Errorf("storage: move head: %w", err)
+	}
+	if err := w.noteSessionChange(ctx, sessionID); err != nil {
+		return err
 	}
 	w.db.fire("session.head")
 	return nil

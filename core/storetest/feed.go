@@ -193,3 +193,109 @@ func (f *feedFollower) waitFor(t *testing.T, keep func(core.Entry) bool) {
 		}
 	}
 }
+
+// RunSessionFeed is the conformance suite of core.SessionFeed, for a Store
+// that implements it: a rename, an archive and a head moved back to another
+// branch that one process commits reach the other's follower, each naming
+// its session; an append (even one that starts a branch) is no such
+// change; the follower's own process's rename is not handed back; a
+// rolled-back rename reaches no one.
+func RunSessionFeed(t *testing.T, open OpenTwo) {
+	a, b := open(t)
+	feed, ok := b.(core.SessionFeed)
+	if !ok {
+		t.Fatalf("%T does not implement core.SessionFeed", b)
+	}
+	got := make(chan string, 1000)
+	fctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- feed.FollowSessions(fctx, func(id string) { got <- id }) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != context.Canceled {
+			t.Errorf("FollowSessions ended with %v, want context.Canceled", err)
+		}
+	})
+	rename := func(st core.Store, id, title string) {
+		t.Helper()
+		if _, err := st.PatchSession(ctx, id, core.SessionPatch{Title: core.Ptr(title)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// waitFor reads what the follower hands over until id comes, and
+	// returns what came before it.
+	waitFor := func(id string) []string {
+		t.Helper()
+		var before []string
+		deadline := time.After(time.Minute)
+		for {
+			select {
+			case x := <-got:
+				if x == id {
+					return before
+				}
+				before = append(before, x)
+			case <-deadline:
+				t.Fatalf("the follower did not hand session %s over; it handed %v", id, before)
+			}
+		}
+	}
+	// The follower runs once it hands over a change made after it started.
+	warm := newSession(t, a, "fake")
+	for i := 0; ; i++ {
+		if i == 600 {
+			t.Fatal("the follower never handed a rename over")
+		}
+		rename(a, warm.ID, fmt.Sprintf("warming up %d", i))
+		select {
+		case x := <-got:
+			if x != warm.ID {
+				t.Fatalf("the follower handed over %s, want %s", x, warm.ID)
+			}
+		case <-time.After(100 * time.Millisecond):
+			continue
+		}
+		break
+	}
+
+	text := core.NewEntry{Kind: core.KindUserMessage, Payload: []byte(`{"text":"hi"}`)}
+	renamed, archived, moved := newSession(t, a, "fake"), newSession(t, a, "fake"), newSession(t, a, "fake")
+	appended, mine, rolled := newSession(t, a, "fake"), newSession(t, b, "fake"), newSession(t, a, "fake")
+	main := MustAppend(t, a, moved.ID, text, text, text)
+	if _, err := a.AppendTo(ctx, moved.ID, main[0].ID, text); err != nil { // a branch: an append
+		t.Fatal(err)
+	}
+	MustAppend(t, a, appended.ID, text, text)
+	rename(b, mine.ID, "the follower's own")
+	_ = a.Update(ctx, func(w core.Writer) error {
+		if _, err := w.PatchSession(ctx, rolled.ID, core.SessionPatch{Title: core.Ptr("rolled back")}); err != nil {
+			return err
+		}
+		return fmt.Errorf("roll it back")
+	})
+	rename(a, renamed.ID, "renamed")
+	if _, err := a.PatchSession(ctx, archived.ID, core.SessionPatch{Archived: core.Ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.MoveHead(ctx, moved.ID, main[2].ID); err != nil {
+		t.Fatal(err)
+	}
+	last := newSession(t, a, "fake")
+	rename(a, last.ID, "last")
+	handed := map[string]bool{}
+	for _, id := range waitFor(last.ID) {
+		handed[id] = true
+	}
+	for _, c := range []struct {
+		id, what string
+		want     bool
+	}{
+		{renamed.ID, "renamed", true}, {archived.ID, "archived", true}, {moved.ID, "whose head moved to another branch", true},
+		{appended.ID, "only appended to", false}, {mine.ID, "renamed by the follower's own process", false},
+		{rolled.ID, "renamed in a rolled-back transaction", false},
+	} {
+		if handed[c.id] != c.want {
+			t.Errorf("the session %s (%s): handed over %v, want %v", c.what, c.id, handed[c.id], c.want)
+		}
+	}
+}

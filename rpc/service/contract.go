@@ -78,13 +78,21 @@ func (s *Service) SessionCancel(ctx context.Context, p schema.SessionCancelParam
 
 // SessionRename sets the session's title.
 func (s *Service) SessionRename(ctx context.Context, p schema.SessionRenameParams) (schema.SessionRenameResult, error) {
-	return schema.SessionRenameResult{}, s.sess.Rename(ctx, p.SessionID, p.Title)
+	if err := s.sess.Rename(ctx, p.SessionID, p.Title); err != nil {
+		return schema.SessionRenameResult{}, err
+	}
+	s.sessionChanged(ctx, p.SessionID)
+	return schema.SessionRenameResult{}, nil
 }
 
 // SessionArchive stops the session's harness and hides it from the default
 // list.
 func (s *Service) SessionArchive(ctx context.Context, p schema.SessionArchiveParams) (schema.SessionArchiveResult, error) {
-	return schema.SessionArchiveResult{}, s.sess.Archive(ctx, p.SessionID)
+	if err := s.sess.Archive(ctx, p.SessionID); err != nil {
+		return schema.SessionArchiveResult{}, err
+	}
+	s.sessionChanged(ctx, p.SessionID)
+	return schema.SessionArchiveResult{}, nil
 }
 
 // SessionHistory pages the session's record backwards.

@@ -2005,6 +2005,27 @@ export interface SessionCancelParams {
  */
 export interface SessionCancelResult {}
 /**
+ * SessionChangedNotification tells the client a session's title, archive flag or active branch changed without an entry being added (session/changed): renamed or archived through this Bridge, or changed by another process sharing the record (serve, web and acp follow them). It carries the session's fields as they are now.
+ */
+export interface SessionChangedNotification {
+  /**
+   * Archived is true once the session is archived.
+   */
+  archived: boolean;
+  /**
+   * HeadID is the entry the active branch ends at.
+   */
+  headId: string;
+  /**
+   * SessionID is the session.
+   */
+  sessionId: string;
+  /**
+   * Title is the session's title now.
+   */
+  title: string;
+}
+/**
  * SessionCheckpointParams writes a Bridge checkpoint now.
  */
 export interface SessionCheckpointParams {
@@ -3633,6 +3654,8 @@ export interface BridgeNotifications {
   "host/event": { direction: "clientToServer"; params: HostEventNotification };
   /** The client received the initialize result. */
   initialized: { direction: "clientToServer"; params: InitializedParams };
+  /** A session's title, archive flag or active branch changed (here or in another process sharing the record). */
+  "session/changed": { direction: "serverToClient"; params: SessionChangedNotification };
   /** A Bridge checkpoint was committed. */
   "session/checkpointSaved": { direction: "serverToClient"; params: CheckpointSavedNotification };
   /** The harness compacted its window. */
