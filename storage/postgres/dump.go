@@ -76,8 +76,13 @@ func (db *DB) Restore(ctx context.Context, d core.SessionDump) (int, error) {
 	})
 }
 
-// restoreBatch is how many entries a restore sends to the server at once.
-const restoreBatch = 1000
+// A restore sends its entries to the server in batches of restoreBatch
+// entries, or fewer when their payloads reach restoreBatchBytes: what it
+// holds is one batch (an entry's payload may be up to MaxEntryBytes).
+const (
+	restoreBatch      = 1000
+	restoreBatchBytes = 1 << 20
+)
 
 // RestoreStream implements core.Dumper in one transaction, with storage's
 // checks: every entry's session, id, sequence number, kind, payload and
@@ -180,11 +185,12 @@ type restorer struct {
 	status    string
 	hasStatus bool
 
-	// pending are the entries not yet written: at most restoreBatch. Only
-	// they are held; what was written before is read back from the
-	// transaction (lookup), so a restore's memory does not grow with the
-	// session.
-	pending []core.Entry
+	// pending are the entries not yet written (one batch), pendingBytes
+	// their payloads' size. Only they are held; what was written before is
+	// read back from the transaction (lookup), so a restore's memory does
+	// not grow with the session.
+	pending      []core.Entry
+	pendingBytes int
 
 	track record.Tracker // the window summary of the restored head (saveWindow)
 }
@@ -198,7 +204,8 @@ func (r *restorer) Entry(e core.Entry) error {
 	}
 	r.lastSeq = e.Seq
 	r.pending = append(r.pending, e)
-	if len(r.pending) >= restoreBatch {
+	r.pendingBytes += len(e.Payload)
+	if len(r.pending) >= restoreBatch || r.pendingBytes >= restoreBatchBytes {
 		return r.flush()
 	}
 	return nil
@@ -211,7 +218,7 @@ func (r *restorer) flush() error {
 		return nil
 	}
 	batch := r.pending
-	r.pending = r.pending[:0]
+	r.pending, r.pendingBytes = r.pending[:0], 0
 	existing, known, err := r.lookup(batch)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +24,7 @@ const (
 // gappedDump is a session of n entries whose seqs have gaps, each
 // entry the child of the one before it except where parent names another
 // (an index, or -1 for a new root); its head is entry head.
-func gappedDump(id string, n, head, gaps int, parent map[int]int) core.SessionDump {
+func gappedDump(id string, n, head, gaps int, parent map[int]int, pad int) core.SessionDump {
 	r := rand.New(rand.NewSource(int64(n)))
 	news := storetest.RandomEntries(r, n)
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -43,6 +44,10 @@ func gappedDump(id string, n, head, gaps int, parent map[int]int) core.SessionDu
 		}
 		e := core.Entry{ID: fmt.Sprintf("e_%s_%04d", id, i), SessionID: id, Seq: seq, Kind: ne.Kind, Payload: ne.Payload,
 			NativeID: ne.NativeID, CreatedAt: start.Add(time.Duration(i) * time.Second)}
+		if pad > 0 && i%2 == 1 {
+			e.Kind, e.NativeID = core.KindAssistantMessage, ""
+			e.Payload = core.Payload(core.AssistantMessagePayload{Text: fmt.Sprintf("%d %s", i, strings.Repeat("y", pad))})
+		}
 		if p >= 0 {
 			e.ParentID = d.Entries[p].ID
 		}
@@ -54,7 +59,8 @@ func gappedDump(id string, n, head, gaps int, parent map[int]int) core.SessionDu
 
 // TestRestoreAcrossBatchesAsSQLiteDoes: sessions whose seqs have gaps and
 // whose branches start on either side of the PostgreSQL restore's batch
-// boundaries (1,000 entries) restore as on SQLite, whole and in two parts
+// boundaries (1,000 entries, or 1 MiB of payloads) restore as on SQLite,
+// whole and in two parts
 // (the second restore adds to a session already present): the same
 // branched flag, dump, active branch, history pages and window, and the
 // next append goes to the same seq under the same parent.
@@ -72,26 +78,30 @@ func TestRestoreAcrossBatchesAsSQLiteDoes(t *testing.T) {
 		gaps   int
 		parent map[int]int
 		split  int // restored first: the entries before it
+		pad    int // every other entry's text has this many bytes more
 	}{
-		{"chain", 2600, 2599, noGaps, nil, 1500},
-		{"chain-with-gaps", 2600, 2599, gapsEvery, nil, 1000},
-		{"gap-at-a-batch", 2600, 2599, gapAtABatch, nil, 1500},
-		{"gap-at-the-split", 2600, 2599, gapAtABatch, nil, 1000},
+		{"chain", 2600, 2599, noGaps, nil, 1500, 0},
+		{"chain-with-gaps", 2600, 2599, gapsEvery, nil, 1000, 0},
+		{"gap-at-a-batch", 2600, 2599, gapAtABatch, nil, 1500, 0},
+		{"gap-at-the-split", 2600, 2599, gapAtABatch, nil, 1000, 0},
 		// the only branch: entry 1000, the first of the second batch,
 		// under 998 of the first.
-		{"branch-across-a-batch", 2600, 2599, noGaps, map[int]int{1000: 998}, 1500},
+		{"branch-across-a-batch", 2600, 2599, noGaps, map[int]int{1000: 998}, 1500, 0},
 		// entry 1000 (the first of the second batch) under 998, 2000
 		// under 1500 (two batches back), a new root at 2500; the head on
 		// the middle branch.
-		{"branches", 2600, 2300, gapsEvery, map[int]int{1000: 998, 2000: 1500, 2500: -1}, 1500},
+		{"branches", 2600, 2300, gapsEvery, map[int]int{1000: 998, 2000: 1500, 2500: -1}, 1500, 0},
 		// the first entry the second restore adds is a child of an entry
 		// stored by the first, not of the newest.
-		{"branch-at-the-split", 2600, 2599, noGaps, map[int]int{1200: 1100}, 1200},
+		{"branch-at-the-split", 2600, 2599, noGaps, map[int]int{1200: 1100}, 1200, 0},
+		// batches cut by their payloads' size (1 MiB: about 50 entries)
+		// rather than their number; a branch across one of them.
+		{"large-entries", 400, 399, gapAtABatch, map[int]int{120: 60}, 150, 40 << 10},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			for _, parts := range []string{"whole", "two-parts"} {
-				d := gappedDump(c.name+"_"+parts, c.n, c.head, c.gaps, c.parent)
+				d := gappedDump(c.name+"_"+parts, c.n, c.head, c.gaps, c.parent, c.pad)
 				for _, st := range []core.Dumper{pg, lite} {
 					if parts == "two-parts" {
 						first := d
