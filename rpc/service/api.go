@@ -3,14 +3,16 @@
 // adapters (core.BridgeHost), and tells the client what happened through a
 // Notifier. It is a thin adapter in the style of gopls's handlers: each
 // request method checks and unpacks its params and calls the part that
-// does the work — rpc/service/live (the running harness sessions),
-// checkpointer (checkpoints), migrate (migration), library (import,
-// discovery, export, search), hosts (the adapters and their probes),
-// attach (kept images) — keeping here only the flows that tie them
-// together (create and prompt, queue and steer, resume, the controller's
-// scheduling, leases). The rpc package turns wire calls into calls on
-// *Service; cmd/bridge wires it. It answers in the contract's data types
-// (schema), so it lives beside rpc, not in core, which knows no contract.
+// does the work — rpc/service/sessions (the session flows: create,
+// prompt, queue and steer, cancel, archive, resume, models), live (the
+// running harness sessions), checkpointer (checkpoints), migrate
+// (migration), library (import, discovery, export, search, fork), hosts
+// (the adapters and their probes), attach (kept images), lease, queue,
+// workspace — keeping here only the wiring that lends the parts to each
+// other and the controller's scheduling. The rpc package turns wire calls
+// into calls on *Service; cmd/bridge wires it. It answers in the
+// contract's data types (schema), so it lives beside rpc, not in core,
+// which knows no contract.
 package service
 
 import (
