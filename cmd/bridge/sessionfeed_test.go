@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
@@ -43,9 +44,10 @@ func testSessionChangesReachAnotherProcess(t *testing.T, st storeKind) {
 		if heard(a, func(schema.SessionChangedNotification) bool { return true }) {
 			break
 		}
-		if i == 100 {
-			t.Fatalf("A never heard B's renames; A's stderr:\n%s", a.stderr.String())
+		if i == 300 {
+			t.Fatalf("A never heard B's renames in 300 tries; A's stderr:\n%s", a.stderr.String())
 		}
+		time.Sleep(100 * time.Millisecond) // A's follower may not be looking yet
 	}
 	_, err := b.SessionRename(ctx, schema.SessionRenameParams{SessionID: sid, Title: "renamed by B"})
 	must(t, "session/rename", err)
