@@ -553,6 +553,16 @@ func Await[N any](c *Client, n schema.Notice[N], pred func(N) bool) N {
 	return out
 }
 
+// ParamsAs decodes m's params as P: a server request's, in an OnRequest
+// function, in the contract's type.
+func ParamsAs[P any](m Message) (P, error) {
+	var p P
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		return p, fmt.Errorf("%s params %s: %w", m.Method, m.Params, err)
+	}
+	return p, nil
+}
+
 // Notes decodes the params of the notifications n received so far, in
 // order, as n's contract type.
 func Notes[N any](c *Client, n schema.Notice[N]) []N {

@@ -196,3 +196,17 @@ func TestErrorOf(t *testing.T) {
 		t.Fatalf("session/history: %v, want the error reply", e)
 	}
 }
+
+// TestParamsAs: a request's params decode as the contract's type; params of
+// the wrong shape are an error naming the method.
+func TestParamsAs(t *testing.T) {
+	m := rpctest.Message{Method: "session/requestPermission", Params: json.RawMessage(`{"sessionId":"s1","toolCall":{"toolCallId":"t1"},"options":[]}`)}
+	p, err := rpctest.ParamsAs[schema.SessionRequestPermissionParams](m)
+	if err != nil || p.SessionID != "s1" || p.ToolCall.ToolCallID != "t1" {
+		t.Fatalf("ParamsAs = %+v, %v", p, err)
+	}
+	m.Params = json.RawMessage(`{"sessionId":12}`)
+	if _, err := rpctest.ParamsAs[schema.SessionRequestPermissionParams](m); err == nil || !strings.Contains(err.Error(), "session/requestPermission") {
+		t.Fatalf("ParamsAs of bad params: %v, want an error naming the method", err)
+	}
+}
