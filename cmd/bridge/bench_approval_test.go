@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -53,8 +54,7 @@ func BenchmarkApprovalRoundTrip(b *testing.B) {
 				caps.Session = &schema.SessionClientCapabilities{RequestPermission: true}
 				c.SetOnRequest(func(m wireMsg) (any, *wireError) {
 					start := time.Now()
-					var p schema.SessionRequestPermissionParams
-					_ = json.Unmarshal(m.Params, &p)
+					p, _ := rpctest.ParamsAs[schema.SessionRequestPermissionParams](m)
 					res := schema.SessionRequestPermissionResult{Outcome: schema.PermissionOutcome{Outcome: schema.OutcomeSelected, OptionID: p.Options[0].OptionID}}
 					mu.Lock()
 					held = append(held, time.Since(start))

@@ -42,8 +42,8 @@ func BenchmarkCancelLatency(b *testing.B) {
 				if mark != "" {
 					// The i+1-th announcement of the turn's first entry.
 					seen := 0
-					c.awaitNote("first streamed entry", func(m wireMsg) bool {
-						if m.Method == "session/update" && strings.Contains(string(m.Params), mark) {
+					rpctest.Await(c.Client, schema.NoticeSessionUpdate, func(u schema.SessionUpdateNotification) bool {
+						if strings.Contains(string(u.Entry.Payload), mark) {
 							seen++
 						}
 						return seen > i

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"math/rand/v2"
 	"syscall"
 	"testing"
@@ -30,7 +29,7 @@ func TestCrashWhileStreaming(t *testing.T) {
 		sid := createFake(t, c)
 		c.Request("session/prompt", schema.SessionPromptParams{SessionID: sid, Content: prompt("stream 5000")})
 		// Wait for the stream to start, then kill at a random moment.
-		c.awaitNote("session/update", func(m wireMsg) bool { return m.Method == "session/update" })
+		rpctest.Await(c.Client, schema.NoticeSessionUpdate, nil)
 		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
 		if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -39,13 +38,7 @@ func TestCrashWhileStreaming(t *testing.T) {
 		_ = c.cmd.Wait()
 
 		announced := map[string]bool{}
-		for _, n := range c.Sent("session/update") {
-			var u struct {
-				Entry schema.Entry `json:"entry"`
-			}
-			if err := json.Unmarshal(n.Params, &u); err != nil {
-				t.Fatal(err)
-			}
+		for _, u := range rpctest.Notes(c.Client, schema.NoticeSessionUpdate) {
 			announced[u.Entry.ID] = true
 		}
 		announcedTotal += len(announced)

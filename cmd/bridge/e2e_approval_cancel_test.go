@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
@@ -43,14 +44,13 @@ func TestE2EApprovalCancelledTurn(t *testing.T) {
 	}
 	// A cancelled prompt is answered without waiting for the turn's queued
 	// events; the record catches up.
-	var res []map[string]any
+	var res []core.ApprovalResolvedPayload
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if _, res, _ = approvalsOf(t, c, sid); len(res) > 0 || time.Now().After(deadline) {
 			break
 		}
 	}
-	if len(res) != 1 || res[0]["by"] != "policy" || res[0]["allowed"] != false || res[0]["cancelled"] != true ||
-		!strings.Contains(res[0]["reason"].(string), "cancelled") {
+	if len(res) != 1 || res[0].By != "policy" || res[0].Allowed || !res[0].Cancelled || !strings.Contains(res[0].Reason, "cancelled") {
 		t.Fatalf("approval.resolved %v", res)
 	}
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
+	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -51,8 +53,8 @@ func (a *answering) handle(m wireMsg) (any, *wireError) {
 	if m.Method != "session/requestPermission" {
 		return nil, &wireError{Code: -32601, Message: "not supported"}
 	}
-	var p schema.SessionRequestPermissionParams
-	if err := json.Unmarshal(m.Params, &p); err != nil {
+	p, err := rpctest.ParamsAs[schema.SessionRequestPermissionParams](m)
+	if err != nil {
 		return nil, &wireError{Code: -32602, Message: err.Error()}
 	}
 	a.mu.Lock()
@@ -88,7 +90,7 @@ type approvalCase struct {
 	refusal string
 	// toolRefused, when set, says whether a recorded tool.completed
 	// payload is the harness's refusal.
-	toolRefused func(p map[string]any) bool
+	toolRefused func(p core.ToolCompletedPayload) bool
 	// setup adds the harness to the environment's configuration.
 	setup func(t *testing.T, h *harnessEnv)
 }
@@ -105,14 +107,14 @@ var approvalCases = []approvalCase{
 	{harness: "acp", setup: addACP, call: func(h *harnessEnv, name string) *fakemodel.ToolCall {
 		in, _ := json.Marshal(map[string]string{"file_path": filepath.Join(h.cwd, name), "content": "approved\n"})
 		return &fakemodel.ToolCall{ID: "toolu_acp_" + strings.TrimSuffix(name, ".txt"), Name: "Write", Input: in}
-	}, toolRefused: func(p map[string]any) bool {
-		return p["status"] == "failed" && strings.Contains(string(mustJSON(p)), "refused permission")
+	}, toolRefused: func(p core.ToolCompletedPayload) bool {
+		return p.Status == "failed" && strings.Contains(string(mustJSON(p)), "refused permission")
 	}},
 	{harness: "opencode", setup: addOpenCode, call: func(h *harnessEnv, name string) *fakemodel.ToolCall {
 		in, _ := json.Marshal(map[string]string{"filePath": filepath.Join(h.cwd, name), "content": "approved\n"})
 		return &fakemodel.ToolCall{ID: "call_oc_" + strings.TrimSuffix(name, ".txt"), Name: "write", Input: in}
-	}, toolRefused: func(p map[string]any) bool {
-		return p["status"] == "error" && strings.Contains(string(mustJSON(p)), "rejected permission")
+	}, toolRefused: func(p core.ToolCompletedPayload) bool {
+		return p.Status == "error" && strings.Contains(string(mustJSON(p)), "rejected permission")
 	}},
 }
 
@@ -153,16 +155,16 @@ func addOpenCode(t *testing.T, h *harnessEnv) {
 
 // approvals returns the approval.resolved payloads and the tool.completed
 // payloads of a session's record.
-func approvalsOf(t *testing.T, c *client, sid string) (requested, resolved, tools []map[string]any) {
+func approvalsOf(t *testing.T, c *client, sid string) (requested []core.ApprovalRequestedPayload, resolved []core.ApprovalResolvedPayload, tools []core.ToolCompletedPayload) {
 	t.Helper()
 	for _, e := range history(t, c, sid) {
-		switch e.Kind {
-		case "approval.requested":
-			requested = append(requested, payloadOf(t, e))
-		case "approval.resolved":
-			resolved = append(resolved, payloadOf(t, e))
-		case "tool.completed":
-			tools = append(tools, payloadOf(t, e))
+		switch core.Kind(e.Kind) {
+		case core.KindApprovalRequested:
+			requested = append(requested, payloadAs[core.ApprovalRequestedPayload](t, e))
+		case core.KindApprovalResolved:
+			resolved = append(resolved, payloadAs[core.ApprovalResolvedPayload](t, e))
+		case core.KindToolCompleted:
+			tools = append(tools, payloadAs[core.ToolCompletedPayload](t, e))
 		}
 	}
 	return
@@ -201,11 +203,11 @@ func TestE2EApprovalsRelayedToTheClient(t *testing.T) {
 				t.Errorf("the allowed tool did not run: %v", err)
 			}
 			req, res, tools := approvalsOf(t, c, sid)
-			if len(req) != 1 || len(res) != 1 || res[0]["by"] != "user" || res[0]["allowed"] != true ||
-				res[0]["approvalId"] != req[0]["approvalId"] {
+			if len(req) != 1 || len(res) != 1 || res[0].By != "user" || !res[0].Allowed ||
+				res[0].ApprovalID != req[0].ApprovalID {
 				t.Fatalf("approval entries %v %v", req, res)
 			}
-			if len(tools) != 1 || tools[0]["isError"] == true {
+			if len(tools) != 1 || tools[0].IsError {
 				t.Fatalf("the allowed tool's result was not recorded: %v", tools)
 			}
 
@@ -219,7 +221,7 @@ func TestE2EApprovalsRelayedToTheClient(t *testing.T) {
 				t.Errorf("a refused tool ran: %v", err)
 			}
 			_, res, tools = approvalsOf(t, c, sid)
-			if len(res) != 2 || res[1]["by"] != "user" || res[1]["allowed"] != false || res[1]["optionKind"] != "reject_once" {
+			if len(res) != 2 || res[1].By != "user" || res[1].Allowed || res[1].OptionKind != "reject_once" {
 				t.Fatalf("approval.resolved %v", res)
 			}
 			if tc.toolRefused != nil {
@@ -260,8 +262,7 @@ func TestE2EApprovalsWithoutTheCapabilityAreRejected(t *testing.T) {
 				t.Errorf("a tool nobody allowed ran: %v", err)
 			}
 			_, res, _ := approvalsOf(t, c, sid)
-			if len(res) != 1 || res[0]["by"] != "policy" || res[0]["allowed"] != false ||
-				!strings.Contains(res[0]["reason"].(string), "requestPermission") {
+			if len(res) != 1 || res[0].By != "policy" || res[0].Allowed || !strings.Contains(res[0].Reason, "requestPermission") {
 				t.Fatalf("approval.resolved %v", res)
 			}
 			// bridge history renders both entries in words.

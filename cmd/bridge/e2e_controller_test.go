@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
+	"github.com/bridge-dev/bridge/core/checkpoint"
 	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
@@ -41,31 +42,24 @@ func savedNotes(c *client, sid, reason string) (notes []schema.CheckpointSavedNo
 // awaitSaved waits for a session/checkpointSaved of sid with reason.
 func awaitSaved(t *testing.T, c *client, sid, reason string) schema.CheckpointSavedNotification {
 	t.Helper()
-	var n schema.CheckpointSavedNotification
-	c.awaitNote("session/checkpointSaved "+reason, func(m wireMsg) bool {
-		var x schema.CheckpointSavedNotification
-		if m.Method != "session/checkpointSaved" || json.Unmarshal(m.Params, &x) != nil || x.SessionID != sid || string(x.Reason) != reason {
-			return false
-		}
-		n = x
-		return true
+	return rpctest.Await(c.Client, schema.NoticeCheckpointSaved, func(n schema.CheckpointSavedNotification) bool {
+		return n.SessionID == sid && string(n.Reason) == reason
 	})
-	return n
 }
 
 // checkpointOf returns the payload of the checkpoint entry id in the record.
-func checkpointOf(t *testing.T, c *client, sid, id string) map[string]any {
+func checkpointOf(t *testing.T, c *client, sid, id string) checkpoint.Checkpoint {
 	t.Helper()
 	for _, e := range history(t, c, sid) {
 		if e.ID == id {
 			if e.Kind != "checkpoint" {
 				t.Fatalf("entry %s is a %s", id, e.Kind)
 			}
-			return payloadOf(t, e)
+			return payloadAs[checkpoint.Checkpoint](t, e)
 		}
 	}
 	t.Fatalf("checkpoint %s is not on the record of %s", id, sid)
-	return nil
+	return checkpoint.Checkpoint{}
 }
 
 // TestE2EClaudePhaseBoundary: in one turn Claude Code creates a task and
@@ -119,7 +113,7 @@ func TestE2EClaudePhaseBoundary(t *testing.T) {
 	if plan < 0 || turnEnd < plan || req < turnEnd {
 		t.Fatalf("plan.updated at %d, the turn's end at %d, the phase_boundary request at %d: want them in this order (%v)", plan, turnEnd, req, kinds(es))
 	}
-	if cp := checkpointOf(t, c, sid, n.EntryID); cp["summary"] != summary || cp["reason"] != "phase_boundary" {
+	if cp := checkpointOf(t, c, sid, n.EntryID); cp.Summary != summary || cp.Reason != "phase_boundary" {
 		t.Errorf("checkpoint %v", cp)
 	}
 	if code := c.exit(true); code != 0 {
@@ -162,7 +156,7 @@ func TestE2EClaudeShutdownCheckpoint(t *testing.T) {
 	if res.Mode != "checkpoint_restored" || res.CheckpointEntryID != notes[0].EntryID {
 		t.Fatalf("session/resume = %+v, want checkpoint_restored from the before_shutdown checkpoint %s", res, notes[0].EntryID)
 	}
-	if cp := checkpointOf(t, c, sid, notes[0].EntryID); cp["summary"] != summary || cp["reason"] != "before_shutdown" {
+	if cp := checkpointOf(t, c, sid, notes[0].EntryID); cp.Summary != summary || cp.Reason != "before_shutdown" {
 		t.Errorf("checkpoint %v", cp)
 	}
 	if code := c.exit(true); code != 0 {
@@ -201,23 +195,15 @@ func TestE2EClaudeIdleSuspend(t *testing.T) {
 	sid := h.create(t, c, "claude-code", "idle")
 	say(t, c, sid, "The server must listen on port 55837; the listener is in internal/server/listen.go.")
 	n := awaitSaved(t, c, sid, "before_suspend")
-	c.awaitNote("session.status suspended", func(m wireMsg) bool {
-		var u struct {
-			SessionID string       `json:"sessionId"`
-			Entry     schema.Entry `json:"entry"`
-		}
-		return m.Method == "session/update" && json.Unmarshal(m.Params, &u) == nil &&
-			strings.Contains(string(m.Params), `"suspended"`) && strings.Contains(string(m.Params), sid)
+	rpctest.Await(c.Client, schema.NoticeSessionUpdate, func(u schema.SessionUpdateNotification) bool {
+		return u.SessionID == sid && strings.Contains(string(mustJSON(u)), `"suspended"`)
 	})
-	if cp := checkpointOf(t, c, sid, n.EntryID); cp["summary"] != summary || cp["reason"] != "before_suspend" {
+	if cp := checkpointOf(t, c, sid, n.EntryID); cp.Summary != summary || cp.Reason != "before_suspend" {
 		t.Errorf("checkpoint %v", cp)
 	}
 	before := len(h.fake.Requests())
 	say(t, c, sid, "Remind me: what port?")
-	var note schema.SessionResumeResult
-	c.awaitNote("session/restored", func(m wireMsg) bool {
-		return m.Method == "session/restored" && json.Unmarshal(m.Params, &note) == nil && note.SessionID == sid
-	})
+	note := rpctest.Await(c.Client, schema.NoticeRestored, func(n schema.RestoredNotification) bool { return n.SessionID == sid })
 	if note.Mode != "native" {
 		t.Errorf("session/restored %+v, want native", note)
 	}
@@ -274,7 +260,7 @@ func TestE2EClaudeVersionChangeCheckpoint(t *testing.T) {
 		t.Errorf("the checkpoint (notification %d) must come before the restoration (%d)", at[0], restoredAt)
 	}
 	cp := checkpointOf(t, c, sid, notes[0].EntryID)
-	if cp["reason"] != "before_native_resume" || !strings.Contains(fmt.Sprint(cp["summary"]), "55837") {
+	if cp.Reason != "before_native_resume" || !strings.Contains(cp.Summary, "55837") {
 		t.Errorf("checkpoint %v: want the rebuilt record", cp)
 	}
 	if code := c.exit(true); code != 0 {
@@ -370,8 +356,8 @@ func TestE2EClaudeEditEvidence(t *testing.T) {
 	if !strings.Contains(req, file) {
 		t.Errorf("the checkpoint request does not name the written file as evidence:\n%s", req)
 	}
-	if cp := checkpointOf(t, c, sid, res.EntryID); !strings.Contains(fmt.Sprint(cp["filesTouched"]), file) {
-		t.Errorf("checkpoint filesTouched %v lacks %s", cp["filesTouched"], file)
+	if cp := checkpointOf(t, c, sid, res.EntryID); !strings.Contains(fmt.Sprint(cp.FilesTouched), file) {
+		t.Errorf("checkpoint filesTouched %v lacks %s", cp.FilesTouched, file)
 	}
 	if code := c.exit(true); code != 0 {
 		t.Errorf("bridge exit code %d", code)

@@ -40,17 +40,9 @@ func TestE2EDSH(t *testing.T) {
 	if cr.By != "harness" {
 		t.Fatalf("session/compact = %+v, want by harness", cr)
 	}
-	var note struct {
-		SessionID      string `json:"sessionId"`
-		Trigger        string `json:"trigger"`
-		Harness        string `json:"harness"`
-		PreTokens      int64  `json:"preTokens"`
-		ShadowedTokens int64  `json:"shadowedTokens"`
-	}
-	c.awaitNote("session/contextCompacted", func(m wireMsg) bool {
-		return m.Method == "session/contextCompacted" && json.Unmarshal(m.Params, &note) == nil && note.SessionID == sid
-	})
-	if note.Harness != "dsh" || note.Trigger != "manual" || note.PreTokens <= 0 || note.ShadowedTokens <= 0 {
+	note := rpctest.Await(c.Client, schema.NoticeContextCompacted, func(n schema.ContextCompactedNotification) bool { return n.SessionID == sid })
+	if note.Harness != "dsh" || note.Trigger != schema.TriggerManual || note.PreTokens == nil || *note.PreTokens <= 0 ||
+		note.ShadowedTokens == nil || *note.ShadowedTokens <= 0 {
 		t.Errorf("session/contextCompacted = %+v, want dsh, manual, preTokens from DSH's gauge and shadowedTokens from its shadowedTokenCount", note)
 	}
 	if n := len(c.Sent("session/contextCompacted")); n != 1 {

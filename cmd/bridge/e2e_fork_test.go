@@ -1,10 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
@@ -71,17 +71,18 @@ func TestE2EForkClaudeToCodex(t *testing.T) {
 		t.Fatalf("the source changed: %d entries (was %d)", n1, n0)
 	}
 	fh := rpctest.Must(c.Client, c.SessionHistory, schema.SessionHistoryParams{SessionID: res.SessionID, MaxMessages: 100})
-	var origin map[string]any
+	var origin *core.SessionForkedPayload
 	for _, e := range fh.Entries {
 		if e.Kind == "user.message" && origin == nil {
 			t.Fatalf("the fork's first message came before its session.forked entry")
 		}
 		if e.Kind == "session.forked" {
-			_ = json.Unmarshal(e.Payload, &origin)
+			p := payloadAs[core.SessionForkedPayload](t, e)
+			origin = &p
 			break
 		}
 	}
-	if origin["sourceSessionId"] != src || origin["sourceEntryId"] != at {
+	if origin == nil || origin.SourceSessionID != src || origin.SourceEntryID != at {
 		t.Fatalf("origin %v", origin)
 	}
 	// The fork's first turn ends with the target's answer (its usage, where

@@ -40,19 +40,7 @@ func inProse(obj string) string {
 // awaitCheckpointSaved waits for the session/checkpointSaved of entryID.
 func awaitCheckpointSaved(t *testing.T, c *client, entryID string) schema.CheckpointSavedNotification {
 	t.Helper()
-	var n schema.CheckpointSavedNotification
-	c.awaitNote("session/checkpointSaved "+entryID, func(m wireMsg) bool {
-		if m.Method != "session/checkpointSaved" {
-			return false
-		}
-		var x schema.CheckpointSavedNotification
-		if json.Unmarshal(m.Params, &x) != nil || x.EntryID != entryID {
-			return false
-		}
-		n = x
-		return true
-	})
-	return n
+	return rpctest.Await(c.Client, schema.NoticeCheckpointSaved, func(n schema.CheckpointSavedNotification) bool { return n.EntryID == entryID })
 }
 
 // checkCommit checks that the record ends with the commit of checkpoint
@@ -302,11 +290,8 @@ func TestE2EClaudeCheckpointTimeout(t *testing.T) {
 func resume(t *testing.T, c *client, sid string) (schema.SessionResumeResult, schema.SessionResumeResult) {
 	t.Helper()
 	res := rpctest.Must(c.Client, c.SessionResume, schema.SessionResumeParams{SessionID: sid})
-	var note schema.SessionResumeResult
-	c.awaitNote("session/restored", func(m wireMsg) bool {
-		return m.Method == "session/restored" && json.Unmarshal(m.Params, &note) == nil && note.SessionID == sid
-	})
-	return res, note
+	note := rpctest.Await(c.Client, schema.NoticeRestored, func(n schema.RestoredNotification) bool { return n.SessionID == sid })
+	return res, schema.SessionResumeResult(note)
 }
 
 // TestE2EClaudeRestore: a session comes back natively while Claude Code

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -60,8 +61,7 @@ func TestE2EHostedApprovalRelayed(t *testing.T) {
 					mu.Lock()
 					asked++
 					mu.Unlock()
-					var p schema.SessionRequestPermissionParams
-					_ = json.Unmarshal(m.Params, &p)
+					p, _ := rpctest.ParamsAs[schema.SessionRequestPermissionParams](m)
 					if p.ToolCall.ToolCallID != "t-1" || p.ToolCall.Kind != "execute" {
 						return nil, &wireError{Code: -32602, Message: "unexpected request"}
 					}
@@ -88,7 +88,7 @@ func TestE2EHostedApprovalRelayed(t *testing.T) {
 			}
 			_, res, _ := approvalsOf(t, c, s.SessionID)
 			wantBy := map[bool]string{true: "user", false: "policy"}[tc.declare]
-			if len(res) != 1 || res[0]["by"] != wantBy || res[0]["optionId"] != tc.want {
+			if len(res) != 1 || res[0].By != wantBy || res[0].OptionID != tc.want {
 				t.Errorf("approval.resolved %v", res)
 			}
 		})

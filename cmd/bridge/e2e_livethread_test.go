@@ -121,11 +121,11 @@ func checkLiveThreadClean(t *testing.T, h *harnessEnv, native string) []fakemode
 func checkForkCheckpoint(t *testing.T, c *client, sid, id, reason string) {
 	t.Helper()
 	cp := checkpointOf(t, c, sid, id)
-	if cp["method"] != "fork" || cp["reason"] != reason || !strings.Contains(cp["summary"].(string), replyMarker) ||
-		(cp["provenance"] != "agent" && cp["provenance"] != "agent+controller") {
-		t.Errorf("%s checkpoint %v: want the agent's own, by a fork", reason, cp)
+	if cp.Method != "fork" || string(cp.Reason) != reason || !strings.Contains(cp.Summary, replyMarker) ||
+		(cp.Provenance != "agent" && cp.Provenance != "agent+controller") {
+		t.Errorf("%s checkpoint %+v: want the agent's own, by a fork", reason, cp)
 	}
-	if u, _ := cp["forkUsage"].(map[string]any); u == nil || u["inputTokens"] == nil {
+	if cp.ForkUsage == nil { // its inputTokens checked by checkpointOf
 		t.Errorf("%s checkpoint has no forkUsage: %v", reason, cp)
 	}
 }

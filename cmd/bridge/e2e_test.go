@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -24,6 +25,51 @@ func createFake(t *testing.T, c *client) string {
 // prompt is a prompt of one text block.
 func prompt(text string) []schema.Content {
 	return []schema.Content{{Type: "text", Text: text}}
+}
+
+// payloadAs decodes an entry's payload as P strictly: every member P
+// always writes (a JSON tag without omitempty or omitzero), in P and in the
+// structs it holds, must be in it, as a test reading a map would have
+// found it.
+func payloadAs[P any](t testing.TB, e schema.Entry) P {
+	t.Helper()
+	if missing := missingMembers(e.Payload, reflect.TypeFor[P]()); missing != "" {
+		t.Fatalf("payload of %s %s lacks %q: %s", e.Kind, e.ID, missing, e.Payload)
+	}
+	var p P
+	if err := json.Unmarshal(e.Payload, &p); err != nil {
+		t.Fatalf("payload of %s %s as %T: %v", e.Kind, e.ID, p, err)
+	}
+	return p
+}
+
+// missingMembers names the first member that rt always writes and the JSON
+// object raw lacks ("" when none is missing, or raw is not an object).
+func missingMembers(raw json.RawMessage, rt reflect.Type) string {
+	for rt.Kind() == reflect.Pointer {
+		rt = rt.Elem()
+	}
+	var members map[string]json.RawMessage
+	if rt.Kind() != reflect.Struct || json.Unmarshal(raw, &members) != nil {
+		return ""
+	}
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		m, ok := members[name]
+		if !ok && !strings.Contains(opts, "omit") {
+			return name
+		}
+		if ok {
+			if missing := missingMembers(m, f.Type); missing != "" {
+				return name + "." + missing
+			}
+		}
+	}
+	return ""
 }
 
 // must fails t with what when err is set.
@@ -261,5 +307,31 @@ func TestWorkDoneProgressCancelStopsPrompt(t *testing.T) {
 	must(t, "session/prompt", err)
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("exit code %d", code)
+	}
+}
+
+// TestPayloadAsRequiresMembers: payloadAs fails on a payload that lacks a
+// member its type always writes, here and in a struct it holds, and takes
+// one that omits only omitempty members.
+func TestPayloadAsRequiresMembers(t *testing.T) {
+	type usage struct {
+		InputTokens int64 `json:"inputTokens"`
+		Cached      int64 `json:"cached,omitempty"`
+	}
+	type payload struct {
+		Allowed bool   `json:"allowed"`
+		By      string `json:"by,omitempty"`
+		Usage   *usage `json:"usage,omitempty"`
+	}
+	rt := reflect.TypeFor[payload]()
+	for raw, want := range map[string]string{
+		`{"allowed":false}`:                          "",
+		`{"allowed":true,"usage":{"inputTokens":3}}`: "",
+		`{"by":"user"}`:                              "allowed",
+		`{"allowed":true,"usage":{"cached":1}}`:      "usage.inputTokens",
+	} {
+		if got := missingMembers(json.RawMessage(raw), rt); got != want {
+			t.Errorf("missingMembers(%s) = %q, want %q", raw, got, want)
+		}
 	}
 }
