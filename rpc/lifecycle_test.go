@@ -2,11 +2,13 @@ package rpc
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/rpc/peer"
+	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
 )
 
@@ -22,22 +24,21 @@ func TestLifecycle(t *testing.T) {
 	})
 
 	// Before initialize: requests get -32002, notifications are dropped.
-	wantError(t, c.Call("session/list", map[string]any{}), int(CodeNotInitialized))
+	wantError(t, c.Call("session/list", schema.SessionListParams{}), int(CodeNotInitialized))
 	wantError(t, c.Call("no/such", nil), int(CodeNotInitialized))
 	wantError(t, c.Call("shutdown", nil), int(CodeNotInitialized))
-	c.Send(nil, "initialized", map[string]any{})
-	c.Send(nil, "session/whatever", map[string]any{})
+	c.Send(nil, "initialized", schema.InitializedParams{})
+	c.Send(nil, "session/whatever", json.RawMessage(`{}`))
 
-	var res schema.InitializeResult
-	c.MustCall("initialize", map[string]any{
-		"processId":    42,
-		"clientInfo":   map[string]any{"name": "vsc", "version": "1.2"},
-		"capabilities": map[string]any{},
-		"initializationOptions": map[string]any{
-			"dataDir":   "/tmp/bridge-data",
-			"harnesses": map[string]any{"fake": map[string]any{"command": "x"}},
+	pid := 42
+	res := rpctest.Must(c.Client, c.Initialize, schema.InitializeParams{
+		ProcessID:  &pid,
+		ClientInfo: &schema.ClientInfo{Name: "vsc", Version: "1.2"},
+		InitializationOptions: &schema.InitializationOptions{
+			DataDir:   "/tmp/bridge-data",
+			Harnesses: map[string]json.RawMessage{"fake": json.RawMessage(`{"command":"x"}`)},
 		},
-	}, &res)
+	})
 	if res.ServerInfo.Name != "bridge" || res.ServerInfo.Version != "test" {
 		t.Errorf("serverInfo = %+v", res.ServerInfo)
 	}
@@ -54,13 +55,13 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("InitOptions = %+v", opened)
 	}
 
-	e := wantError(t, c.Call("initialize", map[string]any{"capabilities": map[string]any{}}), int(CodeInvalidRequest))
+	e := wantError(t, c.Call("initialize", schema.InitializeParams{}), int(CodeInvalidRequest))
 	if want := "initialize: the server is already initialized"; e.Message != want {
 		t.Errorf("second initialize: %q, want %q", e.Message, want)
 	}
-	c.Send(nil, "initialized", map[string]any{})
+	c.Send(nil, "initialized", schema.InitializedParams{})
 
-	c.MustCall("session/list", map[string]any{}, nil)
+	rpctest.Must(c.Client, c.SessionList, schema.SessionListParams{})
 	wantError(t, c.Call("no/such", nil), int(CodeMethodNotFound))
 
 	// shutdown is idempotent; the backend is closed once.
@@ -71,7 +72,7 @@ func TestLifecycle(t *testing.T) {
 		}
 	}
 	<-fake.closed
-	wantError(t, c.Call("session/list", map[string]any{}), int(CodeInvalidRequest))
+	wantError(t, c.Call("session/list", schema.SessionListParams{}), int(CodeInvalidRequest))
 	wantError(t, c.Call("no/such", nil), int(CodeInvalidRequest))
 
 	c.Send(nil, "exit", nil)
@@ -127,12 +128,12 @@ func TestInitializeFailureAllowsRetry(t *testing.T) {
 			return fake, nil
 		}
 	})
-	e := wantError(t, c.Call("initialize", map[string]any{"capabilities": map[string]any{}, "initializationOptions": map[string]any{"dataDir": "/ro"}}), int(CodeInvalidParams))
+	e := wantError(t, c.Call("initialize", schema.InitializeParams{InitializationOptions: &schema.InitializationOptions{DataDir: "/ro"}}), int(CodeInvalidParams))
 	if e.Message != `data directory "/ro" is not writable` {
 		t.Errorf("message %q", e.Message)
 	}
 	wantError(t, c.Call("session/list", nil), int(CodeNotInitialized))
-	e = wantError(t, c.Call("initialize", map[string]any{}), int(CodeInvalidParams))
+	e = wantError(t, c.Call("initialize", json.RawMessage(`{}`)), int(CodeInvalidParams)) // no capabilities: raw
 	if d := errData(t, e); d.Field != "capabilities" {
 		t.Errorf("missing capabilities: data %+v", d)
 	}
