@@ -9,6 +9,7 @@ import {
   type BridgeClient,
   type DoctorResult,
   type Entry,
+  type SessionChangedNotification,
   type SessionListItem,
   type SessionRequestPermissionParams,
   type SessionRequestPermissionResult,
@@ -259,6 +260,7 @@ export class App {
       this.touch(u.sessionId, u.entry);
       if (this.current?.id === u.sessionId) this.current.onEntry(u.entry);
     });
+    client.onNotification("session/changed", (n) => this.changed(n));
     client.onNotification("session/queueChanged", (n) => {
       if (this.current?.id === n.sessionId) this.current.onQueue(n.items);
     });
@@ -432,6 +434,27 @@ export class App {
     s.updatedAt = e.createdAt;
     const said = e.kind === "session.status" ? e.payload?.status : undefined;
     s.status = said === "suspended" ? "suspended" : said === "stopped" ? "ended" : "live";
+    this.renderItem(s);
+  }
+
+  /**
+   * changed follows a session renamed or archived elsewhere (another tab,
+   * another client, or another process sharing the record): its row takes
+   * the new title, and an archived session leaves the list unless archived
+   * ones are shown.
+   */
+  changed(n: SessionChangedNotification): void {
+    if (this.current?.id === n.sessionId) this.current.setTitle(n.title || n.sessionId);
+    const s = this.sessions.find((x) => x.sessionId === n.sessionId);
+    if (!s) return;
+    s.title = n.title;
+    s.archived = n.archived;
+    if (n.archived && !this.showArchived.checked) {
+      this.sessions = this.sessions.filter((x) => x !== s);
+      this.unlisted.add(n.sessionId);
+      this.renderList();
+      return;
+    }
     this.renderItem(s);
   }
 

@@ -665,6 +665,35 @@ test("the session list pages past 200 sessions with a More control, keeping each
   assert.deepEqual(errors, []);
 });
 
+test("a session renamed or archived elsewhere changes in every tab's list without a reload", async () => {
+  const web = await startWeb(tmp());
+  const a = await openPage(web.url);
+  const b = await openPage(web.url);
+  await createFake(a.page, "kept");
+  await createFake(a.page, "to rename");
+  await createFake(a.page, "to archive");
+  for (const { page } of [a, b]) await page.waitForFunction(() => document.body.dataset.state === "connected");
+  await b.page.reload();
+  await b.page.getByRole("button", { name: "Open to archive" }).waitFor();
+  // Tab B renames one session and archives another through its own connection.
+  await b.page.evaluate(async () => {
+    const c = window.bridgeApp.client;
+    const list = await c.request("session/list", {});
+    const id = (t) => list.items.find((s) => s.title === t).sessionId;
+    await c.request("session/rename", { sessionId: id("to rename"), title: "renamed elsewhere" });
+    await c.request("session/archive", { sessionId: id("to archive") });
+  });
+  // Tab A never reloads: its list follows the notifications. The open
+  // session (the last created, "to archive") leaves the list but stays open.
+  await a.page.getByRole("button", { name: "Open renamed elsewhere" }).waitFor();
+  await a.page.getByRole("button", { name: "Open to archive" }).waitFor({ state: "detached" });
+  await a.page.getByRole("button", { name: "Open to rename" }).waitFor({ state: "detached" });
+  const titles = await a.page.locator("#session-list li[data-session] .open").allInnerTexts();
+  assert.deepEqual([...titles].sort(), ["kept", "renamed elsewhere"]);
+  assert.deepEqual(a.errors, []);
+  assert.deepEqual(b.errors, []);
+});
+
 test("a closed connection reconnects and reloads the list and the open session", async () => {
   const web = await startWeb(tmp());
   const { page, errors } = await openPage(web.url);
