@@ -146,3 +146,17 @@ func Quote(s string) string {
 	}
 	return fmt.Sprintf("%q… (%d bytes)", s[:cut], len(s))
 }
+
+// HarnessFailed is the error of a harness's failure, as a request reports
+// it: an *Error the adapter made is kept as it is, a full disk says so
+// (DiskFull), anything else is CodeHarness naming the harness.
+func HarnessFailed(harness string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	if IsDiskFull(err) {
+		return DiskFull("the data directory", err)
+	}
+	return E(CodeHarness, harness, err)
+}

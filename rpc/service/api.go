@@ -6,10 +6,11 @@
 // does the work — rpc/service/sessions (the session flows: create,
 // prompt, queue and steer, cancel, archive, resume, models), live (the
 // running harness sessions), checkpointer (checkpoints), migrate
-// (migration), library (import, discovery, export, search, fork), hosts
+// (migration), controller (the checkpoints Bridge raises on its own,
+// suspension, compact), library (import, discovery, export, search, fork), hosts
 // (the adapters and their probes), attach (kept images), lease, queue,
 // workspace — keeping here only the wiring that lends the parts to each
-// other and the controller's scheduling. The rpc package turns wire calls
+// other. The rpc package turns wire calls
 // into calls on *Service; cmd/bridge wires it. It answers in the
 // contract's data types (schema), so it lives beside rpc, not in core,
 // which knows no contract.
@@ -32,11 +33,3 @@ type (
 	PermissionAsker   = peer.PermissionAsker
 	PermissionRequest = peer.PermissionRequest
 )
-
-// CompactOutcome is the result of session/compact.
-type CompactOutcome struct {
-	By           string // "harness" or "bridge"
-	FocusApplied bool
-	FocusNote    string
-	EntryID      string
-}

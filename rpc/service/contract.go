@@ -134,7 +134,7 @@ func (s *Service) SessionResume(ctx context.Context, p schema.SessionResumeParam
 // SessionCompact forwards a compaction command or falls back to a Bridge
 // checkpoint.
 func (s *Service) SessionCompact(ctx context.Context, p schema.SessionCompactParams) (schema.SessionCompactResult, error) {
-	r, err := s.compact(ctx, p.SessionID, p.Focus)
+	r, err := s.ctl.Compact(ctx, p.SessionID, p.Focus)
 	if err != nil {
 		return schema.SessionCompactResult{}, err
 	}

@@ -17,8 +17,9 @@ import (
 func (s *Service) liveEnv() live.Env {
 	return live.Env{Store: s.opts.Store, Prices: s.opts.Prices, Notifier: s.opts.Notifier,
 		Permissions: s.opts.Permissions, ApprovalTimeout: s.opts.ApprovalTimeout,
-		Announce: s.announce, Gauge: s.onGauge, Recorded: s.startIdleClock,
-		Stopped: func(l *live.Session) { s.leases.Release(l.ID) }}
+		Announce: s.announce, Gauge: func(l *live.Session, g core.Gauge) { s.ctl.Gauge(l, g) },
+		Recorded: func(l *live.Session) { s.ctl.StartIdleClock(l) },
+		Stopped:  func(l *live.Session) { s.leases.Release(l.ID) }}
 }
 
 // ProcessOwner names this process among those sharing a record
@@ -48,18 +49,6 @@ func (x leasedSessions) Stop(ctx context.Context, sessionID string) {
 
 // liveFor returns the running harness session of sessionID, or nil.
 func (s *Service) liveFor(sessionID string) *live.Session { return s.lives.Get(sessionID) }
-
-// ensureLive returns the running harness session, resuming it when needed
-// (sessions.EnsureLive).
-func (s *Service) ensureLive(ctx context.Context, sess core.Session) (*live.Session, error) {
-	return s.sess.EnsureLive(ctx, sess)
-}
-
-// askLocked runs one turn in l, whose turn the caller holds, and returns
-// the assistant text it produced (sessions.Ask).
-func (s *Service) askLocked(ctx context.Context, l *live.Session, prompt string) (string, error) {
-	return s.sess.Ask(ctx, l, prompt)
-}
 
 // wrapHarness gives a harness failure a code when it has none
 // (sessions.WrapHarness).

@@ -12,6 +12,7 @@ import (
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/rpc/service/attach"
 	"github.com/bridge-dev/bridge/rpc/service/checkpointer"
+	"github.com/bridge-dev/bridge/rpc/service/controller"
 	"github.com/bridge-dev/bridge/rpc/service/hosts"
 	"github.com/bridge-dev/bridge/rpc/service/lease"
 	"github.com/bridge-dev/bridge/rpc/service/library"
@@ -101,7 +102,8 @@ type Service struct {
 	images    attach.Images    // the images prompts carry
 	migrate   *migrate.Migrator
 	ckpt      *checkpointer.Checkpointer
-	ws        *workspace.Workspace // sessions' repositories, worktrees and diffs
+	ctl       *controller.Controller // the checkpoints Bridge raises on its own, suspension, compact
+	ws        *workspace.Workspace   // sessions' repositories, worktrees and diffs
 	startedAt time.Time
 
 	lives *live.Table        // the running harness sessions
@@ -146,14 +148,20 @@ func New(opts Options) (*Service, error) {
 	}
 	s.ws = workspace.New(workspace.Options{Store: opts.Store, Git: opts.Git, Dir: worktrees, Log: opts.Notifier})
 	s.images = attach.Images{Store: opts.Store, DataDir: opts.DataDir}
-	s.ckpt = checkpointer.New(checkpointer.Options{Store: opts.Store, Hosts: s.hosts, Lives: checkpointLives{s},
-		Notifier: checkpointNotifier{s}, IDs: opts.IDs, Timeout: opts.CheckpointTimeout, Instructions: opts.CheckpointInstructions,
+	s.ckpt = checkpointer.New(checkpointer.Options{Store: opts.Store, Hosts: s.hosts,
+		Lives: controller.CheckpointLives(s.lives, controlSessions{s}), Notifier: controller.CheckpointNotifier(opts.Notifier, s.announce),
+		IDs: opts.IDs, Timeout: opts.CheckpointTimeout, Instructions: opts.CheckpointInstructions,
 		RepoStatus: opts.RepoStatus, ResponseReserve: opts.ResponseReserve, StartedAt: s.startedAt})
 	s.life, s.stopLife = context.WithCancel(context.Background())
+	s.ctl = controller.New(controller.Options{Store: opts.Store, Hosts: s.hosts, Lives: s.lives, Sessions: controlSessions{s},
+		Checkpointer: s.ckpt, Append: s.appendEntries, Log: opts.Notifier, Life: s.life, Go: s.goBackground,
+		CheckpointTimeout: opts.CheckpointTimeout, ResponseReserve: opts.ResponseReserve, SuspendAfter: opts.SuspendAfter,
+		ShutdownCheckpoint: opts.ShutdownCheckpoint, NoShutdownCheckpoint: opts.NoShutdownCheckpoint,
+		RiskyResumeEntries: opts.RiskyResumeEntries})
 	s.leases = lease.New(lease.Options{Store: opts.Store, Owner: opts.LeaseOwner, TTL: opts.LeaseTTL,
 		Sessions: leasedSessions{s}, Log: opts.Notifier, Life: s.life, Go: s.goBackground})
 	s.sess = sessions.New(sessions.Options{Store: opts.Store, Hosts: s.hosts, Lives: s.lives, Leases: s.leases,
-		Workspace: s.ws, Images: s.images, Queues: s.queues, Checkpoints: s.ckpt, Controller: controllerHooks{s}, Notifier: opts.Notifier,
+		Workspace: s.ws, Images: s.images, Queues: s.queues, Checkpoints: s.ckpt, Controller: s.ctl, Notifier: opts.Notifier,
 		Announce: s.announce, Presets: opts.Presets, IDs: opts.IDs, Now: opts.Now})
 	s.lib = library.New(library.Options{Store: opts.Store, Hosts: s.hosts, IDs: opts.IDs, Prices: opts.Prices, Images: s.images,
 		Sessions: forkSessions{s.sess}, Projector: s.ckpt})
@@ -199,7 +207,7 @@ func (s *Service) announce(es ...core.Entry) {
 // then every live harness session and every adapter that keeps a process of
 // its own is stopped.
 func (s *Service) Close(ctx context.Context) error {
-	s.shutdownCheckpoints(ctx)
+	s.ctl.Shutdown(ctx)
 	s.stopLife()
 	s.waitBackground()
 	lives := s.lives.All()
@@ -236,6 +244,6 @@ func (s *Service) waitBackground() {
 	go func() { s.bg.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(shutdownGrace):
+	case <-time.After(controller.ShutdownGrace):
 	}
 }

@@ -147,17 +147,9 @@ func (s *Sessions) UserPayload(ctx context.Context, content []core.Content) (cor
 }
 
 // WrapHarness gives a harness failure a code when it has none. A turn
-// that failed because the disk is full says so, not the harness's name.
-func WrapHarness(harness string, err error) error {
-	var e *core.Error
-	if errors.As(err, &e) {
-		return err
-	}
-	if core.IsDiskFull(err) {
-		return core.DiskFull("the data directory", err)
-	}
-	return core.E(core.CodeHarness, harness, err)
-}
+// that failed because the disk is full says so, not the harness's name
+// (core.HarnessFailed).
+func WrapHarness(harness string, err error) error { return core.HarnessFailed(harness, err) }
 
 // EnsureLive returns the running harness session, resuming it when needed.
 func (s *Sessions) EnsureLive(ctx context.Context, sess core.Session) (*live.Session, error) {
