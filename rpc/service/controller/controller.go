@@ -126,10 +126,10 @@ type Controller struct {
 // New returns a Controller over opts.
 func New(opts Options) *Controller { return &Controller{opts: opts} }
 
-// Checkpoint runs the controller for reason on a session, waiting for a
+// raise asks the checkpointer for a checkpoint for reason, waiting for a
 // running turn to end first, and logs what happened: a suppression as a
 // log line, a failure as a warning.
-func (c *Controller) Checkpoint(ctx context.Context, sessionID string, reason checkpoint.Reason) (checkpointer.Outcome, error) {
+func (c *Controller) raise(ctx context.Context, sessionID string, reason checkpoint.Reason) (checkpointer.Outcome, error) {
 	out, err := c.opts.Checkpointer.Checkpoint(ctx, sessionID, checkpointer.Request{Reason: reason, Wait: true})
 	switch {
 	case err == nil:
@@ -164,7 +164,7 @@ func (c *Controller) AfterTurn(l *live.Session, stepsCompleted int) {
 	l.BeginAuto()
 	c.background(func(ctx context.Context) {
 		defer l.EndAuto()
-		_, _ = c.Checkpoint(ctx, l.ID, checkpoint.ReasonPhaseBoundary)
+		_, _ = c.raise(ctx, l.ID, checkpoint.ReasonPhaseBoundary)
 	})
 }
 
@@ -213,7 +213,7 @@ func (c *Controller) pressure(ctx context.Context, l *live.Session, reasons []ch
 	st.MeaningfulWork = true
 	for _, r := range reasons {
 		if checkpoint.Decide(r, st).Fire {
-			_, _ = c.Checkpoint(ctx, l.ID, r)
+			_, _ = c.raise(ctx, l.ID, r)
 			return
 		}
 	}
@@ -245,7 +245,7 @@ func (c *Controller) Shutdown(ctx context.Context) {
 		wg.Add(1)
 		go func(l *live.Session) {
 			defer wg.Done()
-			_, err := c.Checkpoint(ctx, l.ID, checkpoint.ReasonBeforeShutdown)
+			_, err := c.raise(ctx, l.ID, checkpoint.ReasonBeforeShutdown)
 			if err != nil && ctx.Err() != nil {
 				c.opts.Log.Log(2, fmt.Sprintf("session %s: the before_shutdown checkpoint did not finish within %s; the session is left as it is", l.ID, limit))
 			}

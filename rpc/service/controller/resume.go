@@ -22,7 +22,7 @@ func (c *Controller) BeforeNativeResume(ctx context.Context, h core.BridgeHost, 
 		return sess, nil
 	}
 	c.opts.Log.Log(3, fmt.Sprintf("session %s: native resume is risky (%s)", sess.ID, why))
-	if _, err := c.Checkpoint(ctx, sess.ID, checkpoint.ReasonBeforeNativeResume); err != nil && checkpointer.Suppressed(err) == "" {
+	if _, err := c.raise(ctx, sess.ID, checkpoint.ReasonBeforeNativeResume); err != nil && checkpointer.Suppressed(err) == "" {
 		return sess, err
 	}
 	return c.session(ctx, sess.ID)
