@@ -12,8 +12,11 @@ import (
 )
 
 // BenchmarkCheckpointMethods: adaptertest.BenchCheckpointMethods on one
-// real OpenCode session against the fake model (its fork is a copy on the
-// same server: no process starts).
+// real OpenCode session against the fake model. Its forks are copies on
+// the fork server (a second opencode serve at nice 10, started when the
+// session is created); the benchmark first waits until that server answers
+// and reports how long that took after the session was created
+// (fork-server-wait-ms), so that every fork measured runs there.
 func BenchmarkCheckpointMethods(b *testing.B) {
 	bin := adaptertest.FindBinary(b, "opencode")
 	model, err := fakemodel.Start()
@@ -40,6 +43,13 @@ func BenchmarkCheckpointMethods(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer l.Close(ctx)
+	start := time.Now()
+	if _, err := h.awaitForkServer(ctx); err != nil {
+		b.Fatal(err)
+	}
+	wait := time.Since(start)
+	// After the run: its ResetTimer deletes the metrics reported before.
+	defer b.ReportMetric(float64(wait.Milliseconds()), "fork-server-wait-ms")
 	adaptertest.BenchCheckpointMethods(b, ctx, l, func() string {
 		rs := model.Requests()
 		for i := len(rs) - 1; i >= 0; i-- {

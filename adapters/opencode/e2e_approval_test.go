@@ -34,8 +34,6 @@ func TestE2EPermissionRelayed(t *testing.T) {
 	bin := adaptertest.FindBinary(t, "opencode")
 	model := startModel(t)
 	home := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-	defer cancel()
 	h := New(Config{Command: bin, Home: home, ConfigJSON: askingConfig(model.URL), Env: offlineEnv})
 	t.Cleanup(func() {
 		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -52,6 +50,11 @@ func TestE2EPermissionRelayed(t *testing.T) {
 		{"no_approver", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Each case has its own bound (the first one includes the
+			// server's start), so that a loaded machine does not time out
+			// the three as one.
+			ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+			defer cancel()
 			cwd := t.TempDir()
 			target := filepath.Join(cwd, "approved.txt")
 			input, _ := json.Marshal(map[string]string{"filePath": target, "content": "written after approval\n"})

@@ -84,8 +84,14 @@ func TestEndToEnd(t *testing.T) {
 	model := startModel(t)
 	home := t.TempDir()
 	cwd := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-	defer cancel()
+	// The start and each subtest have their own bound, so that a loaded
+	// machine does not time out the whole sequence as one.
+	stepCtx := func(t *testing.T) context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+		t.Cleanup(cancel)
+		return ctx
+	}
+	ctx := stepCtx(t)
 	h := realHost(t, bin, home, model)
 
 	log := &sinkLog{}
@@ -99,6 +105,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	t.Run("turn", func(t *testing.T) {
+		ctx := stepCtx(t)
 		// OpenCode also asks the small model for a title on a session's first
 		// turn; answer by request, not by arrival order.
 		model.Responder(func(r fakemodel.Request) (fakemodel.Reply, bool) {
@@ -126,6 +133,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("tool-turn", func(t *testing.T) {
+		ctx := stepCtx(t)
 		target := filepath.Join(cwd, "notes.txt")
 		input, _ := json.Marshal(map[string]string{"filePath": target, "content": "written by the fake model\n"})
 		model.Responder(func(r fakemodel.Request) (fakemodel.Reply, bool) {
@@ -162,6 +170,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("model-error", func(t *testing.T) {
+		ctx := stepCtx(t)
 		model.Enqueue(fakemodel.Reply{Status: 400})
 		res, err := live.Prompt(ctx, []core.Content{{Type: "text", Text: "this one fails"}})
 		if res.StopReason != "error" || err == nil || !strings.Contains(err.Error(), "scripted status 400") {
@@ -170,6 +179,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("manual-compaction", func(t *testing.T) {
+		ctx := stepCtx(t)
 		model.SetInputTokens(4321)
 		defer model.SetInputTokens(1200)
 		before := len(log.entries())
@@ -206,6 +216,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("host-calls", func(t *testing.T) {
+		ctx := stepCtx(t)
 		if err := live.Rename(ctx, "renamed by bridge"); err != nil {
 			t.Fatalf("Rename: %v", err)
 		}
@@ -244,6 +255,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	ctx = stepCtx(t)
 	if err := live.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -253,6 +265,7 @@ func TestEndToEnd(t *testing.T) {
 
 	h2 := realHost(t, bin, home, model)
 	t.Run("native-resume-fresh-host", func(t *testing.T) {
+		ctx := stepCtx(t)
 		log2 := &sinkLog{}
 		again, err := h2.Resume(ctx, core.ResumeRequest{CreateRequest: core.CreateRequest{Cwd: cwd}, NativeID: nativeID}, log2.sink)
 		if err != nil {
@@ -275,6 +288,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("failed-resume", func(t *testing.T) {
+		ctx := stepCtx(t)
 		live, err := h2.Resume(ctx, core.ResumeRequest{NativeID: "ses_bogus0000000000000000"}, nil)
 		var re *core.ResumeError
 		if live != nil || !errors.As(err, &re) {
@@ -286,6 +300,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("server-dies", func(t *testing.T) {
+		ctx := stepCtx(t)
 		l, err := h2.CreateSession(ctx, core.CreateRequest{Cwd: cwd}, nil)
 		if err != nil {
 			t.Fatal(err)

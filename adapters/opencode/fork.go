@@ -13,29 +13,31 @@ var _ core.Forker = (*live)(nil)
 
 // fork is a discardable side copy of a live OpenCode session: a session
 // that OpenCode's own fork route (POST /session/{id}/fork) copied from the
-// live one on the same server, with the live session's model, agent and
-// variant. The live session is not paused or told; the fork's events go
-// only to the fork, and Close deletes the forked session.
+// live one, with the live session's model, agent and variant, on the fork
+// server (forkserver.go) once it answers, else on the live server. The
+// live session is not paused or told; the fork's events go only to the
+// fork, and Close deletes the forked session.
 type fork struct {
 	side *live
 	text forkreply.Text // assistant text of the running Ask
 }
 
 // Fork copies the session as it stands (every message) into a new session
-// on the same server.
+// on the fork server, or on the live server while the fork server starts.
 func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 	if err := l.usable(); err != nil {
 		return nil, err
 	}
+	srv := l.h.forkServerFor(l.srv)
 	var info sessionInfo
-	if err := l.h.do(ctx, l.srv, http.MethodPost, l.path("/fork"), dirQuery(l.dir), struct{}{}, &info); err != nil {
-		return nil, domainError(l.srv, "fork session", err)
+	if err := l.h.do(ctx, srv, http.MethodPost, l.path("/fork"), dirQuery(l.dir), struct{}{}, &info); err != nil {
+		return nil, domainError(srv, "fork session", err)
 	}
 	if info.ID == "" || info.ID == l.id {
 		return nil, core.Errorf(core.CodeHarness, "opencode: POST /session/%s/fork answered session %q", l.id, info.ID)
 	}
 	f := &fork{}
-	side := l.h.newLive(l.srv, info.ID, l.dir, f.text.Sink)
+	side := l.h.newLive(srv, info.ID, l.dir, f.text.Sink)
 	l.mu.Lock()
 	req := l.req
 	side.provider, side.model, side.agent, side.variant = l.provider, l.model, l.agent, l.variant

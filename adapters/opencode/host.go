@@ -75,6 +75,7 @@ type Host struct {
 	srv     *server
 	lives   map[string]map[*live]struct{} // native session id -> live sessions
 	closed  bool
+	fork    forkServer // the server forks run on (forkserver.go), under mu
 
 	limitsMu sync.Mutex
 	limits   map[string]int64 // "provider/model" -> limit.context, once read
@@ -119,7 +120,9 @@ func New(cfg Config) *Host {
 	if cfg.TurnGrace <= 0 {
 		cfg.TurnGrace = 10 * time.Second
 	}
-	return &Host{cfg: cfg, client: &http.Client{}, lives: map[string]map[*live]struct{}{}}
+	h := &Host{cfg: cfg, client: &http.Client{}, lives: map[string]map[*live]struct{}{}}
+	h.fork.ctx, h.fork.stop = context.WithCancel(context.Background())
+	return h
 }
 
 // Harness returns "opencode".
@@ -157,7 +160,7 @@ func (h *Host) ensureServer(ctx context.Context) (*server, error) {
 		return s, nil
 	}
 	h.mu.Unlock()
-	s, err := h.startServer(ctx)
+	s, err := h.startServer(ctx, h.cfg.StartTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -196,10 +199,10 @@ func (h *Host) follow(ctx context.Context, s *server) error {
 	first := make(chan struct{})
 	var once sync.Once
 	go streamEvents(s.ctx, h.client, s.base+"/global/event",
-		func(ev event) { h.dispatch(ev) },
+		func(ev event) { h.dispatch(s, ev) },
 		func() {
 			once.Do(func() { close(first) })
-			h.resync()
+			h.resync(s)
 		},
 		func(error) {})
 	t := time.NewTimer(h.cfg.StartTimeout)
@@ -216,8 +219,10 @@ func (h *Host) follow(ctx context.Context, s *server) error {
 	}
 }
 
-// dispatch routes one event to the live sessions it names.
-func (h *Host) dispatch(ev event) {
+// dispatch routes one event of server s to the live sessions it names
+// that run on s: the fork server (forkserver.go) shares the live server's
+// database and may publish events about the live server's sessions.
+func (h *Host) dispatch(s *server, ev event) {
 	sid := ev.sessionID()
 	if sid == "" {
 		return
@@ -226,7 +231,9 @@ func (h *Host) dispatch(ev event) {
 	set := h.lives[sid]
 	targets := make([]*live, 0, len(set))
 	for l := range set {
-		targets = append(targets, l)
+		if l.srv == s {
+			targets = append(targets, l)
+		}
 	}
 	h.mu.Unlock()
 	for _, l := range targets {
@@ -234,14 +241,16 @@ func (h *Host) dispatch(ev event) {
 	}
 }
 
-// resync tells every live session that the stream (re)connected, so a turn
-// whose idle event may have been missed re-checks the session status.
-func (h *Host) resync() {
+// resync tells every live session on s that its stream (re)connected, so
+// a turn whose idle event may have been missed re-checks the session status.
+func (h *Host) resync(s *server) {
 	h.mu.Lock()
 	var all []*live
 	for _, set := range h.lives {
 		for l := range set {
-			all = append(all, l)
+			if l.srv == s {
+				all = append(all, l)
+			}
 		}
 	}
 	h.mu.Unlock()
@@ -268,15 +277,25 @@ func (h *Host) unregister(l *live) {
 	}
 }
 
-// Close stops the server process (live sessions' Done close) and refuses
-// further calls.
+// Close stops the server process (live sessions' Done close) and the fork
+// server (a start under way included), and refuses further calls.
 func (h *Host) Close(ctx context.Context) error {
 	h.mu.Lock()
 	h.closed = true
-	s := h.srv
+	s, f := h.srv, h.fork.srv
 	h.mu.Unlock()
+	h.fork.stop()
+	if f != nil {
+		f.kill(ctx)
+	}
 	if s != nil {
 		s.kill(ctx)
+	}
+	done := make(chan struct{})
+	go func() { h.fork.starting.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
 	}
 	return nil
 }
@@ -337,6 +356,7 @@ func (h *Host) CreateSession(ctx context.Context, req core.CreateRequest, sink c
 	if dir == "" {
 		dir = info.Directory
 	}
+	h.warmForkServer()
 	l := h.newLive(s, info.ID, dir, sink)
 	l.mu.Lock()
 	l.provider, l.model, l.agent, l.variant = provider, modelID, body.Agent, effort
@@ -374,6 +394,7 @@ func (h *Host) Resume(ctx context.Context, req core.ResumeRequest, sink core.Eve
 	if dir == "" {
 		dir = info.Directory
 	}
+	h.warmForkServer()
 	l := h.newLive(s, info.ID, dir, sink)
 	l.mu.Lock()
 	defer l.mu.Unlock()

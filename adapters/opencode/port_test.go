@@ -35,7 +35,7 @@ func TestStartServerRetriesATakenPort(t *testing.T) {
 	t.Cleanup(func() { pickPort = freePort })
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	s, err := h.startServer(ctx)
+	s, err := h.startServer(ctx, h.cfg.StartTimeout)
 	if err != nil {
 		t.Fatalf("start with the first port taken: %v", err)
 	}

@@ -104,10 +104,11 @@ const startAttempts = 3
 
 // startServer starts `opencode serve` on a free loopback port and waits
 // until it answers, trying another port when the server could not listen on
-// the one picked. The process outlives ctx; only the wait honours it.
-func (h *Host) startServer(ctx context.Context) (*server, error) {
+// the one picked, for up to timeout each. The process outlives ctx; only
+// the wait honours it.
+func (h *Host) startServer(ctx context.Context, timeout time.Duration) (*server, error) {
 	for attempt := 1; ; attempt++ {
-		s, err := h.startServerOnce(ctx)
+		s, err := h.startServerOnce(ctx, timeout)
 		if err == nil {
 			return s, nil
 		}
@@ -135,7 +136,7 @@ func (s *server) bindFailed() bool {
 
 // startServerOnce is one attempt of startServer. On failure it returns the
 // stopped server too (nil when no process started), for bindFailed.
-func (h *Host) startServerOnce(ctx context.Context) (*server, error) {
+func (h *Host) startServerOnce(ctx context.Context, timeout time.Duration) (*server, error) {
 	bin, err := h.binary()
 	if err != nil {
 		return nil, err
@@ -161,7 +162,7 @@ func (h *Host) startServerOnce(ctx context.Context) (*server, error) {
 		return nil, core.E(core.CodeUnavailable, fmt.Sprintf("opencode: cannot start %q", bin), err)
 	}
 	s.stderr, s.done = s.proc.Stderr, s.proc.Done()
-	if err := h.waitReady(ctx, s); err != nil {
+	if err := h.waitReady(ctx, s, timeout); err != nil {
 		s.kill(context.Background())
 		return s, err
 	}
@@ -171,8 +172,8 @@ func (h *Host) startServerOnce(ctx context.Context) (*server, error) {
 // waitReady polls GET /global/health with a short per-request timeout: the
 // server accepts connections seconds before it answers, and a request sent
 // too early can hang.
-func (h *Host) waitReady(ctx context.Context, s *server) error {
-	deadline := time.Now().Add(h.cfg.StartTimeout)
+func (h *Host) waitReady(ctx context.Context, s *server, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
 	var last error
 	for {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -191,7 +192,7 @@ func (h *Host) waitReady(ctx context.Context, s *server) error {
 		}
 		if time.Now().After(deadline) {
 			return core.E(core.CodeTimeout, fmt.Sprintf("opencode: server did not answer within %s; stderr: %s",
-				h.cfg.StartTimeout, strings.TrimSpace(s.stderr.String())), last)
+				timeout, strings.TrimSpace(s.stderr.String())), last)
 		}
 	}
 }

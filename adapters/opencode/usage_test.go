@@ -173,7 +173,10 @@ func TestUsageLedgerRealOpenCode(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// `opencode export` of the session, imported.
+	// `opencode export` of the session, imported: another OpenCode start,
+	// with its own bound (one for the whole test timed out at load 20).
+	ctx, cancel = context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "export", live.NativeID())
 	cmd.Dir = cwd
 	cmd.Env = append(append(os.Environ(), offlineEnv...), "HOME="+home, "XDG_DATA_HOME="+filepath.Join(home, ".local", "share"),

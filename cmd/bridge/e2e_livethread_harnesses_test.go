@@ -10,13 +10,13 @@ import (
 )
 
 // The live-thread tests of the harnesses forked natively besides Claude
-// Code and Codex: OpenCode (its session fork on the same server), an ACP
-// agent that advertises session/fork (claude-code-acp, in a second agent
-// process) and DeepSeek Harness (its session.fork). Each runs a turn, a
-// manual checkpoint, a turn, then a shutdown checkpoint, a native resume in
-// a new bridge process and a turn: every checkpoint is the agent's, by a
-// fork, and no request of the live thread carries the planted marker, the
-// request's heading or the reply.
+// Code and Codex: OpenCode (its session fork, on its fork server once that
+// answers), an ACP agent that advertises session/fork (claude-agent-acp, in
+// a second agent process) and DeepSeek Harness (its session.fork). Each
+// runs a turn, a manual checkpoint, a turn, then a shutdown checkpoint, a
+// native resume in a new bridge process and a turn: every checkpoint is
+// the agent's, by a fork, and no request of the live thread carries the
+// planted marker, the request's heading or the reply.
 
 // checkpointsLeaveLiveThread drives that sequence on harness, configured
 // by setup.

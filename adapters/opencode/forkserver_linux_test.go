@@ -1,0 +1,183 @@
+//go:build linux
+
+package opencode
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bridge-dev/bridge/adapters/adaptertest"
+	"github.com/bridge-dev/bridge/adapters/fakemodel"
+	"github.com/bridge-dev/bridge/core"
+)
+
+// niceOf reads a process's niceness from /proc (field 19 of stat).
+func niceOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatalf("reading process %d: %v", pid, err)
+	}
+	s := string(b)
+	n, err := strconv.Atoi(strings.Fields(s[strings.LastIndexByte(s, ')')+2:])[16])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// processesIn lists the processes whose working directory is dir or below
+// it (OpenCode's servers run in the Host's home).
+func processesIn(dir string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if err == nil && (cwd == dir || strings.HasPrefix(cwd, dir+"/")) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// TestForkRunsOnTheForkServer: once the fork server (a second opencode
+// serve over the same data, at nice 10) answers, a fork of a live session
+// is copied and asked there, not on the live server: it holds the live
+// conversation (read from the shared database), its turn reaches neither
+// the live session's sink nor the live thread, Close deletes it (the live
+// server no longer finds it), and Host.Close stops both processes.
+func TestForkRunsOnTheForkServer(t *testing.T) {
+	bin := adaptertest.FindBinary(t, "opencode")
+	model := startModel(t)
+	model.Responder(func(r fakemodel.Request) (fakemodel.Reply, bool) {
+		switch {
+		case strings.Contains(strings.ToLower(string(r.Body)), "title generator"):
+			return fakemodel.Reply{Text: "A title"}, true
+		case strings.Contains(r.LastUserText, "FORK-QUESTION"):
+			return fakemodel.Reply{Text: "FORK-ANSWER: port 55837"}, true
+		case strings.Contains(r.LastUserText, "LIVE-ONE"):
+			return fakemodel.Reply{Text: "LIVE-ONE-ANSWER"}, true
+		}
+		return fakemodel.Reply{Text: "LIVE-TWO-ANSWER"}, true
+	})
+	home := t.TempDir()
+	h := realHost(t, bin, home, model)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	rec := adaptertest.NewEvents()
+	lv, err := h.CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir()}, rec.Sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := lv.(*live)
+	if _, err := l.Prompt(ctx, []core.Content{{Type: "text", Text: "LIVE-ONE: the server listens on port 55837."}}); err != nil {
+		t.Fatal(err)
+	}
+	fsrv, err := h.awaitForkServer(ctx)
+	if err != nil {
+		t.Fatalf("the fork server did not start: %v", err)
+	}
+	livePID, forkPID := l.srv.proc.Cmd.Process.Pid, fsrv.proc.Cmd.Process.Pid
+	if fsrv == l.srv || forkPID == livePID {
+		t.Fatalf("the fork server is the live server (pid %d)", livePID)
+	}
+	own := niceOf(t, os.Getpid())
+	if got := niceOf(t, livePID); got != own {
+		t.Errorf("the live server runs at nice %d, want Bridge's own %d", got, own)
+	}
+	if got, want := niceOf(t, forkPID), min(own+10, 19); got != want {
+		t.Errorf("the fork server runs at nice %d, want %d", got, want)
+	}
+
+	before := len(rec.Entries())
+	f, err := l.Fork(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	side := f.(*fork).side
+	if side.srv != fsrv {
+		t.Fatalf("the fork was made on %s, not on the fork server %s", side.srv.base, fsrv.base)
+	}
+	reply, err := f.Ask(ctx, "FORK-QUESTION: where does the server listen?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(reply.Text, "FORK-ANSWER") {
+		t.Errorf("the fork answered %q", reply.Text)
+	}
+	var forkReq *fakemodel.Request
+	for _, r := range model.Requests() {
+		if strings.Contains(r.LastUserText, "FORK-QUESTION") {
+			forkReq = &r
+		}
+	}
+	if forkReq == nil || !strings.Contains(string(forkReq.Body), "LIVE-ONE-ANSWER") {
+		t.Errorf("the fork's model request does not hold the live conversation")
+	}
+	if n := len(rec.Entries()); n != before {
+		t.Errorf("the fork's turn reached the live session's sink: %d entries", n-before)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var gone sessionInfo
+	err = h.do(ctx, l.srv, http.MethodGet, "/session/"+side.id, nil, nil, &gone)
+	var he *httpError
+	if !errors.As(err, &he) || he.Status != http.StatusNotFound {
+		t.Errorf("after Close, the live server's GET of the fork %s: %v (%+v), want 404", side.id, err, gone)
+	}
+
+	if _, err := l.Prompt(ctx, []core.Content{{Type: "text", Text: "LIVE-TWO: carry on."}}); err != nil {
+		t.Fatal(err)
+	}
+	rs := model.Requests()
+	last := string(rs[len(rs)-1].Body)
+	if !strings.Contains(last, "LIVE-ONE-ANSWER") || strings.Contains(last, "FORK-QUESTION") || strings.Contains(last, "FORK-ANSWER") {
+		t.Errorf("the live thread's next request lost its turn or holds the fork's: %.300s", last)
+	}
+
+	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer ccancel()
+	h.Close(cctx)
+	if !l.srv.dead() || !fsrv.dead() {
+		t.Errorf("after Host.Close: live server dead %v, fork server dead %v", l.srv.dead(), fsrv.dead())
+	}
+}
+
+// TestCloseStopsAForkServerStarting: a Host closed while its fork server
+// is still starting (right after the session was created) leaves no
+// OpenCode process behind in its home.
+func TestCloseStopsAForkServerStarting(t *testing.T) {
+	bin := adaptertest.FindBinary(t, "opencode")
+	model := startModel(t)
+	home := t.TempDir()
+	h := realHost(t, bin, home, model)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := h.CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir()}, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	warming := h.fork.warming || h.fork.srv != nil
+	h.mu.Unlock()
+	if !warming {
+		t.Fatal("creating a session did not start the fork server")
+	}
+	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer ccancel()
+	h.Close(cctx)
+	if pids := processesIn(home); len(pids) > 0 {
+		t.Errorf("processes %v still run in the Host's home after Close", pids)
+	}
+}
