@@ -6,7 +6,6 @@ import (
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/rpc/service/lease"
 	"github.com/bridge-dev/bridge/rpc/service/live"
-	"github.com/bridge-dev/bridge/rpc/service/sessions"
 )
 
 // The running harness sessions are rpc/service/live's; rpc/service/sessions
@@ -49,7 +48,3 @@ func (x leasedSessions) Stop(ctx context.Context, sessionID string) {
 
 // liveFor returns the running harness session of sessionID, or nil.
 func (s *Service) liveFor(sessionID string) *live.Session { return s.lives.Get(sessionID) }
-
-// wrapHarness gives a harness failure a code when it has none
-// (sessions.WrapHarness).
-func wrapHarness(harness string, err error) error { return sessions.WrapHarness(harness, err) }

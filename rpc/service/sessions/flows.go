@@ -28,7 +28,7 @@ func (s *Sessions) Cancel(ctx context.Context, sessionID string) error {
 	err := l.Harness.Cancel(ctx)
 	l.CancelTurn()
 	if err != nil {
-		return WrapHarness(l.Host.Harness(), err)
+		return core.HarnessFailed(l.Host.Harness(), err)
 	}
 	return nil
 }

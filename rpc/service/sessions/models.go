@@ -27,7 +27,7 @@ func (s *Sessions) Models(ctx context.Context, p schema.SessionModelsParams) (sc
 	}
 	ms, err := h.Models(ctx)
 	if err != nil {
-		return schema.SessionModelsResult{}, WrapHarness(h.Harness(), err)
+		return schema.SessionModelsResult{}, core.HarnessFailed(h.Harness(), err)
 	}
 	out := schema.SessionModelsResult{Models: make([]schema.Model, 0, len(ms)), Model: sess.Model, Effort: sess.Effort}
 	for _, m := range ms {
@@ -145,7 +145,7 @@ func (s *Sessions) SelectModel(ctx context.Context, p schema.SessionSelectModelP
 		if errors.Is(err, core.ErrUnsupported) {
 			return schema.SessionSelectModelResult{}, core.E(core.CodeUnavailable, fmt.Sprintf("harness %q cannot switch a live session's model", h.Harness()), err)
 		}
-		return schema.SessionSelectModelResult{}, WrapHarness(h.Harness(), err)
+		return schema.SessionSelectModelResult{}, core.HarnessFailed(h.Harness(), err)
 	}
 	var es []core.NewEntry
 	patch := core.SessionPatch{}

@@ -122,7 +122,7 @@ func (s *Sessions) RunTurn(ctx context.Context, l *live.Session, content []core.
 			cancel()
 			return core.TurnResult{StopReason: "cancelled"}, fmt.Errorf("%w: %w", core.ErrCancelled, ctx.Err())
 		}
-		return core.TurnResult{}, WrapHarness(l.Host.Harness(), err)
+		return core.TurnResult{}, core.HarnessFailed(l.Host.Harness(), err)
 	}
 	return res, nil
 }
@@ -145,11 +145,6 @@ func (s *Sessions) UserPayload(ctx context.Context, content []core.Content) (cor
 	}
 	return core.UserMessagePayload{Text: strings.Join(text, "\n"), Images: len(kept), Attachments: kept}, nil
 }
-
-// WrapHarness gives a harness failure a code when it has none. A turn
-// that failed because the disk is full says so, not the harness's name
-// (core.HarnessFailed).
-func WrapHarness(harness string, err error) error { return core.HarnessFailed(harness, err) }
 
 // EnsureLive returns the running harness session, resuming it when needed.
 func (s *Sessions) EnsureLive(ctx context.Context, sess core.Session) (*live.Session, error) {

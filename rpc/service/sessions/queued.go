@@ -141,7 +141,7 @@ func (s *Sessions) steer(ctx context.Context, sess core.Session, content []core.
 			if core.ErrorCode(err) == core.CodeInvalid && ctx.Err() == nil {
 				return nil // the turn ended meanwhile: run it as a turn of its own
 			}
-			return WrapHarness(l.Host.Harness(), err)
+			return core.HarnessFailed(l.Host.Harness(), err)
 		}
 		delivered = true
 		if _, err := s.Append(context.WithoutCancel(ctx), sess.ID, core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(payload)}); err != nil {
