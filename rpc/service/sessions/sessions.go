@@ -67,7 +67,7 @@ type Checkpoints interface {
 }
 
 // Controller is the checkpoint controller as the flows tell it what
-// happened (rpc/service's controller).
+// happened (rpc/service/controller).
 type Controller interface {
 	// AfterTurn runs once a prompt's turn has ended and its lock is
 	// released.
