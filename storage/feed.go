@@ -34,6 +34,25 @@ func (db *DB) FollowAppends(ctx context.Context, fn func(entries []core.Entry)) 
 		return err
 	}
 	defer db.own.stop(id)
+	return db.everyChange(ctx, func() { db.feedLooks.Add(1) }, func() error {
+		for {
+			next, n, err := db.handOver(ctx, seen, fn)
+			seen = next
+			db.own.prune(id, seen)
+			if err != nil || n == 0 {
+				return err // nothing new (the next look), or a failed read
+			}
+		}
+	})
+}
+
+// everyChange runs look every FollowPoll while ctx lasts, when the file
+// changed since the last look (PRAGMA data_version) or the last look
+// failed (its error: a failed read is tried again at the next look,
+// whatever the counter says); tick, when not nil, counts every look. It
+// returns ctx's error when ctx ends. It is the loop of both followers
+// (appends and session changes).
+func (db *DB) everyChange(ctx context.Context, tick func(), look func() error) error {
 	ver := db.newVersionWatch()
 	defer ver.close()
 	t := time.NewTicker(FollowPoll)
@@ -44,21 +63,14 @@ func (db *DB) FollowAppends(ctx context.Context, fn func(entries []core.Entry)) 
 			return ctx.Err()
 		case <-t.C:
 		}
-		db.feedLooks.Add(1)
+		if tick != nil {
+			tick()
+		}
 		if !ver.changed(ctx) {
 			continue
 		}
-		for {
-			next, n, err := db.handOver(ctx, seen, fn)
-			seen = next
-			db.own.prune(id, seen)
-			if err != nil {
-				ver.forget() // look again next time whatever the counter says
-				break
-			}
-			if n == 0 {
-				break // nothing new: the next look
-			}
+		if look() != nil {
+			ver.forget()
 		}
 	}
 }

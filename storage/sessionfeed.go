@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"time"
 
 	"github.com/bridge-dev/bridge/core"
 )
@@ -45,25 +44,11 @@ func (db *DB) FollowSessions(ctx context.Context, fn func(sessionID string)) err
 	if err := rq.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM session_changes`).Scan(&seen); err != nil {
 		return fmt.Errorf("storage: follow session changes: %w", err)
 	}
-	ver := db.newVersionWatch()
-	defer ver.close()
-	t := time.NewTicker(FollowPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-		if !ver.changed(ctx) {
-			continue
-		}
+	return db.everyChange(ctx, nil, func() error {
 		next, err := db.sessionChanges(ctx, seen, fn)
 		seen = next
-		if err != nil {
-			ver.forget()
-		}
-	}
+		return err
+	})
 }
 
 // sessionChanges hands fn the sessions other opens changed after seq seen

@@ -13,21 +13,6 @@ import (
 	"github.com/bridge-dev/bridge/core"
 )
 
-// niceOf reads a process's niceness from /proc (field 19 of stat).
-func niceOf(t *testing.T, pid int) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		t.Fatalf("reading process %d: %v", pid, err)
-	}
-	s := string(b)
-	n, err := strconv.Atoi(strings.Fields(s[strings.LastIndexByte(s, ')')+2:])[16])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // pidIn reads the process id from the scripted agent's "pid N" reply.
 func pidIn(t *testing.T, reply string) int {
 	t.Helper()
@@ -77,11 +62,11 @@ func TestForkRunsInALowerPriorityProcess(t *testing.T) {
 	if forkPID == livePID {
 		t.Fatalf("the fork ran in the live session's agent process %d", livePID)
 	}
-	own := niceOf(t, os.Getpid())
-	if got := niceOf(t, livePID); got != own {
+	own := adaptertest.NiceOf(t, os.Getpid())
+	if got := adaptertest.NiceOf(t, livePID); got != own {
 		t.Errorf("the live agent runs at nice %d, want Bridge's own %d", got, own)
 	}
-	if got, want := niceOf(t, forkPID), min(own+10, 19); got != want {
+	if got, want := adaptertest.NiceOf(t, forkPID), min(own+10, 19); got != want {
 		t.Errorf("the fork's agent runs at nice %d, want %d", got, want)
 	}
 	if err := f.Close(ctx); err != nil {

@@ -18,21 +18,6 @@ import (
 	"github.com/bridge-dev/bridge/core"
 )
 
-// niceOf reads a process's niceness from /proc (field 19 of stat).
-func niceOf(t *testing.T, pid int) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		t.Fatalf("reading process %d: %v", pid, err)
-	}
-	s := string(b)
-	n, err := strconv.Atoi(strings.Fields(s[strings.LastIndexByte(s, ')')+2:])[16])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // processesIn lists the processes whose working directory is dir or below
 // it (OpenCode's servers run in the Host's home).
 func processesIn(dir string) []int {
@@ -92,11 +77,11 @@ func TestForkRunsOnTheForkServer(t *testing.T) {
 	if fsrv == l.srv || forkPID == livePID {
 		t.Fatalf("the fork server is the live server (pid %d)", livePID)
 	}
-	own := niceOf(t, os.Getpid())
-	if got := niceOf(t, livePID); got != own {
+	own := adaptertest.NiceOf(t, os.Getpid())
+	if got := adaptertest.NiceOf(t, livePID); got != own {
 		t.Errorf("the live server runs at nice %d, want Bridge's own %d", got, own)
 	}
-	if got, want := niceOf(t, forkPID), min(own+10, 19); got != want {
+	if got, want := adaptertest.NiceOf(t, forkPID), min(own+10, 19); got != want {
 		t.Errorf("the fork server runs at nice %d, want %d", got, want)
 	}
 

@@ -132,18 +132,12 @@ func (db *DB) follow(ctx context.Context, fn func(entries []core.Entry), logf fu
 // once it listens, it hands over what was committed since it last knew
 // (catchUp), then what each notice names.
 func (f *follower) listen(ctx context.Context) error {
-	cfg := f.db.pool.Config().ConnConfig.Copy()
 	// Named apart in pg_stat_activity: "bridge-follow" by default.
-	cfg.RuntimeParams["application_name"] += "-follow"
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, self, err := f.db.listenConn(ctx, "-follow")
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	var self string
-	if err := conn.QueryRow(ctx, `SELECT coalesce(current_setting('bridge.origin', true), '')`).Scan(&self); err != nil {
-		return err
-	}
 	if f.seen == nil {
 		seen, err := sessionHeads(ctx, conn)
 		if err != nil {
@@ -184,6 +178,25 @@ func (f *follower) listen(ctx context.Context) error {
 			f.fn(es)
 		}
 	}
+}
+
+// listenConn opens a connection of the follower's own (the pool's
+// settings, its application name ending in suffix) and reads this
+// process's origin on it (bridge.origin, WithOrigin; "" when none is set),
+// so that notices this process caused can be told apart.
+func (db *DB) listenConn(ctx context.Context, suffix string) (*pgx.Conn, string, error) {
+	cfg := db.pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["application_name"] += suffix
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	var self string
+	if err := conn.QueryRow(ctx, `SELECT coalesce(current_setting('bridge.origin', true), '')`).Scan(&self); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, "", err
+	}
+	return conn, self, nil
 }
 
 // sessionHeads is every session's last sequence number.

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/bridge-dev/bridge/core"
 )
 
@@ -61,17 +59,11 @@ func (db *DB) FollowSessions(ctx context.Context, fn func(sessionID string)) err
 
 // listenSessions runs one LISTEN connection until it fails or ctx ends.
 func (db *DB) listenSessions(ctx context.Context, fn func(string)) error {
-	cfg := db.pool.Config().ConnConfig.Copy()
-	cfg.RuntimeParams["application_name"] += "-follow-sessions"
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, self, err := db.listenConn(ctx, "-follow-sessions")
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	var self string
-	if err := conn.QueryRow(ctx, `SELECT coalesce(current_setting('bridge.origin', true), '')`).Scan(&self); err != nil {
-		return err
-	}
 	if _, err := conn.Exec(ctx, `LISTEN `+sessionsChannel); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}

@@ -132,15 +132,20 @@ func (a *agent) update(sid string, u any) {
 	a.send(notification{JSONRPC: "2.0", Method: "session/update", Params: updateParams{SessionID: sid, Update: u}})
 }
 
+// resolve hands a response to the request of ours that awaits it.
+func (a *agent) resolve(m message) {
+	a.mu.Lock()
+	ch := a.pending[string(m.ID)]
+	delete(a.pending, string(m.ID))
+	a.mu.Unlock()
+	if ch != nil {
+		ch <- m
+	}
+}
+
 func (a *agent) handle(m message) {
 	if m.Method == "" { // a response to one of our requests
-		a.mu.Lock()
-		ch := a.pending[string(m.ID)]
-		delete(a.pending, string(m.ID))
-		a.mu.Unlock()
-		if ch != nil {
-			ch <- m
-		}
+		a.resolve(m)
 		return
 	}
 	var p struct {
