@@ -9,9 +9,13 @@ import (
 
 // SetProcessGroup puts the program in its own process group: an npm
 // launcher (node) may start the native binary as a child, and both must go
-// when the session ends.
+// when the session ends. Where the system can, the program is also killed
+// when Bridge itself dies (diesWithParent), even by SIGKILL: being in a
+// group of its own, it would otherwise outlive Bridge and keep writing to
+// its home.
 func SetProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	diesWithParent(cmd.SysProcAttr)
 }
 
 // SignalGroup asks the program's group to terminate (SIGTERM), or kills it
