@@ -60,6 +60,14 @@ type Options struct {
 	// 0 means DefaultSearchTimeout.
 	SearchTimeout time.Duration
 
+	// SearchLater makes Open return without opening the search index file
+	// (<record>-search, created and set up in a write transaction of its
+	// own): the indexer's goroutine opens it right after. The record is
+	// ready at once; Search, CatchUpSearch and AfterBulk wait for the index,
+	// and return the reason when it could not be opened. Bridge's commands
+	// use it: `bridge serve` answers initialize without waiting for the index.
+	SearchLater bool
+
 	// IndexHook is Hook for the search indexer's transactions (which run
 	// on their own goroutine, in the index file): "index.insert" after each
 	// index row, "index.commit.before" before each commit.
@@ -227,7 +235,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		sdb.Close()
 		return nil, err
 	}
-	if err := db.openSearch(ctx); err != nil {
+	if err := db.openSearch(ctx, opts.SearchLater); err != nil {
 		sdb.Close()
 		return nil, err
 	}

@@ -72,7 +72,7 @@ type liveIndex struct {
 // head cannot be read; the catch-up then indexes the bulk write after its
 // commit, as for any other write.
 func (db *DB) startLive(ctx context.Context, tx *sql.Tx) *liveIndex {
-	if db.search == nil || db.noIndex.Load() {
+	if db.search == nil || !db.search.isOpen() || db.noIndex.Load() {
 		return nil
 	}
 	var head sql.NullInt64

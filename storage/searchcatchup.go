@@ -45,6 +45,9 @@ func (db *DB) CatchUpSearch(ctx context.Context) error {
 // closed, ends it between batches.
 func (db *DB) catchUp(ctx context.Context, target int64, stop <-chan struct{}) error {
 	ix := db.search
+	if err := ix.wait(ctx); err != nil {
+		return err
+	}
 	if target == 0 && ix.isCaughtUp(ctx, db) {
 		// Nothing to index: a search does not wait for the indexer's
 		// merging (which holds mu).

@@ -92,37 +92,95 @@ type searchIndex struct {
 	stop chan struct{}
 	done chan struct{}
 	err  atomic.Pointer[error] // last failure of the background indexer
+
+	// opened is closed once the file is open (w and r set) or could not
+	// be opened (openErr set): at once when Open opened it, later when
+	// the indexer opens it (Options.SearchLater).
+	opened  chan struct{}
+	openErr error
 }
 
 // searchPath is the index file of the record at abs.
 func searchPath(abs string) string { return abs + "-search" }
 
 // openSearch opens (creating if needed) the index file of db and starts
-// its indexer, which first catches up with what the record holds.
-func (db *DB) openSearch(ctx context.Context) error {
+// its indexer, which first catches up with what the record holds. With
+// later, the indexer's goroutine opens the file instead, after Open has
+// returned; whatever needs the index waits for that (ix.wait) and a failure
+// to open it is returned by each of them.
+func (db *DB) openSearch(ctx context.Context, later bool) error {
 	ix := &searchIndex{path: searchPath(db.path), kick: make(chan struct{}, 1),
-		stop: make(chan struct{}), done: make(chan struct{})}
-	if err := ix.open(ctx, db); err != nil {
-		// The index is derived data: a file SQLite cannot read is
-		// replaced, once.
-		ix.close()
-		if !errors.Is(err, sqlite3.NOTADB) && !errors.Is(err, sqlite3.CORRUPT) {
+		stop: make(chan struct{}), done: make(chan struct{}), opened: make(chan struct{})}
+	if !later {
+		if err := ix.openFile(ctx, db); err != nil {
 			return err
 		}
-		for _, p := range []string{ix.path, ix.path + "-wal", ix.path + "-shm"} {
-			if rerr := os.Remove(p); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-				return fmt.Errorf("storage: replace unreadable search index %s: %w (after %w)", ix.path, rerr, err)
-			}
-		}
-		if err := ix.open(ctx, db); err != nil {
-			ix.close()
-			return err
-		}
+		close(ix.opened)
 	}
 	db.search = ix
-	go db.indexer()
+	go db.indexer(later)
 	ix.kick <- struct{}{}
 	return nil
+}
+
+// openFile opens the index file; a file SQLite cannot read is replaced,
+// once (the index is derived data).
+func (ix *searchIndex) openFile(ctx context.Context, db *DB) error {
+	err := ix.open(ctx, db)
+	if err == nil {
+		return nil
+	}
+	ix.close()
+	if !errors.Is(err, sqlite3.NOTADB) && !errors.Is(err, sqlite3.CORRUPT) {
+		return err
+	}
+	for _, p := range []string{ix.path, ix.path + "-wal", ix.path + "-shm"} {
+		if rerr := os.Remove(p); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			return fmt.Errorf("storage: replace unreadable search index %s: %w (after %w)", ix.path, rerr, err)
+		}
+	}
+	if err := ix.open(ctx, db); err != nil {
+		ix.close()
+		return err
+	}
+	return nil
+}
+
+// openLater is the indexer's first step under Options.SearchLater: it
+// opens the file and tells those waiting (wait) how that went.
+func (ix *searchIndex) openLater(db *DB) {
+	defer close(ix.opened)
+	if err := ix.openFile(context.Background(), db); err != nil {
+		ix.openErr = fmt.Errorf("storage: the search index could not be opened: %w", err)
+		ix.err.Store(&ix.openErr)
+	}
+}
+
+// wait returns once the index file is open, or the reason it could not be
+// opened. A search or a catch-up waits here while the indexer opens the
+// file (Options.SearchLater); ctx ends the wait.
+func (ix *searchIndex) wait(ctx context.Context) error {
+	select {
+	case <-ix.opened:
+		return ix.openErr
+	default:
+	}
+	select {
+	case <-ix.opened:
+		return ix.openErr
+	case <-ctx.Done():
+		return fmt.Errorf("storage: waiting for the search index to open: %w", ctx.Err())
+	}
+}
+
+// isOpen tells, without waiting, whether the index file is open.
+func (ix *searchIndex) isOpen() bool {
+	select {
+	case <-ix.opened:
+		return ix.openErr == nil
+	default:
+		return false
+	}
 }
 
 func (ix *searchIndex) open(ctx context.Context, db *DB) error {
@@ -271,9 +329,16 @@ func (db *DB) kickIndex() {
 
 // indexer is the goroutine that keeps the index up with the record, and
 // merges its segments once writing pauses.
-func (db *DB) indexer() {
+func (db *DB) indexer(open bool) {
 	ix := db.search
 	defer close(ix.done)
+	if open {
+		ix.openLater(db)
+		if ix.openErr != nil {
+			<-ix.stop
+			return
+		}
+	}
 	ctx := context.Background()
 	merged := false
 	for {
@@ -318,6 +383,9 @@ func (db *DB) indexer() {
 // to merge. It runs when writing pauses; search never waits for it.
 func (db *DB) mergeStep(ctx context.Context) (more bool, err error) {
 	ix := db.search
+	if err := ix.wait(ctx); err != nil {
+		return false, err
+	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	tx, err := ix.w.BeginTx(ctx, nil)
@@ -367,7 +435,7 @@ func (db *DB) stopSearch() {
 	}
 	close(ix.stop)
 	<-ix.done
-	if !db.noIndex.Load() {
+	if ix.openErr == nil && !db.noIndex.Load() {
 		_ = db.catchUp(context.Background(), -1, nil)
 	}
 	ix.close()

@@ -183,7 +183,10 @@ func openSpec(ctx context.Context, spec storeSpec, maxEntryBytes int) (recordSto
 		}
 		return st, nil
 	}
-	db, err := storage.Open(ctx, spec.path, storage.Options{MaxEntryBytes: maxEntryBytes})
+	// The search index opens on the indexer's goroutine (SearchLater):
+	// serve answers initialize without waiting for its setup transaction,
+	// and a search waits for it, or reports why it could not be opened.
+	db, err := storage.Open(ctx, spec.path, storage.Options{MaxEntryBytes: maxEntryBytes, SearchLater: true})
 	if err != nil {
 		return nil, core.E(core.CodePersistence, "open the database", err)
 	}
