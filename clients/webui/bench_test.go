@@ -58,8 +58,10 @@ func quantile(xs []float64, q float64) float64 {
 }
 
 // BenchmarkWebUI measures in Chromium, with the page's performance marks:
-// page load to the session list shown (goal ≤ 300 ms), opening a session
-// of 100,000 entries to its newest page shown (goal ≤ 100 ms on loopback),
+// page load to the session list on screen, in a new tab of a running
+// browser (goal ≤ 300 ms; "load-window" is the earlier figure: a new
+// browser window per load, to the list built), opening a session of
+// 100,000 entries to its newest page on screen (goal ≤ 100 ms on loopback),
 // and the time between frames while scrolling 1,000 entries back (goal:
 // p95 ≤ 16 ms), with the most history rows the page held at once during
 // the scroll (rows are virtualized). One iteration is 20 page loads per
@@ -77,8 +79,8 @@ func BenchmarkWebUI(b *testing.B) {
 		args = append(args, bu.label+"="+bu.url)
 	}
 	type result struct {
-		Load, Open, Frames, Shown []float64
-		Phases                    map[string]float64
+		Load, Window, Open, Frames, Shown []float64
+		Phases                            map[string]float64
 	}
 	for i := 0; i < b.N; i++ {
 		cmd := exec.Command("node", args...)
@@ -95,6 +97,7 @@ func BenchmarkWebUI(b *testing.B) {
 			return map[string]float64{
 				"load-median-ms":             quantile(r.Load, 0.5),
 				"load-p90-ms":                quantile(r.Load, 0.9),
+				"load-window-median-ms":      quantile(r.Window, 0.5),
 				"open100k-median-ms":         quantile(r.Open, 0.5),
 				"open100k-p90-ms":            quantile(r.Open, 0.9),
 				"scroll1000-frame-median-ms": quantile(r.Frames, 0.5),
@@ -168,8 +171,13 @@ func startBuilds(b *testing.B) (string, []build) {
 // BenchmarkWebUIScrollCPU records a DevTools trace while scrolling 1,000
 // entries back (bench/profile.mjs) and reports the renderer main thread's
 // CPU time (thread time, which the machine's load inflates far less than
-// wall time): in all, in its longest task, the tasks over 16 ms, and per
-// kind of work (script, style, layout, paint). The builds take turns, six
+// wall time): in all, in its longest task, the tasks over 16 ms, per kind
+// of work (script, style, layout, paint), and per frame (frame-cpu-p50/p95/
+// max: the main thread's tasks from one animation frame to the next). The
+// work per frame is the figure to hold against the goal of 16 ms per frame
+// at p95: BenchmarkWebUI's time between frames is set by the display's
+// 60 Hz (a multiple of 16.7 ms; its median is 16.7 ms), so its p95 cannot
+// be at or under 16 ms whatever the page does. The builds take turns, six
 // traces each; the medians are reported, and with WEBUI_BENCH_BASE_BIN the
 // ratios new/base. Run with -benchtime=1x.
 func BenchmarkWebUIScrollCPU(b *testing.B) {
@@ -178,6 +186,9 @@ func BenchmarkWebUIScrollCPU(b *testing.B) {
 		TasksCPUMs    float64 `json:"tasksCpuMs"`
 		TaskCPUMax    float64 `json:"taskCpuMax"`
 		TasksOver16ms float64 `json:"tasksOver16ms"`
+		FrameCPUP50   float64 `json:"frameCpuP50"`
+		FrameCPUP95   float64 `json:"frameCpuP95"`
+		FrameCPUMax   float64 `json:"frameCpuMax"`
 		CPUMs         map[string]float64
 	}
 	for i := 0; i < b.N; i++ {
@@ -201,6 +212,9 @@ func BenchmarkWebUIScrollCPU(b *testing.B) {
 				m["cpu-ms"] = append(m["cpu-ms"], t.TasksCPUMs)
 				m["longest-task-cpu-ms"] = append(m["longest-task-cpu-ms"], t.TaskCPUMax)
 				m["tasks-over-16ms"] = append(m["tasks-over-16ms"], t.TasksOver16ms)
+				m["frame-cpu-p50-ms"] = append(m["frame-cpu-p50-ms"], t.FrameCPUP50)
+				m["frame-cpu-p95-ms"] = append(m["frame-cpu-p95-ms"], t.FrameCPUP95)
+				m["frame-cpu-max-ms"] = append(m["frame-cpu-max-ms"], t.FrameCPUMax)
 				for _, k := range []string{"script", "style", "layout", "paint"} {
 					m[k+"-cpu-ms"] = append(m[k+"-cpu-ms"], t.CPUMs[k])
 				}
@@ -212,7 +226,7 @@ func BenchmarkWebUIScrollCPU(b *testing.B) {
 			}
 		}
 		if got["base"] != nil {
-			for _, k := range []string{"cpu-ms", "layout-cpu-ms", "longest-task-cpu-ms"} {
+			for _, k := range []string{"cpu-ms", "layout-cpu-ms", "longest-task-cpu-ms", "frame-cpu-p95-ms"} {
 				b.ReportMetric(quantile(got["new"][k], 0.5)/quantile(got["base"][k], 0.5), "ratio-"+k)
 			}
 		}

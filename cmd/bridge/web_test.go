@@ -176,11 +176,12 @@ func TestWebSecurity(t *testing.T) {
 	w := startWeb(t, t.TempDir())
 	rpcURL := w.base + "/rpc"
 
-	// The page's script and stylesheet are inline, allowed by their hashes
-	// only: no 'self' script, no 'unsafe-inline'.
+	// The page's scripts (the one that opens /rpc early, and the WebUI) and
+	// stylesheet are inline, allowed by their hashes only: no 'self'
+	// script, no 'unsafe-inline'.
 	code, h, body := httpStatus(t, w.base+"/", nil, false)
 	csp := h.Get("Content-Security-Policy")
-	if code != 200 || !regexp.MustCompile(`script-src 'sha256-[A-Za-z0-9+/]{43}='; style-src 'sha256-[A-Za-z0-9+/]{43}=';`).MatchString(csp) ||
+	if code != 200 || !regexp.MustCompile(`script-src 'sha256-[A-Za-z0-9+/]{43}=' 'sha256-[A-Za-z0-9+/]{43}='; style-src 'sha256-[A-Za-z0-9+/]{43}=';`).MatchString(csp) ||
 		strings.Contains(csp, "unsafe") || !strings.Contains(csp, "default-src 'none'") {
 		t.Fatalf("GET /: %d, CSP %q", code, csp)
 	}

@@ -6,7 +6,7 @@
 // always set as text.
 
 import type { ApprovalResolvedPayload, Entry } from "../../typescript/src/browser.js";
-import { h, when, type Child } from "./dom.js";
+import { count, h, when, type Child } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 
 /** harnessNames are the harnesses' names as people know them. */
@@ -149,7 +149,7 @@ export class Conversation {
       if (text.length <= foldAbove) li.append(body(text));
       else {
         const head = body(`${text.slice(0, foldAbove)}…`);
-        const more = h("button", { type: "button", class: "show-all" }, `Show all ${text.length.toLocaleString()} characters`);
+        const more = h("button", { type: "button", class: "show-all" }, `Show all ${count(text.length)} characters`);
         more.addEventListener("click", () => {
           head.replaceWith(body(text));
           more.remove();
@@ -210,7 +210,7 @@ function plan(steps: unknown): HTMLElement {
 /** gauge is a context reading as a bar. */
 export function gauge(used: number | undefined, size: number | undefined): HTMLElement {
   if (used === undefined) return h("span", { class: "gauge" }, "Context: no reading");
-  const label = size ? `Context: ${used.toLocaleString()} of ${size.toLocaleString()} tokens (${Math.round((100 * used) / size)}%)` : `Context: ${used.toLocaleString()} tokens`;
+  const label = size ? `Context: ${count(used)} of ${count(size)} tokens (${Math.round((100 * used) / size)}%)` : `Context: ${count(used)} tokens`;
   return h(
     "div",
     { class: "gauge" },

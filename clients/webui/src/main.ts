@@ -13,6 +13,8 @@ import {
   type SessionListItem,
   type SessionRequestPermissionParams,
   type SessionRequestPermissionResult,
+  type WebSocketConstructor,
+  type WebSocketLike,
 } from "../../typescript/src/browser.js";
 import { h, append, clear, when } from "./dom.js";
 import { harnessName } from "./entries.js";
@@ -27,6 +29,39 @@ const listPage = 200;
 export interface PendingApproval {
   params: SessionRequestPermissionParams;
   answer: (r: SessionRequestPermissionResult) => void;
+}
+
+/**
+ * takeBoot adopts the WebSocket that index.html's first script opens to
+ * /rpc at once (window.bridgeBoot), so that the connection is made while the
+ * page's main script is still parsed and compiled. The socket may already
+ * be open, or closed (a wrong token), and may have had messages: the
+ * adopted socket hands a late listener the events it missed. It is taken
+ * once, and only for the same URL; undefined when there is none.
+ */
+function takeBoot(url: string): WebSocketLike | undefined {
+  const g = globalThis as { bridgeBoot?: { ws: WebSocket; early: string[] } };
+  const boot = g.bridgeBoot;
+  delete g.bridgeBoot;
+  if (!boot || boot.ws.url !== url) {
+    boot?.ws.close(1000);
+    return undefined;
+  }
+  const { ws, early } = boot;
+  ws.onmessage = null;
+  return {
+    get readyState() {
+      return ws.readyState;
+    },
+    send: (data: string) => ws.send(data),
+    close: (code?: number, reason?: string) => ws.close(code, reason),
+    addEventListener(type: "open" | "message" | "error" | "close", listener: (event: any) => void): void {
+      if (type === "message") for (const data of early) listener(new MessageEvent("message", { data }));
+      if (type === "open" && ws.readyState === WebSocket.OPEN) queueMicrotask(() => listener(new Event("open")));
+      else if (type === "close" && ws.readyState === WebSocket.CLOSED) queueMicrotask(() => listener(new CloseEvent("close", { code: 1006 })));
+      else ws.addEventListener(type, listener);
+    },
+  };
 }
 
 /** App is the page's state. */
@@ -164,7 +199,12 @@ export class App {
       return;
     }
     // The doctor probes every adapter (it starts their programs): ask for
-    // it once the list is shown, so the two do not compete.
+    // it once the list is on screen (after the frame that shows it; a hidden
+    // tab has no frames, hence the timer), so that the two do not compete.
+    await new Promise((r) => {
+      requestAnimationFrame(() => setTimeout(r));
+      setTimeout(r, 1000);
+    });
     await this.loadDoctor(false);
     this.say("Connected.");
   }
@@ -210,23 +250,36 @@ export class App {
     // before closing a connection that fell behind (a window/logMessage).
     // Both are taken here, as the socket delivers them: the client handles
     // notifications later, after it has already reported the close.
+    const track = (ws: WebSocketLike): void => {
+      ws.addEventListener("close", (ev: CloseEvent) => (app.lastClose = { code: ev.code, reason: ev.reason }));
+      ws.addEventListener("message", (ev: MessageEvent) => {
+        const data: unknown = ev.data;
+        if (typeof data !== "string" || data.length > 4096 || !data.includes('"window/logMessage"')) return;
+        try {
+          const m = JSON.parse(data) as { method?: unknown; params?: { type?: unknown; message?: unknown } };
+          if (m.method === "window/logMessage" && m.params?.type === 1 && typeof m.params.message === "string") app.lastError = m.params.message;
+        } catch {
+          // not JSON: the client reports it
+        }
+      });
+    };
     class Tracked extends WebSocket {
       constructor(u: string) {
         super(u);
-        this.addEventListener("close", (ev) => (app.lastClose = { code: ev.code, reason: ev.reason }));
-        this.addEventListener("message", (ev) => {
-          const data: unknown = ev.data;
-          if (typeof data !== "string" || data.length > 4096 || !data.includes('"window/logMessage"')) return;
-          try {
-            const m = JSON.parse(data) as { method?: unknown; params?: { type?: unknown; message?: unknown } };
-            if (m.method === "window/logMessage" && m.params?.type === 1 && typeof m.params.message === "string") app.lastError = m.params.message;
-          } catch {
-            // not JSON: the client reports it
-          }
-        });
+        track(this);
       }
     }
-    const client = await connectWebSocket(url, { WebSocket: Tracked });
+    // The first connection takes the socket index.html opened before this
+    // script was parsed and compiled, when it is there for this URL.
+    const boot = first ? takeBoot(url) : undefined;
+    let WS: WebSocketConstructor = Tracked;
+    if (boot) {
+      track(boot);
+      WS = function () {
+        return boot;
+      } as unknown as WebSocketConstructor;
+    }
+    const client = await connectWebSocket(url, { WebSocket: WS });
     this.client = client;
     this.lastClose = undefined;
     this.lastError = undefined;

@@ -77,13 +77,30 @@ export class VirtualList {
     this.render(true);
   }
 
-  /** prepend puts rows above the first (an older page), keeping in view what is in view. */
+  /**
+   * prepend puts rows above the first (an older page), keeping in view what
+   * is in view. The page's rows do not change: the new rows go into the
+   * padding above them, and the scroll position moves down by as much, so
+   * the view stays where it is without building or measuring anything. The
+   * next frame's render brings in those that reach the view (one layout for
+   * the frame, not a second one on top of a render of its own).
+   */
   prepend(rows: Row[]): void {
     if (rows.length === 0) return;
     this.rows.unshift(...rows);
     this.start += rows.length;
     this.end += rows.length;
-    this.render(false);
+    if (this.start === this.end || this.scroller.clientHeight === 0) {
+      this.render(false);
+      return;
+    }
+    let added = 0;
+    for (const r of rows) added += r.h;
+    const st = this.scroller.scrollTop;
+    this.list.style.paddingTop = `${(parseFloat(this.list.style.paddingTop) || pad) + added}px`;
+    this.scroller.scrollTop = st + added;
+    this.report();
+    this.schedule();
   }
 
   /** append adds rows at the end; bottom keeps the view at the end. */
