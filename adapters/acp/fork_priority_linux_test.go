@@ -62,13 +62,7 @@ func TestForkRunsInALowerPriorityProcess(t *testing.T) {
 	if forkPID == livePID {
 		t.Fatalf("the fork ran in the live session's agent process %d", livePID)
 	}
-	own := adaptertest.NiceOf(t, os.Getpid())
-	if got := adaptertest.NiceOf(t, livePID); got != own {
-		t.Errorf("the live agent runs at nice %d, want Bridge's own %d", got, own)
-	}
-	if got, want := adaptertest.NiceOf(t, forkPID), min(own+10, 19); got != want {
-		t.Errorf("the fork's agent runs at nice %d, want %d", got, want)
-	}
+	adaptertest.ForkNice(t, "the live agent", livePID, "the fork's agent", forkPID)
 	if err := f.Close(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -34,3 +34,19 @@ func NiceOf(t testing.TB, pid int) int {
 	}
 	return n
 }
+
+// ForkNice checks the priorities a checkpoint's fork runs at: the live
+// process livePID (named live in a failure, "the live server") at the test
+// process's own niceness, which is Bridge's in these tests, and the fork's
+// process forkPID (named fork) 10 lower in priority, at most 19 as Linux
+// caps it.
+func ForkNice(t testing.TB, live string, livePID int, fork string, forkPID int) {
+	t.Helper()
+	own := NiceOf(t, os.Getpid())
+	if got := NiceOf(t, livePID); got != own {
+		t.Errorf("%s runs at nice %d, want Bridge's own %d", live, got, own)
+	}
+	if got, want := NiceOf(t, forkPID), min(own+10, 19); got != want {
+		t.Errorf("%s runs at nice %d, want %d", fork, got, want)
+	}
+}

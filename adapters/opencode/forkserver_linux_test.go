@@ -77,13 +77,7 @@ func TestForkRunsOnTheForkServer(t *testing.T) {
 	if fsrv == l.srv || forkPID == livePID {
 		t.Fatalf("the fork server is the live server (pid %d)", livePID)
 	}
-	own := adaptertest.NiceOf(t, os.Getpid())
-	if got := adaptertest.NiceOf(t, livePID); got != own {
-		t.Errorf("the live server runs at nice %d, want Bridge's own %d", got, own)
-	}
-	if got, want := adaptertest.NiceOf(t, forkPID), min(own+10, 19); got != want {
-		t.Errorf("the fork server runs at nice %d, want %d", got, want)
-	}
+	adaptertest.ForkNice(t, "the live server", livePID, "the fork server", forkPID)
 
 	before := len(rec.Entries())
 	f, err := l.Fork(ctx)
