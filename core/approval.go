@@ -5,20 +5,34 @@ import (
 	"encoding/json"
 )
 
+// ApprovalOptionKind is what choosing an approval option means: allow or
+// reject, once or always.
+type ApprovalOptionKind string
+
 // Approval option kinds, as ACP's session/request_permission spells them.
 const (
-	AllowOnce    = "allow_once"
-	AllowAlways  = "allow_always"
-	RejectOnce   = "reject_once"
-	RejectAlways = "reject_always"
+	AllowOnce    ApprovalOptionKind = "allow_once"
+	AllowAlways  ApprovalOptionKind = "allow_always"
+	RejectOnce   ApprovalOptionKind = "reject_once"
+	RejectAlways ApprovalOptionKind = "reject_always"
 )
+
+// ApprovalOptionKinds are the kinds, in the order above.
+var ApprovalOptionKinds = []ApprovalOptionKind{AllowOnce, AllowAlways, RejectOnce, RejectAlways}
+
+// DecidedBy says who decided an approval: the client's user, the preset's
+// policy, or the policy because the client did not answer in time.
+type DecidedBy string
 
 // Who decided an approval (approval.resolved "by").
 const (
-	DecidedByUser    = "user"    // the client's user answered
-	DecidedByPolicy  = "policy"  // the preset's policy (no client, error, cancelled, closed)
-	DecidedByTimeout = "timeout" // the client did not answer in time; the policy applied
+	DecidedByUser    DecidedBy = "user"    // the client's user answered
+	DecidedByPolicy  DecidedBy = "policy"  // the preset's policy (no client, error, cancelled, closed)
+	DecidedByTimeout DecidedBy = "timeout" // the client did not answer in time; the policy applied
 )
+
+// Deciders are the deciders, in the order above.
+var Deciders = []DecidedBy{DecidedByUser, DecidedByPolicy, DecidedByTimeout}
 
 // ApprovalOption is one answer a harness offers for a permission request.
 type ApprovalOption struct {
@@ -27,20 +41,20 @@ type ApprovalOption struct {
 	// Name is shown to the user.
 	Name string `json:"name"`
 	// Kind is AllowOnce, AllowAlways, RejectOnce or RejectAlways.
-	Kind string `json:"kind"`
+	Kind ApprovalOptionKind `json:"kind"`
 }
 
 // Allows reports whether an option kind lets the tool run.
-func Allows(kind string) bool { return kind == AllowOnce || kind == AllowAlways }
+func Allows(kind ApprovalOptionKind) bool { return kind == AllowOnce || kind == AllowAlways }
 
 // DefaultApprovalOptions are the four answers Bridge offers when the
 // harness names none of its own.
 func DefaultApprovalOptions() []ApprovalOption {
 	return []ApprovalOption{
-		{ID: AllowOnce, Name: "Allow once", Kind: AllowOnce},
-		{ID: AllowAlways, Name: "Allow always", Kind: AllowAlways},
-		{ID: RejectOnce, Name: "Reject once", Kind: RejectOnce},
-		{ID: RejectAlways, Name: "Reject always", Kind: RejectAlways},
+		{ID: string(AllowOnce), Name: "Allow once", Kind: AllowOnce},
+		{ID: string(AllowAlways), Name: "Allow always", Kind: AllowAlways},
+		{ID: string(RejectOnce), Name: "Reject once", Kind: RejectOnce},
+		{ID: string(RejectAlways), Name: "Reject always", Kind: RejectAlways},
 	}
 }
 
@@ -71,9 +85,9 @@ type ApprovalDecision struct {
 	// OptionID is the chosen option's id.
 	OptionID string
 	// Kind is the chosen option's kind.
-	Kind string
+	Kind ApprovalOptionKind
 	// By says who decided (DecidedByUser, DecidedByPolicy, DecidedByTimeout).
-	By string
+	By DecidedBy
 	// Reason says why, when the user did not decide.
 	Reason string
 	// Cancelled is true when the wait ended because the turn was cancelled
@@ -92,7 +106,7 @@ type Approver func(ctx context.Context, req ApprovalRequest) ApprovalDecision
 
 // PolicyDecision is the preset's answer to req: allow once when the preset's
 // ApprovalPolicy is "approve", otherwise reject once (never a silent allow).
-func PolicyDecision(p Preset, req ApprovalRequest, by, reason string) ApprovalDecision {
+func PolicyDecision(p Preset, req ApprovalRequest, by DecidedBy, reason string) ApprovalDecision {
 	opts := req.Options
 	if len(opts) == 0 {
 		opts = DefaultApprovalOptions()
@@ -101,7 +115,7 @@ func PolicyDecision(p Preset, req ApprovalRequest, by, reason string) ApprovalDe
 	if p.ApprovalPolicy == "approve" {
 		want = AllowOnce
 	}
-	d := ApprovalDecision{Kind: want, OptionID: want, By: by, Reason: reason}
+	d := ApprovalDecision{Kind: want, OptionID: string(want), By: by, Reason: reason}
 	// Use the harness's own option of that kind, or of the same effect.
 	for _, o := range opts {
 		if o.Kind == want {

@@ -89,7 +89,7 @@ type Preset struct {
 	// Checkpoint is how a checkpoint of a running session is written
 	// (CheckpointFork, the default, or CheckpointInThread); see
 	// CheckpointMethodFor.
-	Checkpoint string `json:"checkpoint,omitempty"`
+	Checkpoint CheckpointMethod `json:"checkpoint,omitempty"`
 }
 
 // Relays reports whether Bridge relays the harness's permission requests
@@ -100,22 +100,28 @@ func (p Preset) Relays() bool { return p.ApprovalRelay == nil || *p.ApprovalRela
 // sessions of p (PlanTools unset or true).
 func (p Preset) WantsPlanTools() bool { return p.PlanTools == nil || *p.PlanTools }
 
+// CheckpointMethod says how a checkpoint was obtained: fork (asked of a
+// native fork of the live session, then discarded: the live conversation is
+// untouched), in-thread (asked in the live conversation, because the preset
+// says so) or reconstructed (rebuilt from the record without the model).
+type CheckpointMethod string
+
 // How a checkpoint was obtained (the checkpoint entry's method).
 const (
 	// CheckpointFork: asked of a native fork of the live session, which is
 	// then discarded; the live conversation is untouched.
-	CheckpointFork = "fork"
+	CheckpointFork CheckpointMethod = "fork"
 	// CheckpointInThread: asked in the live conversation itself (the request
 	// and the reply stay in the harness's context). Only where the preset
 	// asks for it.
-	CheckpointInThread = "in-thread"
+	CheckpointInThread CheckpointMethod = "in-thread"
 	// CheckpointReconstructed: rebuilt by Bridge from the record and the
 	// repository, without asking the model.
-	CheckpointReconstructed = "reconstructed"
+	CheckpointReconstructed CheckpointMethod = "reconstructed"
 )
 
 // CheckpointMethods are the methods, in the order above.
-var CheckpointMethods = []string{CheckpointFork, CheckpointInThread, CheckpointReconstructed}
+var CheckpointMethods = []CheckpointMethod{CheckpointFork, CheckpointInThread, CheckpointReconstructed}
 
 // CheckpointMethodFor is the one rule for how a checkpoint of a running
 // session of preset p is written, given whether the harness can fork it:
@@ -123,7 +129,7 @@ var CheckpointMethods = []string{CheckpointFork, CheckpointInThread, CheckpointR
 // says checkpoint: in-thread, else reconstructed from the record. There is
 // no silent fallback into the live thread. A preset that says in-thread
 // gets in-thread even where a fork is possible (the user asked for it).
-func CheckpointMethodFor(p Preset, canFork bool) string {
+func CheckpointMethodFor(p Preset, canFork bool) CheckpointMethod {
 	switch {
 	case p.Checkpoint == CheckpointInThread:
 		return CheckpointInThread

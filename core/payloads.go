@@ -186,13 +186,13 @@ type ApprovalResolvedPayload struct {
 	// OptionID is the option chosen.
 	OptionID string `json:"optionId,omitempty"`
 	// OptionKind is the chosen option's kind (allow_once, reject_once…).
-	OptionKind string `json:"optionKind,omitempty"`
+	OptionKind ApprovalOptionKind `json:"optionKind,omitempty"`
 	// Decision is the harness's own word for the answer, where it has one.
 	Decision string `json:"decision,omitempty"`
 	// Allowed is true when the tool may run.
 	Allowed bool `json:"allowed"`
 	// By is who decided: the client, the preset's policy…
-	By string `json:"by,omitempty"`
+	By DecidedBy `json:"by,omitempty"`
 	// Reason says why, when the decider said.
 	Reason string `json:"reason,omitempty"`
 	// Remembered is true when an earlier "always" answer decided.
@@ -381,7 +381,7 @@ type BranchSummaryPayload struct {
 // session came back.
 type SessionRestoredPayload struct {
 	// Mode is hot, native, checkpoint_restored or fresh.
-	Mode string `json:"mode"`
+	Mode RestoreMode `json:"mode"`
 	// Reason says why this mode.
 	Reason string `json:"reason,omitempty"`
 	// NativeError is the harness's error when its native resume failed.

@@ -26,9 +26,9 @@ func TestPresetsFor(t *testing.T) {
 // reconstructed, and the live thread only where the preset asks for it.
 func TestCheckpointMethodFor(t *testing.T) {
 	cases := []struct {
-		preset  string
+		preset  core.CheckpointMethod
 		canFork bool
-		want    string
+		want    core.CheckpointMethod
 	}{
 		{"", true, core.CheckpointFork},
 		{"", false, core.CheckpointReconstructed},

@@ -209,13 +209,22 @@ func Payload(v any) json.RawMessage {
 	return b
 }
 
+// RestoreMode is how a session came back: hot (the adapter process was
+// still running), native (the harness resumed its own stored thread and
+// proved it), checkpoint_restored (a fresh process was given the latest
+// checkpoint and the entries after it) or fresh (no prior context).
+type RestoreMode string
+
 // Restoration modes a resumed session reports.
 const (
-	ModeHot                = "hot"
-	ModeNative             = "native"
-	ModeCheckpointRestored = "checkpoint_restored"
-	ModeFresh              = "fresh"
+	ModeHot                RestoreMode = "hot"
+	ModeNative             RestoreMode = "native"
+	ModeCheckpointRestored RestoreMode = "checkpoint_restored"
+	ModeFresh              RestoreMode = "fresh"
 )
+
+// RestoreModes are the modes, in the order above.
+var RestoreModes = []RestoreMode{ModeHot, ModeNative, ModeCheckpointRestored, ModeFresh}
 
 // Session is the head record of one conversation with one harness.
 type Session struct {

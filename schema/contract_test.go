@@ -10,6 +10,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/checkpoint"
 	"github.com/bridge-dev/bridge/schema"
 	"github.com/bridge-dev/bridge/schema/generate"
 )
@@ -279,6 +280,9 @@ func TestGoValuesValidateAgainstTheirSchemas(t *testing.T) {
 		{"session_list.params.schema.json", "negative limit", `{"limit":-1}`},
 		{"session_update.params.schema.json", "tool.started without toolId", `{"sessionId":"s","entry":{"id":"e","sessionId":"s","seq":1,"kind":"tool.started","payload":{"name":"Read"},"createdAt":"2026-01-02T03:04:05Z"}}`},
 		{"session_update.params.schema.json", "user.message whose text is a number", `{"sessionId":"s","entry":{"id":"e","sessionId":"s","seq":1,"kind":"user.message","payload":{"text":7},"createdAt":"2026-01-02T03:04:05Z"}}`},
+		{"session_update.params.schema.json", "session.restored in an unknown mode", `{"sessionId":"s","entry":{"id":"e","sessionId":"s","seq":1,"kind":"session.restored","payload":{"mode":"warm"},"createdAt":"2026-01-02T03:04:05Z"}}`},
+		{"session_update.params.schema.json", "context.compacted with an unknown trigger", `{"sessionId":"s","entry":{"id":"e","sessionId":"s","seq":1,"kind":"context.compacted","payload":{"harness":"codex","trigger":"sometimes"},"createdAt":"2026-01-02T03:04:05Z"}}`},
+		{"session_update.params.schema.json", "checkpoint of an unknown method", `{"sessionId":"s","entry":{"id":"e","sessionId":"s","seq":1,"kind":"checkpoint","payload":{"summary":"s","method":"guess"},"createdAt":"2026-01-02T03:04:05Z"}}`},
 		{"migration_preview.params.schema.json", "unknown lang", `{"sessionId":"s","target":{},"lang":"fr"}`},
 	}
 	for _, b := range bad {
@@ -346,3 +350,59 @@ func TestEntryKindsAreTheRecordsKinds(t *testing.T) {
 }
 
 func asAnyList(v any) []any { l, _ := v.([]any); return l }
+
+// TestEnumsAreCores checks that each string enum of the record (a restore
+// mode, a compaction trigger, a checkpoint's method…) is one type, core's,
+// that schema aliases: the generated definition lists core's values in
+// order, and the entry payloads that carry one refer to that definition, so
+// the JSON Schema and the TypeScript union constrain the record's members
+// as they do the wire's.
+func TestEnumsAreCores(t *testing.T) {
+	defs := loadBundle(t).Defs
+	strs := func(vs any) []any {
+		var out []any
+		v := reflect.ValueOf(vs)
+		for i := range v.Len() {
+			out = append(out, v.Index(i).String())
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name       string
+		schemaType reflect.Type
+		coreType   reflect.Type
+		values     []any
+		members    []string // payload.member naming the definition
+	}{
+		{"CompactionTrigger", reflect.TypeFor[schema.CompactionTrigger](), reflect.TypeFor[core.CompactionTrigger](),
+			strs(core.CompactionTriggers), []string{"ContextCompactedPayload.trigger"}},
+		{"CompactionCause", reflect.TypeFor[schema.CompactionCause](), reflect.TypeFor[core.CompactionCause](),
+			strs(core.CompactionCauses), []string{"ContextCompactedPayload.cause"}},
+		{"RestoreMode", reflect.TypeFor[schema.RestoreMode](), reflect.TypeFor[core.RestoreMode](),
+			strs(core.RestoreModes), []string{"SessionRestoredPayload.mode"}},
+		{"CheckpointMethod", reflect.TypeFor[schema.CheckpointMethod](), reflect.TypeFor[core.CheckpointMethod](),
+			strs(core.CheckpointMethods), []string{"CheckpointPayload.method", "CompactionPayload.method", "CompactionRequestedPayload.method"}},
+		{"Provenance", reflect.TypeFor[schema.Provenance](), reflect.TypeFor[checkpoint.Provenance](),
+			strs(checkpoint.Provenances), []string{"CheckpointPayload.provenance", "CompactionPayload.provenance"}},
+		{"PermissionOptionKind", reflect.TypeFor[schema.PermissionOptionKind](), reflect.TypeFor[core.ApprovalOptionKind](),
+			strs(core.ApprovalOptionKinds), []string{"ApprovalResolvedPayload.optionKind"}},
+		{"DecidedBy", reflect.TypeFor[schema.DecidedBy](), reflect.TypeFor[core.DecidedBy](),
+			strs(core.Deciders), []string{"ApprovalResolvedPayload.by"}},
+	} {
+		if c.schemaType != c.coreType {
+			t.Errorf("schema.%s is %v, want %v", c.name, c.schemaType, c.coreType)
+		}
+		if got := defs[c.name].Enum; !reflect.DeepEqual(got, c.values) {
+			t.Errorf("%s enum = %v, want core's %v", c.name, got, c.values)
+		}
+		for _, m := range c.members {
+			def, member, _ := strings.Cut(m, ".")
+			var p struct {
+				Ref string `json:"$ref"`
+			}
+			if err := json.Unmarshal(defs[def].Properties[member], &p); err != nil || p.Ref != "#/$defs/"+c.name {
+				t.Errorf("%s is %s, want a reference to %s", m, defs[def].Properties[member], c.name)
+			}
+		}
+	}
+}

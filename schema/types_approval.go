@@ -1,6 +1,10 @@
 package schema
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/bridge-dev/bridge/core"
+)
 
 // SessionClientCapabilities are the session features a client supports.
 type SessionClientCapabilities struct {
@@ -68,14 +72,14 @@ type PermissionOutcome struct {
 }
 
 // PermissionOptionKind is what choosing an option means.
-type PermissionOptionKind string
+type PermissionOptionKind = core.ApprovalOptionKind
 
-// Permission option kinds (ACP's).
+// Permission option kinds (ACP's): core's.
 const (
-	AllowOnce    PermissionOptionKind = "allow_once"
-	AllowAlways  PermissionOptionKind = "allow_always"
-	RejectOnce   PermissionOptionKind = "reject_once"
-	RejectAlways PermissionOptionKind = "reject_always"
+	AllowOnce    = core.AllowOnce
+	AllowAlways  = core.AllowAlways
+	RejectOnce   = core.RejectOnce
+	RejectAlways = core.RejectAlways
 )
 
 // PermissionOutcomeKind is "selected" or "cancelled".

@@ -127,27 +127,27 @@ const (
 // CompactionTrigger says who started a native compaction: manual (the user
 // or Bridge asked), auto (the harness decided) or unknown (the harness does
 // not say).
-type CompactionTrigger string
+type CompactionTrigger = core.CompactionTrigger
 
-// Compaction triggers: core's values (core.TriggerManual…), typed.
+// Compaction triggers: core's.
 const (
-	TriggerManual  CompactionTrigger = core.TriggerManual
-	TriggerAuto    CompactionTrigger = core.TriggerAuto
-	TriggerUnknown CompactionTrigger = core.TriggerUnknown
+	TriggerManual  = core.TriggerManual
+	TriggerAuto    = core.TriggerAuto
+	TriggerUnknown = core.TriggerUnknown
 )
 
 // RestoreMode is how a session came back: hot (the adapter process was
 // still running), native (the harness resumed its own stored thread and
 // proved it), checkpoint_restored (a fresh process was given the latest
 // checkpoint and the entries after it) or fresh (no prior context).
-type RestoreMode string
+type RestoreMode = core.RestoreMode
 
-// Restoration modes: core's values (core.ModeHot…), typed.
+// Restoration modes: core's.
 const (
-	ModeHot                RestoreMode = core.ModeHot
-	ModeNative             RestoreMode = core.ModeNative
-	ModeCheckpointRestored RestoreMode = core.ModeCheckpointRestored
-	ModeFresh              RestoreMode = core.ModeFresh
+	ModeHot                = core.ModeHot
+	ModeNative             = core.ModeNative
+	ModeCheckpointRestored = core.ModeCheckpointRestored
+	ModeFresh              = core.ModeFresh
 )
 
 // SessionStatus is where a session stands as the service answering knows
@@ -187,27 +187,37 @@ const (
 // Provenance says where a checkpoint's content came from: agent (the
 // session's own reply), agent+controller (the reply plus evidence Bridge
 // appended) or reconstructed (built from the record after the process died).
-type Provenance string
+type Provenance = checkpoint.Provenance
 
-// Checkpoint provenances: core/checkpoint's values, typed.
+// Checkpoint provenances: core/checkpoint's.
 const (
-	ProvenanceAgent         Provenance = checkpoint.ProvenanceAgent
-	ProvenanceController    Provenance = checkpoint.ProvenanceAgentController
-	ProvenanceReconstructed Provenance = checkpoint.ProvenanceReconstructed
+	ProvenanceAgent         = checkpoint.ProvenanceAgent
+	ProvenanceController    = checkpoint.ProvenanceAgentController
+	ProvenanceReconstructed = checkpoint.ProvenanceReconstructed
 )
 
 // CheckpointMethod says how a checkpoint was obtained: fork (asked of a
 // native fork of the live session, then discarded: the live conversation is
 // untouched), in-thread (asked in the live conversation, because the preset
 // says so) or reconstructed (rebuilt from the record without the model).
-type CheckpointMethod string
+type CheckpointMethod = core.CheckpointMethod
 
-// Checkpoint methods: core's values (core.CheckpointFork…), typed.
+// Checkpoint methods: core's.
 const (
-	MethodFork          CheckpointMethod = core.CheckpointFork
-	MethodInThread      CheckpointMethod = core.CheckpointInThread
-	MethodReconstructed CheckpointMethod = core.CheckpointReconstructed
+	MethodFork          = core.CheckpointFork
+	MethodInThread      = core.CheckpointInThread
+	MethodReconstructed = core.CheckpointReconstructed
 )
+
+// CompactionCause says why an automatic compaction ran, where the harness
+// tells: pressure (its threshold was crossed between steps) or
+// context-overflow (the provider refused a request as too large).
+type CompactionCause = core.CompactionCause
+
+// DecidedBy says who decided an approval: user (the client's user
+// answered), policy (the preset's policy, where no client could be asked)
+// or timeout (the client did not answer in time; the policy applied).
+type DecidedBy = core.DecidedBy
 
 // TokenUsage is what a model call cost in tokens, as the harness reports it.
 type TokenUsage = core.TokenUsage

@@ -33,7 +33,7 @@ type ContextCompactedNotification struct {
 	// Cause says why an automatic compaction ran, where the harness tells:
 	// pressure (its threshold was crossed between steps) or
 	// context-overflow (the provider refused a request as too large).
-	Cause string `json:"cause,omitempty" jsonschema:"enum=pressure,enum=context-overflow"`
+	Cause CompactionCause `json:"cause,omitempty"`
 }
 
 // CheckpointSavedNotification tells the client a Bridge checkpoint was

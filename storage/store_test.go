@@ -77,11 +77,11 @@ func TestSessionCreateGetPatchList(t *testing.T) {
 		t.Fatalf("GetSession = %+v, want %+v", got, s)
 	}
 	p, err := db.PatchSession(ctx, s.ID, core.SessionPatch{Model: core.Ptr("opus"), NativeSessionID: core.Ptr("n-1"),
-		Archived: core.Ptr(false), RestoreMode: core.Ptr(core.ModeNative)})
+		Archived: core.Ptr(false), RestoreMode: core.Ptr(string(core.ModeNative))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Model != "opus" || p.NativeSessionID != "n-1" || p.RestoreMode != core.ModeNative || p.Title != "" {
+	if p.Model != "opus" || p.NativeSessionID != "n-1" || p.RestoreMode != string(core.ModeNative) || p.Title != "" {
 		t.Fatalf("patched = %+v", p)
 	}
 	if !p.UpdatedAt.After(s.UpdatedAt) {

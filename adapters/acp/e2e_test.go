@@ -186,7 +186,7 @@ func TestRealAgentSessionAndLoadAfterRestart(t *testing.T) {
 func TestRealAgentToolPermission(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		kind    string // the option kind the approver picks; "" for no approver
+		kind    core.ApprovalOptionKind // the option kind the approver picks; "" for no approver
 		written bool
 	}{
 		{"allow_once", core.AllowOnce, true},

@@ -310,7 +310,7 @@ func (l *live) request(method string, params json.RawMessage) (any, *rpcError) {
 		ar.Kind, ar.Key = "other", "acp:"+name
 	}
 	for _, o := range req.Options {
-		ar.Options = append(ar.Options, core.ApprovalOption{ID: o.OptionID, Name: o.Name, Kind: o.Kind})
+		ar.Options = append(ar.Options, core.ApprovalOption{ID: o.OptionID, Name: o.Name, Kind: core.ApprovalOptionKind(o.Kind)})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -29,8 +29,8 @@ func (s *suite) testApprovals(t *testing.T) {
 		}
 		return
 	}
-	for _, kind := range []string{core.AllowOnce, core.RejectOnce} {
-		t.Run(kind, func(t *testing.T) {
+	for _, kind := range []core.ApprovalOptionKind{core.AllowOnce, core.RejectOnce} {
+		t.Run(string(kind), func(t *testing.T) {
 			var mu sync.Mutex
 			var asked []core.ApprovalRequest
 			var answered []core.ApprovalDecision

@@ -93,7 +93,7 @@ func toolResultSent(t *testing.T, reqs []fakemodel.Request, toolID string) strin
 func TestE2EApprovalAllowOnceRunsTheTool(t *testing.T) {
 	t.Parallel()
 	file, seen, c, _ := approvalRun(t, func(ctx context.Context, r core.ApprovalRequest) core.ApprovalDecision {
-		return core.ApprovalDecision{OptionID: core.AllowOnce, Kind: core.AllowOnce, By: core.DecidedByUser}
+		return core.ApprovalDecision{OptionID: string(core.AllowOnce), Kind: core.AllowOnce, By: core.DecidedByUser}
 	})
 	if len(seen) != 1 {
 		t.Fatalf("approver asked %d times, want 1: %+v", len(seen), seen)
@@ -116,7 +116,7 @@ func TestE2EApprovalAllowOnceRunsTheTool(t *testing.T) {
 func TestE2EApprovalRejectOnceIsARefusal(t *testing.T) {
 	t.Parallel()
 	file, seen, c, reqs := approvalRun(t, func(ctx context.Context, r core.ApprovalRequest) core.ApprovalDecision {
-		return core.ApprovalDecision{OptionID: core.RejectOnce, Kind: core.RejectOnce, By: core.DecidedByUser}
+		return core.ApprovalDecision{OptionID: string(core.RejectOnce), Kind: core.RejectOnce, By: core.DecidedByUser}
 	})
 	if len(seen) != 1 {
 		t.Fatalf("approver asked %d times, want 1", len(seen))

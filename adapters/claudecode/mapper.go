@@ -209,9 +209,9 @@ func compacted(nativeID string, m *compactMeta, raw []byte) core.Compacted {
 	if m == nil {
 		return c
 	}
-	switch m.Trigger {
+	switch t := core.CompactionTrigger(m.Trigger); t {
 	case core.TriggerManual, core.TriggerAuto:
-		c.Trigger = m.Trigger
+		c.Trigger = t
 	}
 	c.PreTokens = m.PreTokens
 	if c.PreTokens == nil {

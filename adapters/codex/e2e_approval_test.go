@@ -80,7 +80,7 @@ func functionOutput(t *testing.T, reqs []fakemodel.Request, callID string) strin
 
 func TestE2EApprovalAllowOnceRunsTheCommand(t *testing.T) {
 	file, seen, c, reqs := codexApprovalRun(t, func(ctx context.Context, r core.ApprovalRequest) core.ApprovalDecision {
-		return core.ApprovalDecision{OptionID: core.AllowOnce, Kind: core.AllowOnce, By: core.DecidedByUser}
+		return core.ApprovalDecision{OptionID: string(core.AllowOnce), Kind: core.AllowOnce, By: core.DecidedByUser}
 	})
 	done := c.OfKind(core.KindToolCompleted)
 	if len(done) != 1 {
@@ -100,7 +100,7 @@ func TestE2EApprovalAllowOnceRunsTheCommand(t *testing.T) {
 
 func TestE2EApprovalRejectOnceIsARefusal(t *testing.T) {
 	file, seen, _, reqs := codexApprovalRun(t, func(ctx context.Context, r core.ApprovalRequest) core.ApprovalDecision {
-		return core.ApprovalDecision{OptionID: core.RejectOnce, Kind: core.RejectOnce, By: core.DecidedByUser}
+		return core.ApprovalDecision{OptionID: string(core.RejectOnce), Kind: core.RejectOnce, By: core.DecidedByUser}
 	})
 	if len(seen) != 1 {
 		t.Fatalf("approver asked %d times", len(seen))

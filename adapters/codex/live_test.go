@@ -279,14 +279,14 @@ func TestApprovalsFollowPresetPolicy(t *testing.T) {
 }
 
 func TestApprovalsAreRelayedToTheApprover(t *testing.T) {
-	for kind, want := range map[string]string{core.AllowOnce: "accept", core.AllowAlways: "acceptForSession",
+	for kind, want := range map[core.ApprovalOptionKind]string{core.AllowOnce: "accept", core.AllowAlways: "acceptForSession",
 		core.RejectOnce: "decline", core.RejectAlways: "decline"} {
 		ctx := ctxT(t)
 		var c adaptertest.Events
 		var seen []core.ApprovalRequest
 		approve := func(ctx context.Context, r core.ApprovalRequest) core.ApprovalDecision {
 			seen = append(seen, r)
-			return core.ApprovalDecision{OptionID: kind, Kind: kind, By: core.DecidedByUser}
+			return core.ApprovalDecision{OptionID: string(kind), Kind: kind, By: core.DecidedByUser}
 		}
 		l, err := fakeHost(t, "approval").CreateSession(ctx, core.CreateRequest{Approve: approve}, c.Sink)
 		if err != nil {

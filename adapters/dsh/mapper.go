@@ -70,10 +70,10 @@ type node struct {
 // bracket is an open compaction/start … compaction/end.
 type bracket struct {
 	id          string
-	turn        *int64  // the owning turn; nil for a standalone (manual) bracket
-	command     *string // sourceCommandId, when a command started it
-	cause       string  // core.CausePressure or core.CauseContextOverflow (automatic only)
-	pre         *int64  // the gauge when it started, where known
+	turn        *int64               // the owning turn; nil for a standalone (manual) bracket
+	command     *string              // sourceCommandId, when a command started it
+	cause       core.CompactionCause // core.CausePressure or core.CauseContextOverflow (automatic only)
+	pre         *int64               // the gauge when it started, where known
 	start       json.RawMessage
 	summary     json.RawMessage
 	prune       json.RawMessage

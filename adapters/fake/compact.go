@@ -8,7 +8,7 @@ import (
 )
 
 // compacted emits a context.compacted entry and lowers the usage.
-func (l *Live) compacted(trigger string, pre, post int64, focus string, applied *bool) {
+func (l *Live) compacted(trigger core.CompactionTrigger, pre, post int64, focus string, applied *bool) {
 	l.mu.Lock()
 	if pre == 0 && post == 0 {
 		pre, post = l.used, l.used/10
@@ -19,11 +19,11 @@ func (l *Live) compacted(trigger string, pre, post int64, focus string, applied 
 		NativeID: l.nextID(), Summary: fmt.Sprintf("fake summary (%d tokens before)", pre),
 		Focus: focus, FocusApplied: applied,
 		Raw: core.Payload(struct {
-			Type    string `json:"type"`
-			Trigger string `json:"trigger"`
-			Pre     int64  `json:"pre"`
-			Post    int64  `json:"post"`
-			Focus   string `json:"focus"`
+			Type    string                 `json:"type"`
+			Trigger core.CompactionTrigger `json:"trigger"`
+			Pre     int64                  `json:"pre"`
+			Post    int64                  `json:"post"`
+			Focus   string                 `json:"focus"`
 		}{"compact", trigger, pre, post, focus})}
 	l.emitEntry(c.Entry())
 	l.gauge()

@@ -218,7 +218,7 @@ func (l *Live) run(ctx context.Context, steps []Step, prompts int64) (core.TurnR
 				l.say(fmt.Sprintf("stream %d/%d", i, s.N))
 			}
 		case OpCompact:
-			l.compacted(s.Trigger, s.Pre, s.Post, "", nil)
+			l.compacted(core.CompactionTrigger(s.Trigger), s.Pre, s.Post, "", nil)
 		case OpUsage:
 			l.mu.Lock()
 			l.used = s.N

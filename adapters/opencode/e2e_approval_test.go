@@ -42,7 +42,7 @@ func TestE2EPermissionRelayed(t *testing.T) {
 	})
 	for _, tc := range []struct {
 		name    string
-		kind    string // "" for no approver
+		kind    core.ApprovalOptionKind // "" for no approver
 		written bool
 	}{
 		{"allow_once", core.AllowOnce, true},
@@ -77,7 +77,7 @@ func TestE2EPermissionRelayed(t *testing.T) {
 					mu.Lock()
 					seen = append(seen, r)
 					mu.Unlock()
-					return core.ApprovalDecision{OptionID: tc.kind, Kind: tc.kind, By: core.DecidedByUser}
+					return core.ApprovalDecision{OptionID: string(tc.kind), Kind: tc.kind, By: core.DecidedByUser}
 				}
 			}
 			log := &sinkLog{}

@@ -87,7 +87,7 @@ func TestE2EHostedApprovalRelayed(t *testing.T) {
 				t.Errorf("the user was asked %d times, want %d", asked, wantAsked)
 			}
 			_, res, _ := approvalsOf(t, c, s.SessionID)
-			wantBy := map[bool]string{true: "user", false: "policy"}[tc.declare]
+			wantBy := map[bool]schema.DecidedBy{true: "user", false: "policy"}[tc.declare]
 			if len(res) != 1 || res[0].By != wantBy || res[0].OptionID != tc.want {
 				t.Errorf("approval.resolved %v", res)
 			}

@@ -34,37 +34,45 @@ import (
 // and accepts.
 const SchemaVersion = 1
 
-// Provenance says who wrote a checkpoint's meaning.
+// Provenance says who wrote a checkpoint's meaning: agent (the session's
+// own reply), agent+controller (the reply plus evidence Bridge appended) or
+// reconstructed (built from the record after the process died).
+type Provenance string
+
+// Provenances, who wrote a checkpoint's meaning.
 const (
 	// ProvenanceAgent: the session's own agent wrote everything.
-	ProvenanceAgent = "agent"
+	ProvenanceAgent Provenance = "agent"
 	// ProvenanceAgentController: the agent wrote it and Bridge appended
 	// decisions or files the record proves and the reply left out.
-	ProvenanceAgentController = "agent+controller"
+	ProvenanceAgentController Provenance = "agent+controller"
 	// ProvenanceReconstructed: Bridge rebuilt it from the record and the
 	// repository because the process was dead.
-	ProvenanceReconstructed = "reconstructed"
+	ProvenanceReconstructed Provenance = "reconstructed"
 )
+
+// Provenances are the provenances, in the order above.
+var Provenances = []Provenance{ProvenanceAgent, ProvenanceAgentController, ProvenanceReconstructed}
 
 // Checkpoint is Bridge's semantic summary of a session: the meaning the
 // model writes (Summary, Decisions, FilesTouched, OpenWork) plus the
 // bookkeeping Bridge fills itself. It is the payload of a `checkpoint` entry
 // and, with checkpointEntryId added, of its `compaction` boundary.
 type Checkpoint struct {
-	SchemaVersion        int      `json:"schemaVersion"`
-	Summary              string   `json:"summary"`
-	Decisions            []string `json:"decisions"`
-	FilesTouched         []string `json:"filesTouched"`
-	OpenWork             []string `json:"openWork,omitempty"`
-	SourceAgent          string   `json:"sourceAgent"`
-	FirstRetainedEntryID string   `json:"firstRetainedEntryId"`
-	TokensBefore         int64    `json:"tokensBefore"`
-	Reason               Reason   `json:"reason"`
-	Provenance           string   `json:"provenance"`
+	SchemaVersion        int        `json:"schemaVersion"`
+	Summary              string     `json:"summary"`
+	Decisions            []string   `json:"decisions"`
+	FilesTouched         []string   `json:"filesTouched"`
+	OpenWork             []string   `json:"openWork,omitempty"`
+	SourceAgent          string     `json:"sourceAgent"`
+	FirstRetainedEntryID string     `json:"firstRetainedEntryId"`
+	TokensBefore         int64      `json:"tokensBefore"`
+	Reason               Reason     `json:"reason"`
+	Provenance           Provenance `json:"provenance"`
 	// Method is how it was obtained: core.CheckpointFork,
 	// core.CheckpointInThread or core.CheckpointReconstructed ("" in
 	// checkpoints written before Bridge recorded it).
-	Method string `json:"method,omitempty"`
+	Method core.CheckpointMethod `json:"method,omitempty"`
 	// ForkUsage is what the fork's turns cost, where the harness reports it.
 	ForkUsage *core.TokenUsage `json:"forkUsage,omitempty"`
 }
@@ -232,7 +240,7 @@ type Request struct {
 	RepairOf string `json:"repairOf,omitempty"`
 	// Method is how the checkpoint is asked: core.CheckpointFork (nothing
 	// is exchanged in the live conversation) or core.CheckpointInThread.
-	Method string `json:"method,omitempty"`
+	Method core.CheckpointMethod `json:"method,omitempty"`
 }
 
 // RequestEntry is the `compaction.requested` entry that opens (attempt 0) or

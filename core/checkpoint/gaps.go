@@ -16,7 +16,7 @@ type GapReport struct {
 	AppendedFiles     int `json:"appendedFiles"`
 	// Provenance is "agent+controller" when anything was appended, else
 	// "agent".
-	Provenance string `json:"provenance"`
+	Provenance Provenance `json:"provenance"`
 }
 
 // Appended is the number of items Bridge added.

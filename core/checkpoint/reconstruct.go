@@ -259,10 +259,10 @@ func ReconstructFrom(in Recovery, gitStatus string, b Bookkeeping) (Reconstructe
 func RecoveryAudit(sessionID string, r Reconstructed) core.AuditRecord {
 	return core.AuditRecord{Source: auditSource, Kind: AuditRecoveryCompleted, Entity: sessionID,
 		Body: core.Payload(struct {
-			DecisionCount int    `json:"decisionCount"`
-			FileCount     int    `json:"fileCount"`
-			GitFiles      int    `json:"gitFiles"`
-			Provenance    string `json:"provenance"`
+			DecisionCount int        `json:"decisionCount"`
+			FileCount     int        `json:"fileCount"`
+			GitFiles      int        `json:"gitFiles"`
+			Provenance    Provenance `json:"provenance"`
 		}{len(r.Checkpoint.Decisions), len(r.Checkpoint.FilesTouched), len(r.GitFiles), ProvenanceReconstructed})}
 }
 

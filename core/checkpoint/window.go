@@ -160,7 +160,7 @@ func inExchange(w *core.Window) bool {
 // checkpoint is asked of a fork (method "fork"): nothing of it is in the
 // live conversation.
 func forkRequest(raw []byte) bool {
-	return memberString(raw, "method") == core.CheckpointFork
+	return core.CheckpointMethod(memberString(raw, "method")) == core.CheckpointFork
 }
 
 // dropExchange closes the checkpoint exchange opened by w.Pending at seq

@@ -424,7 +424,7 @@ func runes(s string) int { return utf8.RuneCountInString(s) }
 // checkpoint was asked of a fork (method "fork").
 func forkRequest(raw []byte) bool {
 	var p struct {
-		Method string `json:"method"`
+		Method core.CheckpointMethod `json:"method"`
 	}
 	return json.Unmarshal(raw, &p) == nil && p.Method == core.CheckpointFork
 }

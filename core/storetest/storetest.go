@@ -137,8 +137,8 @@ func testSessions(t *testing.T, st core.Store) {
 		t.Fatalf("GetSession = %+v, %v", got, err)
 	}
 	p, err := st.PatchSession(ctx, s.ID, core.SessionPatch{Title: core.Ptr("renamed"), Archived: core.Ptr(true),
-		RestoreMode: core.Ptr(core.ModeNative)})
-	if err != nil || p.Title != "renamed" || !p.Archived || p.RestoreMode != core.ModeNative || p.Model != "m" {
+		RestoreMode: core.Ptr(string(core.ModeNative))})
+	if err != nil || p.Title != "renamed" || !p.Archived || p.RestoreMode != string(core.ModeNative) || p.Model != "m" {
 		t.Fatalf("PatchSession = %+v, %v", p, err)
 	}
 	if p.UpdatedAt.Before(s.UpdatedAt) {

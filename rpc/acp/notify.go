@@ -92,7 +92,7 @@ func (s *Server) RequestPermission(ctx context.Context, p service.PermissionRequ
 	}
 	opts := make([]permissionOption, 0, len(r.Options))
 	for _, o := range r.Options {
-		opts = append(opts, permissionOption{OptionID: o.ID, Name: o.Name, Kind: o.Kind})
+		opts = append(opts, permissionOption{OptionID: o.ID, Name: o.Name, Kind: string(o.Kind)})
 	}
 	var res struct {
 		Outcome struct {

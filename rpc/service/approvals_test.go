@@ -74,7 +74,7 @@ func TestApprovalWithoutCapabilityIsThePolicysReject(t *testing.T) {
 	if len(req) != 1 || req[0]["kind"] != "execute" || req[0]["title"] != "Bash: rm -rf build" || req[0]["harness"] != "fake" {
 		t.Fatalf("approval.requested %v", req)
 	}
-	if len(res) != 1 || res[0]["by"] != core.DecidedByPolicy || res[0]["allowed"] != false || res[0]["optionKind"] != core.RejectOnce ||
+	if len(res) != 1 || res[0]["by"] != string(core.DecidedByPolicy) || res[0]["allowed"] != false || res[0]["optionKind"] != string(core.RejectOnce) ||
 		!strings.Contains(res[0]["reason"].(string), "requestPermission") || res[0]["approvalId"] != req[0]["approvalId"] {
 		t.Fatalf("approval.resolved %v", res)
 	}
@@ -84,7 +84,7 @@ func TestApprovalWithoutCapabilityIsThePolicysReject(t *testing.T) {
 }
 
 func TestApprovalAllowOnceAsksTheClient(t *testing.T) {
-	a := newAsker(func(p service.PermissionRequest) (string, error) { return core.AllowOnce, nil })
+	a := newAsker(func(p service.PermissionRequest) (string, error) { return string(core.AllowOnce), nil })
 	r := newRig(t, rigOptions{permissions: a})
 	s := r.create()
 	r.prompt(s.ID, "ask Bash make test\nask Bash make test")
@@ -98,7 +98,7 @@ func TestApprovalAllowOnceAsksTheClient(t *testing.T) {
 		t.Errorf("request %+v", p)
 	}
 	_, res, tools := approvalEntries(t, r, s.ID)
-	if len(res) != 2 || res[0]["by"] != core.DecidedByUser || res[0]["allowed"] != true || res[0]["optionId"] != core.AllowOnce {
+	if len(res) != 2 || res[0]["by"] != string(core.DecidedByUser) || res[0]["allowed"] != true || res[0]["optionId"] != string(core.AllowOnce) {
 		t.Fatalf("approval.resolved %v", res)
 	}
 	if len(tools) != 2 || tools[0]["isError"] == true {
@@ -107,7 +107,7 @@ func TestApprovalAllowOnceAsksTheClient(t *testing.T) {
 }
 
 func TestApprovalAllowAlwaysIsRememberedForTheSession(t *testing.T) {
-	a := newAsker(func(p service.PermissionRequest) (string, error) { return core.AllowAlways, nil })
+	a := newAsker(func(p service.PermissionRequest) (string, error) { return string(core.AllowAlways), nil })
 	r := newRig(t, rigOptions{permissions: a})
 	s := r.create()
 	r.prompt(s.ID, "ask Bash make test\nask Bash make lint\nask Write notes.md")
@@ -115,8 +115,8 @@ func TestApprovalAllowAlwaysIsRememberedForTheSession(t *testing.T) {
 		t.Fatalf("client asked %d times, want 2 (Bash once, then Write)", n)
 	}
 	_, res, tools := approvalEntries(t, r, s.ID)
-	if len(res) != 3 || res[1]["remembered"] != true || res[1]["by"] != core.DecidedByUser || res[1]["allowed"] != true ||
-		res[0]["remembered"] != nil || res[0]["optionKind"] != core.AllowAlways {
+	if len(res) != 3 || res[1]["remembered"] != true || res[1]["by"] != string(core.DecidedByUser) || res[1]["allowed"] != true ||
+		res[0]["remembered"] != nil || res[0]["optionKind"] != string(core.AllowAlways) {
 		t.Fatalf("approval.resolved %v", res)
 	}
 	for _, x := range tools {
@@ -138,7 +138,7 @@ func TestApprovalClientErrorFallsBackToThePolicy(t *testing.T) {
 	s := r.create()
 	r.prompt(s.ID, "ask Bash ls")
 	_, res, tools := approvalEntries(t, r, s.ID)
-	if len(res) != 1 || res[0]["by"] != core.DecidedByPolicy || res[0]["allowed"] != false ||
+	if len(res) != 1 || res[0]["by"] != string(core.DecidedByPolicy) || res[0]["allowed"] != false ||
 		!strings.Contains(res[0]["reason"].(string), "method not found") {
 		t.Fatalf("approval.resolved %v", res)
 	}
@@ -154,7 +154,7 @@ func TestApprovalUnknownOptionOrCancelledOutcomeIsThePolicy(t *testing.T) {
 		s := r.create()
 		r.prompt(s.ID, "ask Bash ls")
 		_, res, _ := approvalEntries(t, r, s.ID)
-		if len(res) != 1 || res[0]["by"] != core.DecidedByPolicy || res[0]["allowed"] != false {
+		if len(res) != 1 || res[0]["by"] != string(core.DecidedByPolicy) || res[0]["allowed"] != false {
 			t.Errorf("answer %q: approval.resolved %v", answer, res)
 		}
 	}
@@ -170,7 +170,7 @@ func TestApprovalTimeoutAppliesThePresetsPolicy(t *testing.T) {
 	}
 	r.prompt(cr.SessionID, "ask Bash ls")
 	_, res, tools := approvalEntries(t, r, cr.SessionID)
-	if len(res) != 1 || res[0]["by"] != core.DecidedByTimeout || res[0]["allowed"] != true || res[0]["optionKind"] != core.AllowOnce {
+	if len(res) != 1 || res[0]["by"] != string(core.DecidedByTimeout) || res[0]["allowed"] != true || res[0]["optionKind"] != string(core.AllowOnce) {
 		t.Fatalf("approval.resolved %v", res)
 	}
 	if tools[0]["isError"] == true {
@@ -228,7 +228,7 @@ func TestApprovalPendingSuppressesCheckpointsAndCancelRejects(t *testing.T) {
 		return len(res) > 0
 	})
 	_, res, tools := approvalEntries(t, r, s.ID)
-	if len(res) != 1 || res[0]["by"] != core.DecidedByPolicy || res[0]["allowed"] != false ||
+	if len(res) != 1 || res[0]["by"] != string(core.DecidedByPolicy) || res[0]["allowed"] != false ||
 		!strings.Contains(res[0]["reason"].(string), "cancelled") {
 		t.Fatalf("approval.resolved %v", res)
 	}

@@ -70,7 +70,7 @@ func TestResumeModes(t *testing.T) {
 			case core.KindSessionResumeFail:
 				failAt = i
 			case core.KindSessionRestored:
-				if payload(t, e)["mode"] == core.ModeCheckpointRestored {
+				if payload(t, e)["mode"] == string(core.ModeCheckpointRestored) {
 					restoredAt = i
 				}
 			}
@@ -82,7 +82,7 @@ func TestResumeModes(t *testing.T) {
 			t.Fatalf("the fresh process's first prompt must carry the checkpoint:\n%s", firstPrompt)
 		}
 		sess, _ := r3.db.GetSession(ctx, s.ID)
-		if sess.RestoreMode != core.ModeCheckpointRestored {
+		if sess.RestoreMode != string(core.ModeCheckpointRestored) {
 			t.Fatalf("head restore mode %q", sess.RestoreMode)
 		}
 	})

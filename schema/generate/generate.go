@@ -157,6 +157,8 @@ func defName(t reflect.Type) string {
 var aliasNames = map[reflect.Type]string{
 	reflect.TypeFor[core.Code]():         "ErrorCode",
 	reflect.TypeFor[checkpoint.Reason](): "CheckpointReason",
+	// core.ApprovalOptionKind is ACP's PermissionOptionKind.
+	reflect.TypeFor[core.ApprovalOptionKind](): "PermissionOptionKind",
 }
 
 // contractTypes lists every root type once, in table order.

@@ -25,6 +25,10 @@ export type CheckpointReason =
  */
 export type CompactedBy = "harness" | "bridge";
 /**
+ * CompactionCause says why an automatic compaction ran, where the harness tells: pressure (its threshold was crossed between steps) or context-overflow (the provider refused a request as too large).
+ */
+export type CompactionCause = "pressure" | "context-overflow";
+/**
  * CompactionTrigger says who started a native compaction: manual (the user or Bridge asked), auto (the harness decided) or unknown (the harness does not say).
  */
 export type CompactionTrigger = "manual" | "auto" | "unknown";
@@ -32,6 +36,10 @@ export type CompactionTrigger = "manual" | "auto" | "unknown";
  * Content is one block of a prompt, tagged by type: text or image. In Go it is one flat struct; the schema is the oneOf of TextContent and ImageContent.
  */
 export type Content = TextContent | ImageContent;
+/**
+ * DecidedBy says who decided an approval: user (the client's user answered), policy (the preset's policy, where no client could be asked) or timeout (the client did not answer in time; the policy applied).
+ */
+export type DecidedBy = "user" | "policy" | "timeout";
 /**
  * ErrorCode is a domain failure class from a closed set; it travels as data.code of a JSON-RPC error.
  */
@@ -199,7 +207,7 @@ export interface ApprovalResolvedPayload {
   /**
    * By is who decided: the client, the preset's policy…
    */
-  by?: string;
+  by?: DecidedBy;
   /**
    * Cancelled is true when the request was withdrawn unanswered.
    */
@@ -215,7 +223,7 @@ export interface ApprovalResolvedPayload {
   /**
    * OptionKind is the chosen option's kind (allow_once, reject_once…).
    */
-  optionKind?: string;
+  optionKind?: PermissionOptionKind;
   /**
    * Reason says why, when the decider said.
    */
@@ -368,9 +376,9 @@ export interface CheckpointPayload {
   /**
    * Method is how it was obtained: core.CheckpointFork, core.CheckpointInThread or core.CheckpointReconstructed ("" in checkpoints written before Bridge recorded it).
    */
-  method?: string;
+  method?: CheckpointMethod;
   openWork?: string[];
-  provenance?: string;
+  provenance?: Provenance;
   reason?: CheckpointReason;
   schemaVersion?: number;
   sourceAgent?: string;
@@ -484,9 +492,9 @@ export interface CompactionPayload {
   /**
    * Method is how it was obtained: core.CheckpointFork, core.CheckpointInThread or core.CheckpointReconstructed ("" in checkpoints written before Bridge recorded it).
    */
-  method?: string;
+  method?: CheckpointMethod;
   openWork?: string[];
-  provenance?: string;
+  provenance?: Provenance;
   reason?: CheckpointReason;
   schemaVersion?: number;
   sourceAgent?: string;
@@ -502,7 +510,7 @@ export interface CompactionRequestedPayload {
   /**
    * Method is how the checkpoint is asked: core.CheckpointFork (nothing is exchanged in the live conversation) or core.CheckpointInThread.
    */
-  method?: string;
+  method?: CheckpointMethod;
   reason: CheckpointReason;
   /**
    * RepairOf is the problem with the previous reply (attempt 1 only).
@@ -518,7 +526,7 @@ export interface ContextCompactedNotification {
   /**
    * Cause says why an automatic compaction ran, where the harness tells: pressure (its threshold was crossed between steps) or context-overflow (the provider refused a request as too large).
    */
-  cause?: "pressure" | "context-overflow";
+  cause?: CompactionCause;
   /**
    * EntryID is the context.compacted entry.
    */
@@ -559,7 +567,7 @@ export interface ContextCompactedPayload {
   /**
    * Cause says why an automatic compaction ran (CausePressure, CauseContextOverflow), where the harness tells them apart.
    */
-  cause?: string;
+  cause?: CompactionCause;
   /**
    * token counts derived, not reported
    */
@@ -580,9 +588,9 @@ export interface ContextCompactedPayload {
   shadowedTokens?: number;
   summary?: string;
   /**
-   * manual | auto | unknown
+   * Trigger says who started the compaction.
    */
-  trigger: string;
+  trigger: CompactionTrigger;
 }
 /**
  * ContextUsagePayload is the payload of a context.usage entry: a reading of the harness's context gauge.
@@ -2657,7 +2665,7 @@ export interface SessionRestoredPayload {
   /**
    * Mode is hot, native, checkpoint_restored or fresh.
    */
-  mode: string;
+  mode: RestoreMode;
   /**
    * NativeError is the harness's error when its native resume failed.
    */

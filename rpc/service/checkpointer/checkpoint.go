@@ -10,7 +10,6 @@ import (
 	"github.com/bridge-dev/bridge/core/checkpoint"
 	"github.com/bridge-dev/bridge/rpc/peer"
 	"github.com/bridge-dev/bridge/rpc/service/hosts"
-	"github.com/bridge-dev/bridge/schema"
 )
 
 // retainPolicy is how much conversation a checkpoint keeps verbatim after
@@ -118,7 +117,7 @@ func (c *Checkpointer) decide(ctx context.Context, sess core.Session, l Live, re
 // hot writes the checkpoint of a running session whose turn t holds: it
 // opens the request, has the agent (a fork of the session, or the live
 // thread) write the draft, and commits it between turns.
-func (c *Checkpointer) hot(ctx context.Context, t *turn, sessionID string, win core.Window, r Request, method string) (Outcome, error) {
+func (c *Checkpointer) hot(ctx context.Context, t *turn, sessionID string, win core.Window, r Request, method core.CheckpointMethod) (Outcome, error) {
 	l := t.l
 	ev := checkpoint.EvidenceOf(win)
 	plan, err := c.planRetention(ctx, sessionID, win)
@@ -189,7 +188,7 @@ func (c *Checkpointer) hot(ctx context.Context, t *turn, sessionID string, win c
 		return Outcome{}, err
 	}
 	c.opts.Notifier.CheckpointSaved(peer.CheckpointSaved{SessionID: sessionID, EntryID: entries[0].ID,
-		Reason: r.Reason, Provenance: schema.Provenance(cp.Provenance), Method: schema.CheckpointMethod(method), Hot: true})
+		Reason: r.Reason, Provenance: cp.Provenance, Method: method, Hot: true})
 	return Outcome{EntryID: entries[0].ID, Provenance: cp.Provenance, Reason: string(r.Reason),
 		Method: method, ForkUsage: usage}, nil
 }
@@ -199,7 +198,7 @@ func (c *Checkpointer) hot(ctx context.Context, t *turn, sessionID string, win c
 // its live session implements core.Forker. A recent probe that says no is
 // asked again before the checkpoint settles for less (a probe can fail on a
 // loaded machine).
-func (c *Checkpointer) method(ctx context.Context, l Live) string {
+func (c *Checkpointer) method(ctx context.Context, l Live) core.CheckpointMethod {
 	_, forker := l.Harness().(core.Forker)
 	canFork := forker && (c.opts.Hosts.Capabilities(ctx, l.Host()).Has(core.CapSessionFork) || hosts.Probe(ctx, l.Host()).Has(core.CapSessionFork))
 	return core.CheckpointMethodFor(l.Preset(), canFork)
@@ -351,7 +350,7 @@ func (c *Checkpointer) reconstruct(ctx context.Context, sess core.Session, win c
 		return Outcome{}, err
 	}
 	c.opts.Notifier.CheckpointSaved(peer.CheckpointSaved{SessionID: sess.ID, EntryID: entries[0].ID,
-		Reason: reason, Provenance: schema.Provenance(rec.Checkpoint.Provenance), Method: core.CheckpointReconstructed, Hot: hot})
+		Reason: reason, Provenance: rec.Checkpoint.Provenance, Method: core.CheckpointReconstructed, Hot: hot})
 	return Outcome{EntryID: entries[0].ID, Provenance: rec.Checkpoint.Provenance, Reason: string(reason),
 		Method: core.CheckpointReconstructed}, nil
 }

@@ -111,9 +111,9 @@ type Request struct {
 // Outcome is what a written checkpoint is.
 type Outcome struct {
 	EntryID    string
-	Provenance string
+	Provenance checkpoint.Provenance
 	Reason     string
-	Method     string
+	Method     core.CheckpointMethod
 	ForkUsage  *core.TokenUsage
 }
 

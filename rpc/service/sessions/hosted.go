@@ -36,7 +36,7 @@ func (s *Sessions) HostedPermission(ctx context.Context, p schema.HostedRequestP
 			return schema.HostedRequestPermissionResult{}, core.InvalidField(fmt.Sprintf("options[%d].optionId", i), "option ids must be unique and non-empty")
 		}
 		seen[o.OptionID] = true
-		req.Options = append(req.Options, core.ApprovalOption{ID: o.OptionID, Name: o.Name, Kind: string(o.Kind)})
+		req.Options = append(req.Options, core.ApprovalOption{ID: o.OptionID, Name: o.Name, Kind: o.Kind})
 	}
 	l := s.hostedLive(p.NativeID)
 	if l == nil {

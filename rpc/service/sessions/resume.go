@@ -103,7 +103,7 @@ func (s *Sessions) Resume(ctx context.Context, sessionID string, fresh bool) (pe
 
 // restored records the outcome, updates the head and tells the client.
 func (s *Sessions) restored(ctx context.Context, r peer.Restored) (peer.Restored, error) {
-	payload := core.SessionRestoredPayload{Mode: string(r.Mode), Reason: r.Reason, NativeError: r.NativeError,
+	payload := core.SessionRestoredPayload{Mode: r.Mode, Reason: r.Reason, NativeError: r.NativeError,
 		CheckpointEntryID: r.CheckpointEntryID}
 	restored := core.NewEntry{Kind: core.KindSessionRestored, Payload: core.Payload(payload)}
 	var err error
