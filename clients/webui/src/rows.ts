@@ -33,6 +33,14 @@ const gap = 4;
 const overscan = 400;
 /** maxShown bounds the rows in the page at once, whatever the estimates say. */
 const maxShown = 300;
+/**
+ * fillPerFrame is how many rows not built yet a render builds outside the
+ * view (in the overscan); the rest come in the next frames. The rows in
+ * the view are always built. A jump far back (a fling, or the scrollbar
+ * dragged) then builds and lays out a screenful of rows in its frame, not a
+ * screenful and 800 px more.
+ */
+const fillPerFrame = 4;
 
 /** VirtualList shows the rows of list near the scroller's view. */
 export class VirtualList {
@@ -184,6 +192,8 @@ export class VirtualList {
       if (bottom) this.pinned = true;
       return;
     }
+    let fill = fillPerFrame;
+    let later = false;
     for (let pass = 0; pass < 3; pass++) {
       const vh = sc.clientHeight;
       const scTop = sc.getBoundingClientRect().top + sc.clientTop;
@@ -201,6 +211,7 @@ export class VirtualList {
       let e = 0;
       let anchor = -1;
       let delta = 0;
+      let viewEnd = 0;
       for (let i = 0, y = 0; i < n && y < top + vh + overscan; i++) {
         const h = this.rows[i].h;
         if (s === n && y + h > top - overscan) s = i;
@@ -208,8 +219,19 @@ export class VirtualList {
           anchor = i;
           delta = y - top;
         }
+        if (y < top + vh) viewEnd = i + 1;
         y += h;
         e = i + 1;
+      }
+      if (anchor >= s && anchor < e) {
+        // Outside the view, the rows built already, and a few more (fill).
+        let a = anchor;
+        let b = Math.max(viewEnd, anchor + 1);
+        while (a > s && (this.rows[a - 1].el || fill-- > 0)) a--;
+        while (b < e && (this.rows[b].el || fill-- > 0)) b++;
+        if (a > s || b < e) later = true;
+        s = a;
+        e = b;
       }
       if (s >= e && n > 0) {
         // The view is past the rows the estimates place: show the last one, measure, and go again.
@@ -267,6 +289,8 @@ export class VirtualList {
       if ((s === 0 || first <= view) && (e === n || last >= view + vh)) break;
     }
     this.pinned = bottom || this.atBottom();
+    // Rows of the overscan left for later: build them in the next frame.
+    if (later) this.schedule();
   }
 
   /** report sets the window's data attributes. */
