@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/storage/internal/record"
 )
@@ -46,30 +44,9 @@ func (db *DB) Search(ctx context.Context, q core.SearchQuery) (core.SearchPage, 
 	qctx, cancel := context.WithTimeoutCause(ctx, db.searchTimeout, errSearchTimeout)
 	defer cancel()
 	err = db.read(qctx, func(tx querier) error {
-		var top int64
-		mode := []any{}
-		if !tq.narrow {
-			if err := tx.QueryRow(qctx, `SELECT coalesce(max(rowid), 0) FROM entries`).Scan(&top); err != nil {
-				return err
-			}
-			// An unnamed statement, planned for these windows each time:
-			// a plan made for any window could read each one whole.
-			mode = append(mode, pgx.QueryExecModeCacheDescribe)
-		}
-		query, args := searchSQL(q, tq, limit, offset, top)
-		rows, err := tx.Query(qctx, query, append(mode, args...)...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			h, err := scanHit(rows, tq)
-			if err != nil {
-				return err
-			}
-			page.Hits = append(page.Hits, h)
-		}
-		return rows.Err()
+		hits, err := db.searchHits(qctx, tx, q, tq, limit, offset)
+		page.Hits = hits
+		return err
 	})
 	if err != nil {
 		switch {
@@ -96,7 +73,8 @@ const rankCandidates = 500
 // Migration 110: a BRIN index of entries by rowid (a few hundred KB for a
 // million entries; entries are appended, so rowid follows the table's
 // physical order), which lets a search read a window of the newest rows
-// (searchSQL) without visiting the rows outside it.
+// through the GIN index (broadCandidates) without visiting the rows
+// outside it.
 var _ = func() int {
 	migrations = append(migrations, migration{110, "entries_rowid_brin", `
 CREATE INDEX entries_rowid_brin ON entries USING brin (rowid) WITH (pages_per_range = 32);
@@ -104,128 +82,133 @@ CREATE INDEX entries_rowid_brin ON entries USING brin (rowid) WITH (pages_per_ra
 	return 0
 }()
 
-// The windows of rows a broad search looks for its candidates in, newest
-// first (searchSQL): the first holds searchWindow rows per candidate, each
-// next one searchGrowth times as many as the one before.
-const (
-	searchWindow = 4
-	searchGrowth = 4
-)
+// sqlArgs are a statement's arguments as it is written.
+type sqlArgs []any
 
-// searchSQL is the statement of a search and its arguments: the newest
-// matches of tq with q's filters (rankCandidates, or the page's end if
-// further), exact phrases first, then by rank, the page from offset on and
-// one hit more than limit. top is the newest rowid of the record.
-//
-// A narrow query (tsQuery.narrow) reads its matches from the GIN index in
-// one subquery. A broad one looks for them in windows of rows, newest
-// first, each searchGrowth times the one before, the last reaching the
-// oldest row: one subquery per window, ORDER BY rowid DESC LIMIT n each,
-// joined by UNION ALL under LIMIT n, so the server runs a window only
-// while the newer ones have not given n matches yet. In each window the
-// planner reads the rows backwards along rowid (many matches: it stops at
-// n) or takes the matches from the GIN index ANDed with the window's pages
-// from the BRIN index (fewer: it reads only the pages holding them), so
-// no plan reads the whole table for a broad query that turns out rare, or
-// every match of a common one. Only the page's rows are read whole, after
-// ranking.
-func searchSQL(q core.SearchQuery, tq tsQuery, limit, offset int, top int64) (string, []any) {
-	args := []any{tq.match}
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	phrase := "false"
-	if tq.phrase != "" {
-		phrase = "c.search @@ " + arg(tq.phrase) + "::tsquery"
-	}
+// add appends v and returns its placeholder.
+func (a *sqlArgs) add(v any) string {
+	*a = append(*a, v)
+	return "$" + strconv.Itoa(len(*a))
+}
+
+// searchFilter is the condition on an entry e of q's filters (harness,
+// cwd, session, time), with its arguments added to args; joined: the
+// statement joins e's session (its columns are named as they are).
+func searchFilter(q core.SearchQuery, args *sqlArgs, joined bool) string {
 	var where, of []string // of the entry, of its session
 	if q.Harness != "" {
-		of = append(of, "harness = "+arg(txt(q.Harness)))
+		of = append(of, "harness = "+args.add(txt(q.Harness)))
 	}
 	if q.Cwd != "" {
-		of = append(of, "cwd = "+arg(txt(q.Cwd)))
+		of = append(of, "cwd = "+args.add(txt(q.Cwd)))
 	}
 	if q.SessionID != "" {
-		where = append(where, "e.session_id = "+arg(txt(q.SessionID)))
+		where = append(where, "e.session_id = "+args.add(txt(q.SessionID)))
 	} else {
 		// The temporary sessions a migration's summary worker ran in
 		// (archived once done) repeat their source's text: left out
 		// unless the search names one.
-		of = append(of, "NOT (archived AND starts_with(title, "+arg(core.HandoffWorkerTitle)+"))")
+		of = append(of, "NOT (archived AND starts_with(title, "+args.add(core.HandoffWorkerTitle)+"))")
 	}
 	if !q.Since.IsZero() {
-		where = append(where, "e.created_at >= "+arg(record.Nanos(q.Since)))
+		where = append(where, "e.created_at >= "+args.add(record.Nanos(q.Since)))
 	}
 	if !q.Until.IsZero() {
-		where = append(where, "e.created_at < "+arg(record.Nanos(q.Until)))
+		where = append(where, "e.created_at < "+args.add(record.Nanos(q.Until)))
 	}
-	n := max(rankCandidates, offset+limit+1)
-	nArg := arg(n)
-	if tq.narrow {
-		// One subquery with the session joined: the statement the server
-		// plans fastest, and a narrow query's plan is a GIN lookup.
-		query := `SELECT c.id, c.session_id, c.seq, c.kind, c.created_at, c.harness, c.title, c.cwd, c.payload,
-			ts_rank_cd(c.search, $1::tsquery) AS rank, ` + phrase + ` AS phrase
-			FROM (SELECT e.id, e.session_id, e.seq, e.kind, e.created_at, s.harness, s.title, s.cwd, e.payload, e.search, e.rowid
-				FROM entries e JOIN sessions s ON s.id = e.session_id
-				WHERE e.search @@ $1::tsquery AND ` + strings.Join(append(where, of...), " AND ") + `
-				ORDER BY e.rowid DESC LIMIT ` + nArg + `) c
-			ORDER BY phrase DESC, rank DESC, c.rowid
-			LIMIT ` + arg(limit+1) + ` OFFSET ` + arg(offset)
-		return query, args
-	}
-	if len(of) > 0 {
+	if joined {
+		where = append(where, of...)
+	} else if len(of) > 0 {
 		where = append(where, "e.session_id IN (SELECT id FROM sessions WHERE "+strings.Join(of, " AND ")+")")
 	}
-	filter := strings.Join(where, " AND ")
-	var windows []string
-	hi, size := top, int64(n)*searchWindow
-	for first := true; ; first = false {
-		bound := ""
-		if !first {
-			bound = " AND e.rowid <= " + arg(hi)
-		}
-		lo := hi - size
-		if lo > 0 {
-			bound += " AND e.rowid > " + arg(lo)
-		}
-		windows = append(windows, `(SELECT e.rowid, e.search FROM entries e
-			WHERE e.search @@ $1::tsquery AND `+filter+bound+`
-			ORDER BY e.rowid DESC LIMIT `+nArg+`)`)
-		if lo <= 0 {
-			break
-		}
-		hi, size = lo, size*searchGrowth
-	}
-	query := `SELECT e.id, e.session_id, e.seq, e.kind, e.created_at, s.harness, s.title, s.cwd, e.payload, r.rank, r.phrase
-		FROM (SELECT c.rowid, ts_rank_cd(c.search, $1::tsquery) AS rank, ` + phrase + ` AS phrase
-			FROM (SELECT * FROM (` + strings.Join(windows, "\n\t\tUNION ALL ") + `) w LIMIT ` + nArg + `) c
-			ORDER BY phrase DESC, rank DESC, c.rowid
-			LIMIT ` + arg(limit+1) + ` OFFSET ` + arg(offset) + `) r
-		JOIN entries e ON e.rowid = r.rowid JOIN sessions s ON s.id = e.session_id
-		ORDER BY r.phrase DESC, r.rank DESC, r.rowid`
-	return query, args
+	return strings.Join(where, " AND ")
 }
 
-// scanHit reads one hit of searchSQL's rows, with its snippet.
-func scanHit(rows pgx.Rows, tq tsQuery) (core.SearchHit, error) {
-	var h core.SearchHit
-	var created int64
-	var payload string
-	var rank float32
-	var phrased bool
-	if err := rows.Scan(&h.EntryID, &h.SessionID, &h.Seq, &h.Kind, &created, &h.Harness, &h.SessionTitle, &h.Cwd,
-		&payload, &rank, &phrased); err != nil {
-		return h, err
+// phraseSQL is the column telling whether c.search holds tq's words as
+// one phrase (false when tq has no phrase), with its argument added.
+func phraseSQL(tq tsQuery, args *sqlArgs) string {
+	if tq.phrase == "" {
+		return "false"
 	}
-	h.CreatedAt = record.Unix(created)
+	return "c.search @@ " + args.add(tq.phrase) + "::tsquery"
+}
+
+// hitCols are the columns of a hit (hitRow), of an entry e and its
+// session s.
+const hitCols = `e.id, e.session_id, e.seq, e.kind, e.created_at, s.harness, s.title, s.cwd, e.payload`
+
+// searchHits is the page of q's hits from offset on, and one hit more
+// than limit when there is one: of the newest matches of tq with q's
+// filters (rankCandidates, or the page's end if further), exact phrases
+// first, then by rank, then oldest first.
+//
+// A narrow query (tsQuery.narrow) reads its matches from the GIN index
+// in one statement, ranked by the server. A broad one looks for its
+// newest matches in windows of rows (broadCandidates), and only the
+// page's rows are read whole.
+func (db *DB) searchHits(ctx context.Context, tx querier, q core.SearchQuery, tq tsQuery, limit, offset int) ([]core.SearchHit, error) {
+	n := max(rankCandidates, offset+limit+1)
+	if !tq.narrow {
+		cands, err := broadCandidates(ctx, tx, q, tq, n)
+		if err != nil {
+			return nil, err
+		}
+		return pageOf(ctx, tx, tq, cands, limit, offset)
+	}
+	args := sqlArgs{tq.match}
+	phrase := phraseSQL(tq, &args)
+	filter := searchFilter(q, &args, true)
+	// One subquery with the session joined: the statement the server
+	// plans fastest, and a narrow query's plan is a GIN lookup.
+	query := `SELECT c.id, c.session_id, c.seq, c.kind, c.created_at, c.harness, c.title, c.cwd, c.payload,
+		ts_rank_cd(c.search, $1::tsquery) AS rank, ` + phrase + ` AS phrase
+		FROM (SELECT ` + hitCols + `, e.search, e.rowid
+			FROM entries e JOIN sessions s ON s.id = e.session_id
+			WHERE e.search @@ $1::tsquery AND ` + filter + `
+			ORDER BY e.rowid DESC LIMIT ` + args.add(n) + `) c
+		ORDER BY phrase DESC, rank DESC, c.rowid
+		LIMIT ` + args.add(limit+1) + ` OFFSET ` + args.add(offset)
+	rows, err := tx.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	hits := []core.SearchHit{}
+	for rows.Next() {
+		var r hitRow
+		var rank float32
+		var phrased bool
+		if err := rows.Scan(append(r.dest(), &rank, &phrased)...); err != nil {
+			return nil, err
+		}
+		hits = append(hits, r.hit(tq, rank, phrased))
+	}
+	return hits, rows.Err()
+}
+
+// hitRow is one row of hitCols as read.
+type hitRow struct {
+	h       core.SearchHit
+	created int64
+	payload string
+}
+
+func (r *hitRow) dest() []any {
+	h := &r.h
+	return []any{&h.EntryID, &h.SessionID, &h.Seq, &h.Kind, &r.created, &h.Harness, &h.SessionTitle, &h.Cwd, &r.payload}
+}
+
+// hit is the row's hit: its time, its score (an exact phrase ranks first,
+// as with SQLite) and its snippet.
+func (r *hitRow) hit(tq tsQuery, rank float32, phrased bool) core.SearchHit {
+	h := r.h
+	h.CreatedAt = record.Unix(r.created)
 	h.Score = -float64(rank)
 	if phrased {
-		h.Score -= 1000 // an exact phrase ranks first, as with SQLite
+		h.Score -= 1000
 	}
-	h.Snippet, h.Highlights = snippet(record.SearchText(h.Kind, []byte(payload)), tq.terms)
-	return h, nil
+	h.Snippet, h.Highlights = snippet(record.SearchText(h.Kind, []byte(r.payload)), tq.terms)
+	return h
 }
 
 // snippetTokens is how many words of an entry's text a snippet shows.

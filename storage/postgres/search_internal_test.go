@@ -43,10 +43,12 @@ func TestNarrowQueries(t *testing.T) {
 	}
 }
 
-// TestWindowsFindWhatOneWindowFinds: over 6,000 entries (three windows of
-// rows for a first page), a broad query's pages are those of the same
-// query read in one window: the same newest matches, ranked the same, a
-// page past the 500th candidate included.
+// TestWindowsFindWhatOneWindowFinds: over 6,000 entries in two sessions,
+// a broad query's pages are those of the same query read by one statement
+// (as a narrow query is): the same newest matches, ranked the same, a page
+// past the 500th candidate included, with a filter or not. They are read
+// through the windows nextWindow chooses, and through small windows all
+// read backwards, all through the GIN index, and alternating.
 func TestWindowsFindWhatOneWindowFinds(t *testing.T) {
 	ctx := context.Background()
 	db, err := Open(ctx, pgtest.URL(t), Options{})
@@ -54,9 +56,13 @@ func TestWindowsFindWhatOneWindowFinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	s, err := db.CreateSession(ctx, core.Session{Harness: "codex"})
-	if err != nil {
-		t.Fatal(err)
+	var sessions []core.Session
+	for _, h := range []string{"codex", "opencode"} {
+		s, err := db.CreateSession(ctx, core.Session{Harness: h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions = append(sessions, s)
 	}
 	for b := 0; b < 6; b++ {
 		var es []core.NewEntry
@@ -68,48 +74,56 @@ func TestWindowsFindWhatOneWindowFinds(t *testing.T) {
 			if i%11 == 0 {
 				text += " beta"
 			}
+			if i%97 == 0 {
+				text += " gamma"
+			}
 			es = append(es, core.NewEntry{Kind: core.KindAssistantMessage, Payload: core.Payload(core.AssistantMessagePayload{Text: text})})
 		}
-		if _, err := db.Append(ctx, s.ID, es...); err != nil {
+		if _, err := db.Append(ctx, sessions[b/3].ID, es...); err != nil { // 0, 1, 2 to the first, 3, 4, 5 to the second
 			t.Fatal(err)
 		}
-	}
-	var top int64
-	if err := db.pool.QueryRow(ctx, `SELECT max(rowid) FROM entries`).Scan(&top); err != nil {
-		t.Fatal(err)
 	}
 	hits := func(q core.SearchQuery, tq tsQuery, limit, offset int) string {
-		query, args := searchSQL(q, tq, limit, offset, top)
-		rows, err := db.pool.Query(ctx, query, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
 		var out []string
-		for rows.Next() {
-			h, err := scanHit(rows, tq)
-			if err != nil {
-				t.Fatal(err)
+		err := db.read(ctx, func(tx querier) error {
+			hs, err := db.searchHits(ctx, tx, q, tq, limit, offset)
+			for _, h := range hs {
+				out = append(out, fmt.Sprintf("%d:%.4f", h.Seq, h.Score))
 			}
-			out = append(out, fmt.Sprintf("%d:%.4f", h.Seq, h.Score))
-		}
-		if err := rows.Err(); err != nil {
+			return err
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 		return strings.Join(out, " ")
 	}
-	for _, text := range []string{"alpha", "beta", "alpha OR beta", "beta NOT alpha", "alp*", "w59*"} {
-		q := core.SearchQuery{Query: text}
-		tq, err := buildQuery(text)
-		if err != nil || tq.narrow {
-			t.Fatalf("%q: %v, narrow %v; want a broad query", text, err, tq.narrow)
-		}
-		one := tq
-		one.narrow = true
-		for _, offset := range []int{0, 490} {
-			got, want := hits(q, tq, 20, offset), hits(q, one, 20, offset)
-			if got != want || offset == 0 && want == "" {
-				t.Errorf("%q from %d: windows found\n%s\none window\n%s", text, offset, got, want)
+	chosen := nextWindow
+	defer func() { nextWindow = chosen }()
+	policies := map[string]func(n, found int, scanned, top int64, prefix bool) window{
+		"chosen":     chosen,
+		"backwards":  func(int, int, int64, int64, bool) window { return window{size: 700, read: backwards} },
+		"gin window": func(int, int, int64, int64, bool) window { return window{size: 700, read: ginWindow} },
+		"gin all":    func(int, int, int64, int64, bool) window { return window{size: 700, read: ginAll} },
+		"alternating": func(_, _ int, scanned, _ int64, _ bool) window {
+			return window{size: 900, read: reading(scanned / 900 % 3)}
+		},
+	}
+	for name, policy := range policies {
+		nextWindow = policy
+		for _, text := range []string{"alpha", "beta", "gamma", "alpha OR beta", "beta NOT alpha", "alp*", "w59*", "nothing"} {
+			tq, err := buildQuery(text)
+			if err != nil || tq.narrow {
+				t.Fatalf("%q: %v, narrow %v; want a broad query", text, err, tq.narrow)
+			}
+			one := tq
+			one.narrow = true
+			for _, q := range []core.SearchQuery{{Query: text}, {Query: text, Harness: "opencode"}} {
+				for _, offset := range []int{0, 490} {
+					got, want := hits(q, tq, 20, offset), hits(q, one, 20, offset)
+					if got != want || offset == 0 && want == "" && text != "nothing" {
+						t.Errorf("%s: %q (harness %q) from %d: windows found\n%s\none statement\n%s", name, text, q.Harness, offset, got, want)
+					}
+				}
 			}
 		}
 	}
