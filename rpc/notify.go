@@ -119,9 +119,28 @@ type clientCaller struct{ s *server }
 
 var _ Caller = clientCaller{}
 
+// errInputEnded is why a call to the client stopped waiting: the client's
+// input ended, so its reply can never arrive.
+var errInputEnded = errors.New("the client closed its input")
+
 // Call implements Caller. It must be called from a released handler or
 // another goroutine, never from the read loop (initialize, Open, HostEvent).
-func (c clientCaller) Call(ctx context.Context, method string, params, result any) error {
+// A call made once the client's input has ended, or waiting when it ends,
+// fails at once (CodeUnavailable) instead of waiting for its context: the
+// shutdown checkpoint of a session the client hosts runs after the client
+// has gone, under a context that only its bound ends.
+func (c clientCaller) Call(parent context.Context, method string, params, result any) error {
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	if c.s.inputEnded != nil {
+		go func() {
+			select {
+			case <-c.s.inputEnded:
+				cancel(errInputEnded)
+			case <-ctx.Done():
+			}
+		}()
+	}
 	var raw jsonrpc2.RawMessage
 	if params != nil {
 		b, err := json.Marshal(params)
@@ -133,6 +152,9 @@ func (c clientCaller) Call(ctx context.Context, method string, params, result an
 	var out jsonrpc2.RawMessage
 	id, err := c.s.conn.Call(ctx, method, raw, &out)
 	if err != nil {
+		if parent.Err() == nil && errors.Is(context.Cause(ctx), errInputEnded) {
+			return core.E(core.CodeUnavailable, method+": the client is unreachable", errInputEnded)
+		}
 		if ctx.Err() != nil {
 			if id.IsValid() {
 				send(c.s, schema.NoticeCancelRequest, cancelParams(id))

@@ -209,3 +209,60 @@ func TestHostEventReachesBackend(t *testing.T) {
 		t.Errorf("event %s", got)
 	}
 }
+
+// callingOnClose is a backend whose Close calls the client, as the
+// before_shutdown checkpoint of a session the client hosts does.
+type callingOnClose struct {
+	*fakeBackend
+	cl  chan Caller
+	got chan error
+}
+
+func (b callingOnClose) Close(ctx context.Context) error {
+	b.got <- (<-b.cl).Call(ctx, "host/session.prompt", map[string]any{"sessionId": "n1"}, nil)
+	return b.fakeBackend.Close(ctx)
+}
+
+// TestCallFailsOnceTheClientInputEnds: a call to the client that waits for
+// a reply when the client closes its input, or is made after that (by the
+// backend's Close), fails with CodeUnavailable instead of waiting for its
+// context. The shutdown checkpoint of a session the client hosts runs under
+// a context only its bound ends; before, Bridge waited out that bound (and
+// an editor that closed the pipe killed it after 10 s).
+func TestCallFailsOnceTheClientInputEnds(t *testing.T) {
+	b := callingOnClose{fakeBackend: newFake(), cl: make(chan Caller, 1), got: make(chan error, 1)}
+	var cl Caller
+	c := startServer(t, b.fakeBackend, func(cfg *Config) {
+		cfg.Open = func(ctx context.Context, opts InitOptions, n peer.Notifier, caller Caller) (Backend, error) {
+			cl = caller
+			b.cl <- caller
+			return b, nil
+		}
+	})
+	c.SetOnRequest(func(m wireMsg) (any, *wireErr) {
+		select {} // host/session.prompt: never answered
+	})
+	c.initialize()
+	waiting := make(chan error, 1)
+	go func() {
+		waiting <- cl.Call(context.Background(), "host/session.prompt", map[string]any{"sessionId": "n1"}, nil)
+	}()
+	c.Await("host/session.prompt", func(m wireMsg) bool { return m.Method == "host/session.prompt" })
+	c.w.Close()
+	for _, call := range []struct {
+		name string
+		err  <-chan error
+	}{{"waiting when the input ended", waiting}, {"made by Close after the input ended", b.got}} {
+		select {
+		case err := <-call.err:
+			if core.ErrorCode(err) != core.CodeUnavailable || !strings.Contains(err.Error(), "closed its input") {
+				t.Errorf("%s: %v (%s), want unavailable: the client closed its input", call.name, err, core.ErrorCode(err))
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: still waiting 30 s after the client's input ended", call.name)
+		}
+	}
+	if res := c.waitExit(); res.code != 1 || res.err != nil {
+		t.Errorf("Serve returned %d, %v; want 1 (input ended without shutdown)", res.code, res.err)
+	}
+}

@@ -52,6 +52,9 @@ type server struct {
 	log  *slog.Logger
 	conn jsonrpc2.Conn
 	life context.Context // the connection's lifetime
+	// inputEnded is closed when the client's input ends (or fails): no
+	// reply to a call of ours can arrive after that.
+	inputEnded <-chan struct{}
 
 	// inflight maps the id of each running request to the cancel function
 	// of its context ($/cancelRequest). jsonrpc2.CancelHandler is not used:
@@ -138,7 +141,7 @@ func serveTransport(ctx context.Context, stream transport, cfg Config, log *slog
 	life, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	s := &server{cfg: cfg, log: log, life: life, exitCh: make(chan int, 1), stopping: make(chan struct{}),
-		inflight: make(map[jsonrpc2.ID]running), replies: newReplies(),
+		inflight: make(map[jsonrpc2.ID]running), replies: newReplies(), inputEnded: stream.ended(),
 		progressing: make(map[schema.ProgressToken]context.CancelFunc)}
 	stream.onReplied(s.replies.done)
 	s.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithPreempter(s))
