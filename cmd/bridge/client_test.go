@@ -117,6 +117,7 @@ func startProcess(t testing.TB, cmd *exec.Cmd, env ...string) *client {
 		select {
 		case <-c.Done():
 		case <-time.After(10 * time.Second):
+			t.Logf("bridge still running 10 s after its input closed; killed")
 			_ = cmd.Process.Kill()
 		}
 		_ = cmd.Wait()

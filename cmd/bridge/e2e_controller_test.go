@@ -127,7 +127,7 @@ func TestE2EClaudePhaseBoundary(t *testing.T) {
 // restores from it.
 func TestE2EClaudeShutdownCheckpoint(t *testing.T) {
 	t.Parallel()
-	h := newHarnessEnv(t, harnessOptions{})
+	h := newHarnessEnv(t, harnessOptions{Config: onShutdown})
 	const summary = "SHUTDOWN-8080: the server moves to port 55837 in internal/server/listen.go"
 	h.onText(checkpointMarker, inProse(checkpointJSON(summary)))
 	h.onText("port 55837", "Noted, port 55837.")
@@ -273,7 +273,7 @@ func TestE2EClaudeVersionChangeCheckpoint(t *testing.T) {
 // nothing on stderr at error level.
 func TestE2EClaudeSIGTERM(t *testing.T) {
 	t.Parallel()
-	h := newHarnessEnv(t, harnessOptions{})
+	h := newHarnessEnv(t, harnessOptions{Config: onShutdown})
 	const summary = "SIGTERM-1999: port 55837 decided"
 	h.onText(checkpointMarker, inProse(checkpointJSON(summary)))
 	h.onText("port 55837", "Noted, port 55837.")

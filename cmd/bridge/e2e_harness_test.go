@@ -299,7 +299,7 @@ func resume(t *testing.T, c *client, sid string) (schema.SessionResumeResult, sc
 // not, each time in a new bridge process.
 func TestE2EClaudeRestore(t *testing.T) {
 	t.Parallel()
-	h := newHarnessEnv(t, harnessOptions{})
+	h := newHarnessEnv(t, harnessOptions{Config: onShutdown})
 	const summary = "CKPT-RESTORE-4242: the server moves to port 55837 in internal/server/listen.go"
 	h.onText(checkpointMarker, inProse(checkpointJSON(summary)))
 	h.onText("port 55837", "Noted, port 55837.")

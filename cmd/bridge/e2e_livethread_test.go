@@ -27,6 +27,7 @@ const (
 var liveThreadConfig = map[string]any{
 	"checkpointInstructions":    plantedMarker + ": a marker the tests look for.",
 	"shutdownCheckpointSeconds": 180,
+	"checkpointOnShutdown":      true,
 }
 
 // claudeSessionOf is the Claude Code session a model request belongs to

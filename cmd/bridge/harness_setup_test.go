@@ -73,6 +73,10 @@ type harnessOptions struct {
 	Store storeKind
 }
 
+// onShutdown is the config of a test that looks at the before_shutdown
+// checkpoint, which newHarnessEnv turns off by default.
+var onShutdown = map[string]any{"checkpointOnShutdown": true}
+
 // newHarnessEnv finds claude and codex (failing the test if either is
 // missing), starts the fake model server and writes config.json.
 func newHarnessEnv(t *testing.T, o harnessOptions) *harnessEnv {
@@ -133,6 +137,12 @@ func newHarnessEnv(t *testing.T, o harnessOptions) *harnessEnv {
 	if o.CheckpointTimeoutSeconds > 0 {
 		cfg["checkpointTimeoutSeconds"] = o.CheckpointTimeoutSeconds
 	}
+	// A test's end closes Bridge's input, and Bridge's default is to write
+	// a before_shutdown checkpoint of every session with new work, by a
+	// real harness against the fake model: tens of seconds that no test
+	// but the shutdown tests looks at (startBridge's cleanup killed Bridge
+	// after 10 s of it, in most tests). The shutdown tests turn it on.
+	cfg["checkpointOnShutdown"] = false
 	if u := o.Store.url(t, h.dataDir); u != "" {
 		cfg["store"] = u
 	}
