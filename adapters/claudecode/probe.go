@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bridge-dev/bridge/adapters/internal/procutil"
@@ -178,8 +179,11 @@ type discovery struct {
 }
 
 // helpFlag matches a flag at the start of a --help option line
-// ("  -r, --resume [value]   …", "  --fork-session   …").
-var helpFlag = regexp.MustCompile(`(?m)^\s+(?:-[A-Za-z], )?(--[a-z][a-z0-9-]*)`)
+// ("  -r, --resume [value]   …", "  --fork-session   …"), compiled on the
+// first probe rather than in every bridge process's start.
+var helpFlag = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^\s+(?:-[A-Za-z], )?(--[a-z][a-z0-9-]*)`)
+})
 
 // discover asks the installed CLI what it offers: `claude --help` for its
 // flags and a short-lived process's initialize response (no turn is run)
@@ -194,7 +198,7 @@ func (h *Host) discover(ctx context.Context, bin string) discovery {
 	if err != nil {
 		d.helpErr = fmt.Sprintf("claude-code: `%s --help` failed: %v", bin, err)
 	}
-	for _, m := range helpFlag.FindAllStringSubmatch(string(out), -1) {
+	for _, m := range helpFlag().FindAllStringSubmatch(string(out), -1) {
 		d.flags[m[1]] = true
 	}
 	resp, err := h.initResponse(ctx, bin)
