@@ -90,6 +90,12 @@ type Preset struct {
 	// (CheckpointFork, the default, or CheckpointInThread); see
 	// CheckpointMethodFor.
 	Checkpoint CheckpointMethod `json:"checkpoint,omitempty"`
+	// ForkServer false makes OpenCode's checkpoint forks run on the live
+	// session's own server instead of a fork server (a second `opencode
+	// serve` at nice 10, started at the preset's first fork; about 8
+	// CPU-seconds to start and 300 MB while it runs). Unset means a fork
+	// server.
+	ForkServer *bool `json:"forkServer,omitempty"`
 }
 
 // Relays reports whether Bridge relays the harness's permission requests
@@ -99,6 +105,10 @@ func (p Preset) Relays() bool { return p.ApprovalRelay == nil || *p.ApprovalRela
 // WantsPlanTools reports whether Bridge enables the harness's plan tools for
 // sessions of p (PlanTools unset or true).
 func (p Preset) WantsPlanTools() bool { return p.PlanTools == nil || *p.PlanTools }
+
+// WantsForkServer reports whether checkpoint forks of p's sessions may run
+// on a fork server of their own (ForkServer unset or true; OpenCode).
+func (p Preset) WantsForkServer() bool { return p.ForkServer == nil || *p.ForkServer }
 
 // CheckpointMethod says how a checkpoint was obtained: fork (asked of a
 // native fork of the live session, then discarded: the live conversation is

@@ -47,7 +47,10 @@ var offlineEnv = []string{
 // its HOME and XDG directories under home.
 func realHost(t *testing.T, bin, home string, model *fakemodel.Server) *Host {
 	t.Helper()
-	h := New(Config{Command: bin, Home: home, ConfigJSON: fakeProviderConfig(model.URL), Env: offlineEnv})
+	// An OpenCode start costs about 8 CPU-seconds: at load 35 on two cores
+	// it took over the default 90 s.
+	h := New(Config{Command: bin, Home: home, ConfigJSON: fakeProviderConfig(model.URL), Env: offlineEnv,
+		StartTimeout: 5 * time.Minute})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

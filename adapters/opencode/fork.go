@@ -23,12 +23,20 @@ type fork struct {
 }
 
 // Fork copies the session as it stands (every message) into a new session
-// on the fork server, or on the live server while the fork server starts.
+// on the fork server, or on the live server while the fork server starts
+// (the first fork starts it) or when the session's preset turns the fork
+// server off (core.Preset.ForkServer).
 func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 	if err := l.usable(); err != nil {
 		return nil, err
 	}
-	srv := l.h.forkServerFor(l.srv)
+	l.mu.Lock()
+	wants := l.req.Preset.WantsForkServer()
+	l.mu.Unlock()
+	srv := l.srv
+	if wants {
+		srv = l.h.forkServerFor(l.srv)
+	}
 	var info sessionInfo
 	if err := l.h.do(ctx, srv, http.MethodPost, l.path("/fork"), dirQuery(l.dir), struct{}{}, &info); err != nil {
 		return nil, domainError(srv, "fork session", err)

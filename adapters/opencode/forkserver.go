@@ -12,15 +12,16 @@ import (
 // forkServer is the Host's second `opencode serve`, over the same data
 // (OpenCode keeps sessions in its database, which both processes open), on
 // which checkpoint forks are copied and asked. It is started in the
-// background when a session is created or resumed on a server Bridge
-// started, and again after it died or failed to start. It starts at
+// background by the first fork of a session on a server Bridge started (a
+// Host that never forks never pays for it), and again by the next fork
+// after it died or failed to start. It starts at
 // Bridge's priority and runs at nice 10 once it answers, so that a fork's
 // turn does not take CPU from the live server on a busy machine: an
 // OpenCode start costs about 8 CPU-seconds (OpenCode 1.18, with a fresh
 // HOME or not), and at nice 10 on a busy machine it did not finish in
 // seven minutes. Until it answers, forks are made on the live server, as
-// they were before there was a fork server: the copy is the same, only its
-// CPU is shared.
+// they are for a preset that turns the fork server off: the copy is the
+// same, only its CPU is shared.
 type forkServer struct {
 	srv      *server         // the fork server, once it answers
 	warming  bool            // a start is under way

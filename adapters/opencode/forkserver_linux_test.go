@@ -134,8 +134,63 @@ func TestForkRunsOnTheForkServer(t *testing.T) {
 	}
 }
 
+// forkServerState reports whether h's fork server runs or is starting.
+func forkServerState(h *Host) (running, starting bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.fork.srv != nil, h.fork.warming
+}
+
+// TestForkServerStartsAtTheFirstFork: creating sessions starts no fork
+// server (a Host that never checkpoints pays for one server only); a fork
+// of a session whose preset has forkServer false is copied on the live
+// server and starts none; the first fork of another session is copied on
+// the live server while it starts the fork server.
+func TestForkServerStartsAtTheFirstFork(t *testing.T) {
+	bin := adaptertest.FindBinary(t, "opencode")
+	model := startModel(t)
+	home := t.TempDir()
+	h := realHost(t, bin, home, model)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	off := false
+	plain, err := h.CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir(),
+		Preset: core.Preset{Name: "plain", Harness: harnessName, ForkServer: &off}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lv, err := h.CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if running, starting := forkServerState(h); running || starting {
+		t.Fatalf("creating sessions started the fork server (running %v, starting %v)", running, starting)
+	}
+	forkOn := func(l core.Live) *server {
+		t.Helper()
+		f, err := l.(*live).Fork(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close(ctx)
+		return f.(*fork).side.srv
+	}
+	if srv := forkOn(plain); srv != plain.(*live).srv {
+		t.Errorf("a fork with forkServer false was made on %s, not on the live server %s", srv.base, plain.(*live).srv.base)
+	}
+	if running, starting := forkServerState(h); running || starting {
+		t.Fatalf("a fork with forkServer false started the fork server (running %v, starting %v)", running, starting)
+	}
+	if srv := forkOn(lv); srv != lv.(*live).srv {
+		t.Errorf("the first fork was made on %s, not on the live server %s while the fork server starts", srv.base, lv.(*live).srv.base)
+	}
+	if running, starting := forkServerState(h); !running && !starting {
+		t.Error("the first fork did not start the fork server")
+	}
+}
+
 // TestCloseStopsAForkServerStarting: a Host closed while its fork server
-// is still starting (right after the session was created) leaves no
+// is still starting (right after the first fork started it) leaves no
 // OpenCode process behind in its home.
 func TestCloseStopsAForkServerStarting(t *testing.T) {
 	bin := adaptertest.FindBinary(t, "opencode")
@@ -144,14 +199,19 @@ func TestCloseStopsAForkServerStarting(t *testing.T) {
 	h := realHost(t, bin, home, model)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if _, err := h.CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir()}, nil); err != nil {
+	lv, err := h.CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir()}, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	h.mu.Lock()
-	warming := h.fork.warming || h.fork.srv != nil
-	h.mu.Unlock()
-	if !warming {
-		t.Fatal("creating a session did not start the fork server")
+	f, err := lv.(*live).Fork(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if running, starting := forkServerState(h); !running && !starting {
+		t.Fatal("the first fork did not start the fork server")
 	}
 	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer ccancel()

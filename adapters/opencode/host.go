@@ -356,7 +356,6 @@ func (h *Host) CreateSession(ctx context.Context, req core.CreateRequest, sink c
 	if dir == "" {
 		dir = info.Directory
 	}
-	h.warmForkServer()
 	l := h.newLive(s, info.ID, dir, sink)
 	l.mu.Lock()
 	l.provider, l.model, l.agent, l.variant = provider, modelID, body.Agent, effort
@@ -394,7 +393,6 @@ func (h *Host) Resume(ctx context.Context, req core.ResumeRequest, sink core.Eve
 	if dir == "" {
 		dir = info.Directory
 	}
-	h.warmForkServer()
 	l := h.newLive(s, info.ID, dir, sink)
 	l.mu.Lock()
 	defer l.mu.Unlock()

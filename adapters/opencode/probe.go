@@ -101,7 +101,7 @@ func capabilities(ok bool, why string) []core.Capability {
 		c(core.CapAttachment, false, "not implemented for OpenCode"),
 		c(core.CapGoalClear, false, "OpenCode has no goals"),
 		c(core.CapHistoryWindow, false, "GET /session/{id}/message returns the whole history"),
-		c(core.CapSessionFork, ok, detail("POST /session/{id}/fork copies the session on a second opencode serve over the same data (started beside the live server, nice 10 once it answers; on the live server until then); the copy is asked, then deleted (DELETE /session/{id})")),
+		c(core.CapSessionFork, ok, detail("POST /session/{id}/fork copies the session on a second opencode serve over the same data (started by the first fork, nice 10 once it answers; on the live server until then, or always with a preset's forkServer false); the copy is asked, then deleted (DELETE /session/{id})")),
 		c(core.CapNativeResume, ok, detail("sessions persist in OpenCode's database; GET /session/{id} proves one exists")),
 		c(core.CapCompactCommand, ok, detail("POST /session/{id}/summarize")),
 		c(core.CapCompactionFocus, false, "summarize takes no focus"),
