@@ -83,3 +83,61 @@ func TestE2EFork(t *testing.T) {
 		}
 	}
 }
+
+// TestE2EForkReusesTheSideProcess: a fork whose turn ended cleanly leaves
+// its side process for the session's next fork, which forks the live
+// thread as it stands (not the earlier fork's exchange) in the same
+// process; closing the session stops that process.
+func TestE2EForkReusesTheSideProcess(t *testing.T) {
+	env := newE2E(t)
+	ctx := ctxT(t)
+	l, err := New(env.cfg).CreateSession(ctx, core.CreateRequest{Cwd: env.cwd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close(ctx) })
+	env.model.Enqueue(fakemodel.Reply{Text: "LIVE-ONE noted"})
+	if _, err := l.Prompt(ctx, text("remember the word PELICAN-7")); err != nil {
+		t.Fatal(err)
+	}
+	ask := func(q, a string) *proc {
+		t.Helper()
+		fk, err := l.(core.Forker).Fork(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.model.Enqueue(fakemodel.Reply{Text: a})
+		r, err := fk.Ask(ctx, q)
+		if err != nil || !strings.Contains(r.Text, a) {
+			t.Fatalf("fork reply %q, %v", r.Text, err)
+		}
+		p := fk.(*fork).side.p
+		if err := fk.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	first := ask("FORK-ASK-ONE what was the word?", "FORK-REPLY-ONE")
+	env.model.Enqueue(fakemodel.Reply{Text: "LIVE-TWO noted"})
+	if _, err := l.Prompt(ctx, text("and remember HERON-3")); err != nil {
+		t.Fatal(err)
+	}
+	second := ask("FORK-ASK-TWO which words?", "FORK-REPLY-TWO")
+	if second != first {
+		t.Errorf("the second fork ran in process %d, not in the first fork's %d", second.Cmd.Process.Pid, first.Cmd.Process.Pid)
+	}
+	rs := env.model.Requests()
+	body := string(rs[len(rs)-1].Body)
+	if !strings.Contains(body, "FORK-ASK-TWO") || !strings.Contains(body, "PELICAN-7") || !strings.Contains(body, "HERON-3") {
+		t.Errorf("the second fork's request does not hold the live thread as it stands")
+	}
+	if strings.Contains(body, "FORK-ASK-ONE") || strings.Contains(body, "FORK-REPLY-ONE") {
+		t.Errorf("the second fork's request holds the first fork's exchange")
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !first.exited() {
+		t.Errorf("the side process %d still runs after the session closed", first.Cmd.Process.Pid)
+	}
+}

@@ -36,6 +36,11 @@ type live struct {
 	interrupted map[string]bool  // turns Cancel sent turn/interrupt for
 	promptTurn  string           // the turn Prompt is waiting for
 	usage       *core.TokenUsage // the last model call's, from thread/tokenUsage/updated
+	closed      bool             // Close was called
+	spare       *spare           // an idle side process for the next fork (fork.go)
+	// retired are, on a side process, the threads of earlier forks, whose
+	// late notifications are dropped.
+	retired map[string]bool
 }
 
 // compactWait is what Compact learns while it waits for the turn its
@@ -75,6 +80,9 @@ func (l *live) thread() string { return l.NativeID() }
 
 // notification is called on the reader goroutine for every notification.
 func (l *live) notification(method string, params json.RawMessage, raw []byte) {
+	if l.fromRetired(params) {
+		return
+	}
 	if method == "serverRequest/resolved" {
 		l.serverRequestResolved(params)
 	}
@@ -487,5 +495,62 @@ func (l *live) Done() <-chan struct{} { return l.p.done }
 // Exit tells how the process ended: exit code and the last 2 KB of stderr.
 func (l *live) Exit() core.ExitInfo { return l.p.Exit() }
 
-// Close stops the app-server process and waits for it.
-func (l *live) Close(ctx context.Context) error { return l.p.close(ctx) }
+// Close stops the app-server process, and the spare side process of the
+// session's forks, and waits for them.
+func (l *live) Close(ctx context.Context) error {
+	l.mu.Lock()
+	l.closed = true
+	sp := l.spare
+	l.spare = nil
+	l.mu.Unlock()
+	if sp != nil {
+		_ = sp.side.p.close(ctx)
+	}
+	return l.p.close(ctx)
+}
+
+// fromRetired reports whether a notification is about a retired thread
+// (a side process's earlier fork).
+func (l *live) fromRetired(params json.RawMessage) bool {
+	l.mu.Lock()
+	n := len(l.retired)
+	l.mu.Unlock()
+	if n == 0 {
+		return false
+	}
+	var p struct {
+		ThreadID string `json:"threadId"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.ThreadID == "" {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.retired[p.ThreadID]
+}
+
+// retire ends a side process's fork: its thread's late notifications are
+// dropped, and its turn state is cleared for the next fork.
+func (l *live) retire() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.retired == nil {
+		l.retired = map[string]bool{}
+	}
+	if l.threadID != "" {
+		l.retired[l.threadID] = true
+	}
+	l.threadID = ""
+	l.waiters, l.finished = map[string]chan turnEnd{}, map[string]turnEnd{}
+	l.compactedIn, l.interrupted = map[string]bool{}, map[string]bool{}
+	l.promptTurn, l.usage, l.compact = "", nil, nil
+}
+
+// reuse readies a spare side process for the next fork with the live
+// session's current model and effort.
+func (l *live) reuse(model, effort string) {
+	l.m.reset()
+	l.mu.Lock()
+	l.model, l.effort = model, effort
+	l.mu.Unlock()
+}

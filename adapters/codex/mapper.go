@@ -65,6 +65,17 @@ func newMapper() *mapper {
 	}
 }
 
+// reset forgets every thread's state (a side process's next fork).
+func (m *mapper) reset() {
+	fresh := newMapper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.manualPending, m.manualTurns, m.lastTotal = 0, fresh.manualTurns, nil
+	m.compPre, m.usageSince, m.itemCompactions = fresh.compPre, fresh.usageSince, fresh.itemCompactions
+	m.deprecatedTurns, m.toolsStarted, m.activeTurn = fresh.deprecatedTurns, fresh.toolsStarted, ""
+	m.prompts, m.afterCompaction, m.ledger = nil, "", ledger{}
+}
+
 // expectManual notes that thread/compact/start is about to be sent: the next
 // turn to carry a contextCompaction item is the manual compaction turn. The
 // next turn to start is not necessarily it: a goal-continuation turn Codex

@@ -83,6 +83,16 @@ func (h *Host) startProc(ctx context.Context, hd handler, background bool) (*pro
 
 func (p *proc) kill() { p.Signal(true) }
 
+// exited reports whether the process has ended.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // close ends the process: stdin is closed (app-server exits on end of
 // input), then it is killed if it has not gone within the grace period.
 func (p *proc) close(ctx context.Context) error {
