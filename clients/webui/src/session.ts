@@ -15,6 +15,7 @@ import type {
   ProgressParams,
   QueuedPrompt,
   SessionListItem,
+  SessionHistoryResult,
   SessionModelsResult,
 } from "../../typescript/src/browser.js";
 import type { App, PendingApproval } from "./main.js";
@@ -74,11 +75,22 @@ export class SessionView {
   private loaded = 0;
   readonly migration: MigrationPanel;
 
+  /** newestPage and queued are the answers load shows, asked for when the view is made. */
+  private readonly newestPage: Promise<SessionHistoryResult | undefined>;
+  private readonly queued: Promise<QueuedPrompt[] | undefined>;
+
   constructor(
     private readonly app: App,
     readonly id: string,
     item: SessionListItem | undefined,
   ) {
+    // The newest page and the queue are asked for first thing, so that
+    // Bridge reads them while the view is built (load shows them).
+    this.newestPage = app.guard(app.client.request("session/history", { sessionId: id, maxMessages: firstPage }));
+    this.queued = app.client.request("session/queue", { sessionId: id }).then(
+      (q) => q.items,
+      () => undefined,
+    );
     this.setTitle(item?.title || id);
     this.conversation = new Conversation(item?.harness ?? "", { fork: (entryId) => void this.app.forkFrom(this.id, entryId) });
     this.migration = new MigrationPanel(app, this, item);
@@ -159,16 +171,13 @@ export class SessionView {
   }
 
   /**
-   * load shows the newest page (a small one: what fills the screen). The
-   * queue is asked for at the same time, so its answer does not hold the
-   * history back.
+   * load shows the newest page (a small one: what fills the screen), asked
+   * for when the view was made. The queue was asked for at the same time, so
+   * its answer does not hold the history back.
    */
   async load(): Promise<void> {
-    this.app.client.request("session/queue", { sessionId: this.id }).then(
-      (q) => this.closed || this.onQueue(q.items),
-      () => undefined,
-    );
-    const res = await this.app.guard(this.app.client.request("session/history", { sessionId: this.id, maxMessages: firstPage }));
+    void this.queued.then((items) => items && !this.closed && this.onQueue(items));
+    const res = await this.newestPage;
     if (!res || this.closed) return;
     const rows: Row[] = [];
     for (const e of res.entries) {
