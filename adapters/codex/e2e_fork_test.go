@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
@@ -140,4 +141,74 @@ func TestE2EForkReusesTheSideProcess(t *testing.T) {
 	if !first.exited() {
 		t.Errorf("the side process %d still runs after the session closed", first.Cmd.Process.Pid)
 	}
+}
+
+// TestE2EForkOnTheSpareDuringALiveTurn: a fork made while a live turn
+// runs, after several turns, on the side process an earlier fork left,
+// holds the live conversation as it stands and not the earlier fork's
+// exchange. (When Codex refuses thread/fork on that process, "thread
+// history projection ... is behind durable rollout", as it did once in
+// BenchmarkCheckpointMethods when the fork and a live turn started
+// together, Fork forks on a new process; this test does not force that.)
+func TestE2EForkOnTheSpareDuringALiveTurn(t *testing.T) {
+	env := newE2E(t)
+	ctx := ctxT(t)
+	l, err := New(env.cfg).CreateSession(ctx, core.CreateRequest{Cwd: env.cwd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close(ctx) })
+	env.model.Enqueue(fakemodel.Reply{Text: "LIVE-ONE noted"})
+	if _, err := l.Prompt(ctx, text("remember the word PELICAN-7")); err != nil {
+		t.Fatal(err)
+	}
+	fk, err := l.(core.Forker).Fork(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.model.Enqueue(fakemodel.Reply{Text: "FORK-REPLY-ONE"})
+	if _, err := fk.Ask(ctx, "FORK-ASK-ONE what was the word?"); err != nil {
+		t.Fatal(err)
+	}
+	first := fk.(*fork).side.p
+	if err := fk.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"HERON-3", "OSPREY-5", "EGRET-9"} {
+		env.model.Enqueue(fakemodel.Reply{Text: "noted " + w})
+		if _, err := l.Prompt(ctx, text("remember "+w)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.model.Enqueue(fakemodel.Reply{Hang: true})
+	done := make(chan error, 1)
+	go func() { _, err := l.Prompt(ctx, text("LIVE-TWO carry on")); done <- err }()
+	for len(env.model.Requests()) == 0 || !strings.Contains(env.model.Requests()[len(env.model.Requests())-1].LastUserText, "LIVE-TWO") {
+		select {
+		case err := <-done:
+			t.Fatalf("the live turn ended early: %v", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	fk, err = l.(core.Forker).Fork(ctx)
+	if err != nil {
+		t.Fatalf("a fork during the live turn: %v", err)
+	}
+	env.model.Enqueue(fakemodel.Reply{Text: "FORK-REPLY-TWO"})
+	r, err := fk.Ask(ctx, "FORK-ASK-TWO which word?")
+	if err != nil || !strings.Contains(r.Text, "FORK-REPLY-TWO") {
+		t.Fatalf("fork reply %q, %v", r.Text, err)
+	}
+	t.Logf("the fork during the live turn ran in the earlier fork's process: %v", fk.(*fork).side.p == first)
+	rs := env.model.Requests()
+	if body := string(rs[len(rs)-1].Body); !strings.Contains(body, "PELICAN-7") || !strings.Contains(body, "EGRET-9") || strings.Contains(body, "FORK-ASK-ONE") {
+		t.Errorf("the fork's request does not hold the live conversation, or holds the earlier fork's")
+	}
+	if err := fk.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Cancel(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-done
 }

@@ -76,21 +76,36 @@ func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 	l.mu.Unlock()
 	f := &fork{owner: l}
 	if sp != nil && !sp.side.p.exited() {
-		f.side, f.out = sp.side, sp.out
-		f.side.reuse(req.Model, req.Effort)
-	} else {
-		if sp != nil {
-			_ = sp.side.p.close(context.WithoutCancel(ctx))
+		sp.side.reuse(req.Model, req.Effort)
+		if err := f.forkOn(ctx, sp, req, id); err == nil {
+			return f, nil
 		}
-		sp = &spare{out: &sideSink{}}
-		side, err := l.h.open(ctx, req, sp.out.sink, true)
-		if err != nil {
-			return nil, err
-		}
-		f.side, f.out = side, sp.out
+		// Codex may refuse to fork on a process that forked the thread
+		// before ("thread history projection ... is behind durable
+		// rollout", while the live turn writes it): a new process forks
+		// from the rollout itself.
 	}
+	if sp != nil {
+		_ = sp.side.p.close(context.WithoutCancel(ctx))
+	}
+	sp = &spare{out: &sideSink{}}
+	side, err := l.h.open(ctx, req, sp.out.sink, true)
+	if err != nil {
+		return nil, err
+	}
+	sp.side = side
+	if err := f.forkOn(ctx, sp, req, id); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// forkOn forks thread id on sp's side process (thread/fork, ephemeral);
+// on failure the process is stopped.
+func (f *fork) forkOn(ctx context.Context, sp *spare, req core.CreateRequest, id string) error {
+	side := sp.side
+	f.side, f.out = side, sp.out
 	f.out.set(&f.text)
-	side := f.side
 	params := side.threadParams(req)
 	params.ThreadID = id
 	params.Ephemeral = true
@@ -101,18 +116,18 @@ func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 	if err := side.p.conn.call(ctx, "thread/fork", params, &res); err != nil {
 		cerr := side.callErr("thread/fork", err)
 		_ = side.p.close(context.WithoutCancel(ctx))
-		return nil, cerr
+		return cerr
 	}
 	if res.Thread.ID == "" || res.Thread.ID == id {
 		_ = side.p.close(context.WithoutCancel(ctx))
-		return nil, core.Errorf(core.CodeHarness, "codex thread/fork of %s returned thread %q", id, res.Thread.ID)
+		return core.Errorf(core.CodeHarness, "codex thread/fork of %s returned thread %q", id, res.Thread.ID)
 	}
 	side.mu.Lock()
 	side.threadID = res.Thread.ID
 	side.mu.Unlock()
 	sp.forks++
 	f.spareForks = sp.forks
-	return f, nil
+	return nil
 }
 
 // Ask runs one turn in the fork.
