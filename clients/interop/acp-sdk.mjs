@@ -129,6 +129,41 @@ function recorder() {
   return { app, updates, answers, asked, waitFor, of, text };
 }
 
+// renameElsewhere renames a session through a second Bridge process on the
+// same data directory: `bridge serve`, JSON-RPC in LSP framing.
+async function renameElsewhere(sessionId, title) {
+  const child = spawn(bridge, ["--data-dir", dataDir, "serve"], { stdio: ["pipe", "pipe", "inherit"] });
+  const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve(signal ?? code)));
+  let buf = Buffer.alloc(0);
+  const waiting = new Map(); // id -> resolve
+  child.stdout.on("data", (chunk) => {
+    buf = Buffer.concat([buf, chunk]);
+    for (;;) {
+      const end = buf.indexOf("\r\n\r\n");
+      if (end < 0) return;
+      const len = Number(/Content-Length: *(\d+)/i.exec(buf.subarray(0, end).toString())?.[1]);
+      if (buf.length < end + 4 + len) return;
+      const msg = JSON.parse(buf.subarray(end + 4, end + 4 + len).toString());
+      buf = buf.subarray(end + 4 + len);
+      if (msg.id !== undefined && waiting.has(msg.id)) waiting.get(msg.id)(msg);
+    }
+  });
+  let next = 0;
+  const call = (method, params) =>
+    new Promise((resolve, reject) => {
+      const id = ++next;
+      waiting.set(id, (msg) => (msg.error ? reject(new Error(`${method}: ${msg.error.message}`)) : resolve(msg.result)));
+      const body = JSON.stringify({ jsonrpc: "2.0", id, method, params });
+      child.stdin.write(`Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    });
+  await call("initialize", { capabilities: {} });
+  await call("session/rename", { sessionId, title });
+  await call("shutdown", null);
+  const exit = JSON.stringify({ jsonrpc: "2.0", method: "exit" });
+  child.stdin.end(`Content-Length: ${Buffer.byteLength(exit)}\r\n\r\n${exit}`);
+  assert.equal(await exited, 0, "bridge serve exits 0 after shutdown and exit");
+}
+
 const initParams = {
   protocolVersion: acp.PROTOCOL_VERSION,
   clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
@@ -268,6 +303,15 @@ await r2.app.connectWith(two.stream, async (agent) => {
   const res = await agent.request("session/prompt", { sessionId: sid, prompt: [{ type: "text", text: "say back again" }] });
   assert.equal(res.stopReason, "end_turn");
   assert.ok(r2.text(sid).includes("back again"));
+
+  // Another process sharing the record (a `bridge serve`) renames the
+  // session: the client is told with a session_info_update.
+  await renameElsewhere(sid, "renamed by another process");
+  const info = await r2.waitFor(
+    (u) => u.sessionId === sid && u.update.sessionUpdate === "session_info_update" && u.update.title === "renamed by another process",
+    "session_info_update with the new title",
+  );
+  assert.equal(info.update._meta?.bridge?.archived, false, "the session_info_update says the session is not archived");
 
   await agent.request("session/close", { sessionId: sid });
   const resumed = await agent.request("session/resume", { sessionId: sid, cwd, mcpServers: [] });

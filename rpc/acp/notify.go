@@ -6,6 +6,7 @@ import (
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/rpc/service"
+	"github.com/bridge-dev/bridge/schema"
 )
 
 // send writes one session/update.
@@ -26,6 +27,32 @@ func (s *Server) EntryAppended(e core.Entry) {
 	defer ss.mu.Unlock()
 	for _, u := range ss.view.updatesFor(e, false) {
 		s.send(e.SessionID, u)
+	}
+}
+
+var _ service.SessionNotifier = (*Server)(nil)
+
+// SessionChanged implements service.SessionNotifier: a session this
+// client opened that was renamed, archived or moved to another branch,
+// here or by another process sharing the record, is ACP's
+// session_info_update: its title (null when it has none), and in
+// _meta.bridge its archive flag and the entry its active branch ends at.
+// Sessions the client did not open are not its concern (as for
+// session/update).
+func (s *Server) SessionChanged(n schema.SessionChangedNotification) {
+	ss := s.opened(n.SessionID)
+	if ss == nil {
+		return
+	}
+	u := sessionInfoUpdate{SessionUpdate: "session_info_update",
+		Meta: inBridge(sessionState{Archived: n.Archived, HeadID: n.HeadID})}
+	if n.Title != "" {
+		u.Title = &n.Title
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if err := s.c.notify("session/update", sessionInfoParams{SessionID: n.SessionID, Update: u}); err != nil {
+		s.log.Debug("acp: writing a session_info_update", "error", err)
 	}
 }
 

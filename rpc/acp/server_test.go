@@ -200,3 +200,71 @@ func TestSlashCommands(t *testing.T) {
 		}
 	}
 }
+
+// A session/changed the service reports (a rename, an archive, a branch
+// moved, here or in another process) reaches the client as ACP's
+// session_info_update for a session it opened: the title (null once
+// there is none) and Bridge's archive flag and head in _meta.bridge. A
+// session it did not open is not reported.
+func TestSessionChangedIsASessionInfoUpdate(t *testing.T) {
+	inR, inW := io.Pipe()
+	var out strings.Builder
+	var mu sync.Mutex
+	wrote := make(chan struct{}, 100)
+	w := writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		wrote <- struct{}{}
+		return out.Write(p)
+	})
+	s := New(w, Options{Harness: "fake", Version: "test"})
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(context.Background(), inR, &backend{}) }()
+	lines := func() []message {
+		mu.Lock()
+		defer mu.Unlock()
+		var msgs []message
+		for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			var m message
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("the server wrote a line that is not JSON: %q", l)
+			}
+			msgs = append(msgs, m)
+		}
+		return msgs
+	}
+	if _, err := io.WriteString(inW, initLine+`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(time.Minute)
+	for opened := false; !opened; {
+		select {
+		case <-wrote:
+		case <-deadline:
+			t.Fatal("no answer to session/new")
+		}
+		for _, m := range lines() {
+			opened = opened || string(m.ID) == "2"
+		}
+	}
+	s.SessionChanged(schema.SessionChangedNotification{SessionID: "s_1", Title: "renamed elsewhere", HeadID: "e_9"})
+	s.SessionChanged(schema.SessionChangedNotification{SessionID: "s_1", Archived: true, HeadID: "e_9"})
+	s.SessionChanged(schema.SessionChangedNotification{SessionID: "s_other", Title: "not opened here"})
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	var got []string
+	for _, m := range lines() {
+		if m.Method == "session/update" && strings.Contains(string(m.Params), "session_info_update") {
+			got = append(got, string(m.Params))
+		}
+	}
+	want := []string{
+		`{"sessionId":"s_1","update":{"sessionUpdate":"session_info_update","title":"renamed elsewhere","_meta":{"bridge":{"archived":false,"headId":"e_9"}}}}`,
+		`{"sessionId":"s_1","update":{"sessionUpdate":"session_info_update","title":null,"_meta":{"bridge":{"archived":true,"headId":"e_9"}}}}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("session_info_updates:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -113,6 +113,25 @@ func restoreMeta(r service.Restored) bridgeMeta[restoration] {
 		CheckpointEntryID: r.CheckpointEntryID})
 }
 
+// sessionInfoUpdate is ACP's session_info_update (service's
+// session/changed): Title null clears the client's title.
+type sessionInfoUpdate struct {
+	SessionUpdate string                   `json:"sessionUpdate"`
+	Title         *string                  `json:"title"`
+	Meta          bridgeMeta[sessionState] `json:"_meta"`
+}
+
+// sessionState is what session/changed says beyond the title.
+type sessionState struct {
+	Archived bool   `json:"archived"`
+	HeadID   string `json:"headId,omitempty"`
+}
+
+type sessionInfoParams struct {
+	SessionID string            `json:"sessionId"`
+	Update    sessionInfoUpdate `json:"update"`
+}
+
 type sessionUpdateParams struct {
 	SessionID string `json:"sessionId"`
 	Update    update `json:"update"`
