@@ -23,6 +23,7 @@ import (
 // is sound; in the end an import of the same file completes it, and a
 // second adds nothing.
 func TestCrashDuringImport(t *testing.T) {
+	t.Parallel()
 	const n = 20000
 	path := filepath.Join(t.TempDir(), "big.jsonl")
 	var b strings.Builder

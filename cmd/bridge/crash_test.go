@@ -19,6 +19,7 @@ import (
 // After each kill the record must be sound and hold every entry that a
 // session/update announced.
 func TestCrashWhileStreaming(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(1, 2))
 	announcedTotal := 0

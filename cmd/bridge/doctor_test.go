@@ -19,18 +19,25 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // runCLI runs the built binary with args and extra environment.
 func runCLI(t *testing.T, env []string, args ...string) (string, string, int) {
 	t.Helper()
+	out, errb, code, err := runCLIErr(env, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, errb, code
+}
+
+// runCLIErr is runCLI for any goroutine: an error other than an exit code
+// is returned.
+func runCLIErr(env []string, args ...string) (string, string, int, error) {
 	cmd := exec.Command(binPath, args...)
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
-	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
+		return out.String(), errb.String(), ee.ExitCode(), nil
 	}
-	return out.String(), errb.String(), code
+	return out.String(), errb.String(), 0, err
 }
 
 // golden compares got (with the data directory replaced by $DATA, and this
@@ -205,7 +212,14 @@ func TestDoctorNotInstalled(t *testing.T) {
 }
 
 // TestDoctorRealPrograms: with the real harness programs installed (the
-// pinned npm packages), doctor says ok for each and exits 0.
+// pinned npm packages), doctor says ok for each and exits 0, and so does
+// `doctor --harness` for each. The whole doctor and the four single ones
+// run in two lanes at once, on data directories of their own: each run
+// mostly waits for the harness programs it starts (OpenCode's server
+// takes the longest). Not more at once: the probes' own limits (30 s for
+// `claude --help`, 60 s for `opencode --version`) were missed at load 40
+// with all five at once. OpenCode is told not to reach the network, as in
+// every other test.
 func TestDoctorRealPrograms(t *testing.T) {
 	bins := map[string]string{"claude-code": "claude", "codex": "codex", "opencode": "opencode", "acp": "claude-code-acp"}
 	var dirs []string
@@ -213,8 +227,50 @@ func TestDoctorRealPrograms(t *testing.T) {
 		dirs = append(dirs, filepath.Dir(adaptertest.FindBinary(t, b)))
 	}
 	env := []string{"PATH=" + strings.Join(dirs, ":") + ":" + os.Getenv("PATH")}
-	dir := t.TempDir()
-	out, stderr, code := runCLI(t, env, "--data-dir", dir, "doctor")
+	cfg := []byte(`{"harnesses": {"opencode": {"env": {"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
+		"OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_SHARE": "1"}}}}`)
+	type run struct {
+		harness     string // "" for the whole doctor
+		dir         string
+		out, stderr string
+		code        int
+		err         error
+	}
+	doctor := func(r *run) {
+		if r.err = os.WriteFile(filepath.Join(r.dir, ConfigFile), cfg, 0o600); r.err != nil {
+			return
+		}
+		args := []string{"--data-dir", r.dir, "doctor"}
+		if r.harness != "" {
+			args = append(args, "--harness", r.harness)
+		}
+		r.out, r.stderr, r.code, r.err = runCLIErr(env, args...)
+	}
+	whole := &run{dir: t.TempDir()}
+	var single []*run
+	for h := range bins {
+		single = append(single, &run{harness: h, dir: t.TempDir()})
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, r := range single {
+			doctor(r)
+		}
+	}()
+	doctor(whole)
+	<-done
+	for _, r := range append([]*run{whole}, single...) {
+		if r.err != nil {
+			t.Fatalf("doctor %s: %v", r.harness, r.err)
+		}
+	}
+	for _, r := range single {
+		if r.code != 0 {
+			t.Errorf("doctor --harness %s: exit %d %s", r.harness, r.code, r.stderr)
+		}
+	}
+	out, stderr, code := whole.out, whole.stderr, whole.code
 	if code != 0 {
 		t.Fatalf("doctor: exit %d\n%s\n%s", code, out, stderr)
 	}
@@ -230,9 +286,6 @@ func TestDoctorRealPrograms(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("doctor does not report %s:\n%s", h, out)
-		}
-		if _, stderr, code := runCLI(t, env, "--data-dir", dir, "doctor", "--harness", h); code != 0 {
-			t.Errorf("doctor --harness %s: exit %d %s", h, code, stderr)
 		}
 	}
 }

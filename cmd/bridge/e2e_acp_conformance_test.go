@@ -16,6 +16,7 @@ import (
 // fake` as its agent: Bridge driving Bridge. Every capability the consumer
 // finds in the agent must work through it as through any ACP agent.
 func TestBridgeDrivesBridgeOverACP(t *testing.T) {
+	t.Parallel()
 	adaptertest.Run(t, adaptertest.Harness{
 		New: func(t *testing.T) core.BridgeHost {
 			dataDir := filepath.Join(t.TempDir(), "data")

@@ -56,13 +56,17 @@ func newAcpxEnv(t *testing.T, dataDir, harness, cwd string) *acpxEnv {
 	return e
 }
 
-// run runs acpx with args and returns its output and exit code.
+// run runs acpx with args and returns its output and exit code. acpx's
+// --timeout bounds each of its requests to the agent: session/new through
+// `bridge acp` to a real Claude Code took over 120 s at load 40, so it is
+// a limit a loaded machine meets, and the kill only ends an acpx that
+// never exits.
 func (e *acpxEnv) run(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.Command(e.node, append([]string{e.cli, "--agent", e.agent, "--timeout", "120"}, args...)...)
+	cmd := exec.Command(e.node, append([]string{e.cli, "--agent", e.agent, "--timeout", "600"}, args...)...)
 	cmd.Dir = e.cwd
 	cmd.Env = append(os.Environ(), "HOME="+e.home, "XDG_CONFIG_HOME="+filepath.Join(e.home, ".config"), "NO_COLOR=1")
-	timer := time.AfterFunc(3*time.Minute, func() {
+	timer := time.AfterFunc(15*time.Minute, func() {
 		if cmd.Process != nil {
 			_ = cmd.Process.Kill()
 		}
@@ -99,17 +103,34 @@ func (e *acpxEnv) agentPids(t *testing.T) []int {
 }
 
 // waitAgentsGone waits until every bridge acp process acpx started has
-// exited (acpx keeps a persistent session's agent alive for --ttl).
+// exited (acpx keeps a persistent session's agent alive for --ttl), and
+// until acpx's queue owners have released their sessions (their lock files
+// under ~/.acpx/queues are gone): the owner stops the agent first, and the
+// next acpx's new owner must take the lease over. Once, at load 20, that
+// next acpx gave up on its owner ("Session queue owner failed to start").
 func (e *acpxEnv) waitAgentsGone(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for _, pid := range e.agentPids(t) {
 		for syscall.Kill(pid, 0) == nil {
 			if time.Now().After(deadline) {
-				t.Fatalf("bridge acp (pid %d) still runs a minute after acpx's queue owner should have stopped it", pid)
+				t.Fatalf("bridge acp (pid %d) still runs two minutes after acpx's queue owner should have stopped it", pid)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+	}
+	for {
+		locks, err := filepath.Glob(filepath.Join(e.home, ".acpx", "queues", "*.lock"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(locks) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("acpx's queue owner still holds %v two minutes after its agent was stopped", locks)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -172,6 +193,7 @@ func sessionIDs(t *testing.T, dataDir string) []string {
 // two acpx invocations with the agent process restarted between them, the
 // agent's session list, and /compact.
 func TestAcpxDrivesBridgeOverFakeHarness(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	e := newAcpxEnv(t, dataDir, "fake", "")
 
@@ -291,6 +313,7 @@ func containsInOrder(got, want []string) bool {
 // 5), a persistent session continues in a new agent process through
 // Claude Code's own resume, and /compact is Claude Code's compaction.
 func TestAcpxDrivesBridgeOverClaudeCode(t *testing.T) {
+	t.Parallel()
 	h := newHarnessEnv(t, harnessOptions{})
 	write := func(name string) *fakemodel.ToolCall {
 		in, _ := json.Marshal(map[string]string{"file_path": filepath.Join(h.cwd, name), "content": "written\n"})
@@ -355,6 +378,7 @@ func TestAcpxDrivesBridgeOverClaudeCode(t *testing.T) {
 // schemas. Then the record: closing stdin ended the second process after
 // the before_shutdown checkpoint serve writes.
 func TestACPSDKClientCoversEveryMethod(t *testing.T) {
+	t.Parallel()
 	node, _, err := dshtest.Programs()
 	if err != nil {
 		t.Fatalf("the ACP SDK test needs Node 22: %v", err)

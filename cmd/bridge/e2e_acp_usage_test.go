@@ -21,6 +21,7 @@ import (
 // what the fake model reported, and whose costs add up to the serving
 // Bridge's ledger.
 func TestBridgeACPCarriesUsage(t *testing.T) {
+	t.Parallel()
 	price := map[string]float64{"input": 2, "output": 8, "cacheRead": 0.5}
 	h := newHarnessEnv(t, harnessOptions{Config: map[string]any{"prices": map[string]any{"fake-model": price}}})
 	h.on("acp usage", func(fakemodel.Request) fakemodel.Reply {

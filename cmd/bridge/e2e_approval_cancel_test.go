@@ -17,6 +17,7 @@ import (
 // ($/cancelRequest with its id), the preset's policy refuses the tool, the
 // tool never runs, and the turn ends.
 func TestE2EApprovalCancelledTurn(t *testing.T) {
+	t.Parallel()
 	h := newHarnessEnv(t, harnessOptions{})
 	toolOnce(h, "create cancelled.txt", approvalCases[0].call(h, "cancelled.txt"))
 	release := make(chan struct{})

@@ -171,8 +171,10 @@ func approvalsOf(t *testing.T, c *client, sid string) (requested []core.Approval
 }
 
 func TestE2EApprovalsRelayedToTheClient(t *testing.T) {
+	t.Parallel()
 	for _, tc := range approvalCases {
 		t.Run(tc.harness, func(t *testing.T) {
+			t.Parallel()
 			h := newHarnessEnv(t, harnessOptions{CodexArgs: []string{"-c", `sandbox_mode="workspace-write"`}})
 			if tc.setup != nil {
 				tc.setup(t, h)
@@ -242,8 +244,10 @@ func TestE2EApprovalsRelayedToTheClient(t *testing.T) {
 }
 
 func TestE2EApprovalsWithoutTheCapabilityAreRejected(t *testing.T) {
+	t.Parallel()
 	for _, tc := range approvalCases {
 		t.Run(tc.harness, func(t *testing.T) {
+			t.Parallel()
 			h := newHarnessEnv(t, harnessOptions{CodexArgs: []string{"-c", `sandbox_mode="workspace-write"`}})
 			if tc.setup != nil {
 				tc.setup(t, h)

@@ -165,11 +165,13 @@ func TestE2EClaudeShutdownCheckpoint(t *testing.T) {
 }
 
 // waitExit waits for the bridge process to end and returns its exit code.
+// The bound only catches a process that never ends: after SIGTERM it writes
+// the before_shutdown checkpoints first (harnessEnv's limit).
 func waitExit(t *testing.T, c *client) int {
 	t.Helper()
 	select {
 	case <-c.Done():
-	case <-time.After(60 * time.Second):
+	case <-time.After(replyWait):
 		t.Fatalf("bridge did not exit; stderr:\n%s", c.stderr.String())
 	}
 	err := c.cmd.Wait()

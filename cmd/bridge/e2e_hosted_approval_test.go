@@ -17,6 +17,7 @@ import (
 // decision the hosted harness gets. Without the user capability, the
 // preset's policy rejects.
 func TestE2EHostedApprovalRelayed(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		declare bool

@@ -18,6 +18,7 @@ import (
 // waits) and runs after the turn; a prompt sent with steer reaches the
 // running turn (the fake model's next request of that turn carries it).
 func TestQueueAndSteerRealHarnesses(t *testing.T) {
+	t.Parallel()
 	h := newHarnessEnv(t, harnessOptions{})
 	c := h.start(t)
 	for _, harness := range []string{"claude-code", "codex"} {

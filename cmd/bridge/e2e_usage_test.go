@@ -17,6 +17,7 @@ import (
 // and Codex's (which reports none) the configured price, marked
 // estimated; `bridge usage` sums them per harness and in total.
 func TestUsageLedgerRealHarnesses(t *testing.T) {
+	t.Parallel()
 	price := map[string]float64{"input": 2, "output": 8, "cacheRead": 0.5, "cacheWrite": 0}
 	h := newHarnessEnv(t, harnessOptions{Config: map[string]any{"prices": map[string]any{"fake-model": price}}})
 	c := h.start(t)

@@ -134,6 +134,14 @@ func newHarnessEnv(t *testing.T, o harnessOptions) *harnessEnv {
 	if o.DSHURL != "" {
 		cfg["harnesses"].(map[string]any)["dsh"] = map[string]any{"options": map[string]any{"url": o.DSHURL, "pollMs": 20}}
 	}
+	// Limits a loaded machine meets: a checkpoint reply takes seconds on a
+	// quiet machine and more than the 30 s default at load 25, and the
+	// before_shutdown checkpoints (a fork each: a harness process start)
+	// missed the 20 s default there. A test of a limit sets its own
+	// (CheckpointTimeoutSeconds, Config); the others wait only as long as
+	// the harness takes.
+	cfg["checkpointTimeoutSeconds"] = 120
+	cfg["shutdownCheckpointSeconds"] = 300
 	if o.CheckpointTimeoutSeconds > 0 {
 		cfg["checkpointTimeoutSeconds"] = o.CheckpointTimeoutSeconds
 	}

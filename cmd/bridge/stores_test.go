@@ -29,11 +29,15 @@ type storeKind struct {
 // directories each name a database of their own on the server
 // BRIDGE_TEST_POSTGRES names (pgtest: outside CI a temporary cluster when
 // it is unset; under CI=true a missing server fails the test, it never
-// skips).
+// skips). The two subtests run side by side: each has data directories
+// (and on PostgreSQL a database) of its own.
 func eachStore(t *testing.T, body func(t *testing.T, st storeKind)) {
 	t.Helper()
 	for _, name := range []string{"sqlite", "postgres"} {
-		t.Run(name, func(t *testing.T) { body(t, storeKind{name: name}) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			body(t, storeKind{name: name})
+		})
 	}
 }
 
