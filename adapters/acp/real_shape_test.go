@@ -52,7 +52,7 @@ func acpxExec(t *testing.T, bin, cwd, home string, env []string, prompt string) 
 	}
 	ctx := testCtx(t)
 	cmd := exec.CommandContext(ctx, node, cli, "--agent", bin, "--cwd", cwd, "--approve-all", "--no-fs", "--no-terminal",
-		"--timeout", "110", "--format", "quiet", "exec", prompt)
+		"--timeout", "280", "--format", "quiet", "exec", prompt) // within testCtx
 	cmd.Dir = cwd
 	cmd.Env = append(append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "NO_COLOR=1"), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -67,9 +67,11 @@ func acpxExec(t *testing.T, bin, cwd, home string, env []string, prompt string) 
 // model's request log: the requests are equal apart from ids and the
 // differences docs/checkpoints.md lists for ACP agents: none.
 func TestRealAgentsRequestShape(t *testing.T) {
+	t.Parallel()
 	for _, a := range realACPAgents {
 		a := a
 		t.Run(a.bin, func(t *testing.T) {
+			t.Parallel()
 			bin := adaptertest.FindBinary(t, a.bin)
 			fake, err := fakemodel.Start()
 			if err != nil {
