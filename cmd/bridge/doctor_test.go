@@ -213,13 +213,12 @@ func TestDoctorNotInstalled(t *testing.T) {
 
 // TestDoctorRealPrograms: with the real harness programs installed (the
 // pinned npm packages), doctor says ok for each and exits 0, and so does
-// `doctor --harness` for each. The whole doctor and the four single ones
-// run in two lanes at once, on data directories of their own: each run
-// mostly waits for the harness programs it starts (OpenCode's server
-// takes the longest). Not more at once: the probes' own limits (30 s for
-// `claude --help`, 60 s for `opencode --version`) were missed at load 40
-// with all five at once. OpenCode is told not to reach the network, as in
-// every other test.
+// `doctor --harness` for each, on data directories of their own. One at a
+// time: each run mostly waits for the harness programs it starts, but the
+// probes' own limits (30 s for `claude --help`, 60 s for `opencode
+// --version`, Codex's protocol schema) were missed at load 30 with two runs
+// at once. OpenCode is told not to reach the network, as in every other
+// test.
 func TestDoctorRealPrograms(t *testing.T) {
 	bins := map[string]string{"claude-code": "claude", "codex": "codex", "opencode": "opencode", "acp": "claude-code-acp"}
 	var dirs []string
@@ -251,15 +250,9 @@ func TestDoctorRealPrograms(t *testing.T) {
 	for h := range bins {
 		single = append(single, &run{harness: h, dir: t.TempDir()})
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for _, r := range single {
-			doctor(r)
-		}
-	}()
-	doctor(whole)
-	<-done
+	for _, r := range append([]*run{whole}, single...) {
+		doctor(r)
+	}
 	for _, r := range append([]*run{whole}, single...) {
 		if r.err != nil {
 			t.Fatalf("doctor %s: %v", r.harness, r.err)
