@@ -388,6 +388,8 @@ func TestEnumsAreCores(t *testing.T) {
 			strs(core.ApprovalOptionKinds), []string{"ApprovalResolvedPayload.optionKind"}},
 		{"DecidedBy", reflect.TypeFor[schema.DecidedBy](), reflect.TypeFor[core.DecidedBy](),
 			strs(core.Deciders), []string{"ApprovalResolvedPayload.by"}},
+		{"CheckpointSuppression", reflect.TypeFor[schema.CheckpointSuppression](), reflect.TypeFor[checkpoint.Suppression](),
+			strs(checkpoint.Suppressions), []string{"SessionSuspendResult.suppressed"}},
 	} {
 		if c.schemaType != c.coreType {
 			t.Errorf("schema.%s is %v, want %v", c.name, c.schemaType, c.coreType)

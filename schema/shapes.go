@@ -49,6 +49,7 @@ var Shapes = sync.OnceValue(func() map[reflect.Type]Shape {
 		reflect.TypeFor[Provenance]():            enum(checkpoint.Provenances...),
 		reflect.TypeFor[CheckpointMethod]():      enum(core.CheckpointMethods...),
 		reflect.TypeFor[CheckpointReason]():      enum(checkpoint.Reasons...),
+		reflect.TypeFor[CheckpointSuppression](): enum(checkpoint.Suppressions...),
 		reflect.TypeFor[InjectMode]():            enum(InjectGoal, InjectPrompt, InjectBoth),
 		reflect.TypeFor[ErrorCode]():             enum(core.Codes...),
 		reflect.TypeFor[CapabilityNeed]():        enum(NeedRequired, NeedOptional, NeedNotApplicable),

@@ -225,6 +225,10 @@ type TokenUsage = core.TokenUsage
 // CheckpointReason is why a Bridge checkpoint was written.
 type CheckpointReason = checkpoint.Reason // one list: checkpoint.Reasons
 
+// CheckpointSuppression names the rule that stopped a checkpoint
+// (no_new_work, tool_in_flight, approval_pending…): core/checkpoint's.
+type CheckpointSuppression = checkpoint.Suppression
+
 // InjectMode says how a migration hands the handoff to the target: as a
 // goal, as a kickoff prompt, or both.
 type InjectMode string

@@ -366,7 +366,7 @@ type SessionSuspendResult struct {
 	CheckpointEntryID string `json:"checkpointEntryId,omitempty"`
 	// Suppressed names the rule that stopped the checkpoint (no_new_work,
 	// worker_done, direct_chat), when one did.
-	Suppressed string `json:"suppressed,omitempty"`
+	Suppressed CheckpointSuppression `json:"suppressed,omitempty"`
 }
 
 // SessionImportParams brings an existing harness transcript into the

@@ -74,18 +74,29 @@ type State struct {
 	ResponseReserve int64
 }
 
+// Suppression names the rule that stopped a checkpoint: the reason is
+// unknown, a worker is done, a tool is in flight, an approval is pending,
+// nothing new happened, a direct chat, no gauge, the harness owns its
+// window, or the gauge is below the threshold.
+type Suppression string
+
 // Suppression rules, in the order Decide checks them.
 const (
-	SuppressedUnknownReason  = "unknown_reason"      // the reason is not one of Reasons
-	SuppressedWorkerDone     = "worker_done"         // short-lived worker with a valid final result
-	SuppressedToolInFlight   = "tool_in_flight"      // a tool call has not completed
-	SuppressedApproval       = "approval_pending"    // an approval is unresolved
-	SuppressedNoWork         = "no_new_work"         // nothing meaningful since the last boundary
-	SuppressedDirectChat     = "direct_chat"         // direct chats never auto-compact
-	SuppressedNoGauge        = "no_gauge"            // window reasons need a context gauge
-	SuppressedNotOwner       = "harness_owns_window" // the harness compacts its own window
-	SuppressedBelowThreshold = "below_threshold"     // pressure or reserve not reached
+	SuppressedUnknownReason  Suppression = "unknown_reason"      // the reason is not one of Reasons
+	SuppressedWorkerDone     Suppression = "worker_done"         // short-lived worker with a valid final result
+	SuppressedToolInFlight   Suppression = "tool_in_flight"      // a tool call has not completed
+	SuppressedApproval       Suppression = "approval_pending"    // an approval is unresolved
+	SuppressedNoWork         Suppression = "no_new_work"         // nothing meaningful since the last boundary
+	SuppressedDirectChat     Suppression = "direct_chat"         // direct chats never auto-compact
+	SuppressedNoGauge        Suppression = "no_gauge"            // window reasons need a context gauge
+	SuppressedNotOwner       Suppression = "harness_owns_window" // the harness compacts its own window
+	SuppressedBelowThreshold Suppression = "below_threshold"     // pressure or reserve not reached
 )
+
+// Suppressions are the rules, in the order above.
+var Suppressions = []Suppression{SuppressedUnknownReason, SuppressedWorkerDone, SuppressedToolInFlight,
+	SuppressedApproval, SuppressedNoWork, SuppressedDirectChat, SuppressedNoGauge, SuppressedNotOwner,
+	SuppressedBelowThreshold}
 
 // Decision is the outcome of Decide.
 type Decision struct {
@@ -93,7 +104,7 @@ type Decision struct {
 	// Fire is true when a checkpoint should be requested now.
 	Fire bool `json:"fire"`
 	// Suppressed names the rule that stopped it ("" when Fire).
-	Suppressed string `json:"suppressed,omitempty"`
+	Suppressed Suppression `json:"suppressed,omitempty"`
 	// Detail says why, in words fit for a log line.
 	Detail string `json:"detail"`
 }
@@ -117,7 +128,7 @@ type Decision struct {
 // Every other reason fires once past rules 1 and 2.
 func Decide(reason Reason, s State) Decision {
 	d := Decision{Reason: reason}
-	stop := func(rule, detail string) Decision {
+	stop := func(rule Suppression, detail string) Decision {
 		d.Suppressed, d.Detail = rule, detail
 		return d
 	}

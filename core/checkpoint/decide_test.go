@@ -16,7 +16,7 @@ func ownerState() State {
 
 func TestDecideReasonsBySuppression(t *testing.T) {
 	suppressions := []struct {
-		rule string
+		rule Suppression
 		set  func(*State)
 	}{
 		{SuppressedWorkerDone, func(s *State) { s.WorkerDone = true }},
@@ -29,7 +29,7 @@ func TestDecideReasonsBySuppression(t *testing.T) {
 		reason Reason
 		state  State
 		fire   bool
-		rule   string
+		rule   Suppression
 	}
 	var rows []row
 	for _, r := range Reasons {

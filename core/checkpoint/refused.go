@@ -6,7 +6,7 @@ import "github.com/bridge-dev/bridge/core"
 // the rule (one of the Suppressed names); Err is the domain error the
 // caller sees, which it wraps. Callers find it with errors.As.
 type SuppressedError struct {
-	Rule string
+	Rule Suppression
 	Err  *core.Error
 }
 

@@ -264,7 +264,7 @@ func TestRiskyNativeResume(t *testing.T) {
 func TestEveryTriggerEverySuppression(t *testing.T) {
 	ctx := context.Background()
 	type setup struct {
-		rule   string
+		rule   checkpoint.Suppression
 		preset string
 		script string // the prompt of the turn that makes the state
 		extra  []core.NewEntry
@@ -280,7 +280,7 @@ func TestEveryTriggerEverySuppression(t *testing.T) {
 	triggers := []string{"phase_boundary", "before_suspend", "before_shutdown", "before_native_resume"}
 	for _, trig := range triggers {
 		for _, su := range setups {
-			t.Run(trig+"/"+su.rule, func(t *testing.T) {
+			t.Run(trig+"/"+string(su.rule), func(t *testing.T) {
 				state := t.TempDir()
 				o := rigOptions{fake: fake.Options{StateDir: state}, shutdownCheckpoints: trig == "before_shutdown",
 					presets: []core.Preset{{Name: service_DirectChat, Harness: "fake"}}}
@@ -364,7 +364,7 @@ func TestEveryTriggerEverySuppression(t *testing.T) {
 				if len(r.rec.Saved) != base {
 					t.Fatalf("%s fired under %s: %+v", trig, su.rule, r.rec.Saved)
 				}
-				if trig != "before_suspend" && !logged(r.rec.Logs, trig+" suppressed ("+want+")") {
+				if trig != "before_suspend" && !logged(r.rec.Logs, trig+" suppressed ("+string(want)+")") {
 					t.Fatalf("no log line names %s suppressed by %s: %q", trig, want, r.rec.Logs)
 				}
 			})
@@ -400,7 +400,7 @@ func logged(logs []string, sub string) bool {
 	return false
 }
 
-func suppressedOf(err error) string {
+func suppressedOf(err error) checkpoint.Suppression {
 	var e *checkpoint.SuppressedError
 	if !errors.As(err, &e) {
 		return ""

@@ -155,8 +155,9 @@ func defName(t reflect.Type) string {
 // under a name of its own (type ErrorCode = core.Code): the definition
 // takes schema's name, and schema's doc comment describes it.
 var aliasNames = map[reflect.Type]string{
-	reflect.TypeFor[core.Code]():         "ErrorCode",
-	reflect.TypeFor[checkpoint.Reason](): "CheckpointReason",
+	reflect.TypeFor[core.Code]():              "ErrorCode",
+	reflect.TypeFor[checkpoint.Reason]():      "CheckpointReason",
+	reflect.TypeFor[checkpoint.Suppression](): "CheckpointSuppression",
 	// core.ApprovalOptionKind is ACP's PermissionOptionKind.
 	reflect.TypeFor[core.ApprovalOptionKind](): "PermissionOptionKind",
 }

@@ -21,6 +21,19 @@ export type CheckpointReason =
   | "context_pressure"
   | "response_reserve";
 /**
+ * CheckpointSuppression names the rule that stopped a checkpoint (no_new_work, tool_in_flight, approval_pending…): core/checkpoint's.
+ */
+export type CheckpointSuppression =
+  | "unknown_reason"
+  | "worker_done"
+  | "tool_in_flight"
+  | "approval_pending"
+  | "no_new_work"
+  | "direct_chat"
+  | "no_gauge"
+  | "harness_owns_window"
+  | "below_threshold";
+/**
  * CompactedBy says who handled session/compact: the harness's own compaction command, or a Bridge checkpoint as the fallback.
  */
 export type CompactedBy = "harness" | "bridge";
@@ -2931,7 +2944,7 @@ export interface SessionSuspendResult {
   /**
    * Suppressed names the rule that stopped the checkpoint (no_new_work, worker_done, direct_chat), when one did.
    */
-  suppressed?: string;
+  suppressed?: CheckpointSuppression;
   /**
    * Suspended is true when a running harness process was stopped; false when none was running (nothing changed).
    */

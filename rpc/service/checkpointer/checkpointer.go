@@ -123,7 +123,7 @@ const DirectChatPreset = "direct"
 
 // Suppressed reports the suppression rule named by a refused checkpoint's
 // error ("" when err is not a suppression).
-func Suppressed(err error) string {
+func Suppressed(err error) checkpoint.Suppression {
 	var e *checkpoint.SuppressedError
 	if errors.As(err, &e) {
 		return e.Rule

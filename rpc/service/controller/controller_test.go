@@ -161,7 +161,7 @@ func TestSuspendAnswers(t *testing.T) {
 		name       string
 		err        error
 		wantCode   core.Code
-		suppressed string
+		suppressed checkpoint.Suppression
 		entry      string
 	}{
 		{name: "written", entry: "e_checkpoint"},

@@ -254,6 +254,6 @@ func (r *rig) statuses(sessionID string) []core.StatusPayload {
 }
 
 // refusal is a checkpoint the decision suppressed by rule.
-func refusal(rule string) error {
+func refusal(rule checkpoint.Suppression) error {
 	return checkpoint.Decision{Suppressed: rule, Detail: "suppressed by the test"}.Refusal(core.CodeInvalid)
 }

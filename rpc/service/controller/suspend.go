@@ -19,7 +19,7 @@ type Suspension struct {
 	// written.
 	CheckpointEntryID string
 	// Suppressed names the rule that stopped the checkpoint, when one did.
-	Suppressed string
+	Suppressed checkpoint.Suppression
 }
 
 // Suspend checkpoints a live session (before_suspend, when the decision
