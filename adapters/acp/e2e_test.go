@@ -81,7 +81,6 @@ func assistantText(t *testing.T, es []core.NewEntry) string {
 // the next turn carries the earlier conversation; a bogus id fails with
 // the agent's own error as a *core.ResumeError.
 func TestRealAgentSessionAndLoadAfterRestart(t *testing.T) {
-	t.Parallel()
 	r := newRealAgent(t)
 	ctx := testCtx(t)
 	h := acp.New(r.cfg)
@@ -185,7 +184,6 @@ func TestRealAgentSessionAndLoadAfterRestart(t *testing.T) {
 // leaves the file unwritten and the model is told; with no approver the
 // preset's policy rejects and the turn still ends.
 func TestRealAgentToolPermission(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		kind    core.ApprovalOptionKind // the option kind the approver picks; "" for no approver
@@ -196,7 +194,6 @@ func TestRealAgentToolPermission(t *testing.T) {
 		{"no_approver", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			r := newRealAgent(t)
 			ctx := testCtx(t)
 			target := filepath.Join(r.cwd, "approved.txt")
@@ -267,7 +264,6 @@ func TestRealAgentToolPermission(t *testing.T) {
 // probe says compaction.command is unavailable and why, and Compact is
 // refused with ErrUnsupported without sending anything to the agent.
 func TestRealAgentCompactRefused(t *testing.T) {
-	t.Parallel()
 	r := newRealAgent(t)
 	ctx := testCtx(t)
 	r.answer("Say hello", "Hello!")

@@ -29,7 +29,6 @@ func pidIn(t *testing.T, reply string) int {
 // priority: on a busy machine a checkpoint's fork yields the CPU to the
 // live turn.
 func TestForkRunsInALowerPriorityProcess(t *testing.T) {
-	t.Parallel()
 	ctx := testCtx(t)
 	h := scriptHost(t, "", "SCRIPTAGENT_FORK=1")
 	rec := adaptertest.NewEvents()

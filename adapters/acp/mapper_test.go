@@ -100,7 +100,6 @@ func checkValidUnique(t *testing.T, es []core.NewEntry) {
 // reveals the compact command and its input hint; the /compact turn, which
 // the agent reports with no update at all, records nothing.
 func TestMapRecordedSession(t *testing.T) {
-	t.Parallel()
 	frames := readFrames(t, "acp-frames.jsonl")
 	// Up to (not including) the in-process session/load at the end.
 	var live []frame
@@ -141,7 +140,6 @@ func TestMapRecordedSession(t *testing.T) {
 // resumed live session, and maps to user and assistant messages for
 // History, the compaction summary kept as the user message the agent sent.
 func TestMapRecordedLoadReplay(t *testing.T) {
-	t.Parallel()
 	frames := readFrames(t, "acp-frames-load-after-restart.jsonl")
 	var load []frame // initialize response, the load replay and its response
 	for _, fr := range frames {
@@ -201,7 +199,6 @@ func upd(t *testing.T, m *mapper, s string) []core.Event {
 // with tokens from the readings around it, and unknown or malformed
 // updates kept as harness.event.
 func TestMapToolsUsageAndCompaction(t *testing.T) {
-	t.Parallel()
 	m := newMapper("my-acp", "sess-1", "n5", modeLive)
 	var evs []core.Event
 	evs = append(evs, upd(t, m, `{"sessionUpdate":"usage_update","used":53000,"size":200000}`)...)
@@ -260,7 +257,6 @@ func TestMapToolsUsageAndCompaction(t *testing.T) {
 // reading before the turn ends is recorded once at the turn's end, without
 // post tokens; failed compactions are kept as data, never as compacted.
 func TestMapCompactionWithoutReadingAfter(t *testing.T) {
-	t.Parallel()
 	m := newMapper("acp", "s", "n6", modeLive)
 	var evs []core.Event
 	evs = append(evs, upd(t, m, `{"sessionUpdate":"compaction_update","compactionId":"c0","status":"failed","error":"too short"}`)...)
@@ -282,7 +278,6 @@ func TestMapCompactionWithoutReadingAfter(t *testing.T) {
 // its files (locations and diff content) as artifact.created; a failed one
 // and other kinds do not.
 func TestMapEditToolCreatesArtifacts(t *testing.T) {
-	t.Parallel()
 	m := newMapper("my-acp", "sess-1", "n6", modeLive)
 	var evs []core.Event
 	evs = append(evs, upd(t, m, `{"sessionUpdate":"tool_call","toolCallId":"e1","title":"Edit a.go","kind":"edit","status":"pending","locations":[{"path":"/p/a.go"}]}`)...)
@@ -314,7 +309,6 @@ func TestMapEditToolCreatesArtifacts(t *testing.T) {
 // US-dollar cost since the turn before as its cost; a turn that reports
 // neither records nothing, and a cost in another currency is not kept.
 func TestTurnUsage(t *testing.T) {
-	t.Parallel()
 	m := newMapper("acp", "s", "n", modeLive)
 	parse := func(evs []core.Event) core.Usage {
 		t.Helper()

@@ -69,11 +69,9 @@ func npmVersion(t *testing.T, pkg string) string {
 // text, and the probe names the program's version. (The whole conformance
 // suite runs on them in TestRealAgentsConformance.)
 func TestRealAgentsTurn(t *testing.T) {
-	t.Parallel()
 	for _, a := range realACPAgents {
 		a := a
 		t.Run(a.bin, func(t *testing.T) {
-			t.Parallel()
 			bin := adaptertest.FindBinary(t, a.bin)
 			t.Logf("target: %s %s (%s)", a.pkg, npmVersion(t, a.pkg), bin)
 			fake, err := fakemodel.Start()

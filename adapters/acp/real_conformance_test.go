@@ -46,13 +46,11 @@ var realConformanceAgents = []struct {
 // TestRealAgentsConformance runs the shared conformance suite on each real
 // ACP agent pinned in package.json, against the fake model server.
 func TestRealAgentsConformance(t *testing.T) {
-	t.Parallel()
 	for _, rc := range realConformanceAgents {
 		a := rc.agent
 		bin := adaptertest.FindBinary(t, a.bin)
 		ver := npmVersion(t, a.pkg)
 		t.Run(a.bin+"@"+ver, func(t *testing.T) {
-			t.Parallel()
 			t.Logf("target: %s %s (%s)", a.pkg, ver, bin)
 			// The approval turn: the fake model asks for a Write in the
 			// session's folder, which the agent relays as a permission.

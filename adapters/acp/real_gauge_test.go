@@ -16,11 +16,9 @@ import (
 // (claude-code-acp 0.16.2 reports no usage; none of the three reports a
 // compaction over ACP: see the issue notes.)
 func TestRealAgentsGauge(t *testing.T) {
-	t.Parallel()
 	for _, a := range realACPAgents[1:] {
 		a := a
 		t.Run(a.bin, func(t *testing.T) {
-			t.Parallel()
 			bin := adaptertest.FindBinary(t, a.bin)
 			t.Logf("target: %s %s", a.pkg, npmVersion(t, a.pkg))
 			fake, err := fakemodel.Start()

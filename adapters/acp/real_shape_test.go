@@ -67,11 +67,9 @@ func acpxExec(t *testing.T, bin, cwd, home string, env []string, prompt string) 
 // model's request log: the requests are equal apart from ids and the
 // differences docs/checkpoints.md lists for ACP agents: none.
 func TestRealAgentsRequestShape(t *testing.T) {
-	t.Parallel()
 	for _, a := range realACPAgents {
 		a := a
 		t.Run(a.bin, func(t *testing.T) {
-			t.Parallel()
 			bin := adaptertest.FindBinary(t, a.bin)
 			fake, err := fakemodel.Start()
 			if err != nil {

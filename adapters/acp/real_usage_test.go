@@ -20,11 +20,9 @@ import (
 // no usage; codex-acp 0.16.0 reports the context gauge only, no turn
 // tokens and no cost: their turns record no usage.reported.)
 func TestRealAgentsUsage(t *testing.T) {
-	t.Parallel()
 	for _, a := range realACPAgents[1:2] {
 		a := a
 		t.Run(a.bin, func(t *testing.T) {
-			t.Parallel()
 			bin := adaptertest.FindBinary(t, a.bin)
 			t.Logf("target: %s %s", a.pkg, npmVersion(t, a.pkg))
 			fake, err := fakemodel.Start()

@@ -38,7 +38,6 @@ var scriptedClaims = []string{core.CapSessionList, core.CapSessionCreate, core.C
 func permissionTurn(t *testing.T) []core.Content { return text("permission") }
 
 func TestConformanceScriptedAgent(t *testing.T) {
-	t.Parallel()
 	adaptertest.Run(t, adaptertest.Harness{
 		New: func(t *testing.T) core.BridgeHost {
 			h := scriptHost(t, "")
@@ -52,7 +51,6 @@ func TestConformanceScriptedAgent(t *testing.T) {
 }
 
 func TestConformanceScriptedAgentWithCompaction(t *testing.T) {
-	t.Parallel()
 	adaptertest.Run(t, adaptertest.Harness{
 		New: func(t *testing.T) core.BridgeHost {
 			h := scriptHost(t, "", "SCRIPTAGENT_COMPACT=1")
@@ -68,7 +66,6 @@ func TestConformanceScriptedAgentWithCompaction(t *testing.T) {
 // TestProbeBeforeAnySession: a fresh host knows the program and the
 // initialize result, and says that what only a session shows is not known.
 func TestProbeBeforeAnySession(t *testing.T) {
-	t.Parallel()
 	p := scriptHost(t, "").Probe(testCtx(t))
 	if p.Version != "1.0.0" || !p.Has(core.CapNativeResume) || !p.Has(core.CapSessionList) {
 		t.Fatalf("probe %+v", p)
@@ -83,7 +80,6 @@ func TestProbeBeforeAnySession(t *testing.T) {
 }
 
 func TestMissingProgram(t *testing.T) {
-	t.Parallel()
 	h := acp.New(acp.Config{Command: "/nonexistent/acp-agent-xyz"})
 	_, err := h.CreateSession(testCtx(t), reqIn(t), nil)
 	if core.ErrorCode(err) != core.CodeUnavailable || !strings.Contains(err.Error(), "/nonexistent/acp-agent-xyz") {
@@ -100,7 +96,6 @@ func TestMissingProgram(t *testing.T) {
 // TestPermissionPolicy: with no approver, the preset's ApprovalPolicy
 // answers the agent's session/request_permission with one of its options.
 func TestPermissionPolicy(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		preset core.Preset
 		option string
@@ -130,7 +125,6 @@ func TestPermissionPolicy(t *testing.T) {
 // own options, and the approver's choice (or a cancelled turn) is the
 // agent's answer.
 func TestPermissionRelayed(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		decision core.ApprovalDecision
@@ -170,7 +164,6 @@ func TestPermissionRelayed(t *testing.T) {
 // unknown update and a line that is not JSON-RPC are kept as harness.event
 // and the turn still ends normally.
 func TestToolsUnknownUpdatesAndGarbage(t *testing.T) {
-	t.Parallel()
 	ctx := testCtx(t)
 	rec := adaptertest.NewEvents()
 	l, err := scriptHost(t, "").CreateSession(ctx, reqIn(t), rec.Sink)
@@ -202,7 +195,6 @@ func TestToolsUnknownUpdatesAndGarbage(t *testing.T) {
 // TestAgentCrash: a dying agent fails the turn, closes Done and reports its
 // exit code and stderr.
 func TestAgentCrash(t *testing.T) {
-	t.Parallel()
 	ctx := testCtx(t)
 	l, err := scriptHost(t, "").CreateSession(ctx, reqIn(t), nil)
 	if err != nil {
@@ -228,7 +220,6 @@ func TestAgentCrash(t *testing.T) {
 
 // TestCancel: session/cancel ends a running turn with stopReason cancelled.
 func TestCancel(t *testing.T) {
-	t.Parallel()
 	ctx := testCtx(t)
 	rec := adaptertest.NewEvents()
 	l, err := scriptHost(t, "").CreateSession(ctx, reqIn(t), rec.Sink)
@@ -265,7 +256,6 @@ func TestCancel(t *testing.T) {
 // "/compact <focus>" and the agent's compaction_update becomes exactly one
 // context.compacted with the usage readings before and after it.
 func TestCompactCommand(t *testing.T) {
-	t.Parallel()
 	ctx := testCtx(t)
 	rec := adaptertest.NewEvents()
 	h := scriptHost(t, "", "SCRIPTAGENT_COMPACT=1")
@@ -315,7 +305,6 @@ func TestCompactCommand(t *testing.T) {
 // goes through session/set_model, the agent's session list and a load
 // replay are read in temporary processes.
 func TestSelectModelListAndHistory(t *testing.T) {
-	t.Parallel()
 	ctx := testCtx(t)
 	rec := adaptertest.NewEvents()
 	h := scriptHost(t, "")
@@ -361,7 +350,6 @@ func TestSelectModelListAndHistory(t *testing.T) {
 // with session/set_mode; a mode the agent does not offer is refused by name
 // before any session is kept.
 func TestPresetMode(t *testing.T) {
-	t.Parallel()
 	ctx := testCtx(t)
 	rec := adaptertest.NewEvents()
 	h := scriptHost(t, "")
@@ -392,7 +380,6 @@ func TestPresetMode(t *testing.T) {
 // unstable session/fork, so the suite's fork case runs against a side
 // process.
 func TestConformanceScriptedAgentWithFork(t *testing.T) {
-	t.Parallel()
 	adaptertest.Run(t, adaptertest.Harness{
 		New: func(t *testing.T) core.BridgeHost {
 			h := scriptHost(t, "", "SCRIPTAGENT_FORK=1")

@@ -20,7 +20,6 @@ import (
 // written (the agent answers the checkpoint request with a JSON object) and
 // announced as session/checkpointSaved, hot.
 func TestContextPressureThroughService(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	host := scriptHost(t, "", "SCRIPTAGENT_WINDOW=100000")
