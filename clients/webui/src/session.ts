@@ -199,6 +199,7 @@ export class SessionView {
   async older(): Promise<void> {
     if (this.loading || !this.hasMore || this.oldest === undefined) return;
     this.loading = true;
+    let got = false;
     try {
       const res = await this.app.guard(
         this.app.client.request("session/history", { sessionId: this.id, beforeSeq: this.oldest, maxMessages: pageSize }),
@@ -207,9 +208,13 @@ export class SessionView {
       this.oldest = res.entries[0]?.seq ?? this.oldest;
       this.hasMore = res.hasMore && res.entries.length > 0;
       await this.prepend(res.entries);
+      got = res.entries.length > 0;
     } finally {
       this.loading = false;
     }
+    // Still near the top after a page (one that added little height, or the
+    // view went up meanwhile): the next one now, as no scroll event may come.
+    if (got && !this.closed && this.hasMore && this.scroller.scrollTop < 80) void this.older();
   }
 
   /**
