@@ -36,11 +36,16 @@ func fakeProviderConfig(url string) string {
 	return string(b)
 }
 
-// offlineEnv keeps OpenCode from reaching the network.
+// offlineEnv keeps OpenCode from reaching the network. The registry
+// settings point the package installs OpenCode starts on its own (its
+// config folder's dependencies) at a closed port on 127.0.0.1: without
+// them every test server resolved registry.npmjs.org and fetched packages
+// over HTTPS, and spent CPU-seconds installing them while turns ran.
 var offlineEnv = []string{
 	"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1",
 	"OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
 	"OPENCODE_DISABLE_SHARE=1",
+	"NPM_CONFIG_REGISTRY=http://127.0.0.1:9/", "BUN_CONFIG_REGISTRY=http://127.0.0.1:9/",
 }
 
 // realHost returns a Host running the real opencode against model, with

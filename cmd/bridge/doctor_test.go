@@ -227,7 +227,8 @@ func TestDoctorRealPrograms(t *testing.T) {
 	}
 	env := []string{"PATH=" + strings.Join(dirs, ":") + ":" + os.Getenv("PATH")}
 	cfg := []byte(`{"harnesses": {"opencode": {"env": {"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
-		"OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_SHARE": "1"}}}}`)
+		"OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_SHARE": "1",
+		"NPM_CONFIG_REGISTRY": "http://127.0.0.1:9/", "BUN_CONFIG_REGISTRY": "http://127.0.0.1:9/"}}}}`)
 	type run struct {
 		harness     string // "" for the whole doctor
 		dir         string

@@ -149,7 +149,8 @@ func addOpenCode(t *testing.T, h *harnessEnv) {
 	}
 	setHarness(t, h, "opencode", map[string]any{"command": adaptertest.FindBinary(t, "opencode"),
 		"env": map[string]string{"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
-			"OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_SHARE": "1"},
+			"OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_SHARE": "1",
+			"NPM_CONFIG_REGISTRY": "http://127.0.0.1:9/", "BUN_CONFIG_REGISTRY": "http://127.0.0.1:9/"},
 		"options": map[string]any{"home": filepath.Join(h.home, "opencode"), "configJson": string(mustJSON(oc))}})
 }
 
