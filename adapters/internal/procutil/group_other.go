@@ -2,7 +2,10 @@
 
 package procutil
 
-import "os/exec"
+import (
+	"errors"
+	"os/exec"
+)
 
 // SetProcessGroup does nothing where process groups are not available.
 func SetProcessGroup(cmd *exec.Cmd) {}
@@ -17,3 +20,13 @@ func SignalGroup(cmd *exec.Cmd, hard bool) {
 
 // LowerPriority does nothing where process priorities are not set this way.
 func LowerPriority(cmd *exec.Cmd) {}
+
+// IdlePriority does nothing where process priorities are not set this
+// way.
+func IdlePriority(cmd *exec.Cmd) error { return nil }
+
+// IdleScheduling reports that Background programs get no lower priority
+// on this system.
+func IdleScheduling() error {
+	return errors.New("process priorities are not lowered on this system")
+}

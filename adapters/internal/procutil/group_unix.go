@@ -44,3 +44,22 @@ func LowerPriority(cmd *exec.Cmd) {
 		_ = syscall.Setpriority(syscall.PRIO_PGRP, cmd.Process.Pid, backgroundNice)
 	}
 }
+
+// IdlePriority lowers the program's process group to nice 10 and, where
+// the system has it, to the idle scheduling class (SCHED_IDLE on Linux:
+// the group runs on CPU time nothing else wants, and gives a core up at
+// once to any other program that wakes). The children and threads it
+// starts later inherit both. It returns the system's refusal of the idle
+// class (the group then runs at nice 10 only; IdleScheduling reports it
+// too).
+//
+// Only for a program that holds nothing the live session waits for: one
+// starved by other work while it holds a lock (a database both write)
+// would stall whoever waits for the lock.
+func IdlePriority(cmd *exec.Cmd) error {
+	if cmd.Process == nil {
+		return nil
+	}
+	_ = syscall.Setpriority(syscall.PRIO_PGRP, cmd.Process.Pid, backgroundNice)
+	return idleGroup(cmd.Process.Pid)
+}

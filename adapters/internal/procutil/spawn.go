@@ -39,6 +39,10 @@ type Spec struct {
 	// the system has one): a side process, such as a checkpoint's fork,
 	// that must not slow the live session down.
 	Background bool
+	// Idle runs a Background program in the idle scheduling class too
+	// (IdlePriority): for a side process that shares no lock with the live
+	// session.
+	Idle bool
 }
 
 // Process is a running harness program in its own process group, with the
@@ -85,7 +89,10 @@ func Start(spec Spec) (*Process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	if spec.Background {
+	switch {
+	case spec.Background && spec.Idle:
+		_ = IdlePriority(cmd)
+	case spec.Background:
 		LowerPriority(cmd)
 	}
 	go func() {
