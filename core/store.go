@@ -34,6 +34,19 @@ type Store interface {
 	// maxMessages user/assistant messages have been collected. hasMore tells
 	// whether older entries remain on the branch.
 	History(ctx context.Context, sessionID string, beforeSeq int64, maxMessages int) (entries []Entry, hasMore bool, err error)
+	// HistoryAfter pages the active branch forwards: the entries with
+	// seq > afterSeq, oldest first, stopping once maxMessages
+	// user/assistant messages have been collected. hasNewer tells whether
+	// newer entries remain on the branch (the page does not end at the
+	// head). A page costs about what a History page costs, wherever it
+	// starts.
+	HistoryAfter(ctx context.Context, sessionID string, afterSeq int64, maxMessages int) (entries []Entry, hasNewer bool, err error)
+	// HistoryAround reads the page of the active branch around entry
+	// entryID in one read: the History page of about maxMessages/2
+	// messages ending at the entry, then the HistoryAfter page of the rest
+	// after it. An unknown entry is ErrNotFound; an entry of another
+	// session, or one not on the active branch, is CodeInvalid.
+	HistoryAround(ctx context.Context, sessionID, entryID string, maxMessages int) (entries []Entry, hasMore, hasNewer bool, err error)
 	// Audit returns audit records, oldest first, optionally filtered by
 	// entity (a session id) and kind; empty filters match all.
 	Audit(ctx context.Context, entity, kind string) ([]AuditRecord, error)

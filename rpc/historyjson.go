@@ -32,6 +32,10 @@ func appendHistory(b []byte, h schema.SessionHistoryResult) ([]byte, error) {
 	}
 	b = append(b, `],"hasMore":`...)
 	b = strconv.AppendBool(b, h.HasMore)
+	if h.HasNewer != nil {
+		b = append(b, `,"hasNewer":`...)
+		b = strconv.AppendBool(b, *h.HasNewer)
+	}
 	return append(b, '}'), nil
 }
 

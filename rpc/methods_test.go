@@ -28,27 +28,32 @@ func TestHistoryResultMatchesSchema(t *testing.T) {
 		{ID: "d\"<é>", SessionID: "s", Seq: 4, Kind: "k\n", NativeID: "\u2028", Payload: json.RawMessage(" \n[ 1 , {\"a\" : \"b\"} ]\t"),
 			CreatedAt: time.Time{}},
 	}} {
-		slow := schema.SessionHistoryResult{HasMore: true, Entries: []schema.Entry{}}
-		for _, e := range entries {
-			slow.Entries = append(slow.Entries, peer.WireEntry(e))
-		}
-		a, err := appendHistory(nil, slow)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := json.Marshal(slow)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var av, bv any
-		if err := json.Unmarshal(a, &av); err != nil {
-			t.Fatalf("not JSON: %v\n%s", err, a)
-		}
-		if err := json.Unmarshal(b, &bv); err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(av, bv) {
-			t.Errorf("encodings differ:\nrpc    %s\nschema %s", a, b)
+		for _, newer := range []*bool{nil, core.Ptr(false), core.Ptr(true)} {
+			slow := schema.SessionHistoryResult{HasMore: true, Entries: []schema.Entry{}, HasNewer: newer}
+			for _, e := range entries {
+				slow.Entries = append(slow.Entries, peer.WireEntry(e))
+			}
+			a, err := appendHistory(nil, slow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(slow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var av, bv any
+			if err := json.Unmarshal(a, &av); err != nil {
+				t.Fatalf("not JSON: %v\n%s", err, a)
+			}
+			if err := json.Unmarshal(b, &bv); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(av, bv) {
+				t.Errorf("encodings differ:\nrpc    %s\nschema %s", a, b)
+			}
+			if newer == nil && bytes.Contains(a, []byte("hasNewer")) {
+				t.Errorf("a backwards page carries hasNewer: %s", a)
+			}
 		}
 	}
 	bad := schema.SessionHistoryResult{Entries: []schema.Entry{{ID: "x", Payload: json.RawMessage(`{"a":`), CreatedAt: at}}}

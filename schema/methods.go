@@ -200,7 +200,7 @@ var Methods = sync.OnceValue(func() []Method {
 		call("session/cancel", Backend.SessionCancel, "", "Interrupt the running turn."),
 		call("session/rename", Backend.SessionRename, "", "Rename a session."),
 		call("session/archive", Backend.SessionArchive, "", "Archive a session."),
-		call("session/history", Backend.SessionHistory, "", "Page the record backwards."),
+		call("session/history", Backend.SessionHistory, "", "Page the record along the active branch: backwards, forwards, or around an entry."),
 		call("session/resume", Backend.SessionResume, "", "Resume a session and report the mode."),
 		call("session/compact", Backend.SessionCompact, "Compact", "Forward /compact or fall back to a checkpoint."),
 		call("session/checkpoint", Backend.SessionCheckpoint, "Checkpoint", "Write a Bridge checkpoint now."),

@@ -251,7 +251,9 @@ type SessionArchiveParams struct {
 // SessionArchiveResult acknowledges session/archive.
 type SessionArchiveResult struct{}
 
-// SessionHistoryParams pages the record backwards along the active branch.
+// SessionHistoryParams pages the record along the active branch: backwards
+// from the head or from beforeSeq, forwards from afterSeq, or around an
+// entry (at most one of beforeSeq, afterSeq and around).
 type SessionHistoryParams struct {
 	// SessionID is the session to read.
 	SessionID string `json:"sessionId"`
@@ -261,14 +263,28 @@ type SessionHistoryParams struct {
 	// MaxMessages bounds the page by user and assistant messages (other
 	// entries do not count).
 	MaxMessages int `json:"maxMessages,omitempty" jsonschema:"minimum=0"`
+	// AfterSeq pages forwards: only entries with a larger seq, oldest
+	// first, towards the head (0 means from the root). The result carries
+	// hasNewer.
+	AfterSeq *int64 `json:"afterSeq,omitempty" jsonschema:"minimum=0"`
+	// Around reads the page around this entry of the session: about half
+	// of maxMessages up to and including it, the rest after it. The entry
+	// must be on the active branch. The result carries hasMore and
+	// hasNewer.
+	Around string `json:"around,omitempty"`
 }
 
 // SessionHistoryResult is one page of the record, oldest first.
 type SessionHistoryResult struct {
 	// Entries are the page's entries, oldest first.
 	Entries []Entry `json:"entries"`
-	// HasMore is true when older entries remain.
+	// HasMore is true when older entries remain before the first entry
+	// (on an empty page read with afterSeq: false).
 	HasMore bool `json:"hasMore"`
+	// HasNewer is present on pages read with afterSeq or around: true when
+	// newer entries remain on the active branch after the last entry (the
+	// page does not end at the head).
+	HasNewer *bool `json:"hasNewer,omitempty"`
 }
 
 // MarshalJSON writes empty lists as [] rather than null.

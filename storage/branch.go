@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/bridge-dev/bridge/core"
@@ -134,29 +135,125 @@ func history(ctx context.Context, q querier, sessionID string, beforeSeq int64, 
 		// Not one sound chain: walk from the head, which names the problem.
 		page.Reset()
 	}
-	w := newWalker(q, sessionID)
-	start := st.headID
-	if beforeSeq > 0 && beforeSeq <= st.headSeq.Int64 {
-		// Seek the page's first entry by the jump pointers of
-		// entry_links; walk from the head only when they cannot tell.
-		var ok bool
-		start, ok, _, err = linkedEntryBefore(ctx, q, sessionID, st.headSeq.Int64, beforeSeq)
-		if err == nil && !ok {
-			start, err = w.EntryBefore(ctx, st.headID, beforeSeq)
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		if start == "" {
-			return []core.Entry{}, false, nil
-		}
-		w = newWalker(q, sessionID)
+	start, w, err := branchBefore(ctx, q, sessionID, st, beforeSeq)
+	if err != nil || start == "" {
+		return []core.Entry{}, false, err
 	}
 	if err := w.Walk(ctx, start, start == st.headID, batch, page.Collect); err != nil {
 		return nil, false, err
 	}
 	out, hasMore := page.Done()
 	return out, hasMore, nil
+}
+
+// branchBefore finds where a walk back along the active branch starts for
+// the entries with seq < beforeSeq (0: from the head), and the walker to
+// walk it with; start is "" when the branch has no such entry.
+func branchBefore(ctx context.Context, q querier, sessionID string, st sessionState, beforeSeq int64) (start string, w *record.Walker, err error) {
+	w = newWalker(q, sessionID)
+	if beforeSeq <= 0 || beforeSeq > st.headSeq.Int64 {
+		return st.headID, w, nil
+	}
+	// Seek the page's first entry by the jump pointers of entry_links;
+	// walk from the head only when they cannot tell.
+	start, ok, _, err := linkedEntryBefore(ctx, q, sessionID, st.headSeq.Int64, beforeSeq)
+	if err == nil && !ok {
+		start, err = w.EntryBefore(ctx, st.headID, beforeSeq)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	return start, newWalker(q, sessionID), nil
+}
+
+// HistoryAfter implements core.Store: the page of the active branch after
+// afterSeq, oldest first, until maxMessages user/assistant messages are
+// in. An unbranched session is read by seq upwards; a branched one by
+// windows walked back from the jump pointers' answer (record.ForwardWindows),
+// so a page costs about what a backwards page costs wherever it starts.
+func (db *DB) HistoryAfter(ctx context.Context, sessionID string, afterSeq int64, maxMessages int) (entries []core.Entry, hasNewer bool, err error) {
+	if maxMessages <= 0 {
+		maxMessages = DefaultHistoryMessages
+	}
+	err = db.read(ctx, func(tx *stmtTx) error {
+		entries, hasNewer, err = historyAfter(ctx, tx, sessionID, afterSeq, maxMessages)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return entries, hasNewer, nil
+}
+
+// HistoryAround implements core.Store: the page around entry entryID, in
+// one read (record.Around).
+func (db *DB) HistoryAround(ctx context.Context, sessionID, entryID string, maxMessages int) (entries []core.Entry, hasMore, hasNewer bool, err error) {
+	if maxMessages <= 0 {
+		maxMessages = DefaultHistoryMessages
+	}
+	err = db.read(ctx, func(tx *stmtTx) error {
+		if _, err := loadState(ctx, tx, sessionID); err != nil {
+			return err
+		}
+		var r entryRow
+		err := tx.QueryRowContext(ctx, `SELECT `+entryCols+` FROM entries WHERE id = ?`, entryID).Scan(r.dest()...)
+		if errors.Is(err, sql.ErrNoRows) {
+			return core.NotFound("entry", entryID)
+		}
+		if err != nil {
+			return fmt.Errorf("storage: get entry %s: %w", entryID, err)
+		}
+		entries, hasMore, hasNewer, err = record.Around(ctx, sessionID, r.entry(), maxMessages,
+			func(ctx context.Context, beforeSeq int64, max int) ([]core.Entry, bool, error) {
+				return history(ctx, tx, sessionID, beforeSeq, max)
+			},
+			func(ctx context.Context, afterSeq int64, max int) ([]core.Entry, bool, error) {
+				return historyAfter(ctx, tx, sessionID, afterSeq, max)
+			})
+		return err
+	})
+	if err != nil {
+		return nil, false, false, err
+	}
+	return entries, hasMore, hasNewer, nil
+}
+
+func historyAfter(ctx context.Context, q querier, sessionID string, afterSeq int64, maxMessages int) ([]core.Entry, bool, error) {
+	st, err := loadState(ctx, q, sessionID)
+	if err != nil {
+		return nil, false, err
+	}
+	if st.headID == "" {
+		return []core.Entry{}, false, nil
+	}
+	if !st.headSeq.Valid {
+		return nil, false, core.Errorf(core.CodeCorrupt, "session %s: head %q does not exist", sessionID, st.headID)
+	}
+	headSeq := st.headSeq.Int64
+	page := record.NewForwardPage(maxMessages, headSeq)
+	if !st.branched {
+		ok, err := scanForward(ctx, q, sessionID, afterSeq, headSeq, min(2*maxMessages+16, 1024), page.Collect)
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			out, hasNewer := page.Done()
+			return out, hasNewer, nil
+		}
+		page.Reset() // not one sound chain: the walk names the problem
+	}
+	err = record.ForwardWindows(headSeq, afterSeq, page, func(lo, hi int64, fn func(core.Entry) bool) error {
+		start, w, err := branchBefore(ctx, q, sessionID, st, hi)
+		if err != nil || start == "" {
+			return err
+		}
+		return w.Walk(ctx, start, start == st.headID, int(min(hi-lo+1, 1024)), fn)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	out, hasNewer := page.Done()
+	return out, hasNewer, nil
 }
 
 // Integrity implements core.Store. Each session's active branch is walked

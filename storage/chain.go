@@ -35,6 +35,16 @@ var chainQueries = func() []string {
 	return q
 }()
 
+// forwardQueries read a session's entries oldest first from a seq up to
+// another, in the size classes of chainQueries.
+var forwardQueries = func() []string {
+	q := make([]string, 11)
+	for i := range q {
+		q[i] = `SELECT ` + entryCols + ` FROM entries WHERE session_id = ? AND seq >= ? AND seq <= ? ORDER BY seq LIMIT ` + strconv.Itoa(1<<i)
+	}
+	return q
+}()
+
 // scanChain reads the entries of a session that has never branched
 // newest first from fromSeq down by the (session_id, seq) index, checked
 // as one chain (record.ScanChain).
@@ -42,25 +52,42 @@ func scanChain(ctx context.Context, q querier, sessionID, firstID string, fromSe
 	batch = chainBatch(batch)
 	query := chainSQL(batch)
 	return record.ScanChain(firstID, fromSeq, batch, func(upper int64, visit func(core.Entry) bool) (int, error) {
-		rows, err := q.QueryContext(ctx, query, sessionID, upper)
-		if err != nil {
-			return 0, fmt.Errorf("storage: read session %s: %w", sessionID, err)
-		}
-		defer rows.Close()
-		n := 0
-		for rows.Next() {
-			var r entryRow
-			if err := rows.Scan(r.dest()...); err != nil {
-				return n, fmt.Errorf("storage: read session %s: %w", sessionID, err)
-			}
-			n++
-			if !visit(r.entry()) {
-				break
-			}
-		}
-		if err := rows.Err(); err != nil {
+		return visitRows(ctx, q, sessionID, visit, query, sessionID, upper)
+	}, fn)
+}
+
+// visitRows runs a query of entries of session sessionID and hands each
+// row to visit until it returns false; it returns how many rows it read.
+func visitRows(ctx context.Context, q querier, sessionID string, visit func(core.Entry) bool, query string, args ...any) (int, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return 0, fmt.Errorf("storage: read session %s: %w", sessionID, err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var r entryRow
+		if err := rows.Scan(r.dest()...); err != nil {
 			return n, fmt.Errorf("storage: read session %s: %w", sessionID, err)
 		}
-		return n, nil
+		n++
+		if !visit(r.entry()) {
+			break
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return n, fmt.Errorf("storage: read session %s: %w", sessionID, err)
+	}
+	return n, nil
+}
+
+// scanForward reads the entries of a session that has never branched
+// oldest first from afterSeq up to headSeq by the (session_id, seq) index,
+// checked as one chain (record.ScanForward).
+func scanForward(ctx context.Context, q querier, sessionID string, afterSeq, headSeq int64, batch int, fn func(core.Entry) bool) (ok bool, err error) {
+	batch = chainBatch(batch)
+	query := forwardQueries[bits.Len(uint(batch))-1]
+	return record.ScanForward(afterSeq, headSeq, batch, func(lower int64, visit func(core.Entry) bool) (int, error) {
+		return visitRows(ctx, q, sessionID, visit, query, sessionID, lower, headSeq)
 	}, fn)
 }

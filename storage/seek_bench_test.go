@@ -199,6 +199,88 @@ func BenchmarkBranchedHistoryPage(b *testing.B) {
 	}
 }
 
+// BenchmarkHistoryAround100k reads 60-message pages 50,000 entries back
+// in a session of 100,000 entries three ways, in turn in each iteration:
+// the backwards page before that seq (History, the baseline), the forwards
+// page after it (HistoryAfter) and the page around the entry there
+// (HistoryAround, what opening a search hit reads). It reports the medians
+// and the ratios to the backwards page, on a session that never branched
+// ("chain") and on one whose active branch forks off near its root and so
+// reads by entry_links ("branched", as BenchmarkBranchedHistoryPage's).
+func BenchmarkHistoryAround100k(b *testing.B) {
+	ctx := context.Background()
+	db := openBench(b)
+	storage.DisableSearchIndex(db)
+	pattern := []core.NewEntry{user("question"), tool("t1"),
+		{Kind: core.KindToolCompleted, Payload: core.Payload(map[string]string{"toolId": "t1"})},
+		{Kind: core.KindContextUsage, Payload: core.Payload(map[string]int{"used": 1000})},
+		assistant("answer")}
+	chunk := make([]core.NewEntry, 0, 1000)
+	for len(chunk) < cap(chunk) {
+		chunk = append(chunk, pattern...)
+	}
+	build := func(branched bool) (string, core.Entry) {
+		s := newSession(b, db)
+		var last []core.Entry
+		first, err := db.Append(ctx, s.ID, chunk...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if branched { // a branch under the tenth entry, then the session grows on it
+			if last, err = db.AppendTo(ctx, s.ID, first[9].ID, chunk...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for n := len(chunk); n < 100_000; n += len(chunk) {
+			if last, err = db.Append(ctx, s.ID, chunk...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		p, _, err := db.History(ctx, s.ID, last[len(last)-1].Seq-50_000, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s.ID, p[len(p)-1]
+	}
+	for _, branched := range []bool{false, true} {
+		sid, mid := build(branched)
+		name := map[bool]string{false: "chain", true: "branched"}[branched]
+		b.Run(name, func(b *testing.B) {
+			var back, after, around []float64
+			timed := func(read func() (int, error)) float64 {
+				t0 := time.Now()
+				n, err := read()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n < 140 {
+					b.Fatalf("page has %d entries, want about 150", n)
+				}
+				return float64(time.Since(t0).Nanoseconds())
+			}
+			for i := 0; i < b.N; i++ {
+				back = append(back, timed(func() (int, error) {
+					p, _, err := db.History(ctx, sid, mid.Seq, 60)
+					return len(p), err
+				}))
+				after = append(after, timed(func() (int, error) {
+					p, _, err := db.HistoryAfter(ctx, sid, mid.Seq, 60)
+					return len(p), err
+				}))
+				around = append(around, timed(func() (int, error) {
+					p, _, _, err := db.HistoryAround(ctx, sid, mid.ID, 60)
+					return len(p), err
+				}))
+			}
+			b.ReportMetric(medianF(back), "ns/page-back")
+			b.ReportMetric(medianF(after), "ns/page-after")
+			b.ReportMetric(medianF(around), "ns/page-around")
+			b.ReportMetric(medianF(after)/medianF(back), "after/back")
+			b.ReportMetric(medianF(around)/medianF(back), "around/back")
+		})
+	}
+}
+
 // BenchmarkAppendLinks measures what entry_links rows cost an append:
 // batches of 100 entries and single entries appended at the head of a
 // session that never branched (no rows: its entries are one chain) and of

@@ -95,7 +95,9 @@ func (s *Service) SessionArchive(ctx context.Context, p schema.SessionArchivePar
 	return schema.SessionArchiveResult{}, nil
 }
 
-// SessionHistory pages the session's record backwards.
+// SessionHistory pages the session's record along its active branch:
+// backwards (from the head or beforeSeq), forwards (afterSeq) or around an
+// entry (around); one direction per page.
 func (s *Service) SessionHistory(ctx context.Context, p schema.SessionHistoryParams) (schema.SessionHistoryResult, error) {
 	var before int64
 	if p.BeforeSeq != nil {
@@ -107,11 +109,42 @@ func (s *Service) SessionHistory(ctx context.Context, p schema.SessionHistoryPar
 	if p.MaxMessages < 0 {
 		return schema.SessionHistoryResult{}, invalidField("maxMessages", "maxMessages must not be negative")
 	}
-	entries, more, err := s.sess.History(ctx, p.SessionID, before, p.MaxMessages)
+	var given []string
+	for _, g := range []struct {
+		name string
+		set  bool
+	}{{"beforeSeq", p.BeforeSeq != nil}, {"afterSeq", p.AfterSeq != nil}, {"around", p.Around != ""}} {
+		if g.set {
+			given = append(given, g.name)
+		}
+	}
+	if len(given) > 1 {
+		return schema.SessionHistoryResult{}, invalidField(given[1],
+			"%s and %s cannot be given together: a page is read backwards (beforeSeq), forwards (afterSeq) or around an entry (around)", given[0], given[1])
+	}
+	var (
+		entries []core.Entry
+		more    bool
+		newer   *bool
+		err     error
+	)
+	switch {
+	case p.Around != "":
+		var n bool
+		entries, more, n, err = s.sess.HistoryAround(ctx, p.SessionID, p.Around, p.MaxMessages)
+		newer = &n
+	case p.AfterSeq != nil:
+		var n bool
+		entries, n, err = s.sess.HistoryAfter(ctx, p.SessionID, *p.AfterSeq, p.MaxMessages)
+		newer = &n
+		more = len(entries) > 0 && entries[0].ParentID != ""
+	default:
+		entries, more, err = s.sess.History(ctx, p.SessionID, before, p.MaxMessages)
+	}
 	if err != nil {
 		return schema.SessionHistoryResult{}, err
 	}
-	out := schema.SessionHistoryResult{Entries: make([]schema.Entry, len(entries)), HasMore: more}
+	out := schema.SessionHistoryResult{Entries: make([]schema.Entry, len(entries)), HasMore: more, HasNewer: newer}
 	for i, e := range entries {
 		out.Entries[i] = peer.WireEntry(e)
 	}

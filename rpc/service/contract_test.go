@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -129,4 +130,109 @@ func TestCapabilityNeedsTheImplementation(t *testing.T) {
 		}
 		svc.Close(context.Background())
 	}
+}
+
+// TestSessionHistoryAroundAndForwards: session/history opens a page around
+// an entry deep in a long session and pages forwards from it to the head
+// and backwards to the root, on both stores; the old requests keep their
+// result (no hasNewer), and bad combinations and entries are refused naming
+// the field.
+func TestSessionHistoryAroundAndForwards(t *testing.T) {
+	eachStore(t, func(t *testing.T, open opener) {
+		r := newRig(t, rigOptions{open: open})
+		ctx := context.Background()
+		s := r.create()
+		var batch []core.NewEntry
+		for i := range 400 {
+			batch = append(batch, core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(core.UserMessagePayload{Text: fmt.Sprintf("u%d", i)})},
+				core.NewEntry{Kind: core.KindAssistantMessage, Payload: core.Payload(core.AssistantMessagePayload{Text: fmt.Sprintf("a%d", i)})})
+		}
+		es, err := r.db.Append(ctx, s.ID, batch...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hit := es[101] // a50
+		page, err := r.svc.SessionHistory(ctx, schema.SessionHistoryParams{SessionID: s.ID, Around: hit.ID, MaxMessages: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Entries) != 20 || page.Entries[9].ID != hit.ID || !page.HasMore || page.HasNewer == nil || !*page.HasNewer {
+			t.Fatalf("around a50: %d entries, [9] %s (want %s), hasMore %v, hasNewer %v", len(page.Entries), page.Entries[9].ID, hit.ID, page.HasMore, page.HasNewer)
+		}
+		// Forwards to the head, then nothing newer.
+		seen := len(page.Entries)
+		after := page.Entries[len(page.Entries)-1].Seq
+		for pages := 0; ; pages++ {
+			p, err := r.svc.SessionHistory(ctx, schema.SessionHistoryParams{SessionID: s.ID, AfterSeq: &after, MaxMessages: 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.HasNewer == nil || len(p.Entries) == 0 || !p.HasMore || pages > 20 {
+				t.Fatalf("forward page %d: %d entries, hasNewer %v, hasMore %v", pages, len(p.Entries), p.HasNewer, p.HasMore)
+			}
+			if p.Entries[0].Seq != after+1 {
+				t.Fatalf("forward page starts at seq %d, want %d", p.Entries[0].Seq, after+1)
+			}
+			seen += len(p.Entries)
+			after = p.Entries[len(p.Entries)-1].Seq
+			if !*p.HasNewer {
+				break
+			}
+		}
+		if after != es[len(es)-1].Seq {
+			t.Fatalf("forward paging ended at seq %d, the head is %d", after, es[len(es)-1].Seq)
+		}
+		// Backwards from the page's first entry, as before.
+		before := page.Entries[0].Seq
+		for {
+			p, err := r.svc.SessionHistory(ctx, schema.SessionHistoryParams{SessionID: s.ID, BeforeSeq: &before, MaxMessages: 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.HasNewer != nil {
+				t.Fatalf("a backwards page says hasNewer %v", *p.HasNewer)
+			}
+			seen += len(p.Entries)
+			if !p.HasMore {
+				break
+			}
+			before = p.Entries[0].Seq
+		}
+		if seen != len(es) {
+			t.Fatalf("paging from the hit both ways read %d entries, the session has %d", seen, len(es))
+		}
+		// From the root: afterSeq 0.
+		zero := int64(0)
+		if p, err := r.svc.SessionHistory(ctx, schema.SessionHistoryParams{SessionID: s.ID, AfterSeq: &zero, MaxMessages: 2}); err != nil ||
+			len(p.Entries) != 2 || p.Entries[0].ID != es[0].ID || p.HasMore || !*p.HasNewer {
+			t.Fatalf("from the root: %+v, %v", p, err)
+		}
+
+		other := r.create()
+		elsewhere, err := r.db.Append(ctx, other.ID, core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(core.UserMessagePayload{Text: "x"})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq := int64(3)
+		for _, c := range []struct {
+			name  string
+			p     schema.SessionHistoryParams
+			code  core.Code
+			field string
+			msg   string
+		}{
+			{"around and beforeSeq", schema.SessionHistoryParams{SessionID: s.ID, Around: hit.ID, BeforeSeq: &seq}, core.CodeInvalid, "around", "cannot be given together"},
+			{"afterSeq and beforeSeq", schema.SessionHistoryParams{SessionID: s.ID, AfterSeq: &seq, BeforeSeq: &seq}, core.CodeInvalid, "afterSeq", "cannot be given together"},
+			{"around and afterSeq", schema.SessionHistoryParams{SessionID: s.ID, Around: hit.ID, AfterSeq: &seq}, core.CodeInvalid, "around", "cannot be given together"},
+			{"unknown entry", schema.SessionHistoryParams{SessionID: s.ID, Around: "e_missing"}, core.CodeNotFound, "", `entry "e_missing" not found`},
+			{"another session's entry", schema.SessionHistoryParams{SessionID: s.ID, Around: elsewhere[0].ID}, core.CodeInvalid, "around", "belongs to session " + other.ID},
+			{"unknown session", schema.SessionHistoryParams{SessionID: "s_missing", Around: hit.ID}, core.CodeNotFound, "", "s_missing"},
+		} {
+			_, err := r.svc.SessionHistory(ctx, c.p)
+			var ce *core.Error
+			if core.ErrorCode(err) != c.code || !asError(err, &ce) || ce.Field != c.field || !strings.Contains(err.Error(), c.msg) {
+				t.Errorf("%s: %v (field %q); want %s naming field %q and %q", c.name, err, fieldOf(ce), c.code, c.field, c.msg)
+			}
+		}
+	})
 }

@@ -226,8 +226,9 @@ func BenchmarkIngest(b *testing.B) {
 }
 
 // BenchmarkHistoryPage100k reads one 60-message page of a 100,000-entry
-// session with mixed kinds, from the head and from the middle, on
-// PostgreSQL ("postgres/…") and on SQLite ("sqlite/…", the same session
+// session with mixed kinds, from the head and from the middle, forwards
+// from the middle (HistoryAfter) and around the entry there
+// (HistoryAround), on PostgreSQL ("postgres/…") and on SQLite ("sqlite/…", the same session
 // in storage's store), for the ratio.
 func BenchmarkHistoryPage100k(b *testing.B) {
 	ctx := context.Background()
@@ -278,6 +279,37 @@ func BenchmarkHistoryPage100k(b *testing.B) {
 					}
 					if len(page) != 150 {
 						b.Fatalf("page has %d entries, want 150", len(page))
+					}
+				}
+			})
+		}
+		// Forwards from the middle, and around the entry there (what
+		// opening a search hit reads), against "middle" above.
+		mid, _, err := st.st.History(ctx, st.sid, total/2+1, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range []struct {
+			name string
+			read func() ([]core.Entry, error)
+		}{
+			{"after-middle", func() ([]core.Entry, error) {
+				p, _, err := st.st.HistoryAfter(ctx, st.sid, total/2, 60)
+				return p, err
+			}},
+			{"around-middle", func() ([]core.Entry, error) {
+				p, _, _, err := st.st.HistoryAround(ctx, st.sid, mid[len(mid)-1].ID, 60)
+				return p, err
+			}},
+		} {
+			b.Run(st.name+"/"+c.name, func(b *testing.B) {
+				for range b.N {
+					page, err := c.read()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(page) < 140 {
+						b.Fatalf("page has %d entries, want about 150", len(page))
 					}
 				}
 			})

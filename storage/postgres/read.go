@@ -220,28 +220,34 @@ const chainSQL = `SELECT ` + entryCols + ` FROM entries WHERE session_id = $1 AN
 func scanChain(ctx context.Context, db *DB, q querier, sessionID, firstID string, fromSeq int64, batch int, fn func(core.Entry) bool) (ok bool, err error) {
 	batch = min(max(batch, 16), 1024)
 	return record.ScanChain(firstID, fromSeq, batch, func(upper int64, visit func(core.Entry) bool) (int, error) {
-		rows, err := q.Query(ctx, chainSQL, sessionID, upper, batch)
-		if err != nil {
-			return 0, db.errf(err, "read session %s", sessionID)
-		}
-		defer rows.Close()
-		n := 0
-		for rows.Next() {
-			var r entryRow
-			if err := rows.Scan(r.dest()...); err != nil {
-				return n, db.errf(err, "read session %s", sessionID)
-			}
-			n++
-			if !visit(r.entry()) {
-				break
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		return visitRows(ctx, db, q, sessionID, visit, chainSQL, sessionID, upper, batch)
+	}, fn)
+}
+
+// visitRows runs a query of entries of session sessionID and hands each
+// row to visit until it returns false; it returns how many rows it read.
+func visitRows(ctx context.Context, db *DB, q querier, sessionID string, visit func(core.Entry) bool, query string, args ...any) (int, error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return 0, db.errf(err, "read session %s", sessionID)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var r entryRow
+		if err := rows.Scan(r.dest()...); err != nil {
 			return n, db.errf(err, "read session %s", sessionID)
 		}
-		return n, nil
-	}, fn)
+		n++
+		if !visit(r.entry()) {
+			break
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return n, db.errf(err, "read session %s", sessionID)
+	}
+	return n, nil
 }
 
 // walkSQL follows parent links from $1 for at most $2 steps. A row whose
@@ -365,24 +371,127 @@ func history(ctx context.Context, db *DB, q querier, sessionID string, beforeSeq
 		}
 		page.Reset()
 	}
-	w := newWalker(db, q, sessionID)
-	start := st.headID
-	if beforeSeq > 0 && beforeSeq <= *st.headSeq {
-		found, err := w.EntryBefore(ctx, st.headID, beforeSeq)
-		if err != nil {
-			return nil, false, err
-		}
-		if found == "" {
-			return []core.Entry{}, false, nil
-		}
-		start = found
-		w = newWalker(db, q, sessionID)
+	start, w, err := branchBefore(ctx, db, q, sessionID, st, beforeSeq)
+	if err != nil || start == "" {
+		return []core.Entry{}, false, err
 	}
 	if err := w.Walk(ctx, start, start == st.headID, batch, page.Collect); err != nil {
 		return nil, false, err
 	}
 	out, hasMore := page.Done()
 	return out, hasMore, nil
+}
+
+// branchBefore finds where a walk back along the active branch starts for
+// the entries with seq < beforeSeq (0: from the head), by a walk from the
+// head, and the walker to walk on with; start is "" when the branch has no
+// such entry.
+func branchBefore(ctx context.Context, db *DB, q querier, sessionID string, st sessionState, beforeSeq int64) (start string, w *record.Walker, err error) {
+	w = newWalker(db, q, sessionID)
+	if beforeSeq <= 0 || beforeSeq > *st.headSeq {
+		return st.headID, w, nil
+	}
+	if start, err = w.EntryBefore(ctx, st.headID, beforeSeq); err != nil {
+		return "", nil, err
+	}
+	return start, newWalker(db, q, sessionID), nil
+}
+
+// forwardSQL reads a session's entries oldest first from a seq up to
+// another.
+const forwardSQL = `SELECT ` + entryCols + ` FROM entries WHERE session_id = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq LIMIT $4`
+
+// HistoryAfter implements core.Store, as storage's does: an unbranched
+// session is read by seq upwards (only the page); a branched one by
+// windows walked back from the head (record.ForwardWindows; as with
+// History, a page far from the head of a branched session costs a walk to
+// it here).
+func (db *DB) HistoryAfter(ctx context.Context, sessionID string, afterSeq int64, maxMessages int) (entries []core.Entry, hasNewer bool, err error) {
+	if maxMessages <= 0 {
+		maxMessages = DefaultHistoryMessages
+	}
+	err = db.read(ctx, func(q querier) error {
+		entries, hasNewer, err = historyAfter(ctx, db, q, sessionID, afterSeq, maxMessages)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return entries, hasNewer, nil
+}
+
+// HistoryAround implements core.Store: the page around entry entryID, in
+// one snapshot (record.Around).
+func (db *DB) HistoryAround(ctx context.Context, sessionID, entryID string, maxMessages int) (entries []core.Entry, hasMore, hasNewer bool, err error) {
+	if maxMessages <= 0 {
+		maxMessages = DefaultHistoryMessages
+	}
+	err = db.read(ctx, func(q querier) error {
+		if _, err := loadState(ctx, db, q, sessionID); err != nil {
+			return err
+		}
+		var r entryRow
+		err := q.QueryRow(ctx, `SELECT `+entryCols+` FROM entries WHERE id = $1`, txt(entryID)).Scan(r.dest()...)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return core.NotFound("entry", entryID)
+		}
+		if err != nil {
+			return db.errf(err, "get entry %s", entryID)
+		}
+		entries, hasMore, hasNewer, err = record.Around(ctx, sessionID, r.entry(), maxMessages,
+			func(ctx context.Context, beforeSeq int64, max int) ([]core.Entry, bool, error) {
+				return history(ctx, db, q, sessionID, beforeSeq, max)
+			},
+			func(ctx context.Context, afterSeq int64, max int) ([]core.Entry, bool, error) {
+				return historyAfter(ctx, db, q, sessionID, afterSeq, max)
+			})
+		return err
+	})
+	if err != nil {
+		return nil, false, false, err
+	}
+	return entries, hasMore, hasNewer, nil
+}
+
+func historyAfter(ctx context.Context, db *DB, q querier, sessionID string, afterSeq int64, maxMessages int) ([]core.Entry, bool, error) {
+	st, err := loadState(ctx, db, q, sessionID)
+	if err != nil {
+		return nil, false, err
+	}
+	if st.headID == "" {
+		return []core.Entry{}, false, nil
+	}
+	if st.headSeq == nil {
+		return nil, false, core.Errorf(core.CodeCorrupt, "session %s: head %q does not exist", sessionID, st.headID)
+	}
+	headSeq := *st.headSeq
+	page := record.NewForwardPage(maxMessages, headSeq)
+	if !st.branched {
+		batch := min(2*maxMessages+16, 1024)
+		ok, err := record.ScanForward(afterSeq, headSeq, batch, func(lower int64, visit func(core.Entry) bool) (int, error) {
+			return visitRows(ctx, db, q, sessionID, visit, forwardSQL, sessionID, lower, headSeq, batch)
+		}, page.Collect)
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			out, hasNewer := page.Done()
+			return out, hasNewer, nil
+		}
+		page.Reset() // not one sound chain: the walk names the problem
+	}
+	err = record.ForwardWindows(headSeq, afterSeq, page, func(lo, hi int64, fn func(core.Entry) bool) error {
+		start, w, err := branchBefore(ctx, db, q, sessionID, st, hi)
+		if err != nil || start == "" {
+			return err
+		}
+		return w.Walk(ctx, start, start == st.headID, int(min(hi-lo+1, 1024)), fn)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	out, hasNewer := page.Done()
+	return out, hasNewer, nil
 }
 
 // Integrity implements core.Store: each session's active branch is walked

@@ -2341,9 +2341,17 @@ export interface SessionForkedPayload {
   sourceSessionId: string;
 }
 /**
- * SessionHistoryParams pages the record backwards along the active branch.
+ * SessionHistoryParams pages the record along the active branch: backwards from the head or from beforeSeq, forwards from afterSeq, or around an entry (at most one of beforeSeq, afterSeq and around).
  */
 export interface SessionHistoryParams {
+  /**
+   * AfterSeq pages forwards: only entries with a larger seq, oldest first, towards the head (0 means from the root). The result carries hasNewer.
+   */
+  afterSeq?: number;
+  /**
+   * Around reads the page around this entry of the session: about half of maxMessages up to and including it, the rest after it. The entry must be on the active branch. The result carries hasMore and hasNewer.
+   */
+  around?: string;
   /**
    * BeforeSeq returns only entries with a smaller seq; absent means from the head.
    */
@@ -2366,9 +2374,13 @@ export interface SessionHistoryResult {
    */
   entries: Entry[];
   /**
-   * HasMore is true when older entries remain.
+   * HasMore is true when older entries remain before the first entry (on an empty page read with afterSeq: false).
    */
   hasMore: boolean;
+  /**
+   * HasNewer is present on pages read with afterSeq or around: true when newer entries remain on the active branch after the last entry (the page does not end at the head).
+   */
+  hasNewer?: boolean;
 }
 /**
  * SessionImportParams brings an existing harness transcript into the record. Importing the same file twice adds nothing. With discover, Bridge finds the transcripts each installed harness keeps in its usual places and imports what is new or grown since the last discovery.
@@ -3621,7 +3633,7 @@ export interface BridgeMethods {
   "session/export": { direction: "clientToServer"; params: SessionExportParams; result: SessionExportResult };
   /** Start a new session, on any harness, from a point of another. */
   "session/fork": { direction: "clientToServer"; params: SessionForkParams; result: SessionForkResult };
-  /** Page the record backwards. */
+  /** Page the record along the active branch: backwards, forwards, or around an entry. */
   "session/history": { direction: "clientToServer"; params: SessionHistoryParams; result: SessionHistoryResult };
   /** Bring a harness transcript into the record. */
   "session/import": { direction: "clientToServer"; params: SessionImportParams; result: SessionImportResult };

@@ -107,3 +107,30 @@ func (s *Sessions) History(ctx context.Context, sessionID string, beforeSeq int6
 	// The store reports an unknown session as not_found.
 	return s.opts.Store.History(ctx, sessionID, beforeSeq, maxMessages)
 }
+
+// HistoryAfter pages the session's record forwards from afterSeq.
+func (s *Sessions) HistoryAfter(ctx context.Context, sessionID string, afterSeq int64, maxMessages int) ([]core.Entry, bool, error) {
+	if afterSeq < 0 {
+		return nil, false, core.InvalidField("afterSeq", "afterSeq must not be negative")
+	}
+	if maxMessages < 0 {
+		return nil, false, core.InvalidField("maxMessages", "maxMessages must not be negative")
+	}
+	if sessionID == "" {
+		return nil, false, core.InvalidField("sessionId", "sessionId is required")
+	}
+	return s.opts.Store.HistoryAfter(ctx, sessionID, afterSeq, maxMessages)
+}
+
+// HistoryAround reads the page of the session's record around entry
+// entryID. An unknown entry is not_found; one of another session or off
+// the active branch is invalid, naming the field around.
+func (s *Sessions) HistoryAround(ctx context.Context, sessionID, entryID string, maxMessages int) (entries []core.Entry, hasMore, hasNewer bool, err error) {
+	if maxMessages < 0 {
+		return nil, false, false, core.InvalidField("maxMessages", "maxMessages must not be negative")
+	}
+	if sessionID == "" {
+		return nil, false, false, core.InvalidField("sessionId", "sessionId is required")
+	}
+	return s.opts.Store.HistoryAround(ctx, sessionID, entryID, maxMessages)
+}

@@ -1,0 +1,174 @@
+package record
+
+import (
+	"context"
+
+	"github.com/bridge-dev/bridge/core"
+)
+
+// Forward pages read the active branch from an entry towards the head, as
+// History reads it from the head back. Both stores read them the same way:
+// a session that never branched by its entries' seqs upwards (ScanForward),
+// any other by windows of seqs, each walked back by parent links from the
+// newest branch entry below its top (ForwardWindows): the branch is only
+// ever known walking back from the head.
+
+// ScanForward is the fast path of a session that has never branched: its
+// active branch is its entries with seq 1..headSeq, one chain, so the page
+// after afterSeq is read by seq, oldest first. read reads at most batch
+// entries with seq >= lower (and <= headSeq), oldest first, handing each to
+// visit until visit returns false, and returns how many it read. Every link
+// is checked: the entry at afterSeq comes first (when afterSeq > 0; it is
+// not visited) or the first entry is a root, and each entry is the child of
+// the one before it. fn returns false to stop. ok is false when the rows do
+// not form that chain; the caller then reads by ForwardWindows, whose walk
+// names the problem.
+func ScanForward(afterSeq, headSeq int64, batch int, read func(lower int64, visit func(core.Entry) bool) (int, error),
+	fn func(core.Entry) bool) (ok bool, err error) {
+	if afterSeq >= headSeq {
+		return true, nil
+	}
+	lower := max(afterSeq, 1)
+	var prev *core.Entry
+	done, good := false, true
+	step := func(e core.Entry) bool {
+		switch {
+		case prev == nil && afterSeq > 0:
+			if e.Seq != afterSeq {
+				done, good = true, false
+				return false
+			}
+		case prev == nil && e.ParentID != "", prev != nil && e.ParentID != prev.ID:
+			done, good = true, false
+			return false
+		default:
+			if !fn(e) {
+				done = true
+				return false
+			}
+		}
+		prev, lower = &e, e.Seq+1
+		return true
+	}
+	for {
+		n, err := read(lower, step)
+		if err != nil {
+			return false, err
+		}
+		if done {
+			return good, nil
+		}
+		if n < batch {
+			// Nothing newer: the chain must have reached the head.
+			return prev != nil && prev.Seq == headSeq, nil
+		}
+	}
+}
+
+// ForwardWindows collects the page after afterSeq on any session: the
+// branch's entries in the seqs [lo, hi) of a window are read by back, which
+// walks the active branch from its newest entry with seq < hi towards the
+// root, newest first, until fn returns false (at most hi-lo+1 entries are
+// needed, the first below lo ending the walk). The first window is a page's
+// worth of seqs; each next one is sized by how many seqs the messages took
+// in the last (twice as wide when it had none), so a page costs a few walks
+// of about its own length even where other branches fill the seqs between.
+func ForwardWindows(headSeq, afterSeq int64, page *ForwardPage, back func(lo, hi int64, fn func(core.Entry) bool) error) error {
+	width := int64(2*page.max + 16)
+	for lo := afterSeq + 1; lo <= headSeq && !page.full(); {
+		hi := min(lo+width, headSeq+1)
+		var win []core.Entry
+		if err := back(lo, hi, func(e core.Entry) bool {
+			if e.Seq < lo {
+				return false
+			}
+			win = append(win, e)
+			return true
+		}); err != nil {
+			return err
+		}
+		before := page.count
+		for i := len(win) - 1; i >= 0; i-- {
+			if !page.Collect(win[i]) {
+				break
+			}
+		}
+		// The next window: as wide as the messages still wanted took seqs
+		// in this one, and a quarter more; twice as wide when it had none.
+		if found := int64(page.count - before); found > 0 {
+			need := int64(page.max - page.count)
+			width = need*(hi-lo)/found + need*(hi-lo)/found/4 + 16
+		} else {
+			width *= 2
+		}
+		lo = hi
+	}
+	return nil
+}
+
+// ForwardPage collects a page of history reading towards the head:
+// entries until max user/assistant messages are in (other kinds ride along
+// without counting, before the first message and between messages).
+type ForwardPage struct {
+	max, count int
+	headSeq    int64
+	entries    []core.Entry
+}
+
+// NewForwardPage is a ForwardPage of max messages on a branch whose head
+// has seq headSeq.
+func NewForwardPage(max int, headSeq int64) *ForwardPage {
+	return &ForwardPage{max: max, headSeq: headSeq, entries: []core.Entry{}}
+}
+
+// Collect takes the next entry, oldest first; it reports whether the page
+// wants more.
+func (p *ForwardPage) Collect(e core.Entry) bool {
+	if p.full() {
+		return false
+	}
+	p.entries = append(p.entries, e)
+	if e.Kind.IsMessage() {
+		p.count++
+	}
+	return !p.full()
+}
+
+func (p *ForwardPage) full() bool { return p.count >= p.max }
+
+// Reset empties the page (a read that failed its checks starts again).
+func (p *ForwardPage) Reset() { p.entries, p.count = p.entries[:0], 0 }
+
+// Done returns the page oldest first, and whether the branch goes on after
+// its last entry (the head is the branch's newest entry).
+func (p *ForwardPage) Done() ([]core.Entry, bool) {
+	hasNewer := len(p.entries) > 0 && p.entries[len(p.entries)-1].Seq < p.headSeq
+	return p.entries, hasNewer
+}
+
+// Around reads the page of the active branch around entry e of session
+// sessionID: the entries up to and including e (older reads a backwards
+// page of the messages before beforeSeq) and those after it (newer reads a
+// forwards page after afterSeq), about half of maxMessages each. An entry
+// of another session or off the active branch is a CodeInvalid error naming
+// the field "around".
+func Around(ctx context.Context, sessionID string, e core.Entry, maxMessages int,
+	older func(ctx context.Context, beforeSeq int64, max int) ([]core.Entry, bool, error),
+	newer func(ctx context.Context, afterSeq int64, max int) ([]core.Entry, bool, error)) (entries []core.Entry, hasMore, hasNewer bool, err error) {
+	if e.SessionID != sessionID {
+		return nil, false, false, core.InvalidField("around", "entry %s belongs to session %s, not %s", core.Quote(e.ID), e.SessionID, sessionID)
+	}
+	half := max(maxMessages/2, 1)
+	before, hasMore, err := older(ctx, e.Seq+1, half)
+	if err != nil {
+		return nil, false, false, err
+	}
+	if len(before) == 0 || before[len(before)-1].ID != e.ID {
+		return nil, false, false, core.InvalidField("around", "entry %s is not on the active branch of session %s (the head has moved to another branch)", core.Quote(e.ID), sessionID)
+	}
+	after, hasNewer, err := newer(ctx, e.Seq, max(maxMessages-half, 1))
+	if err != nil {
+		return nil, false, false, err
+	}
+	return append(before, after...), hasMore, hasNewer, nil
+}
