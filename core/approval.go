@@ -78,6 +78,11 @@ type ApprovalRequest struct {
 	// Options are the answers the harness offers; nil means
 	// DefaultApprovalOptions.
 	Options []ApprovalOption
+	// Question marks a question the harness asks its user rather than a
+	// tool's permission: each allow-kind option is an answer, a
+	// reject-kind option dismisses it. Only the user answers a question:
+	// the preset's policy always dismisses one.
+	Question bool
 }
 
 // ApprovalDecision is the answer to an ApprovalRequest.
@@ -106,13 +111,15 @@ type Approver func(ctx context.Context, req ApprovalRequest) ApprovalDecision
 
 // PolicyDecision is the preset's answer to req: allow once when the preset's
 // ApprovalPolicy is "approve", otherwise reject once (never a silent allow).
+// A question is always dismissed (reject once): no policy answers for the
+// user.
 func PolicyDecision(p Preset, req ApprovalRequest, by DecidedBy, reason string) ApprovalDecision {
 	opts := req.Options
 	if len(opts) == 0 {
 		opts = DefaultApprovalOptions()
 	}
 	want := RejectOnce
-	if p.ApprovalPolicy == "approve" {
+	if p.ApprovalPolicy == "approve" && !req.Question {
 		want = AllowOnce
 	}
 	d := ApprovalDecision{Kind: want, OptionID: string(want), By: by, Reason: reason}

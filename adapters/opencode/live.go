@@ -92,6 +92,7 @@ func (l *live) onEvent(ev event) {
 	}
 	l.evMu.Unlock()
 	l.permissionEvent(ev)
+	l.questionEvent(ev)
 
 	l.mu.Lock()
 	w := l.wait

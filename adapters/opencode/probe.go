@@ -107,6 +107,6 @@ func capabilities(ok bool, why string) []core.Capability {
 		c(core.CapCompactionFocus, false, "summarize takes no focus"),
 		c(core.CapPromptSteer, false, "not implemented for OpenCode"),
 		c(core.CapContextGauge, ok, detail("each finished step's token usage (input + cache read + output) against the model's limit.context from GET /config/providers")),
-		c(core.CapApprovalRelay, ok, detail("permission.asked events answered with POST /permission/{id}/reply (asked where OpenCode's permission config says ask)")),
+		c(core.CapApprovalRelay, ok, detail("permission.asked events answered with POST /permission/{id}/reply (asked where OpenCode's permission config says ask); the question tool's question.asked with POST /question/{id}/reply or /reject")),
 	}
 }
