@@ -53,6 +53,14 @@ export class VirtualList {
   private frame = 0;
   /** pinned: the view is at the end, and stays there as rows come and the scroller changes size. */
   private pinned = false;
+  /**
+   * pinnedAt is the scroll position pinned was judged at (the list's own
+   * last one, or a scroll event's); undefined after a resize, which moves
+   * no view by itself. A scheduled render that finds the view elsewhere
+   * judges again: the view was scrolled since (by a script, or a wheel whose
+   * scroll event comes a frame later), and is not to be put back at the end.
+   */
+  private pinnedAt: number | undefined;
   private readonly resize: ResizeObserver;
 
   constructor(
@@ -61,9 +69,13 @@ export class VirtualList {
   ) {
     scroller.addEventListener("scroll", () => {
       this.pinned = this.atBottom();
+      this.pinnedAt = scroller.scrollTop;
       this.schedule();
     });
-    this.resize = new ResizeObserver(() => this.schedule());
+    this.resize = new ResizeObserver(() => {
+      this.pinnedAt = undefined;
+      this.schedule();
+    });
     this.resize.observe(scroller);
   }
 
@@ -107,6 +119,7 @@ export class VirtualList {
     const st = this.scroller.scrollTop;
     this.list.style.paddingTop = `${(parseFloat(this.list.style.paddingTop) || pad) + added}px`;
     this.scroller.scrollTop = st + added;
+    this.pinnedAt = this.scroller.scrollTop;
     this.report();
     this.schedule();
   }
@@ -147,6 +160,11 @@ export class VirtualList {
     if (this.frame) return;
     this.frame = requestAnimationFrame(() => {
       this.frame = 0;
+      // Scrolled since pinned was judged: judge again. (Without this, a
+      // render scheduled before a scroll away from the end, in the same
+      // frame, put the view back at the end; its scroll event found it at
+      // the end again, and so on every frame: the view never left the end.)
+      if (this.pinnedAt !== undefined && Math.abs(this.scroller.scrollTop - this.pinnedAt) >= 1) this.pinned = this.atBottom();
       this.render(this.pinned);
     });
   }
@@ -190,6 +208,7 @@ export class VirtualList {
     if (sc.clientHeight === 0) {
       // Not shown: rendered when it gets a size (ResizeObserver), at the end if asked now.
       if (bottom) this.pinned = true;
+      this.pinnedAt = undefined;
       return;
     }
     let fill = fillPerFrame;
@@ -289,6 +308,7 @@ export class VirtualList {
       if ((s === 0 || first <= view) && (e === n || last >= view + vh)) break;
     }
     this.pinned = bottom || this.atBottom();
+    this.pinnedAt = sc.scrollTop;
     // Rows of the overscan left for later: build them in the next frame.
     if (later) this.schedule();
   }
