@@ -3,6 +3,7 @@ package codex
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -211,4 +212,106 @@ func TestE2EForkOnTheSpareDuringALiveTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-done
+}
+
+// TestE2EForkSideProcessOwnsItsDatabasesAndGoesWhenIdle: with a state
+// folder (as Bridge gives every adapter), a fork's side process keeps its
+// SQLite databases in a folder of its own under it, runs in the idle
+// scheduling class, is kept for the next fork, and once idle for
+// Config.SpareIdle is stopped and its folder removed; the next fork starts
+// a new one.
+func TestE2EForkSideProcessOwnsItsDatabasesAndGoesWhenIdle(t *testing.T) {
+	env := newE2E(t)
+	env.cfg.SpareIdle = 2 * time.Second
+	ctx := ctxT(t)
+	l, err := New(env.cfg).CreateSession(ctx, core.CreateRequest{Cwd: env.cwd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close(ctx) })
+	env.model.Enqueue(fakemodel.Reply{Text: "LIVE-ONE noted"})
+	if _, err := l.Prompt(ctx, text("remember the word PELICAN-7")); err != nil {
+		t.Fatal(err)
+	}
+	fork := func(a string) *proc {
+		t.Helper()
+		fk, err := l.(core.Forker).Fork(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.model.Enqueue(fakemodel.Reply{Text: a})
+		if r, err := fk.Ask(ctx, "FORK-ASK what was the word?"); err != nil || !strings.Contains(r.Text, a) {
+			t.Fatalf("fork reply %q, %v", r.Text, err)
+		}
+		p := fk.(*fork).side.p
+		if err := fk.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	first := fork("FORK-REPLY-ONE")
+	dbs, _ := filepath.Glob(filepath.Join(env.cfg.StateDir, sideDBPrefix+"*", "state_*.sqlite"))
+	if len(dbs) != 1 {
+		t.Fatalf("state databases under the state folder: %v, want the side process's one", dbs)
+	}
+	if first.exited() {
+		t.Fatal("the side process stopped at once; it should be kept for the next fork")
+	}
+	sideIsIdleClass(t, first.Cmd.Process.Pid)
+	select {
+	case <-first.done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the idle side process still runs 2 minutes after its fork (SpareIdle 2 s)")
+	}
+	l.(*live).mu.Lock()
+	kept := l.(*live).spare
+	l.(*live).mu.Unlock()
+	if kept != nil {
+		t.Error("the session still holds the stopped side process as its spare")
+	}
+	for i := 0; ; i++ {
+		if left, _ := filepath.Glob(filepath.Join(env.cfg.StateDir, sideDBPrefix+"*")); len(left) == 0 {
+			break
+		} else if i == 100 {
+			t.Fatalf("the stopped side process's database folder is left: %v", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if second := fork("FORK-REPLY-TWO"); second == first {
+		t.Error("the fork after the idle stop ran on the stopped process")
+	}
+}
+
+// sideIsIdleClass checks that every thread of the side process's group
+// (the npm launcher and Codex) runs in the idle scheduling class
+// (SCHED_IDLE, policy 5 in field 41 of /proc/TID/stat).
+func sideIsIdleClass(t *testing.T, pgid int) {
+	t.Helper()
+	n := 0
+	procs, _ := os.ReadDir("/proc")
+	for _, pe := range procs {
+		stat, err := os.ReadFile(filepath.Join("/proc", pe.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(stat)[strings.LastIndexByte(string(stat), ')')+2:])
+		if f[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		tasks, _ := os.ReadDir(filepath.Join("/proc", pe.Name(), "task"))
+		for _, te := range tasks {
+			st, err := os.ReadFile(filepath.Join("/proc", pe.Name(), "task", te.Name(), "stat"))
+			if err != nil {
+				continue
+			}
+			tf := strings.Fields(string(st)[strings.LastIndexByte(string(st), ')')+2:])
+			n++
+			if tf[38] != "5" {
+				t.Errorf("side thread %s/%s has scheduling policy %s, want SCHED_IDLE (5)", pe.Name(), te.Name(), tf[38])
+			}
+		}
+	}
+	if n < 2 {
+		t.Errorf("found %d threads in the side process's group", n)
+	}
 }

@@ -35,7 +35,7 @@ func newE2E(t testing.TB, extraArgs ...string) *e2eEnv {
 		t.Fatal(err)
 	}
 	return &e2eEnv{model: srv, cwd: t.TempDir(), cfg: Config{
-		Command: bin, Args: extraArgs, CodexHome: home,
+		Command: bin, Args: extraArgs, CodexHome: home, StateDir: t.TempDir(),
 		Env: []string{"FAKE_API_KEY=sk-fake", "RUST_LOG=error", "NO_COLOR=1"},
 	}}
 }

@@ -4,15 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/bridge-dev/bridge/adapters/internal/forkreply"
 	"github.com/bridge-dev/bridge/core"
 )
 
 // fork is a discardable side copy of a live Codex thread: a side
-// app-server process (at nice 10) that forks the thread from its rollout
-// (thread/fork, ephemeral, so nothing is stored) with the live session's
-// own options. The first fork of a session starts the side process; a fork
+// app-server process (at nice 10, and in the idle scheduling class with
+// databases of its own when Config.StateDir is set: sidedb.go) that forks
+// the thread from its rollout (thread/fork, ephemeral, so nothing is
+// stored) with the live session's own options. The first fork of a session starts the side process; a fork
 // whose turn ended cleanly hands it back to the live session (spare), and
 // the next fork forks there, so that a checkpoint costs a thread/fork and a
 // turn, not a process start (the node launcher and Codex's start-up, 0.3
@@ -38,6 +40,7 @@ type spare struct {
 	side  *live
 	out   *sideSink
 	forks int
+	idle  *time.Timer // stops it once kept idle for Config.SpareIdle
 }
 
 // sideSink forwards a side process's events to the fork using it now.
@@ -73,6 +76,9 @@ func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 	req.Model, req.Effort = l.model, l.effort
 	sp := l.spare
 	l.spare = nil
+	if sp != nil {
+		sp.idle.Stop()
+	}
 	l.mu.Unlock()
 	f := &fork{owner: l}
 	if sp != nil && !sp.side.p.exited() {
@@ -82,8 +88,9 @@ func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 		}
 		// Codex may refuse to fork on a process that forked the thread
 		// before ("thread history projection ... is behind durable
-		// rollout", while the live turn writes it): a new process forks
-		// from the rollout itself.
+		// rollout", while the live turn writes it, seen when the side
+		// process shares CODEX_HOME's databases, without
+		// Config.StateDir): a new process forks from the rollout itself.
 	}
 	if sp != nil {
 		_ = sp.side.p.close(context.WithoutCancel(ctx))
@@ -161,9 +168,16 @@ func (f *fork) Close(ctx context.Context) error {
 }
 
 // keepSpare parks sp's side process for the next fork unless the session
-// is closed, already has a spare, or the process has exited.
+// is closed, already has a spare, the process has exited, or spares are
+// not kept (Config.SpareIdle < 0). A spare left idle for Config.SpareIdle
+// is stopped (an idle app-server and its launcher hold memory, and a
+// side database folder, for as long as they run).
 func (l *live) keepSpare(sp *spare) bool {
-	if sp.side.p.exited() {
+	idle := l.h.cfg.SpareIdle
+	if idle == 0 {
+		idle = DefaultSpareIdle
+	}
+	if idle < 0 || sp.side.p.exited() {
 		return false
 	}
 	sp.side.retire()
@@ -173,7 +187,20 @@ func (l *live) keepSpare(sp *spare) bool {
 		return false
 	}
 	l.spare = sp
+	sp.idle = time.AfterFunc(idle, func() { l.dropSpare(sp) })
 	return true
+}
+
+// dropSpare stops sp's side process unless a fork took it meanwhile.
+func (l *live) dropSpare(sp *spare) {
+	l.mu.Lock()
+	if l.spare != sp {
+		l.mu.Unlock()
+		return
+	}
+	l.spare = nil
+	l.mu.Unlock()
+	_ = sp.side.p.close(context.Background())
 }
 
 // lastUsage reads thread/tokenUsage/updated's usage of the last model call

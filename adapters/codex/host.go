@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -40,11 +41,29 @@ type Config struct {
 	Presets []core.Preset
 	// CodexHome, when set, is passed as CODEX_HOME (isolated tests).
 	CodexHome string
+	// StateDir, when set, is a folder of the adapter's own (Bridge gives
+	// one under its data directory). A checkpoint's side process then
+	// keeps its SQLite databases in a folder of its own under it
+	// (sqlite_home; removed when the process stops) and runs in the
+	// idle scheduling class: it shares no database, and so no lock, with
+	// the live session's process. Without it the side process uses
+	// CODEX_HOME's databases and runs at nice 10.
+	StateDir string
+	// SpareIdle is how long a checkpoint's side process is kept, idle, for
+	// the session's next fork before it is stopped: 0 means
+	// DefaultSpareIdle; a negative value stops it after each fork.
+	SpareIdle time.Duration
 }
+
+// DefaultSpareIdle is how long an idle side process is kept for the next
+// fork when Config.SpareIdle is 0.
+const DefaultSpareIdle = 3 * time.Minute
 
 // Host is the Codex adapter.
 type Host struct {
 	cfg Config
+
+	sweep sync.Once // side folders of dead Bridge processes removed (fork.go)
 
 	mu      sync.Mutex
 	methods map[string]map[string]bool // protocol methods per binary+version (Probe)
@@ -75,7 +94,7 @@ func (h *Host) Presets(ctx context.Context) ([]core.Preset, error) {
 // withProc runs f against a short-lived app-server process.
 func (h *Host) withProc(ctx context.Context, f func(p *proc) error) error {
 	l := newLive(h, core.Preset{}, nil)
-	p, err := h.startProc(ctx, l, false)
+	p, err := h.startProc(ctx, l, launch{})
 	if err != nil {
 		return err
 	}
@@ -264,9 +283,28 @@ func (h *Host) open(ctx context.Context, req core.CreateRequest, sink core.Event
 		cfg.Args = append(append([]string(nil), cfg.Args...), extra...)
 		hh = &Host{cfg: cfg}
 	}
-	p, err := hh.startProc(ctx, l, side)
+	how := launch{background: side}
+	var dbDir string
+	if side && h.cfg.StateDir != "" {
+		var err error
+		if dbDir, err = h.sideDBDir(); err != nil {
+			return nil, err
+		}
+		// -c outranks config.toml's sqlite_home and CODEX_SQLITE_HOME.
+		how.idle, how.args = true, []string{"-c", fmt.Sprintf("sqlite_home=%q", dbDir)}
+	}
+	p, err := hh.startProc(ctx, l, how)
 	if err != nil {
+		if dbDir != "" {
+			_ = os.RemoveAll(dbDir)
+		}
 		return nil, err
+	}
+	if dbDir != "" {
+		go func() {
+			<-p.done
+			_ = os.RemoveAll(dbDir)
+		}()
 	}
 	l.p = p
 	return l, nil

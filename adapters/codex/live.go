@@ -504,6 +504,7 @@ func (l *live) Close(ctx context.Context) error {
 	l.spare = nil
 	l.mu.Unlock()
 	if sp != nil {
+		sp.idle.Stop()
 		_ = sp.side.p.close(ctx)
 	}
 	return l.p.close(ctx)

@@ -189,7 +189,7 @@ func (h *Host) capabilities(methods map[string]bool, why string) []core.Capabili
 			c.Detail = "not implemented for codex"
 		case core.CapSessionFork:
 			c.Available = methods["thread/fork"]
-			c.Detail = "a side app-server process (nice 10, kept for the session's next fork): thread/fork (ephemeral) with the session's own options"
+			c.Detail = "a side app-server process (" + h.sidePriority() + ", " + h.spareText() + "): thread/fork (ephemeral) with the session's own options"
 			if !c.Available {
 				c.Detail = "app-server has no thread/fork"
 			}

@@ -42,9 +42,18 @@ func (h *Host) environ() []string {
 	return env
 }
 
-// startProc launches `codex app-server` (at a lower CPU priority when
-// background), wires hd to its stdout and runs the initialize handshake.
-func (h *Host) startProc(ctx context.Context, hd handler, background bool) (*proc, error) {
+// launch says how startProc runs a process: background lowers its CPU
+// priority (nice 10), idle puts it in the idle scheduling class too (only
+// for a process that shares no database with the live one), args follow
+// Config.Args.
+type launch struct {
+	background, idle bool
+	args             []string
+}
+
+// startProc launches `codex app-server` as how says, wires hd to its stdout
+// and runs the initialize handshake.
+func (h *Host) startProc(ctx context.Context, hd handler, how launch) (*proc, error) {
 	bin, err := h.binary()
 	if err != nil {
 		return nil, err
@@ -53,8 +62,8 @@ func (h *Host) startProc(ctx context.Context, hd handler, background bool) (*pro
 		return nil, core.E(core.CodeCancelled, "codex: not started", errors.Join(core.ErrCancelled, err))
 	}
 	p := &proc{}
-	p.Process, err = procutil.Start(procutil.Spec{Path: bin, Args: append([]string{"app-server"}, h.cfg.Args...),
-		Env: h.environ(), Stdin: true, Background: background,
+	p.Process, err = procutil.Start(procutil.Spec{Path: bin, Args: append(append([]string{"app-server"}, h.cfg.Args...), how.args...),
+		Env: h.environ(), Stdin: true, Background: how.background, Idle: how.idle,
 		Setup:  func(pp *procutil.Process) { p.conn = newConn(pp.Stdin, hd) },
 		Stdout: func(r io.Reader) { p.conn.readLoop(r) }})
 	if err != nil {

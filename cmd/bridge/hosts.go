@@ -54,15 +54,20 @@ var factories = []struct {
 		}
 		return claudecode.New(claudecode.Config{Command: hc.Command, Args: hc.Args, Env: hc.EnvList(), Presets: presets, ConfigDir: o.ConfigDir}), nil
 	}},
-	{"codex", func(hc HarnessConfig, _ string, presets []core.Preset) (core.BridgeHost, error) {
+	{"codex", func(hc HarnessConfig, stateDir string, presets []core.Preset) (core.BridgeHost, error) {
 		var o struct {
 			// CodexHome is CODEX_HOME for the program.
 			CodexHome string `json:"codexHome"`
+			// SpareIdleSeconds is how long a checkpoint's side process is
+			// kept idle for the session's next fork (0: the default,
+			// negative: not kept).
+			SpareIdleSeconds int `json:"spareIdleSeconds"`
 		}
 		if err := hc.decodeOptions(&o); err != nil {
 			return nil, err
 		}
-		return codex.New(codex.Config{Command: hc.Command, Args: hc.Args, Env: hc.EnvList(), Presets: presets, CodexHome: o.CodexHome}), nil
+		return codex.New(codex.Config{Command: hc.Command, Args: hc.Args, Env: hc.EnvList(), Presets: presets, CodexHome: o.CodexHome,
+			StateDir: stateDir, SpareIdle: time.Duration(o.SpareIdleSeconds) * time.Second}), nil
 	}},
 	{"dsh", func(hc HarnessConfig, _ string, presets []core.Preset) (core.BridgeHost, error) {
 		var o struct {
