@@ -98,6 +98,29 @@ export class VirtualList {
   }
 
   /**
+   * resetAt shows rows in place of any shown, with rows[i] in the middle of
+   * the view: the padding stands for every row at its estimated height, the
+   * view goes to row i's estimated place, the render builds the rows there,
+   * and the view is set again from row i's element.
+   */
+  resetAt(rows: Row[], i: number): void {
+    this.rows.splice(0, this.rows.length, ...rows);
+    this.start = this.end = 0;
+    this.list.replaceChildren();
+    const sc = this.scroller;
+    this.list.style.paddingTop = `${pad}px`;
+    this.list.style.paddingBottom = `${pad + this.sumTo(this.rows.length)}px`;
+    sc.scrollTop = Math.max(0, pad + this.sumTo(i) - sc.clientHeight / 2);
+    this.pinned = false;
+    this.render(false);
+    const el = this.rows[i]?.el;
+    if (!el?.isConnected) return;
+    const r = el.getBoundingClientRect();
+    const view = sc.getBoundingClientRect();
+    sc.scrollTop += r.top - view.top - sc.clientTop - Math.max(0, (sc.clientHeight - r.height) / 2);
+  }
+
+  /**
    * prepend puts rows above the first (an older page), keeping in view what
    * is in view. The page's rows do not change: the new rows go into the
    * padding above them, and the scroll position moves down by as much, so
