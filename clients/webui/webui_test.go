@@ -230,6 +230,12 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	seedGauge(t, gaugeDir, cwd)
+	// A long fake session for the search-to-hit test (seedLong).
+	longDir := filepath.Join(root, "long")
+	if err := os.Mkdir(longDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	seedLong(t, longDir, cwd)
 	// node's --test-timeout is a bound against a hang (a failure naming the
 	// test, not a stuck run), not a timing check. It also bounds the whole
 	// file, which node runs as one test: a fixed 15 minutes cancelled the
@@ -248,7 +254,7 @@ func TestBrowser(t *testing.T) {
 		args = append(args, "--test-name-pattern="+pattern)
 	}
 	out := runBounded(t, []string{"BRIDGE_BIN=" + binPath, "CHROMIUM=" + chromium, "CLAUDE_DATA_DIR=" + dataDir,
-		"CLAUDE_CWD=" + cwd, "CLAUDE_REPLY=" + reply, "GAUGE_DATA_DIR=" + gaugeDir}, "node", append(args, "test/")...)
+		"CLAUDE_CWD=" + cwd, "CLAUDE_REPLY=" + reply, "GAUGE_DATA_DIR=" + gaugeDir, "LONG_DATA_DIR=" + longDir}, "node", append(args, "test/")...)
 	if !strings.Contains(out, "# fail 0") || (pattern == "" && !strings.Contains(out, "# skipped 0")) || strings.Contains(out, "# pass 0") {
 		t.Fatalf("browser tests:\n%s", out)
 	}
@@ -292,6 +298,37 @@ func seedGauge(t *testing.T, dir, cwd string) {
 		msg(core.KindAssistantMessage, "The key rules are in one function."),
 		usage(170_000),
 	); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// seedLong writes, into a data directory's database, a fake session titled
+// "long record" of 3,000 messages, "entry 0 …" to "entry 2999 …", user and
+// assistant in turn; only entry 1500 holds the words "zanzibar quokka".
+func seedLong(t *testing.T, dir, cwd string) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := storage.Open(ctx, filepath.Join(dir, "bridge.db"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := db.CreateSession(ctx, core.Session{Harness: "fake", Cwd: cwd, Title: "long record"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch []core.NewEntry
+	for i := range 3000 {
+		kind, text := core.KindUserMessage, fmt.Sprintf("entry %d asks about the weather", i)
+		if i%2 == 1 {
+			kind, text = core.KindAssistantMessage, fmt.Sprintf("entry %d answers: sunny", i)
+		}
+		if i == 1500 {
+			text = "entry 1500 saw the zanzibar quokka"
+		}
+		batch = append(batch, core.NewEntry{Kind: kind, Payload: core.Payload(map[string]any{"text": text})})
+	}
+	if _, err := db.Append(ctx, s.ID, batch...); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -98,7 +98,7 @@ export class App {
   readonly titleInput = h("input", { id: "new-title", "aria-label": "Title", placeholder: "title (optional)" });
   readonly search = new SearchPanel(
     () => this.client,
-    (id) => this.open(id),
+    (id, entryId) => this.open(id, entryId),
     () => this.showView("search"),
   );
 
@@ -620,7 +620,8 @@ export class App {
     await this.open(res.sessionId);
   }
 
-  async open(sessionId: string): Promise<void> {
+  /** open shows a session: its newest entries, or (at, a search hit's entry) the entries around that one. */
+  async open(sessionId: string, at?: string): Promise<void> {
     this.closeSidebar();
     performance.clearMarks("bridge:open-start");
     performance.clearMarks("bridge:newest-shown");
@@ -628,7 +629,7 @@ export class App {
     this.showView("session");
     this.current?.close();
     const item = this.sessions.find((s) => s.sessionId === sessionId);
-    this.current = new SessionView(this, sessionId, item);
+    this.current = new SessionView(this, sessionId, item, at);
     clear(this.main);
     this.main.appendChild(this.current.root);
     for (const li of Array.from(this.list.children)) {

@@ -1,7 +1,7 @@
 // Search across every session (session/search): a query box above the
 // session list; the hits open in their own panel as cards (the session,
 // its harness, who spoke, when, and a snippet whose matched words are
-// marked); choosing a hit opens its session.
+// marked); choosing a hit opens its session at that entry, highlighted.
 
 import type { BridgeClient, SearchHit, TextSpan } from "../../typescript/src/browser.js";
 import { h, append, clear, when } from "./dom.js";
@@ -26,7 +26,7 @@ export class SearchPanel {
 
   constructor(
     private readonly client: () => BridgeClient,
-    private readonly open: (sessionId: string) => Promise<void>,
+    private readonly open: (sessionId: string, entryId: string) => Promise<void>,
     private readonly show: () => void,
   ) {
     this.root = h(
@@ -62,7 +62,7 @@ export class SearchPanel {
         h(
           "li",
           { class: "hit", "data-session": hit.sessionId, "data-entry": hit.entryId },
-          h("button", { type: "button", class: "open-hit", "aria-label": `Open ${title} at entry ${hit.seq}`, onclick: () => void this.open(hit.sessionId) }, title),
+          h("button", { type: "button", class: "open-hit", "aria-label": `Open ${title} at entry ${hit.seq}`, onclick: () => void this.open(hit.sessionId, hit.entryId) }, title),
           h(
             "p",
             { class: "hit-meta" },

@@ -1,4 +1,5 @@
-// One session's view: history paged backwards as the user scrolls, its
+// One session's view: history paged backwards as the user scrolls up (and,
+// opened at a search hit, forwards as they scroll down, to the live end), its
 // rows virtualized (rows.ts: only those near the view are in the page),
 // live entries read as a conversation (entries.ts), the approvals waiting for
 // the user, the model and effort picker, the prompt box (Enter sends,
@@ -67,7 +68,15 @@ export class SessionView {
   private oldest: number | undefined;
   private newest = -1;
   private hasMore = false;
+  /**
+   * hasNewer: the view was opened at an entry (a search hit) and the record
+   * goes on after the rows loaded. Live entries are then held (not shown in
+   * the middle of the history) until forward pages reach the newest entry.
+   */
+  private hasNewer = false;
+  private held: Entry[] = [];
   private loading = false;
+  private loadingNewer = false;
   private closed = false;
   private readonly conversation: Conversation;
   private readonly rows: VirtualList;
@@ -79,14 +88,24 @@ export class SessionView {
   private readonly newestPage: Promise<SessionHistoryResult | undefined>;
   private readonly queued: Promise<QueuedPrompt[] | undefined>;
 
+  private readonly toNewestButton = h("button", { type: "button", class: "to-newest", hidden: true, onclick: () => void this.showNewest() }, "Newer entries below · go to the newest");
+
+  /**
+   * at, when set, is the entry the view opens at (a search hit): the page
+   * around it is asked for instead of the newest, the entry is scrolled into
+   * view and highlighted.
+   */
   constructor(
     private readonly app: App,
     readonly id: string,
     item: SessionListItem | undefined,
+    private readonly at?: string,
   ) {
-    // The newest page and the queue are asked for first thing, so that
+    // The first page and the queue are asked for first thing, so that
     // Bridge reads them while the view is built (load shows them).
-    this.newestPage = app.guard(app.client.request("session/history", { sessionId: id, maxMessages: firstPage }));
+    this.newestPage = app.guard(
+      app.client.request("session/history", at ? { sessionId: id, around: at, maxMessages: pageSize } : { sessionId: id, maxMessages: firstPage }),
+    );
     this.queued = app.client.request("session/queue", { sessionId: id }).then(
       (q) => q.items,
       () => undefined,
@@ -126,7 +145,9 @@ export class SessionView {
       }
     });
     this.scroller.addEventListener("scroll", () => {
-      if (this.scroller.scrollTop < 80) void this.older();
+      const sc = this.scroller;
+      if (sc.scrollTop < 80) void this.older();
+      if (sc.scrollHeight - sc.scrollTop - sc.clientHeight < 200) void this.newer();
     });
     this.root = h(
       "article",
@@ -152,6 +173,7 @@ export class SessionView {
       this.modelPanel,
       this.bannerEl,
       this.scroller,
+      this.toNewestButton,
       this.approvalsEl,
       this.note,
       form,
@@ -171,28 +193,111 @@ export class SessionView {
   }
 
   /**
-   * load shows the newest page (a small one: what fills the screen), asked
-   * for when the view was made. The queue was asked for at the same time, so
-   * its answer does not hold the history back.
+   * load shows the first page (the newest, a small one: what fills the
+   * screen; or the page around the entry the view opens at), asked for when
+   * the view was made. The queue was asked for at the same time, so its
+   * answer does not hold the history back.
    */
   async load(): Promise<void> {
     void this.queued.then((items) => items && !this.closed && this.onQueue(items));
-    const res = await this.newestPage;
-    if (!res || this.closed) return;
+    let res = await this.newestPage;
+    if (this.closed) return;
+    if (!res && this.at) {
+      // The entry is not on the session's active branch (the error is in the
+      // status line): the session opens at its newest entries.
+      res = await this.app.guard(this.app.client.request("session/history", { sessionId: this.id, maxMessages: firstPage }));
+      if (this.closed) return;
+    }
+    if (res) this.show(res, this.at);
+  }
+
+  /** show puts a first page in place of what is shown: at entry at (highlighted, in view), or at the end. */
+  private show(res: SessionHistoryResult, at?: string): void {
     const rows: Row[] = [];
     for (const e of res.entries) {
       const row = this.rowOf(e, false);
       if (row) rows.push(row);
     }
+    // The hit's row: its own, or (a tool's completion, which has none) the card it completed.
+    const hitSeq = at ? res.entries.find((e) => e.id === at)?.seq : undefined;
+    let hit = -1;
+    if (hitSeq !== undefined) for (let i = 0; i < rows.length && rows[i].seq <= hitSeq; i++) hit = i;
     this.oldest = res.entries[0]?.seq;
     const last = res.entries.at(-1)?.seq ?? -1;
-    this.newest = Math.max(this.newest, last);
-    // Live entries that came while the page was asked for and are in it.
-    this.pending = this.pending.filter((e) => e.seq > last);
+    this.newest = at ? last : Math.max(this.newest, last);
     this.hasMore = res.hasMore;
+    this.setNewer(res.hasNewer === true);
+    // Live entries that came while the page was asked for and are not in it
+    // (held while the page does not reach the newest entry).
+    this.pending = this.pending.filter((e) => e.seq > last);
+    if (this.hasNewer) this.held.push(...this.pending.splice(0));
+    this.loaded = 0;
     this.count(res.entries.length);
-    this.rows.reset(rows);
-    if (this.hasMore && this.scroller.scrollHeight <= this.scroller.clientHeight) void this.older();
+    if (hit >= 0) {
+      const make = rows[hit].make;
+      rows[hit].make = () => {
+        const el = make();
+        el.classList.add("search-hit");
+        el.dataset.hit = "true";
+        return el;
+      };
+      this.rows.resetAt(rows, hit);
+    } else this.rows.reset(rows);
+    const sc = this.scroller;
+    if (this.hasMore && sc.scrollHeight <= sc.clientHeight) void this.older();
+    if (this.hasNewer && sc.scrollHeight <= sc.clientHeight) void this.newer();
+  }
+
+  /** setNewer says whether the record goes on after the rows loaded; once it does not, the held live entries are shown. */
+  private setNewer(hasNewer: boolean): void {
+    this.hasNewer = hasNewer;
+    this.toNewestButton.hidden = !hasNewer;
+    this.log.dataset.newest = String(!hasNewer);
+    if (hasNewer) return;
+    const held = this.held.filter((e) => e.seq > this.newest);
+    this.held = [];
+    for (const e of held) this.onEntry(e);
+  }
+
+  /** showNewest leaves the place the view was opened at for the newest page (the live end). */
+  async showNewest(): Promise<void> {
+    if (!this.hasNewer) {
+      this.rows.toBottom();
+      return;
+    }
+    const res = await this.app.guard(this.app.client.request("session/history", { sessionId: this.id, maxMessages: firstPage }));
+    if (res && !this.closed) this.show(res);
+  }
+
+  /** newer appends the page after the newest entry shown (the view was opened at an entry). */
+  async newer(): Promise<void> {
+    if (this.loadingNewer || !this.hasNewer) return;
+    this.loadingNewer = true;
+    let got = false;
+    try {
+      const res = await this.app.guard(
+        this.app.client.request("session/history", { sessionId: this.id, afterSeq: this.newest, maxMessages: pageSize }),
+      );
+      if (!res || this.closed || !this.hasNewer) return;
+      await new Promise((resolve) => requestAnimationFrame(resolve));
+      if (this.closed || !this.hasNewer) return;
+      const rows: Row[] = [];
+      for (const e of res.entries) {
+        const row = this.rowOf(e, false);
+        if (row) rows.push(row);
+      }
+      this.newest = res.entries.at(-1)?.seq ?? this.newest;
+      this.count(res.entries.length);
+      // Below the rows loaded, the view staying where it is.
+      this.rows.append(rows, false);
+      got = res.entries.length > 0;
+      this.held = this.held.filter((e) => e.seq > this.newest);
+      this.setNewer(res.hasNewer === true && got);
+    } finally {
+      this.loadingNewer = false;
+    }
+    const sc = this.scroller;
+    if (got && !this.closed && this.hasNewer && sc.scrollHeight - sc.scrollTop - sc.clientHeight < 200) void this.newer();
   }
 
   /** older prepends the page before the oldest entry shown. */
@@ -261,6 +366,13 @@ export class SessionView {
    */
   onEntry(e: Entry): void {
     if (e.seq <= this.newest) return;
+    if (this.hasNewer) {
+      // Not at the live end: forward pages will bring it; held for the
+      // race with the last of them (an entry recorded after its read).
+      this.held.push(e);
+      if (this.held.length > 2000) this.held.splice(0, this.held.length - 2000);
+      return;
+    }
     this.newest = e.seq;
     this.pending.push(e);
     if (this.pending.length === 1) {
@@ -302,6 +414,8 @@ export class SessionView {
    * card from that entry, are the same; with the entry not shown, at the end.
    */
   private placeCard(entryId: string, card: HTMLElement): void {
+    // Not at the live end: the card comes with its entry's forward page.
+    if (this.hasNewer) return;
     this.flush();
     const row = this.rows.find(entryId);
     card.dataset.entryId = entryId;
@@ -436,7 +550,7 @@ export class SessionView {
     this.images = [];
     clear(this.thumbs);
     // As in chat apps, sending goes to the newest entries, where the prompt and its answer come.
-    this.rows.toBottom();
+    await this.showNewest();
     await this.run(content);
   }
 

@@ -602,6 +602,73 @@ test("search finds a word across sessions, marks it, and opens the session; a ba
   assert.deepEqual(errors, []);
 });
 
+test("a search hit opens its session at the entry, highlighted, deep in a long history; scrolling down pages forwards to the newest, up to the first; live entries wait until the newest is reached", async () => {
+  const web = await startWeb(process.env.LONG_DATA_DIR);
+  const { page, errors } = await openPage(web.url);
+  await page.getByRole("button", { name: "Open long record" }).waitFor();
+  await page.getByRole("searchbox", { name: "Search query" }).fill("zanzibar");
+  await page.getByRole("button", { name: "Search", exact: true }).click();
+  const result = page.locator("#search-results li").first();
+  await result.waitFor();
+  await result.getByRole("button").click();
+  // The hit: in view, highlighted, its neighbours around it; neither end loaded.
+  const hit = page.locator('#history [data-hit="true"]');
+  await hit.waitFor();
+  assert.match(await hit.innerText(), /entry 1500 saw the zanzibar quokka/);
+  const inView = () =>
+    hit.evaluate((el) => {
+      const r = el.getBoundingClientRect();
+      const v = document.querySelector(".scroller").getBoundingClientRect();
+      return r.top >= v.top - 1 && r.bottom <= v.bottom + 1;
+    });
+  assert.ok(await inView(), "the hit is in view");
+  assert.equal(await hit.evaluate((el) => el.classList.contains("search-hit")), true);
+  const log = page.locator("#history");
+  assert.equal(await log.getAttribute("data-newest"), "false");
+  assert.equal(await log.getAttribute("data-complete"), "false");
+  await page.getByRole("button", { name: /go to the newest/ }).waitFor();
+  assert.ok(Number(await log.getAttribute("data-loaded")) < 100, "only the page around the hit is loaded");
+  await page.waitForTimeout(300);
+  assert.ok(await inView(), "the hit stays in view once the page settles");
+
+  // A live entry recorded meanwhile (another tab prompts the session) is
+  // held: not shown in the middle of the history.
+  const loadedBefore = await log.getAttribute("data-loaded");
+  const other = await openPage(web.url);
+  await other.page.getByRole("button", { name: "Open long record" }).click();
+  await other.page.locator("#history li.entry").first().waitFor();
+  await promptText(other.page, "say the live tail arrives");
+  await other.page.locator("#history .kind-assistant-message", { hasText: "the live tail arrives" }).waitFor();
+  await page.waitForTimeout(300);
+  assert.equal(await log.getAttribute("data-loaded"), loadedBefore, "a live entry is not added in the middle of the history");
+
+  // Down: forward pages go in below without moving the view back, to the newest entry (the live one, after entry 2999).
+  const down = await scrollHistory(page, 300, "the live tail arrives");
+  assert.ok(down.length <= 3000, "scrolling down reached the newest entry");
+  for (let i = 1; i < down.length; i++) {
+    assert.ok(down[i].top >= down[i - 1].top, `frame ${i}: the view moved back from seq ${down[i - 1].top} to ${down[i].top}`);
+    // 300 px a frame passes a few rows (one entry each): a page going in below does not throw the view further.
+    assert.ok(down[i].top - down[i - 1].top <= 30, `frame ${i}: the view jumped from seq ${down[i - 1].top} to ${down[i].top}`);
+  }
+  assert.ok(down.every((f) => f.ordered), "rows in order");
+  assert.equal(await log.getAttribute("data-newest"), "true");
+  assert.equal(await page.getByRole("button", { name: /go to the newest/ }).isHidden(), true);
+  assert.equal(await page.locator("#history li", { hasText: "entry 2999 answers" }).count(), 1, "entry 2999 is shown once, before the live tail");
+  // At the newest page, live entries append as before.
+  await promptText(other.page, "say after reaching the end");
+  await page.locator("#history .kind-assistant-message", { hasText: "after reaching the end" }).waitFor();
+
+  // Up: older pages to the first entry.
+  const up = await scrollHistory(page, -300, "entry 0 asks");
+  assert.ok(up.length <= 3000, "scrolling up reached the first entry");
+  for (let i = 1; i < up.length; i++) assert.ok(up[i].top <= up[i - 1].top, `frame ${i}: the view moved forward from seq ${up[i - 1].top} to ${up[i].top}`);
+  assert.ok(up.every((f) => f.ordered), "rows in order");
+  assert.equal(await log.getAttribute("data-complete"), "true");
+  assert.ok(Math.max(...up.map((f) => f.shown), ...down.map((f) => f.shown)) < 100, "only the rows near the view are in the page");
+  assert.deepEqual(errors, []);
+  assert.deepEqual(other.errors, []);
+});
+
 /** historyView is what the History log shows: each row's class, seq and text. */
 async function historyView(page) {
   return page.locator("#history > li").evaluateAll((els) => els.map((e) => [e.className, e.dataset.seq ?? "", e.innerText]));
