@@ -64,6 +64,15 @@
 // under a broken link has no row, and its pages fall back to the walk from
 // the head, which names the problem.
 //
+// Pages forwards (HistoryAfter) and around an entry (HistoryAround, a
+// backwards half page ending at the entry and a forwards one after it, in
+// one read) cost the same: on a session that never branched they read the
+// (session_id, seq) index upwards from the seq; on a branched one the
+// branch's entries in a window of seqs are walked back from the jump
+// pointers' answer for the window's top, the next window sized from how
+// many seqs the last one's messages took (storage/internal/record,
+// ForwardWindows).
+//
 // # The write-ahead log
 //
 // The write-ahead log is copied into the database by a background
