@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -197,6 +198,30 @@ func testSliceOverFake(t *testing.T, st storeKind) {
 		if hist.Entries[i].ParentID != hist.Entries[i-1].ID || hist.Entries[i].Seq <= hist.Entries[i-1].Seq {
 			t.Fatalf("history is not a chain in order at %d: %+v", i, hist.Entries[i])
 		}
+	}
+	// Around an entry and forwards, over the wire; the old request's
+	// result has no hasNewer.
+	if hist.HasNewer != nil {
+		t.Fatalf("a backwards page carries hasNewer %v", *hist.HasNewer)
+	}
+	mid := hist.Entries[2]
+	around, err := c.SessionHistory(ctx, schema.SessionHistoryParams{SessionID: sid, Around: mid.ID, MaxMessages: 2})
+	must(t, "session/history around", err)
+	if !slices.ContainsFunc(around.Entries, func(e schema.Entry) bool { return e.ID == mid.ID }) || around.HasNewer == nil {
+		t.Fatalf("around %s: %+v", mid.ID, around)
+	}
+	after, err := c.SessionHistory(ctx, schema.SessionHistoryParams{SessionID: sid, AfterSeq: &hist.Entries[0].Seq})
+	must(t, "session/history afterSeq", err)
+	if len(after.Entries) != len(hist.Entries)-1 || after.Entries[0].ID != hist.Entries[1].ID || after.HasNewer == nil || *after.HasNewer {
+		t.Fatalf("after seq %d: %d entries, hasNewer %v; want the %d after it, none newer", hist.Entries[0].Seq, len(after.Entries), after.HasNewer, len(hist.Entries)-1)
+	}
+	_, err = c.SessionHistory(ctx, schema.SessionHistoryParams{SessionID: sid, Around: mid.ID, BeforeSeq: &mid.Seq})
+	if e := rpctest.AsError(err); e == nil || e.Code != -32602 || e.ErrorData().Field != "around" {
+		t.Fatalf("around with beforeSeq: %v, want -32602 naming around", err)
+	}
+	_, err = c.SessionHistory(ctx, schema.SessionHistoryParams{SessionID: sid, Around: "e_missing"})
+	if e := rpctest.AsError(err); e == nil || e.DataCode() != "not_found" {
+		t.Fatalf("around an unknown entry: %v, want data.code not_found", err)
 	}
 	if !strings.Contains(string(hist.Entries[0].Payload), "say hello there") {
 		t.Fatalf("first entry should be the user's message: %s", hist.Entries[0].Payload)
