@@ -5,7 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/bridge-dev/bridge/adapters/internal/procutil"
+	"github.com/bridge-dev/bridge/core"
 )
 
 // TestSideDBFoldersOfEndedBridgesAreRemoved: the first side database
@@ -50,5 +55,39 @@ func TestSideDBFoldersOfEndedBridgesAreRemoved(t *testing.T) {
 	}
 	if st, err := os.Stat(fresh); err != nil || st.Mode().Perm() != 0o700 {
 		t.Errorf("the new folder: %v, mode %v, want owner-only", err, st.Mode().Perm())
+	}
+}
+
+// TestDoctorSaysHowTheSideProcessRuns: doctor's session.fork detail names
+// the side process's priority and databases, and how long an idle one is
+// kept, as configured.
+func TestDoctorSaysHowTheSideProcessRuns(t *testing.T) {
+	detail := func(cfg Config) string {
+		for _, c := range New(cfg).capabilities(map[string]bool{"thread/fork": true}, "") {
+			if c.Name == core.CapSessionFork {
+				return c.Detail
+			}
+		}
+		t.Fatal("no session.fork capability")
+		return ""
+	}
+	idle := "idle scheduling class and nice 10, with databases of its own"
+	if err := procutil.IdleScheduling(); err != nil {
+		idle = "the idle scheduling class was refused: " + err.Error()
+	}
+	for _, c := range []struct {
+		cfg  Config
+		want []string
+	}{
+		{Config{}, []string{"nice 10, on CODEX_HOME's databases", "until idle for 3m0s"}},
+		{Config{StateDir: t.TempDir(), SpareIdle: 90 * time.Second}, []string{idle, "until idle for 1m30s"}},
+		{Config{StateDir: t.TempDir(), SpareIdle: -1}, []string{"stopped after each fork"}},
+	} {
+		got := detail(c.cfg)
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%+v: detail %q lacks %q", c.cfg, got, w)
+			}
+		}
 	}
 }
