@@ -111,6 +111,11 @@ func history(ctx context.Context, q querier, sessionID string, beforeSeq int64, 
 	if err != nil {
 		return nil, false, err
 	}
+	return historyOf(ctx, q, sessionID, st, beforeSeq, maxMessages)
+}
+
+// historyOf is history on the session's state as read already.
+func historyOf(ctx context.Context, q querier, sessionID string, st sessionState, beforeSeq int64, maxMessages int) ([]core.Entry, bool, error) {
 	if st.headID == "" {
 		return []core.Entry{}, false, nil
 	}
@@ -192,11 +197,12 @@ func (db *DB) HistoryAround(ctx context.Context, sessionID, entryID string, maxM
 		maxMessages = DefaultHistoryMessages
 	}
 	err = db.read(ctx, func(tx *stmtTx) error {
-		if _, err := loadState(ctx, tx, sessionID); err != nil {
+		st, err := loadState(ctx, tx, sessionID)
+		if err != nil {
 			return err
 		}
 		var r entryRow
-		err := tx.QueryRowContext(ctx, `SELECT `+entryCols+` FROM entries WHERE id = ?`, entryID).Scan(r.dest()...)
+		err = tx.QueryRowContext(ctx, `SELECT `+entryCols+` FROM entries WHERE id = ?`, entryID).Scan(r.dest()...)
 		if errors.Is(err, sql.ErrNoRows) {
 			return core.NotFound("entry", entryID)
 		}
@@ -205,10 +211,10 @@ func (db *DB) HistoryAround(ctx context.Context, sessionID, entryID string, maxM
 		}
 		entries, hasMore, hasNewer, err = record.Around(ctx, sessionID, r.entry(), maxMessages,
 			func(ctx context.Context, beforeSeq int64, max int) ([]core.Entry, bool, error) {
-				return history(ctx, tx, sessionID, beforeSeq, max)
+				return historyOf(ctx, tx, sessionID, st, beforeSeq, max)
 			},
 			func(ctx context.Context, afterSeq int64, max int) ([]core.Entry, bool, error) {
-				return historyAfter(ctx, tx, sessionID, afterSeq, max)
+				return historyAfterOf(ctx, tx, sessionID, st, afterSeq, max)
 			})
 		return err
 	})
@@ -223,6 +229,11 @@ func historyAfter(ctx context.Context, q querier, sessionID string, afterSeq int
 	if err != nil {
 		return nil, false, err
 	}
+	return historyAfterOf(ctx, q, sessionID, st, afterSeq, maxMessages)
+}
+
+// historyAfterOf is historyAfter on the session's state as read already.
+func historyAfterOf(ctx context.Context, q querier, sessionID string, st sessionState, afterSeq int64, maxMessages int) ([]core.Entry, bool, error) {
 	if st.headID == "" {
 		return []core.Entry{}, false, nil
 	}
@@ -242,7 +253,7 @@ func historyAfter(ctx context.Context, q querier, sessionID string, afterSeq int
 		}
 		page.Reset() // not one sound chain: the walk names the problem
 	}
-	err = record.ForwardWindows(headSeq, afterSeq, page, func(lo, hi int64, fn func(core.Entry) bool) error {
+	err := record.ForwardWindows(headSeq, afterSeq, page, func(lo, hi int64, fn func(core.Entry) bool) error {
 		start, w, err := branchBefore(ctx, q, sessionID, st, hi)
 		if err != nil || start == "" {
 			return err

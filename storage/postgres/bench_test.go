@@ -226,9 +226,10 @@ func BenchmarkIngest(b *testing.B) {
 }
 
 // BenchmarkHistoryPage100k reads one 60-message page of a 100,000-entry
-// session with mixed kinds, from the head and from the middle, forwards
-// from the middle (HistoryAfter) and around the entry there
-// (HistoryAround), on PostgreSQL ("postgres/…") and on SQLite ("sqlite/…", the same session
+// session with mixed kinds, from the head and from the middle, and
+// ("middle-three-ways", in turn in each iteration) the backwards page from
+// the middle, the forwards page from there (HistoryAfter) and the page
+// around the entry there (HistoryAround), on PostgreSQL ("postgres/…") and on SQLite ("sqlite/…", the same session
 // in storage's store), for the ratio.
 func BenchmarkHistoryPage100k(b *testing.B) {
 	ctx := context.Background()
@@ -284,36 +285,47 @@ func BenchmarkHistoryPage100k(b *testing.B) {
 			})
 		}
 		// Forwards from the middle, and around the entry there (what
-		// opening a search hit reads), against "middle" above.
+		// opening a search hit reads), against the backwards page from the
+		// middle, in turn in each iteration: medians and their ratios.
 		mid, _, err := st.st.History(ctx, st.sid, total/2+1, 1)
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, c := range []struct {
-			name string
-			read func() ([]core.Entry, error)
-		}{
-			{"after-middle", func() ([]core.Entry, error) {
-				p, _, err := st.st.HistoryAfter(ctx, st.sid, total/2, 60)
-				return p, err
-			}},
-			{"around-middle", func() ([]core.Entry, error) {
-				p, _, _, err := st.st.HistoryAround(ctx, st.sid, mid[len(mid)-1].ID, 60)
-				return p, err
-			}},
-		} {
-			b.Run(st.name+"/"+c.name, func(b *testing.B) {
-				for range b.N {
-					page, err := c.read()
-					if err != nil {
-						b.Fatal(err)
-					}
-					if len(page) < 140 {
-						b.Fatalf("page has %d entries, want about 150", len(page))
-					}
+		b.Run(st.name+"/middle-three-ways", func(b *testing.B) {
+			var back, after, around []float64
+			timed := func(read func() (int, error)) float64 {
+				t0 := time.Now()
+				n, err := read()
+				if err != nil {
+					b.Fatal(err)
 				}
-			})
-		}
+				if n < 140 {
+					b.Fatalf("page has %d entries, want about 150", n)
+				}
+				return float64(time.Since(t0).Nanoseconds())
+			}
+			for range b.N {
+				back = append(back, timed(func() (int, error) {
+					p, _, err := st.st.History(ctx, st.sid, total/2, 60)
+					return len(p), err
+				}))
+				after = append(after, timed(func() (int, error) {
+					p, _, err := st.st.HistoryAfter(ctx, st.sid, total/2, 60)
+					return len(p), err
+				}))
+				around = append(around, timed(func() (int, error) {
+					p, _, _, err := st.st.HistoryAround(ctx, st.sid, mid[len(mid)-1].ID, 60)
+					return len(p), err
+				}))
+			}
+			med := func(v []float64) float64 { sort.Float64s(v); return v[len(v)/2] }
+			mb, ma, mr := med(back), med(after), med(around)
+			b.ReportMetric(mb, "ns/page-back")
+			b.ReportMetric(ma, "ns/page-after")
+			b.ReportMetric(mr, "ns/page-around")
+			b.ReportMetric(ma/mb, "after/back")
+			b.ReportMetric(mr/mb, "around/back")
+		})
 	}
 }
 

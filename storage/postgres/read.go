@@ -348,6 +348,11 @@ func history(ctx context.Context, db *DB, q querier, sessionID string, beforeSeq
 	if err != nil {
 		return nil, false, err
 	}
+	return historyOf(ctx, db, q, sessionID, st, beforeSeq, maxMessages)
+}
+
+// historyOf is history on the session's state as read already.
+func historyOf(ctx context.Context, db *DB, q querier, sessionID string, st sessionState, beforeSeq int64, maxMessages int) ([]core.Entry, bool, error) {
 	if st.headID == "" {
 		return []core.Entry{}, false, nil
 	}
@@ -427,11 +432,12 @@ func (db *DB) HistoryAround(ctx context.Context, sessionID, entryID string, maxM
 		maxMessages = DefaultHistoryMessages
 	}
 	err = db.read(ctx, func(q querier) error {
-		if _, err := loadState(ctx, db, q, sessionID); err != nil {
+		st, err := loadState(ctx, db, q, sessionID)
+		if err != nil {
 			return err
 		}
 		var r entryRow
-		err := q.QueryRow(ctx, `SELECT `+entryCols+` FROM entries WHERE id = $1`, txt(entryID)).Scan(r.dest()...)
+		err = q.QueryRow(ctx, `SELECT `+entryCols+` FROM entries WHERE id = $1`, txt(entryID)).Scan(r.dest()...)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return core.NotFound("entry", entryID)
 		}
@@ -440,10 +446,10 @@ func (db *DB) HistoryAround(ctx context.Context, sessionID, entryID string, maxM
 		}
 		entries, hasMore, hasNewer, err = record.Around(ctx, sessionID, r.entry(), maxMessages,
 			func(ctx context.Context, beforeSeq int64, max int) ([]core.Entry, bool, error) {
-				return history(ctx, db, q, sessionID, beforeSeq, max)
+				return historyOf(ctx, db, q, sessionID, st, beforeSeq, max)
 			},
 			func(ctx context.Context, afterSeq int64, max int) ([]core.Entry, bool, error) {
-				return historyAfter(ctx, db, q, sessionID, afterSeq, max)
+				return historyAfterOf(ctx, db, q, sessionID, st, afterSeq, max)
 			})
 		return err
 	})
@@ -458,6 +464,11 @@ func historyAfter(ctx context.Context, db *DB, q querier, sessionID string, afte
 	if err != nil {
 		return nil, false, err
 	}
+	return historyAfterOf(ctx, db, q, sessionID, st, afterSeq, maxMessages)
+}
+
+// historyAfterOf is historyAfter on the session's state as read already.
+func historyAfterOf(ctx context.Context, db *DB, q querier, sessionID string, st sessionState, afterSeq int64, maxMessages int) ([]core.Entry, bool, error) {
 	if st.headID == "" {
 		return []core.Entry{}, false, nil
 	}
@@ -480,7 +491,7 @@ func historyAfter(ctx context.Context, db *DB, q querier, sessionID string, afte
 		}
 		page.Reset() // not one sound chain: the walk names the problem
 	}
-	err = record.ForwardWindows(headSeq, afterSeq, page, func(lo, hi int64, fn func(core.Entry) bool) error {
+	err := record.ForwardWindows(headSeq, afterSeq, page, func(lo, hi int64, fn func(core.Entry) bool) error {
 		start, w, err := branchBefore(ctx, db, q, sessionID, st, hi)
 		if err != nil || start == "" {
 			return err
