@@ -195,12 +195,21 @@ func TestSearchIsInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustAppend(t, db, s.ID, user("the kestrel hovers"))
-	const slow = "a* OR b* OR c* OR d*"
-	start := time.Now()
-	if p, err := db.Search(ctx, core.SearchQuery{Query: slow}); err != nil || len(p.Hits) == 0 {
-		t.Fatalf("the slow query, unbounded: %d hits, %v", len(p.Hits), err)
+	// The first search indexes the 3,001 entries (the index catches up
+	// before the query runs): done here, so that the slow query's time
+	// below is the query's alone. The shorter of two runs is its time.
+	if p, err := db.Search(ctx, core.SearchQuery{Query: "kestrel"}); err != nil || len(p.Hits) != 1 {
+		t.Fatalf("the first search: %+v, %v", p, err)
 	}
-	took := time.Since(start)
+	const slow = "a* OR b* OR c* OR d*"
+	took := time.Duration(1<<63 - 1)
+	for range 2 {
+		start := time.Now()
+		if p, err := db.Search(ctx, core.SearchQuery{Query: slow}); err != nil || len(p.Hits) == 0 {
+			t.Fatalf("the slow query, unbounded: %d hits, %v", len(p.Hits), err)
+		}
+		took = min(took, time.Since(start))
+	}
 	cctx, cancel := context.WithCancel(ctx)
 	time.AfterFunc(took/10, cancel)
 	if p, err := db.Search(cctx, core.SearchQuery{Query: slow}); core.ErrorCode(err) != core.CodeCancelled {
