@@ -13,10 +13,11 @@ import (
 
 // BenchmarkCheckpointMethods: adaptertest.BenchCheckpointMethods on one
 // real OpenCode session against the fake model. Its forks are copies on
-// the fork server (a second opencode serve at nice 10, started when the
-// session is created); the benchmark first waits until that server answers
-// and reports how long that took after the session was created
-// (fork-server-wait-ms), so that every fork measured runs there.
+// the fork server (a second opencode serve at nice 10 with its own
+// database in memory, made from a replica of the live session); the
+// benchmark first starts that server, waits until it answers and reports
+// how long that took (fork-server-wait-ms), so that every fork measured
+// runs there.
 func BenchmarkCheckpointMethods(b *testing.B) {
 	bin := adaptertest.FindBinary(b, "opencode")
 	model, err := fakemodel.Start()

@@ -12,9 +12,10 @@ import (
 var _ core.Forker = (*live)(nil)
 
 // fork is a discardable side copy of a live OpenCode session: a session
-// that OpenCode's own fork route (POST /session/{id}/fork) copied from the
-// live one, with the live session's model, agent and variant, on the fork
-// server (forkserver.go) once it answers, else on the live server. The
+// that OpenCode's own fork route (POST /session/{id}/fork) copied, with the
+// live session's model, agent and variant, on the fork server
+// (forkserver.go) from its replica of the live session (replica.go) once
+// it answers, else on the live server from the live session itself. The
 // live session is not paused or told; the fork's events go only to the
 // fork, and Close deletes the forked session.
 type fork struct {
@@ -24,8 +25,9 @@ type fork struct {
 
 // Fork copies the session as it stands (every message) into a new session
 // on the fork server, or on the live server while the fork server starts
-// (the first fork starts it) or when the session's preset turns the fork
-// server off (core.Preset.ForkServer).
+// (the first fork starts it), when the session's preset turns the fork
+// server off (core.Preset.ForkServer), or when the live database cannot
+// be read for the replica (OPENCODE_DB=:memory: for the live server).
 func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 	if err := l.usable(); err != nil {
 		return nil, err
@@ -36,6 +38,17 @@ func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 	srv := l.srv
 	if wants {
 		srv = l.h.forkServerFor(l.srv)
+	}
+	if srv != l.srv {
+		// The fork server's database is its own: it forks its replica of
+		// the session (replica.go), brought up to date first. Where the
+		// replica cannot be made, the fork is made on the live server.
+		if err := l.h.replicate(ctx, srv, l.id, l.dir); err != nil {
+			if ctx.Err() != nil {
+				return nil, domainError(srv, "replicate the session on the fork server", err)
+			}
+			srv = l.srv
+		}
 	}
 	var info sessionInfo
 	if err := l.h.do(ctx, srv, http.MethodPost, l.path("/fork"), dirQuery(l.dir), struct{}{}, &info); err != nil {

@@ -9,9 +9,11 @@ import (
 	"github.com/bridge-dev/bridge/adapters/internal/procutil"
 )
 
-// forkServer is the Host's second `opencode serve`, over the same data
-// (OpenCode keeps sessions in its database, which both processes open), on
-// which checkpoint forks are copied and asked. It is started in the
+// forkServer is the Host's second `opencode serve`, with the same
+// configuration and data folder but a database of its own in memory
+// (replica.go: two processes writing one database made the live server's
+// turns wait on the fork's writes), on which checkpoint forks are copied
+// from a replica of the live session and asked. It is started in the
 // background by the first fork of a session on a server Bridge started (a
 // Host that never forks never pays for it), and again by the next fork
 // after it died or failed to start. It starts at
@@ -50,7 +52,7 @@ func (h *Host) warmForkServer() {
 	f.starting.Add(1)
 	go func() {
 		defer f.starting.Done()
-		s, err := h.startServer(f.ctx, max(h.cfg.StartTimeout, forkServerStartTimeout))
+		s, err := h.startServer(f.ctx, max(h.cfg.StartTimeout, forkServerStartTimeout), forkEnv...)
 		if err == nil {
 			procutil.LowerPriority(s.proc.Cmd)
 			if err = h.follow(f.ctx, s); err != nil {

@@ -4,6 +4,7 @@ package opencode
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"net/http"
 	"os"
@@ -36,12 +37,45 @@ func processesIn(dir string) []int {
 	return out
 }
 
+// openFiles lists the files process pid has open.
+func openFiles(pid int) []string {
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "fd")
+	ents, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range ents {
+		if p, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// liveRows counts the rows of table whose column equals value in the live
+// server's database (read-only).
+func liveRows(t *testing.T, h *Host, table, column, value string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+h.databasePath()+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM "+table+" WHERE "+column+" = ?", value).Scan(&n); err != nil {
+		t.Fatalf("read %s of the live database: %v", table, err)
+	}
+	return n
+}
+
 // TestForkRunsOnTheForkServer: once the fork server (a second opencode
-// serve over the same data, at nice 10) answers, a fork of a live session
-// is copied and asked there, not on the live server: it holds the live
-// conversation (read from the shared database), its turn reaches neither
-// the live session's sink nor the live thread, Close deletes it (the live
-// server no longer finds it), and Host.Close stops both processes.
+// serve at nice 10, with its own database in memory) answers, a fork of a
+// live session is copied and asked there, not on the live server: it
+// holds the live conversation (replayed from the live database's events),
+// the fork server never opens the live database and the fork leaves no
+// row in it, its turn reaches neither the live session's sink nor the
+// live thread, Close deletes it (the live server no longer finds it), a
+// later fork holds the live turns made since (the replica catches up) and
+// none of the earlier fork's, a replica that is not what the Host
+// remembers is made again, and Host.Close stops both processes.
 func TestForkRunsOnTheForkServer(t *testing.T) {
 	bin := adaptertest.FindBinary(t, "opencode")
 	model := startModel(t)
@@ -107,6 +141,18 @@ func TestForkRunsOnTheForkServer(t *testing.T) {
 	if n := len(rec.Entries()); n != before {
 		t.Errorf("the fork's turn reached the live session's sink: %d entries", n-before)
 	}
+	livePath := h.databasePath()
+	for _, p := range openFiles(forkPID) {
+		if strings.HasPrefix(p, livePath) {
+			t.Errorf("the fork server has the live database open: %s", p)
+		}
+	}
+	if n := liveRows(t, h, "session", "id", side.id); n != 0 {
+		t.Errorf("the fork %s is in the live database (%d rows)", side.id, n)
+	}
+	if n := liveRows(t, h, "event", "aggregate_id", side.id); n != 0 {
+		t.Errorf("the live database holds %d events of the fork %s", n, side.id)
+	}
 	if err := f.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +170,39 @@ func TestForkRunsOnTheForkServer(t *testing.T) {
 	last := string(rs[len(rs)-1].Body)
 	if !strings.Contains(last, "LIVE-ONE-ANSWER") || strings.Contains(last, "FORK-QUESTION") || strings.Contains(last, "FORK-ANSWER") {
 		t.Errorf("the live thread's next request lost its turn or holds the fork's: %.300s", last)
+	}
+
+	// A later fork: the replica catches up with LIVE-TWO; then one made
+	// after the Host's record of the replica went wrong.
+	for i, what := range []string{"the second fork", "a fork from a replica made again"} {
+		if i == 1 {
+			h.replMu.Lock()
+			h.replSeq[l.id] = 0
+			h.replMu.Unlock()
+		}
+		f, err := l.Fork(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if side := f.(*fork).side; side.srv != fsrv {
+			t.Errorf("%s was made on %s, not on the fork server %s", what, side.srv.base, fsrv.base)
+		}
+		question := "FORK-QUESTION " + strconv.Itoa(i+2) + ": where does the server listen?"
+		if _, err := f.Ask(ctx, question); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		var body string
+		for _, r := range model.Requests() {
+			if strings.Contains(r.LastUserText, question) {
+				body = string(r.Body)
+			}
+		}
+		if !strings.Contains(body, "LIVE-ONE-ANSWER") || !strings.Contains(body, "LIVE-TWO-ANSWER") || strings.Contains(body, "FORK-ANSWER") {
+			t.Errorf("%s's model request lacks a live turn or holds an earlier fork's: %.300s", what, body)
+		}
+		if err := f.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -77,6 +77,10 @@ type Host struct {
 	closed  bool
 	fork    forkServer // the server forks run on (forkserver.go), under mu
 
+	replMu  sync.Mutex       // serialises replication to the fork server (replica.go)
+	replSrv *server          // the fork server replSeq describes
+	replSeq map[string]int64 // session id -> last event seq its replica holds
+
 	limitsMu sync.Mutex
 	limits   map[string]int64 // "provider/model" -> limit.context, once read
 }

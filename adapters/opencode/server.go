@@ -105,10 +105,10 @@ const startAttempts = 3
 // startServer starts `opencode serve` on a free loopback port and waits
 // until it answers, trying another port when the server could not listen on
 // the one picked, for up to timeout each. The process outlives ctx; only
-// the wait honours it.
-func (h *Host) startServer(ctx context.Context, timeout time.Duration) (*server, error) {
+// the wait honours it. extraEnv is added to the configured environment.
+func (h *Host) startServer(ctx context.Context, timeout time.Duration, extraEnv ...string) (*server, error) {
 	for attempt := 1; ; attempt++ {
-		s, err := h.startServerOnce(ctx, timeout)
+		s, err := h.startServerOnce(ctx, timeout, extraEnv)
 		if err == nil {
 			return s, nil
 		}
@@ -136,7 +136,7 @@ func (s *server) bindFailed() bool {
 
 // startServerOnce is one attempt of startServer. On failure it returns the
 // stopped server too (nil when no process started), for bindFailed.
-func (h *Host) startServerOnce(ctx context.Context, timeout time.Duration) (*server, error) {
+func (h *Host) startServerOnce(ctx context.Context, timeout time.Duration, extraEnv []string) (*server, error) {
 	bin, err := h.binary()
 	if err != nil {
 		return nil, err
@@ -145,6 +145,7 @@ func (h *Host) startServerOnce(ctx context.Context, timeout time.Duration) (*ser
 	if err != nil {
 		return nil, err
 	}
+	env = append(env, extraEnv...)
 	port, err := pickPort()
 	if err != nil {
 		return nil, core.E(core.CodeUnavailable, "opencode: no free loopback port", err)
