@@ -176,9 +176,9 @@ func TestWebSecurity(t *testing.T) {
 	w := startWeb(t, t.TempDir())
 	rpcURL := w.base + "/rpc"
 
-	// The page's scripts (the one that opens /rpc early, and the WebUI) and
-	// stylesheet are inline, allowed by their hashes only: no 'self'
-	// script, no 'unsafe-inline'.
+	// The page's scripts (the inline one that opens /rpc early, and the
+	// WebUI's app.js, by its integrity attribute) and its inline stylesheet
+	// are allowed by their hashes only: no 'self' script, no 'unsafe-inline'.
 	code, h, body := httpStatus(t, w.base+"/", nil, false)
 	csp := h.Get("Content-Security-Policy")
 	if code != 200 || !regexp.MustCompile(`script-src 'sha256-[A-Za-z0-9+/]{43}=' 'sha256-[A-Za-z0-9+/]{43}='; style-src 'sha256-[A-Za-z0-9+/]{43}=';`).MatchString(csp) ||
@@ -424,7 +424,7 @@ func TestReadmeRunCommand(t *testing.T) {
 		t.Fatalf("first line %q", line)
 	}
 	w := &webProc{base: m[1], token: m[2], stderr: &lockedWriter{b: &strings.Builder{}}}
-	if code, _, body := httpStatus(t, w.base+"/", nil, false); code != 200 || !strings.Contains(body, `<script type="module">`) {
+	if code, _, body := httpStatus(t, w.base+"/", nil, false); code != 200 || !strings.Contains(body, `<script type="module" src="app.js" integrity="sha256-`) {
 		t.Fatalf("GET /: %d %q", code, body)
 	}
 	c := w.dial(t)

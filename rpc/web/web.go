@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -253,10 +254,12 @@ func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 }
 
 // policy is the Content-Security-Policy for a page: its own inline scripts
-// and stylesheets (index.html carries the WebUI's, so that nothing is
-// fetched before it runs) allowed by their SHA-256 hashes, or the server's
-// files ('self') when it has none; never 'unsafe-inline', no foreign
-// script, no plugins: markup that slips into the page still cannot run.
+// and stylesheets allowed by their SHA-256 hashes, and the scripts it loads
+// by the SHA-256 their integrity attribute holds (index.html loads the
+// WebUI's app.js so; the browser runs it only when its bytes have that
+// hash), or the server's files ('self') when it has none; never
+// 'unsafe-inline', no foreign script, no plugins: markup that slips into
+// the page still cannot run.
 func policy(page []byte) string {
 	src := func(tag string) string {
 		hashes := inlineHashes(string(page), tag)
@@ -270,7 +273,8 @@ func policy(page []byte) string {
 }
 
 // inlineHashes returns the CSP hash sources ('sha256-…') of the contents of
-// the inline <tag> elements of page (those without a src attribute).
+// the inline <tag> elements of page (those without a src attribute), and of
+// those with a src attribute, the sha256 of their integrity attribute.
 func inlineHashes(page, tag string) []string {
 	var out []string
 	lower := strings.ToLower(page)
@@ -291,13 +295,23 @@ func inlineHashes(page, tag string) []string {
 		if k < 0 {
 			return out
 		}
-		if (attrs == "" || attrs[0] == ' ') && !strings.Contains(attrs, "src=") {
+		switch {
+		case attrs != "" && attrs[0] != ' ':
+			// another element (<scripts>, <styles…>)
+		case !strings.Contains(attrs, "src="):
 			sum := sha256.Sum256([]byte(page[body : body+k]))
 			out = append(out, "'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'")
+		default:
+			if m := integrityAttr.FindStringSubmatch(page[start : start+gt]); m != nil {
+				out = append(out, "'"+m[1]+"'")
+			}
 		}
 		i = body + k
 	}
 }
+
+// integrityAttr is an integrity attribute holding one SHA-256 (base64).
+var integrityAttr = regexp.MustCompile(`\sintegrity="(sha256-[A-Za-z0-9+/]{43}=)"`)
 
 func contentType(name string) string {
 	switch path.Ext(name) {
@@ -309,6 +323,8 @@ func contentType(name string) string {
 		return "text/css; charset=utf-8"
 	case ".svg":
 		return "image/svg+xml"
+	case ".png":
+		return "image/png"
 	case ".json":
 		return "application/json"
 	}

@@ -47,11 +47,13 @@ func TestHostAndOrigin(t *testing.T) {
 }
 
 // TestInlinePolicy: a page's inline script and stylesheet are allowed by
-// their SHA-256 hashes and nothing else inline is ('unsafe-inline' never
-// appears); a page without any gets 'self'.
+// their SHA-256 hashes, a script it loads by the SHA-256 of its integrity
+// attribute, and nothing else is (a script without one, 'unsafe-inline',
+// 'self'); a page without any gets 'self'.
 func TestInlinePolicy(t *testing.T) {
 	page := `<!doctype html><head><style>p{color:red}</style><script type="module">go("</p>")</script>` +
-		`<script src="x.js"></script></head><body><p>hi</p></body>`
+		`<script src="x.js"></script><script type="module" src="app.js" integrity="sha256-n9IrMte0Uom2zsGuykQjlLw/yJfwb0jlcFB4Pan+HOQ="></script>` +
+		`<script src="y.js" integrity="sha384-x"></script></head><body><p>hi</p></body>`
 	s, err := New(Options{Assets: fstest.MapFS{"index.html": {Data: []byte(page)}}})
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +63,7 @@ func TestInlinePolicy(t *testing.T) {
 	w := httptest.NewRecorder()
 	s.Handler().ServeHTTP(w, r)
 	// sha256 of `go("</p>")` and of `p{color:red}`, base64.
-	want := "default-src 'none'; script-src 'sha256-nUbDOQczugEK40MB3OogmhVXYLv82pA7o+lAcnhQd6o='; " +
+	want := "default-src 'none'; script-src 'sha256-nUbDOQczugEK40MB3OogmhVXYLv82pA7o+lAcnhQd6o=' 'sha256-n9IrMte0Uom2zsGuykQjlLw/yJfwb0jlcFB4Pan+HOQ='; " +
 		"style-src 'sha256-p0bF+un5yUb9MBO6xRb8kPHlY2BdpHVtLiFkDrZPF64='; img-src 'self' data: blob:; connect-src 'self'; " +
 		"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 	if got := w.Header().Get("Content-Security-Policy"); got != want {
