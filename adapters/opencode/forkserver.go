@@ -17,8 +17,9 @@ import (
 // background by the first fork of a session on a server Bridge started (a
 // Host that never forks never pays for it), and again by the next fork
 // after it died or failed to start. It starts at
-// Bridge's priority and runs at nice 10 once it answers, so that a fork's
-// turn does not take CPU from the live server on a busy machine: an
+// Bridge's priority and runs at nice 10 and in the idle scheduling class
+// (procutil.IdlePriority) once it answers, so that a fork's turn does not
+// take CPU from the live server: an
 // OpenCode start costs about 8 CPU-seconds (OpenCode 1.18, with a fresh
 // HOME or not), and at nice 10 on a busy machine it did not finish in
 // seven minutes. Until it answers, forks are made on the live server, as
@@ -54,7 +55,10 @@ func (h *Host) warmForkServer() {
 		defer f.starting.Done()
 		s, err := h.startServer(f.ctx, max(h.cfg.StartTimeout, forkServerStartTimeout), forkEnv...)
 		if err == nil {
-			procutil.LowerPriority(s.proc.Cmd)
+			// Idle class as well as nice 10 (where the system has it): it
+			// shares no lock with the live server (its database is its
+			// own), so it can take only CPU time the live side leaves.
+			_ = procutil.IdlePriority(s.proc.Cmd)
 			if err = h.follow(f.ctx, s); err != nil {
 				s.kill(context.Background())
 			}

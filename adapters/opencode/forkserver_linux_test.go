@@ -16,6 +16,7 @@ import (
 
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
+	"github.com/bridge-dev/bridge/adapters/internal/procutil"
 	"github.com/bridge-dev/bridge/core"
 )
 
@@ -67,7 +68,8 @@ func liveRows(t *testing.T, h *Host, table, column, value string) int {
 }
 
 // TestForkRunsOnTheForkServer: once the fork server (a second opencode
-// serve at nice 10, with its own database in memory) answers, a fork of a
+// serve at nice 10 in the idle scheduling class, with its own database in
+// memory) answers, a fork of a
 // live session is copied and asked there, not on the live server: it
 // holds the live conversation (replayed from the live database's events),
 // the fork server never opens the live database and the fork leaves no
@@ -112,6 +114,19 @@ func TestForkRunsOnTheForkServer(t *testing.T) {
 		t.Fatalf("the fork server is the live server (pid %d)", livePID)
 	}
 	adaptertest.ForkNice(t, "the live server", livePID, "the fork server", forkPID)
+	if procutil.IdleScheduling() == nil {
+		threads, _ := os.ReadDir(filepath.Join("/proc", strconv.Itoa(forkPID), "task"))
+		for _, th := range threads {
+			st, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(forkPID), "task", th.Name(), "stat"))
+			if err != nil {
+				continue
+			}
+			f := strings.Fields(string(st)[strings.LastIndexByte(string(st), ')')+2:])
+			if f[38] != "5" { // field 41, the scheduling policy: 5 is SCHED_IDLE
+				t.Errorf("fork server thread %s has scheduling policy %s, want SCHED_IDLE (5)", th.Name(), f[38])
+			}
+		}
+	}
 
 	before := len(rec.Entries())
 	f, err := l.Fork(ctx)
