@@ -29,6 +29,7 @@ type forkServer struct {
 	srv      *server         // the fork server, once it answers
 	warming  bool            // a start is under way
 	lastErr  error           // why the last start failed
+	idleErr  error           // the system's refusal of the idle class, if any
 	ctx      context.Context // ends with the Host: stops a start under way
 	stop     context.CancelFunc
 	starting sync.WaitGroup // the start under way, which Close waits for
@@ -58,7 +59,10 @@ func (h *Host) warmForkServer() {
 			// Idle class as well as nice 10 (where the system has it): it
 			// shares no lock with the live server (its database is its
 			// own), so it can take only CPU time the live side leaves.
-			_ = procutil.IdlePriority(s.proc.Cmd)
+			idleErr := procutil.IdlePriority(s.proc.Cmd)
+			h.mu.Lock()
+			f.idleErr = idleErr
+			h.mu.Unlock()
 			if err = h.follow(f.ctx, s); err != nil {
 				s.kill(context.Background())
 			}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
-	"github.com/bridge-dev/bridge/adapters/internal/procutil"
 	"github.com/bridge-dev/bridge/core"
 )
 
@@ -114,7 +113,13 @@ func TestForkRunsOnTheForkServer(t *testing.T) {
 		t.Fatalf("the fork server is the live server (pid %d)", livePID)
 	}
 	adaptertest.ForkNice(t, "the live server", livePID, "the fork server", forkPID)
-	if procutil.IdleScheduling() == nil {
+	// (Not procutil.IdleScheduling: its probe ends an OS thread of this
+	// process, and a harness program started from that thread gets its
+	// parent-death SIGKILL.)
+	h.mu.Lock()
+	idleErr := h.fork.idleErr
+	h.mu.Unlock()
+	if idleErr == nil {
 		threads, _ := os.ReadDir(filepath.Join("/proc", strconv.Itoa(forkPID), "task"))
 		for _, th := range threads {
 			st, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(forkPID), "task", th.Name(), "stat"))
