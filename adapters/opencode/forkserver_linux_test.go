@@ -113,9 +113,7 @@ func TestForkRunsOnTheForkServer(t *testing.T) {
 		t.Fatalf("the fork server is the live server (pid %d)", livePID)
 	}
 	adaptertest.ForkNice(t, "the live server", livePID, "the fork server", forkPID)
-	// (Not procutil.IdleScheduling: its probe ends an OS thread of this
-	// process, and a harness program started from that thread gets its
-	// parent-death SIGKILL.)
+	// The Host's own record of a refusal: the one this fork server met.
 	h.mu.Lock()
 	idleErr := h.fork.idleErr
 	h.mu.Unlock()

@@ -5,7 +5,6 @@ package procutil
 import (
 	"errors"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,24 +104,13 @@ type errValue struct {
 func (v *errValue) Store(err error) { v.mu.Lock(); v.err = err; v.mu.Unlock() }
 func (v *errValue) Load() error     { v.mu.Lock(); defer v.mu.Unlock(); return v.err }
 
-var idleProbe = sync.OnceValue(func() error {
-	ch := make(chan error)
-	go func() {
-		// The thread is moved to the idle class and then discarded: a
-		// goroutine that ends locked to its thread ends the thread.
-		runtime.LockOSThread()
-		ch <- setIdle(syscall.Gettid())
-	}()
-	return <-ch
-})
-
 // IdleScheduling reports whether Background programs get the idle
-// scheduling class: nil when the system grants it (tried once on a thread
-// of Bridge's own, which is then discarded) and no program's move was
-// refused since, or the refusal (they then run at nice 10 only).
+// scheduling class: nil when no program's move to it was refused (none may
+// have been tried yet), or the last refusal (such programs then run at nice
+// 10 only). It does not try the class on a thread of Bridge's own: the only
+// way to give such a thread back is to end it, and ending a thread kills
+// every harness program started from it (their parent-death signal
+// follows the thread that started them), as the earlier probe did.
 func IdleScheduling() error {
-	if err := idleProbe(); err != nil {
-		return err
-	}
 	return idleRefused.Load()
 }

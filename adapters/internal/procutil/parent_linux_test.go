@@ -4,11 +4,14 @@ package procutil
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -86,4 +89,64 @@ func alive(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// TestIdleSchedulingKillsNoProgram: asking whether the idle class is
+// granted ends none of Bridge's threads. A thread that ends kills every
+// program started from it (their parent-death signal follows the thread
+// that started them), and the first version of the question tried the class
+// on a thread and then ended it: a doctor call killed a running OpenCode
+// server. Programs are started from 16 threads, then the question is asked
+// (on one of those threads, most likely), and every program must live.
+func TestIdleSchedulingKillsNoProgram(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 16
+	procs := make([]*Process, n)
+	var started, release sync.WaitGroup
+	started.Add(n)
+	release.Add(1)
+	for i := range procs {
+		go func() {
+			// Each start on a thread of its own, kept until all started.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			p, err := Start(Spec{Path: sleep, Args: []string{"30"}})
+			if err != nil {
+				t.Error(err)
+			}
+			procs[i] = p
+			started.Done()
+			release.Wait()
+		}()
+	}
+	started.Wait()
+	release.Done()
+	t.Cleanup(func() {
+		for _, p := range procs {
+			if p != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				p.Stop(ctx, 10*time.Millisecond)
+				cancel()
+			}
+		}
+	})
+	time.Sleep(50 * time.Millisecond) // the threads back in the pool
+	_ = IdleScheduling()
+	time.Sleep(300 * time.Millisecond) // a killed program's exit is seen
+	for i, p := range procs {
+		if p == nil {
+			continue
+		}
+		if err := syscall.Kill(p.Cmd.Process.Pid, 0); err != nil {
+			t.Errorf("program %d (pid %d) is gone after IdleScheduling: %v", i, p.Cmd.Process.Pid, err)
+			continue
+		}
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.Cmd.Process.Pid) + "/stat")
+		if s := string(b); strings.Contains(s, ") Z ") || strings.Contains(s, ") X ") {
+			t.Errorf("program %d (pid %d) was killed by IdleScheduling", i, p.Cmd.Process.Pid)
+		}
+	}
 }
