@@ -47,12 +47,7 @@ func permissionKind(p string) string {
 func (l *live) permissionEvent(ev event) {
 	switch ev.Type {
 	case "permission.replied":
-		var p struct {
-			RequestID string `json:"requestID"`
-		}
-		if json.Unmarshal(ev.Properties, &p) == nil && p.RequestID != "" {
-			l.perms.Cancel(p.RequestID)
-		}
+		l.withdraw(ev)
 		return
 	case "permission.asked":
 	default:
@@ -70,9 +65,45 @@ func (l *live) permissionEvent(ev event) {
 	if len(a.Metadata) > 0 && json.Valid(a.Metadata) {
 		r.RawInput = a.Metadata
 	}
+	l.answerOffStream(a.ID, func(ctx context.Context, req core.CreateRequest) func() {
+		d := req.Approval(ctx, r)
+		return func() {
+			reply := "reject"
+			switch {
+			case d.Kind == core.AllowAlways:
+				reply = "always"
+			case d.Allowed():
+				reply = "once"
+			}
+			body := permissionReply{Reply: reply}
+			if reply == "reject" && d.By != core.DecidedByUser && d.Reason != "" {
+				body.Message = "Permission refused: " + d.Reason
+			}
+			_ = l.h.do(l.srv.ctx, l.srv, http.MethodPost, "/permission/"+url.PathEscape(a.ID)+"/reply", dirQuery(l.dir), body, nil)
+		}
+	})
+}
+
+// withdraw cancels the open request a "replied" or "rejected" event names:
+// another client answered it.
+func (l *live) withdraw(ev event) {
+	var p struct {
+		RequestID string `json:"requestID"`
+	}
+	if json.Unmarshal(ev.Properties, &p) == nil && p.RequestID != "" {
+		l.perms.Cancel(p.RequestID)
+	}
+}
+
+// answerOffStream decides request id off the event stream: decide gets
+// the session's CreateRequest and a context that ends when the request is
+// withdrawn, the session closes or the server ends, and returns the reply
+// to send, which is sent only if that context is still live. A request
+// seen twice (a stream reconnect) is decided once.
+func (l *live) answerOffStream(id string, decide func(ctx context.Context, req core.CreateRequest) (reply func())) {
 	ctx, cancel := context.WithCancel(l.srv.ctx)
-	if !l.perms.Add(a.ID, cancel) {
-		cancel() // the same request seen twice (a stream reconnect)
+	if !l.perms.Add(id, cancel) {
+		cancel()
 		return
 	}
 	l.mu.Lock()
@@ -87,22 +118,11 @@ func (l *live) permissionEvent(ev event) {
 			case <-ctx.Done():
 			}
 		}()
-		d := req.Approval(ctx, r)
-		l.perms.Remove(a.ID)
+		reply := decide(ctx, req)
+		l.perms.Remove(id)
 		if ctx.Err() != nil {
 			return // answered elsewhere, or the session or server ended
 		}
-		reply := "reject"
-		switch {
-		case d.Kind == core.AllowAlways:
-			reply = "always"
-		case d.Allowed():
-			reply = "once"
-		}
-		body := permissionReply{Reply: reply}
-		if reply == "reject" && d.By != core.DecidedByUser && d.Reason != "" {
-			body.Message = "Permission refused: " + d.Reason
-		}
-		_ = l.h.do(l.srv.ctx, l.srv, http.MethodPost, "/permission/"+url.PathEscape(a.ID)+"/reply", dirQuery(l.dir), body, nil)
+		reply()
 	}()
 }

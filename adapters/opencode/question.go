@@ -96,18 +96,13 @@ func answerOf(r core.ApprovalRequest, d core.ApprovalDecision) (string, bool) {
 // questionEvent relays question.asked to the session's approver, one
 // question after another, off the event stream, and replies to OpenCode
 // with the labels chosen; a question the user dismisses (or that nobody
-// answers) dismisses the request, so the tool fails and the turn goes on
-// instead of waiting for ever. question.replied and question.rejected
+// answers) dismisses the request, so the tool fails and OpenCode ends the
+// turn instead of waiting for ever. question.replied and question.rejected
 // withdraw a request another client answered.
 func (l *live) questionEvent(ev event) {
 	switch ev.Type {
 	case "question.replied", "question.rejected":
-		var p struct {
-			RequestID string `json:"requestID"`
-		}
-		if json.Unmarshal(ev.Properties, &p) == nil && p.RequestID != "" {
-			l.perms.Cancel(p.RequestID)
-		}
+		l.withdraw(ev)
 		return
 	case "question.asked":
 	default:
@@ -117,23 +112,7 @@ func (l *live) questionEvent(ev event) {
 	if err := json.Unmarshal(ev.Properties, &q); err != nil || q.ID == "" {
 		return
 	}
-	ctx, cancel := context.WithCancel(l.srv.ctx)
-	if !l.perms.Add(q.ID, cancel) {
-		cancel() // the same request seen twice (a stream reconnect)
-		return
-	}
-	l.mu.Lock()
-	req := l.req
-	l.mu.Unlock()
-	go func() {
-		defer cancel()
-		go func() {
-			select {
-			case <-l.closed:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
+	l.answerOffStream(q.ID, func(ctx context.Context, req core.CreateRequest) func() {
 		answers := make([][]string, 0, len(q.Questions))
 		for _, r := range questionRequests(q) {
 			label, ok := answerOf(r, req.Approval(ctx, r))
@@ -143,15 +122,12 @@ func (l *live) questionEvent(ev event) {
 			}
 			answers = append(answers, []string{label})
 		}
-		l.perms.Remove(q.ID)
-		if ctx.Err() != nil {
-			return // answered elsewhere, or the session or server ended
-		}
 		path := "/question/" + url.PathEscape(q.ID)
 		if len(q.Questions) == 0 || answers == nil {
-			_ = l.h.do(l.srv.ctx, l.srv, http.MethodPost, path+"/reject", dirQuery(l.dir), nil, nil)
-			return
+			return func() { _ = l.h.do(l.srv.ctx, l.srv, http.MethodPost, path+"/reject", dirQuery(l.dir), nil, nil) }
 		}
-		_ = l.h.do(l.srv.ctx, l.srv, http.MethodPost, path+"/reply", dirQuery(l.dir), questionReply{Answers: answers}, nil)
-	}()
+		return func() {
+			_ = l.h.do(l.srv.ctx, l.srv, http.MethodPost, path+"/reply", dirQuery(l.dir), questionReply{Answers: answers}, nil)
+		}
+	})
 }
