@@ -42,7 +42,8 @@ var commands = []command{
 	{name: "version", summary: "print the version"},
 	{name: "doctor", summary: "what each adapter can do, the data directory and the database"},
 	{name: "sessions", summary: "list recorded sessions"},
-	{name: "history", args: "SESSION", nargs: 1, summary: "page a session's record (oldest of the page first)"},
+	{name: "history", args: "SESSION", nargs: 1, summary: "page a session's record (oldest of the page first)",
+		about: "Pages a session's active branch, oldest of the page first: the newest page, or backwards from a seq\n(--before SEQ), forwards from a seq towards the head (--after SEQ; 0 is the first entry), or the page\naround one entry (--around ENTRY, its line marked >; entry ids are in history --json and search --json).\nOne of the three at most. --max bounds a page by user and assistant messages. The last lines give the\ncommand for the older page and, on --after and --around pages, the newer one."},
 	{name: "import", args: "[PATH]", variadic: true, summary: "bring a transcript (--harness H PATH; --harness bridge for an export) or, with --discover, every harness's new transcripts into the record",
 		about: "With --discover, Bridge looks where each configured harness keeps its transcripts (Claude Code:\n$CLAUDE_CONFIG_DIR or ~/.claude/projects; Codex: $CODEX_HOME or ~/.codex/sessions; OpenCode: its database\nopencode.db in $XDG_DATA_HOME/opencode or ~/.local/share/opencode; DeepSeek Harness: $DSH_HOME or\n~/.dsh/sessions), imports the new and changed ones (a grown transcript adds only its new entries) and\nprints a summary per harness. Entries keep the times the harness wrote them. It only reads the\nharnesses' files."},
 	{name: "search", args: "QUERY...", nargs: 1, variadic: true, summary: "search every session's text (--harness, --cwd, --session, --since, --until)"},
@@ -169,8 +170,10 @@ func valueName(flag string) string {
 		return "DIR"
 	case "store":
 		return "URL"
-	case "before":
+	case "before", "after":
 		return "SEQ"
+	case "around":
+		return "ENTRY"
 	case "max", "goal-rounds":
 		return "N"
 	case "budget":
@@ -222,6 +225,10 @@ func flagOfField(field string) (string, bool) {
 		return "--max", true
 	case "beforeSeq":
 		return "--before", true
+	case "afterSeq":
+		return "--after", true
+	case "around":
+		return "--around", true
 	case "entryId":
 		return "--entry", true
 	case "lang", "inject", "reason", "limit", "format", "model", "effort", "harness", "cwd":
@@ -231,7 +238,8 @@ func flagOfField(field string) (string, bool) {
 }
 
 // asFlagError turns the service's refusal of a field that a flag sets into
-// a usage error naming the flag; other errors are returned as they are.
+// a usage error naming the flag (in place of the field's name, or before
+// a message that does not name it); other errors are returned as they are.
 func asFlagError(err error) error {
 	var ce *core.Error
 	if !errors.As(err, &ce) || ce.Code != core.CodeInvalid {
@@ -243,7 +251,12 @@ func asFlagError(err error) error {
 		return err
 	}
 	words := regexp.MustCompile(`\b` + regexp.QuoteMeta(field) + `\b`)
-	return usageError{words.ReplaceAllLiteralString(userMessage(ce), flag)}
+	msg := userMessage(ce)
+	if !words.MatchString(msg) {
+		// "entry "e_1" belongs to session s_2": say which flag gave it.
+		return usageError{flag + ": " + msg}
+	}
+	return usageError{words.ReplaceAllLiteralString(msg, flag)}
 }
 
 // report prints a command's failure once: a line on stderr, or with --json

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -265,19 +266,39 @@ func (a *app) sessions(ctx context.Context, args []string) error {
 
 func (a *app) history(ctx context.Context, args []string) error {
 	fs, asJSON := a.flags("history")
-	before := fs.Int64("before", 0, "entries with seq below this (0: from the head)")
+	before := fs.Int64("before", 0, "page backwards: entries with seq below this (0: from the head)")
+	after := fs.Int64("after", 0, "page forwards: entries with seq above this, towards the head (0: from the first entry)")
+	around := fs.String("around", "", "the page around this entry id (marked >): about half the messages up to it, the rest after")
 	max := fs.Int("max", 60, "user/assistant messages per page")
 	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if *max < 0 || *before < 0 {
-		return usageError{"--max and --before must not be negative"}
+	var given []string
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "before" || f.Name == "after" || f.Name == "around" {
+			given = append(given, "--"+f.Name)
+		}
+	})
+	switch {
+	case len(given) > 1:
+		return usageError{fmt.Sprintf("%s and %s cannot be given together: a page is read backwards (--before), forwards (--after) or around an entry (--around)", given[0], given[1])}
+	case *max < 0:
+		return usageError{"--max must not be negative"}
+	case *before < 0:
+		return usageError{"--before must not be negative"}
+	case *after < 0:
+		return usageError{"--after must not be negative"}
+	case slices.Contains(given, "--around") && strings.TrimSpace(*around) == "":
+		return usageError{"--around needs an entry id (the ids are in history --json and search --json)"}
 	}
 	return a.withEnv(ctx, func(e *env) error {
-		p := schema.SessionHistoryParams{SessionID: pos[0], MaxMessages: *max}
+		p := schema.SessionHistoryParams{SessionID: pos[0], MaxMessages: *max, Around: *around}
 		if *before != 0 {
 			p.BeforeSeq = before
+		}
+		if slices.Contains(given, "--after") {
+			p.AfterSeq = after
 		}
 		res, err := e.svc.SessionHistory(ctx, p)
 		if err != nil {
@@ -286,12 +307,22 @@ func (a *app) history(ctx context.Context, args []string) error {
 		if *asJSON {
 			return printJSON(a.stdout, res)
 		}
-		entries, more := res.Entries, res.HasMore
+		entries := res.Entries
 		for _, en := range entries {
-			fmt.Fprintf(a.stdout, "%6d  %s  %-20s %s\n", en.Seq, en.CreatedAt.Local().Format(time.DateTime), en.Kind, describe(en.Kind, en.Payload))
+			mark := " "
+			if en.ID == *around {
+				mark = ">"
+			}
+			fmt.Fprintf(a.stdout, "%6d%s %s  %-20s %s\n", en.Seq, mark, en.CreatedAt.Local().Format(time.DateTime), en.Kind, describe(en.Kind, en.Payload))
 		}
-		if more && len(entries) > 0 {
+		if len(entries) == 0 {
+			return nil
+		}
+		if res.HasMore {
 			fmt.Fprintf(a.stdout, "… older entries: bridge history %s --before %d\n", pos[0], entries[0].Seq)
+		}
+		if res.HasNewer != nil && *res.HasNewer {
+			fmt.Fprintf(a.stdout, "… newer entries: bridge history %s --after %d\n", pos[0], entries[len(entries)-1].Seq)
 		}
 		return nil
 	})
