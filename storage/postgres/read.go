@@ -407,10 +407,9 @@ func branchBefore(ctx context.Context, db *DB, q querier, sessionID string, st s
 const forwardSQL = `SELECT ` + entryCols + ` FROM entries WHERE session_id = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq LIMIT $4`
 
 // HistoryAfter implements core.Store, as storage's does: an unbranched
-// session is read by seq upwards (only the page); a branched one by
-// windows walked back from the head (record.ForwardWindows; as with
-// History, a page far from the head of a branched session costs a walk to
-// it here).
+// session is read by seq upwards (only the page); a branched one by one
+// walk back from the head (record.ForwardFromHead; as with History, a page
+// far from the head of a branched session costs a walk to it here).
 func (db *DB) HistoryAfter(ctx context.Context, sessionID string, afterSeq int64, maxMessages int) (entries []core.Entry, hasNewer bool, err error) {
 	if maxMessages <= 0 {
 		maxMessages = DefaultHistoryMessages
@@ -491,12 +490,10 @@ func historyAfterOf(ctx context.Context, db *DB, q querier, sessionID string, st
 		}
 		page.Reset() // not one sound chain: the walk names the problem
 	}
-	err := record.ForwardWindows(headSeq, afterSeq, page, func(lo, hi int64, fn func(core.Entry) bool) error {
-		start, w, err := branchBefore(ctx, db, q, sessionID, st, hi)
-		if err != nil || start == "" {
-			return err
-		}
-		return w.Walk(ctx, start, start == st.headID, int(min(hi-lo+1, 1024)), fn)
+	// Without jump pointers every window of record.ForwardWindows would
+	// start with a walk from the head: one walk reads the page instead.
+	err := record.ForwardFromHead(afterSeq, page, func(fn func(core.Entry) bool) error {
+		return newWalker(db, q, sessionID).Walk(ctx, st.headID, true, int(min(headSeq-afterSeq+1, 1024)), fn)
 	})
 	if err != nil {
 		return nil, false, err

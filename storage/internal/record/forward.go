@@ -106,6 +106,48 @@ func ForwardWindows(headSeq, afterSeq int64, page *ForwardPage, back func(lo, hi
 	return nil
 }
 
+// ForwardFromHead collects the page after afterSeq on any session from one
+// walk of its active branch from the head, newest first (walk hands each
+// entry to fn until fn returns false): a store without jump pointers, whose
+// every window of ForwardWindows would start with a walk from the head,
+// reads a forward page so in one walk. Only the entries the page can still
+// hold are kept while walking: an entry with page.max messages older than
+// it (and after afterSeq) is past the page's end.
+func ForwardFromHead(afterSeq int64, page *ForwardPage, walk func(fn func(core.Entry) bool) error) error {
+	var win []core.Entry // newest first; win[start:] are kept
+	start, msgs := 0, 0
+	isMsg := func(e core.Entry) int {
+		if e.Kind.IsMessage() {
+			return 1
+		}
+		return 0
+	}
+	err := walk(func(e core.Entry) bool {
+		if e.Seq <= afterSeq {
+			return false
+		}
+		win = append(win, e)
+		msgs += isMsg(e)
+		for start < len(win) && msgs-isMsg(win[start]) >= page.max {
+			msgs -= isMsg(win[start])
+			start++
+		}
+		if start >= 1024 && start > len(win)/2 {
+			win, start = append(win[:0], win[start:]...), 0
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for i := len(win) - 1; i >= start; i-- {
+		if !page.Collect(win[i]) {
+			break
+		}
+	}
+	return nil
+}
+
 // ForwardPage collects a page of history reading towards the head:
 // entries until max user/assistant messages are in (other kinds ride along
 // without counting, before the first message and between messages).

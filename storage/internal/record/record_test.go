@@ -141,3 +141,48 @@ func TestSearchTextSkipsIdentifiers(t *testing.T) {
 		t.Fatalf("a bookkeeping kind has searchable text %q", got)
 	}
 }
+
+// TestForwardFromHeadIsTheForwardPage: the page after afterSeq that one
+// walk from the head keeps is the page read oldest first from afterSeq
+// (mixed kinds, messages at uneven gaps, pages near the root, the head and
+// far from it, long walks that drop most of what they pass), and the walk
+// stops at the first entry at or below afterSeq.
+func TestForwardFromHeadIsTheForwardPage(t *testing.T) {
+	es := chain(5000)
+	for i := range es {
+		if i%7 != 0 && i%3 != 1 {
+			es[i].Kind = core.KindToolStarted
+		}
+	}
+	head := es[len(es)-1].Seq
+	for _, afterSeq := range []int64{0, 1, 2, 100, 2500, 4990, 4999, 5000} {
+		for _, max := range []int{1, 2, 3, 60, 10_000} {
+			want := NewForwardPage(max, head)
+			for _, e := range es[afterSeq:] {
+				if !want.Collect(e) {
+					break
+				}
+			}
+			got := NewForwardPage(max, head)
+			walked, below := 0, 0
+			err := ForwardFromHead(afterSeq, got, func(fn func(core.Entry) bool) error {
+				for i := len(es) - 1; i >= 0; i-- {
+					walked++
+					if !fn(es[i]) {
+						below++
+						return nil
+					}
+				}
+				return nil
+			})
+			w, wNewer := want.Done()
+			g, gNewer := got.Done()
+			if err != nil || fmt.Sprint(g) != fmt.Sprint(w) || gNewer != wNewer {
+				t.Fatalf("after %d, max %d: %d entries (newer %v), want %d (newer %v); err %v", afterSeq, max, len(g), gNewer, len(w), wNewer, err)
+			}
+			if wantWalk := len(es) - int(afterSeq) + min(int(afterSeq), 1); walked != wantWalk || below != min(int(afterSeq), 1) {
+				t.Fatalf("after %d: walked %d entries (%d at or below it), want %d", afterSeq, walked, below, wantWalk)
+			}
+		}
+	}
+}
