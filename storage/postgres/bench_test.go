@@ -292,41 +292,95 @@ func BenchmarkHistoryPage100k(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run(st.name+"/middle-three-ways", func(b *testing.B) {
-			var back, after, around []float64
-			timed := func(read func() (int, error)) float64 {
-				t0 := time.Now()
-				n, err := read()
-				if err != nil {
-					b.Fatal(err)
-				}
-				if n < 140 {
-					b.Fatalf("page has %d entries, want about 150", n)
-				}
-				return float64(time.Since(t0).Nanoseconds())
-			}
-			for range b.N {
-				back = append(back, timed(func() (int, error) {
-					p, _, err := st.st.History(ctx, st.sid, total/2, 60)
-					return len(p), err
-				}))
-				after = append(after, timed(func() (int, error) {
-					p, _, err := st.st.HistoryAfter(ctx, st.sid, total/2, 60)
-					return len(p), err
-				}))
-				around = append(around, timed(func() (int, error) {
-					p, _, _, err := st.st.HistoryAround(ctx, st.sid, mid[len(mid)-1].ID, 60)
-					return len(p), err
-				}))
-			}
-			med := func(v []float64) float64 { sort.Float64s(v); return v[len(v)/2] }
-			mb, ma, mr := med(back), med(after), med(around)
-			b.ReportMetric(mb, "ns/page-back")
-			b.ReportMetric(ma, "ns/page-after")
-			b.ReportMetric(mr, "ns/page-around")
-			b.ReportMetric(ma/mb, "after/back")
-			b.ReportMetric(mr/mb, "around/back")
+			threeWays(b, st.st, st.sid, total/2, mid[len(mid)-1].ID)
 		})
 	}
+}
+
+// threeWays reads, in turn in each iteration, the 60-message backwards page
+// before seq (History, the baseline), the forwards page after seq
+// (HistoryAfter) and the page around entry aroundID (HistoryAround, what
+// opening a search hit reads), and reports the medians and their ratios to
+// the backwards page.
+func threeWays(b *testing.B, st core.Store, sid string, seq int64, aroundID string) {
+	ctx := context.Background()
+	var back, after, around []float64
+	timed := func(read func() (int, error)) float64 {
+		t0 := time.Now()
+		n, err := read()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n < 140 {
+			b.Fatalf("page has %d entries, want about 150", n)
+		}
+		return float64(time.Since(t0).Nanoseconds())
+	}
+	for range b.N {
+		back = append(back, timed(func() (int, error) {
+			p, _, err := st.History(ctx, sid, seq, 60)
+			return len(p), err
+		}))
+		after = append(after, timed(func() (int, error) {
+			p, _, err := st.HistoryAfter(ctx, sid, seq, 60)
+			return len(p), err
+		}))
+		around = append(around, timed(func() (int, error) {
+			p, _, _, err := st.HistoryAround(ctx, sid, aroundID, 60)
+			return len(p), err
+		}))
+	}
+	med := func(v []float64) float64 { sort.Float64s(v); return v[len(v)/2] }
+	mb, ma, mr := med(back), med(after), med(around)
+	b.ReportMetric(mb, "ns/page-back")
+	b.ReportMetric(ma, "ns/page-after")
+	b.ReportMetric(mr, "ns/page-around")
+	b.ReportMetric(ma/mb, "after/back")
+	b.ReportMetric(mr/mb, "around/back")
+}
+
+// BenchmarkBranchedHistory100k is BenchmarkHistoryPage100k's three pages
+// 50,000 entries back on a PostgreSQL session of 100,000 whose active
+// branch forks off at its tenth entry (storage's
+// BenchmarkHistoryAround100k/branched shape): with no jump pointers every
+// read walks from the head to the page, so run it with few iterations
+// (-benchtime 10x).
+func BenchmarkBranchedHistory100k(b *testing.B) {
+	ctx := context.Background()
+	pattern := []core.NewEntry{msg(core.KindUserMessage, "question"),
+		{Kind: core.KindToolStarted, Payload: core.Payload(map[string]string{"toolId": "t1"})},
+		{Kind: core.KindToolCompleted, Payload: core.Payload(map[string]string{"toolId": "t1"})},
+		{Kind: core.KindContextUsage, Payload: core.Payload(map[string]int{"used": 1000})},
+		msg(core.KindAssistantMessage, "answer")}
+	chunk := make([]core.NewEntry, 0, 1000)
+	for len(chunk) < cap(chunk) {
+		chunk = append(chunk, pattern...)
+	}
+	db := open(b)
+	s, err := db.CreateSession(ctx, core.Session{Harness: "fake"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	first, err := db.Append(ctx, s.ID, chunk...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	last, err := db.AppendTo(ctx, s.ID, first[9].ID, chunk...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for n := 2 * len(chunk); n < 100_000; n += len(chunk) {
+		if last, err = db.Append(ctx, s.ID, chunk...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	mid, _, err := db.History(ctx, s.ID, last[len(last)-1].Seq-50_000, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := mid[len(mid)-1]
+	b.ResetTimer()
+	threeWays(b, db, s.ID, e.Seq, e.ID)
 }
 
 // corpus draws message text from a Zipf-distributed vocabulary of 20,000

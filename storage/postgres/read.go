@@ -425,7 +425,8 @@ func (db *DB) HistoryAfter(ctx context.Context, sessionID string, afterSeq int64
 }
 
 // HistoryAround implements core.Store: the page around entry entryID, in
-// one snapshot (record.Around).
+// one snapshot (record.Around; on a branched session record.AroundFromHead,
+// one walk from the head).
 func (db *DB) HistoryAround(ctx context.Context, sessionID, entryID string, maxMessages int) (entries []core.Entry, hasMore, hasNewer bool, err error) {
 	if maxMessages <= 0 {
 		maxMessages = DefaultHistoryMessages
@@ -442,6 +443,14 @@ func (db *DB) HistoryAround(ctx context.Context, sessionID, entryID string, maxM
 		}
 		if err != nil {
 			return db.errf(err, "get entry %s", entryID)
+		}
+		if st.branched && st.headID != "" && st.headSeq != nil {
+			// Each half would walk from the head: one walk reads both.
+			entries, hasMore, hasNewer, err = record.AroundFromHead(sessionID, r.entry(), maxMessages, *st.headSeq,
+				func(fn func(core.Entry) bool) error {
+					return newWalker(db, q, sessionID).Walk(ctx, st.headID, true, 1024, fn)
+				})
+			return err
 		}
 		entries, hasMore, hasNewer, err = record.Around(ctx, sessionID, r.entry(), maxMessages,
 			func(ctx context.Context, beforeSeq int64, max int) ([]core.Entry, bool, error) {

@@ -110,42 +110,97 @@ func ForwardWindows(headSeq, afterSeq int64, page *ForwardPage, back func(lo, hi
 // walk of its active branch from the head, newest first (walk hands each
 // entry to fn until fn returns false): a store without jump pointers, whose
 // every window of ForwardWindows would start with a walk from the head,
-// reads a forward page so in one walk. Only the entries the page can still
-// hold are kept while walking: an entry with page.max messages older than
-// it (and after afterSeq) is past the page's end.
+// reads a forward page so in one walk.
 func ForwardFromHead(afterSeq int64, page *ForwardPage, walk func(fn func(core.Entry) bool) error) error {
-	var win []core.Entry // newest first; win[start:] are kept
-	start, msgs := 0, 0
-	isMsg := func(e core.Entry) int {
-		if e.Kind.IsMessage() {
-			return 1
-		}
-		return 0
-	}
+	tail := forwardTail{max: page.max}
 	err := walk(func(e core.Entry) bool {
 		if e.Seq <= afterSeq {
 			return false
 		}
-		win = append(win, e)
-		msgs += isMsg(e)
-		for start < len(win) && msgs-isMsg(win[start]) >= page.max {
-			msgs -= isMsg(win[start])
-			start++
-		}
-		if start >= 1024 && start > len(win)/2 {
-			win, start = append(win[:0], win[start:]...), 0
-		}
+		tail.add(e)
 		return true
 	})
 	if err != nil {
 		return err
 	}
-	for i := len(win) - 1; i >= start; i-- {
-		if !page.Collect(win[i]) {
+	tail.fill(page)
+	return nil
+}
+
+// AroundFromHead reads the page around entry e as Around does, from one
+// walk of the active branch from the head (a store without jump pointers:
+// Around's two halves would each walk from the head): the entries newer
+// than e that the forwards half holds, then e and the backwards half.
+func AroundFromHead(sessionID string, e core.Entry, maxMessages int, headSeq int64,
+	walk func(fn func(core.Entry) bool) error) (entries []core.Entry, hasMore, hasNewer bool, err error) {
+	if e.SessionID != sessionID {
+		return nil, false, false, core.InvalidField("around", "entry %s belongs to session %s, not %s", core.Quote(e.ID), e.SessionID, sessionID)
+	}
+	half := max(maxMessages/2, 1)
+	newer := NewForwardPage(max(maxMessages-half, 1), headSeq)
+	tail := forwardTail{max: newer.max}
+	older := NewPage(half)
+	reached, onBranch := false, false
+	err = walk(func(x core.Entry) bool {
+		if x.Seq > e.Seq {
+			tail.add(x)
+			return true
+		}
+		if !reached {
+			reached, onBranch = true, x.ID == e.ID
+			if !onBranch {
+				return false
+			}
+		}
+		return older.Collect(x)
+	})
+	if err != nil {
+		return nil, false, false, err
+	}
+	if !onBranch {
+		return nil, false, false, core.InvalidField("around", "entry %s is not on the active branch of session %s (the head has moved to another branch)", core.Quote(e.ID), sessionID)
+	}
+	tail.fill(newer)
+	before, hasMore := older.Done()
+	after, hasNewer := newer.Done()
+	return append(before, after...), hasMore, hasNewer, nil
+}
+
+// forwardTail keeps, from a walk of the active branch newest first, the
+// oldest entries a forward page of max messages can hold: an entry with
+// max messages older than it (among those kept) is past the page's end.
+type forwardTail struct {
+	max         int
+	win         []core.Entry // newest first; win[start:] are kept
+	start, msgs int
+}
+
+func (t *forwardTail) add(e core.Entry) {
+	t.win = append(t.win, e)
+	t.msgs += isMessage(e)
+	for t.start < len(t.win) && t.msgs-isMessage(t.win[t.start]) >= t.max {
+		t.msgs -= isMessage(t.win[t.start])
+		t.start++
+	}
+	if t.start >= 1024 && t.start > len(t.win)/2 {
+		t.win, t.start = append(t.win[:0], t.win[t.start:]...), 0
+	}
+}
+
+// fill hands the kept entries to page, oldest first.
+func (t *forwardTail) fill(page *ForwardPage) {
+	for i := len(t.win) - 1; i >= t.start; i-- {
+		if !page.Collect(t.win[i]) {
 			break
 		}
 	}
-	return nil
+}
+
+func isMessage(e core.Entry) int {
+	if e.Kind.IsMessage() {
+		return 1
+	}
+	return 0
 }
 
 // ForwardPage collects a page of history reading towards the head:

@@ -186,3 +186,59 @@ func TestForwardFromHeadIsTheForwardPage(t *testing.T) {
 		}
 	}
 }
+
+// TestAroundFromHeadIsAround: the page around an entry read in one walk
+// from the head is Around's (its two halves read apart), at the root, the
+// head and between; an entry not on the walked branch is refused as
+// Around refuses it.
+func TestAroundFromHeadIsAround(t *testing.T) {
+	es := chain(3000)
+	for i := range es {
+		if i%5 != 0 && i%4 != 1 {
+			es[i].Kind = core.KindToolStarted
+		}
+	}
+	head := es[len(es)-1].Seq
+	walk := func(fn func(core.Entry) bool) error {
+		for i := len(es) - 1; i >= 0; i-- {
+			if !fn(es[i]) {
+				return nil
+			}
+		}
+		return nil
+	}
+	older := func(_ context.Context, beforeSeq int64, max int) ([]core.Entry, bool, error) {
+		p := NewPage(max)
+		for i := int(beforeSeq) - 2; i >= 0 && p.Collect(es[i]); i-- {
+		}
+		out, more := p.Done()
+		return out, more, nil
+	}
+	newer := func(_ context.Context, afterSeq int64, max int) ([]core.Entry, bool, error) {
+		p := NewForwardPage(max, head)
+		for _, e := range es[afterSeq:] {
+			if !p.Collect(e) {
+				break
+			}
+		}
+		out, n := p.Done()
+		return out, n, nil
+	}
+	for _, at := range []int{0, 1, 2, 1500, 2997, 2998, 2999} {
+		for _, max := range []int{1, 2, 3, 60, 10_000} {
+			w, wMore, wNewer, wErr := Around(context.Background(), "s", es[at], max, older, newer)
+			g, gMore, gNewer, gErr := AroundFromHead("s", es[at], max, head, walk)
+			if wErr != nil || gErr != nil || fmt.Sprint(g) != fmt.Sprint(w) || gMore != wMore || gNewer != wNewer {
+				t.Fatalf("around e%d, max %d: %d entries (more %v newer %v, %v), want %d (%v %v, %v)",
+					at+1, max, len(g), gMore, gNewer, gErr, len(w), wMore, wNewer, wErr)
+			}
+		}
+	}
+	off := core.Entry{ID: "x", SessionID: "s", Seq: 1500, ParentID: "e1499"}
+	if _, _, _, err := AroundFromHead("s", off, 10, head, walk); core.ErrorCode(err) != core.CodeInvalid || !strings.Contains(err.Error(), "active branch") {
+		t.Fatalf("an entry off the branch: %v", err)
+	}
+	if _, _, _, err := AroundFromHead("s2", es[5], 10, head, walk); core.ErrorCode(err) != core.CodeInvalid || !strings.Contains(err.Error(), "belongs to session s") {
+		t.Fatalf("another session's entry: %v", err)
+	}
+}
