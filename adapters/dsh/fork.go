@@ -65,13 +65,16 @@ func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 	}
 	f := &fork{}
 	side := l.h.newLive(res.SessionID, -1, f.sink)
-	evs, _, err := l.h.readSince(ctx, res.SessionID, -1)
-	if err != nil {
+	// Only the seed's end matters (the fork's turn is read from there on):
+	// its newest page, not the whole conversation again.
+	var hv historyValue
+	if err := l.h.rpc.call(ctx, "session.history", historyArgs{SessionID: res.SessionID, MaxMessages: followPage}, &hv); err != nil {
 		_ = l.h.ArchiveSession(context.WithoutCancel(ctx), res.SessionID)
 		return nil, err
 	}
 	side.priming = true
-	for _, ev := range evs {
+	for _, e := range hv.Events {
+		ev := e.Event
 		if side.m.feed(ev) && ev.Type == "turn/start" {
 			side.turn = turnOf(ev)
 		}

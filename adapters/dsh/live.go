@@ -16,6 +16,15 @@ import (
 // (upstream HISTORY_PAGE_MESSAGES).
 const historyPage = 60
 
+// followPage is how many messages the newest page asks for when the reader
+// already holds the session up to some seq (a running turn's poll): DSH
+// serializes every event of a page and the adapter decodes it, so a poll
+// that asked for historyPage messages re-sent the last 60 messages of the
+// conversation every PollInterval, for the live session and for a fork
+// beside it alike. Older pages are asked for only when the new events do
+// not fit.
+const followPage = 2
+
 // projections is the part of session.history's projections the adapter
 // reads.
 type projections struct {
@@ -46,13 +55,18 @@ type historyValue struct {
 
 // readSince returns the session's events after seq `after` (all of them for
 // -1), in seq order, paging session.history backwards until the page
-// reaches `after`, and the projections of the newest page.
+// reaches `after`, and the projections of the newest page. When after is
+// set the newest page is a small one (followPage messages): a poll of a
+// running turn usually finds only a few new events.
 func (h *Host) readSince(ctx context.Context, sessionID string, after int64) ([]Event, projections, error) {
 	var pages [][]Event
 	var proj projections
 	before := int64(-1)
 	for page := 0; page < 100000; page++ {
 		payload := historyArgs{SessionID: sessionID, MaxMessages: historyPage}
+		if page == 0 && after >= 0 {
+			payload.MaxMessages = followPage
+		}
 		if before >= 0 {
 			payload.BeforeSeq = &before
 		}
