@@ -11,6 +11,7 @@ import {
   type Entry,
   type SessionChangedNotification,
   type SessionListItem,
+  type SessionListResult,
   type SessionRequestPermissionParams,
   type SessionRequestPermissionResult,
   type WebSocketConstructor,
@@ -32,36 +33,109 @@ export interface PendingApproval {
 }
 
 /**
+ * initializeParams are the page's initialize params; index.html's first
+ * script sends the same (as JSON text), and so must be changed with them.
+ */
+const initializeParams = {
+  processId: null,
+  clientInfo: { name: "bridge-webui" },
+  capabilities: { window: { workDoneProgress: true }, session: { requestPermission: true } },
+};
+
+/** BootReply is the reply to one of index.html's first requests: a result or an error. */
+interface BootReply {
+  result?: unknown;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+/**
+ * Boot is the connection index.html's first script made: the socket, and,
+ * when the script sent them (the socket opened before this script ran), the
+ * replies to its initialize and session/list requests, by id.
+ */
+interface Boot {
+  socket: WebSocketLike;
+  replies?: Map<string, Promise<BootReply>>;
+}
+
+/**
  * takeBoot adopts the WebSocket that index.html's first script opens to
  * /rpc at once (window.bridgeBoot), so that the connection is made while the
- * page's main script is still parsed and compiled. The socket may already
- * be open, or closed (a wrong token), and may have had messages: the
- * adopted socket hands a late listener the events it missed. It is taken
- * once, and only for the same URL; undefined when there is none.
+ * page's main script is still loaded and compiled, and the replies to the
+ * requests that script sent once it opened (ids "boot:…"): those are kept
+ * from the client, which did not send them. The socket may already be open,
+ * or closed (a wrong token), and may have had messages: the adopted socket
+ * hands a late listener the events it missed. When the socket had not
+ * opened yet, the script sends nothing more and the client initializes.
+ * It is taken once, and only for the same URL; undefined when there is none.
  */
-function takeBoot(url: string): WebSocketLike | undefined {
-  const g = globalThis as { bridgeBoot?: { ws: WebSocket; early: string[] } };
+function takeBoot(url: string): Boot | undefined {
+  const g = globalThis as { bridgeBoot?: { ws: WebSocket; early: string[]; sent?: boolean } };
   const boot = g.bridgeBoot;
   delete g.bridgeBoot;
   if (!boot || boot.ws.url !== url) {
     boot?.ws.close(1000);
     return undefined;
   }
-  const { ws, early } = boot;
+  const { ws } = boot;
   ws.onmessage = null;
-  return {
+  ws.onopen = null;
+  const waiting = new Map<string, (r: BootReply) => void>();
+  let replies: Map<string, Promise<BootReply>> | undefined;
+  if (boot.sent) {
+    replies = new Map();
+    for (const id of ["boot:initialize", "boot:list"]) replies.set(id, new Promise((resolve) => waiting.set(id, resolve)));
+  }
+  /** own settles a boot request by its reply; false for every other message. */
+  const own = (data: unknown): boolean => {
+    if (waiting.size === 0 || typeof data !== "string" || !data.includes('"boot:')) return false;
+    let m: { id?: unknown; method?: unknown } & BootReply;
+    try {
+      m = JSON.parse(data);
+    } catch {
+      return false;
+    }
+    const settle = typeof m?.id === "string" && m.method === undefined ? waiting.get(m.id) : undefined;
+    if (!settle) return false;
+    waiting.delete(m.id as string);
+    settle(m);
+    return true;
+  };
+  const early = boot.early.filter((data) => !own(data));
+  // Replies still to come are taken by the socket's first listener, and every later listener skips them.
+  const mine = new WeakSet<Event>();
+  ws.addEventListener("message", (ev) => {
+    if (own(ev.data)) mine.add(ev);
+  });
+  const closed = (): void => {
+    for (const settle of waiting.values()) settle({ error: { code: -32099, message: "the connection closed" } });
+    waiting.clear();
+  };
+  if (ws.readyState === WebSocket.CLOSED) closed();
+  else ws.addEventListener("close", closed);
+  const socket: WebSocketLike = {
     get readyState() {
       return ws.readyState;
     },
     send: (data: string) => ws.send(data),
     close: (code?: number, reason?: string) => ws.close(code, reason),
     addEventListener(type: "open" | "message" | "error" | "close", listener: (event: any) => void): void {
-      if (type === "message") for (const data of early) listener(new MessageEvent("message", { data }));
-      if (type === "open" && ws.readyState === WebSocket.OPEN) queueMicrotask(() => listener(new Event("open")));
+      if (type === "message") {
+        for (const data of early) listener(new MessageEvent("message", { data }));
+        ws.addEventListener("message", (ev) => mine.has(ev) || listener(ev));
+      } else if (type === "open" && ws.readyState === WebSocket.OPEN) queueMicrotask(() => listener(new Event("open")));
       else if (type === "close" && ws.readyState === WebSocket.CLOSED) queueMicrotask(() => listener(new CloseEvent("close", { code: 1006 })));
       else ws.addEventListener(type, listener);
     },
   };
+  return { socket, replies };
+}
+
+/** bootResult is a boot request's result, or its error thrown. */
+async function bootResult<T>(reply: Promise<BootReply> | undefined): Promise<T> {
+  const r = await reply;
+  if (!r || r.error) throw Object.assign(new Error(r?.error?.message ?? "no reply"), { data: r?.error?.data });
+  return r.result as T;
 }
 
 /** App is the page's state. */
@@ -189,9 +263,12 @@ export class App {
     const token = new URLSearchParams(location.hash.slice(1)).get("token") ?? "";
     const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/rpc?token=${encodeURIComponent(token)}`;
     try {
-      // The session list is asked for right behind initialize (see connect).
-      await this.connect(url, async () => {
-        await this.refresh(false);
+      // The session list is asked for right behind initialize (see connect),
+      // or was by index.html's first script (listed: its reply).
+      await this.connect(url, async (listed) => {
+        const first = listed && (await listed.catch(() => undefined));
+        if (first) this.setList(first.items, first.nextCursor, false);
+        else await this.refresh(false);
         performance.mark("bridge:sessions-shown");
       });
     } catch {
@@ -242,8 +319,12 @@ export class App {
    * Bridge reads a connection's messages in order and answers initialize
    * before it reads the next one, so its first request need not wait for
    * that answer (one round trip fewer before the page shows anything).
+   * The first connection adopts index.html's socket (takeBoot): when that
+   * script sent initialize and the list's first page already, their
+   * replies are used (first gets the list's as listed) and nothing is sent
+   * again.
    */
-  async connect(url: string, first?: () => Promise<void>): Promise<void> {
+  async connect(url: string, first?: (listed?: Promise<SessionListResult>) => Promise<void>): Promise<void> {
     const app = this;
     // Why a connection closed is not part of the client's API: keep the
     // socket's close code and reason, and the error Bridge sends just
@@ -274,9 +355,9 @@ export class App {
     const boot = first ? takeBoot(url) : undefined;
     let WS: WebSocketConstructor = Tracked;
     if (boot) {
-      track(boot);
+      track(boot.socket);
       WS = function () {
-        return boot;
+        return boot.socket;
       } as unknown as WebSocketConstructor;
     }
     const client = await connectWebSocket(url, { WebSocket: WS });
@@ -332,11 +413,10 @@ export class App {
     });
     client.connection.onRequest("window/workDoneProgress/create", () => null);
     if (first) performance.mark("bridge:ws-open");
-    const init = client.initialize({
-      clientInfo: { name: "bridge-webui" },
-      capabilities: { window: { workDoneProgress: true }, session: { requestPermission: true } },
-    } as never);
-    await Promise.all([init, first?.()]);
+    const sent = boot?.replies;
+    const init = sent ? bootResult(sent.get("boot:initialize")) : client.initialize(initializeParams as never);
+    const listed = sent ? bootResult<SessionListResult>(sent.get("boot:list")) : undefined;
+    await Promise.all([init, first?.(listed)]);
     document.body.dataset.state = "connected";
   }
 
@@ -441,6 +521,11 @@ export class App {
       for (const it of res.items) if (!seen.has(it.sessionId)) (seen.add(it.sessionId), items.push(it));
       cursor = res.nextCursor;
     } while (cursor && items.length < want);
+    this.setList(items, cursor, keep);
+  }
+
+  /** setList shows sessions as the list, cursor continuing it (refresh's last step). */
+  setList(items: SessionListItem[], cursor: string | undefined, keep: boolean): void {
     this.sessions = items;
     this.nextCursor = cursor;
     if (!keep) this.unlisted.clear();

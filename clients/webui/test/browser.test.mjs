@@ -478,6 +478,84 @@ test("a page without the token cannot reach /rpc", async () => {
   }
 });
 
+/**
+ * sentOnRpc opens url in a new page and collects the JSON-RPC messages the
+ * page sends on /rpc (as Chromium sent them: DevTools' WebSocket frames);
+ * init, when given, is an init script run before the page's own. With
+ * hold, app.js is served only once /rpc has answered something (so that
+ * the socket is open before the main script runs, as on a usual load).
+ */
+async function sentOnRpc(url, init, hold = false) {
+  const context = await browser.newContext();
+  after(() => context.close());
+  if (init) await context.addInitScript(init);
+  const page = await context.newPage();
+  page.setDefaultTimeout(120_000);
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => m.type() === "error" && errors.push(`console: ${m.text()}`));
+  const sent = [];
+  let answered;
+  const replied = new Promise((resolve) => (answered = resolve));
+  page.on("websocket", (ws) => {
+    ws.on("framesent", (f) => sent.push(JSON.parse(String(f.payload))));
+    ws.on("framereceived", () => answered());
+  });
+  if (hold) await page.route((u) => u.pathname === "/app.js", async (route) => (await replied, route.continue()));
+  await page.goto(url);
+  await page.waitForFunction(() => document.body.dataset.state === "connected");
+  return { page, errors, sent };
+}
+
+test("the page's first script sends initialize and the list's first page as the socket opens; the page shows their replies and sends neither again, and when the socket opens too late, the page initializes itself", async () => {
+  const web = await startWeb(tmp());
+  const first = await openPage(web.url);
+  await first.page.waitForFunction(() => document.body.dataset.state === "connected");
+  await first.page.evaluate((cwd) => window.bridgeApp.client.request("session/create", { harness: "fake", cwd, title: "listed" }), tmp());
+  const early = await sentOnRpc(web.url, undefined, true);
+  await early.page.getByRole("button", { name: "Open listed" }).waitFor();
+  // index.html's script: initialize, initialized and session/list, before anything of the client's.
+  assert.deepEqual(
+    early.sent.slice(0, 3).map((m) => [m.id, m.method]),
+    [
+      ["boot:initialize", "initialize"],
+      [undefined, "initialized"],
+      ["boot:list", "session/list"],
+    ],
+  );
+  const methods = early.sent.map((m) => m.method);
+  assert.equal(methods.filter((m) => m === "initialize").length, 1, `sent: ${methods}`);
+  assert.equal(methods.filter((m) => m === "initialized").length, 1, `sent: ${methods}`);
+  assert.equal(methods.filter((m) => m === "session/list").length, 1, `sent: ${methods}`);
+  // The page works on that connection: a session opens.
+  await early.page.getByRole("button", { name: "Open listed" }).click();
+  await early.page.waitForFunction(() => document.getElementById("session-title")?.textContent === "listed");
+  assert.deepEqual(early.errors, []);
+
+  // The socket opening after the main script took it (its onopen taken away
+  // before it ran): the client sends initialize and the list itself, once.
+  const late = await sentOnRpc(web.url, () => {
+    Object.defineProperty(window, "bridgeBoot", {
+      configurable: true,
+      set(boot) {
+        boot.ws.onopen = null;
+        Object.defineProperty(window, "bridgeBoot", { configurable: true, writable: true, value: boot });
+      },
+    });
+  });
+  await late.page.getByRole("button", { name: "Open listed" }).waitFor();
+  const lateMethods = late.sent.map((m) => m.method);
+  assert.equal(lateMethods[0], "initialize", `sent: ${lateMethods}`);
+  assert.equal(typeof late.sent[0].id, "number");
+  assert.equal(lateMethods.filter((m) => m === "initialize").length, 1, `sent: ${lateMethods}`);
+  assert.equal(lateMethods.filter((m) => m === "session/list").length, 1, `sent: ${lateMethods}`);
+  // Both ways declare the same client (index.html's params are main.ts's).
+  assert.deepEqual(early.sent[0].params, late.sent[0].params);
+  await late.page.getByRole("button", { name: "Open listed" }).click();
+  await late.page.waitForFunction(() => document.getElementById("session-title")?.textContent === "listed");
+  assert.deepEqual(late.errors, []);
+});
+
 test("markup in a session's text runs no script", async () => {
   const web = await startWeb(tmp());
   const { page, errors } = await openPage(web.url);
