@@ -250,41 +250,34 @@ func visitRows(ctx context.Context, db *DB, q querier, sessionID string, visit f
 	return n, nil
 }
 
-// walkSQL follows parent links from $1 for at most $2 steps. A row whose
-// entry columns are NULL names an id that does not exist; the walk stops
-// there, at a root, or after $2 rows (which bounds it on a cycle).
-const walkSQL = `WITH RECURSIVE w(id, n) AS (
-	SELECT $1::text, 0
+// walkSQL follows parent links from $1 for at most $2 steps, reading
+// each entry once (its columns carried through the recursion). The walk
+// stops at a root, at an id that does not exist (fewer than $2 rows, the
+// last with a parent: that parent is missing; no row: $1 is) or after $2
+// rows (which bounds it on a cycle).
+const walkSQL = `WITH RECURSIVE w AS (
+	SELECT ` + entryCols + `, 0 AS n FROM entries WHERE id = $1
 	UNION ALL
-	SELECT e.parent_id, w.n + 1 FROM w JOIN entries e ON e.id = w.id
-	WHERE e.parent_id IS NOT NULL AND w.n + 1 < $2
+	SELECT e.id, e.session_id, e.parent_id, e.seq, e.kind, e.payload, e.native_id, e.token_estimate, e.created_at, w.n + 1
+	FROM w JOIN entries e ON e.id = w.parent_id WHERE w.n + 1 < $2
 )
-SELECT w.id, e.id, e.session_id, e.parent_id, e.seq, e.kind, e.payload, e.native_id, e.token_estimate, e.created_at
-FROM w LEFT JOIN entries e ON e.id = w.id ORDER BY w.n`
+SELECT ` + entryCols + ` FROM w ORDER BY n`
 
 // newWalker is a record.Walker of the session reading by walkSQL.
 func newWalker(db *DB, q querier, sessionID string) *record.Walker {
 	return record.NewWalker(sessionID, func(ctx context.Context, from string, batch int) ([]core.Entry, string, error) {
-		rows, err := q.Query(ctx, walkSQL, from, batch)
-		if err != nil {
-			return nil, "", db.errf(err, "walk session %s", sessionID)
-		}
-		defer rows.Close()
 		var buf []core.Entry
-		for rows.Next() {
-			var want *string
-			var r entryRow
-			if err := rows.Scan(append([]any{&want}, r.dest()...)...); err != nil {
-				return nil, "", db.errf(err, "walk session %s", sessionID)
-			}
-			if r.id == nil {
-				return buf, str(want), nil
-			}
-			buf = append(buf, r.entry())
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, "", db.errf(err, "walk session %s", sessionID)
+		_, err := visitRows(ctx, db, q, sessionID, func(e core.Entry) bool {
+			buf = append(buf, e)
+			return true
+		}, walkSQL, from, batch)
+		switch {
+		case err != nil:
+			return nil, "", err
+		case len(buf) == 0:
+			return nil, from, nil
+		case len(buf) < batch && buf[len(buf)-1].ParentID != "":
+			return buf, buf[len(buf)-1].ParentID, nil
 		}
 		return buf, "", nil
 	})
