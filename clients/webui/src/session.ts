@@ -75,10 +75,20 @@ export class SessionView {
    */
   private hasNewer = false;
   private held: Entry[] = [];
+  /**
+   * early holds the live entries that come while a first page (the newest,
+   * or the page around the entry the view opens at) is asked for: Bridge
+   * may have read that page before they were recorded and answer after
+   * their notifications, so they are shown with it, after its last entry,
+   * never before it (its rows replace what is shown). Undefined when no
+   * first page is asked for.
+   */
+  private early: Entry[] | undefined = [];
   private loading = false;
   private loadingNewer = false;
   private closed = false;
-  private readonly conversation: Conversation;
+  private conversation: Conversation;
+  private readonly makeConversation: () => Conversation;
   private readonly rows: VirtualList;
   /** loaded counts the entries received (history pages and live). */
   private loaded = 0;
@@ -111,7 +121,8 @@ export class SessionView {
       () => undefined,
     );
     this.setTitle(item?.title || id);
-    this.conversation = new Conversation(item?.harness ?? "", { fork: (entryId) => void this.app.forkFrom(this.id, entryId) });
+    this.makeConversation = () => new Conversation(item?.harness ?? "", { fork: (entryId) => void this.app.forkFrom(this.id, entryId) });
+    this.conversation = this.makeConversation();
     this.migration = new MigrationPanel(app, this, item);
     this.rows = new VirtualList(this.scroller, this.log);
     const form = h(
@@ -209,11 +220,25 @@ export class SessionView {
       if (this.closed) return;
     }
     if (res) this.show(res, this.at);
+    else this.release();
   }
 
-  /** show puts a first page in place of what is shown: at entry at (highlighted, in view), or at the end. */
+  /** release shows the live entries held for a first page that failed (as they come, when there is none). */
+  private release(): void {
+    const early = this.early ?? [];
+    this.early = undefined;
+    for (const e of early) this.onEntry(e);
+  }
+
+  /**
+   * show puts a first page in place of what is shown: at entry at
+   * (highlighted, in view), or at the end, followed by the live entries
+   * recorded after its last one that came while it was asked for.
+   */
   private show(res: SessionHistoryResult, at?: string): void {
     const rows: Row[] = [];
+    // Every row is made again: a tool's card too (the conversation knew it from the rows replaced).
+    this.conversation = this.makeConversation();
     for (const e of res.entries) {
       const row = this.rowOf(e, false);
       if (row) rows.push(row);
@@ -226,12 +251,26 @@ export class SessionView {
     const last = res.entries.at(-1)?.seq ?? -1;
     this.newest = at ? last : Math.max(this.newest, last);
     this.hasMore = res.hasMore;
-    this.setNewer(res.hasNewer === true);
-    // Live entries that came while the page was asked for and are not in it
-    // (held while the page does not reach the newest entry).
-    this.pending = this.pending.filter((e) => e.seq > last);
-    if (this.hasNewer) this.held.push(...this.pending.splice(0));
+    // Live entries that came while the page was asked for and are not in
+    // it, once each, in order: after it, or held while the page does not
+    // reach the newest entry.
+    const later = new Map<number, Entry>();
+    for (const e of [...this.held, ...(this.early ?? []), ...this.pending]) if (e.seq > last) later.set(e.seq, e);
+    const live = [...later.values()].sort((a, b) => a.seq - b.seq);
+    this.early = undefined;
+    this.pending = [];
+    this.held = [];
     this.loaded = 0;
+    this.setNewer(res.hasNewer === true);
+    if (this.hasNewer) this.held = live.slice(-2000);
+    else {
+      for (const e of live) {
+        const row = this.rowOf(e, false);
+        if (row) rows.push(row);
+      }
+      this.newest = Math.max(this.newest, live.at(-1)?.seq ?? -1);
+      this.loaded = live.length;
+    }
     this.count(res.entries.length);
     if (hit >= 0) {
       const make = rows[hit].make;
@@ -265,8 +304,11 @@ export class SessionView {
       this.rows.toBottom();
       return;
     }
+    this.early ??= [];
     const res = await this.app.guard(this.app.client.request("session/history", { sessionId: this.id, maxMessages: firstPage }));
-    if (res && !this.closed) this.show(res);
+    if (this.closed) return;
+    if (res) this.show(res);
+    else this.release();
   }
 
   /** newer appends the page after the newest entry shown (the view was opened at an entry). */
@@ -366,6 +408,11 @@ export class SessionView {
    */
   onEntry(e: Entry): void {
     if (e.seq <= this.newest) return;
+    if (this.early) {
+      // Shown with the first page asked for (show).
+      this.early.push(e);
+      return;
+    }
     if (this.hasNewer) {
       // Not at the live end: forward pages will bring it; held for the
       // race with the last of them (an entry recorded after its read).
@@ -414,8 +461,8 @@ export class SessionView {
    * card from that entry, are the same; with the entry not shown, at the end.
    */
   private placeCard(entryId: string, card: HTMLElement): void {
-    // Not at the live end: the card comes with its entry's forward page.
-    if (this.hasNewer) return;
+    // Not at the live end, or a first page asked for: the card comes with its entry's page.
+    if (this.hasNewer || this.early) return;
     this.flush();
     const row = this.rows.find(entryId);
     card.dataset.entryId = entryId;

@@ -115,10 +115,13 @@ after(async () => {
 
 /**
  * openPage opens url and collects page errors and dialogs (any would mean
- * script ran); opts.context is the browser context to open it in.
+ * script ran); opts.context is the browser context to open it in, and
+ * opts.route(page), when given, runs before the page loads (to route its
+ * WebSocket).
  */
 async function openPage(url, opts = {}) {
   const page = await (opts.context ?? browser).newPage();
+  await opts.route?.(page);
   // Waits are for events, not deadlines: on a loaded 2-core machine a step
   // can take longer than Playwright's default 30 s without being wrong.
   page.setDefaultTimeout(120_000);
@@ -880,6 +883,137 @@ test("a closed connection reconnects and reloads the list and the open session",
   // The new connection works: a prompt streams.
   await promptText(page, "say after the drop");
   await page.locator("#history .kind-assistant-message", { hasText: "after the drop" }).waitFor();
+  assert.deepEqual(errors, []);
+});
+
+/**
+ * lateHistoryAnswers routes the page's WebSockets through the test, every
+ * message passed on in order, except one: once armed, the answer to the
+ * page's next session/history request for a first page (the newest, or
+ * around an entry: no beforeSeq, no afterSeq) is held back until `after`
+ * session/update notifications have gone past it to the page. That is what
+ * the page sees when Bridge reads a page, records and announces entries,
+ * then writes the answer (nothing orders an answer after the
+ * notifications of entries recorded after its read); here the window is
+ * made wide instead of left to chance. arm(after) resolves once an answer
+ * is held (read by Bridge: later entries are not in it); passed() is how
+ * many notifications went past it.
+ */
+async function lateHistoryAnswers(page) {
+  let armed = 0;
+  let passed = 0;
+  let onHeld = () => {};
+  await page.routeWebSocket(/\/rpc/, (ws) => {
+    const server = ws.connectToServer();
+    let want;
+    let held;
+    ws.onMessage((m) => {
+      if (armed && want === undefined && typeof m === "string" && m.includes('"session/history"')) {
+        const msg = JSON.parse(m);
+        const p = msg.params ?? {};
+        if (msg.method === "session/history" && p.beforeSeq === undefined && p.afterSeq === undefined) want = msg.id;
+      }
+      server.send(m);
+    });
+    server.onMessage((m) => {
+      if (want !== undefined && typeof m === "string") {
+        const msg = JSON.parse(m);
+        if (msg.method === undefined && msg.id === want) {
+          held = m;
+          want = undefined;
+          passed = 0;
+          onHeld();
+          return;
+        }
+      }
+      ws.send(m);
+      if (held !== undefined && typeof m === "string" && m.includes('"session/update"') && ++passed >= armed) {
+        ws.send(held);
+        held = undefined;
+        armed = 0;
+      }
+    });
+    ws.onClose((code, reason) => server.close({ code, reason }));
+    server.onClose((code, reason) => ws.close({ code, reason }));
+  });
+  return {
+    arm: (after) => {
+      armed = after;
+      return new Promise((resolve) => (onHeld = resolve));
+    },
+    passed: () => passed,
+  };
+}
+
+/**
+ * rowsScrolledUp scrolls the history up 300 px a frame from where it is to
+ * its first entry (older pages load on the way) and resolves to the seqs
+ * of every row that was in the page, sorted, and the first pair of rows
+ * found out of order in a frame (the window moves by less than its size,
+ * so every two neighbouring rows share a frame), with the list's
+ * data-loaded and data-rows at the end.
+ */
+function rowsScrolledUp(page) {
+  return page.evaluate(
+    () =>
+      new Promise((resolve) => {
+        const log = document.getElementById("history");
+        const scroller = log.closest(".scroller");
+        const seen = new Set();
+        let disorder = "";
+        let frames = 0;
+        const step = () => {
+          const seqs = Array.from(log.children, (r) => Number(r.dataset.seq));
+          seqs.forEach((s, i) => {
+            if (i > 0 && !(s > seqs[i - 1]) && !disorder) disorder = `row seq ${seqs[i - 1]} then ${s}`;
+            seen.add(s);
+          });
+          const d = log.dataset;
+          if ((d.complete === "true" && d.first === "0" && scroller.scrollTop === 0) || ++frames > 3000) {
+            resolve({ seqs: [...seen].sort((a, b) => a - b), disorder, frames, loaded: Number(d.loaded), rows: Number(d.rows) });
+            return;
+          }
+          scroller.scrollTop -= 300;
+          requestAnimationFrame(step);
+        };
+        requestAnimationFrame(step);
+      }),
+  );
+}
+
+/** gapsIn names the seqs missing from, or repeated in, sorted seqs (empty when they run on one by one). */
+function gapsIn(seqs) {
+  const out = [];
+  for (let i = 1; i < seqs.length; i++) if (seqs[i] !== seqs[i - 1] + 1) out.push(`${seqs[i - 1]} → ${seqs[i]}`);
+  return out;
+}
+
+test("live entries racing the newest page each show once, in order: a page read before they were recorded and answered after their notifications loses none", async () => {
+  const web = await startWeb(tmp());
+  let late;
+  const { page, errors } = await openPage(web.url, { route: async (p) => (late = await lateHistoryAnswers(p)) });
+  await createFake(page, "racing");
+  await promptText(page, "stream 30");
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Turn ended/ }).waitFor();
+  // Opened again, its newest page read by Bridge and held back, and a
+  // prompt sent at once: the page's answer reaches the page after the
+  // prompt and the first 20 entries of its turn (120 more, then one).
+  const held = late.arm(20);
+  await page.getByRole("button", { name: "Open racing" }).click();
+  await held;
+  await promptText(page, "stream 120\nsay all recorded");
+  const last = page.locator("#history .kind-assistant-message", { hasText: "all recorded" });
+  await last.waitFor();
+  assert.equal(late.passed(), 20, "the newest page was answered after 20 live entries");
+  const lastSeq = Number(await last.getAttribute("data-seq"));
+  const up = await rowsScrolledUp(page);
+  assert.ok(up.frames <= 3000, "scrolling up reached the first entry");
+  assert.equal(up.disorder, "", "rows in order");
+  assert.deepEqual(gapsIn(up.seqs), [], "every entry recorded is shown, once");
+  assert.equal(up.seqs.at(-1), lastSeq, "the last entry is the newest row");
+  assert.match(await page.locator("#history > li").first().innerText(), /stream 30/, "the first row is the first prompt");
+  assert.equal(up.rows, up.seqs.length, "one row per entry");
+  assert.equal(up.loaded, up.seqs.length, "each entry counted once");
   assert.deepEqual(errors, []);
 });
 
