@@ -494,7 +494,8 @@ export class App {
         }
       }
       await this.refresh();
-      if (this.current) await this.open(this.current.id);
+      // The open session at the place it showed (a search hit stays highlighted), or at its newest entries.
+      if (this.current) await this.open(this.current.id, this.current.place(), this.current.hit);
       this.say(`Reconnected${why}: the list and the open session were reloaded.`);
       document.body.dataset.reconnects = String(Number(document.body.dataset.reconnects ?? "0") + 1);
     } finally {
@@ -705,8 +706,12 @@ export class App {
     await this.open(res.sessionId);
   }
 
-  /** open shows a session: its newest entries, or (at, a search hit's entry) the entries around that one. */
-  async open(sessionId: string, at?: string): Promise<void> {
+  /**
+   * open shows a session: its newest entries, or (at, a search hit's entry,
+   * or where the view was) the entries around that one; hit (at, unless
+   * said) is highlighted.
+   */
+  async open(sessionId: string, at?: string, hit = at): Promise<void> {
     this.closeSidebar();
     performance.clearMarks("bridge:open-start");
     performance.clearMarks("bridge:newest-shown");
@@ -714,7 +719,7 @@ export class App {
     this.showView("session");
     this.current?.close();
     const item = this.sessions.find((s) => s.sessionId === sessionId);
-    this.current = new SessionView(this, sessionId, item, at);
+    this.current = new SessionView(this, sessionId, item, at, hit);
     clear(this.main);
     this.main.appendChild(this.current.root);
     for (const li of Array.from(this.list.children)) {

@@ -164,6 +164,22 @@ export class VirtualList {
     return sc.scrollHeight - sc.scrollTop - sc.clientHeight < 60;
   }
 
+  /** middle is the row in the page at the middle of the view (the nearest one when none is there). */
+  middle(): Row | undefined {
+    const view = this.scroller.getBoundingClientRect();
+    const y = view.top + this.scroller.clientTop + this.scroller.clientHeight / 2;
+    let best: Row | undefined;
+    let bestDist = Infinity;
+    for (let i = this.start; i < this.end; i++) {
+      const el = this.rows[i].el;
+      if (!el?.isConnected) continue;
+      const r = el.getBoundingClientRect();
+      const dist = y < r.top ? r.top - y : y > r.bottom ? y - r.bottom : 0;
+      if (dist < bestDist) [best, bestDist] = [this.rows[i], dist];
+    }
+    return best;
+  }
+
   /** find is the newest row of an entry. */
   find(entryId: string): Row | undefined {
     for (let i = this.rows.length - 1; i >= 0; i--) if (this.rows[i].entryId === entryId) return this.rows[i];

@@ -8,16 +8,17 @@
 // with a focus, checkpoint, resume with its banner, and the two distinct
 // cards.
 
-import type {
-  CheckpointSavedNotification,
-  Content,
-  ContextCompactedNotification,
-  Entry,
-  ProgressParams,
-  QueuedPrompt,
-  SessionListItem,
-  SessionHistoryResult,
-  SessionModelsResult,
+import {
+  ClosedError,
+  type CheckpointSavedNotification,
+  type Content,
+  type ContextCompactedNotification,
+  type Entry,
+  type ProgressParams,
+  type QueuedPrompt,
+  type SessionListItem,
+  type SessionHistoryResult,
+  type SessionModelsResult,
 } from "../../typescript/src/browser.js";
 import type { App, PendingApproval } from "./main.js";
 import { clear, h } from "./dom.js";
@@ -29,6 +30,9 @@ import { VirtualList, type Row } from "./rows.js";
 const firstPage = 20;
 /** pageSize is how many messages each older page brings as the user scrolls up. */
 const pageSize = 40;
+/** retryFirst and retryMost bound the pause before an older page that failed is asked for again (doubling; ms). */
+const retryFirst = 1000;
+const retryMost = 30_000;
 
 /** stopReasons say how a turn ended, in words. */
 const stopReasons: Record<string, string> = {
@@ -46,6 +50,10 @@ export class SessionView {
   private readonly scroller = h("div", { class: "scroller", role: "log", tabindex: "0", "aria-label": "History", "aria-live": "polite" }, this.log);
   private readonly bannerEl = h("div", { id: "resume-banner", role: "status", "aria-label": "Resume", hidden: true });
   private readonly note = h("p", { class: "note", role: "status", "aria-label": "Session status" });
+  /** olderNote says that an older page failed and when it is asked for again. */
+  private readonly olderNote = h("p", { class: "note older-note", role: "status", "aria-label": "Older entries", hidden: true });
+  private olderRetry: ReturnType<typeof setTimeout> | undefined;
+  private olderFailures = 0;
   private readonly titleEl = h("h2", { id: "session-title" });
   private readonly gaugeEl = h("div", { class: "header-gauge" });
   private readonly approvalsEl = h("section", { class: "approvals", "aria-label": "Waiting for you", hidden: true });
@@ -101,15 +109,17 @@ export class SessionView {
   private readonly toNewestButton = h("button", { type: "button", class: "to-newest", hidden: true, onclick: () => void this.showNewest() }, "Newer entries below · go to the newest");
 
   /**
-   * at, when set, is the entry the view opens at (a search hit): the page
-   * around it is asked for instead of the newest, the entry is scrolled into
-   * view and highlighted.
+   * at, when set, is the entry the view opens at (a search hit, or where
+   * the view was before a reconnect): the page around it is asked for
+   * instead of the newest, and the entry is scrolled into the middle of the
+   * view. hit, when among the rows, is highlighted (the search hit).
    */
   constructor(
     private readonly app: App,
     readonly id: string,
     item: SessionListItem | undefined,
     private readonly at?: string,
+    readonly hit = at,
   ) {
     // The first page and the queue are asked for first thing, so that
     // Bridge reads them while the view is built (load shows them).
@@ -183,6 +193,7 @@ export class SessionView {
       ),
       this.modelPanel,
       this.bannerEl,
+      this.olderNote,
       this.scroller,
       this.toNewestButton,
       this.approvalsEl,
@@ -199,6 +210,7 @@ export class SessionView {
 
   close(): void {
     this.closed = true;
+    clearTimeout(this.olderRetry);
     this.rows.close();
     for (const i of this.images) URL.revokeObjectURL(i.url);
   }
@@ -243,10 +255,15 @@ export class SessionView {
       const row = this.rowOf(e, false);
       if (row) rows.push(row);
     }
-    // The hit's row: its own, or (a tool's completion, which has none) the card it completed.
-    const hitSeq = at ? res.entries.find((e) => e.id === at)?.seq : undefined;
-    let hit = -1;
-    if (hitSeq !== undefined) for (let i = 0; i < rows.length && rows[i].seq <= hitSeq; i++) hit = i;
+    // The rows of entry at and of the hit: their own, or (a tool's completion, which has none) the card it completed.
+    const rowAt = (id: string | undefined) => {
+      const seq = id ? res.entries.find((e) => e.id === id)?.seq : undefined;
+      let i = -1;
+      if (seq !== undefined) for (let k = 0; k < rows.length && rows[k].seq <= seq; k++) i = k;
+      return i;
+    };
+    const centre = rowAt(at);
+    const hit = rowAt(this.hit);
     this.oldest = res.entries[0]?.seq;
     const last = res.entries.at(-1)?.seq ?? -1;
     this.newest = at ? last : Math.max(this.newest, last);
@@ -280,8 +297,9 @@ export class SessionView {
         el.dataset.hit = "true";
         return el;
       };
-      this.rows.resetAt(rows, hit);
-    } else this.rows.reset(rows);
+    }
+    if (centre >= 0) this.rows.resetAt(rows, centre);
+    else this.rows.reset(rows);
     const sc = this.scroller;
     if (this.hasMore && sc.scrollHeight <= sc.clientHeight) void this.older();
     if (this.hasNewer && sc.scrollHeight <= sc.clientHeight) void this.newer();
@@ -296,6 +314,18 @@ export class SessionView {
     const held = this.held.filter((e) => e.seq > this.newest);
     this.held = [];
     for (const e of held) this.onEntry(e);
+  }
+
+  /**
+   * place is where the view is, for opening it again there (after a
+   * reconnect): the entry of the row in the middle of the view, or
+   * undefined at the live end (the newest page, scrolled to the end). The
+   * entry it was opened at while its first page is still asked for.
+   */
+  place(): string | undefined {
+    if (this.early) return this.at;
+    if (!this.hasNewer && this.rows.atBottom()) return undefined;
+    return this.rows.middle()?.entryId ?? this.at;
   }
 
   /** showNewest leaves the place the view was opened at for the newest page (the live end). */
@@ -342,16 +372,30 @@ export class SessionView {
     if (got && !this.closed && this.hasNewer && sc.scrollHeight - sc.scrollTop - sc.clientHeight < 200) void this.newer();
   }
 
-  /** older prepends the page before the oldest entry shown. */
+  /**
+   * older prepends the page before the oldest entry shown. One that fails
+   * (other than by the connection closing: the reconnect reloads the view)
+   * is asked for again after a pause that doubles each time, whatever the
+   * view does meanwhile (at the very top no scroll event would come), and
+   * the line above the history says so.
+   */
   async older(): Promise<void> {
-    if (this.loading || !this.hasMore || this.oldest === undefined) return;
+    // A retry is due: not sooner (the scroll events of a view at the top would hammer a failing Bridge).
+    if (this.loading || !this.hasMore || this.oldest === undefined || this.olderRetry !== undefined) return;
     this.loading = true;
     let got = false;
     try {
-      const res = await this.app.guard(
-        this.app.client.request("session/history", { sessionId: this.id, beforeSeq: this.oldest, maxMessages: pageSize }),
-      );
-      if (!res || this.closed) return;
+      let res: SessionHistoryResult;
+      try {
+        res = await this.app.client.request("session/history", { sessionId: this.id, beforeSeq: this.oldest, maxMessages: pageSize });
+      } catch (err) {
+        if (!this.closed && !(err instanceof ClosedError)) this.olderFailed(err);
+        return;
+      }
+      if (this.closed) return;
+      this.olderFailures = 0;
+      clearTimeout(this.olderRetry);
+      this.olderNote.hidden = true;
       this.oldest = res.entries[0]?.seq ?? this.oldest;
       this.hasMore = res.hasMore && res.entries.length > 0;
       await this.prepend(res.entries);
@@ -362,6 +406,20 @@ export class SessionView {
     // Still near the top after a page (one that added little height, or the
     // view went up meanwhile): the next one now, as no scroll event may come.
     if (got && !this.closed && this.hasMore && this.scroller.scrollTop < 80) void this.older();
+  }
+
+  /** olderFailed says that an older page failed, and asks for it again after a pause. */
+  private olderFailed(err: unknown): void {
+    const e = err as { message?: string; data?: { code?: string } };
+    const wait = Math.min(retryFirst * 2 ** this.olderFailures, retryMost);
+    this.olderFailures++;
+    this.olderNote.textContent = `Older entries could not be loaded${e.data?.code ? ` (${e.data.code})` : ""}: ${e.message ?? String(err)}. Trying again in ${wait / 1000} s…`;
+    this.olderNote.hidden = false;
+    clearTimeout(this.olderRetry);
+    this.olderRetry = setTimeout(() => {
+      this.olderRetry = undefined;
+      if (!this.closed) void this.older();
+    }, wait);
   }
 
   /**

@@ -897,17 +897,31 @@ test("a closed connection reconnects and reloads the list and the open session",
  * notifications of entries recorded after its read); here the window is
  * made wide instead of left to chance. arm(after) resolves once an answer
  * is held (read by Bridge: later entries are not in it); passed() is how
- * many notifications went past it.
+ * many notifications went past it. failOlder(n, message) answers the
+ * page's next n requests for an older page (beforeSeq) with an internal
+ * error saying message, in Bridge's place; failed() counts them.
  */
-async function lateHistoryAnswers(page) {
+async function routeRpc(page) {
   let armed = 0;
   let passed = 0;
+  let failing = 0;
+  let failMessage = "";
+  let failed = 0;
   let onHeld = () => {};
   await page.routeWebSocket(/\/rpc/, (ws) => {
     const server = ws.connectToServer();
     let want;
     let held;
     ws.onMessage((m) => {
+      if (failing > 0 && typeof m === "string" && m.includes('"beforeSeq"')) {
+        const msg = JSON.parse(m);
+        if (msg.method === "session/history" && msg.params?.beforeSeq !== undefined) {
+          failing--;
+          failed++;
+          ws.send(JSON.stringify({ jsonrpc: "2.0", id: msg.id, error: { code: -32603, message: failMessage, data: { code: "internal" } } }));
+          return;
+        }
+      }
       if (armed && want === undefined && typeof m === "string" && m.includes('"session/history"')) {
         const msg = JSON.parse(m);
         const p = msg.params ?? {};
@@ -942,6 +956,11 @@ async function lateHistoryAnswers(page) {
       return new Promise((resolve) => (onHeld = resolve));
     },
     passed: () => passed,
+    failOlder: (n, message) => {
+      failing = n;
+      failMessage = message;
+    },
+    failed: () => failed,
   };
 }
 
@@ -991,7 +1010,7 @@ function gapsIn(seqs) {
 test("live entries racing the newest page each show once, in order: a page read before they were recorded and answered after their notifications loses none", async () => {
   const web = await startWeb(tmp());
   let late;
-  const { page, errors } = await openPage(web.url, { route: async (p) => (late = await lateHistoryAnswers(p)) });
+  const { page, errors } = await openPage(web.url, { route: async (p) => (late = await routeRpc(p)) });
   await createFake(page, "racing");
   await promptText(page, "stream 30");
   await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Turn ended/ }).waitFor();
@@ -1014,6 +1033,91 @@ test("live entries racing the newest page each show once, in order: a page read 
   assert.match(await page.locator("#history > li").first().innerText(), /stream 30/, "the first row is the first prompt");
   assert.equal(up.rows, up.seqs.length, "one row per entry");
   assert.equal(up.loaded, up.seqs.length, "each entry counted once");
+  assert.deepEqual(errors, []);
+});
+
+test("an older page that fails while the view is at the very top is asked for again after a growing pause, the failure said in words", async () => {
+  const web = await startWeb(tmp());
+  let rpc;
+  const { page, errors } = await openPage(web.url, { route: async (p) => (rpc = await routeRpc(p)) });
+  await createFake(page, "older fails");
+  await promptText(page, "stream 150");
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Turn ended/ }).waitFor();
+  // Opened afresh (the newest page), then scrolled to the very top once:
+  // the older page fails twice, and nothing moves the view after.
+  rpc.failOlder(2, "the record could not be read just now");
+  await page.getByRole("button", { name: "Open older fails" }).click();
+  await page.locator("#history li.entry").first().waitFor();
+  const log = page.locator("#history");
+  const first = Number(await log.getAttribute("data-loaded"));
+  // (By its label, not its role: a hidden status is not in the accessibility tree.)
+  const note = page.locator('[aria-label="Older entries"]');
+  await note.evaluate((el) => {
+    window.olderSaid = [];
+    new MutationObserver(() => window.olderSaid.push(el.hidden ? "(hidden)" : el.textContent)).observe(el, {
+      attributes: true,
+      childList: true,
+      characterData: true,
+      subtree: true,
+    });
+  });
+  await page.locator(".scroller").evaluate((el) => (el.scrollTop = 0));
+  await page.waitForFunction((n) => Number(document.getElementById("history").dataset.loaded) > n, first);
+  assert.equal(rpc.failed(), 2, "two older pages failed");
+  const said = [...new Set(await page.evaluate(() => window.olderSaid))];
+  assert.deepEqual(said, [
+    "Older entries could not be loaded (internal): the record could not be read just now. Trying again in 1 s…",
+    "Older entries could not be loaded (internal): the record could not be read just now. Trying again in 2 s…",
+    "(hidden)",
+  ]);
+  assert.equal(await note.isHidden(), true, "the failure is no longer shown");
+  // Scrolling on reaches the first entry.
+  const up = await scrollHistory(page, -300, "stream 150");
+  assert.ok(up.length <= 3000, `scrolling back reached the first entry (after 3,000 frames: ${up.at(-1).at})`);
+  assert.deepEqual(errors, []);
+});
+
+/** middleSeq is the seq of the history's row at the middle of its view. */
+function middleSeq(page) {
+  return page.locator(".scroller").evaluate((sc) => {
+    const v = sc.getBoundingClientRect();
+    const y = v.top + sc.clientTop + sc.clientHeight / 2;
+    const row = Array.from(sc.querySelectorAll("#history > li")).find((r) => {
+      const b = r.getBoundingClientRect();
+      return b.top <= y && b.bottom >= y;
+    });
+    return row ? Number(row.dataset.seq) : -1;
+  });
+}
+
+test("after a reconnect, a session opened at a search hit opens again where its view was, the hit highlighted, not at its newest entries", async () => {
+  const web = await startWeb(process.env.LONG_DATA_DIR);
+  const { page, errors } = await openPage(web.url);
+  await page.getByRole("button", { name: "Open long record" }).waitFor();
+  await page.getByRole("searchbox", { name: "Search query" }).fill("zanzibar");
+  await page.getByRole("button", { name: "Search", exact: true }).click();
+  const result = page.locator("#search-results li").first();
+  await result.waitFor();
+  await result.getByRole("button").click();
+  const hit = page.locator('#history [data-hit="true"]');
+  await hit.waitFor();
+  // The user moves a little from the hit.
+  await page.locator(".scroller").evaluate((el) => (el.scrollTop -= 100));
+  const before = await middleSeq(page);
+  assert.ok(before > 0, "a row is in the middle of the view");
+  // The server ends this page's connection.
+  await page.evaluate(async () => {
+    const c = window.bridgeApp.client;
+    await c.request("shutdown");
+    await c.connection.sendNotification("exit");
+  });
+  await page.waitForFunction(() => document.body.dataset.reconnects === "1");
+  await hit.waitFor();
+  assert.match(await hit.innerText(), /entry 1500 saw the zanzibar quokka/);
+  const log = page.locator("#history");
+  assert.equal(await log.getAttribute("data-newest"), "false", "not opened at the newest entries");
+  assert.ok(Number(await log.getAttribute("data-loaded")) < 100, "the page around the place, not the whole record");
+  assert.equal(await middleSeq(page), before, "the same row in the middle of the view");
   assert.deepEqual(errors, []);
 });
 
