@@ -56,17 +56,23 @@ type historyValue struct {
 // readSince returns the session's events after seq `after` (all of them for
 // -1), in seq order, paging session.history backwards until the page
 // reaches `after`, and the projections of the newest page. When after is
-// set the newest page is a small one (followPage messages): a poll of a
-// running turn usually finds only a few new events.
+// set the newest page is a small one (followPage messages), and older
+// pages grow from it: a poll of a running turn usually finds only a few
+// new events.
 func (h *Host) readSince(ctx context.Context, sessionID string, after int64) ([]Event, projections, error) {
 	var pages [][]Event
 	var proj projections
 	before := int64(-1)
+	size := historyPage
+	if after >= 0 {
+		size = followPage
+	}
 	for page := 0; page < 100000; page++ {
-		payload := historyArgs{SessionID: sessionID, MaxMessages: historyPage}
-		if page == 0 && after >= 0 {
-			payload.MaxMessages = followPage
-		}
+		payload := historyArgs{SessionID: sessionID, MaxMessages: size}
+		// A follow that did not fit grows its pages by steps (2, 8, 32,
+		// then historyPage), so a late poll does not read the whole
+		// conversation back at once.
+		size = min(size*4, historyPage)
 		if before >= 0 {
 			payload.BeforeSeq = &before
 		}
