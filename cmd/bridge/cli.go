@@ -43,10 +43,11 @@ var commands = []command{
 	{name: "doctor", summary: "what each adapter can do, the data directory and the database"},
 	{name: "sessions", summary: "list recorded sessions"},
 	{name: "history", args: "SESSION", nargs: 1, summary: "page a session's record (oldest of the page first)",
-		about: "Pages a session's active branch, oldest of the page first: the newest page, or backwards from a seq\n(--before SEQ), forwards from a seq towards the head (--after SEQ; 0 is the first entry), or the page\naround one entry (--around ENTRY, its line marked >; entry ids are in history --json and search --json).\nOne of the three at most. --max bounds a page by user and assistant messages. The last lines give the\ncommand for the older page and, on --after and --around pages, the newer one."},
+		about: "Pages a session's active branch, oldest of the page first: the newest page, or backwards from a seq\n(--before SEQ), forwards from a seq towards the head (--after SEQ; 0 is the first entry), or the page\naround one entry (--around ENTRY, its line marked >; bridge search prints this command for each hit).\nOne of the three at most. --max bounds a page by user and assistant messages. The last lines give the\ncommand for the older page and, on --after and --around pages, the newer one."},
 	{name: "import", args: "[PATH]", variadic: true, summary: "bring a transcript (--harness H PATH; --harness bridge for an export) or, with --discover, every harness's new transcripts into the record",
 		about: "With --discover, Bridge looks where each configured harness keeps its transcripts (Claude Code:\n$CLAUDE_CONFIG_DIR or ~/.claude/projects; Codex: $CODEX_HOME or ~/.codex/sessions; OpenCode: its database\nopencode.db in $XDG_DATA_HOME/opencode or ~/.local/share/opencode; DeepSeek Harness: $DSH_HOME or\n~/.dsh/sessions), imports the new and changed ones (a grown transcript adds only its new entries) and\nprints a summary per harness. Entries keep the times the harness wrote them. It only reads the\nharnesses' files."},
-	{name: "search", args: "QUERY...", nargs: 1, variadic: true, summary: "search every session's text (--harness, --cwd, --session, --since, --until)"},
+	{name: "search", args: "QUERY...", nargs: 1, variadic: true, summary: "search every session's text (--harness, --cwd, --session, --since, --until)",
+		about: "Prints each hit in three lines: the entry's time, harness and kind and its session's title; the\nmatching text with the matched words in [brackets]; and the command that opens the hit, the page of\nits session around it: bridge history SESSION --around ENTRY. Words match entries holding all of\nthem; \"quotes\", AND, OR, NOT, NEAR(...) and word* are SQLite FTS5 query syntax. --json prints the\nhits as session/search answers them."},
 	{name: "diff", args: "SESSION", nargs: 1, summary: "what a session changed in its repository since it started (--since CHECKPOINT, --stat)"},
 	{name: "usage", args: "[SESSION]", variadic: true, summary: "what turns cost: tokens and cost by session, harness, model or day (--group-by, --since, --until)"},
 	{name: "export", args: "SESSION", nargs: 1, summary: "render a session as Markdown or lossless JSON (--format, --output)"},
@@ -174,8 +175,12 @@ func valueName(flag string) string {
 		return "SEQ"
 	case "around":
 		return "ENTRY"
-	case "max", "goal-rounds":
+	case "max", "goal-rounds", "limit":
 		return "N"
+	case "since", "until":
+		return "TIME"
+	case "cwd":
+		return "DIR"
 	case "budget":
 		return "CHARS"
 	case "max-content-length":

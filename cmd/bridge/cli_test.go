@@ -341,6 +341,8 @@ func TestCLIFlagValues(t *testing.T) {
 		{[]string{"migrate", "preview", sid, "--model", "other", "--lang", "xx"}, "--lang"},
 		{[]string{"checkpoint", sid, "--reason", "bogus"}, "--reason"},
 		{[]string{"history", sid, "--max", "-1"}, "--max"},
+		{[]string{"search", "x", "--since", "2027-01-01", "--until", "2026-12-31"}, "--until 2026-12-31 is not after --since 2027-01-01"},
+		{[]string{"search", " ", ""}, "want a QUERY"},
 	} {
 		out, stderr, code := runCLI(t, env, cc.args...)
 		if code != 2 || out != "" || !strings.Contains(stderr, cc.flag) {

@@ -290,7 +290,7 @@ func (a *app) history(ctx context.Context, args []string) error {
 	case *after < 0:
 		return usageError{"--after must not be negative"}
 	case slices.Contains(given, "--around") && strings.TrimSpace(*around) == "":
-		return usageError{"--around needs an entry id (the ids are in history --json and search --json)"}
+		return usageError{"--around needs an entry id (bridge search prints it with each hit; history --json gives every entry's)"}
 	}
 	return a.withEnv(ctx, func(e *env) error {
 		p := schema.SessionHistoryParams{SessionID: pos[0], MaxMessages: *max, Around: *around}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/rpc/peer"
@@ -31,6 +34,9 @@ func (a *app) searchCmd(ctx context.Context, args []string) error {
 	if len(pos) == 0 {
 		return usageError{"want a QUERY"}
 	}
+	if strings.TrimSpace(strings.Join(pos, "")) == "" {
+		return usageError{"want a QUERY (the one given is empty)"}
+	}
 	if err := harnessFlag(*harness); err != nil {
 		return err
 	}
@@ -45,6 +51,16 @@ func (a *app) searchCmd(ctx context.Context, args []string) error {
 	if q.Until, err = parseTime("--until", *until); err != nil {
 		return err
 	}
+	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Until.After(q.Since) {
+		return usageError{fmt.Sprintf("--until %s is not after --since %s: no entry can match", *until, *since)}
+	}
+	if q.Cwd != "" {
+		// Sessions record their folder as an absolute path: --cwd . is
+		// the folder the command runs in.
+		if q.Cwd, err = filepath.Abs(q.Cwd); err != nil {
+			return usageError{fmt.Sprintf("--cwd %q: %v", *cwd, err)}
+		}
+	}
 	return a.withEnv(ctx, func(e *env) error {
 		page, err := e.svc.Search(ctx, q)
 		if err != nil {
@@ -58,19 +74,61 @@ func (a *app) searchCmd(ctx context.Context, args []string) error {
 			return nil
 		}
 		for _, h := range page.Hits {
-			title := h.SessionTitle
-			if title == "" {
-				title = "(untitled)"
-			}
-			fmt.Fprintf(a.stdout, "%s  %s #%d  %s  %s  %s\n", h.CreatedAt.Local().Format("2006-01-02 15:04"), h.SessionID, h.Seq,
-				h.Harness, h.Kind, oneLine(title, 60))
-			fmt.Fprintf(a.stdout, "    %s\n", markedSnippet(h.Snippet, h.Highlights))
+			printHit(a.stdout, h)
 		}
 		if page.NextCursor != "" {
-			fmt.Fprintf(a.stdout, "more: --cursor %s\n", page.NextCursor)
+			fmt.Fprintf(a.stdout, "… more hits: the same search with --cursor %s\n", page.NextCursor)
 		}
 		return nil
 	})
+}
+
+// printHit prints one search hit in three lines: when, where and what
+// (the entry's time, harness and kind, and its session's title), the
+// snippet, and the command that opens the hit, which names the session and
+// the entry, with the entry's seq after a shell comment sign, so that the
+// whole line can be pasted to a shell:
+//
+//	2026-11-30 04:17  codex  tool.started  run echo
+//	    exec_command {"cmd":"echo [hello]-from-tool"}
+//	    bridge history s_01M8… --around e_01M8…  # seq 2
+func printHit(w io.Writer, h core.SearchHit) {
+	title := h.SessionTitle
+	if title == "" {
+		title = "(untitled)"
+	}
+	fmt.Fprintf(w, "%s  %s  %s  %s\n", h.CreatedAt.Local().Format("2006-01-02 15:04"), oneLine(h.Harness, 30),
+		oneLine(string(h.Kind), 30), oneLine(title, 60))
+	fmt.Fprintf(w, "    %s\n", markedSnippet(h.Snippet, h.Highlights))
+	fmt.Fprintf(w, "    bridge history %s --around %s  # seq %d\n", shellWord(h.SessionID), shellWord(h.EntryID), h.Seq)
+}
+
+// shellWord is an id as one shell word: as it is when it holds only
+// letters, digits and _.-:, else single-quoted (ids Bridge makes are
+// plain; an imported session's ids might not be).
+func shellWord(s string) string {
+	plain := s != ""
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_.-:", c)) {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(noControls(s), "'", `'\''`) + "'"
+}
+
+// noControls shows s's control characters (a terminal's escape sequences
+// among them) as spaces.
+func noControls(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // markedSnippet renders a snippet on one line with its matches in [brackets];
@@ -83,7 +141,7 @@ func markedSnippet(s string, marks [][2]int) string {
 		if next < len(marks) && marks[next][0] == i {
 			b.WriteByte('[')
 		}
-		if c < ' ' || c == 0x7f {
+		if unicode.IsControl(c) {
 			c = ' '
 		}
 		b.WriteRune(c)
@@ -95,9 +153,10 @@ func markedSnippet(s string, marks [][2]int) string {
 	return b.String()
 }
 
-// oneLine shortens s to n code points on one line.
+// oneLine shortens s to n code points on one line; control characters
+// (a terminal's escape sequences among them) are shown as spaces.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(noControls(s)), " ")
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"
 	}

@@ -2,13 +2,18 @@ package main
 
 import (
 	"encoding/json"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/bridge-dev/bridge/core"
 	"github.com/bridge-dev/bridge/rpc/rpctest"
 	"github.com/bridge-dev/bridge/schema"
+	"github.com/bridge-dev/bridge/storage"
 )
 
 // importFixtures imports one recorded transcript of each of the three
@@ -123,5 +128,98 @@ func testSearchOverRPC(t *testing.T, st storeKind) {
 	}
 	if code := c.exit(true); code != 0 {
 		t.Fatalf("exit code %d", code)
+	}
+}
+
+// searchHit is one hit of `bridge search`'s text output: its first line,
+// its snippet, and the command it prints to open it.
+var searchHit = regexp.MustCompile(`(?m)^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}  .*)\n    (.*)\n    bridge history (\S+) --around (\S+)  # seq (\d+)$`)
+
+// TestCLISearchHitOpensInHistory: `bridge search` prints, for each hit,
+// the command that opens it (`bridge history SESSION --around ENTRY`, the
+// ids --json gives, in the same order); running that command through the
+// built binary shows the page with the hit marked. The text output shows
+// no control characters of a title or snippet, and --json is unchanged by
+// the text form.
+func TestCLISearchHitOpensInHistory(t *testing.T) {
+	dir, long, _, _, _ := historyDataDir(t)
+	sid := long[0].SessionID
+
+	text, stderr, code := runCLI(t, nil, "--data-dir", dir, "search", "a50")
+	if code != 0 || stderr != "" {
+		t.Fatalf("search a50: exit %d, stderr %q", code, stderr)
+	}
+	hits := searchHit.FindAllStringSubmatch(text, -1)
+	if len(hits) != 1 || strings.Count(text, "\n") != 3 {
+		t.Fatalf("search a50: want one hit of three lines, got\n%s", text)
+	}
+	h := hits[0]
+	if h[3] != sid || !strings.Contains(h[1], "fake  assistant.message  long") || h[2] != "[a50]" {
+		t.Fatalf("search a50: hit %q, want session %s (fake, long) and the snippet [a50]", h[0], sid)
+	}
+	seqs, marked, texts, _, _ := historyPage(t, dir, h[3], "--around", h[4], "--max", "6")
+	if at := slices.Index(seqs, marked); at < 0 || texts[at] != "a50" || h[5] != strconv.FormatInt(marked, 10) {
+		t.Fatalf("history --around the printed entry: seqs %v, marked %d (the hit says seq %s), texts %q", seqs, marked, h[5], texts)
+	}
+
+	// Many hits: each command opens its own hit, in --json's order.
+	text, _, _ = runCLI(t, nil, "--data-dir", dir, "search", "u1*", "--limit", "5")
+	hits = searchHit.FindAllStringSubmatch(text, -1)
+	stdout, _, _ := runCLI(t, nil, "--data-dir", dir, "search", "u1*", "--limit", "5", "--json")
+	var res schema.SessionSearchResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 5 || len(res.Hits) != 5 || res.NextCursor == "" {
+		t.Fatalf("search u1* --limit 5: %d hits in text, %d in --json (cursor %q):\n%s", len(hits), len(res.Hits), res.NextCursor, text)
+	}
+	if !strings.HasSuffix(text, "… more hits: the same search with --cursor "+res.NextCursor+"\n") {
+		t.Fatalf("search u1* --limit 5: the last line does not give the next page's cursor:\n%s", text)
+	}
+	for i, h := range hits {
+		if h[3] != res.Hits[i].SessionID || h[4] != res.Hits[i].EntryID || h[5] != strconv.FormatInt(res.Hits[i].Seq, 10) {
+			t.Fatalf("hit %d: text %q, --json %+v", i, h[0], res.Hits[i])
+		}
+		_, marked, texts, _, _ := historyPage(t, dir, h[3], "--around", h[4], "--max", "4")
+		if strings.Trim(h[2], "[]") == "" || !slices.Contains(texts, strings.Trim(h[2], "[]")) || h[5] != strconv.FormatInt(marked, 10) {
+			t.Fatalf("hit %d (%s): history --around marks seq %d, texts %q", i, h[2], marked, texts)
+		}
+	}
+
+	// A title and text with a terminal's escapes print as spaces.
+	ctx := t.Context()
+	db, err := storage.Open(ctx, filepath.Join(dir, DatabaseFile), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	s, err := db.CreateSession(ctx, core.Session{Harness: "fake", Cwd: work, Title: "evil\x1b[2J\u009b31m title"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Append(ctx, s.ID, core.NewEntry{Kind: core.KindUserMessage, Payload: core.Payload(core.UserMessagePayload{Text: "zebra\x1b]0;pwned\x07\u009b2J stripes"})}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	text, _, code = runCLI(t, nil, "--data-dir", dir, "search", "zebra")
+	if hits := searchHit.FindAllStringSubmatch(text, -1); code != 0 || len(hits) != 1 || hits[0][3] != s.ID {
+		t.Fatalf("search zebra: exit %d\n%q", code, text)
+	}
+	if strings.ContainsAny(text, "\x1b\x07\u009b") {
+		t.Fatalf("search zebra prints control characters: %q", text)
+	}
+
+	// --cwd . is the folder the command runs in.
+	for _, c := range []struct {
+		in   string
+		hits int
+	}{{work, 1}, {filepath.Dir(work), 0}} {
+		cmd := exec.Command(binPath, "--data-dir", dir, "search", "zebra", "--cwd", ".", "--json")
+		cmd.Dir = c.in
+		out, err := cmd.Output()
+		var res schema.SessionSearchResult
+		if err != nil || json.Unmarshal(out, &res) != nil || len(res.Hits) != c.hits {
+			t.Fatalf("search zebra --cwd . in %s: %v, %d hits (want %d): %s", c.in, err, len(res.Hits), c.hits, out)
+		}
 	}
 }
