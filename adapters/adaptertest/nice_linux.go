@@ -4,6 +4,7 @@ package adaptertest
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,5 +49,41 @@ func ForkNice(t testing.TB, live string, livePID int, fork string, forkPID int) 
 	}
 	if got, want := NiceOf(t, forkPID), min(own+10, 19); got != want {
 		t.Errorf("%s runs at nice %d, want %d", fork, got, want)
+	}
+}
+
+// GroupIsIdleClass checks that every thread of every process in process
+// group pgid (a side process and what it started, named what in a
+// failure) runs in the idle scheduling class (SCHED_IDLE, policy 5 in
+// field 41 of /proc/TID/stat), and that the group has at least two
+// threads.
+func GroupIsIdleClass(t testing.TB, what string, pgid int) {
+	t.Helper()
+	n := 0
+	procs, _ := os.ReadDir("/proc")
+	for _, pe := range procs {
+		stat, err := os.ReadFile(filepath.Join("/proc", pe.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(stat)[strings.LastIndexByte(string(stat), ')')+2:])
+		if f[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		tasks, _ := os.ReadDir(filepath.Join("/proc", pe.Name(), "task"))
+		for _, te := range tasks {
+			st, err := os.ReadFile(filepath.Join("/proc", pe.Name(), "task", te.Name(), "stat"))
+			if err != nil {
+				continue
+			}
+			tf := strings.Fields(string(st)[strings.LastIndexByte(string(st), ')')+2:])
+			n++
+			if tf[38] != "5" {
+				t.Errorf("%s thread %s/%s has scheduling policy %s, want SCHED_IDLE (5)", what, pe.Name(), te.Name(), tf[38])
+			}
+		}
+	}
+	if n < 2 {
+		t.Errorf("found %d threads in the %s process's group", n, what)
 	}
 }

@@ -3,7 +3,6 @@ package codex
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -257,7 +256,7 @@ func TestE2EForkSideProcessOwnsItsDatabasesAndGoesWhenIdle(t *testing.T) {
 	if first.exited() {
 		t.Fatal("the side process stopped at once; it should be kept for the next fork")
 	}
-	sideIsIdleClass(t, first.Cmd.Process.Pid)
+	adaptertest.GroupIsIdleClass(t, "side", first.Cmd.Process.Pid)
 	select {
 	case <-first.done:
 	case <-time.After(2 * time.Minute):
@@ -279,39 +278,5 @@ func TestE2EForkSideProcessOwnsItsDatabasesAndGoesWhenIdle(t *testing.T) {
 	}
 	if second := fork("FORK-REPLY-TWO"); second == first {
 		t.Error("the fork after the idle stop ran on the stopped process")
-	}
-}
-
-// sideIsIdleClass checks that every thread of the side process's group
-// (the npm launcher and Codex) runs in the idle scheduling class
-// (SCHED_IDLE, policy 5 in field 41 of /proc/TID/stat).
-func sideIsIdleClass(t *testing.T, pgid int) {
-	t.Helper()
-	n := 0
-	procs, _ := os.ReadDir("/proc")
-	for _, pe := range procs {
-		stat, err := os.ReadFile(filepath.Join("/proc", pe.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(stat)[strings.LastIndexByte(string(stat), ')')+2:])
-		if f[2] != strconv.Itoa(pgid) {
-			continue
-		}
-		tasks, _ := os.ReadDir(filepath.Join("/proc", pe.Name(), "task"))
-		for _, te := range tasks {
-			st, err := os.ReadFile(filepath.Join("/proc", pe.Name(), "task", te.Name(), "stat"))
-			if err != nil {
-				continue
-			}
-			tf := strings.Fields(string(st)[strings.LastIndexByte(string(st), ')')+2:])
-			n++
-			if tf[38] != "5" {
-				t.Errorf("side thread %s/%s has scheduling policy %s, want SCHED_IDLE (5)", pe.Name(), te.Name(), tf[38])
-			}
-		}
-	}
-	if n < 2 {
-		t.Errorf("found %d threads in the side process's group", n)
 	}
 }

@@ -3,9 +3,6 @@ package codex
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/bridge-dev/bridge/adapters/internal/procutil"
 	"github.com/bridge-dev/bridge/core"
@@ -30,33 +27,12 @@ func (h *Host) sideDBDir() (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", core.E(core.CodeUnavailable, "codex: the fork's database folder", err)
 	}
-	h.sweep.Do(func() { sweepSideDBDirs(dir) })
+	h.sweep.Do(func() { procutil.SweepEndedDirs(dir, sideDBPrefix) })
 	d, err := os.MkdirTemp(dir, fmt.Sprintf("%s%d-", sideDBPrefix, os.Getpid()))
 	if err != nil {
 		return "", core.E(core.CodeUnavailable, "codex: the fork's database folder", err)
 	}
 	return d, nil
-}
-
-// sweepSideDBDirs removes the side database folders under dir whose Bridge
-// process has ended (a Bridge killed before it could remove them).
-func sweepSideDBDirs(dir string) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), sideDBPrefix)
-		if !ok || !e.IsDir() {
-			continue
-		}
-		pidText, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid == os.Getpid() || processRuns(pid) {
-			continue
-		}
-		_ = os.RemoveAll(filepath.Join(dir, e.Name()))
-	}
 }
 
 // sidePriority says, for doctor, how a side process runs.

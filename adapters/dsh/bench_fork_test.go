@@ -2,6 +2,7 @@ package dsh_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +15,13 @@ import (
 )
 
 // BenchmarkCheckpointMethods: adaptertest.BenchCheckpointMethods on one
-// session of the real DeepSeek Harness web server against the fake model
-// (its fork is session.fork on the same server: no process starts).
+// session of the real DeepSeek Harness web server against the fake model.
+// Its forks are made on the fork server (a second `dsh web` with a DSH_HOME
+// of its own, in the idle scheduling class, from a copy of the session's
+// log); the benchmark first starts it and waits until it answers
+// (fork-server-wait-ms), so that every fork measured runs there. With
+// BRIDGE_DSH_BENCH_FORK_SERVER=0 the forks are made on the user's server
+// (session.fork on the same server), as before the fork server.
 func BenchmarkCheckpointMethods(b *testing.B) {
 	model, err := fakemodel.Start()
 	if err != nil {
@@ -31,12 +37,27 @@ func BenchmarkCheckpointMethods(b *testing.B) {
 	r := dshtest.StartReal(b, model.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	h := dsh.New(dsh.Config{BaseURL: r.URL, PollInterval: 20 * time.Millisecond})
+	cfg := dsh.Config{BaseURL: r.URL, PollInterval: 20 * time.Millisecond}
+	if os.Getenv("BRIDGE_DSH_BENCH_FORK_SERVER") != "0" {
+		command, args, env := r.ForkProgram()
+		cfg.ForkServer = dsh.ForkServer{Command: command, Args: args, Env: env, Home: r.Home, StateDir: b.TempDir()}
+	}
+	h := dsh.New(cfg)
+	defer h.Close(context.Background())
 	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: b.TempDir()}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer l.Close(ctx)
+	if cfg.ForkServer.Command != "" {
+		start := time.Now()
+		if err := dsh.AwaitForkServer(ctx, h); err != nil {
+			b.Fatal(err)
+		}
+		wait := time.Since(start)
+		// After the run: its ResetTimer deletes the metrics reported before.
+		defer b.ReportMetric(float64(wait.Milliseconds()), "fork-server-wait-ms")
+	}
 	adaptertest.BenchCheckpointMethods(b, ctx, l, func() string {
 		rs := model.Requests()
 		for i := len(rs) - 1; i >= 0; i-- {

@@ -3,6 +3,7 @@ package dsh
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"sync"
 
 	"github.com/bridge-dev/bridge/adapters/internal/forkreply"
@@ -21,6 +22,10 @@ type fork struct {
 
 	mu    sync.Mutex
 	usage *core.TokenUsage // the running Ask's, summed over its requests
+
+	// closed, when set, runs once the fork is closed (a fork server's
+	// idle clock starts again).
+	closed func()
 }
 
 // sink collects the fork's assistant text and the usage its messages carry.
@@ -47,29 +52,74 @@ func (f *fork) sink(ev core.Event) {
 	f.mu.Unlock()
 }
 
-// Fork asks DSH for a child of the live session (session.fork) and follows
-// it from its seed's end: the seed is the conversation so far, not the
-// fork's turn, so none of it reaches the fork's reply.
+// Fork makes a child of the live session and follows it from its seed's
+// end: the seed is the conversation so far, not the fork's turn, so none
+// of it reaches the fork's reply. With a fork server that answers, the
+// child is made there from a copy of the session's log (forkOnServer);
+// otherwise, or when that fails (the reason is kept for doctor), DSH's
+// own server makes it (session.fork).
 func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 	if err := l.ensureOpen("session.fork"); err != nil {
 		return nil, err
 	}
+	if fp := l.h.forkServer(); fp != nil {
+		f, err := l.forkOnServer(ctx, fp)
+		if err == nil {
+			return f, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		l.h.forks.failed(err)
+	}
+	return forkOn(ctx, l.h, l.id, -1)
+}
+
+// forkOnServer copies the live session's log into the fork server's home
+// until it holds the turn the live session last completed, then forks the
+// copy there at that turn.
+func (l *live) forkOnServer(ctx context.Context, fp *forkProc) (core.Fork, error) {
+	src, project, err := findLog(l.h.userHome(), l.id)
+	if err != nil {
+		return nil, err
+	}
+	want := l.ended.Load()
+	if _, err := copyThrough(ctx, src, filepath.Join(fp.home, "sessions", project, l.id, logName), want); err != nil {
+		return nil, err
+	}
+	l.h.forks.begin()
+	f, err := forkOn(ctx, fp.host, l.id, want)
+	if err != nil {
+		l.h.forks.end(l.h.cfg.ForkServer.IdleStop)
+		return nil, err
+	}
+	f.closed = func() { l.h.forks.end(l.h.cfg.ForkServer.IdleStop) }
+	return f, nil
+}
+
+// forkOn asks h's DSH server for a child of session id (session.fork, at
+// the turn ending at seq atSeq when it is not negative) and reads the
+// seed's newest page: only the seed's end matters, the fork's turn is
+// read from there on.
+func forkOn(ctx context.Context, h *Host, id string, atSeq int64) (*fork, error) {
+	args := forkArgs{SessionID: id}
+	if atSeq >= 0 {
+		args.AtSeq = &atSeq
+	}
 	var res struct {
 		SessionID string `json:"sessionId"`
 	}
-	if err := l.h.rpc.call(ctx, "session.fork", sessionArgs{SessionID: l.id}, &res); err != nil {
+	if err := h.rpc.call(ctx, "session.fork", args, &res); err != nil {
 		return nil, err
 	}
-	if res.SessionID == "" || res.SessionID == l.id {
-		return nil, core.Errorf(core.CodeHarness, "dsh session.fork of %s returned session %q", l.id, res.SessionID)
+	if res.SessionID == "" || res.SessionID == id {
+		return nil, core.Errorf(core.CodeHarness, "dsh session.fork of %s returned session %q", id, res.SessionID)
 	}
 	f := &fork{}
-	side := l.h.newLive(res.SessionID, -1, f.sink)
-	// Only the seed's end matters (the fork's turn is read from there on):
-	// its newest page, not the whole conversation again.
+	side := h.newLive(res.SessionID, -1, f.sink)
 	var hv historyValue
-	if err := l.h.rpc.call(ctx, "session.history", historyArgs{SessionID: res.SessionID, MaxMessages: followPage}, &hv); err != nil {
-		_ = l.h.ArchiveSession(context.WithoutCancel(ctx), res.SessionID)
+	if err := h.rpc.call(ctx, "session.history", historyArgs{SessionID: res.SessionID, MaxMessages: followPage}, &hv); err != nil {
+		_ = h.ArchiveSession(context.WithoutCancel(ctx), res.SessionID)
 		return nil, err
 	}
 	side.priming = true
@@ -108,5 +158,9 @@ func (f *fork) Ask(ctx context.Context, prompt string) (core.ForkReply, error) {
 func (f *fork) Close(ctx context.Context) error {
 	err := f.side.h.ArchiveSession(ctx, f.side.id)
 	_ = f.side.Close(ctx)
+	if f.closed != nil {
+		f.closed()
+		f.closed = nil
+	}
 	return err
 }

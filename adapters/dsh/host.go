@@ -16,8 +16,10 @@
 // The same mapping reads DSH's durable session log (session.jsonl.zstd,
 // several zstd frames appended one after another) for session/import.
 //
-// The adapter does not start DSH (it needs Node 22): point Config.BaseURL at
-// a running `dsh web --host 127.0.0.1 --port P` (".../api").
+// The adapter does not start the user's DSH (it needs Node 22): point
+// Config.BaseURL at a running `dsh web --host 127.0.0.1 --port P`
+// (".../api"). It starts a DSH server of its own for checkpoint forks when
+// Config.ForkServer names the program (forkserver.go).
 package dsh
 
 import (
@@ -52,12 +54,16 @@ type Config struct {
 	Presets []core.Preset
 	// HTTPClient, when set, is used instead of a client built from Timeout.
 	HTTPClient *http.Client
+	// ForkServer, when its Command is set, is the DSH server Bridge starts
+	// for checkpoint forks (forkserver.go).
+	ForkServer ForkServer
 }
 
 // Host is the DSH adapter. Create it with New.
 type Host struct {
-	cfg Config
-	rpc *client
+	cfg   Config
+	rpc   *client
+	forks forkServers
 }
 
 var (
@@ -88,7 +94,9 @@ func New(cfg Config) *Host {
 	if hc == nil {
 		hc = &http.Client{Timeout: cfg.Timeout}
 	}
-	return &Host{cfg: cfg, rpc: newClient(base, hc, cfg.Headers)}
+	h := &Host{cfg: cfg, rpc: newClient(base, hc, cfg.Headers)}
+	h.forks.ctx, h.forks.stop = context.WithCancel(context.Background())
+	return h
 }
 
 // Harness returns "dsh".

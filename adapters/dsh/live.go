@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bridge-dev/bridge/core"
@@ -198,6 +199,11 @@ type live struct {
 
 	goalMu sync.Mutex
 	goals  map[string]int64 // goal id -> last known revision
+
+	// ended is the seq of the last turn/end seen (-1: none yet): a fork
+	// made from a copy of the session's log must hold it. Read without mu,
+	// as a fork runs beside the live turn.
+	ended atomic.Int64
 }
 
 var (
@@ -218,6 +224,8 @@ func (h *Host) newLive(id string, lastSeq int64, sink core.EventSink) *live {
 		}
 	})
 	l.m.last = lastSeq
+	l.ended.Store(-1)
+	l.m.onTurnEnd = func(seq int64) { l.ended.Store(seq) }
 	l.m.onModel = func(model string) { l.emit(core.Event{Model: model}) }
 	l.m.ownPrompt = func(rpcID string) bool { return l.mine[rpcID] }
 	return l

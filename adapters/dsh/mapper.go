@@ -128,6 +128,8 @@ type mapper struct {
 	surface []node
 	title   string
 	model   string // "<provider>/<model>", as Host.Models lists it
+	// onTurnEnd, when set, is told the seq of each turn/end fed.
+	onTurnEnd func(seq int64)
 	// onModel, when set, is told each time the model changes.
 	onModel func(model string)
 	stale   int // brackets dropped by session/end-seed
@@ -167,6 +169,8 @@ func (m *mapper) feed(ev Event) bool {
 		m.inTurn, m.inStep, m.overflow = ev.Type == "turn/start", false, false
 		if m.inTurn {
 			m.turnNo = turnOf(ev)
+		} else if m.onTurnEnd != nil {
+			m.onTurnEnd(first)
 		}
 	case "step/start":
 		m.inStep, m.overflow = true, false

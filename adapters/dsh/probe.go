@@ -68,6 +68,11 @@ func (h *Host) Probe(ctx context.Context) (p core.Probe) {
 	missing[core.CapPromptSteer] = "not implemented for DeepSeek Harness (its session.prompt mode \"steer\" is not used yet)"
 	missing[core.CapApprovalRelay] = "DeepSeek Harness applies its own permission preset; its approvals are not relayed"
 	p.Capabilities = caps(missing, shown)
+	for i, c := range p.Capabilities {
+		if c.Name == core.CapSessionFork && c.Available {
+			p.Capabilities[i].Detail += "; forks are made " + h.forkWhere()
+		}
+	}
 	return p
 }
 

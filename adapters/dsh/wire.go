@@ -21,6 +21,13 @@ type sessionArgs struct {
 	SessionID string `json:"sessionId"`
 }
 
+// forkArgs is session.fork's payload: the child is seeded through the
+// turn that ends at or after atSeq (the last completed turn without it).
+type forkArgs struct {
+	AtSeq     *int64 `json:"atSeq,omitempty"`
+	SessionID string `json:"sessionId"`
+}
+
 // listArgs is session.list's payload: a page cursor after the first page.
 type listArgs struct {
 	Cursor string `json:"cursor,omitempty"`

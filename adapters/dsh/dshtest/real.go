@@ -221,6 +221,26 @@ func (r *Real) start() error {
 	}
 }
 
+// ForkProgram returns how to start another DSH server like this one: the
+// Node 22 binary, the arguments before DSH's own (its bin.js) and the
+// environment that points it at the same model server, for a fork server
+// (dsh.ForkServer). It fails the test for an external server.
+func (r *Real) ForkProgram() (command string, args, env []string) {
+	r.t.Helper()
+	if r.external {
+		r.t.Fatalf("dsh: BRIDGE_DSH_URL names an external server; its program is not known here")
+	}
+	for _, kv := range r.env {
+		switch k, _, _ := strings.Cut(kv, "="); k {
+		case "DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL", "NO_COLOR":
+			env = append(env, kv)
+		case "PATH":
+			env = append(env, kv+string(os.PathListSeparator)+os.Getenv("PATH"))
+		}
+	}
+	return r.node, []string{r.bin}, env
+}
+
 // Restart stops the server (SIGTERM) and starts it again on the same port
 // and DSH_HOME, as a user restarting DSH would. An external server is not
 // restarted (the test says so in its log).

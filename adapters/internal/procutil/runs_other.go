@@ -1,7 +1,7 @@
 //go:build !unix
 
-package codex
+package procutil
 
 // processRuns reports every process as running where it cannot be asked:
-// side database folders are then only removed by their own Bridge.
+// side folders are then only removed by their own Bridge.
 func processRuns(pid int) bool { return true }
