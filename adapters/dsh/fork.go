@@ -62,7 +62,7 @@ func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 	if err := l.ensureOpen("session.fork"); err != nil {
 		return nil, err
 	}
-	if fp := l.h.forkServer(); fp != nil {
+	if fp := l.h.readyForkServer(ctx); fp != nil {
 		f, err := l.forkOnServer(ctx, fp)
 		if err == nil {
 			return f, nil

@@ -65,6 +65,14 @@ const forkDirPrefix = "fork-server-"
 // the user's server meanwhile.
 const forkServerStartTimeout = 3 * time.Minute
 
+// forkServerRetry is how long after a failed start the next is tried
+// (each try costs a Node start).
+const forkServerRetry = 5 * time.Minute
+
+// forkServerWait bounds how long a fork waits for a fork server that is
+// starting before it is made on the user's server instead.
+const forkServerWait = time.Minute
+
 // copiedSettings are the files of the user's DSH_HOME the fork server is
 // given: DSH's settings (providers, models) and its credentials document.
 var copiedSettings = []string{"settings.yaml", ".credentials.yaml"}
@@ -86,16 +94,18 @@ func (fp *forkProc) dead() bool {
 	}
 }
 
-// forkServers keeps a Host's fork server: started in the background by
-// the first fork (a Host that never forks never starts one), again by the
-// next fork after it stopped or failed to start, and stopped when idle
-// or when the Host closes.
+// forkServers keeps a Host's fork server: started in the background with
+// the Host's first session (a Host with no DSH session starts none), again
+// by the next session or fork after it stopped (or, after a failed start,
+// once forkServerRetry has passed), and stopped when idle or when the Host
+// closes.
 type forkServers struct {
 	mu       sync.Mutex
 	cur      *forkProc
 	warming  bool
-	lastErr  error // why the last start, or the last fork there, failed
-	idleErr  error // the system's refusal of the idle class, if any
+	lastErr  error     // why the last start, or the last fork there, failed
+	retryAt  time.Time // a failed start is not tried again before this
+	idleErr  error     // the system's refusal of the idle class, if any
 	closed   bool
 	busy     int // forks open on cur
 	idle     *time.Timer
@@ -120,7 +130,7 @@ func (h *Host) forkServer() *forkProc {
 	if s.cur != nil && !s.cur.dead() {
 		return s.cur
 	}
-	if s.closed || s.warming {
+	if s.closed || s.warming || time.Now().Before(s.retryAt) {
 		return nil
 	}
 	s.cur = nil
@@ -133,7 +143,7 @@ func (h *Host) forkServer() *forkProc {
 		defer s.mu.Unlock()
 		s.warming = false
 		if err != nil {
-			s.lastErr = err
+			s.lastErr, s.retryAt = err, time.Now().Add(forkServerRetry)
 			return
 		}
 		if s.closed {
@@ -144,6 +154,22 @@ func (h *Host) forkServer() *forkProc {
 		s.armIdle(h.cfg.ForkServer.IdleStop)
 	}()
 	return nil
+}
+
+// readyForkServer returns the fork server, waiting up to forkServerWait
+// for one that is starting (the Host starts it with its first session, so
+// a checkpoint soon after finds it ready or nearly); nil when none is
+// configured or it could not start.
+func (h *Host) readyForkServer(ctx context.Context) *forkProc {
+	if !h.forkServerConfigured() {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, forkServerWait)
+	defer cancel()
+	if h.awaitForkServer(wctx) != nil {
+		return nil
+	}
+	return h.forkServer()
 }
 
 // awaitForkServer starts the fork server if needed and waits until it

@@ -137,6 +137,7 @@ func (h *Host) CreateSession(ctx context.Context, req core.CreateRequest, sink c
 		_ = h.ArchiveSession(context.WithoutCancel(ctx), res.SessionID)
 		return nil, err
 	}
+	h.forkServer() // started now, for the session's checkpoints
 	return l, nil
 }
 
@@ -168,6 +169,7 @@ func (h *Host) Resume(ctx context.Context, req core.ResumeRequest, sink core.Eve
 	if err := l.setup(ctx, req.CreateRequest); err != nil {
 		return nil, err
 	}
+	h.forkServer() // started now, for the session's checkpoints
 	return l, nil
 }
 

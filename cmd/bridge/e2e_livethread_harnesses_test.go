@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -72,8 +73,16 @@ func TestE2EACPCheckpointsLeaveLiveThread(t *testing.T) {
 }
 
 // TestE2EDSHCheckpointsLeaveLiveThread: the real DeepSeek Harness web
-// server.
+// server. Its checkpoint forks (the manual one and the shutdown ones) are
+// made on the fork server Bridge starts: the user's DSH_HOME holds no
+// session but the live one afterwards (a fork on the user's server leaves
+// its child's folder there).
 func TestE2EDSHCheckpointsLeaveLiveThread(t *testing.T) {
 	t.Parallel()
-	checkpointsLeaveLiveThread(t, "dsh", harnessOptions{DSH: true}, nil)
+	var home string
+	checkpointsLeaveLiveThread(t, "dsh", harnessOptions{DSH: true}, func(t *testing.T, h *harnessEnv) { home = h.dsh.Home })
+	dirs, err := filepath.Glob(filepath.Join(home, "sessions", "*", "*"))
+	if err != nil || len(dirs) != 1 {
+		t.Errorf("the user's DSH_HOME holds %d sessions after the checkpoints, want the live one only: %v %v", len(dirs), dirs, err)
+	}
 }

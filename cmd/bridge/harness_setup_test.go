@@ -132,7 +132,21 @@ func newHarnessEnv(t *testing.T, o harnessOptions) *harnessEnv {
 		o.DSHURL = h.dsh.URL
 	}
 	if o.DSHURL != "" {
-		cfg["harnesses"].(map[string]any)["dsh"] = map[string]any{"options": map[string]any{"url": o.DSHURL, "pollMs": 20}}
+		sec := map[string]any{"options": map[string]any{"url": o.DSHURL, "pollMs": 20, "forkServer": false}}
+		if h.dsh != nil {
+			// The real DSH: checkpoint forks on a fork server Bridge starts
+			// with the same program and model server, reading the live
+			// server's DSH_HOME.
+			command, args, env := h.dsh.ForkProgram()
+			envMap := map[string]string{}
+			for _, kv := range env {
+				k, v, _ := strings.Cut(kv, "=")
+				envMap[k] = v
+			}
+			sec = map[string]any{"command": command, "args": args, "env": envMap,
+				"options": map[string]any{"url": o.DSHURL, "pollMs": 20, "home": h.dsh.Home}}
+		}
+		cfg["harnesses"].(map[string]any)["dsh"] = sec
 	}
 	// Limits a loaded machine meets: a checkpoint reply takes seconds on a
 	// quiet machine and more than the 30 s default at load 25, and the

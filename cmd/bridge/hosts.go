@@ -69,12 +69,22 @@ var factories = []struct {
 		return codex.New(codex.Config{Command: hc.Command, Args: hc.Args, Env: hc.EnvList(), Presets: presets, CodexHome: o.CodexHome,
 			StateDir: stateDir, SpareIdle: time.Duration(o.SpareIdleSeconds) * time.Second}), nil
 	}},
-	{"dsh", func(hc HarnessConfig, _ string, presets []core.Preset) (core.BridgeHost, error) {
+	{"dsh", func(hc HarnessConfig, stateDir string, presets []core.Preset) (core.BridgeHost, error) {
 		var o struct {
 			// URL is DeepSeek Harness's web RPC, e.g. http://127.0.0.1:3181/api.
 			URL string `json:"url"`
 			// PollMs is how often a running turn is polled.
 			PollMs int `json:"pollMs"`
+			// Home is the DSH_HOME of the server at URL (default
+			// $DSH_HOME, else ~/.dsh): the fork server copies session
+			// logs and settings from it, read-only.
+			Home string `json:"home"`
+			// ForkServer false makes checkpoint forks on the server at
+			// URL instead of on a DSH server Bridge starts.
+			ForkServer *bool `json:"forkServer"`
+			// ForkIdleSeconds is how long an unused fork server is kept
+			// (0: the default, negative: until Bridge stops).
+			ForkIdleSeconds int `json:"forkIdleSeconds"`
 		}
 		if err := hc.decodeOptions(&o); err != nil {
 			return nil, err
@@ -82,7 +92,16 @@ var factories = []struct {
 		if o.URL == "" {
 			o.URL = os.Getenv("BRIDGE_DSH_URL")
 		}
-		return dsh.New(dsh.Config{BaseURL: o.URL, PollInterval: time.Duration(o.PollMs) * time.Millisecond, Presets: presets}), nil
+		var fs dsh.ForkServer
+		if o.ForkServer == nil || *o.ForkServer {
+			cmd := hc.Command
+			if cmd == "" {
+				cmd = "dsh"
+			}
+			fs = dsh.ForkServer{Command: cmd, Args: hc.Args, Env: hc.EnvList(), Home: o.Home, StateDir: stateDir,
+				IdleStop: time.Duration(o.ForkIdleSeconds) * time.Second}
+		}
+		return dsh.New(dsh.Config{BaseURL: o.URL, PollInterval: time.Duration(o.PollMs) * time.Millisecond, Presets: presets, ForkServer: fs}), nil
 	}},
 	{fake.Harness, func(hc HarnessConfig, stateDir string, _ []core.Preset) (core.BridgeHost, error) {
 		env := func(k string) string {
