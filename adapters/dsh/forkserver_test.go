@@ -275,3 +275,66 @@ func probeFork(ctx context.Context, h *dsh.Host) string {
 	}
 	return ""
 }
+
+// TestRealForkServerStopsWhenIdle: a fork server that has made no fork for
+// ForkServer.IdleStop is stopped and its folder removed; the next fork
+// starts another, waits for it and is made there.
+func TestRealForkServerStopsWhenIdle(t *testing.T) {
+	model, r := startReal(t)
+	model.Responder(func(req fakemodel.Request) (fakemodel.Reply, bool) {
+		return fakemodel.Reply{Text: "Noted."}, true
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	command, args, env := r.ForkProgram()
+	tap := &pathTap{}
+	h := dsh.New(dsh.Config{BaseURL: r.URL, PollInterval: 20 * time.Millisecond, HTTPClient: &http.Client{Transport: tap},
+		ForkServer: dsh.ForkServer{Command: command, Args: args, Env: env, Home: r.Home, StateDir: t.TempDir(), IdleStop: 300 * time.Millisecond}})
+	defer h.Close(context.Background())
+	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	if _, err := l.Prompt(ctx, []core.Content{{Type: "text", Text: "IDLE-TURN-0001"}}); err != nil {
+		t.Fatal(err)
+	}
+	fork := func(ask string) {
+		t.Helper()
+		f, err := l.(core.Forker).Fork(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Ask(ctx, ask); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := dsh.AwaitForkServer(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	home := dsh.ForkServerHome(h)
+	tap.take()
+	fork("IDLE-FORK-ONE")
+	deadline := time.Now().Add(time.Minute)
+	for dsh.ForkServerPID(h) != 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if pid := dsh.ForkServerPID(h); pid != 0 {
+		t.Fatalf("the fork server (pid %d) still runs a minute after its idle stop of 300ms", pid)
+	}
+	for _, err := os.Stat(filepath.Dir(home)); err == nil && time.Now().Before(deadline); _, err = os.Stat(filepath.Dir(home)) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Dir(home)); !os.IsNotExist(err) {
+		t.Errorf("the stopped fork server's folder is still there (%v)", err)
+	}
+	// The stopped server is gone: a fork that did not reach the user's
+	// server was made on a new one.
+	fork("IDLE-FORK-TWO")
+	if calls := tap.take(); strings.Contains(strings.Join(calls, " "), "session.fork") {
+		t.Errorf("a fork went to the user's server: %v", calls)
+	}
+}
