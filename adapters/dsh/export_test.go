@@ -25,3 +25,12 @@ func ForkServerHome(h *Host) string {
 	}
 	return h.forks.cur.home
 }
+
+// LogCopy is a fork server's copy of a session's log (forkcopy.go).
+type LogCopy = logCopy
+
+// NewLogCopy is newLogCopy.
+func NewLogCopy(src, dst string) *LogCopy { return newLogCopy(src, dst) }
+
+// Update is update.
+func (c *LogCopy) Update(ctx context.Context) (int64, error) { return c.update(ctx) }

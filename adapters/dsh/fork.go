@@ -79,12 +79,12 @@ func (l *live) Fork(ctx context.Context) (core.Fork, error) {
 // until it holds the turn the live session last completed, then forks the
 // copy there at that turn.
 func (l *live) forkOnServer(ctx context.Context, fp *forkProc) (core.Fork, error) {
-	src, project, err := findLog(l.h.userHome(), l.id)
+	c, err := l.logCopyOn(fp)
 	if err != nil {
 		return nil, err
 	}
 	want := l.ended.Load()
-	if _, err := copyThrough(ctx, src, filepath.Join(fp.home, "sessions", project, l.id, logName), want); err != nil {
+	if _, err := c.through(ctx, want); err != nil {
 		return nil, err
 	}
 	l.h.forks.begin()
@@ -95,6 +95,22 @@ func (l *live) forkOnServer(ctx context.Context, fp *forkProc) (core.Fork, error
 	}
 	f.closed = func() { l.h.forks.end(l.h.cfg.ForkServer.IdleStop) }
 	return f, nil
+}
+
+// logCopyOn returns the session's log copy on the fork server fp (a new
+// one for a fork server started since the last fork).
+func (l *live) logCopyOn(fp *forkProc) (*logCopy, error) {
+	l.copyMu.Lock()
+	defer l.copyMu.Unlock()
+	if l.copy != nil && l.copyHome == fp.home {
+		return l.copy, nil
+	}
+	src, project, err := findLog(l.h.userHome(), l.id)
+	if err != nil {
+		return nil, err
+	}
+	l.copy, l.copyHome = newLogCopy(src, filepath.Join(fp.home, "sessions", project, l.id, logName)), fp.home
+	return l.copy, nil
 }
 
 // forkOn asks h's DSH server for a child of session id (session.fork, at

@@ -2,14 +2,19 @@ package dsh
 
 import (
 	"bufio"
+	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"time"
 
+	"github.com/bridge-dev/bridge/adapters/internal/zstd"
 	"github.com/bridge-dev/bridge/core"
+	"github.com/bridge-dev/bridge/core/inputfile"
 )
 
 // logName is the name of a session's log in its folder (DSH's default
@@ -43,39 +48,86 @@ func findLog(home, id string) (path, project string, err error) {
 	return "", "", core.Errorf(core.CodeNotFound, "dsh: no %s of session %s under %s", logName, id, core.Quote(root))
 }
 
-// copyLog copies the whole zstd frames of the log at src to dst (through
-// a temporary file renamed into place, owner-only) and returns the seq of
-// the last turn/end they hold (-1: none). A frame DSH is still writing
-// (cut short) and what follows it are left out.
-func copyLog(ctx context.Context, src, dst string) (int64, error) {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+// logCopy is the fork server's copy of one live session's log. Each fork
+// extends it with the whole zstd frames the live log gained since the
+// last one: the frames copied before are copied again as bytes, and only
+// the new ones are decoded, to find the last completed turn they hold.
+type logCopy struct {
+	mu       sync.Mutex
+	src, dst string
+	id       os.FileInfo // the source when last copied (a log DSH replaced is copied whole)
+	off      int64       // bytes of whole frames copied
+	ended    int64       // seq of the last turn/end in them (-1: none)
+	carry    []byte      // the start of a line cut at the last frame's end
+}
+
+// newLogCopy is the copy of the log at src to dst (nothing copied yet).
+func newLogCopy(src, dst string) *logCopy { return &logCopy{src: src, dst: dst, ended: -1} }
+
+// update copies the frames src gained since the last update (src whole
+// when it was replaced or shrank) to dst, through a temporary file
+// renamed into place (owner-only), and returns the seq of the last
+// turn/end copied (-1: none). A frame DSH is still writing (cut short) and
+// what follows it are left for the next update.
+func (c *logCopy) update(ctx context.Context) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fi, err := os.Stat(c.src)
+	if err != nil {
+		return -1, core.E(core.CodeNotFound, "dsh: the session log "+core.Quote(c.src), err)
+	}
+	if c.id == nil || !os.SameFile(c.id, fi) || fi.Size() < c.off {
+		c.off, c.ended, c.carry = 0, -1, nil
+	} else if fi.Size() == c.off {
+		return c.ended, nil
+	}
+	f, err := inputfile.Open(ctx, c.src, "dsh session log", 0)
+	if err != nil {
 		return -1, err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".copy-*")
+	defer f.Close()
+	if err := os.MkdirAll(filepath.Dir(c.dst), 0o700); err != nil {
+		return -1, err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(c.dst), ".copy-*")
 	if err != nil {
 		return -1, err
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
 	w := bufio.NewWriterSize(tmp, 256<<10)
-	ended, frames := int64(-1), 0
-	err = streamLog(ctx, src, nil, logVisitor{
-		header: func(Header) {},
-		event: func(ev Event) error {
-			if ev.Type == "turn/end" {
-				ended = ev.First()
-			}
-			return nil
-		},
-		bad:   func(BadLine) error { return nil },
-		frame: func(raw []byte) error { _, err := w.Write(raw); return err },
-	}, &frames)
-	var fe *FrameError
-	if err != nil && !(core.ErrorCode(err) == core.CodeCorrupt && errors.As(err, &fe)) {
-		return -1, err
+	br := bufio.NewReaderSize(f, 256<<10)
+	if _, err := io.CopyN(w, br, c.off); err != nil {
+		return -1, core.E(core.CodeHarness, "dsh: copy the session log "+core.Quote(c.src), err)
 	}
-	if frames == 0 {
-		return -1, core.Errorf(core.CodeHarness, "dsh: the log %s holds no whole zstd frame", core.Quote(src))
+	off, ended, carry := c.off, c.ended, c.carry
+	var frame, text []byte
+	for {
+		if _, err := br.Peek(1); err != nil {
+			break
+		}
+		var skippable bool
+		var ferr error
+		frame, skippable, ferr = readFrame(br, frame[:0])
+		if ferr != nil {
+			break // a frame DSH is writing: copied with the next update
+		}
+		if !skippable {
+			if text, err = zstd.Decode(text[:0], frame, inputfile.MaxLineBytes); err != nil {
+				if off == 0 {
+					return -1, core.E(core.CodeCorrupt, "dsh: the session log "+core.Quote(c.src), err)
+				}
+				break
+			}
+			carry = turnEnds(append(carry, text...), &ended)
+		}
+		if _, err := w.Write(frame); err != nil {
+			return -1, err
+		}
+		off += int64(len(frame))
+	}
+	if off == 0 {
+		return -1, core.Errorf(core.CodeHarness, "dsh: the log %s holds no whole zstd frame", core.Quote(c.src))
 	}
 	if err := w.Flush(); err != nil {
 		return -1, err
@@ -83,7 +135,34 @@ func copyLog(ctx context.Context, src, dst string) (int64, error) {
 	if err := tmp.Close(); err != nil {
 		return -1, err
 	}
-	return ended, os.Rename(tmp.Name(), dst)
+	if err := os.Rename(tmp.Name(), c.dst); err != nil {
+		return -1, err
+	}
+	c.id, c.off, c.ended, c.carry = fi, off, ended, append(c.carry[:0], carry...)
+	return ended, nil
+}
+
+// turnEndMark is in every turn/end line (DSH writes "type" first).
+var turnEndMark = []byte(`"type":"turn/end"`)
+
+// turnEnds sets *ended to the seq of the last turn/end among the whole
+// lines of text and returns what follows its last newline.
+func turnEnds(text []byte, ended *int64) []byte {
+	for {
+		nl := bytes.IndexByte(text, '\n')
+		if nl < 0 {
+			return text
+		}
+		line := text[:nl]
+		text = text[nl+1:]
+		if !bytes.Contains(line, turnEndMark) {
+			continue
+		}
+		var ev Event
+		if json.Unmarshal(line, &ev) == nil && ev.Type == "turn/end" && ev.First() >= 0 {
+			*ended = ev.First()
+		}
+	}
 }
 
 // logWait bounds how long a fork waits for the live session's log to hold
@@ -91,13 +170,12 @@ func copyLog(ctx context.Context, src, dst string) (int64, error) {
 // the turn ends).
 const logWait = 3 * time.Second
 
-// copyThrough copies the live session's log into the fork server's home
-// until the copy holds turn/end `want` (any completed turn when want < 0)
-// and returns the seq of the last turn/end copied.
-func copyThrough(ctx context.Context, src, dst string, want int64) (int64, error) {
+// through updates the copy until it holds turn/end `want` (any completed
+// turn when want < 0) and returns the seq of the last turn/end copied.
+func (c *logCopy) through(ctx context.Context, want int64) (int64, error) {
 	deadline := time.Now().Add(logWait)
 	for {
-		got, err := copyLog(ctx, src, dst)
+		got, err := c.update(ctx)
 		if err != nil {
 			return -1, err
 		}
@@ -106,7 +184,7 @@ func copyThrough(ctx context.Context, src, dst string, want int64) (int64, error
 		}
 		if time.Now().After(deadline) {
 			return -1, core.Errorf(core.CodeUnavailable, "dsh: after %s the log %s holds turns through seq %d, not the completed turn at seq %d",
-				logWait, core.Quote(src), got, want)
+				logWait, core.Quote(c.src), got, want)
 		}
 		select {
 		case <-ctx.Done():

@@ -206,6 +206,10 @@ type live struct {
 	// made from a copy of the session's log must hold it. Read without mu,
 	// as a fork runs beside the live turn.
 	ended atomic.Int64
+
+	copyMu   sync.Mutex
+	copy     *logCopy // the log's copy on the fork server whose home is copyHome
+	copyHome string
 }
 
 var (

@@ -77,9 +77,6 @@ type logVisitor struct {
 	header func(Header)
 	event  func(Event) error
 	bad    func(BadLine) error
-	// frame, when set, is handed each whole zstd frame (skippable ones
-	// too) once it decoded, before its lines are read.
-	frame func(raw []byte) error
 }
 
 // streamLog reads a DSH session log (zstd frames or plain JSONL) from disk
@@ -150,11 +147,6 @@ func streamLog(ctx context.Context, path string, progress func(done, total int64
 				Message: fmt.Sprintf("dsh session log %s: zstd frame %d at byte offset %d of %d is truncated or corrupt (%d events read before it are kept)",
 					core.Quote(filepath.Base(path)), *frames+1, off, total, lr.events),
 				Err: &FrameError{Path: path, Offset: off, Err: ferr}}
-		}
-		if v.frame != nil {
-			if err := v.frame(frame); err != nil {
-				return err
-			}
 		}
 		if !skippable {
 			decoded += int64(len(buf))
