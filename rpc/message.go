@@ -55,8 +55,10 @@ type messageStream struct {
 	log  *slog.Logger
 
 	wmu sync.Mutex // one writer at a time
-	// replied, when not nil, is told the id of every response written.
+	// replied, when not nil, is told the id of every response written;
+	// failed the error of every write that failed.
 	replied func(jsonrpc2.ID)
+	failed  func(error)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -119,6 +121,9 @@ func (s *messageStream) Write(ctx context.Context, msg jsonrpc2.Message) (int64,
 		s.replied(id)
 	}
 	if err != nil {
+		if s.failed != nil {
+			s.failed(err)
+		}
 		return 0, err
 	}
 	return int64(len(data)), nil
@@ -126,6 +131,9 @@ func (s *messageStream) Write(ctx context.Context, msg jsonrpc2.Message) (int64,
 
 // onReplied sets the function told the id of every response written.
 func (s *messageStream) onReplied(f func(jsonrpc2.ID)) { s.replied = f }
+
+// onWriteFailed sets the function told the error of a failed write.
+func (s *messageStream) onWriteFailed(f func(error)) { s.failed = f }
 
 // Close releases the transport once.
 func (s *messageStream) Close() error {

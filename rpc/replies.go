@@ -18,6 +18,9 @@ type replies struct {
 	mu      sync.Mutex
 	open    map[jsonrpc2.ID]struct{}
 	changed chan struct{} // closed and replaced on every change
+	// failed is the error of a write to the client, once one failed: no
+	// reply still open will ever be written, so nobody waits for them.
+	failed error
 }
 
 func newReplies() *replies {
@@ -47,6 +50,34 @@ func (r *replies) done(id jsonrpc2.ID) {
 	r.changed = make(chan struct{})
 }
 
+// writeFailed records that a write to the client failed: the replies
+// still owed can no longer be written, and every wait for them ends now.
+func (r *replies) writeFailed(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failed != nil || err == nil {
+		return
+	}
+	r.failed = err
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// writeFailure is the error writeFailed recorded, nil while writes work.
+func (r *replies) writeFailure() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
+}
+
+// isOpen reports whether request id still awaits its reply.
+func (r *replies) isOpen(id jsonrpc2.ID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.open[id]
+	return ok
+}
+
 // pending returns the requests awaiting a reply, except one.
 func (r *replies) pending(except jsonrpc2.ID) []jsonrpc2.ID {
 	r.mu.Lock()
@@ -61,7 +92,8 @@ func (r *replies) pending(except jsonrpc2.ID) []jsonrpc2.ID {
 }
 
 // wait waits until none of ids awaits a reply (every pending request when
-// all is true), or until d has passed; it reports whether they all did.
+// all is true), or until d has passed, or a write failed; it reports
+// whether they all did.
 func (r *replies) wait(ids []jsonrpc2.ID, all bool, d time.Duration) bool {
 	giveUp := make(chan struct{})
 	t := time.AfterFunc(d, func() { close(giveUp) })
@@ -70,7 +102,7 @@ func (r *replies) wait(ids []jsonrpc2.ID, all bool, d time.Duration) bool {
 }
 
 // waitUntil waits until none of ids awaits a reply, or until giveUp is
-// closed; it reports whether they all did.
+// closed or a write failed; it reports whether they all did.
 func (r *replies) waitUntil(ids []jsonrpc2.ID, giveUp <-chan struct{}) bool {
 	return r.until(ids, false, giveUp)
 }
@@ -88,10 +120,13 @@ func (r *replies) until(ids []jsonrpc2.ID, all bool, giveUp <-chan struct{}) boo
 				break
 			}
 		}
-		ch := r.changed
+		ch, failed := r.changed, r.failed != nil
 		r.mu.Unlock()
 		if !left {
 			return true
+		}
+		if failed {
+			return false
 		}
 		select {
 		case <-ch:

@@ -132,6 +132,8 @@ type transport interface {
 	failure() error
 	// onReplied sets the function told the id of every response written.
 	onReplied(func(jsonrpc2.ID))
+	// onWriteFailed sets the function told the error of a failed write.
+	onWriteFailed(func(error))
 }
 
 // serveTransport runs the server over one transport; see Serve.
@@ -144,6 +146,7 @@ func serveTransport(ctx context.Context, stream transport, cfg Config, log *slog
 		inflight: make(map[jsonrpc2.ID]running), replies: newReplies(), inputEnded: stream.ended(),
 		progressing: make(map[schema.ProgressToken]context.CancelFunc)}
 	stream.onReplied(s.replies.done)
+	stream.onWriteFailed(s.replies.writeFailed)
 	s.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithPreempter(s))
 	s.conn.Go(life, s.handle)
 
@@ -178,7 +181,7 @@ func serveTransport(ctx context.Context, stream transport, cfg Config, log *slog
 	// After shutdown the backend is closed already.
 	s.closeBackend(context.WithoutCancel(ctx))
 	if !s.replies.wait(nil, true, drainWait) {
-		log.Warn("rpc: requests still unanswered at exit")
+		s.logUnanswered("rpc: requests still unanswered at exit", s.replies.pending(jsonrpc2.ID{}))
 	}
 	stop() // cancels every handler's context
 	_ = stream.Close()
@@ -457,14 +460,33 @@ func (s *server) drainAndClose(earlier []jsonrpc2.ID, giveUp <-chan struct{}) {
 		}
 	}
 	s.cmu.Unlock()
-	if !s.replies.waitUntil(first, giveUp) {
+	if !s.replies.waitUntil(first, giveUp) && s.replies.writeFailure() == nil {
 		s.log.Warn("rpc: shutdown: earlier requests still running; closing anyway")
 	}
 	// Not the request's context: it is pooled and must not be retained.
 	s.closeBackend(context.WithoutCancel(s.life))
 	if !s.replies.wait(earlier, false, drainWait) {
-		s.log.Warn("rpc: shutdown: earlier requests still unanswered after the close")
+		s.logUnanswered("rpc: shutdown: earlier requests still unanswered after the close", earlier)
 	}
+}
+
+// logUnanswered reports requests left without a reply: a warning (what)
+// while the connection works; once a write to the client has failed (the
+// transport has said so once already: a tab that fell behind, a closed
+// stdout), no reply can be written, and that is what is said, at info level.
+func (s *server) logUnanswered(what string, ids []jsonrpc2.ID) {
+	err := s.replies.writeFailure()
+	if err == nil {
+		s.log.Warn(what)
+		return
+	}
+	var still int
+	for _, id := range ids {
+		if s.replies.isOpen(id) {
+			still++
+		}
+	}
+	s.log.Info("rpc: requests left unanswered: writing to the client failed", "requests", still, "error", err)
 }
 
 // closeBackend closes the backend once; a second caller waits for the

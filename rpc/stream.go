@@ -37,8 +37,10 @@ type lspStream struct {
 	// wmu serialises writes and guards wbuf, the reused frame buffer.
 	wmu  sync.Mutex
 	wbuf []byte
-	// replied, when not nil, is told the id of every response written.
+	// replied, when not nil, is told the id of every response written;
+	// failed the error of every write that failed.
 	replied func(jsonrpc2.ID)
+	failed  func(error)
 	log     *slog.Logger
 
 	closeOnce sync.Once
@@ -356,6 +358,9 @@ func (s *lspStream) Write(_ context.Context, msg jsonrpc2.Message) (int64, error
 	if isResponse && s.replied != nil {
 		s.replied(id)
 	}
+	if err != nil && s.failed != nil {
+		s.failed(err)
+	}
 	return int64(n), err
 }
 
@@ -393,3 +398,6 @@ func (s *lspStream) ended() <-chan struct{} { return s.done }
 
 // onReplied sets the function told the id of every response written.
 func (s *lspStream) onReplied(f func(jsonrpc2.ID)) { s.replied = f }
+
+// onWriteFailed sets the function told the error of a failed write.
+func (s *lspStream) onWriteFailed(f func(error)) { s.failed = f }

@@ -75,6 +75,12 @@ type queueLimits struct {
 // it is sent a window/logMessage error saying why, then the connection is
 // closed with CloseFellBehind and FellBehindReason. A client that stays
 // stalled for abandonAfter loses the connection without either.
+//
+// Once the connection has failed (fallen behind, or a write failed),
+// ReadMessage returns the failure: the rpc server on it ends at once and
+// releases what the connection held (its requests in flight are cancelled,
+// its backend closed, so it gets no more notifications), while the writer
+// alone goes on telling the client why.
 type wsConn struct {
 	c      *websocket.Conn
 	log    *slog.Logger
@@ -88,6 +94,22 @@ type wsConn struct {
 	behind  bool  // the queue overflowed
 	closing bool  // Close was called: write what is queued, then stop
 	done    chan struct{}
+	failed  chan struct{} // closed when err is set
+
+	// The reader goroutine (started by the first ReadMessage) reads the
+	// socket for as long as it is open and hands each message over reads;
+	// readErr is the error that ended it, readEnded closed after it is set.
+	readOnce  sync.Once
+	reads     chan readResult
+	readEnded chan struct{}
+	readErr   error
+}
+
+// readResult is one message read, as ReadMessage returns it.
+type readResult struct {
+	data   []byte
+	size   int64
+	binary bool
 }
 
 // newWSConn starts the writer of c. Zero limits take the defaults.
@@ -104,37 +126,89 @@ func newWSConn(c *websocket.Conn, limits queueLimits, log *slog.Logger) *wsConn 
 	if limits.abandonAfter <= 0 {
 		limits.abandonAfter = abandonAfter
 	}
-	w := &wsConn{c: c, log: log, limits: limits, done: make(chan struct{})}
+	w := &wsConn{c: c, log: log, limits: limits, done: make(chan struct{}), failed: make(chan struct{}),
+		reads: make(chan readResult), readEnded: make(chan struct{})}
 	w.cond = sync.NewCond(&w.mu)
 	go w.writer()
 	return w
 }
 
-// ReadMessage reads one message, keeping at most max bytes of it.
+// ReadMessage returns the next message, keeping at most max bytes of it;
+// once the connection has failed, the failure (ErrFellBehind, or the
+// write's error): nothing read after that could be answered.
 func (w *wsConn) ReadMessage(ctx context.Context, max int64) ([]byte, int64, bool, error) {
+	w.readOnce.Do(func() { go w.reader(ctx, max) })
+	select {
+	case <-w.failed:
+	default:
+		select {
+		case r := <-w.reads:
+			return r.data, r.size, r.binary, nil
+		case <-w.readEnded:
+			return nil, 0, false, w.readErr
+		case <-w.failed:
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return nil, 0, false, w.err
+}
+
+// reader reads the socket until it closes or fails. Its reads end with
+// ctx (the rpc server's lifetime), which closes the socket, unless the
+// connection has failed first: then they go on, discarding what the client
+// sends, so that the writer can still tell the client why and close the
+// connection properly.
+func (w *wsConn) reader(ctx context.Context, max int64) {
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		select {
+		case <-w.failed:
+		default:
+			cancel()
+		}
+	})
+	defer stop()
+	for {
+		r, err := w.readMessage(rctx, max)
+		if err != nil {
+			w.readErr = err
+			close(w.readEnded)
+			return
+		}
+		select {
+		case w.reads <- r:
+		case <-w.failed:
+		}
+	}
+}
+
+// readMessage reads one message, keeping at most max bytes of it.
+func (w *wsConn) readMessage(ctx context.Context, max int64) (readResult, error) {
 	typ, r, err := w.c.Reader(ctx)
 	if err != nil {
 		switch websocket.CloseStatus(err) {
 		case websocket.StatusNormalClosure, websocket.StatusGoingAway, websocket.StatusNoStatusRcvd:
-			return nil, 0, false, io.EOF
+			return readResult{}, io.EOF
 		}
 		if errors.Is(err, io.EOF) {
-			return nil, 0, false, io.EOF
+			return readResult{}, io.EOF
 		}
-		return nil, 0, false, fmt.Errorf("web: reading a WebSocket message: %w", err)
+		return readResult{}, fmt.Errorf("web: reading a WebSocket message: %w", err)
 	}
 	data, err := io.ReadAll(io.LimitReader(r, max+1))
 	if err != nil {
-		return nil, 0, false, fmt.Errorf("web: reading a WebSocket message: %w", err)
+		return readResult{}, fmt.Errorf("web: reading a WebSocket message: %w", err)
 	}
 	if int64(len(data)) > max {
 		rest, err := io.Copy(io.Discard, r)
 		if err != nil {
-			return nil, 0, false, fmt.Errorf("web: discarding an oversized WebSocket message: %w", err)
+			return readResult{}, fmt.Errorf("web: discarding an oversized WebSocket message: %w", err)
 		}
-		return nil, int64(len(data)) + rest, typ == websocket.MessageBinary, nil
+		return readResult{size: int64(len(data)) + rest, binary: typ == websocket.MessageBinary}, nil
 	}
-	return data, int64(len(data)), typ == websocket.MessageBinary, nil
+	return readResult{data: data, size: int64(len(data)), binary: typ == websocket.MessageBinary}, nil
 }
 
 // WriteMessage queues data (kept, not copied) to be sent as one text
@@ -165,11 +239,21 @@ func (w *wsConn) WriteMessage(_ context.Context, data []byte) error {
 // every later message; the writer, once the client reads again, tells it
 // why and closes the connection. w.mu is held.
 func (w *wsConn) fellBehind(why string) {
-	w.log.Warn("web: a client stopped reading; closing its connection", "why", why, "queuedMessages", len(w.queue),
-		"queuedBytes", w.bytes, "limitMessages", w.limits.messages, "limitBytes", w.limits.bytes)
-	w.err, w.behind = ErrFellBehind, true
+	w.log.Warn("web: a client stopped reading; closing its connection (its requests in flight go unanswered; it is told why if it reads again)",
+		"why", why, "queuedMessages", len(w.queue), "queuedBytes", w.bytes, "limitMessages", w.limits.messages, "limitBytes", w.limits.bytes)
+	w.fail(ErrFellBehind)
+	w.behind = true
 	w.queue, w.bytes = nil, 0
 	w.cond.Broadcast()
+}
+
+// fail records the connection's failure, once: every later write is
+// refused with err and ReadMessage returns it. w.mu is held.
+func (w *wsConn) fail(err error) {
+	if w.err == nil {
+		w.err = err
+		close(w.failed)
+	}
 }
 
 // write writes one message, for as long as the client takes to read it:
@@ -187,7 +271,7 @@ func (w *wsConn) write(msg []byte) error {
 		}
 	})
 	abandon := time.AfterFunc(w.limits.abandonAfter, func() {
-		w.log.Warn("web: a client that stopped reading never read again; closing its connection without a reason", "after", w.limits.abandonAfter)
+		w.log.Info("web: a client that stopped reading never read again; closing its connection without a reason", "after", w.limits.abandonAfter)
 		_ = w.c.CloseNow()
 	})
 	err := w.c.Write(context.Background(), websocket.MessageText, msg)
@@ -226,7 +310,8 @@ func (w *wsConn) writer() {
 		if err := w.write(msg); err != nil {
 			w.mu.Lock()
 			if w.err == nil {
-				w.err = fmt.Errorf("web: writing a WebSocket message: %w", err)
+				w.log.Debug("web: writing to a client failed; closing its connection", "error", err)
+				w.fail(fmt.Errorf("web: writing a WebSocket message: %w", err))
 			} else if w.behind {
 				// The client fell behind while this write was blocked,
 				// and the write failed: the connection is gone.

@@ -26,6 +26,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -57,7 +58,8 @@ type Server struct {
 	log   *slog.Logger
 	port  string // the listening port, set by Serve
 	ctx   context.Context
-	csp   string // the Content-Security-Policy of every static file
+	csp   string       // the Content-Security-Policy of every static file
+	conns atomic.Int64 // WebSocket connections accepted, numbering them in the log
 }
 
 // NewToken returns a random access token (128 bits, hex).
@@ -215,10 +217,20 @@ func (s *Server) rpc(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.SetReadLimit(-1) // ServeMessages bounds messages itself
-	conn := newWSConn(c, queueLimits{messages: s.opts.QueueMessages, bytes: s.opts.QueueBytes}, s.log)
-	code, err := rpc.ServeMessages(s.ctx, conn, s.opts.RPC)
+	// Everything logged about this connection names it.
+	attrs := []any{"conn", s.conns.Add(1), "remote", r.RemoteAddr}
+	log := s.log.With(attrs...)
+	cfg := s.opts.RPC
+	if cfg.Logger != nil {
+		cfg.Logger = cfg.Logger.With(attrs...)
+	} else {
+		cfg.Logger = log
+	}
+	log.Debug("web: connection opened")
+	conn := newWSConn(c, queueLimits{messages: s.opts.QueueMessages, bytes: s.opts.QueueBytes}, log)
+	code, err := rpc.ServeMessages(s.ctx, conn, cfg)
 	if err != nil && !errors.Is(err, context.Canceled) {
-		s.log.Debug("web: connection ended", "exitCode", code, "error", err)
+		log.Debug("web: connection ended", "exitCode", code, "error", err)
 	}
 }
 
