@@ -34,3 +34,11 @@ func NewLogCopy(src, dst string) *LogCopy { return newLogCopy(src, dst) }
 
 // Update is update.
 func (c *LogCopy) Update(ctx context.Context) (int64, error) { return c.update(ctx) }
+
+// SetMaxForksPerServer sets how many forks a fork server makes before it
+// is replaced, until the returned function restores it.
+func SetMaxForksPerServer(n int) (restore func()) {
+	old := maxForksPerServer
+	maxForksPerServer = n
+	return func() { maxForksPerServer = old }
+}

@@ -88,12 +88,17 @@ func (l *live) forkOnServer(ctx context.Context, fp *forkProc) (core.Fork, error
 		return nil, err
 	}
 	l.h.forks.begin()
+	end := func() {
+		if l.h.forks.end(l.h.cfg.ForkServer.IdleStop) {
+			l.h.forkServer()
+		}
+	}
 	f, err := forkOn(ctx, fp.host, l.id, want)
 	if err != nil {
-		l.h.forks.end(l.h.cfg.ForkServer.IdleStop)
+		end()
 		return nil, err
 	}
-	f.closed = func() { l.h.forks.end(l.h.cfg.ForkServer.IdleStop) }
+	f.closed = end
 	return f, nil
 }
 

@@ -83,7 +83,12 @@ type forkProc struct {
 	dir  string // its folder; DSH_HOME is dir/.dsh
 	home string
 	host *Host // calls it
+	made int   // forks made on it, under forkServers.mu
 }
+
+// maxForksPerServer is how many forks one fork server makes before it is
+// replaced (a variable for tests).
+var maxForksPerServer = 64
 
 func (fp *forkProc) dead() bool {
 	select {
@@ -193,22 +198,36 @@ func (h *Host) awaitForkServer(ctx context.Context) error {
 	}
 }
 
-// begin and end bracket a fork open on fp: an idle fork server is stopped
-// only when no fork is open on it.
+// begin and end bracket a fork open on the fork server: an idle fork
+// server is stopped only when no fork is open on it, and one that has made
+// maxForksPerServer forks is replaced once none is open on it (DSH keeps
+// every child session it made in memory; it has no call that drops one).
 func (s *forkServers) begin() {
 	s.mu.Lock()
 	s.busy++
+	if s.cur != nil {
+		s.cur.made++
+	}
 	if s.idle != nil {
 		s.idle.Stop()
 	}
 	s.mu.Unlock()
 }
 
-func (s *forkServers) end(idle time.Duration) {
+// end reports whether the fork server was retired (the caller starts the
+// next one).
+func (s *forkServers) end(idle time.Duration) (retired bool) {
 	s.mu.Lock()
 	s.busy--
+	if fp := s.cur; fp != nil && s.busy == 0 && fp.made >= maxForksPerServer {
+		s.cur = nil
+		s.mu.Unlock()
+		go fp.stop()
+		return true
+	}
 	s.armIdle(idle)
 	s.mu.Unlock()
+	return false
 }
 
 // armIdle (under mu) stops the current fork server once it has been idle

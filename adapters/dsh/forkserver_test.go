@@ -338,3 +338,55 @@ func TestRealForkServerStopsWhenIdle(t *testing.T) {
 		t.Errorf("a fork went to the user's server: %v", calls)
 	}
 }
+
+// TestRealForkServerReplacedAfterItsForks: DSH keeps every child session
+// in memory, so a fork server that has made its share of forks is
+// replaced once none is open on it; the next fork is made on the new one
+// (and none on the user's server).
+func TestRealForkServerReplacedAfterItsForks(t *testing.T) {
+	defer dsh.SetMaxForksPerServer(2)()
+	model, r := startReal(t)
+	model.Responder(func(req fakemodel.Request) (fakemodel.Reply, bool) {
+		return fakemodel.Reply{Text: "Noted."}, true
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	command, args, env := r.ForkProgram()
+	tap := &pathTap{}
+	h := dsh.New(dsh.Config{BaseURL: r.URL, PollInterval: 20 * time.Millisecond, HTTPClient: &http.Client{Transport: tap},
+		ForkServer: dsh.ForkServer{Command: command, Args: args, Env: env, Home: r.Home, StateDir: t.TempDir()}})
+	defer h.Close(context.Background())
+	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	if _, err := l.Prompt(ctx, []core.Content{{Type: "text", Text: "REPL-TURN-0001"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dsh.AwaitForkServer(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	first := dsh.ForkServerPID(h)
+	tap.take()
+	var pids []int
+	for i := 0; i < 3; i++ {
+		f, err := l.(core.Forker).Fork(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, dsh.ForkServerPID(h))
+		if _, err := f.Ask(ctx, "REPL-FORK"); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pids[0] != first || pids[1] != first || pids[2] == first || pids[2] == 0 {
+		t.Errorf("fork servers of the three forks: %v (the first %d should make two, a new one the third)", pids, first)
+	}
+	if calls := tap.take(); strings.Contains(strings.Join(calls, " "), "session.fork") {
+		t.Errorf("a fork went to the user's server: %v", calls)
+	}
+}
