@@ -30,7 +30,7 @@ func ForkServerHome(h *Host) string {
 type LogCopy = logCopy
 
 // NewLogCopy is newLogCopy.
-func NewLogCopy(src, dst string) *LogCopy { return newLogCopy(src, dst) }
+func NewLogCopy(src, dst string) *LogCopy { return newLogCopy(src, dst, "", "") }
 
 // Update is update.
 func (c *LogCopy) Update(ctx context.Context) (int64, error) { return c.update(ctx) }

@@ -110,11 +110,12 @@ func (l *live) logCopyOn(fp *forkProc) (*logCopy, error) {
 	if l.copy != nil && l.copyHome == fp.home {
 		return l.copy, nil
 	}
-	src, project, err := findLog(l.h.userHome(), l.id)
+	home := l.h.userHome()
+	src, project, err := findLog(home, l.id)
 	if err != nil {
 		return nil, err
 	}
-	l.copy, l.copyHome = newLogCopy(src, filepath.Join(fp.home, "sessions", project, l.id, logName)), fp.home
+	l.copy, l.copyHome = newLogCopy(src, filepath.Join(fp.home, "sessions", project, l.id, logName), home, fp.home), fp.home
 	return l.copy, nil
 }
 

@@ -59,10 +59,19 @@ type logCopy struct {
 	off      int64       // bytes of whole frames copied
 	ended    int64       // seq of the last turn/end in them (-1: none)
 	carry    []byte      // the start of a line cut at the last frame's end
+
+	// fromHome and toHome are the two DSH homes: the images the log's
+	// messages refer to are copied from one's attachment store to the
+	// other's (once each).
+	fromHome, toHome string
+	images           map[string]bool
 }
 
-// newLogCopy is the copy of the log at src to dst (nothing copied yet).
-func newLogCopy(src, dst string) *logCopy { return &logCopy{src: src, dst: dst, ended: -1} }
+// newLogCopy is the copy of the log at src to dst (nothing copied yet),
+// with the images it refers to from the DSH home fromHome to toHome.
+func newLogCopy(src, dst, fromHome, toHome string) *logCopy {
+	return &logCopy{src: src, dst: dst, ended: -1, fromHome: fromHome, toHome: toHome, images: map[string]bool{}}
+}
 
 // update copies the frames src gained since the last update (src whole
 // when it was replaced or shrank) to dst, through a temporary file
@@ -120,6 +129,9 @@ func (c *logCopy) update(ctx context.Context) (int64, error) {
 				break
 			}
 			carry = turnEnds(append(carry, text...), &ended)
+			if err := c.copyImages(ctx, text); err != nil {
+				return -1, err
+			}
 		}
 		if _, err := w.Write(frame); err != nil {
 			return -1, err
@@ -140,6 +152,45 @@ func (c *logCopy) update(ctx context.Context) (int64, error) {
 	}
 	c.id, c.off, c.ended, c.carry = fi, off, ended, append(c.carry[:0], carry...)
 	return ended, nil
+}
+
+// imageRef is how a message refers to an image in DSH's attachment store.
+var imageRef = regexp.MustCompile(`"attachmentId":"sha256:([a-f0-9]{64})"`)
+
+// maxImageBytes bounds one image copied (DSH's own limit is 3.5 MiB).
+const maxImageBytes = 64 << 20
+
+// copyImages copies the images text refers to that the fork server's
+// attachment store lacks ($DSH_HOME/attachments/v1/objects/<2>/<sha256>,
+// content-addressed), owner-only. One the user's store lacks is left out:
+// the fork then fails as DSH would.
+func (c *logCopy) copyImages(ctx context.Context, text []byte) error {
+	if c.fromHome == "" || !bytes.Contains(text, []byte(`"sha256:`)) {
+		return nil
+	}
+	for _, m := range imageRef.FindAllSubmatch(text, -1) {
+		sum := string(m[1])
+		if c.images[sum] {
+			continue
+		}
+		rel := filepath.Join("attachments", "v1", "objects", sum[:2], sum)
+		b, err := inputfile.ReadFile(ctx, filepath.Join(c.fromHome, rel), "DSH image", maxImageBytes)
+		if core.ErrorCode(err) == core.CodeNotFound {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(c.toHome, rel)
+		if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(to, b, 0o600); err != nil {
+			return err
+		}
+		c.images[sum] = true
+	}
+	return nil
 }
 
 // turnEndMark is in every turn/end line (DSH writes "type" first).

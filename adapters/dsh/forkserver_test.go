@@ -390,3 +390,64 @@ func TestRealForkServerReplacedAfterItsForks(t *testing.T) {
 		t.Errorf("a fork went to the user's server: %v", calls)
 	}
 }
+
+// TestRealForkServerCarriesImages: a session whose conversation holds an
+// image (DSH keeps it in its home's attachment store, by its sha256) is
+// forked on the fork server with the image: the fork's model request
+// carries it as the live thread's does.
+func TestRealForkServerCarriesImages(t *testing.T) {
+	const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+	model, r := startReal(t)
+	model.Responder(func(req fakemodel.Request) (fakemodel.Reply, bool) {
+		return fakemodel.Reply{Text: "Noted."}, true
+	})
+	if err := r.EnableImages(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	command, args, env := r.ForkProgram()
+	tap := &pathTap{}
+	h := dsh.New(dsh.Config{BaseURL: r.URL, PollInterval: 20 * time.Millisecond, HTTPClient: &http.Client{Transport: tap},
+		ForkServer: dsh.ForkServer{Command: command, Args: args, Env: env, Home: r.Home, StateDir: t.TempDir()}})
+	defer h.Close(context.Background())
+	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	if _, err := l.Prompt(ctx, []core.Content{{Type: "text", Text: "IMG-TURN-0001: look at this."}, {Type: "image", MediaType: "image/png", Data: png}}); err != nil {
+		t.Fatal(err)
+	}
+	rs := model.Requests()
+	if !strings.Contains(string(rs[len(rs)-1].Body), png) {
+		t.Fatalf("the live turn's request lacks the image")
+	}
+	if err := dsh.AwaitForkServer(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	tap.take()
+	f, err := l.(core.Forker).Fork(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(model.Requests())
+	if _, err := f.Ask(ctx, "IMG-FORK-ASK"); err != nil {
+		t.Fatalf("the fork's turn: %v", err)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var fork string
+	for _, rq := range model.Requests()[n:] {
+		if strings.Contains(rq.LastUserText, "IMG-FORK-ASK") {
+			fork = string(rq.Body)
+		}
+	}
+	if !strings.Contains(fork, png) {
+		t.Errorf("the fork's request lacks the conversation's image (%d bytes)", len(fork))
+	}
+	if calls := tap.take(); strings.Contains(strings.Join(calls, " "), "session.fork") {
+		t.Errorf("the fork went to the user's server: %v", calls)
+	}
+}
