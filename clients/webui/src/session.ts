@@ -30,9 +30,60 @@ import { VirtualList, type Row } from "./rows.js";
 const firstPage = 20;
 /** pageSize is how many messages each older page brings as the user scrolls up. */
 const pageSize = 40;
-/** retryFirst and retryMost bound the pause before an older page that failed is asked for again (doubling; ms). */
+/** retryFirst and retryMost bound the pause before a page that failed is asked for again (doubling; ms). */
 const retryFirst = 1000;
 const retryMost = 30_000;
+
+/**
+ * Retry asks again for a page that failed, after a pause that doubles each
+ * time (1 s, 2 s, 4 s… at most 30 s), whatever the view does meanwhile,
+ * and its line (note) says so in words until a page comes.
+ */
+class Retry {
+  readonly note: HTMLElement;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  /** failures counts the failures since the last page that came. */
+  failures = 0;
+
+  constructor(
+    label: string,
+    private readonly what: string,
+  ) {
+    this.note = h("p", { class: "note older-note", role: "status", "aria-label": label, hidden: true });
+  }
+
+  /** due says that a retry is waiting for its time. */
+  get due(): boolean {
+    return this.timer !== undefined;
+  }
+
+  /** failed says why the page failed and asks for it again (again) after the pause. */
+  failed(err: unknown, again: () => void): void {
+    const e = err as { message?: string; data?: { code?: string } };
+    const wait = Math.min(retryFirst * 2 ** this.failures, retryMost);
+    this.failures++;
+    this.note.textContent = `${this.what} could not be loaded${e.data?.code ? ` (${e.data.code})` : ""}: ${e.message ?? String(err)}. Trying again in ${wait / 1000} s…`;
+    this.note.hidden = false;
+    this.stop();
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      again();
+    }, wait);
+  }
+
+  /** done: a page came. */
+  done(): void {
+    this.failures = 0;
+    this.stop();
+    this.note.hidden = true;
+  }
+
+  /** stop drops the retry waiting, if any. */
+  stop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
 
 /** stopReasons say how a turn ended, in words. */
 const stopReasons: Record<string, string> = {
@@ -50,10 +101,12 @@ export class SessionView {
   private readonly scroller = h("div", { class: "scroller", role: "log", tabindex: "0", "aria-label": "History", "aria-live": "polite" }, this.log);
   private readonly bannerEl = h("div", { id: "resume-banner", role: "status", "aria-label": "Resume", hidden: true });
   private readonly note = h("p", { class: "note", role: "status", "aria-label": "Session status" });
-  /** olderNote says that an older page failed and when it is asked for again. */
-  private readonly olderNote = h("p", { class: "note older-note", role: "status", "aria-label": "Older entries", hidden: true });
-  private olderRetry: ReturnType<typeof setTimeout> | undefined;
-  private olderFailures = 0;
+  /** olderRetry asks again for an older page that failed; its line says so. */
+  private readonly olderRetry = new Retry("Older entries", "Older entries");
+  /** firstRetry does the same for a first page (the newest, or the page around an entry). */
+  private readonly firstRetry = new Retry("Session entries", "The session's entries");
+  /** asks counts the first pages asked for: only the last one asked is shown. */
+  private asks = 0;
   private readonly titleEl = h("h2", { id: "session-title" });
   private readonly gaugeEl = h("div", { class: "header-gauge" });
   private readonly approvalsEl = h("section", { class: "approvals", "aria-label": "Waiting for you", hidden: true });
@@ -88,8 +141,9 @@ export class SessionView {
    * or the page around the entry the view opens at) is asked for: Bridge
    * may have read that page before they were recorded and answer after
    * their notifications, so they are shown with it, after its last entry,
-   * never before it (its rows replace what is shown). Undefined when no
-   * first page is asked for.
+   * never before it (its rows replace what is shown). While the page
+   * fails they are shown as they come too (and still kept for it).
+   * Undefined when no first page is asked for.
    */
   private early: Entry[] | undefined = [];
   private loading = false;
@@ -103,7 +157,7 @@ export class SessionView {
   readonly migration: MigrationPanel;
 
   /** newestPage and queued are the answers load shows, asked for when the view is made. */
-  private readonly newestPage: Promise<SessionHistoryResult | undefined>;
+  private readonly newestPage: Promise<SessionHistoryResult>;
   private readonly queued: Promise<QueuedPrompt[] | undefined>;
 
   private readonly toNewestButton = h("button", { type: "button", class: "to-newest", hidden: true, onclick: () => void this.showNewest() }, "Newer entries below · go to the newest");
@@ -123,9 +177,7 @@ export class SessionView {
   ) {
     // The first page and the queue are asked for first thing, so that
     // Bridge reads them while the view is built (load shows them).
-    this.newestPage = app.guard(
-      app.client.request("session/history", at ? { sessionId: id, around: at, maxMessages: pageSize } : { sessionId: id, maxMessages: firstPage }),
-    );
+    this.newestPage = this.ask(at);
     this.queued = app.client.request("session/queue", { sessionId: id }).then(
       (q) => q.items,
       () => undefined,
@@ -193,7 +245,8 @@ export class SessionView {
       ),
       this.modelPanel,
       this.bannerEl,
-      this.olderNote,
+      this.firstRetry.note,
+      this.olderRetry.note,
       this.scroller,
       this.toNewestButton,
       this.approvalsEl,
@@ -210,7 +263,8 @@ export class SessionView {
 
   close(): void {
     this.closed = true;
-    clearTimeout(this.olderRetry);
+    this.olderRetry.stop();
+    this.firstRetry.stop();
     this.rows.close();
     for (const i of this.images) URL.revokeObjectURL(i.url);
   }
@@ -223,19 +277,55 @@ export class SessionView {
    */
   async load(): Promise<void> {
     void this.queued.then((items) => items && !this.closed && this.onQueue(items));
-    let res = await this.newestPage;
-    if (this.closed) return;
-    if (!res && this.at) {
-      // The entry is not on the session's active branch (the error is in the
-      // status line): the session opens at its newest entries.
-      res = await this.app.guard(this.app.client.request("session/history", { sessionId: this.id, maxMessages: firstPage }));
-      if (this.closed) return;
-    }
-    if (res) this.show(res, this.at);
-    else this.release();
+    await this.first(this.at, this.newestPage);
   }
 
-  /** release shows the live entries held for a first page that failed (as they come, when there is none). */
+  /** ask asks Bridge for a first page: the page around entry at, or the newest. */
+  private ask(at: string | undefined): Promise<SessionHistoryResult> {
+    return this.app.client.request(
+      "session/history",
+      at ? { sessionId: this.id, around: at, maxMessages: pageSize } : { sessionId: this.id, maxMessages: firstPage },
+    );
+  }
+
+  /**
+   * first shows a first page (asked, when already asked for): the page
+   * around entry at, or the newest. One that fails is asked for again after
+   * a pause that doubles each time, its line saying so, and the live
+   * entries are shown as they come meanwhile (and kept for the page, which
+   * shows them again after its last entry, once each). Entry at not found,
+   * or not on the session's active branch, opens the session at its newest
+   * entries (the error in the status line); a session not found, or a
+   * closed connection (the reconnect opens the view again), is not asked
+   * for again.
+   */
+  private async first(at: string | undefined, asked = this.ask(at)): Promise<void> {
+    const ask = ++this.asks;
+    this.firstRetry.stop();
+    let res: SessionHistoryResult;
+    try {
+      res = await asked;
+    } catch (err) {
+      if (this.closed || ask !== this.asks) return;
+      const code = (err as { data?: { code?: string } }).data?.code;
+      if (!(err instanceof ClosedError) && code !== "not_found" && code !== "invalid") {
+        this.firstRetry.failed(err, () => void this.first(at));
+        // Shown meanwhile, kept (early) for the page.
+        for (const e of this.early ?? []) this.live(e);
+        return;
+      }
+      void this.app.guard(Promise.reject(err));
+      if (at && !(err instanceof ClosedError)) return this.first(undefined);
+      this.firstRetry.done();
+      this.release();
+      return;
+    }
+    if (this.closed || ask !== this.asks) return;
+    this.firstRetry.done();
+    this.show(res, at);
+  }
+
+  /** release shows the live entries held for a first page that failed for good (as they come, when there is none). */
   private release(): void {
     const early = this.early ?? [];
     this.early = undefined;
@@ -335,10 +425,7 @@ export class SessionView {
       return;
     }
     this.early ??= [];
-    const res = await this.app.guard(this.app.client.request("session/history", { sessionId: this.id, maxMessages: firstPage }));
-    if (this.closed) return;
-    if (res) this.show(res);
-    else this.release();
+    await this.first(undefined);
   }
 
   /** newer appends the page after the newest entry shown (the view was opened at an entry). */
@@ -381,7 +468,7 @@ export class SessionView {
    */
   async older(): Promise<void> {
     // A retry is due: not sooner (the scroll events of a view at the top would hammer a failing Bridge).
-    if (this.loading || !this.hasMore || this.oldest === undefined || this.olderRetry !== undefined) return;
+    if (this.loading || !this.hasMore || this.oldest === undefined || this.olderRetry.due) return;
     this.loading = true;
     let got = false;
     try {
@@ -389,13 +476,11 @@ export class SessionView {
       try {
         res = await this.app.client.request("session/history", { sessionId: this.id, beforeSeq: this.oldest, maxMessages: pageSize });
       } catch (err) {
-        if (!this.closed && !(err instanceof ClosedError)) this.olderFailed(err);
+        if (!this.closed && !(err instanceof ClosedError)) this.olderRetry.failed(err, () => !this.closed && void this.older());
         return;
       }
       if (this.closed) return;
-      this.olderFailures = 0;
-      clearTimeout(this.olderRetry);
-      this.olderNote.hidden = true;
+      this.olderRetry.done();
       this.oldest = res.entries[0]?.seq ?? this.oldest;
       this.hasMore = res.hasMore && res.entries.length > 0;
       await this.prepend(res.entries);
@@ -406,20 +491,6 @@ export class SessionView {
     // Still near the top after a page (one that added little height, or the
     // view went up meanwhile): the next one now, as no scroll event may come.
     if (got && !this.closed && this.hasMore && this.scroller.scrollTop < 80) void this.older();
-  }
-
-  /** olderFailed says that an older page failed, and asks for it again after a pause. */
-  private olderFailed(err: unknown): void {
-    const e = err as { message?: string; data?: { code?: string } };
-    const wait = Math.min(retryFirst * 2 ** this.olderFailures, retryMost);
-    this.olderFailures++;
-    this.olderNote.textContent = `Older entries could not be loaded${e.data?.code ? ` (${e.data.code})` : ""}: ${e.message ?? String(err)}. Trying again in ${wait / 1000} s…`;
-    this.olderNote.hidden = false;
-    clearTimeout(this.olderRetry);
-    this.olderRetry = setTimeout(() => {
-      this.olderRetry = undefined;
-      if (!this.closed) void this.older();
-    }, wait);
   }
 
   /**
@@ -467,10 +538,18 @@ export class SessionView {
   onEntry(e: Entry): void {
     if (e.seq <= this.newest) return;
     if (this.early) {
-      // Shown with the first page asked for (show).
+      // Shown with the first page asked for (show); as they come too, while it fails.
       this.early.push(e);
+      if (this.early.length > 2000) this.early.splice(0, this.early.length - 2000);
+      if (this.firstRetry.failures > 0) this.live(e);
       return;
     }
+    this.live(e);
+  }
+
+  /** live shows a live entry (onEntry's rest), or holds it while the view is not at the live end. */
+  private live(e: Entry): void {
+    if (e.seq <= this.newest) return;
     if (this.hasNewer) {
       // Not at the live end: forward pages will bring it; held for the
       // race with the last of them (an entry recorded after its read).

@@ -900,6 +900,8 @@ test("a closed connection reconnects and reloads the list and the open session",
  * many notifications went past it. failOlder(n, message) answers the
  * page's next n requests for an older page (beforeSeq) with an internal
  * error saying message, in Bridge's place; failed() counts them.
+ * failFirst(n, message) does the same to the next n requests for a first
+ * page (no beforeSeq, no afterSeq); failedFirst() counts those.
  */
 async function routeRpc(page) {
   let armed = 0;
@@ -907,6 +909,8 @@ async function routeRpc(page) {
   let failing = 0;
   let failMessage = "";
   let failed = 0;
+  let failingFirst = 0;
+  let failedFirst = 0;
   let onHeld = () => {};
   await page.routeWebSocket(/\/rpc/, (ws) => {
     const server = ws.connectToServer();
@@ -918,6 +922,16 @@ async function routeRpc(page) {
         if (msg.method === "session/history" && msg.params?.beforeSeq !== undefined) {
           failing--;
           failed++;
+          ws.send(JSON.stringify({ jsonrpc: "2.0", id: msg.id, error: { code: -32603, message: failMessage, data: { code: "internal" } } }));
+          return;
+        }
+      }
+      if (failingFirst > 0 && typeof m === "string" && m.includes('"session/history"')) {
+        const msg = JSON.parse(m);
+        const p = msg.params ?? {};
+        if (msg.method === "session/history" && p.beforeSeq === undefined && p.afterSeq === undefined) {
+          failingFirst--;
+          failedFirst++;
           ws.send(JSON.stringify({ jsonrpc: "2.0", id: msg.id, error: { code: -32603, message: failMessage, data: { code: "internal" } } }));
           return;
         }
@@ -961,6 +975,11 @@ async function routeRpc(page) {
       failMessage = message;
     },
     failed: () => failed,
+    failFirst: (n, message) => {
+      failingFirst = n;
+      failMessage = message;
+    },
+    failedFirst: () => failedFirst,
   };
 }
 
@@ -1074,6 +1093,60 @@ test("an older page that fails while the view is at the very top is asked for ag
   // Scrolling on reaches the first entry.
   const up = await scrollHistory(page, -300, "stream 150");
   assert.ok(up.length <= 3000, `scrolling back reached the first entry (after 3,000 frames: ${up.at(-1).at})`);
+  assert.deepEqual(errors, []);
+});
+
+test("a first page that fails is asked for again after a growing pause, the failure said in words; the session then opens as usual, the live entries that came meanwhile each shown once, in order", async () => {
+  const web = await startWeb(tmp());
+  let rpc;
+  const { page, errors } = await openPage(web.url, { route: async (p) => (rpc = await routeRpc(p)) });
+  await createFake(page, "first fails");
+  await promptText(page, "stream 30");
+  await page.getByRole("status", { name: "Session status" }).filter({ hasText: /Turn ended/ }).waitFor();
+  // Every state of the line that says so (by its label: a hidden status is
+  // not in the accessibility tree), in the views opened from now on.
+  await page.evaluate(() => {
+    window.firstSaid = [];
+    const main = document.getElementById("main");
+    new MutationObserver(() => {
+      const el = main.querySelector('[aria-label="Session entries"]');
+      const now = !el ? "(none)" : el.hidden ? "(hidden)" : el.textContent;
+      if (window.firstSaid.at(-1) !== now) window.firstSaid.push(now);
+    }).observe(main, { attributes: true, childList: true, characterData: true, subtree: true });
+  });
+  // Opened again: its newest page fails twice (errors in Bridge's place),
+  // a prompt streams meanwhile, and the third answer, read by Bridge, is
+  // held back until 20 entries of a second prompt have gone past it.
+  rpc.failFirst(2, "the record could not be read just now");
+  const held = rpc.arm(20);
+  await page.getByRole("button", { name: "Open first fails" }).click();
+  const note = page.locator('[aria-label="Session entries"]');
+  await note.filter({ hasText: "Trying again in 1 s" }).waitFor();
+  await promptText(page, "stream 40");
+  // Shown as they come while the page fails.
+  await page.locator("#history li", { hasText: "stream 40/40" }).waitFor();
+  await held;
+  await promptText(page, "stream 120\nsay all recorded");
+  const last = page.locator("#history .kind-assistant-message", { hasText: "all recorded" });
+  await last.waitFor();
+  assert.equal(rpc.failedFirst(), 2, "two first pages failed");
+  assert.equal(rpc.passed(), 20, "the third was answered after 20 live entries");
+  await note.waitFor({ state: "hidden" });
+  const said = await page.evaluate(() => window.firstSaid);
+  assert.deepEqual([...new Set(said.slice(said.findIndex((t) => /Trying again/.test(t))))], [
+    "The session's entries could not be loaded (internal): the record could not be read just now. Trying again in 1 s…",
+    "The session's entries could not be loaded (internal): the record could not be read just now. Trying again in 2 s…",
+    "(hidden)",
+  ]);
+  const lastSeq = Number(await last.getAttribute("data-seq"));
+  const up = await rowsScrolledUp(page);
+  assert.ok(up.frames <= 3000, "scrolling up reached the first entry");
+  assert.equal(up.disorder, "", "rows in order");
+  assert.deepEqual(gapsIn(up.seqs), [], "every entry recorded is shown, once");
+  assert.equal(up.seqs.at(-1), lastSeq, "the last entry is the newest row");
+  assert.match(await page.locator("#history > li").first().innerText(), /stream 30/, "the first row is the first prompt");
+  assert.equal(up.rows, up.seqs.length, "one row per entry");
+  assert.equal(up.loaded, up.seqs.length, "each entry counted once");
   assert.deepEqual(errors, []);
 });
 
