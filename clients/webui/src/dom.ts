@@ -26,6 +26,16 @@ export function append(el: Node, ...children: Child[]): void {
   }
 }
 
+/** text sets an element's text, only when it changed (an element kept in place is not touched otherwise). */
+export function text(el: Element, t: string): void {
+  if (el.textContent !== t) el.textContent = t;
+}
+
+/** attr sets an attribute, only when it changed. */
+export function attr(el: Element, name: string, value: string): void {
+  if (el.getAttribute(name) !== value) el.setAttribute(name, value);
+}
+
 /** clear removes every child. */
 export function clear(el: Node): void {
   while (el.firstChild) el.removeChild(el.firstChild);

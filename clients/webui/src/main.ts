@@ -17,7 +17,7 @@ import {
   type WebSocketConstructor,
   type WebSocketLike,
 } from "../../typescript/src/browser.js";
-import { h, append, clear, when } from "./dom.js";
+import { h, append, attr, clear, text, when } from "./dom.js";
 import { harnessName } from "./entries.js";
 import { SessionView } from "./session.js";
 import { renderDoctor } from "./doctor.js";
@@ -603,11 +603,16 @@ export class App {
     if (s) this.renderItem(s);
   }
 
-  /** renderItem redraws one session's row. */
+  /**
+   * renderItem updates one session's row in place: only the text and
+   * attributes that changed, in the same elements. Every live entry comes
+   * here (touch): a row made again would replace the element under the
+   * pointer between a press and its release, and the click would be lost.
+   */
   renderItem(s: SessionListItem): void {
     for (const li of Array.from(this.list.children)) {
       if ((li as HTMLElement).dataset.session === s.sessionId) {
-        li.replaceWith(this.itemEl(s));
+        this.fills.get(li)?.(s);
         return;
       }
     }
@@ -620,28 +625,50 @@ export class App {
     this.moreButton.hidden = !this.nextCursor;
   }
 
+  /** fills sets a row's text and attributes from its session, in place (renderItem). */
+  private readonly fills = new WeakMap<Element, (s: SessionListItem) => void>();
+
   /** itemEl is one session's row: title, harness, cwd, status, last activity and actions. */
   itemEl(s: SessionListItem): HTMLElement {
-    const status = s.archived
-      ? "archived"
-      : this.running.has(s.sessionId)
-        ? "running"
-        : s.status + (s.restoreMode ? ` (${s.restoreMode})` : "");
-    const waiting = this.approvalsFor(s.sessionId).length;
-    const title = s.title || s.sessionId;
-    const open = h("button", { type: "button", class: "open", "aria-label": `Open ${title}`, onclick: () => void this.open(s.sessionId) }, title);
-    const item = h(
-      "li",
-      { "data-session": s.sessionId, class: `${this.current?.id === s.sessionId ? "current" : ""}${waiting ? " waiting" : ""}` },
-      open,
-      waiting ? h("span", { class: "badge waiting-badge" }, `Waiting for you (${waiting})`) : null,
-      h("span", { class: "harness", title: s.harness }, harnessName(s.harness)),
-      h("span", { class: "cwd" }, s.cwd ?? ""),
-      h("span", { class: "state" }, status),
-      h("time", { datetime: s.updatedAt }, when(s.updatedAt)),
-      h("button", { type: "button", class: "rename", "aria-label": `Rename ${title}`, onclick: () => this.rename(s, item) }, "Rename"),
-      s.archived ? null : h("button", { type: "button", class: "archive", "aria-label": `Archive ${title}`, onclick: () => void this.archive(s) }, "Archive"),
-    );
+    let cur = s;
+    const open = h("button", { type: "button", class: "open", onclick: () => void this.open(cur.sessionId) });
+    const badge = h("span", { class: "badge waiting-badge" });
+    const harness = h("span", { class: "harness" });
+    const cwd = h("span", { class: "cwd" });
+    const state = h("span", { class: "state" });
+    const time = h("time");
+    const rename = h("button", { type: "button", class: "rename", onclick: () => this.rename(cur, item) }, "Rename");
+    const archive = h("button", { type: "button", class: "archive", onclick: () => void this.archive(cur) }, "Archive");
+    const item = h("li", { "data-session": s.sessionId }, open, harness, cwd, state, time, rename);
+    const fill = (s: SessionListItem): void => {
+      cur = s;
+      const status = s.archived
+        ? "archived"
+        : this.running.has(s.sessionId)
+          ? "running"
+          : s.status + (s.restoreMode ? ` (${s.restoreMode})` : "");
+      const waiting = this.approvalsFor(s.sessionId).length;
+      const title = s.title || s.sessionId;
+      item.classList.toggle("current", this.current?.id === s.sessionId);
+      item.classList.toggle("waiting", waiting > 0);
+      attr(open, "aria-label", `Open ${title}`);
+      text(open, title);
+      text(badge, `Waiting for you (${waiting})`);
+      if (!waiting) badge.remove();
+      else if (!badge.isConnected) open.after(badge);
+      attr(harness, "title", s.harness);
+      text(harness, harnessName(s.harness));
+      text(cwd, s.cwd ?? "");
+      text(state, status);
+      attr(time, "datetime", s.updatedAt);
+      text(time, when(s.updatedAt));
+      attr(rename, "aria-label", `Rename ${title}`);
+      attr(archive, "aria-label", `Archive ${title}`);
+      if (s.archived) archive.remove();
+      else if (!archive.isConnected) rename.after(archive);
+    };
+    fill(s);
+    this.fills.set(item, fill);
     return item;
   }
 

@@ -1150,6 +1150,76 @@ test("a first page that fails is asked for again after a growing pause, the fail
   assert.deepEqual(errors, []);
 });
 
+test("a click on a session's row while that session streams opens it every time, and a rename begun there stays: the row changes in place, it is not replaced", async () => {
+  const web = await startWeb(tmp());
+  const { page, errors } = await openPage(web.url);
+  await createFake(page, "quiet one");
+  await createFake(page, "streaming one");
+  // The entries the list hears of (App.touch), counted: a click is pressed,
+  // held while entries come, and released, as a person's click is.
+  await page.evaluate(() => {
+    const app = window.bridgeApp;
+    const touch = app.touch.bind(app);
+    window.touches = 0;
+    app.touch = (id, e) => {
+      window.touches++;
+      touch(id, e);
+    };
+  });
+  // An entry every few ms for far longer than the clicks take; cancelled at the end.
+  const lines = [];
+  for (let i = 0; i < 20000; i++) lines.push(`say tick ${i}`, "sleep 3");
+  const streaming = await page.locator("#session-list li", { has: page.getByRole("button", { name: "Open streaming one" }) }).getAttribute("data-session");
+  await page.evaluate(
+    ([id, text]) => void window.bridgeApp.client.request("session/prompt", { sessionId: id, content: [{ type: "text", text }] }).catch(() => {}),
+    [streaming, lines.join("\n")],
+  );
+  await page.waitForFunction(() => window.touches > 0);
+  const missed = [];
+  for (let i = 0; i < 20; i++) {
+    const title = i % 2 === 0 ? "streaming one" : "quiet one";
+    // (Its place read in the page, in one step: an element replaced meanwhile has none.)
+    const box = await page.evaluate((label) => {
+      const r = document.querySelector(`#session-list button[aria-label="${label}"]`).getBoundingClientRect();
+      return { x: r.x, y: r.y, width: r.width, height: r.height };
+    }, `Open ${title}`);
+    const before = await page.evaluate(() => {
+      document.querySelector("article.session").dataset.old = "true";
+      return window.touches;
+    });
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.waitForFunction((n) => window.touches >= n + 2, before);
+    await page.mouse.up();
+    // After the frame that follows the release (its input handled): the view shown is a new one, of that session.
+    const shown = await page.evaluate(
+      () =>
+        new Promise((resolve) =>
+          requestAnimationFrame(() =>
+            requestAnimationFrame(() => {
+              const a = document.querySelector("article.session");
+              resolve(a && a.dataset.old === undefined ? a.querySelector("#session-title")?.textContent : "(no new view)");
+            }),
+          ),
+        ),
+    );
+    if (shown !== title) missed.push(`click ${i + 1} on ${title}: ${shown}`);
+    assert.ok(await page.evaluate(() => window.touches) > before, "entries still streaming");
+  }
+  assert.deepEqual(missed, [], "every click opened its session (20 of 20)");
+  // A rename begun on the streaming row stays while entries come, and saves.
+  await page.getByRole("button", { name: "Rename streaming one" }).click();
+  const input = page.getByRole("textbox", { name: "New title" });
+  await input.fill("renamed while streaming");
+  const now = await page.evaluate(() => window.touches);
+  await page.waitForFunction((n) => window.touches >= n + 20, now);
+  assert.equal(await input.inputValue(), "renamed while streaming", "the rename form is still there, as typed");
+  await page.getByRole("button", { name: "Save" }).click();
+  await page.getByRole("button", { name: "Open renamed while streaming" }).waitFor();
+  await page.evaluate((id) => window.bridgeApp.client.request("session/cancel", { sessionId: id }), streaming);
+  assert.deepEqual(errors, []);
+});
+
 /** middleSeq is the seq of the history's row at the middle of its view. */
 function middleSeq(page) {
   return page.locator(".scroller").evaluate((sc) => {
