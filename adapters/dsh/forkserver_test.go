@@ -15,6 +15,7 @@ import (
 
 	"github.com/bridge-dev/bridge/adapters/adaptertest"
 	"github.com/bridge-dev/bridge/adapters/dsh"
+	"github.com/bridge-dev/bridge/adapters/dsh/dshtest"
 	"github.com/bridge-dev/bridge/adapters/fakemodel"
 	"github.com/bridge-dev/bridge/core"
 )
@@ -88,6 +89,108 @@ func diffKeys(a, b map[string]string) []string {
 	return out
 }
 
+// forkEnv is a real DSH server, an adapter whose calls to it tap records
+// with a fork server configured, and one session on it.
+type forkEnv struct {
+	model *fakemodel.Server
+	r     *dshtest.Real
+	h     *dsh.Host
+	l     core.Live
+	tap   *pathTap
+	ctx   context.Context
+	state string // the fork server's StateDir
+}
+
+// newForkEnv starts the fake model (answering reply, "Noted." when
+// empty), the real DSH server (prepare, when set, runs on it first) and
+// an adapter with a fork server (fs, when set, changes its
+// configuration), and creates a session in a new folder.
+func newForkEnv(t *testing.T, reply string, prepare func(*dshtest.Real), fs func(*dsh.ForkServer)) *forkEnv {
+	t.Helper()
+	model, r := startReal(t)
+	if reply == "" {
+		reply = "Noted."
+	}
+	model.Responder(func(fakemodel.Request) (fakemodel.Reply, bool) { return fakemodel.Reply{Text: reply}, true })
+	if prepare != nil {
+		prepare(r)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	command, args, env := r.ForkProgram()
+	e := &forkEnv{model: model, r: r, tap: &pathTap{}, ctx: ctx, state: t.TempDir()}
+	cfg := dsh.ForkServer{Command: command, Args: args, Env: env, Home: r.Home, StateDir: e.state}
+	if fs != nil {
+		fs(&cfg)
+	}
+	e.h = dsh.New(dsh.Config{BaseURL: r.URL, PollInterval: 20 * time.Millisecond, HTTPClient: &http.Client{Transport: e.tap}, ForkServer: cfg})
+	t.Cleanup(func() { e.h.Close(context.Background()) })
+	l, err := e.h.CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close(context.Background()) })
+	e.l = l
+	return e
+}
+
+// turn runs one live turn.
+func (e *forkEnv) turn(t *testing.T, content ...core.Content) {
+	t.Helper()
+	if res, err := e.l.Prompt(e.ctx, content); err != nil || res.StopReason != "end_turn" {
+		t.Fatalf("Prompt: %+v %v\n%s", res, err, e.r.Logs())
+	}
+}
+
+// say runs one live turn of text.
+func (e *forkEnv) say(t *testing.T, text string) {
+	t.Helper()
+	e.turn(t, core.Content{Type: "text", Text: text})
+}
+
+// fork makes a fork, asks it and closes it; it returns the fork's reply
+// and the body of its model request.
+func (e *forkEnv) fork(t *testing.T, ask string) (string, string) {
+	t.Helper()
+	n := len(e.model.Requests())
+	f, err := e.l.(core.Forker).Fork(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.Ask(e.ctx, ask)
+	if err != nil {
+		t.Fatalf("the fork's turn: %v", err)
+	}
+	if err := f.Close(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, rq := range e.model.Requests()[n:] {
+		if strings.Contains(rq.LastUserText, ask) {
+			return res.Text, string(rq.Body)
+		}
+	}
+	t.Fatalf("no model request of the fork's turn %q", ask)
+	return "", ""
+}
+
+// await waits for the fork server and forgets the calls made so far.
+func (e *forkEnv) await(t *testing.T) {
+	t.Helper()
+	if err := dsh.AwaitForkServer(e.ctx, e.h); err != nil {
+		t.Fatal(err)
+	}
+	e.tap.take()
+}
+
+// forksStayedOff fails when a fork was asked of the user's server since
+// the last take.
+func (e *forkEnv) forksStayedOff(t *testing.T) {
+	t.Helper()
+	if calls := e.tap.take(); strings.Contains(strings.Join(calls, " "), "session.fork") {
+		t.Errorf("a fork went to the user's server: %v", calls)
+	}
+}
+
 // TestRealForkServer: with a fork server configured, a checkpoint fork of
 // a real DSH session is made on a second `dsh web` Bridge started with a
 // DSH_HOME of its own, from a copy of the session's log: the user's server
@@ -99,75 +202,33 @@ func diffKeys(a, b map[string]string) []string {
 // says where forks are made, and closing the Host stops the fork server and
 // removes its folder.
 func TestRealForkServer(t *testing.T) {
-	model, r := startReal(t)
 	const reply = `{"goal":"g","state":"s","decisions":[],"next":[],"evidence":[]}`
-	model.Responder(func(req fakemodel.Request) (fakemodel.Reply, bool) {
-		if strings.Contains(req.LastUserText, "Bridge checkpoint request") {
-			return fakemodel.Reply{Text: reply}, true
-		}
-		return fakemodel.Reply{Text: "Noted."}, true
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	command, args, env := r.ForkProgram()
-	state := t.TempDir()
-	tap := &pathTap{}
-	h := dsh.New(dsh.Config{BaseURL: r.URL, PollInterval: 20 * time.Millisecond, HTTPClient: &http.Client{Transport: tap},
-		ForkServer: dsh.ForkServer{Command: command, Args: args, Env: env, Home: r.Home, StateDir: state}})
-	defer h.Close(context.Background())
-	cwd := t.TempDir()
-	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: cwd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close(ctx)
-	turn := func(text string) {
-		t.Helper()
-		if res, err := l.Prompt(ctx, []core.Content{{Type: "text", Text: text}}); err != nil || res.StopReason != "end_turn" {
-			t.Fatalf("Prompt %q: %+v %v\n%s", text, res, err, r.Logs())
-		}
-	}
-	turn("FS-TURN-0001: read the parser.")
-	turn("FS-TURN-0002: fix the tokenizer.")
-	if err := dsh.AwaitForkServer(ctx, h); err != nil {
-		t.Fatal(err)
-	}
+	e := newForkEnv(t, reply, nil, nil)
+	ctx, h, r := e.ctx, e.h, e.r
+	e.say(t, "FS-TURN-0001: read the parser.")
+	e.say(t, "FS-TURN-0002: fix the tokenizer.")
+	e.await(t)
 	pid := dsh.ForkServerPID(h)
 	forkHome := dsh.ForkServerHome(h)
-	if pid == 0 || !strings.HasPrefix(forkHome, state+string(os.PathSeparator)) {
-		t.Fatalf("fork server pid %d, home %q (want one under %s)", pid, forkHome, state)
+	if pid == 0 || !strings.HasPrefix(forkHome, e.state+string(os.PathSeparator)) {
+		t.Fatalf("fork server pid %d, home %q (want one under %s)", pid, forkHome, e.state)
 	}
 	if runtime.GOOS == "linux" {
 		adaptertest.GroupIsIdleClass(t, "fork server", pid)
 	}
-
-	var sessionsBefore []core.HostSession
-	if sessionsBefore, err = h.ListSessions(ctx, ""); err != nil {
+	sessionsBefore, err := h.ListSessions(ctx, "")
+	if err != nil {
 		t.Fatal(err)
 	}
 	before := homeFiles(t, r.Home)
-	tap.take()
+	e.tap.take()
 	checkpoint := func(marker string) string {
 		t.Helper()
-		n := len(model.Requests())
-		f, err := l.(core.Forker).Fork(ctx)
-		if err != nil {
-			t.Fatal(err)
+		text, body := e.fork(t, "Bridge checkpoint request "+marker+": answer with one JSON object.")
+		if strings.TrimSpace(text) != reply {
+			t.Fatalf("fork reply %q", text)
 		}
-		res, err := f.Ask(ctx, "Bridge checkpoint request "+marker+": answer with one JSON object.")
-		if err != nil || strings.TrimSpace(res.Text) != reply {
-			t.Fatalf("fork Ask: %q %v", res.Text, err)
-		}
-		if err := f.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
-		for _, rq := range model.Requests()[n:] {
-			if strings.Contains(rq.LastUserText, marker) {
-				return string(rq.Body)
-			}
-		}
-		t.Fatalf("no model request of the fork's turn %s", marker)
-		return ""
+		return body
 	}
 	first := checkpoint("FS-CP-ONE")
 	for _, want := range []string{"FS-TURN-0001", "FS-TURN-0002"} {
@@ -175,7 +236,7 @@ func TestRealForkServer(t *testing.T) {
 			t.Errorf("the fork's request lacks the live conversation's %s", want)
 		}
 	}
-	if calls := tap.take(); len(calls) > 0 {
+	if calls := e.tap.take(); len(calls) > 0 {
 		t.Errorf("the fork called the user's DSH server: %v", calls)
 	}
 	if d := diffKeys(before, homeFiles(t, r.Home)); len(d) > 0 {
@@ -192,8 +253,8 @@ func TestRealForkServer(t *testing.T) {
 		t.Errorf("doctor's session.fork detail: %q", p)
 	}
 
-	turn("FS-TURN-0003: run the tests.")
-	last := model.Requests()
+	e.say(t, "FS-TURN-0003: run the tests.")
+	last := e.model.Requests()
 	if live := string(last[len(last)-1].Body); strings.Contains(live, "FS-CP-ONE") {
 		t.Error("the live thread's next request holds the fork's prompt")
 	}
@@ -222,45 +283,16 @@ func TestRealForkServer(t *testing.T) {
 // is not found), the fork is made on the user's server as without a fork
 // server, never in the live thread, and doctor says why.
 func TestRealForkServerFallsBack(t *testing.T) {
-	model, r := startReal(t)
-	model.Responder(func(req fakemodel.Request) (fakemodel.Reply, bool) {
-		return fakemodel.Reply{Text: "Noted."}, true
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	command, args, env := r.ForkProgram()
 	wrongHome := t.TempDir()
-	h := dsh.New(dsh.Config{BaseURL: r.URL, PollInterval: 20 * time.Millisecond,
-		ForkServer: dsh.ForkServer{Command: command, Args: args, Env: env, Home: wrongHome, StateDir: t.TempDir()}})
-	defer h.Close(context.Background())
-	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close(ctx)
-	if _, err := l.Prompt(ctx, []core.Content{{Type: "text", Text: "FB-TURN-0001"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := dsh.AwaitForkServer(ctx, h); err != nil {
-		t.Fatal(err)
-	}
-	f, err := l.(core.Forker).Fork(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Ask(ctx, "FB-FORK-ASK"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if p := probeFork(ctx, h); !strings.Contains(p, "went to the DSH server itself") || !strings.Contains(p, wrongHome) {
+	e := newForkEnv(t, "", nil, func(fs *dsh.ForkServer) { fs.Home = wrongHome })
+	e.say(t, "FB-TURN-0001")
+	e.await(t)
+	e.fork(t, "FB-FORK-ASK")
+	if p := probeFork(e.ctx, e.h); !strings.Contains(p, "went to the DSH server itself") || !strings.Contains(p, wrongHome) {
 		t.Errorf("doctor's session.fork detail after a fallback: %q", p)
 	}
-	if _, err := l.Prompt(ctx, []core.Content{{Type: "text", Text: "FB-TURN-0002"}}); err != nil {
-		t.Fatal(err)
-	}
-	rs := model.Requests()
+	e.say(t, "FB-TURN-0002")
+	rs := e.model.Requests()
 	if live := string(rs[len(rs)-1].Body); strings.Contains(live, "FB-FORK-ASK") {
 		t.Error("the live thread's next request holds the fork's prompt")
 	}
@@ -280,49 +312,16 @@ func probeFork(ctx context.Context, h *dsh.Host) string {
 // ForkServer.IdleStop is stopped and its folder removed; the next fork
 // starts another, waits for it and is made there.
 func TestRealForkServerStopsWhenIdle(t *testing.T) {
-	model, r := startReal(t)
-	model.Responder(func(req fakemodel.Request) (fakemodel.Reply, bool) {
-		return fakemodel.Reply{Text: "Noted."}, true
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	command, args, env := r.ForkProgram()
-	tap := &pathTap{}
-	h := dsh.New(dsh.Config{BaseURL: r.URL, PollInterval: 20 * time.Millisecond, HTTPClient: &http.Client{Transport: tap},
-		ForkServer: dsh.ForkServer{Command: command, Args: args, Env: env, Home: r.Home, StateDir: t.TempDir(), IdleStop: 300 * time.Millisecond}})
-	defer h.Close(context.Background())
-	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close(ctx)
-	if _, err := l.Prompt(ctx, []core.Content{{Type: "text", Text: "IDLE-TURN-0001"}}); err != nil {
-		t.Fatal(err)
-	}
-	fork := func(ask string) {
-		t.Helper()
-		f, err := l.(core.Forker).Fork(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.Ask(ctx, ask); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := dsh.AwaitForkServer(ctx, h); err != nil {
-		t.Fatal(err)
-	}
-	home := dsh.ForkServerHome(h)
-	tap.take()
-	fork("IDLE-FORK-ONE")
+	e := newForkEnv(t, "", nil, func(fs *dsh.ForkServer) { fs.IdleStop = 300 * time.Millisecond })
+	e.say(t, "IDLE-TURN-0001")
+	e.await(t)
+	home := dsh.ForkServerHome(e.h)
+	e.fork(t, "IDLE-FORK-ONE")
 	deadline := time.Now().Add(time.Minute)
-	for dsh.ForkServerPID(h) != 0 && time.Now().Before(deadline) {
+	for dsh.ForkServerPID(e.h) != 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if pid := dsh.ForkServerPID(h); pid != 0 {
+	if pid := dsh.ForkServerPID(e.h); pid != 0 {
 		t.Fatalf("the fork server (pid %d) still runs a minute after its idle stop of 300ms", pid)
 	}
 	for _, err := os.Stat(filepath.Dir(home)); err == nil && time.Now().Before(deadline); _, err = os.Stat(filepath.Dir(home)) {
@@ -333,10 +332,8 @@ func TestRealForkServerStopsWhenIdle(t *testing.T) {
 	}
 	// The stopped server is gone: a fork that did not reach the user's
 	// server was made on a new one.
-	fork("IDLE-FORK-TWO")
-	if calls := tap.take(); strings.Contains(strings.Join(calls, " "), "session.fork") {
-		t.Errorf("a fork went to the user's server: %v", calls)
-	}
+	e.fork(t, "IDLE-FORK-TWO")
+	e.forksStayedOff(t)
 }
 
 // TestRealForkServerReplacedAfterItsForks: DSH keeps every child session
@@ -345,50 +342,28 @@ func TestRealForkServerStopsWhenIdle(t *testing.T) {
 // (and none on the user's server).
 func TestRealForkServerReplacedAfterItsForks(t *testing.T) {
 	defer dsh.SetMaxForksPerServer(2)()
-	model, r := startReal(t)
-	model.Responder(func(req fakemodel.Request) (fakemodel.Reply, bool) {
-		return fakemodel.Reply{Text: "Noted."}, true
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	command, args, env := r.ForkProgram()
-	tap := &pathTap{}
-	h := dsh.New(dsh.Config{BaseURL: r.URL, PollInterval: 20 * time.Millisecond, HTTPClient: &http.Client{Transport: tap},
-		ForkServer: dsh.ForkServer{Command: command, Args: args, Env: env, Home: r.Home, StateDir: t.TempDir()}})
-	defer h.Close(context.Background())
-	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close(ctx)
-	if _, err := l.Prompt(ctx, []core.Content{{Type: "text", Text: "REPL-TURN-0001"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := dsh.AwaitForkServer(ctx, h); err != nil {
-		t.Fatal(err)
-	}
-	first := dsh.ForkServerPID(h)
-	tap.take()
+	e := newForkEnv(t, "", nil, nil)
+	e.say(t, "REPL-TURN-0001")
+	e.await(t)
+	first := dsh.ForkServerPID(e.h)
 	var pids []int
 	for i := 0; i < 3; i++ {
-		f, err := l.(core.Forker).Fork(ctx)
+		f, err := e.l.(core.Forker).Fork(e.ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pids = append(pids, dsh.ForkServerPID(h))
-		if _, err := f.Ask(ctx, "REPL-FORK"); err != nil {
+		pids = append(pids, dsh.ForkServerPID(e.h))
+		if _, err := f.Ask(e.ctx, "REPL-FORK"); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.Close(ctx); err != nil {
+		if err := f.Close(e.ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if pids[0] != first || pids[1] != first || pids[2] == first || pids[2] == 0 {
 		t.Errorf("fork servers of the three forks: %v (the first %d should make two, a new one the third)", pids, first)
 	}
-	if calls := tap.take(); strings.Contains(strings.Join(calls, " "), "session.fork") {
-		t.Errorf("a fork went to the user's server: %v", calls)
-	}
+	e.forksStayedOff(t)
 }
 
 // TestRealForkServerCarriesImages: a session whose conversation holds an
@@ -397,57 +372,19 @@ func TestRealForkServerReplacedAfterItsForks(t *testing.T) {
 // carries it as the live thread's does.
 func TestRealForkServerCarriesImages(t *testing.T) {
 	const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
-	model, r := startReal(t)
-	model.Responder(func(req fakemodel.Request) (fakemodel.Reply, bool) {
-		return fakemodel.Reply{Text: "Noted."}, true
-	})
-	if err := r.EnableImages(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	command, args, env := r.ForkProgram()
-	tap := &pathTap{}
-	h := dsh.New(dsh.Config{BaseURL: r.URL, PollInterval: 20 * time.Millisecond, HTTPClient: &http.Client{Transport: tap},
-		ForkServer: dsh.ForkServer{Command: command, Args: args, Env: env, Home: r.Home, StateDir: t.TempDir()}})
-	defer h.Close(context.Background())
-	l, err := h.CreateSession(ctx, core.CreateRequest{Cwd: t.TempDir()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close(ctx)
-	if _, err := l.Prompt(ctx, []core.Content{{Type: "text", Text: "IMG-TURN-0001: look at this."}, {Type: "image", MediaType: "image/png", Data: png}}); err != nil {
-		t.Fatal(err)
-	}
-	rs := model.Requests()
+	e := newForkEnv(t, "", func(r *dshtest.Real) {
+		if err := r.EnableImages(); err != nil {
+			t.Fatal(err)
+		}
+	}, nil)
+	e.turn(t, core.Content{Type: "text", Text: "IMG-TURN-0001: look at this."}, core.Content{Type: "image", MediaType: "image/png", Data: png})
+	rs := e.model.Requests()
 	if !strings.Contains(string(rs[len(rs)-1].Body), png) {
 		t.Fatalf("the live turn's request lacks the image")
 	}
-	if err := dsh.AwaitForkServer(ctx, h); err != nil {
-		t.Fatal(err)
-	}
-	tap.take()
-	f, err := l.(core.Forker).Fork(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := len(model.Requests())
-	if _, err := f.Ask(ctx, "IMG-FORK-ASK"); err != nil {
-		t.Fatalf("the fork's turn: %v", err)
-	}
-	if err := f.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var fork string
-	for _, rq := range model.Requests()[n:] {
-		if strings.Contains(rq.LastUserText, "IMG-FORK-ASK") {
-			fork = string(rq.Body)
-		}
-	}
-	if !strings.Contains(fork, png) {
+	e.await(t)
+	if _, fork := e.fork(t, "IMG-FORK-ASK"); !strings.Contains(fork, png) {
 		t.Errorf("the fork's request lacks the conversation's image (%d bytes)", len(fork))
 	}
-	if calls := tap.take(); strings.Contains(strings.Join(calls, " "), "session.fork") {
-		t.Errorf("the fork went to the user's server: %v", calls)
-	}
+	e.forksStayedOff(t)
 }
