@@ -236,7 +236,7 @@ func flagOfField(field string) (string, bool) {
 		return "--around", true
 	case "entryId":
 		return "--entry", true
-	case "lang", "inject", "reason", "limit", "format", "model", "effort", "harness", "cwd":
+	case "lang", "inject", "reason", "limit", "format", "model", "effort", "harness", "cwd", "cursor", "until", "since":
 		return "--" + field, true
 	}
 	return "", false

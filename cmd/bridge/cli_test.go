@@ -343,6 +343,7 @@ func TestCLIFlagValues(t *testing.T) {
 		{[]string{"history", sid, "--max", "-1"}, "--max"},
 		{[]string{"search", "x", "--since", "2027-01-01", "--until", "2026-12-31"}, "--until 2026-12-31 is not after --since 2027-01-01"},
 		{[]string{"search", " ", ""}, "want a QUERY"},
+		{[]string{"search", "x", "--cursor", "garbage"}, `--cursor "garbage" is not one a search returned`},
 	} {
 		out, stderr, code := runCLI(t, env, cc.args...)
 		if code != 2 || out != "" || !strings.Contains(stderr, cc.flag) {

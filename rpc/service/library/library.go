@@ -80,10 +80,10 @@ func (s *Library) Search(ctx context.Context, q core.SearchQuery) (core.SearchPa
 		return core.SearchPage{}, core.Errorf(core.CodeUnsupported, "this record cannot be searched")
 	}
 	if q.Limit < 0 {
-		return core.SearchPage{}, core.Errorf(core.CodeInvalid, "search: limit must not be negative")
+		return core.SearchPage{}, core.InvalidField("limit", "limit must not be negative")
 	}
 	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Until.After(q.Since) {
-		return core.SearchPage{}, core.Errorf(core.CodeInvalid, "search: until must be after since")
+		return core.SearchPage{}, core.InvalidField("until", "until must be after since")
 	}
 	return se.Search(ctx, q)
 }

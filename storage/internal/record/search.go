@@ -182,7 +182,7 @@ func SearchPaging(q core.SearchQuery) (limit, offset int, err error) {
 	if q.Cursor != "" {
 		offset, err = strconv.Atoi(q.Cursor)
 		if err != nil || offset < 0 {
-			return 0, 0, core.Errorf(core.CodeInvalid, "search: cursor %q is not one this search returned", q.Cursor)
+			return 0, 0, core.InvalidField("cursor", "cursor %q is not one a search returned (use nextCursor of the page before, with the same query and filters)", q.Cursor)
 		}
 	}
 	return limit, offset, nil
