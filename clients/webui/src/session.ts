@@ -103,6 +103,8 @@ export class SessionView {
   private readonly note = h("p", { class: "note", role: "status", "aria-label": "Session status" });
   /** olderRetry asks again for an older page that failed; its line says so. */
   private readonly olderRetry = new Retry("Older entries", "Older entries");
+  /** newerRetry does the same for a forward page (the view was opened at an entry). */
+  private readonly newerRetry = new Retry("Newer entries", "Newer entries");
   /** firstRetry does the same for a first page (the newest, or the page around an entry). */
   private readonly firstRetry = new Retry("Session entries", "The session's entries");
   /** asks counts the first pages asked for: only the last one asked is shown. */
@@ -248,6 +250,7 @@ export class SessionView {
       this.firstRetry.note,
       this.olderRetry.note,
       this.scroller,
+      this.newerRetry.note,
       this.toNewestButton,
       this.approvalsEl,
       this.note,
@@ -264,6 +267,7 @@ export class SessionView {
   close(): void {
     this.closed = true;
     this.olderRetry.stop();
+    this.newerRetry.stop();
     this.firstRetry.stop();
     this.rows.close();
     for (const i of this.images) URL.revokeObjectURL(i.url);
@@ -401,6 +405,7 @@ export class SessionView {
     this.toNewestButton.hidden = !hasNewer;
     this.log.dataset.newest = String(!hasNewer);
     if (hasNewer) return;
+    this.newerRetry.done();
     const held = this.held.filter((e) => e.seq > this.newest);
     this.held = [];
     for (const e of held) this.onEntry(e);
@@ -428,16 +433,26 @@ export class SessionView {
     await this.first(undefined);
   }
 
-  /** newer appends the page after the newest entry shown (the view was opened at an entry). */
+  /**
+   * newer appends the page after the newest entry shown (the view was
+   * opened at an entry). One that fails is asked for again as an older
+   * page is (older): at the very bottom no scroll event would come, and the
+   * live entries held for the newest page would never be shown.
+   */
   async newer(): Promise<void> {
-    if (this.loadingNewer || !this.hasNewer) return;
+    if (this.loadingNewer || !this.hasNewer || this.newerRetry.due) return;
     this.loadingNewer = true;
     let got = false;
     try {
-      const res = await this.app.guard(
-        this.app.client.request("session/history", { sessionId: this.id, afterSeq: this.newest, maxMessages: pageSize }),
-      );
-      if (!res || this.closed || !this.hasNewer) return;
+      let res: SessionHistoryResult;
+      try {
+        res = await this.app.client.request("session/history", { sessionId: this.id, afterSeq: this.newest, maxMessages: pageSize });
+      } catch (err) {
+        if (!this.closed && !(err instanceof ClosedError)) this.newerRetry.failed(err, () => !this.closed && void this.newer());
+        return;
+      }
+      if (this.closed || !this.hasNewer) return;
+      this.newerRetry.done();
       await new Promise((resolve) => requestAnimationFrame(resolve));
       if (this.closed || !this.hasNewer) return;
       const rows: Row[] = [];

@@ -902,6 +902,8 @@ test("a closed connection reconnects and reloads the list and the open session",
  * error saying message, in Bridge's place; failed() counts them.
  * failFirst(n, message) does the same to the next n requests for a first
  * page (no beforeSeq, no afterSeq); failedFirst() counts those.
+ * failNewer(n, message) to the next n requests for a forward page
+ * (afterSeq); failedNewer() counts those.
  */
 async function routeRpc(page) {
   let armed = 0;
@@ -911,6 +913,8 @@ async function routeRpc(page) {
   let failed = 0;
   let failingFirst = 0;
   let failedFirst = 0;
+  let failingNewer = 0;
+  let failedNewer = 0;
   let onHeld = () => {};
   await page.routeWebSocket(/\/rpc/, (ws) => {
     const server = ws.connectToServer();
@@ -922,6 +926,15 @@ async function routeRpc(page) {
         if (msg.method === "session/history" && msg.params?.beforeSeq !== undefined) {
           failing--;
           failed++;
+          ws.send(JSON.stringify({ jsonrpc: "2.0", id: msg.id, error: { code: -32603, message: failMessage, data: { code: "internal" } } }));
+          return;
+        }
+      }
+      if (failingNewer > 0 && typeof m === "string" && m.includes('"afterSeq"')) {
+        const msg = JSON.parse(m);
+        if (msg.method === "session/history" && msg.params?.afterSeq !== undefined) {
+          failingNewer--;
+          failedNewer++;
           ws.send(JSON.stringify({ jsonrpc: "2.0", id: msg.id, error: { code: -32603, message: failMessage, data: { code: "internal" } } }));
           return;
         }
@@ -980,6 +993,11 @@ async function routeRpc(page) {
       failMessage = message;
     },
     failedFirst: () => failedFirst,
+    failNewer: (n, message) => {
+      failingNewer = n;
+      failMessage = message;
+    },
+    failedNewer: () => failedNewer,
   };
 }
 
@@ -1147,6 +1165,60 @@ test("a first page that fails is asked for again after a growing pause, the fail
   assert.match(await page.locator("#history > li").first().innerText(), /stream 30/, "the first row is the first prompt");
   assert.equal(up.rows, up.seqs.length, "one row per entry");
   assert.equal(up.loaded, up.seqs.length, "each entry counted once");
+  assert.deepEqual(errors, []);
+});
+
+test("a forward page that fails while the view is at the very bottom of a search hit's pages is asked for again after a growing pause, the failure said in words", async () => {
+  const web = await startWeb(process.env.LONG_DATA_DIR);
+  let rpc;
+  const { page, errors } = await openPage(web.url, { route: async (p) => (rpc = await routeRpc(p)) });
+  await page.getByRole("button", { name: "Open long record" }).waitFor();
+  await page.getByRole("searchbox", { name: "Search query" }).fill("zanzibar");
+  await page.getByRole("button", { name: "Search", exact: true }).click();
+  const result = page.locator("#search-results li").first();
+  await result.waitFor();
+  await result.getByRole("button").click();
+  await page.locator('#history [data-hit="true"]').waitFor();
+  const log = page.locator("#history");
+  assert.equal(await log.getAttribute("data-newest"), "false");
+  const first = Number(await log.getAttribute("data-loaded"));
+  // (By its label: a hidden status is not in the accessibility tree.)
+  const note = page.locator('[aria-label="Newer entries"]');
+  await note.evaluate((el) => {
+    window.newerSaid = [];
+    new MutationObserver(() => window.newerSaid.push(el.hidden ? "(hidden)" : el.textContent)).observe(el, {
+      attributes: true,
+      childList: true,
+      characterData: true,
+      subtree: true,
+    });
+  });
+  // Scrolled to the very bottom once: the forward page fails twice, and nothing moves the view after.
+  rpc.failNewer(2, "the record could not be read just now");
+  await page.locator(".scroller").evaluate((el) => (el.scrollTop = el.scrollHeight));
+  await page.waitForFunction((n) => Number(document.getElementById("history").dataset.loaded) > n, first);
+  assert.equal(rpc.failedNewer(), 2, "two forward pages failed");
+  const said = [...new Set(await page.evaluate(() => window.newerSaid))];
+  assert.deepEqual(said, [
+    "Newer entries could not be loaded (internal): the record could not be read just now. Trying again in 1 s…",
+    "Newer entries could not be loaded (internal): the record could not be read just now. Trying again in 2 s…",
+    "(hidden)",
+  ]);
+  // Scrolling on reaches the newest entry.
+  await page.locator(".scroller").evaluate(
+    (sc) =>
+      new Promise((resolve) => {
+        let frames = 0;
+        const step = () => {
+          if (document.getElementById("history").dataset.newest === "true" || ++frames > 3000) return resolve();
+          sc.scrollTop += 300;
+          requestAnimationFrame(step);
+        };
+        step();
+      }),
+  );
+  assert.equal(await log.getAttribute("data-newest"), "true", "scrolling down reached the newest entry");
+  assert.equal(await page.locator("#history li", { hasText: "entry 2999 answers" }).count(), 1, "entry 2999 is shown once");
   assert.deepEqual(errors, []);
 });
 
