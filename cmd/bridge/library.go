@@ -66,6 +66,13 @@ func (a *app) searchCmd(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
+		if len(page.Hits) == 0 && q.SessionID != "" && q.Cursor == "" {
+			// A mistyped --session finds nothing: say so, rather than
+			// "no matches".
+			if _, err := e.svc.SessionHistory(ctx, schema.SessionHistoryParams{SessionID: q.SessionID, MaxMessages: 1}); core.ErrorCode(err) == core.CodeNotFound {
+				return err
+			}
+		}
 		if *asJSON {
 			return printJSON(a.stdout, service.SearchResult(page))
 		}

@@ -209,6 +209,15 @@ func TestCLISearchHitOpensInHistory(t *testing.T) {
 		t.Fatalf("search zebra prints control characters: %q", text)
 	}
 
+	// A --session that is no session is not "no matches".
+	_, stderr, code = runCLI(t, nil, "--data-dir", dir, "search", "zebra", "--session", "s_nosuch")
+	if code != 1 || !strings.Contains(stderr, `session "s_nosuch" not found`) {
+		t.Fatalf("search --session s_nosuch: exit %d, %q", code, stderr)
+	}
+	if text, _, code = runCLI(t, nil, "--data-dir", dir, "search", "nothing-like-it", "--session", s.ID); code != 0 || text != "no matches\n" {
+		t.Fatalf("search in a session without a match: exit %d, %q", code, text)
+	}
+
 	// --cwd . is the folder the command runs in.
 	for _, c := range []struct {
 		in   string
