@@ -2,7 +2,9 @@ package dsh_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +60,17 @@ func BenchmarkCheckpointMethods(b *testing.B) {
 		// After the run: its ResetTimer deletes the metrics reported before.
 		defer b.ReportMetric(float64(wait.Milliseconds()), "fork-server-wait-ms")
 	}
+	// The CPU the user's server and the fork server spend over the run,
+	// per iteration (after the run: ResetTimer deletes metrics reported
+	// before it).
+	liveCPU, forkPID := cpuMs(r.PID()), dsh.ForkServerPID(h)
+	forkCPU := cpuMs(forkPID)
+	defer func() {
+		b.ReportMetric((cpuMs(r.PID())-liveCPU)/float64(b.N), "live-server-cpu-ms/op")
+		if forkPID != 0 {
+			b.ReportMetric((cpuMs(forkPID)-forkCPU)/float64(b.N), "fork-server-cpu-ms/op")
+		}
+	}()
 	adaptertest.BenchCheckpointMethods(b, ctx, l, func() string {
 		rs := model.Requests()
 		for i := len(rs) - 1; i >= 0; i-- {
@@ -67,4 +80,17 @@ func BenchmarkCheckpointMethods(b *testing.B) {
 		}
 		return ""
 	})
+}
+
+// cpuMs is the CPU time (user and system) process pid has used, in
+// milliseconds, from /proc (0 where it cannot be read).
+func cpuMs(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil || pid == 0 {
+		return 0
+	}
+	f := strings.Fields(string(b)[strings.LastIndexByte(string(b), ')')+2:])
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) * 10 // USER_HZ is 100 on Linux
 }

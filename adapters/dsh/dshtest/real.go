@@ -281,6 +281,17 @@ func (r *Real) Stop() {
 	}
 }
 
+// PID returns the server's process id (0 for an external or stopped
+// server).
+func (r *Real) PID() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil || r.cmd.Process == nil {
+		return 0
+	}
+	return r.cmd.Process.Pid
+}
+
 // Logs returns the server's recent output (stdout and stderr).
 func (r *Real) Logs() string {
 	r.mu.Lock()
