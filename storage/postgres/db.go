@@ -81,6 +81,10 @@ type DB struct {
 	maxEntry      int
 	searchTimeout time.Duration
 
+	// walkInGo makes branched pages be read by the Go walker alone, as
+	// before branchWalk (tests compare the two).
+	walkInGo bool
+
 	// lists caches sessions' evidence lists (window.go).
 	lists record.ListCache
 

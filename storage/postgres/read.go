@@ -320,8 +320,8 @@ const DefaultHistoryMessages = 60
 // History implements core.Store, as storage's does: an unbranched session
 // is read by seq (only the page), a branched one by walking parent links
 // from the head (a page far from the head of a branched session costs a
-// walk to it; SQLite's store keeps jump pointers for that, this one does
-// not yet).
+// walk to it, done inside the server by branchWalk; SQLite's store keeps
+// jump pointers for that, this one does not yet).
 func (db *DB) History(ctx context.Context, sessionID string, beforeSeq int64, maxMessages int) (entries []core.Entry, hasMore bool, err error) {
 	if maxMessages <= 0 {
 		maxMessages = DefaultHistoryMessages
@@ -382,12 +382,20 @@ func historyOf(ctx context.Context, db *DB, q querier, sessionID string, st sess
 
 // branchBefore finds where a walk back along the active branch starts for
 // the entries with seq < beforeSeq (0: from the head), by a walk from the
-// head, and the walker to walk on with; start is "" when the branch has no
-// such entry.
+// head (inside the server, branchWalk; by the Go walker when its links are
+// not sound), and the walker to walk on with; start is "" when the branch
+// has no such entry.
 func branchBefore(ctx context.Context, db *DB, q querier, sessionID string, st sessionState, beforeSeq int64) (start string, w *record.Walker, err error) {
 	w = newWalker(db, q, sessionID)
 	if beforeSeq <= 0 || beforeSeq > *st.headSeq {
 		return st.headID, w, nil
+	}
+	_, at, ok, err := branchWalk(ctx, db, q, sessionID, st, beforeSeq-1, 0)
+	if err != nil {
+		return "", nil, err
+	}
+	if ok {
+		return at.ID, w, nil
 	}
 	if start, err = w.EntryBefore(ctx, st.headID, beforeSeq); err != nil {
 		return "", nil, err
@@ -401,8 +409,9 @@ const forwardSQL = `SELECT ` + entryCols + ` FROM entries WHERE session_id = $1 
 
 // HistoryAfter implements core.Store, as storage's does: an unbranched
 // session is read by seq upwards (only the page); a branched one by one
-// walk back from the head (record.ForwardFromHead; as with History, a page
-// far from the head of a branched session costs a walk to it here).
+// walk back from the head (inside the server, branchWalk; by
+// record.ForwardFromHead when its links are not sound; as with History, a
+// page far from the head of a branched session costs a walk to it here).
 func (db *DB) HistoryAfter(ctx context.Context, sessionID string, afterSeq int64, maxMessages int) (entries []core.Entry, hasNewer bool, err error) {
 	if maxMessages <= 0 {
 		maxMessages = DefaultHistoryMessages
@@ -418,8 +427,8 @@ func (db *DB) HistoryAfter(ctx context.Context, sessionID string, afterSeq int64
 }
 
 // HistoryAround implements core.Store: the page around entry entryID, in
-// one snapshot (record.Around; on a branched session record.AroundFromHead,
-// one walk from the head).
+// one snapshot (record.Around; on a branched session one walk from the
+// head, inside the server: aroundInServer, else record.AroundFromHead).
 func (db *DB) HistoryAround(ctx context.Context, sessionID, entryID string, maxMessages int) (entries []core.Entry, hasMore, hasNewer bool, err error) {
 	if maxMessages <= 0 {
 		maxMessages = DefaultHistoryMessages
@@ -438,7 +447,13 @@ func (db *DB) HistoryAround(ctx context.Context, sessionID, entryID string, maxM
 			return db.errf(err, "get entry %s", entryID)
 		}
 		if st.branched && st.headID != "" && st.headSeq != nil {
-			// Each half would walk from the head: one walk reads both.
+			// Each half would walk from the head: one walk reads both,
+			// inside the server when the links it walks are sound.
+			var ok bool
+			entries, hasMore, hasNewer, ok, err = aroundInServer(ctx, db, q, sessionID, st, r.entry(), maxMessages)
+			if ok || err != nil {
+				return err
+			}
 			entries, hasMore, hasNewer, err = record.AroundFromHead(sessionID, r.entry(), maxMessages, *st.headSeq,
 				func(fn func(core.Entry) bool) error {
 					return newWalker(db, q, sessionID).Walk(ctx, st.headID, true, 1024, fn)
@@ -458,6 +473,47 @@ func (db *DB) HistoryAround(ctx context.Context, sessionID, entryID string, maxM
 		return nil, false, false, err
 	}
 	return entries, hasMore, hasNewer, nil
+}
+
+// errUnsound stops a walk whose links are not what a fast path needs.
+var errUnsound = errors.New("unsound links")
+
+// aroundInServer is HistoryAround's page on a branched session from one
+// walk inside the server (branchWalk) down to the entry, and a walk of the
+// page's older half from it; ok is false when a link walked is not sound,
+// and then the caller reads the page by the Go walker from the head
+// (record.AroundFromHead), which names the problem.
+func aroundInServer(ctx context.Context, db *DB, q querier, sessionID string, st sessionState, e core.Entry, maxMessages int) (entries []core.Entry, hasMore, hasNewer, ok bool, err error) {
+	if e.SessionID != sessionID {
+		return nil, false, false, false, nil
+	}
+	half, newerMax := record.AroundHalves(maxMessages)
+	tail, at, ok, err := branchWalk(ctx, db, q, sessionID, st, e.Seq, newerMax)
+	if err != nil || !ok {
+		return nil, false, false, false, err
+	}
+	entries, hasMore, hasNewer, err = record.AroundFromStop(sessionID, e, maxMessages, *st.headSeq, tail, at,
+		func(fn func(core.Entry) bool) error {
+			// An entry at or above e's seq may be one the walk from the
+			// head passed (a cycle through it), which this walker has
+			// not seen: the walk from the head reads that page.
+			unsound := false
+			err := newWalker(db, q, sessionID).Walk(ctx, e.ID, false, min(2*half+16, 1024), func(x core.Entry) bool {
+				if x.ID != e.ID && x.Seq >= e.Seq {
+					unsound = true
+					return false
+				}
+				return fn(x)
+			})
+			if err == nil && unsound {
+				err = errUnsound
+			}
+			return err
+		})
+	if errors.Is(err, errUnsound) || core.ErrorCode(err) == core.CodeCorrupt {
+		return nil, false, false, false, nil // the walk from the head names it as before
+	}
+	return entries, hasMore, hasNewer, true, err
 }
 
 func historyAfter(ctx context.Context, db *DB, q querier, sessionID string, afterSeq int64, maxMessages int) ([]core.Entry, bool, error) {
@@ -493,8 +549,22 @@ func historyAfterOf(ctx context.Context, db *DB, q querier, sessionID string, st
 		page.Reset() // not one sound chain: the walk names the problem
 	}
 	// Without jump pointers every window of record.ForwardWindows would
-	// start with a walk from the head: one walk reads the page instead.
-	err := record.ForwardFromHead(afterSeq, page, func(fn func(core.Entry) bool) error {
+	// start with a walk from the head: one walk reads the page instead,
+	// inside the server (branchWalk) when the links it walks are sound.
+	tail, _, ok, err := branchWalk(ctx, db, q, sessionID, st, afterSeq, maxMessages)
+	if err != nil {
+		return nil, false, err
+	}
+	if ok {
+		for _, e := range tail {
+			if !page.Collect(e) {
+				break
+			}
+		}
+		out, hasNewer := page.Done()
+		return out, hasNewer, nil
+	}
+	err = record.ForwardFromHead(afterSeq, page, func(fn func(core.Entry) bool) error {
 		return newWalker(db, q, sessionID).Walk(ctx, st.headID, true, int(min(headSeq-afterSeq+1, 1024)), fn)
 	})
 	if err != nil {

@@ -134,10 +134,10 @@ func ForwardFromHead(afterSeq int64, page *ForwardPage, walk func(fn func(core.E
 func AroundFromHead(sessionID string, e core.Entry, maxMessages int, headSeq int64,
 	walk func(fn func(core.Entry) bool) error) (entries []core.Entry, hasMore, hasNewer bool, err error) {
 	if e.SessionID != sessionID {
-		return nil, false, false, core.InvalidField("around", "entry %s belongs to session %s, not %s", core.Quote(e.ID), e.SessionID, sessionID)
+		return nil, false, false, otherSession(sessionID, e)
 	}
-	half := max(maxMessages/2, 1)
-	newer := NewForwardPage(max(maxMessages-half, 1), headSeq)
+	half, newerMax := AroundHalves(maxMessages)
+	newer := NewForwardPage(newerMax, headSeq)
 	tail := forwardTail{max: newer.max}
 	older := NewPage(half)
 	reached, onBranch := false, false
@@ -158,12 +158,59 @@ func AroundFromHead(sessionID string, e core.Entry, maxMessages int, headSeq int
 		return nil, false, false, err
 	}
 	if !onBranch {
-		return nil, false, false, core.InvalidField("around", "entry %s is not on the active branch of session %s (the head has moved to another branch)", core.Quote(e.ID), sessionID)
+		return nil, false, false, offBranch(sessionID, e)
 	}
 	tail.fill(newer)
 	before, hasMore := older.Done()
 	after, hasNewer := newer.Done()
 	return append(before, after...), hasMore, hasNewer, nil
+}
+
+// AroundFromStop reads the page around entry e as AroundFromHead does,
+// from a walk of the active branch from the head that the store made
+// itself (PostgreSQL's, inside the server): tail, the entries newer than
+// e that the forwards half can hold (AroundHalves; oldest first, as a
+// forwards page keeps them: those with fewer messages older than them),
+// and at, the newest entry of the branch with seq <= e's (zero when there
+// is none); older walks the branch back from e, handing each entry to fn
+// until fn returns false.
+func AroundFromStop(sessionID string, e core.Entry, maxMessages int, headSeq int64, tail []core.Entry, at core.Entry,
+	older func(fn func(core.Entry) bool) error) (entries []core.Entry, hasMore, hasNewer bool, err error) {
+	if e.SessionID != sessionID {
+		return nil, false, false, otherSession(sessionID, e)
+	}
+	if at.ID != e.ID {
+		return nil, false, false, offBranch(sessionID, e)
+	}
+	half, newerMax := AroundHalves(maxMessages)
+	back := NewPage(half)
+	if err := older(back.Collect); err != nil {
+		return nil, false, false, err
+	}
+	newer := NewForwardPage(newerMax, headSeq)
+	for _, x := range tail {
+		if !newer.Collect(x) {
+			break
+		}
+	}
+	before, hasMore := back.Done()
+	after, hasNewer := newer.Done()
+	return append(before, after...), hasMore, hasNewer, nil
+}
+
+// AroundHalves splits the page around an entry of maxMessages messages:
+// the messages up to and including the entry, and those after it.
+func AroundHalves(maxMessages int) (older, newer int) {
+	half := max(maxMessages/2, 1)
+	return half, max(maxMessages-half, 1)
+}
+
+func otherSession(sessionID string, e core.Entry) error {
+	return core.InvalidField("around", "entry %s belongs to session %s, not %s", core.Quote(e.ID), e.SessionID, sessionID)
+}
+
+func offBranch(sessionID string, e core.Entry) error {
+	return core.InvalidField("around", "entry %s is not on the active branch of session %s (the head has moved to another branch)", core.Quote(e.ID), sessionID)
 }
 
 // forwardTail keeps, from a walk of the active branch newest first, the
@@ -253,17 +300,17 @@ func Around(ctx context.Context, sessionID string, e core.Entry, maxMessages int
 	older func(ctx context.Context, beforeSeq int64, max int) ([]core.Entry, bool, error),
 	newer func(ctx context.Context, afterSeq int64, max int) ([]core.Entry, bool, error)) (entries []core.Entry, hasMore, hasNewer bool, err error) {
 	if e.SessionID != sessionID {
-		return nil, false, false, core.InvalidField("around", "entry %s belongs to session %s, not %s", core.Quote(e.ID), e.SessionID, sessionID)
+		return nil, false, false, otherSession(sessionID, e)
 	}
-	half := max(maxMessages/2, 1)
+	half, newerMax := AroundHalves(maxMessages)
 	before, hasMore, err := older(ctx, e.Seq+1, half)
 	if err != nil {
 		return nil, false, false, err
 	}
 	if len(before) == 0 || before[len(before)-1].ID != e.ID {
-		return nil, false, false, core.InvalidField("around", "entry %s is not on the active branch of session %s (the head has moved to another branch)", core.Quote(e.ID), sessionID)
+		return nil, false, false, offBranch(sessionID, e)
 	}
-	after, hasNewer, err := newer(ctx, e.Seq, max(maxMessages-half, 1))
+	after, hasNewer, err := newer(ctx, e.Seq, newerMax)
 	if err != nil {
 		return nil, false, false, err
 	}
