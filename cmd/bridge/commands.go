@@ -316,6 +316,15 @@ func (a *app) history(ctx context.Context, args []string) error {
 			fmt.Fprintf(a.stdout, "%6d%s %s  %-20s %s\n", en.Seq, mark, en.CreatedAt.Local().Format(time.DateTime), en.Kind, describe(en.Kind, en.Payload))
 		}
 		if len(entries) == 0 {
+			// Say so, rather than print nothing at all.
+			switch {
+			case *before != 0:
+				fmt.Fprintf(a.stdout, "no entries before seq %d\n", *before)
+			case slices.Contains(given, "--after"):
+				fmt.Fprintf(a.stdout, "no entries after seq %d (the head is there or before it)\n", *after)
+			default:
+				fmt.Fprintln(a.stdout, "no entries")
+			}
 			return nil
 		}
 		if res.HasMore {

@@ -49,7 +49,11 @@ func historyPage(t *testing.T, dir string, args ...string) (seqs []int64, marked
 			*hint.to, _ = strconv.ParseInt(m[1], 10, 64)
 		}
 	}
-	if n := strings.Count(out, "\n"); n != len(seqs)+btoi(before >= 0)+btoi(after >= 0) {
+	empty := regexp.MustCompile(`^no entries( (before|after) seq \d+.*)?\n$`).MatchString(out)
+	if empty != (len(seqs) == 0) {
+		t.Fatalf("bridge history %v: an empty page must say so in one line, and only an empty page:\n%s", args, out)
+	}
+	if n := strings.Count(out, "\n"); n != len(seqs)+btoi(before >= 0)+btoi(after >= 0)+btoi(empty) {
 		t.Fatalf("bridge history %v: %d lines, %d entries and the hints:\n%s", args, n, len(seqs), out)
 	}
 	return seqs, marked, texts, before, after
@@ -161,9 +165,12 @@ func TestCLIHistoryForwardsAndAround(t *testing.T) {
 	if !slices.Equal(all, seqsOf(long)) {
 		t.Fatalf("paging forwards read %v, the session is %v", all, seqsOf(long))
 	}
-	// At the head: an empty page, no hints.
+	// At the head: an empty page, no hints; before the first entry too.
 	if seqs, _, _, before, after := historyPage(t, dir, sid, "--after", fmt.Sprint(long[len(long)-1].Seq)); len(seqs) != 0 || before != -1 || after != -1 {
 		t.Fatalf("--after the head: %v, --before %d, --after %d", seqs, before, after)
+	}
+	if seqs, _, _, before, after := historyPage(t, dir, sid, "--before", fmt.Sprint(long[0].Seq)); len(seqs) != 0 || before != -1 || after != -1 {
+		t.Fatalf("--before the first entry: %v, --before %d, --after %d", seqs, before, after)
 	}
 
 	// Around a50: half the messages up to it, the rest after.
