@@ -53,6 +53,13 @@ func newPair(t *testing.T, limits queueLimits) *pair {
 // send buffer) instead of tens (an autotuned receive buffer).
 func (p *pair) dial(t *testing.T, smallBuffer bool) (*websocket.Conn, *wsConn) {
 	t.Helper()
+	return dialWS(t, p.srv.URL, smallBuffer), <-p.conns
+}
+
+// dialWS opens a WebSocket to the http:// URL url, with a small receive
+// buffer when smallBuffer is set.
+func dialWS(t *testing.T, url string, smallBuffer bool) *websocket.Conn {
+	t.Helper()
 	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 		if err == nil && smallBuffer {
@@ -62,13 +69,13 @@ func (p *pair) dial(t *testing.T, smallBuffer bool) (*websocket.Conn, *wsConn) {
 	}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(p.srv.URL, "http"), &websocket.DialOptions{HTTPClient: &http.Client{Transport: tr}})
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(url, "http"), &websocket.DialOptions{HTTPClient: &http.Client{Transport: tr}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.SetReadLimit(-1)
 	t.Cleanup(func() { _ = c.CloseNow() })
-	return c, <-p.conns
+	return c
 }
 
 // message is the i-th test message: its number, then padding.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -96,21 +95,9 @@ func TestFallenBehindConnectionIsReleased(t *testing.T) {
 
 	// A tab with a small receive buffer, so that not reading fills the
 	// socket after a few megabytes.
-	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err == nil {
-			err = c.(*net.TCPConn).SetReadBuffer(128 << 10)
-		}
-		return c, err
-	}}
+	c := dialWS(t, srv.URL+"/rpc?token=tok", true)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/rpc?token=tok", &websocket.DialOptions{HTTPClient: &http.Client{Transport: tr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.CloseNow() })
-	c.SetReadLimit(-1)
 	send := func(msg string) {
 		if err := c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
 			t.Fatal(err)
