@@ -672,8 +672,12 @@ export class App {
     return item;
   }
 
+  /** rename opens the row's rename form (once: Rename again goes back to it; Escape closes it). */
   rename(s: SessionListItem, item: HTMLElement): void {
+    const open = item.querySelector<HTMLInputElement>(".rename-form input");
+    if (open) return open.focus();
     const input = h("input", { "aria-label": "New title", value: s.title ?? "" });
+    input.addEventListener("keydown", (e) => e.key === "Escape" && form.remove());
     const form = h(
       "form",
       {

@@ -1286,6 +1286,14 @@ test("a click on a session's row while that session streams opens it every time,
   const now = await page.evaluate(() => window.touches);
   await page.waitForFunction((n) => window.touches >= n + 20, now);
   assert.equal(await input.inputValue(), "renamed while streaming", "the rename form is still there, as typed");
+  // Rename again goes back to the same form; Escape closes it.
+  await page.getByRole("button", { name: "Rename streaming one" }).click();
+  assert.equal(await page.locator("#session-list .rename-form").count(), 1, "one rename form");
+  assert.equal(await input.inputValue(), "renamed while streaming");
+  await input.press("Escape");
+  await input.waitFor({ state: "detached" });
+  await page.getByRole("button", { name: "Rename streaming one" }).click();
+  await input.fill("renamed while streaming");
   await page.getByRole("button", { name: "Save" }).click();
   await page.getByRole("button", { name: "Open renamed while streaming" }).waitFor();
   await page.evaluate((id) => window.bridgeApp.client.request("session/cancel", { sessionId: id }), streaming);
