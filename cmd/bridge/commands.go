@@ -302,7 +302,7 @@ func (a *app) history(ctx context.Context, args []string) error {
 		}
 		res, err := e.svc.SessionHistory(ctx, p)
 		if err != nil {
-			return err
+			return offBranchHint(ctx, e, pos[0], *around, err)
 		}
 		if *asJSON {
 			return printJSON(a.stdout, res)
@@ -335,6 +335,20 @@ func (a *app) history(ctx context.Context, args []string) error {
 		}
 		return nil
 	})
+}
+
+// offBranchHint adds, to the refusal of an --around entry of the session
+// that is not on its active branch (a search finds it; the session was
+// rewound past it), how to go on from it.
+func offBranchHint(ctx context.Context, e *env, sessionID, entryID string, err error) error {
+	var ce *core.Error
+	if entryID == "" || !errors.As(err, &ce) || ce.Code != core.CodeInvalid || ce.Field != "around" {
+		return err
+	}
+	if en, gerr := e.db.GetEntry(ctx, entryID); gerr != nil || en.SessionID != sessionID {
+		return err
+	}
+	return usageError{fmt.Sprintf("--around: %s; to go on from it: bridge fork %s --entry %s", userMessage(ce), sessionID, entryID)}
 }
 
 // brief shortens a payload to one line.

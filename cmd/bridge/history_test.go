@@ -276,7 +276,8 @@ func TestCLIHistoryPageErrors(t *testing.T) {
 		{sid, []string{"--around"}, 2, "usage", []string{"--around"}},
 		{sid, []string{"--around", "e_missing"}, 1, "not_found", []string{`entry "e_missing" not found`}},
 		{sid, []string{"--around", elsewhere.ID}, 2, "usage", []string{"--around", "belongs to session " + elsewhere.SessionID}},
-		{offBranch.SessionID, []string{"--around", offBranch.ID}, 2, "usage", []string{"--around", "not on the active branch"}},
+		{offBranch.SessionID, []string{"--around", offBranch.ID}, 2, "usage", []string{"--around", "not on the active branch",
+			"; to go on from it: bridge fork " + offBranch.SessionID + " --entry " + offBranch.ID}},
 	} {
 		args := append([]string{"--data-dir", dir, "history", c.sid}, c.args...)
 		out, stderr, code := runCLI(t, nil, args...)
