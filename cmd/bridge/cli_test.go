@@ -341,6 +341,7 @@ func TestCLIFlagValues(t *testing.T) {
 		{[]string{"migrate", "preview", sid, "--model", "other", "--lang", "xx"}, "--lang"},
 		{[]string{"checkpoint", sid, "--reason", "bogus"}, "--reason"},
 		{[]string{"history", sid, "--max", "-1"}, "--max"},
+		{[]string{"history", sid, "--max", "0"}, "--max must be at least 1"},
 		{[]string{"search", "x", "--since", "2027-01-01", "--until", "2026-12-31"}, "--until 2026-12-31 is not after --since 2027-01-01"},
 		{[]string{"search", " ", ""}, "want a QUERY"},
 		{[]string{"search", "x", "--cursor", "garbage"}, `--cursor "garbage" is not one a search returned`},

@@ -283,8 +283,9 @@ func (a *app) history(ctx context.Context, args []string) error {
 	switch {
 	case len(given) > 1:
 		return usageError{fmt.Sprintf("%s and %s cannot be given together: a page is read backwards (--before), forwards (--after) or around an entry (--around)", given[0], given[1])}
-	case *max < 0:
-		return usageError{"--max must not be negative"}
+	case *max < 1:
+		// (0 would be the wire's "the default", which --max already is.)
+		return usageError{"--max must be at least 1 (user and assistant messages per page; 60 when not given)"}
 	case *before < 0:
 		return usageError{"--before must not be negative"}
 	case *after < 0:
