@@ -154,7 +154,8 @@ export class App {
   private refreshSoon: ReturnType<typeof setTimeout> | undefined;
   /** unlisted are sessions whose entries brought a refresh that did not list them (archived ones, with archived hidden). */
   private readonly unlisted = new Set<string>();
-  running = new Set<string>(); // sessions with a turn this page started, not yet answered
+  /** running counts, per session, the prompts this page sent not answered yet (running or queued); a session is there while any is. */
+  running = new Map<string, number>();
   /** approvals are the questions waiting for the user, oldest first. */
   approvals: PendingApproval[] = [];
 

@@ -124,10 +124,7 @@ export class SessionView {
   private readonly focusInput = h("input", { id: "compact-focus", "aria-label": "Compaction focus", placeholder: "focus for /compact (optional)" });
   private readonly modelPanel = h("section", { id: "model-panel", "aria-label": "Model and effort", hidden: true });
   private images: { mediaType: string; data: string; url: string }[] = [];
-  /** outstanding counts this page's prompts not answered yet (running or queued). */
-  private outstanding = 0;
   private pending: Entry[] = [];
-  private running = false;
   private oldest: number | undefined;
   private newest = -1;
   private hasMore = false;
@@ -231,7 +228,7 @@ export class SessionView {
         "data-session": id,
         "aria-labelledby": "session-title",
         onkeydown: (e: Event) => {
-          if ((e as KeyboardEvent).key === "Escape" && this.running) {
+          if ((e as KeyboardEvent).key === "Escape" && this.app.running.has(this.id)) {
             e.preventDefault();
             void this.cancel();
           }
@@ -258,6 +255,8 @@ export class SessionView {
       this.migration.root,
     );
     this.showApprovals();
+    // Opened again while a prompt this page sent runs (sent from a view since closed).
+    if (app.running.has(id)) this.note.textContent = "Running… (Esc cancels)";
   }
 
   setTitle(t: string): void {
@@ -755,23 +754,28 @@ export class SessionView {
 
   /** run sends one prompt and waits for its turn's end. */
   private async run(content: Content[]): Promise<void> {
-    this.outstanding++;
-    this.running = true;
-    this.app.running.add(this.id);
+    const running = this.app.running;
+    const sent = (running.get(this.id) ?? 0) + 1;
+    running.set(this.id, sent);
     this.app.redraw(this.id);
-    if (this.outstanding === 1) this.note.textContent = "Running… (Esc cancels)";
+    if (sent === 1) this.note.textContent = "Running… (Esc cancels)";
     const res = await this.app.guard(this.app.client.request("session/prompt", { sessionId: this.id, content: content as [Content, ...Content[]] }));
-    this.outstanding--;
-    this.flush(); // the turn's entries came before its answer: show them with it
-    if (res?.stopReason === "withdrawn") return;
-    if (this.outstanding > 0) {
-      this.note.textContent = "Running the next prompt… (Esc cancels)";
-      return;
-    }
-    this.running = false;
-    this.app.running.delete(this.id);
-    this.app.redraw(this.id);
-    if (!this.closed) this.note.textContent = res ? (stopReasons[res.stopReason] ?? `Turn ended: ${res.stopReason}.`) : "Turn failed.";
+    const left = (running.get(this.id) ?? 1) - 1;
+    if (left > 0) running.set(this.id, left);
+    else running.delete(this.id);
+    if (left === 0) this.app.redraw(this.id);
+    // Said in the session's view: this one, or the one opened since.
+    const view = this.app.current?.id === this.id ? this.app.current : this;
+    if (res?.stopReason === "withdrawn") view.turnSays();
+    else if (left > 0) view.turnSays("Running the next prompt… (Esc cancels)");
+    else view.turnSays(res ? (stopReasons[res.stopReason] ?? `Turn ended: ${res.stopReason}.`) : "Turn failed.");
+  }
+
+  /** turnSays says how this page's prompts stand (text), after the entries that came before the answer. */
+  private turnSays(text?: string): void {
+    if (this.closed) return;
+    this.flush();
+    if (text !== undefined) this.note.textContent = text;
   }
 
   /** onQueue shows Bridge's queue of prompts waiting for the running turn. */

@@ -1222,6 +1222,24 @@ test("a forward page that fails while the view is at the very bottom of a search
   assert.deepEqual(errors, []);
 });
 
+test("a session opened again while a prompt the page sent runs says so, Escape cancels it there, and its end is said there", async () => {
+  const web = await startWeb(tmp());
+  const { page, errors } = await openPage(web.url);
+  await createFake(page, "left running");
+  await promptText(page, "hang");
+  const note = page.getByRole("status", { name: "Session status" });
+  await note.filter({ hasText: "Running… (Esc cancels)" }).waitFor();
+  await createFake(page, "looked at meanwhile");
+  await page.getByRole("button", { name: "Open left running" }).click();
+  await page.waitForFunction(() => document.getElementById("session-title")?.textContent === "left running");
+  assert.equal(await note.innerText(), "Running… (Esc cancels)", "the view opened again says the turn runs");
+  await page.getByRole("textbox", { name: "Prompt text" }).press("Escape");
+  await note.filter({ hasText: "Turn ended: cancelled." }).waitFor();
+  const row = page.locator("#session-list li", { has: page.getByRole("button", { name: "Open left running" }) });
+  assert.doesNotMatch(await row.locator(".state").innerText(), /running/, "the list no longer says running");
+  assert.deepEqual(errors, []);
+});
+
 test("a click on a session's row while that session streams opens it every time, and a rename begun there stays: the row changes in place, it is not replaced", async () => {
   const web = await startWeb(tmp());
   const { page, errors } = await openPage(web.url);
