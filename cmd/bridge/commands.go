@@ -253,7 +253,7 @@ func (a *app) sessions(ctx context.Context, args []string) error {
 		tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "SESSION\tHARNESS\tTITLE\tSTATUS\tUPDATED\tRESTORED")
 		for _, s := range list.Items {
-			title := s.Title
+			title := noControls(s.Title) // a tab or an escape of the title would break the table or the terminal
 			if s.Archived {
 				title += " (archived)"
 			}

@@ -139,8 +139,8 @@ var searchHit = regexp.MustCompile(`(?m)^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}  .*)\n  
 // the command that opens it (`bridge history SESSION --around ENTRY`, the
 // ids --json gives, in the same order); running that command through the
 // built binary shows the page with the hit marked. The text output shows
-// no control characters of a title or snippet, and --json is unchanged by
-// the text form.
+// no control characters of a title or snippet (nor does bridge sessions),
+// and --json is unchanged by the text form.
 func TestCLISearchHitOpensInHistory(t *testing.T) {
 	dir, long, _, _, _ := historyDataDir(t)
 	sid := long[0].SessionID
@@ -207,6 +207,9 @@ func TestCLISearchHitOpensInHistory(t *testing.T) {
 	}
 	if strings.ContainsAny(text, "\x1b\x07\u009b") {
 		t.Fatalf("search zebra prints control characters: %q", text)
+	}
+	if list, _, _ := runCLI(t, nil, "--data-dir", dir, "sessions"); !strings.Contains(list, "evil [2J 31m title") || strings.ContainsAny(list, "\x1b\u009b") {
+		t.Fatalf("bridge sessions prints a title's control characters: %q", list)
 	}
 
 	// A --session that is no session is not "no matches".
