@@ -619,9 +619,31 @@ export class App {
     }
   }
 
+  /**
+   * renderList shows this.sessions as the list. A session already shown
+   * keeps its row (updated in place, moved only when its place changed):
+   * a refresh (a session made in another tab, a rename, an archive) then
+   * loses neither a click on a row nor a rename being typed.
+   */
   renderList(): void {
-    clear(this.list);
-    for (const s of this.sessions) this.list.appendChild(this.itemEl(s));
+    const shown = new Map<string, Element>();
+    for (const li of Array.from(this.list.children)) {
+      const id = (li as HTMLElement).dataset.session;
+      if (id) shown.set(id, li);
+    }
+    let at = this.list.firstElementChild;
+    for (const s of this.sessions) {
+      const li = shown.get(s.sessionId) ?? this.itemEl(s);
+      this.fills.get(li)?.(s);
+      if (li === at) at = li.nextElementSibling;
+      else this.list.insertBefore(li, at);
+    }
+    // What is left is no longer listed.
+    while (at) {
+      const next = at.nextElementSibling;
+      at.remove();
+      at = next;
+    }
     if (this.sessions.length === 0) this.list.appendChild(h("li", { class: "empty" }, "No sessions yet."));
     this.moreButton.hidden = !this.nextCursor;
   }

@@ -1312,6 +1312,14 @@ test("a click on a session's row while that session streams opens it every time,
   await input.waitFor({ state: "detached" });
   await page.getByRole("button", { name: "Rename streaming one" }).click();
   await input.fill("renamed while streaming");
+  // A session made in another tab brings a refresh of the list: the rename being typed stays.
+  await page.evaluate(async (cwd) => {
+    const c = window.bridgeApp.client;
+    const s = await c.request("session/create", { harness: "fake", cwd, title: "made elsewhere" });
+    await c.request("session/prompt", { sessionId: s.sessionId, content: [{ type: "text", text: "say hello from elsewhere" }] });
+  }, tmp());
+  await page.getByRole("button", { name: "Open made elsewhere" }).waitFor();
+  assert.equal(await input.inputValue(), "renamed while streaming", "the rename form outlives a refresh of the list");
   await page.getByRole("button", { name: "Save" }).click();
   await page.getByRole("button", { name: "Open renamed while streaming" }).waitFor();
   await page.evaluate((id) => window.bridgeApp.client.request("session/cancel", { sessionId: id }), streaming);
