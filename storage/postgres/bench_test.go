@@ -340,8 +340,8 @@ func threeWays(b *testing.B, st core.Store, sid string, seq int64, aroundID stri
 }
 
 // BenchmarkBranchedHistory100k is BenchmarkHistoryPage100k's three pages
-// 50,000 entries back on a PostgreSQL session of 100,000 whose active
-// branch forks off at its tenth entry (storage's
+// 50,000 entries back ("far"; "near": 1,000 back) on a PostgreSQL session
+// of 100,000 whose active branch forks off at its tenth entry (storage's
 // BenchmarkHistoryAround100k/branched shape): with no jump pointers every
 // read walks from the head to the page, so run it with few iterations
 // (-benchtime 10x).
@@ -374,13 +374,17 @@ func BenchmarkBranchedHistory100k(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	mid, _, err := db.History(ctx, s.ID, last[len(last)-1].Seq-50_000, 1)
-	if err != nil {
-		b.Fatal(err)
+	for _, c := range []struct {
+		name string
+		back int64
+	}{{"far", 50_000}, {"near", 1_000}} {
+		mid, _, err := db.History(ctx, s.ID, last[len(last)-1].Seq-c.back, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		e := mid[len(mid)-1]
+		b.Run(c.name, func(b *testing.B) { threeWays(b, db, s.ID, e.Seq, e.ID) })
 	}
-	e := mid[len(mid)-1]
-	b.ResetTimer()
-	threeWays(b, db, s.ID, e.Seq, e.ID)
 }
 
 // corpus draws message text from a Zipf-distributed vocabulary of 20,000
