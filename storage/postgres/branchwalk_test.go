@@ -17,7 +17,8 @@ import (
 // page around every entry (on the branch, off it, of another session), at
 // page sizes 2 and 13 messages, are what the Go walker alone reads: the same
 // entries, the same hasMore/hasNewer, the same errors. The walk inside
-// the server must also be the one that found them (branchWalk ok).
+// the server must also be the one that found them (branchWalk ok), by
+// runs of consecutive seqs.
 func TestBranchWalkReadsTheGoWalkersPages(t *testing.T) {
 	ctx := context.Background()
 	db, err := Open(ctx, pgtest.URL(t), Options{})
@@ -178,7 +179,7 @@ func TestBranchWalkReadsTheGoWalkersPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, stop := range []int64{0, branch[0].Seq, b[10].Seq, b[10].Seq + 1, head.Seq - 1, head.Seq} {
-		tail, at, ok, err := branchWalk(ctx, db, db.pool, s.ID, st, stop, 3)
+		runs, at, ok, err := branchWalk(ctx, db, db.pool, s.ID, st, stop)
 		if err != nil || !ok {
 			t.Fatalf("branchWalk down to %d: ok %v, %v", stop, ok, err)
 		}
@@ -188,8 +189,13 @@ func TestBranchWalkReadsTheGoWalkersPages(t *testing.T) {
 				want = e
 			}
 		}
-		if at.ID != want.ID || len(tail) == 0 && stop < head.Seq {
-			t.Fatalf("branchWalk down to %d: stopped at %q, want %q; %d kept", stop, at.ID, want.ID, len(tail))
+		if at != want.ID {
+			t.Fatalf("branchWalk down to %d: stopped at %q, want %q", stop, at, want.ID)
+		}
+		// From the head to the root, the branch is three runs of
+		// consecutive seqs: the root's, b's and the last fork's.
+		if stop == 0 && len(runs) != 3 {
+			t.Fatalf("branchWalk to the root: %d runs %v, want 3", len(runs), runs)
 		}
 	}
 	t.Logf("%d pages compared, %d entries off the branch", pages, offBranch)

@@ -390,12 +390,12 @@ func branchBefore(ctx context.Context, db *DB, q querier, sessionID string, st s
 	if beforeSeq <= 0 || beforeSeq > *st.headSeq {
 		return st.headID, w, nil
 	}
-	_, at, ok, err := branchWalk(ctx, db, q, sessionID, st, beforeSeq-1, 0)
+	_, at, ok, err := branchWalk(ctx, db, q, sessionID, st, beforeSeq-1)
 	if err != nil {
 		return "", nil, err
 	}
 	if ok {
-		return at.ID, w, nil
+		return at, w, nil
 	}
 	if start, err = w.EntryBefore(ctx, st.headID, beforeSeq); err != nil {
 		return "", nil, err
@@ -488,10 +488,17 @@ func aroundInServer(ctx context.Context, db *DB, q querier, sessionID string, st
 		return nil, false, false, false, nil
 	}
 	half, newerMax := record.AroundHalves(maxMessages)
-	tail, at, ok, err := branchWalk(ctx, db, q, sessionID, st, e.Seq, newerMax)
+	runs, at, ok, err := branchWalk(ctx, db, q, sessionID, st, e.Seq)
 	if err != nil || !ok {
 		return nil, false, false, false, err
 	}
+	newer := record.NewForwardPage(newerMax, *st.headSeq)
+	if at == e.ID {
+		if err := readRuns(ctx, db, q, sessionID, runs, e.Seq, min(2*newerMax+16, 1024), newer.Collect); err != nil {
+			return nil, false, false, false, err
+		}
+	}
+	tail, _ := newer.Done()
 	entries, hasMore, hasNewer, err = record.AroundFromStop(sessionID, e, maxMessages, *st.headSeq, tail, at,
 		func(fn func(core.Entry) bool) error {
 			// An entry at or above e's seq may be one the walk from the
@@ -551,15 +558,13 @@ func historyAfterOf(ctx context.Context, db *DB, q querier, sessionID string, st
 	// Without jump pointers every window of record.ForwardWindows would
 	// start with a walk from the head: one walk reads the page instead,
 	// inside the server (branchWalk) when the links it walks are sound.
-	tail, _, ok, err := branchWalk(ctx, db, q, sessionID, st, afterSeq, maxMessages)
+	runs, _, ok, err := branchWalk(ctx, db, q, sessionID, st, afterSeq)
 	if err != nil {
 		return nil, false, err
 	}
 	if ok {
-		for _, e := range tail {
-			if !page.Collect(e) {
-				break
-			}
+		if err := readRuns(ctx, db, q, sessionID, runs, afterSeq, min(2*maxMessages+16, 1024), page.Collect); err != nil {
+			return nil, false, err
 		}
 		out, hasNewer := page.Done()
 		return out, hasNewer, nil

@@ -169,17 +169,16 @@ func AroundFromHead(sessionID string, e core.Entry, maxMessages int, headSeq int
 // AroundFromStop reads the page around entry e as AroundFromHead does,
 // from a walk of the active branch from the head that the store made
 // itself (PostgreSQL's, inside the server): tail, the entries newer than
-// e that the forwards half can hold (AroundHalves; oldest first, as a
-// forwards page keeps them: those with fewer messages older than them),
-// and at, the newest entry of the branch with seq <= e's (zero when there
+// e, oldest first, that the forwards half (AroundHalves) holds, and at,
+// the id of the newest entry of the branch with seq <= e's ("" when there
 // is none); older walks the branch back from e, handing each entry to fn
 // until fn returns false.
-func AroundFromStop(sessionID string, e core.Entry, maxMessages int, headSeq int64, tail []core.Entry, at core.Entry,
+func AroundFromStop(sessionID string, e core.Entry, maxMessages int, headSeq int64, tail []core.Entry, at string,
 	older func(fn func(core.Entry) bool) error) (entries []core.Entry, hasMore, hasNewer bool, err error) {
 	if e.SessionID != sessionID {
 		return nil, false, false, otherSession(sessionID, e)
 	}
-	if at.ID != e.ID {
+	if at != e.ID {
 		return nil, false, false, offBranch(sessionID, e)
 	}
 	half, newerMax := AroundHalves(maxMessages)
