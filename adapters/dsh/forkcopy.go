@@ -21,14 +21,15 @@ import (
 // zstd encoding; a home configured for plain JSONL is not copied).
 const logName = "session.jsonl.zstd"
 
-// sessionIDShape is what a DSH session id looks like: one path segment.
-var sessionIDShape = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$`)
+// sessionIDShape is what a DSH session id looks like: one path segment
+// (compiled on first use: package initialization stays small).
+var sessionIDShape = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$`) })
 
 // findLog returns the path of a session's log under a DSH home
 // ($DSH_HOME/sessions/<project>/<id>/session.jsonl.zstd) and its project
 // folder's name.
 func findLog(home, id string) (path, project string, err error) {
-	if !sessionIDShape.MatchString(id) {
+	if !sessionIDShape().MatchString(id) {
 		return "", "", core.Errorf(core.CodeInvalid, "dsh: session id %s is not one path segment", core.Quote(id))
 	}
 	root := filepath.Join(home, "sessions")
@@ -155,7 +156,7 @@ func (c *logCopy) update(ctx context.Context) (int64, error) {
 }
 
 // imageRef is how a message refers to an image in DSH's attachment store.
-var imageRef = regexp.MustCompile(`"attachmentId":"sha256:([a-f0-9]{64})"`)
+var imageRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"attachmentId":"sha256:([a-f0-9]{64})"`) })
 
 // maxImageBytes bounds one image copied (DSH's own limit is 3.5 MiB).
 const maxImageBytes = 64 << 20
@@ -168,7 +169,7 @@ func (c *logCopy) copyImages(ctx context.Context, text []byte) error {
 	if c.fromHome == "" || !bytes.Contains(text, []byte(`"sha256:`)) {
 		return nil
 	}
-	for _, m := range imageRef.FindAllSubmatch(text, -1) {
+	for _, m := range imageRef().FindAllSubmatch(text, -1) {
 		sum := string(m[1])
 		if c.images[sum] {
 			continue

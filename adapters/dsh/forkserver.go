@@ -288,7 +288,7 @@ func (h *Host) Close(ctx context.Context) error {
 	return nil
 }
 
-var servedAt = regexp.MustCompile(`dsh web: (http://127\.0\.0\.1:\d+)`)
+var servedAt = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`dsh web: (http://127\.0\.0\.1:\d+)`) })
 
 // startForkServer makes the fork server's folder (its DSH_HOME holding
 // copies of the user's settings), starts `dsh web` on 127.0.0.1 and waits
@@ -360,7 +360,7 @@ func scanAddress(r io.Reader, found chan<- string, out *procutil.Tail) {
 	for sc.Scan() {
 		line := sc.Text()
 		_, _ = out.Write([]byte(line + "\n"))
-		if m := servedAt.FindStringSubmatch(line); m != nil && !sent {
+		if m := servedAt().FindStringSubmatch(line); m != nil && !sent {
 			found <- m[1]
 			sent = true
 		}
