@@ -1002,6 +1002,22 @@ async function routeRpc(page) {
 }
 
 /**
+ * assertWholeHistory scrolls the open session's history up to its first
+ * row and checks that every entry recorded is shown once, in order, with
+ * the entry lastSeq as the newest row and a first row matching first.
+ */
+async function assertWholeHistory(page, lastSeq, first) {
+  const up = await rowsScrolledUp(page);
+  assert.ok(up.frames <= 3000, "scrolling up reached the first entry");
+  assert.equal(up.disorder, "", "rows in order");
+  assert.deepEqual(gapsIn(up.seqs), [], "every entry recorded is shown, once");
+  assert.equal(up.seqs.at(-1), lastSeq, "the last entry is the newest row");
+  assert.match(await page.locator("#history > li").first().innerText(), first, "the first row is the first prompt");
+  assert.equal(up.rows, up.seqs.length, "one row per entry");
+  assert.equal(up.loaded, up.seqs.length, "each entry counted once");
+}
+
+/**
  * rowsScrolledUp scrolls the history up 300 px a frame from where it is to
  * its first entry (older pages load on the way) and resolves to the seqs
  * of every row that was in the page, sorted, and the first pair of rows
@@ -1062,14 +1078,7 @@ test("live entries racing the newest page each show once, in order: a page read 
   await last.waitFor();
   assert.equal(late.passed(), 20, "the newest page was answered after 20 live entries");
   const lastSeq = Number(await last.getAttribute("data-seq"));
-  const up = await rowsScrolledUp(page);
-  assert.ok(up.frames <= 3000, "scrolling up reached the first entry");
-  assert.equal(up.disorder, "", "rows in order");
-  assert.deepEqual(gapsIn(up.seqs), [], "every entry recorded is shown, once");
-  assert.equal(up.seqs.at(-1), lastSeq, "the last entry is the newest row");
-  assert.match(await page.locator("#history > li").first().innerText(), /stream 30/, "the first row is the first prompt");
-  assert.equal(up.rows, up.seqs.length, "one row per entry");
-  assert.equal(up.loaded, up.seqs.length, "each entry counted once");
+  await assertWholeHistory(page, lastSeq, /stream 30/);
   assert.deepEqual(errors, []);
 });
 
@@ -1157,14 +1166,7 @@ test("a first page that fails is asked for again after a growing pause, the fail
     "(hidden)",
   ]);
   const lastSeq = Number(await last.getAttribute("data-seq"));
-  const up = await rowsScrolledUp(page);
-  assert.ok(up.frames <= 3000, "scrolling up reached the first entry");
-  assert.equal(up.disorder, "", "rows in order");
-  assert.deepEqual(gapsIn(up.seqs), [], "every entry recorded is shown, once");
-  assert.equal(up.seqs.at(-1), lastSeq, "the last entry is the newest row");
-  assert.match(await page.locator("#history > li").first().innerText(), /stream 30/, "the first row is the first prompt");
-  assert.equal(up.rows, up.seqs.length, "one row per entry");
-  assert.equal(up.loaded, up.seqs.length, "each entry counted once");
+  await assertWholeHistory(page, lastSeq, /stream 30/);
   assert.deepEqual(errors, []);
 });
 
