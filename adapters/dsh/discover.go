@@ -15,11 +15,19 @@ var _ core.TranscriptSource = (*Host)(nil)
 // $DSH_HOME/sessions/--<cwd>--/<session>/session.jsonl.zstd, DSH_HOME
 // defaulting to ~/.dsh.
 func (h *Host) Transcripts(ctx context.Context) (core.TranscriptList, error) {
-	home := findfiles.Env(nil, "DSH_HOME")
-	if home == "" {
-		home = filepath.Join(findfiles.Home(nil), ".dsh")
-	}
-	root := filepath.Join(home, "sessions")
+	root := filepath.Join(defaultHome(), "sessions")
 	files, err := findfiles.Under(ctx, root, 3, func(rel string) bool { return path.Base(rel) == "session.jsonl.zstd" })
 	return core.TranscriptList{Roots: []string{root}, Files: files}, err
+}
+
+// defaultHome is the DSH_HOME of a DSH the user runs: $DSH_HOME, else
+// ~/.dsh ("" when there is no home folder).
+func defaultHome() string {
+	if home := findfiles.Env(nil, "DSH_HOME"); home != "" {
+		return home
+	}
+	if home := findfiles.Home(nil); home != "" {
+		return filepath.Join(home, ".dsh")
+	}
+	return ""
 }

@@ -120,7 +120,7 @@ type forkServers struct {
 	sweep    sync.Once
 }
 
-// enabled reports whether a fork server is configured.
+// forkServerConfigured reports whether a fork server is configured.
 func (h *Host) forkServerConfigured() bool { return h.cfg.ForkServer.Command != "" }
 
 // forkServer returns the running fork server, or nil (and then starts one
@@ -387,14 +387,7 @@ func (h *Host) userHome() string {
 	if d := h.cfg.ForkServer.Home; d != "" {
 		return d
 	}
-	if d := os.Getenv("DSH_HOME"); d != "" {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(home, ".dsh")
+	return defaultHome()
 }
 
 // copySettings copies the user's settings files that exist (regular, at
